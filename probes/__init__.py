@@ -1,0 +1,28 @@
+"""The probe catalogue: REGISTRY holds the ten probes in display order."""
+
+from __future__ import annotations
+
+from probes import container, driver, firmware, kernel, nccl, numa, nvlink, pcie, power, python
+from probes.core.spec import Probe
+
+REGISTRY: tuple[Probe, ...] = (
+    firmware.PROBE,
+    container.PROBE,
+    driver.PROBE,
+    kernel.PROBE,
+    pcie.PROBE,
+    power.PROBE,
+    nccl.PROBE,
+    numa.PROBE,
+    python.PROBE,
+    nvlink.PROBE,
+)
+PROBE_IDS: tuple[str, ...] = tuple(p.id for p in REGISTRY)
+
+
+def get(probe_id: str) -> Probe:
+    """The probe with this id; KeyError if there is none."""
+    for probe in REGISTRY:
+        if probe.id == probe_id:
+            return probe
+    raise KeyError(probe_id)

@@ -1,0 +1,1 @@
+"""The audit engine: models, declarations, transports and the runner. Never imports Textual."""

@@ -1,0 +1,127 @@
+"""Runner events: the one stream both the TUI and --json consume, and the fold into an AuditRun."""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+from datetime import datetime
+from typing import Annotated, Literal, Union
+
+from pydantic import BaseModel, Field
+
+from probes.core.models import AuditRun, CommandRecord, ProbeResult, Role, Target, TargetState
+
+
+class TargetConnecting(BaseModel):
+    kind: Literal["target_connecting"] = "target_connecting"
+    role: Role
+
+
+class TargetConnected(BaseModel):
+    kind: Literal["target_connected"] = "target_connected"
+    role: Role
+    is_root: bool | None = None
+    hostname: str | None = None
+
+
+class TargetFailed(BaseModel):
+    kind: Literal["target_failed"] = "target_failed"
+    role: Role
+    reason: str
+
+
+class ProbeStarted(BaseModel):
+    kind: Literal["probe_started"] = "probe_started"
+    probe_id: str
+    at: datetime
+
+
+class CommandStarted(BaseModel):
+    kind: Literal["command_started"] = "command_started"
+    probe_id: str
+    role: Role
+    command_id: str
+
+
+class CommandFinished(BaseModel):
+    kind: Literal["command_finished"] = "command_finished"
+    record: CommandRecord
+
+
+class ProbeFinished(BaseModel):
+    kind: Literal["probe_finished"] = "probe_finished"
+    result: ProbeResult
+
+
+class AuditFinished(BaseModel):
+    kind: Literal["audit_finished"] = "audit_finished"
+    at: datetime
+
+
+AuditEvent = Annotated[
+    Union[
+        TargetConnecting,
+        TargetConnected,
+        TargetFailed,
+        ProbeStarted,
+        CommandStarted,
+        CommandFinished,
+        ProbeFinished,
+        AuditFinished,
+    ],
+    Field(discriminator="kind"),
+]
+
+
+def initial_run(targets: Iterable[Target], probes: Iterable[tuple[str, str]]) -> AuditRun:
+    """An AuditRun with every probe pending, before any event."""
+    targets = list(targets)
+    return AuditRun(
+        targets=targets,
+        target_states={t.role: TargetState(role=t.role) for t in targets},
+        probes=[ProbeResult(probe_id=pid, title=title) for pid, title in probes],
+    )
+
+
+def apply_event(run: AuditRun, event: BaseModel) -> AuditRun:
+    """Fold one event into the run (returns a new AuditRun; the input is not changed)."""
+    run = run.model_copy(deep=False)
+    if isinstance(event, (TargetConnecting, TargetConnected, TargetFailed)):
+        states = dict(run.target_states)
+        old = states.get(event.role, TargetState(role=event.role))
+        if isinstance(event, TargetConnecting):
+            new = old.model_copy(update={"state": "connecting"})
+        elif isinstance(event, TargetConnected):
+            new = old.model_copy(
+                update={"state": "connected", "is_root": event.is_root, "hostname": event.hostname}
+            )
+        else:
+            new = old.model_copy(update={"state": "failed", "reason": event.reason})
+        states[event.role] = new
+        run.target_states = states
+    elif isinstance(event, ProbeStarted):
+        run.probes = [
+            p.model_copy(update={"status": "running", "started_at": event.at, "records": []})
+            if p.probe_id == event.probe_id
+            else p
+            for p in run.probes
+        ]
+        if run.started_at is None:
+            run.started_at = event.at
+    elif isinstance(event, CommandFinished):
+        rec = event.record
+        run.probes = [
+            p.model_copy(update={"records": [*p.records, rec]}) if p.probe_id == rec.probe_id else p
+            for p in run.probes
+        ]
+    elif isinstance(event, ProbeFinished):
+        run.probes = [event.result if p.probe_id == event.result.probe_id else p for p in run.probes]
+    elif isinstance(event, AuditFinished):
+        run.finished_at = event.at
+    return run
+
+
+def fold_events(run: AuditRun, events: Iterable[BaseModel]) -> AuditRun:
+    """Apply a sequence of events; the same final state the TUI and --json see."""
+    for event in events:
+        run = apply_event(run, event)
+    return run

@@ -1,0 +1,170 @@
+"""Pydantic models shared by the runner, snapshots, --json and the TUI. No I/O here."""
+
+from __future__ import annotations
+
+from datetime import datetime
+from enum import Enum
+from typing import Any, Literal
+
+from pydantic import BaseModel, ConfigDict, Field
+
+Role = Literal["host", "container"]
+ROLES: tuple[Role, ...] = ("host", "container")
+
+
+class Severity(str, Enum):
+    """How bad a finding is. `unknown` means "could not read", never "fine"."""
+
+    CRITICAL = "critical"
+    WARNING = "warning"
+    INFO = "info"
+    OK = "ok"
+    UNKNOWN = "unknown"
+
+    @property
+    def rank(self) -> int:
+        """Higher is worse; `unknown` sits between info and warning for sorting."""
+        return SEVERITY_RANK[self]
+
+
+SEVERITY_RANK: dict[Severity, int] = {
+    Severity.OK: 0,
+    Severity.INFO: 1,
+    Severity.UNKNOWN: 2,
+    Severity.WARNING: 3,
+    Severity.CRITICAL: 4,
+}
+
+
+class Target(BaseModel):
+    """One machine (or container) the audit runs commands on."""
+
+    model_config = ConfigDict(frozen=True)
+
+    role: Role
+    spec: str
+    """What the user typed: "local", "root@10.0.0.5:22", "pct:101", "docker:sglang"."""
+    kind: Literal["local", "ssh", "pct", "lxc", "docker", "replay", "directory"]
+    label: str
+    """Short human name for headers: "host (local)", "container (pct:101)"."""
+
+
+class TargetState(BaseModel):
+    """Connection state of a target, as the header shows it."""
+
+    role: Role
+    state: Literal["pending", "connecting", "connected", "failed"] = "pending"
+    reason: str | None = None
+    is_root: bool | None = None
+    hostname: str | None = None
+
+
+class CommandRecord(BaseModel):
+    """The raw truth: one command run on one target, exactly as it happened."""
+
+    model_config = ConfigDict(frozen=True)
+
+    target: Role
+    probe_id: str
+    command_id: str
+    command: str
+    """The declared read-only command line (what the probe asked for)."""
+    executed: str = ""
+    """The exact line sent to the target, wrappers (timeout, sudo, pct exec) included."""
+    exit_status: int | None = None
+    """None when the command never ran to an exit (skipped, connection lost, killed)."""
+    stdout: str = ""
+    stderr: str = ""
+    started_at: datetime | None = None
+    duration_s: float = 0.0
+    timed_out: bool = False
+    truncated: bool = False
+    needs_root: bool = False
+    error: str | None = None
+    """Why there is no normal result: "needs root", "connection lost: ...", "target failed: ..."."""
+
+    @property
+    def ok(self) -> bool:
+        """Ran and exited 0 without being cut short."""
+        return self.exit_status == 0 and not self.timed_out and self.error is None
+
+    @property
+    def missing_tool(self) -> bool:
+        """Exit 127 from the shell: the program is not installed on the target."""
+        return self.exit_status == 127 or "command not found" in self.stderr.lower()
+
+
+class EvidenceRef(BaseModel):
+    """Points at the command record behind a finding, so drill-down can jump to it."""
+
+    model_config = ConfigDict(frozen=True)
+
+    target: Role
+    command_id: str
+
+
+class Finding(BaseModel):
+    """A judged check: stable id, severity, what was seen vs expected, why and how to fix."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: str
+    """`<probe>.<slug>` exactly as PROBES.md spells it; never changes once released."""
+    severity: Severity
+    probe: str
+    targets: list[Role] = Field(default_factory=list)
+    title: str
+    observed: str = ""
+    expected: str = ""
+    why: str = ""
+    fix: str = ""
+    evidence: list[EvidenceRef] = Field(default_factory=list)
+
+
+ProbeStatus = Literal["pending", "running", "done", "failed", "cancelled", "skipped"]
+
+
+class ProbeResult(BaseModel):
+    """Everything one probe produced over all targets: records, facts, findings."""
+
+    probe_id: str
+    title: str
+    status: ProbeStatus = "pending"
+    records: list[CommandRecord] = Field(default_factory=list)
+    facts: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    """Role -> the probe's facts model dumped to a dict."""
+    findings: list[Finding] = Field(default_factory=list)
+    summary: str = ""
+    """The pane's key-facts line, e.g. "590.48.01 open · CUDA 13.1 · 8× RTX PRO 6000"."""
+    error: str | None = None
+    started_at: datetime | None = None
+    duration_s: float = 0.0
+
+    @property
+    def worst(self) -> Severity | None:
+        """Worst severity among the findings, or None when there are none."""
+        if not self.findings:
+            return None
+        return max((f.severity for f in self.findings), key=lambda s: s.rank)
+
+
+class AuditRun(BaseModel):
+    """The folded state of an audit: targets, their states and ten probe results."""
+
+    targets: list[Target] = Field(default_factory=list)
+    target_states: dict[str, TargetState] = Field(default_factory=dict)
+    probes: list[ProbeResult] = Field(default_factory=list)
+    started_at: datetime | None = None
+    finished_at: datetime | None = None
+    mode: Literal["live", "replay", "demo", "resume"] = "live"
+    note: str | None = None
+    """Shown plainly in headers, e.g. "illustrative example, not a capture"."""
+
+    def probe(self, probe_id: str) -> ProbeResult | None:
+        """The result of one probe, or None."""
+        return next((p for p in self.probes if p.probe_id == probe_id), None)
+
+    @property
+    def findings(self) -> list[Finding]:
+        """All findings of all probes, flat, in probe order."""
+        return [f for p in self.probes for f in p.findings]

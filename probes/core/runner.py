@@ -1,0 +1,284 @@
+"""The Audit runner: every probe x every target concurrently, streamed as events, failures as data."""
+
+from __future__ import annotations
+
+import asyncio
+import shlex
+from collections.abc import AsyncIterator, Iterable, Sequence
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+
+from pydantic import BaseModel
+
+from probes.core.events import (
+    AuditFinished,
+    CommandFinished,
+    CommandStarted,
+    ProbeFinished,
+    ProbeStarted,
+    TargetConnected,
+    TargetConnecting,
+    TargetFailed,
+)
+from probes.core.errors import TransportError
+from probes.core.models import CommandRecord, ProbeResult, Role, Target
+from probes.core.redact import redact_text
+from probes.core.spec import Command, Probe
+from probes.core.targets import build_command_line
+from probes.core.transport import DEFAULT_MAX_BYTES, RawResult, Transport
+
+DEFAULT_TIMEOUT_S = 20.0
+
+PREFLIGHT = Command(
+    "preflight",
+    "id -u; command -v timeout >/dev/null 2>&1 && echo timeout=yes; uname -n",
+    on=frozenset({"host", "container"}),
+    timeout_s=15,
+    description="who am I, is timeout(1) there, hostname: decides root-only commands and remote kill",
+)
+
+
+@dataclass(frozen=True, slots=True)
+class AuditOptions:
+    """Knobs of one audit run (the CLI fills them)."""
+
+    timeout_s: float = DEFAULT_TIMEOUT_S
+    max_bytes: int = DEFAULT_MAX_BYTES
+    sudo: bool = False
+    active: bool = False
+    """Run load-generating (ACTIVE) commands such as nccl-tests; never on by default."""
+    python: str | None = None
+    """Interpreter the python probe inspects; None lets the probe find the engine's, else python3."""
+
+
+@dataclass(slots=True)
+class TargetBinding:
+    """A target, the transport that reaches it, and the wrapper that enters a container through its host."""
+
+    target: Target
+    transport: Transport
+    wrap_prefix: str | None = None
+    via: Role | None = None
+    """For a container entered through the host: the host role whose connection it shares."""
+
+
+@dataclass(slots=True)
+class _TargetInfo:
+    ok: bool
+    reason: str | None = None
+    is_root: bool = False
+    has_timeout: bool = False
+    hostname: str | None = None
+
+
+def decode_output(data: bytes) -> str:
+    """Bytes -> text without ever failing: undecodable bytes become visible `\\xNN` escapes."""
+    return data.decode("utf-8", errors="backslashreplace")
+
+
+def render_shell(command: Command, options: AuditOptions) -> str:
+    """Fill a declared command's template parameters, always through shlex.quote."""
+    shell = command.shell
+    if "{python}" in shell:
+        shell = shell.replace("{python}", shlex.quote(options.python or "python3"))
+    return shell
+
+
+def parse_preflight(stdout: str) -> tuple[bool, bool, str | None]:
+    """`id -u` / `timeout=yes` / hostname lines -> (is_root, has_timeout, hostname)."""
+    lines = [ln.strip() for ln in stdout.splitlines() if ln.strip()]
+    is_root = bool(lines) and lines[0] == "0"
+    has_timeout = "timeout=yes" in lines
+    rest = [ln for ln in lines[1:] if ln != "timeout=yes"]
+    return is_root, has_timeout, (rest[0] if rest else None)
+
+
+class Audit:
+    """Runs probes over targets; `events()` streams what happens. Connections stay open for re-runs."""
+
+    def __init__(self, bindings: Sequence[TargetBinding], probes: Sequence[Probe], options: AuditOptions | None = None) -> None:
+        self.bindings = {b.target.role: b for b in bindings}
+        self.probes = list(probes)
+        self.options = options or AuditOptions()
+        self._connect_tasks: dict[Role, asyncio.Task[_TargetInfo]] = {}
+        self._closed = False
+
+    @property
+    def targets(self) -> list[Target]:
+        return [b.target for b in self.bindings.values()]
+
+    async def events(self, probe_ids: Iterable[str] | None = None) -> AsyncIterator[BaseModel]:
+        """Run the chosen probes (all by default) and yield events until AuditFinished."""
+        wanted = set(probe_ids) if probe_ids is not None else None
+        probes = [p for p in self.probes if wanted is None or p.id in wanted]
+        queue: asyncio.Queue[BaseModel | None] = asyncio.Queue()
+        task = asyncio.create_task(self._run(probes, queue))
+        try:
+            while True:
+                event = await queue.get()
+                if event is None:
+                    break
+                yield event
+            await task
+        finally:
+            if not task.done():
+                task.cancel()
+                try:
+                    await task
+                except (asyncio.CancelledError, Exception):
+                    pass
+
+    async def _run(self, probes: list[Probe], queue: asyncio.Queue[BaseModel | None]) -> None:
+        cache: dict[tuple[Role, str], asyncio.Task[RawResult]] = {}
+        try:
+            for role in self.bindings:
+                self._ensure_connect(role, queue)
+            await asyncio.gather(*(self._run_probe(p, cache, queue) for p in probes))
+            queue.put_nowait(AuditFinished(at=datetime.now(timezone.utc)))
+        finally:
+            for t in cache.values():
+                t.cancel()
+            queue.put_nowait(None)
+
+    def _ensure_connect(self, role: Role, queue: asyncio.Queue[BaseModel | None]) -> asyncio.Task[_TargetInfo]:
+        task = self._connect_tasks.get(role)
+        if task is None or (task.done() and not task.cancelled() and not task.result().ok):
+            task = asyncio.create_task(self._connect(role, queue))
+            self._connect_tasks[role] = task
+        return task
+
+    async def _connect(self, role: Role, queue: asyncio.Queue[BaseModel | None]) -> _TargetInfo:
+        binding = self.bindings[role]
+        queue.put_nowait(TargetConnecting(role=role))
+        try:
+            if binding.via is not None:
+                host_info = await self._ensure_connect(binding.via, queue)
+                if not host_info.ok:
+                    raise TransportError(f"host {binding.via} unreachable: {host_info.reason}")
+            else:
+                await binding.transport.connect()
+            line = build_command_line(PREFLIGHT.shell, wrap_prefix=binding.wrap_prefix)
+            raw = await binding.transport.run(line, command_id=PREFLIGHT.id, timeout_s=PREFLIGHT.timeout_s or 15,
+                                              max_bytes=64 * 1024)
+            if raw.exit_status != 0:
+                detail = (decode_output(raw.stderr).strip() or raw.error or f"exit {raw.exit_status}").splitlines()
+                raise TransportError(f"{binding.target.spec}: cannot run commands: {detail[0][:200] if detail else 'no output'}")
+            is_root, has_timeout, hostname = parse_preflight(decode_output(raw.stdout))
+            if binding.via is not None:  # the remote timeout(1) runs on the host, outside the container
+                has_timeout = (await self._connect_tasks[binding.via]).has_timeout
+        except TransportError as exc:
+            queue.put_nowait(TargetFailed(role=role, reason=str(exc)))
+            return _TargetInfo(ok=False, reason=str(exc))
+        except Exception as exc:  # a transport bug must not take the audit down
+            reason = f"{exc.__class__.__name__}: {exc}"
+            queue.put_nowait(TargetFailed(role=role, reason=reason))
+            return _TargetInfo(ok=False, reason=reason)
+        queue.put_nowait(TargetConnected(role=role, is_root=is_root, hostname=hostname))
+        return _TargetInfo(ok=True, is_root=is_root, has_timeout=has_timeout, hostname=hostname)
+
+    async def _run_probe(self, probe: Probe, cache: dict[tuple[Role, str], asyncio.Task[RawResult]],
+                         queue: asyncio.Queue[BaseModel | None]) -> None:
+        started = datetime.now(timezone.utc)
+        queue.put_nowait(ProbeStarted(probe_id=probe.id, at=started))
+        roles = [r for r in self.bindings if probe.commands_for(r)]
+        per_role = await asyncio.gather(*(self._run_commands(probe, r, cache, queue) for r in roles))
+        records = [rec for recs in per_role for rec in recs]
+        result = judge_probe(probe, {r: recs for r, recs in zip(roles, per_role)}, started)
+        queue.put_nowait(ProbeFinished(result=result.model_copy(update={"records": records})))
+
+    async def _run_commands(self, probe: Probe, role: Role, cache: dict[tuple[Role, str], asyncio.Task[RawResult]],
+                            queue: asyncio.Queue[BaseModel | None]) -> list[CommandRecord]:
+        info = await self._connect_tasks[role]
+        commands = [c for c in probe.commands_for(role) if self.options.active or not _is_active(c)]
+        return list(await asyncio.gather(*(self._run_one(probe, c, role, info, cache, queue) for c in commands)))
+
+    async def _run_one(self, probe: Probe, command: Command, role: Role, info: _TargetInfo,
+                       cache: dict[tuple[Role, str], asyncio.Task[RawResult]], queue: asyncio.Queue[BaseModel | None]) -> CommandRecord:
+        binding = self.bindings[role]
+        shell = render_shell(command, self.options)
+        timeout_s = command.timeout_s or self.options.timeout_s
+        use_sudo = command.needs_root and self.options.sudo and not info.is_root
+        line = build_command_line(shell, wrap_prefix=binding.wrap_prefix, sudo=use_sudo or (self.options.sudo and binding.via is not None and not info.is_root),
+                                  remote_timeout_s=timeout_s + 2 if info.has_timeout else None)  # remote kill is the backstop
+        base = dict(target=role, probe_id=probe.id, command_id=command.id, command=shell, executed=line,
+                    needs_root=command.needs_root)
+        if not info.ok:
+            rec = CommandRecord(**base, error=f"target failed: {info.reason}")
+        elif command.needs_root and not info.is_root and not self.options.sudo:
+            rec = CommandRecord(**base, error="needs root (run as root or with --sudo)")
+        else:
+            queue.put_nowait(CommandStarted(probe_id=probe.id, role=role, command_id=command.id))
+            key = (role, line)
+            task = cache.get(key)
+            if task is None:  # the same line asked by two probes runs once
+                task = asyncio.create_task(binding.transport.run(line, command_id=command.id, timeout_s=timeout_s,
+                                                                 max_bytes=self.options.max_bytes))
+                cache[key] = task
+            raw = await asyncio.shield(task)
+            rec = record_from_raw(base, raw, sudo=use_sudo, timeout_s=timeout_s)
+        queue.put_nowait(CommandFinished(record=rec))
+        return rec
+
+    async def aclose(self) -> None:
+        """Close every connection (idempotent)."""
+        if self._closed:
+            return
+        self._closed = True
+        for t in self._connect_tasks.values():
+            if not t.done():
+                t.cancel()
+        for b in self.bindings.values():
+            if b.via is None:
+                try:
+                    await b.transport.aclose()
+                except Exception:
+                    pass
+
+
+def _is_active(command: Command) -> bool:
+    return command.active
+
+
+def record_from_raw(base: dict[str, object], raw: RawResult, *, sudo: bool = False,
+                    timeout_s: float | None = None) -> CommandRecord:
+    """Decode, redact and freeze a transport result into a CommandRecord."""
+    if timeout_s and raw.exit_status == 137 and raw.duration_s >= timeout_s:  # killed by the remote timeout(1)
+        raw.exit_status, raw.timed_out = None, True
+    stdout = redact_text(decode_output(raw.stdout))
+    stderr = redact_text(decode_output(raw.stderr))
+    error = raw.error
+    if sudo and raw.exit_status == 1 and stderr.lstrip().startswith("sudo:"):
+        error = f"needs root (sudo -n refused: {stderr.strip().splitlines()[0][:120]})"
+    return CommandRecord(
+        **base,  # type: ignore[arg-type]
+        exit_status=raw.exit_status, stdout=stdout, stderr=stderr, started_at=raw.started_at,
+        duration_s=round(raw.duration_s, 4), timed_out=raw.timed_out, truncated=raw.truncated, error=error,
+    )
+
+
+def judge_probe(probe: Probe, records_by_role: dict[Role, list[CommandRecord]], started: datetime | None = None) -> ProbeResult:
+    """Interpret and judge one probe from its records (pure): the same code path for live runs and replay."""
+    result = ProbeResult(probe_id=probe.id, title=probe.title, started_at=started)
+    try:
+        facts = {role: probe.extract({r.command_id: r for r in recs}, role) for role, recs in records_by_role.items()}
+        findings = list(probe.judge(facts))
+        summary = probe.summarize(facts)
+    except Exception as exc:  # a parser/rule bug fails this probe only, visibly
+        return result.model_copy(update={"status": "failed", "error": f"{exc.__class__.__name__}: {exc}",
+                                         "duration_s": _elapsed(started)})
+    all_failed = bool(records_by_role) and all(
+        r.error and r.error.startswith("target failed") for recs in records_by_role.values() for r in recs)
+    return result.model_copy(update={
+        "status": "failed" if all_failed else "done",
+        "error": "every target failed" if all_failed else None,
+        "facts": {role: f.model_dump(mode="json") for role, f in facts.items()},
+        "findings": findings,
+        "summary": summary,
+        "duration_s": _elapsed(started),
+    })
+
+
+def _elapsed(started: datetime | None) -> float:
+    if started is None:
+        return 0.0
+    return round((datetime.now(timezone.utc) - started).total_seconds(), 4)

@@ -1,0 +1,53 @@
+"""Builds target bindings (which transport reaches which target) from CLI specs or a snapshot."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from probes.core.models import CommandRecord, Target
+from probes.core.replay_transport import DirectoryTransport, ReplayTransport, records_by_role
+from probes.core.runner import TargetBinding
+from probes.core.ssh_transport import SshOptions, SshTransport
+from probes.core.targets import TargetSpec
+from probes.core.transport import LocalTransport, Transport
+
+
+def _transport_for(spec: TargetSpec, ssh: SshOptions) -> Transport:
+    if spec.kind == "local":
+        return LocalTransport()
+    assert spec.ssh is not None
+    return SshTransport(spec.ssh, ssh, label=spec.raw)
+
+
+def live_bindings(host: TargetSpec, container: TargetSpec | None, ssh: SshOptions) -> list[TargetBinding]:
+    """Host over local/SSH; container over its own SSH connection or wrapped through the host's."""
+    host_transport = _transport_for(host, ssh)
+    bindings = [TargetBinding(target=host.to_target(), transport=host_transport)]
+    if container is not None:
+        if container.wrap_prefix:
+            bindings.append(TargetBinding(target=container.to_target(), transport=host_transport,
+                                          wrap_prefix=container.wrap_prefix, via="host"))
+        else:
+            bindings.append(TargetBinding(target=container.to_target(), transport=_transport_for(container, ssh)))
+    return bindings
+
+
+def replay_bindings(targets: Sequence[Target], records: Sequence[CommandRecord], delay_s: float = 0.0) -> list[TargetBinding]:
+    """One ReplayTransport per recorded target role."""
+    grouped = records_by_role(records)
+    return [
+        TargetBinding(target=t, transport=ReplayTransport(grouped.get(t.role, []), label=f"replay:{t.role}", delay_s=delay_s))
+        for t in targets
+    ]
+
+
+def directory_bindings(root: Path, roles: Sequence[str] = ("host", "container")) -> list[TargetBinding]:
+    """Bindings answering from `<root>/<role>/` directories that exist."""
+    out = []
+    for role in roles:
+        d = Path(root) / role
+        if d.is_dir():
+            target = Target(role=role, spec=f"dir:{d}", kind="directory", label=f"{role} (recorded)")  # type: ignore[arg-type]
+            out.append(TargetBinding(target=target, transport=DirectoryTransport(d, label=role)))
+    return out

@@ -1,0 +1,102 @@
+"""Declarations: a probe is data (its commands) plus pure functions (extract, judge, summarize)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from pydantic import BaseModel
+
+from probes.core.models import CommandRecord, EvidenceRef, Finding, Role, Severity
+
+Outputs = Mapping[str, CommandRecord]
+"""command_id -> record, for one target. A command that was not run is absent."""
+
+FactsByTarget = Mapping[Role, Any]
+"""role -> that target's facts model (only the targets the probe ran on)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Command:
+    """One read-only shell command a probe runs. Declared once; a test lints it."""
+
+    id: str
+    shell: str
+    on: frozenset[Role] = frozenset({"host"})
+    timeout_s: float | None = None
+    """Per-command override of the audit's --timeout."""
+    needs_root: bool = False
+    """Without root (and without a working --sudo) it is skipped: facts say "unknown (needs root)"."""
+    description: str = ""
+    active: bool = False
+    """Generates load (nccl-tests and the like): runs only with --active, never by default."""
+
+
+@dataclass(frozen=True, slots=True)
+class Probe:
+    """One of the ten probes: id, title, commands, and the pure functions behind it."""
+
+    id: str
+    title: str
+    commands: tuple[Command, ...]
+    extract: Callable[[Outputs, Role], BaseModel]
+    """Raw outputs of one target -> typed facts. Pure; must not raise on odd output."""
+    judge: Callable[[FactsByTarget], Iterable[Finding]]
+    """Facts of all targets -> findings (cross-target checks live here too)."""
+    summarize: Callable[[FactsByTarget], str] = field(default=lambda facts: "")
+    """Facts -> the pane's one-line key facts."""
+
+    def commands_for(self, role: Role) -> tuple[Command, ...]:
+        """The commands this probe runs on a target of the given role."""
+        return tuple(c for c in self.commands if role in c.on)
+
+
+def finding(
+    probe: str,
+    slug: str,
+    severity: Severity | str,
+    title: str,
+    *,
+    targets: Iterable[Role] = ("host",),
+    observed: str = "",
+    expected: str = "",
+    why: str = "",
+    fix: str = "",
+    evidence: Iterable[tuple[Role, str]] = (),
+) -> Finding:
+    """Build a Finding with id `<probe>.<slug>`; evidence given as (role, command_id) pairs."""
+    return Finding(
+        id=f"{probe}.{slug}",
+        severity=Severity(severity),
+        probe=probe,
+        targets=list(dict.fromkeys(targets)),
+        title=title,
+        observed=observed,
+        expected=expected,
+        why=why,
+        fix=fix,
+        evidence=[EvidenceRef(target=t, command_id=c) for t, c in evidence],
+    )
+
+
+def record_problem(record: CommandRecord | None) -> str | None:
+    """Why a record cannot be trusted as a normal answer, or None when it can.
+
+    Used by extract functions to turn failures into "unknown (...)" facts instead of guesses.
+    """
+    if record is None:
+        return "not collected"
+    if record.error:
+        return record.error
+    if record.timed_out:
+        return "timed out"
+    if record.missing_tool:
+        return "tool not installed"
+    low = (record.stderr + record.stdout[:400]).lower()
+    if record.exit_status not in (0, None) and ("permission denied" in low or "operation not permitted" in low):
+        return "needs root (permission denied)"
+    if record.exit_status not in (0, None):
+        first = (record.stderr.strip() or record.stdout.strip()).splitlines()[:1]
+        return f"exit {record.exit_status}" + (f": {first[0][:160]}" if first else "")
+    return None

@@ -1,0 +1,272 @@
+"""SSH transport over asyncssh: one connection per target, capped channels, bytes-safe, killable commands."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+from probes.core.errors import TransportError
+from probes.core.targets import SshAddress
+from probes.core.transport import READ_CHUNK, RawResult, StreamCap
+
+DEFAULT_MAX_CHANNELS = 8  # OpenSSH MaxSessions is 10; sshd frees slots a little late, 8 never raced (TESTING.md)
+
+
+@dataclass(frozen=True, slots=True)
+class SshOptions:
+    """Connection settings shared by all SSH targets of an audit."""
+
+    known_hosts: str | None = None
+    """A known_hosts file; None = the user's default (~/.ssh/known_hosts). Never disables checking."""
+    identity: str | None = None
+    accept_new_host_keys: bool = False
+    connect_timeout_s: float = 10.0
+    max_channels: int = DEFAULT_MAX_CHANNELS
+    use_ssh_config: bool = True
+    """Honour ~/.ssh/config (aliases, ProxyJump...). Tests switch it off."""
+    use_agent: bool = True
+
+
+class ChannelLimiter:
+    """A semaphore whose size shrinks when the server refuses channels (MaxSessions below ours)."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = max(1, limit)
+        self.active = 0
+        self._cond = asyncio.Condition()
+
+    async def acquire(self) -> None:
+        async with self._cond:
+            await self._cond.wait_for(lambda: self.active < self.limit)
+            self.active += 1
+
+    async def release(self) -> None:
+        async with self._cond:
+            self.active -= 1
+            self._cond.notify_all()
+
+    def shrink(self) -> None:
+        """Called with a slot held when an open was refused: the others in flight are the server's cap."""
+        self.limit = max(1, min(self.limit, self.active - 1))
+
+
+def _describe_connect_error(exc: BaseException, where: str, known_hosts: str) -> str:
+    import asyncssh
+
+    if isinstance(exc, asyncssh.HostKeyNotVerifiable):
+        return (f"{where}: host key not verifiable against {known_hosts} ({exc.reason or 'unknown key'}); "
+                "check the key, or use --accept-new-host-keys for a host never seen before")
+    if isinstance(exc, asyncssh.PermissionDenied):
+        return f"{where}: authentication failed ({exc.reason or 'permission denied'}); check --identity / agent / user"
+    if isinstance(exc, ConnectionRefusedError):
+        return f"{where}: connection refused"
+    if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
+        return f"{where}: no answer (connect timeout)"
+    if isinstance(exc, OSError) and exc.__class__.__name__ == "gaierror":
+        return f"{where}: name not resolvable ({exc})"
+    if isinstance(exc, asyncssh.Error):
+        return f"{where}: {exc.__class__.__name__}: {exc.reason}"
+    return f"{where}: {exc.__class__.__name__}: {exc}"
+
+
+class SshTransport:
+    """Runs shell lines over one asyncssh connection."""
+
+    def __init__(self, address: SshAddress, options: SshOptions, label: str | None = None) -> None:
+        self.address = address
+        self.options = options
+        self.label = label or address.host
+        self._conn: Any = None
+        self._limiter = ChannelLimiter(options.max_channels)
+        self._lost: str | None = None
+
+    @property
+    def where(self) -> str:
+        port = f":{self.address.port}" if self.address.port else ""
+        user = f"{self.address.user}@" if self.address.user else ""
+        return f"{user}{self.address.host}{port}"
+
+    def _known_hosts_path(self) -> str:
+        return self.options.known_hosts or str(Path.home() / ".ssh" / "known_hosts")
+
+    def _connect_kwargs(self) -> dict[str, Any]:
+        kw: dict[str, Any] = {"connect_timeout": self.options.connect_timeout_s, "login_timeout": self.options.connect_timeout_s,
+                              "keepalive_interval": 15, "keepalive_count_max": 3}
+        if self.address.port:
+            kw["port"] = self.address.port
+        if self.address.user:
+            kw["username"] = self.address.user
+        if self.options.known_hosts:
+            kw["known_hosts"] = self.options.known_hosts
+        if self.options.identity:
+            kw["client_keys"] = [self.options.identity]
+        if not self.options.use_ssh_config:
+            kw["config"] = None
+        if not self.options.use_agent:
+            kw["agent_path"] = None
+        return kw
+
+    async def connect(self) -> None:
+        import asyncssh
+
+        kw = self._connect_kwargs()
+        kh = self._known_hosts_path()
+        try:
+            self._conn = await asyncssh.connect(self.address.host, **kw)
+            return
+        except asyncssh.HostKeyNotVerifiable as exc:
+            if not self.options.accept_new_host_keys or self._host_is_known(kh):
+                raise TransportError(_describe_connect_error(exc, self.where, kh) + self._known_line_hint(kh)) from None
+        except (OSError, asyncssh.Error, asyncio.TimeoutError) as exc:
+            raise TransportError(_describe_connect_error(exc, self.where, kh)) from None
+        await self._connect_accepting_new_key(kw, kh)
+
+    def _host_is_known(self, known_hosts: str) -> bool:
+        """True when known_hosts already holds a key for this host: a changed key is always refused."""
+        import asyncssh
+
+        try:
+            db = asyncssh.read_known_hosts(known_hosts)
+        except (OSError, ValueError):
+            return False
+        keys = db.match(self.address.host, "", self.address.port or 22)[0]
+        return bool(keys)
+
+    def _known_line_hint(self, known_hosts: str) -> str:
+        name = self._known_hosts_name()
+        try:
+            for n, line in enumerate(Path(known_hosts).read_text(errors="replace").splitlines(), 1):
+                if line.split(" ", 1)[0].split(",").__contains__(name):
+                    return f"; known_hosts line {known_hosts}:{n} holds a different key (possible MITM or reinstalled host)"
+        except OSError:
+            pass
+        return ""
+
+    def _known_hosts_name(self) -> str:
+        port = self.address.port or 22
+        return self.address.host if port == 22 else f"[{self.address.host}]:{port}"
+
+    async def _connect_accepting_new_key(self, kw: dict[str, Any], known_hosts: str) -> None:
+        """TOFU like OpenSSH's accept-new: connect without a pinned key, then record the key seen."""
+        import asyncssh
+
+        kw = dict(kw, known_hosts=None)
+        try:
+            self._conn = await asyncssh.connect(self.address.host, **kw)
+        except (OSError, asyncssh.Error, asyncio.TimeoutError) as exc:
+            raise TransportError(_describe_connect_error(exc, self.where, known_hosts)) from None
+        key = self._conn.get_server_host_key()
+        if key is not None:
+            line = f"{self._known_hosts_name()} {key.export_public_key('openssh').decode().strip()}\n"
+            path = Path(known_hosts)
+            path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+            fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
+            with os.fdopen(fd, "a") as fh:
+                fh.write(line)
+
+    async def run(self, line: str, *, command_id: str, timeout_s: float, max_bytes: int) -> RawResult:
+        import asyncssh
+
+        started = datetime.now(timezone.utc)
+        t0 = time.monotonic()
+        deadline = t0 + timeout_s
+        if self._conn is None or self._lost:
+            return RawResult(exit_status=None, started_at=started, error=f"connection lost: {self._lost or 'not connected'}")
+        attempt = 0
+        while True:
+            await self._limiter.acquire()
+            try:
+                try:
+                    proc = await self._conn.create_process(line, encoding=None, stdin=asyncssh.DEVNULL)
+                except asyncssh.ChannelOpenError as exc:
+                    attempt += 1
+                    if time.monotonic() + 0.05 * attempt > deadline or attempt > 200:
+                        return RawResult(exit_status=None, started_at=started, duration_s=time.monotonic() - t0,
+                                         error=f"channel refused by server: {exc.reason}")
+                    self._limiter.shrink()
+                    retry_delay = min(0.5, 0.02 * attempt)
+                else:
+                    return await self._collect(proc, started, t0, deadline, max_bytes)
+            except (asyncssh.Error, OSError, BrokenPipeError) as exc:
+                self._lost = f"{exc.__class__.__name__}: {getattr(exc, 'reason', exc) or exc}"
+                return RawResult(exit_status=None, started_at=started, duration_s=time.monotonic() - t0,
+                                 error=f"connection lost: {self._lost}")
+            finally:
+                await self._limiter.release()
+            await asyncio.sleep(retry_delay)
+
+    async def _collect(self, proc: Any, started: datetime, t0: float, deadline: float, max_bytes: int) -> RawResult:
+        out, err = StreamCap(max_bytes), StreamCap(max_bytes)
+        overflow = asyncio.Event()
+
+        async def pump(stream: Any, cap: StreamCap) -> None:
+            while True:
+                chunk = await stream.read(READ_CHUNK)
+                if not chunk:
+                    return
+                if not cap.add(chunk):
+                    overflow.set()
+                    return
+
+        readers = asyncio.gather(pump(proc.stdout, out), pump(proc.stderr, err))
+        waiter = asyncio.ensure_future(overflow.wait())
+        timed_out = False
+        try:
+            remaining = max(0.0, deadline - time.monotonic())
+            done, _ = await asyncio.wait({readers, waiter}, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
+            if readers in done:
+                readers.result()  # re-raise a connection error
+                try:
+                    await asyncio.wait_for(proc.wait_closed(), timeout=max(0.5, deadline - time.monotonic()))
+                except asyncio.TimeoutError:
+                    timed_out = True
+            else:
+                timed_out = not overflow.is_set()
+            if timed_out or overflow.is_set():
+                await self._kill(proc)
+        except asyncio.CancelledError:
+            await self._kill(proc)
+            raise
+        finally:
+            waiter.cancel()
+            if not readers.done():
+                readers.cancel()
+                try:
+                    await readers
+                except BaseException:
+                    pass
+        status = proc.exit_status
+        if status is None and proc.exit_signal and not timed_out and not overflow.is_set():
+            status = 128 + 9
+        return RawResult(
+            exit_status=None if timed_out else status,
+            stdout=out.value(), stderr=err.value(), started_at=started,
+            duration_s=time.monotonic() - t0, timed_out=timed_out,
+            truncated=out.truncated or err.truncated,
+        )
+
+    async def _kill(self, proc: Any) -> None:
+        """KILL over the channel (reaches the remote process group), then close with a bounded wait."""
+        try:
+            proc.send_signal("KILL")
+        except Exception:
+            pass
+        proc.close()
+        try:
+            await asyncio.wait_for(proc.wait_closed(), timeout=2)
+        except (asyncio.TimeoutError, Exception):
+            pass
+
+    async def aclose(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            try:
+                await asyncio.wait_for(self._conn.wait_closed(), timeout=2)
+            except (asyncio.TimeoutError, Exception):
+                pass
+            self._conn = None

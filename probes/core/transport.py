@@ -1,0 +1,149 @@
+"""The Transport protocol, the raw result of one command, and the local (subprocess) transport."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import signal
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Protocol
+
+DEFAULT_MAX_BYTES = 8 * 1024 * 1024
+READ_CHUNK = 64 * 1024
+
+
+@dataclass(slots=True)
+class RawResult:
+    """What a transport saw for one command line; bytes are decoded later, in one place."""
+
+    exit_status: int | None
+    stdout: bytes = b""
+    stderr: bytes = b""
+    started_at: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
+    duration_s: float = 0.0
+    timed_out: bool = False
+    truncated: bool = False
+    error: str | None = None
+
+
+class Transport(Protocol):
+    """Runs shell lines on one machine. The runner only knows this protocol."""
+
+    label: str
+
+    async def connect(self) -> None:
+        """Open the connection (raise TransportError with a clear reason on failure)."""
+
+    async def run(self, line: str, *, command_id: str, timeout_s: float, max_bytes: int) -> RawResult:
+        """Run one shell line; never raise for command failures (they are data)."""
+
+    async def aclose(self) -> None:
+        """Close the connection; idempotent."""
+
+
+class StreamCap:
+    """Collects at most `limit` bytes of a stream; remembers whether more arrived."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.parts: list[bytes] = []
+        self.size = 0
+        self.truncated = False
+
+    def add(self, chunk: bytes) -> bool:
+        """Keep what fits; return False once the cap is exceeded."""
+        room = self.limit - self.size
+        if len(chunk) > room:
+            if room > 0:
+                self.parts.append(chunk[:room])
+                self.size += room
+            self.truncated = True
+            return False
+        self.parts.append(chunk)
+        self.size += len(chunk)
+        return True
+
+    def value(self) -> bytes:
+        return b"".join(self.parts)
+
+
+async def read_capped(stream: asyncio.StreamReader, cap: StreamCap, on_overflow: asyncio.Event) -> None:
+    """Read a stream in chunks into a cap; signal overflow so the command can be killed."""
+    while True:
+        chunk = await stream.read(READ_CHUNK)
+        if not chunk:
+            return
+        if not cap.add(chunk):
+            on_overflow.set()
+            return
+
+
+class LocalTransport:
+    """The embedded default: runs commands on this machine with /bin/sh, no SSH involved."""
+
+    def __init__(self, label: str = "local") -> None:
+        self.label = label
+
+    async def connect(self) -> None:
+        return None
+
+    async def run(self, line: str, *, command_id: str, timeout_s: float, max_bytes: int) -> RawResult:
+        started = datetime.now(timezone.utc)
+        t0 = time.monotonic()
+        try:
+            proc = await asyncio.create_subprocess_exec(
+                "/bin/sh", "-c", line,
+                stdin=asyncio.subprocess.DEVNULL,
+                stdout=asyncio.subprocess.PIPE,
+                stderr=asyncio.subprocess.PIPE,
+                start_new_session=True,  # own process group: a timeout kills the whole pipeline
+            )
+        except OSError as exc:
+            return RawResult(exit_status=None, started_at=started, error=f"cannot start /bin/sh: {exc}")
+        out, err = StreamCap(max_bytes), StreamCap(max_bytes)
+        overflow = asyncio.Event()
+        assert proc.stdout is not None and proc.stderr is not None
+        readers = asyncio.gather(read_capped(proc.stdout, out, overflow), read_capped(proc.stderr, err, overflow))
+        overflow_wait = asyncio.ensure_future(overflow.wait())
+        timed_out = False
+        try:
+            done, _ = await asyncio.wait({readers, overflow_wait}, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+            if not done:
+                timed_out = True
+            if timed_out or overflow.is_set():
+                _kill_group(proc.pid)
+            try:
+                await asyncio.wait_for(proc.wait(), timeout=5)
+            except asyncio.TimeoutError:
+                _kill_group(proc.pid)
+            readers.cancel()
+            try:
+                await readers
+            except (asyncio.CancelledError, Exception):
+                pass
+        except asyncio.CancelledError:
+            _kill_group(proc.pid)
+            raise
+        finally:
+            overflow_wait.cancel()
+        return RawResult(
+            exit_status=None if timed_out else proc.returncode,
+            stdout=out.value(),
+            stderr=err.value(),
+            started_at=started,
+            duration_s=time.monotonic() - t0,
+            timed_out=timed_out,
+            truncated=out.truncated or err.truncated,
+        )
+
+    async def aclose(self) -> None:
+        return None
+
+
+def _kill_group(pid: int) -> None:
+    try:
+        os.killpg(pid, signal.SIGKILL)
+    except (ProcessLookupError, PermissionError):
+        pass

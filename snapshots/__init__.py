@@ -1,0 +1,1 @@
+"""Audit snapshots: schema, store, migration and diff. Never imports Textual."""

@@ -1,0 +1,46 @@
+"""The snapshot envelope: what --json prints and what --save writes (raw records, facts, findings)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Literal
+
+from pydantic import BaseModel, Field
+
+from probes.core.models import AuditRun, Finding, ProbeResult, Target, TargetState
+from probes.core.version import __version__
+
+SCHEMA_VERSION = 1
+
+
+class Snapshot(BaseModel):
+    """One audit, complete: enough to re-judge it later with newer parsers and rules."""
+
+    schema_version: int = SCHEMA_VERSION
+    tool_version: str = __version__
+    created_at: datetime = Field(default_factory=lambda: datetime.now(timezone.utc))
+    name: str | None = None
+    mode: Literal["live", "replay", "demo", "resume"] = "live"
+    note: str | None = None
+    """Shown wherever the snapshot is shown, e.g. "illustrative example, not a capture"."""
+    targets: list[Target] = Field(default_factory=list)
+    target_states: dict[str, TargetState] = Field(default_factory=dict)
+    probes: list[ProbeResult] = Field(default_factory=list)
+    findings: list[Finding] = Field(default_factory=list)
+    """Flat list of every probe's findings, in probe order."""
+
+    @classmethod
+    def from_run(cls, run: AuditRun, *, name: str | None = None, created_at: datetime | None = None) -> "Snapshot":
+        return cls(
+            created_at=created_at or run.finished_at or datetime.now(timezone.utc),
+            name=name, mode=run.mode, note=run.note, targets=run.targets,
+            target_states=run.target_states, probes=run.probes, findings=run.findings,
+        )
+
+    def to_run(self) -> AuditRun:
+        return AuditRun(targets=self.targets, target_states=self.target_states, probes=self.probes,
+                        mode=self.mode, note=self.note, finished_at=self.created_at)
+
+    @property
+    def records(self) -> list:
+        return [r for p in self.probes for r in p.records]

@@ -1,0 +1,111 @@
+"""SshTransport against a real OpenSSH sshd on 127.0.0.1."""
+
+from __future__ import annotations
+
+import asyncio
+import resource
+
+import pytest
+
+from probes.core.errors import TransportError
+from probes.core.ssh_transport import SshTransport
+from probes.core.targets import SshAddress, build_command_line
+from sshd_server import leftover_processes
+
+pytestmark = pytest.mark.sshd
+
+
+def transport(server, **kw) -> SshTransport:
+    return SshTransport(SshAddress(server.host, server.user, server.port), server.options(**kw))
+
+
+async def test_runs_command_and_keeps_exit_status_and_stderr(sshd):
+    t = transport(sshd)
+    await t.connect()
+    try:
+        raw = await t.run(build_command_line("echo out; echo err >&2; exit 3"), command_id="x", timeout_s=10, max_bytes=1024)
+        assert raw.exit_status == 3
+        assert raw.stdout == b"out\n" and raw.stderr == b"err\n"
+        assert not raw.timed_out and not raw.truncated
+    finally:
+        await t.aclose()
+
+
+async def test_thirty_concurrent_commands_without_channel_failures(sshd):
+    t = transport(sshd)
+    await t.connect()
+    try:
+        results = await asyncio.gather(*(t.run(f"sleep 0.2; echo {i}", command_id=f"c{i}", timeout_s=20, max_bytes=1024)
+                                         for i in range(30)))
+        assert [r.error for r in results] == [None] * 30
+        assert sorted(int(r.stdout) for r in results) == list(range(30))
+    finally:
+        await t.aclose()
+
+
+async def test_timeout_kills_remote_command(sshd):
+    t = transport(sshd)
+    await t.connect()
+    try:
+        raw = await t.run(build_command_line("echo started; sleep 37.5", remote_timeout_s=30), command_id="hang",
+                          timeout_s=1, max_bytes=1024)
+        assert raw.timed_out and raw.exit_status is None
+        assert raw.stdout == b"started\n"
+        await asyncio.sleep(0.5)
+        assert not [p for p in leftover_processes(sshd.user) if "sleep 37.5" in p]
+    finally:
+        await t.aclose()
+
+
+async def test_large_output_is_capped_and_memory_stays_small(sshd):
+    t = transport(sshd)
+    await t.connect()
+    try:
+        before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+        cap = 1024 * 1024
+        raw = await t.run("head -c 52428800 /dev/zero", command_id="flood", timeout_s=30, max_bytes=cap)
+        grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
+        assert raw.truncated and len(raw.stdout) == cap
+        assert grown_kib < 20 * 1024, f"peak RSS grew {grown_kib} KiB for a 1 MiB cap"
+    finally:
+        await t.aclose()
+
+
+async def test_non_utf8_bytes_do_not_break_the_connection(sshd):
+    t = transport(sshd)
+    await t.connect()
+    try:
+        raw = await t.run(r"printf '\377\376\000abc'", command_id="bin", timeout_s=10, max_bytes=1024)
+        assert raw.stdout == b"\xff\xfe\x00abc"
+        again = await t.run("echo still-alive", command_id="next", timeout_s=10, max_bytes=1024)
+        assert again.stdout == b"still-alive\n"
+    finally:
+        await t.aclose()
+
+
+async def test_closed_port_is_a_clear_transport_error(sshd):
+    from sshd_server import free_port
+
+    t = SshTransport(SshAddress("127.0.0.1", sshd.user, free_port()), sshd.options())
+    with pytest.raises(TransportError, match="connection refused"):
+        await t.connect()
+
+
+async def test_unknown_host_key_is_refused_by_default(sshd, tmp_path):
+    empty = tmp_path / "known_hosts"
+    empty.write_text("")
+    t = transport(sshd, known_hosts=str(empty))
+    with pytest.raises(TransportError, match="host key not verifiable"):
+        await t.connect()
+
+
+async def test_accept_new_host_keys_records_the_key(sshd, tmp_path):
+    kh = tmp_path / "known_hosts"
+    kh.write_text("")
+    t = transport(sshd, known_hosts=str(kh), accept_new_host_keys=True)
+    await t.connect()
+    await t.aclose()
+    assert f"[127.0.0.1]:{sshd.port} ssh-ed25519 " in kh.read_text()
+    again = transport(sshd, known_hosts=str(kh))
+    await again.connect()
+    await again.aclose()

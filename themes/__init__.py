@@ -1,0 +1,1 @@
+"""Themes and stylesheets of the Textual app (look, not logic)."""

@@ -1,0 +1,1 @@
+"""Front ends: the Textual app, the CLI and the headless modes. Importing this package imports no Textual."""

@@ -1,0 +1,166 @@
+"""Command line: parses arguments, maps every usage/input error to one line + exit 2, dispatches.
+
+Imports stay lazy: `--help` and `--json` never import Textual (and `--help` not even asyncssh).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Sequence
+from typing import NoReturn
+
+from probes.core.version import __version__
+
+EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+FAIL_ON = ("critical", "warning", "never")
+SUBCOMMANDS = ("diff", "snapshots")
+
+
+class CliError(Exception):
+    """A usage or input error: printed as one line, exit 2."""
+
+
+class OneLineParser(argparse.ArgumentParser):
+    """argparse that reports errors as a single stderr line (no usage dump, no traceback)."""
+
+    def error(self, message: str) -> NoReturn:
+        raise CliError(message)
+
+
+def positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not a number: {text!r}") from None
+    if not value > 0 or value != value or value == float("inf"):
+        raise argparse.ArgumentTypeError(f"must be a positive number of seconds, got {text!r}")
+    return value
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"not an integer: {text!r}") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"must be at least 1, got {text!r}")
+    return value
+
+
+def build_parser() -> OneLineParser:
+    p = OneLineParser(
+        prog="gpuaudit-tui",
+        description="Read-only, parallel audit of a GPU inference server (host + container): "
+        "ten probes, live TUI or headless JSON. Subcommands: `diff A B`, `snapshots`.",
+        epilog="Examples: gpuaudit-tui --json | gpuaudit-tui --host root@10.0.0.5 --container pct:101 | "
+        "gpuaudit-tui --demo | gpuaudit-tui diff before.json after.json",
+    )
+    p.add_argument("--version", action="version", version=f"gpuaudit-tui {__version__}")
+    out = p.add_argument_group("output")
+    out.add_argument("--json", action="store_true", help="headless: print the snapshot as JSON on stdout")
+    out.add_argument("--plan", action="store_true", help="print the action plan as Markdown (no TUI)")
+    out.add_argument("--fail-on", choices=FAIL_ON, default="critical",
+                     help="exit 1 when a finding reaches this severity (default: critical)")
+    out.add_argument("--save", nargs="?", const="", default=None, metavar="NAME",
+                     help="also store the snapshot (default name: host, kernel, driver, UTC time)")
+    out.add_argument("--snapshot-dir", metavar="DIR", help="snapshot store (default: user data dir; env GPUAUDIT_SNAPSHOT_DIR)")
+    tg = p.add_argument_group("targets")
+    tg.add_argument("--host", metavar="[USER@]HOST[:PORT]", help="the GPU host over SSH (default: this machine, no SSH)")
+    tg.add_argument("--container", metavar="SPEC",
+                    help="the container: [user@]host[:port] (own SSH), pct:ID, lxc:NAME or docker:NAME (through the host)")
+    tg.add_argument("--hosts", metavar="FILE", help="fleet: audit every host of an inventory (one [user@]host[:port] per line or Ansible INI)")
+    tg.add_argument("--max-connections", type=positive_int, default=32, metavar="N",
+                    help="fleet: targets connected at once (default 32)")
+    ssh = p.add_argument_group("ssh")
+    ssh.add_argument("--known-hosts", metavar="FILE", help="known_hosts file to verify host keys against (default ~/.ssh/known_hosts)")
+    ssh.add_argument("--identity", metavar="FILE", help="private key to log in with (default: agent and ~/.ssh/config)")
+    ssh.add_argument("--accept-new-host-keys", action="store_true",
+                     help="accept and record keys of hosts never seen before (a changed key is always refused)")
+    ssh.add_argument("--max-channels", type=positive_int, default=8, metavar="N",
+                     help="concurrent commands per SSH connection (default 8; sshd's MaxSessions is 10)")
+    run = p.add_argument_group("audit")
+    run.add_argument("--probes", metavar="IDS", help="comma-separated subset, e.g. pcie,power")
+    run.add_argument("--timeout", type=positive_float, default=20.0, metavar="SECONDS", help="per-command timeout (default 20)")
+    run.add_argument("--max-output", type=positive_int, default=8 * 1024 * 1024, metavar="BYTES",
+                     help="per-stream output cap, beyond it the command is killed and marked truncated (default 8 MiB)")
+    run.add_argument("--sudo", action="store_true", help="run root-only commands through `sudo -n` (never prompts)")
+    run.add_argument("--python", metavar="PATH", help="interpreter the python probe inspects (default: the serving engine's, else python3)")
+    run.add_argument("--active", action="store_true", help="also run load-generating checks (nccl-tests); never on production by default")
+    src = p.add_argument_group("recordings")
+    src.add_argument("--replay", metavar="FILE", help="re-judge a saved snapshot's raw outputs with today's rules (no machine contacted)")
+    src.add_argument("--resume", metavar="FILE", help="re-run only what failed in a snapshot and save the merged result")
+    src.add_argument("--demo", action="store_true", help="the bundled case-study recording (illustrative example)")
+    ui = p.add_argument_group("interface")
+    ui.add_argument("--theme", metavar="NAME", help="TUI theme (remembered)")
+    return p
+
+
+def parse_probe_ids(text: str | None) -> list[str] | None:
+    """`pcie,power` -> ["pcie", "power"], validated against the registry."""
+    if text is None:
+        return None
+    from probes import PROBE_IDS
+
+    ids = [t.strip() for t in text.split(",") if t.strip()]
+    unknown = [i for i in ids if i not in PROBE_IDS]
+    if not ids:
+        raise CliError("--probes: empty list")
+    if unknown:
+        raise CliError(f"--probes: unknown probe id(s) {', '.join(unknown)}; known: {', '.join(PROBE_IDS)}")
+    return ids
+
+
+def validate_python_path(text: str | None) -> None:
+    if text is None:
+        return
+    bad = set(" \t\n'\"`$;&|<>()\\*?!{}[]")
+    if not text or any(c in bad for c in text) or not text.startswith(("/", "python")):
+        raise CliError(f"--python {text!r}: give an absolute interpreter path without spaces, quotes or shell characters")
+
+
+def _check_combinations(args: argparse.Namespace) -> None:
+    sources = [n for n in ("replay", "resume", "demo", "hosts") if getattr(args, n)]
+    if len(sources) > 1:
+        raise CliError(f"--{sources[0]} and --{sources[1]} cannot be combined")
+    if (args.replay or args.demo) and (args.host or args.container):
+        raise CliError("--replay/--demo contact no machine; drop --host/--container")
+    if args.json and args.plan:
+        raise CliError("--json and --plan are two outputs; choose one")
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    argv = list(sys.argv[1:] if argv is None else argv)
+    try:
+        if argv and argv[0] in SUBCOMMANDS:
+            from tui import snapshot_commands
+
+            return snapshot_commands.main(argv[0], argv[1:])
+        args = build_parser().parse_args(argv)
+        _check_combinations(args)
+        args.probe_ids = parse_probe_ids(args.probes)
+        validate_python_path(args.python)
+        if args.hosts:
+            from tui import fleet
+
+            return fleet.main(args)
+        if args.json or args.plan:
+            from tui import headless
+
+            return headless.main(args)
+        from tui import interactive
+
+        return interactive.main(args)
+    except CliError as exc:
+        print(f"gpuaudit-tui: error: {exc}", file=sys.stderr)
+        return EXIT_USAGE
+    except KeyboardInterrupt:
+        print("gpuaudit-tui: interrupted", file=sys.stderr)
+        return 130
+    except Exception as exc:  # noqa: BLE001 - map domain errors, never a traceback
+        from probes.core.errors import GpuAuditError
+
+        if isinstance(exc, GpuAuditError):
+            print(f"gpuaudit-tui: error: {exc}", file=sys.stderr)
+            return EXIT_USAGE
+        raise

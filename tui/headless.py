@@ -1,0 +1,93 @@
+"""Headless mode: run the audit, print the snapshot JSON (or the plan) on stdout, progress on stderr."""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from pathlib import Path
+
+from probes.core.events import CommandFinished, ProbeFinished, TargetFailed, apply_event, initial_run
+from probes.core.models import AuditRun, Severity
+from snapshots.schema import Snapshot
+from tui.session_setup import AuditSetup, build_setup, stamp
+
+EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+
+
+async def collect(setup: AuditSetup, progress: bool = False) -> AuditRun:
+    """Run the audit to completion and fold its events."""
+    audit = setup.audit
+    run = initial_run(audit.targets, [(p.id, p.title) for p in audit.probes])
+    reporter = _Progress(len(audit.probes)) if progress else None
+    try:
+        async for event in audit.events():
+            run = apply_event(run, event)
+            if reporter:
+                reporter.update(event)
+    finally:
+        if reporter:
+            reporter.stop()
+        await audit.aclose()
+    return stamp(run, setup)
+
+
+class _Progress:
+    """A Rich progress line on stderr (only when stderr is a terminal)."""
+
+    def __init__(self, total: int) -> None:
+        from rich.console import Console
+        from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
+
+        self.progress = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} probes"),
+                                 TimeElapsedColumn(), console=Console(stderr=True), transient=True)
+        self.task = self.progress.add_task("auditing", total=total)
+        self.progress.start()
+
+    def update(self, event: object) -> None:
+        if isinstance(event, ProbeFinished):
+            self.progress.advance(self.task)
+        elif isinstance(event, CommandFinished):
+            self.progress.update(self.task, description=f"{event.record.target}: {event.record.command_id}")
+        elif isinstance(event, TargetFailed):
+            self.progress.console.print(f"[red]target {event.role} failed:[/] {event.reason}")
+
+    def stop(self) -> None:
+        self.progress.stop()
+
+
+def exit_code(run: AuditRun, fail_on: str) -> int:
+    """2 when no target was reachable, 1 when a finding reaches --fail-on, else 0."""
+    states = run.target_states.values()
+    if states and all(s.state == "failed" for s in states):
+        return EXIT_ERROR
+    if fail_on != "never":
+        threshold = Severity(fail_on).rank
+        if any(f.severity.rank >= threshold and f.severity != Severity.UNKNOWN for f in run.findings):
+            return EXIT_FINDINGS
+    return EXIT_OK
+
+
+def main(args: argparse.Namespace) -> int:
+    setup = build_setup(args)
+    run = asyncio.run(collect(setup, progress=sys.stderr.isatty()))
+    snapshot = Snapshot.from_run(run)
+    if args.save is not None:
+        from snapshots import store
+        from snapshots.naming import default_name
+
+        name = args.save or default_name(snapshot)
+        path = store.save(snapshot.model_copy(update={"name": name}), name,
+                          Path(args.snapshot_dir) if args.snapshot_dir else None)
+        print(f"saved snapshot: {path}", file=sys.stderr)
+    for state in run.target_states.values():
+        if state.state == "failed":
+            print(f"gpuaudit-tui: target {state.role} failed: {state.reason}", file=sys.stderr)
+    if args.plan:
+        from probes.core.plan import build_plan, plan_markdown
+
+        sys.stdout.write(plan_markdown(build_plan(run), run))
+    else:
+        sys.stdout.write(snapshot.model_dump_json(indent=2) + "\n")
+    sys.stdout.flush()
+    return exit_code(run, args.fail_on)
