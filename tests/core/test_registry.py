@@ -38,3 +38,10 @@ def test_every_declared_command_is_read_only(probe_id, command):
 ])
 def test_lint_rejects_writes(line):
     assert write_risks(line), line
+
+
+def test_command_ids_are_global_names_for_one_line():
+    seen: dict[str, str] = {}
+    for probe in REGISTRY:
+        for c in probe.commands:
+            assert seen.setdefault(c.id, c.shell) == c.shell, f"command id {c.id} names two different lines"
