@@ -1,0 +1,1 @@
+"""Parsers for command families shared by several probes (one owner per module)."""
