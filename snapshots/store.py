@@ -1,4 +1,4 @@
-"""Reading and writing snapshot files: atomic, 0600, with clear one-line errors."""
+"""Reading and writing snapshot files: atomic, 0600 in a 0700 store, with clear one-line errors."""
 
 from __future__ import annotations
 
@@ -11,17 +11,20 @@ from pathlib import Path
 from pydantic import ValidationError
 
 from probes.core.errors import SnapshotError
+from snapshots.migrate import MigrationError, migrate
 from snapshots.schema import SCHEMA_VERSION, Snapshot
 
 MAX_SNAPSHOT_BYTES = 512 * 1024 * 1024
 ENV_DIR = "GPUAUDIT_SNAPSHOT_DIR"
+EXAMPLES_DIR = Path(__file__).resolve().parent / "examples"
+_FAST_HEADER = re.compile(rb'^\s*\{\s*"schema_version"\s*:\s*(\d+)\s*[,}]')
 
 
 def default_dir() -> Path:
     """$GPUAUDIT_SNAPSHOT_DIR, else the platformdirs user data dir's snapshots/."""
     env = os.environ.get(ENV_DIR)
     if env:
-        return Path(env)
+        return Path(env).expanduser()
     import platformdirs
 
     return platformdirs.user_data_path("gpuaudit-tui") / "snapshots"
@@ -33,9 +36,24 @@ def safe_name(name: str) -> str:
     return cleaned[:120] or "snapshot"
 
 
+def ensure_dir(directory: Path) -> None:
+    """Create the store (and missing parents) private to the user: snapshots hold raw outputs."""
+    missing = []
+    d = directory
+    while not d.exists() and d != d.parent:
+        missing.append(d)
+        d = d.parent
+    directory.mkdir(parents=True, exist_ok=True, mode=0o700)
+    for created in missing:  # mkdir's mode is filtered by the umask; only touch what we created
+        os.chmod(created, 0o700)
+
+
 def write_atomic(path: Path, data: bytes) -> None:
-    """Write to a temp file in the same directory, fsync, then rename over the target (0600)."""
-    path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+    """Write to a temp file in the same directory, fsync, then rename over the target (0600).
+
+    A failure at any point leaves an existing file at `path` untouched and no temp file behind.
+    """
+    ensure_dir(path.parent)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "wb") as fh:
@@ -52,10 +70,15 @@ def write_atomic(path: Path, data: bytes) -> None:
         raise
 
 
-def save(snapshot: Snapshot, name: str, directory: Path | None = None) -> Path:
-    """Store a snapshot as `<dir>/<name>.json`; raise SnapshotError with a clear reason on failure."""
+def save(snapshot: Snapshot, name: str, directory: Path | None = None, *, overwrite: bool = False) -> Path:
+    """Store a snapshot as `<dir>/<name>.json` (`<name>-2.json`... if taken); SnapshotError on failure."""
     directory = directory or default_dir()
-    path = directory / f"{safe_name(name)}.json"
+    stem = safe_name(name)
+    path = directory / f"{stem}.json"
+    n = 2
+    while not overwrite and path.exists():
+        path = directory / f"{stem}-{n}.json"
+        n += 1
     try:
         write_atomic(path, snapshot.model_dump_json(indent=1).encode())
     except OSError as exc:
@@ -64,8 +87,11 @@ def save(snapshot: Snapshot, name: str, directory: Path | None = None) -> Path:
 
 
 def load(path: Path) -> Snapshot:
-    """Read and validate a snapshot file; every problem becomes a one-line SnapshotError."""
+    """Read, migrate and validate a snapshot file; every problem becomes a one-line SnapshotError."""
+    path = Path(path)
     try:
+        if path.is_dir():
+            raise SnapshotError(f"{path}: is a directory, not a snapshot file")
         size = path.stat().st_size
     except OSError as exc:
         raise SnapshotError(f"{path}: cannot read: {exc.strerror or exc}") from None
@@ -74,18 +100,36 @@ def load(path: Path) -> Snapshot:
     if size == 0:
         raise SnapshotError(f"{path}: empty file, not a snapshot")
     try:
-        data = json.loads(path.read_bytes())
-    except (OSError, ValueError) as exc:
-        raise SnapshotError(f"{path}: not valid JSON (truncated or not a snapshot): {str(exc)[:120]}") from None
-    if not isinstance(data, dict) or "schema_version" not in data or "probes" not in data:
-        raise SnapshotError(f"{path}: JSON but not a gpuaudit-tui snapshot (no schema_version/probes)")
-    version = data.get("schema_version")
-    if not isinstance(version, int):
-        raise SnapshotError(f"{path}: schema_version is not an integer")
-    if version > SCHEMA_VERSION:
-        raise SnapshotError(f"{path}: written by a newer gpuaudit-tui (schema {version}, this one reads up to {SCHEMA_VERSION})")
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise SnapshotError(f"{path}: cannot read: {exc.strerror or exc}") from None
+    m = _FAST_HEADER.match(raw[:200])
+    if m and int(m[1]) == SCHEMA_VERSION:  # current schema: pydantic's parser, no intermediate dicts
+        try:
+            return Snapshot.model_validate_json(raw)
+        except ValidationError:
+            pass  # fall through for a precise message
+    return parse_document(raw, path)
+
+
+def parse_document(raw: bytes, path: Path) -> Snapshot:
+    """The slow, careful path: JSON, shape, version, migration, validation."""
     try:
-        return Snapshot.model_validate(data)
+        data = json.loads(raw)
+    except UnicodeDecodeError:
+        raise SnapshotError(f"{path}: not a snapshot (binary, not UTF-8 JSON)") from None
+    except json.JSONDecodeError as exc:
+        # an error at the very end of the text means the file stops early (an interrupted copy)
+        what = "truncated JSON" if exc.pos >= len(exc.doc.rstrip()) else "not valid JSON"
+        raise SnapshotError(f"{path}: {what} ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    try:
+        doc = migrate(data)
+    except MigrationError as exc:
+        raise SnapshotError(f"{path}: {exc}") from None
+    if "probes" not in doc:
+        raise SnapshotError(f"{path}: JSON but not a gpuaudit-tui snapshot (no probes)")
+    try:
+        return Snapshot.model_validate(doc)
     except ValidationError as exc:
         first = exc.errors()[0]
         loc = ".".join(str(p) for p in first["loc"])
@@ -93,12 +137,19 @@ def load(path: Path) -> Snapshot:
 
 
 def resolve(ref: str, directory: Path | None = None) -> Path:
-    """A snapshot given by path, or by name in the store (with or without .json)."""
+    """A snapshot given by path, or by name in the store (with or without .json), or a bundled example."""
     p = Path(ref).expanduser()
-    if p.exists():
+    if p.is_file() or (p.exists() and (os.sep in ref or ref.endswith(".json"))):
         return p
     directory = directory or default_dir()
-    for cand in (directory / ref, directory / f"{ref}.json", directory / f"{safe_name(ref)}.json"):
-        if cand.exists():
+    for cand in (directory / ref, directory / f"{ref}.json", directory / f"{safe_name(ref)}.json",
+                 EXAMPLES_DIR / f"{ref}.json"):
+        if cand.is_file():
             return cand
     raise SnapshotError(f"{ref}: no such snapshot file or saved snapshot name (looked in {directory})")
+
+
+def load_ref(ref: str, directory: Path | None = None) -> tuple[Path, Snapshot]:
+    """resolve() then load()."""
+    path = resolve(ref, directory)
+    return path, load(path)

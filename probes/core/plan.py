@@ -1,17 +1,201 @@
-"""The action plan: findings at warning or worse, ranked and grouped by shared fix (skeleton)."""
+"""The action plan: every finding at warning or worse, grouped where one fix resolves several, ranked.
+
+Pure: an AuditRun in, a list of PlanStep out (and a Markdown rendering for `--plan`). No I/O.
+Grouping has two sources: RELATIONS (known "one fix resolves these" links between check ids, from
+PROBES.md) and identical fix texts. Ranking: worst severity, then expected impact, then size.
+"""
 
 from __future__ import annotations
 
-from probes.core.models import AuditRun, Finding, Severity
+import re
+from dataclasses import dataclass
+
+from pydantic import BaseModel, Field
+
+from probes.core.models import AuditRun, CommandRecord, EvidenceRef, Finding, Severity
+
+PLAN_SEVERITIES = (Severity.CRITICAL, Severity.WARNING)
 
 
-def build_plan(run: AuditRun) -> list[Finding]:
-    findings = [f for f in run.findings if f.severity in (Severity.CRITICAL, Severity.WARNING)]
-    return sorted(findings, key=lambda f: -f.severity.rank)
+@dataclass(frozen=True, slots=True)
+class Relation:
+    """Check ids that one change resolves together (only those present in the plan are grouped)."""
+
+    key: str
+    title: str
+    ids: tuple[str, ...]
+    note: str
 
 
-def plan_markdown(plan: list[Finding], run: AuditRun) -> str:
+RELATIONS: tuple[Relation, ...] = (
+    Relation("kernel-upgrade", "Upgrade the kernel (and rebuild the NVIDIA module for it)",
+             ("kernel.version", "power.cpu_scaling_driver", "firmware.cppc", "driver.dkms_kernel_match"),
+             "amd_pstate loads by default on Zen 5 servers only from kernel 6.13: the upgrade also fixes the CPU frequency driver"),
+    Relation("numa-balancing", "Disable automatic NUMA balancing",
+             ("kernel.numa_balancing", "numa.balancing"), "the same sysctl, seen by two probes"),
+    Relation("zone-reclaim", "Disable zone reclaim", ("kernel.zone_reclaim", "numa.zone_reclaim"),
+             "the same sysctl, seen by two probes"),
+    Relation("cstates", "Limit deep CPU C-states", ("power.cpu_cstates", "firmware.cstate_exposure"),
+             "firmware exposure and OS use of the same idle states"),
+    Relation("iommu-acs", "Fix IOMMU/ACS so GPU peer-to-peer stays off the root complex",
+             ("firmware.iommu_mode", "pcie.acs", "nccl.iommu_acs_gate", "nccl.p2p_matrix", "nccl.transport_observed"),
+             "IOMMU translation and ACS redirect both force P2P traffic through the root complex"),
+    Relation("bar1", "Enable large BAR (Above 4G decoding / Resizable BAR)", ("firmware.bar1_large_bar", "pcie.bar1"),
+             "one firmware setting sizes BAR1"),
+    Relation("persistence", "Enable the persistence daemon on the host", ("driver.persistence", "driver.persistence_host_vs_container"),
+             "the container inherits persistence mode from the host"),
+    Relation("shm", "Give the container a large /dev/shm (or --ipc=host)",
+             ("container.shm", "container.shm_ipc", "nccl.shm_capacity"), "NCCL's SHM transport lives in /dev/shm"),
+    Relation("fabric-manager", "Start nvidia-fabricmanager and check the NVSwitch fabric",
+             ("nvlink.fabric_manager_service", "nvlink.fabric_state", "nvlink.fabric_vs_container"),
+             "the fabric state follows the fabric manager service"),
+)
+
+# Expected impact on inference throughput (0-10), for ranking within one severity. Unlisted: per probe.
+IMPACT: dict[str, int] = {
+    "python.cuda_graphs": 10, "python.measured_throughput": 9, "nccl.p2p_matrix": 9, "nccl.iommu_acs_gate": 9,
+    "pcie.link_capability": 8, "pcie.link_current_under_load": 8, "python.torch_arch_support": 8,
+    "python.flashinfer_sm120": 8, "driver.min_for_arch": 8, "nvlink.link_state": 8, "nvlink.fabric_state": 8,
+    "power.gpu_clock_events": 7, "power.gpu_power_limit": 7, "power.cpu_scaling_driver": 6, "kernel.version": 5,
+    "pcie.max_read_req": 4, "kernel.numa_balancing": 4, "power.cpu_cstates": 4, "driver.xid_history": 7,
+}
+PROBE_IMPACT: dict[str, int] = {
+    "python": 6, "nccl": 6, "nvlink": 6, "pcie": 5, "driver": 5, "power": 5,
+    "numa": 4, "container": 4, "kernel": 3, "firmware": 3,
+}
+
+
+class PlanStep(BaseModel):
+    """One thing to change, with every finding it resolves and the evidence behind them."""
+
+    rank: int
+    severity: Severity
+    title: str
+    fix: str
+    impact: int
+    findings: list[Finding] = Field(default_factory=list)
+    evidence: list[EvidenceRef] = Field(default_factory=list)
+    relation: str | None = None
+    """Why these findings share a step (a RELATIONS note, or "same fix")."""
+
+    @property
+    def ids(self) -> list[str]:
+        return [f.id for f in self.findings]
+
+
+def impact(finding: Finding) -> int:
+    return IMPACT.get(finding.id, PROBE_IMPACT.get(finding.probe, 3))
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip().lower().rstrip(".")
+
+
+def _groups(findings: list[Finding]) -> list[tuple[list[Finding], Relation | None]]:
+    """Partition findings: first by RELATIONS, then by identical fix text; the rest stand alone."""
+    left = list(findings)
+    out: list[tuple[list[Finding], Relation | None]] = []
+    for rel in RELATIONS:
+        members = [f for f in left if f.id in rel.ids]
+        if len({f.id for f in members}) >= 2:
+            out.append((members, rel))
+            left = [f for f in left if f not in members]
+    by_fix: dict[str, list[Finding]] = {}
+    for f in left:
+        by_fix.setdefault(_norm(f.fix) or f"\0{f.id}:{id(f)}", []).append(f)
+    out.extend((members, None) for members in by_fix.values())
+    return out
+
+
+def build_plan(run: AuditRun) -> list[PlanStep]:
+    """Findings at warning or worse over all probes and targets, grouped and ranked (1 = do first)."""
+    findings = [f for f in run.findings if f.severity in PLAN_SEVERITIES]
+    steps: list[PlanStep] = []
+    for members, rel in _groups(findings):
+        members = sorted(members, key=lambda f: (-f.severity.rank, -impact(f)))
+        head = members[0]
+        evidence: list[EvidenceRef] = []
+        for f in members:
+            evidence.extend(e for e in f.evidence if e not in evidence)
+        if rel is not None:
+            fix = "\n".join(dict.fromkeys(f.fix for f in members if f.fix)) or rel.title
+            title, note = rel.title, rel.note
+        else:
+            fix, title = head.fix, head.title
+            note = "same fix" if len(members) > 1 else None
+        steps.append(PlanStep(rank=0, severity=head.severity, title=title, fix=fix,
+                              impact=max(impact(f) for f in members) + len(members) - 1,
+                              findings=members, evidence=evidence, relation=note))
+    steps.sort(key=lambda s: (-s.severity.rank, -s.impact, -len(s.findings), s.findings[0].id))
+    return [s.model_copy(update={"rank": n}) for n, s in enumerate(steps, 1)]
+
+
+_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
+
+
+def _clean(text: str) -> str:
+    """Target text made inert for Markdown/terminals: control characters as visible escapes, one line."""
+    text = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    return text.replace("\n", " ⏎ ").replace("`", "'")
+
+
+def _record(run: AuditRun, ref: EvidenceRef) -> CommandRecord | None:
+    for p in run.probes:
+        for r in p.records:
+            if r.target == ref.target and r.command_id == ref.command_id:
+                return r
+    return None
+
+
+def evidence_line(run: AuditRun, ref: EvidenceRef) -> str:
+    """`host: nvidia-smi -q (exit 0, 0.12 s)`: where a finding's proof is."""
+    rec = _record(run, ref)
+    if rec is None:
+        return f"{ref.target}: {ref.command_id} (no record)"
+    status = rec.error or ("timed out" if rec.timed_out else f"exit {rec.exit_status}")
+    return f"{ref.target}: `{_clean(rec.command)}` ({status}, {rec.duration_s:.2f} s)"
+
+
+SEV_WORD = {Severity.CRITICAL: "CRITICAL", Severity.WARNING: "WARNING"}
+
+
+def plan_markdown(plan: list[PlanStep], run: AuditRun) -> str:
+    """The plan as Markdown, the same content the TUI's plan screen shows."""
     lines = ["# gpuaudit-tui action plan", ""]
-    for n, f in enumerate(plan, 1):
-        lines.append(f"{n}. **{f.severity.value}** `{f.id}` {f.title}: {f.fix}")
-    return "\n".join(lines) + "\n"
+    if run.note:
+        lines += [f"> {_clean(run.note)}", ""]
+    for t in run.targets:
+        st = run.target_states.get(t.role)
+        state = st.state if st else "pending"
+        reason = f": {_clean(st.reason)}" if st and st.reason else ""
+        lines.append(f"- target {t.role}: {_clean(t.label)} ({state}{reason})")
+    nfind = sum(len(s.findings) for s in plan)
+    lines += ["", f"{len(plan)} step(s) resolving {nfind} finding(s) at warning or worse.", ""]
+    if not plan:
+        lines += ["Nothing at warning or worse. Check the unknowns below before trusting that.", ""]
+    for step in plan:
+        lines.append(f"## {step.rank}. [{SEV_WORD.get(step.severity, step.severity.value.upper())}] {_clean(step.title)}")
+        lines.append("")
+        if step.relation:
+            lines += [f"_Grouped: {_clean(step.relation)}._", ""]
+        if step.fix:
+            lines += ["**Fix:** " + _clean(step.fix).replace(" ⏎ ", "; "), ""]
+        for f in step.findings:
+            where = ", ".join(f.targets) or "-"
+            lines.append(f"- `{f.id}` ({f.severity.value}, {where}): {_clean(f.title)}")
+            if f.observed or f.expected:
+                lines.append(f"  - observed: {_clean(f.observed) or '-'}; expected: {_clean(f.expected) or '-'}")
+            if f.why:
+                lines.append(f"  - why: {_clean(f.why)}")
+            for ref in f.evidence:
+                lines.append(f"  - evidence: {evidence_line(run, ref)}")
+        lines.append("")
+    unknown = [f for f in run.findings if f.severity == Severity.UNKNOWN]
+    failed = [p for p in run.probes if p.status == "failed"]
+    if unknown or failed:
+        lines.append("## Not checked")
+        lines.append("")
+        lines += [f"- probe `{p.probe_id}` failed: {_clean(p.error or 'unknown error')}" for p in failed]
+        lines += [f"- `{f.id}` unknown: {_clean(f.observed or f.title)}" for f in unknown]
+        lines.append("")
+    return "\n".join(lines).rstrip("\n") + "\n"

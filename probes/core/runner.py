@@ -157,7 +157,7 @@ class Audit:
                     raise TransportError(f"host {binding.via} unreachable: {host_info.reason}")
             else:
                 await binding.transport.connect()
-            line = build_command_line(PREFLIGHT.shell, wrap_prefix=binding.wrap_prefix)
+            line = build_command_line(PREFLIGHT.shell, wrap_prefix=binding.wrap_prefix, sudo=self._wrap_needs_sudo(role))
             raw = await binding.transport.run(line, command_id=PREFLIGHT.id, timeout_s=PREFLIGHT.timeout_s or 15,
                                               max_bytes=64 * 1024)
             if raw.exit_status != 0:
@@ -198,7 +198,7 @@ class Audit:
         shell = render_shell(command, self.options)
         timeout_s = command.timeout_s or self.options.timeout_s
         use_sudo = command.needs_root and self.options.sudo and not info.is_root
-        line = build_command_line(shell, wrap_prefix=binding.wrap_prefix, sudo=use_sudo or (self.options.sudo and binding.via is not None and not info.is_root),
+        line = build_command_line(shell, wrap_prefix=binding.wrap_prefix, sudo=use_sudo or self._wrap_needs_sudo(role),
                                   remote_timeout_s=timeout_s + 2 if info.has_timeout else None)  # remote kill is the backstop
         base = dict(target=role, probe_id=probe.id, command_id=command.id, command=shell, executed=line,
                     needs_root=command.needs_root)
@@ -218,6 +218,15 @@ class Audit:
             rec = record_from_raw(base, raw, sudo=use_sudo, timeout_s=timeout_s)
         queue.put_nowait(CommandFinished(record=rec))
         return rec
+
+    def _wrap_needs_sudo(self, role: Role) -> bool:
+        """pct/lxc-attach/docker need root on the host: with --sudo and a non-root host login, use sudo -n."""
+        binding = self.bindings[role]
+        if binding.via is None or not self.options.sudo:
+            return False
+        host_task = self._connect_tasks.get(binding.via)
+        host_info = host_task.result() if host_task is not None and host_task.done() and not host_task.cancelled() else None
+        return not (host_info and host_info.is_root)
 
     async def aclose(self) -> None:
         """Close every connection (idempotent)."""

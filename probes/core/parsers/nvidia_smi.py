@@ -143,3 +143,421 @@ def parse_query_gpu_csv(text: str, fields: list[str] | tuple[str, ...] | None = 
             row[name] = cell
         out.append(row)
     return out
+
+
+# --------------------------------------------------------------------------- the default table
+
+@dataclass
+class SmiGpuRow:
+    """One GPU block of the `nvidia-smi` table (values as printed, "N/A" kept)."""
+
+    index: int
+    name: str
+    persistence: str | None = None
+    bus_id: str | None = None
+    ecc_uncorrected: str | None = None
+    perf_state: str | None = None
+    memory_used_mib: int | None = None
+    memory_total_mib: int | None = None
+    compute_mode: str | None = None
+    mig_mode: str | None = None
+
+
+@dataclass
+class SmiTable:
+    """The `nvidia-smi` header versions and GPU rows."""
+
+    smi_version: str | None = None
+    driver_version: str | None = None
+    """"Driver Version" (or "KMD Version" in newer releases): the kernel module's version."""
+    cuda_version: str | None = None
+    """Newest CUDA the driver supports ("CUDA Version" / "CUDA UMD Version"), not a toolkit."""
+    gpus: list[SmiGpuRow] = field(default_factory=list)
+    error: str | None = None
+
+
+_HEADER = re.compile(
+    r"NVIDIA-SMI\s+(?P<smi>\S+)\s+(?:Driver|KMD) Version:\s*(?P<drv>\S+)\s+CUDA(?: UMD)? Version:\s*(?P<cuda>\S+)")
+_ROW1 = re.compile(r"^\s*(?P<idx>\d+)\s+(?P<name>.+?)\s+(?P<pm>On|Off|N/A)\s*$")
+_MEM = re.compile(r"(\d+)MiB\s*/\s*(\d+)MiB")
+
+
+def parse_smi_table(text: str) -> SmiTable:
+    """The default `nvidia-smi` output -> header versions and one row per GPU.
+
+        | NVIDIA-SMI 580.95.05              Driver Version: 580.95.05      CUDA Version: 13.0     |
+        |   0  NVIDIA RTX PRO 6000 Blac...    On  |   00000000:01:00.0 Off |                  Off |
+        | 30%   31C    P0            106W /  600W |      20MiB /  97887MiB |      0%      Default |
+        |                                         |                        |                  N/A |
+    An error banner gives a table with only `error` set. Fragments without a header still parse.
+    """
+    err = detect_smi_error(text)
+    if err:
+        return SmiTable(error=err)
+    out = SmiTable()
+    m = _HEADER.search(text or "")
+    if m:
+        out.smi_version, out.driver_version, out.cuda_version = m["smi"], m["drv"], m["cuda"]
+    lines = (text or "").splitlines()
+    current: SmiGpuRow | None = None
+    line_in_block = 0
+    in_gpu_section = True
+    for line in lines:
+        s = line.strip()
+        if s.startswith("| Processes") or s.startswith("| MIG devices"):
+            in_gpu_section = False
+        if not in_gpu_section or not s.startswith("|"):
+            continue
+        cells = [c.strip() for c in s.strip("|").split("|")]
+        if len(cells) != 3:
+            continue
+        r1 = _ROW1.match(cells[0])
+        if r1 and re.match(r"^[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d", cells[1]):
+            current = SmiGpuRow(index=int(r1["idx"]), name=r1["name"], persistence=r1["pm"],
+                                bus_id=cells[1].split()[0], ecc_uncorrected=cells[2] or None)
+            out.gpus.append(current)
+            line_in_block = 1
+            continue
+        if current is None:
+            continue
+        line_in_block += 1
+        if line_in_block == 2:
+            perf = re.search(r"\bP(\d{1,2})\b", cells[0])
+            current.perf_state = f"P{perf.group(1)}" if perf else None
+            mem = _MEM.search(cells[1])
+            if mem:
+                current.memory_used_mib, current.memory_total_mib = int(mem.group(1)), int(mem.group(2))
+            parts = cells[2].split()
+            current.compute_mode = parts[-1] if parts else None
+        elif line_in_block == 3:
+            current.mig_mode = cells[2] or None
+            current = None
+    return out
+
+
+# --------------------------------------------------------------------------- nvidia-smi -q (text)
+
+_Q_LINE = re.compile(r"^(?P<indent>\s*)(?P<key>[^:]+?)\s*(?::\s?(?P<value>.*))?$")
+
+
+def _q_tree(lines: list[str]) -> dict:
+    """Indented `Key : value` lines -> nested dicts; a key with children maps to a dict.
+
+    A key that has both a value and children keeps its value under "" in the child dict.
+    Repeated keys at one level keep the first (process lists repeat keys).
+    """
+    root: dict = {}
+    stack: list[tuple[int, dict]] = [(-1, root)]
+    for raw in lines:
+        if not raw.strip() or raw.strip().startswith("===="):
+            continue
+        m = _Q_LINE.match(raw.rstrip())
+        if not m:
+            continue
+        indent = len(m["indent"].expandtabs(4))
+        while stack and stack[-1][0] >= indent:
+            stack.pop()
+        parent = stack[-1][1]
+        key, value = m["key"].strip(), m["value"]
+        node: dict = {}
+        if value is not None and value.strip() != "":
+            node[""] = value.strip()
+        if key in parent:  # keep the first; still descend so children do not leak upward
+            stack.append((indent, {}))
+            continue
+        parent[key] = node
+        stack.append((indent, node))
+    return _collapse(root)
+
+
+def _collapse(node: dict) -> dict | str:
+    # a node with only a value becomes that value string
+    if set(node) == {""}:
+        return node[""]
+    return {k: (_collapse(v) if isinstance(v, dict) else v) for k, v in node.items()}
+
+
+def parse_smi_q_header(text: str) -> dict[str, str]:
+    """`nvidia-smi -q` lines before the first GPU block: Driver Version, CUDA Version, Attached GPUs.
+
+        Driver Version                            : 565.57.01
+        CUDA Version                              : 12.7
+    """
+    out: dict[str, str] = {}
+    for line in (text or "").splitlines():
+        if re.match(r"^GPU [0-9A-Fa-f]{4,8}:", line):
+            break
+        if ":" in line and not line.startswith(" "):
+            k, v = line.split(":", 1)
+            out.setdefault(k.strip(), v.strip())
+    return out
+
+
+def parse_smi_q(text: str) -> list[dict]:
+    """`nvidia-smi -q` text -> one nested dict per `GPU <bus id>` block (key "_bus_id" added).
+
+        GPU 00000000:18:00.0
+            Product Name                          : NVIDIA H100 80GB HBM3
+            Persistence Mode                      : Enabled
+            MIG Mode
+                Current                           : Disabled
+    -> [{"_bus_id": "00000000:18:00.0", "Product Name": "NVIDIA H100 80GB HBM3", "MIG Mode": {"Current": ...}}]
+    Output without GPU blocks (a `-d` fragment) gives []; use `parse_q_tree` for those.
+    """
+    if detect_smi_error(text):
+        raise ParseError(f"nvidia-smi error: {detect_smi_error(text)}")
+    gpus: list[dict] = []
+    block: list[str] | None = None
+    bus = ""
+    for line in (text or "").splitlines():
+        m = re.match(r"^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d)\s*$", line)
+        if m:
+            if block is not None:
+                gpus.append({"_bus_id": bus, **_as_dict(_q_tree(block))})
+            block, bus = [], m.group(1)
+        elif block is not None:
+            block.append(line)
+    if block is not None:
+        gpus.append({"_bus_id": bus, **_as_dict(_q_tree(block))})
+    return gpus
+
+
+def parse_q_tree(text: str) -> dict:
+    """Any `nvidia-smi -q`-style indented text (e.g. a `-d PERFORMANCE` fragment) -> nested dict."""
+    return _as_dict(_q_tree((text or "").splitlines()))
+
+
+def _as_dict(v: dict | str) -> dict:
+    return v if isinstance(v, dict) else {"": v}
+
+
+def q_get(tree: dict, *path: str) -> str | None:
+    """Walk a parsed -q dict: q_get(gpu, "MIG Mode", "Current") -> "Disabled"; None when absent."""
+    node: object = tree
+    for key in path:
+        if not isinstance(node, dict) or key not in node:
+            return None
+        node = node[key]
+    if isinstance(node, dict):
+        node = node.get("")
+    return node if isinstance(node, str) else None
+
+
+# --------------------------------------------------------------------------- nvidia-smi -q -x
+
+@dataclass
+class SmiXmlGpu:
+    """The fields of one `<gpu>` element the probes use (text as printed, None when absent)."""
+
+    bus_id: str | None = None
+    product_name: str | None = None
+    persistence_mode: str | None = None
+    compute_mode: str | None = None
+    mig_current: str | None = None
+    ecc_current: str | None = None
+    fabric_state: str | None = None
+    fabric_status: str | None = None
+    remap_pending: str | None = None
+    remap_failure: str | None = None
+
+
+@dataclass
+class SmiXml:
+    driver_version: str | None = None
+    cuda_version: str | None = None
+    gpus: list[SmiXmlGpu] = field(default_factory=list)
+
+
+def parse_smi_q_xml(text: str) -> SmiXml:
+    """`nvidia-smi -q -x` -> versions and per-GPU fields. Raises ParseError on non-XML output.
+
+        <nvidia_smi_log>
+            <driver_version>565.57.01</driver_version>
+            <cuda_version>12.7</cuda_version>
+            <gpu id="00000000:18:00.0"> <product_name>NVIDIA H100 80GB HBM3</product_name> ...
+    """
+    import xml.etree.ElementTree as ET  # stdlib; the DOCTYPE line is ignored by the parser
+
+    if detect_smi_error(text):
+        raise ParseError(f"nvidia-smi error: {detect_smi_error(text)}")
+    body = re.sub(r"<!DOCTYPE[^>]*>", "", text or "")
+    try:
+        root = ET.fromstring(body.strip())
+    except ET.ParseError as exc:
+        raise ParseError(f"not nvidia-smi XML: {exc}") from None
+
+    def txt(el: ET.Element | None, path: str) -> str | None:
+        if el is None:
+            return None
+        found = el.find(path)
+        return found.text.strip() if found is not None and found.text and found.text.strip() else None
+
+    out = SmiXml(driver_version=txt(root, "driver_version"), cuda_version=txt(root, "cuda_version"))
+    for g in root.findall("gpu"):
+        out.gpus.append(SmiXmlGpu(
+            bus_id=g.get("id"), product_name=txt(g, "product_name"),
+            persistence_mode=txt(g, "persistence_mode"), compute_mode=txt(g, "compute_mode"),
+            mig_current=txt(g, "mig_mode/current_mig"), ecc_current=txt(g, "ecc_mode/current_ecc"),
+            fabric_state=txt(g, "fabric/state"), fabric_status=txt(g, "fabric/status"),
+            remap_pending=txt(g, "remapped_rows/remapped_row_pending"),
+            remap_failure=txt(g, "remapped_rows/remapped_row_failure_occurred"),
+        ))
+    return out
+
+
+# --------------------------------------------------------------------------- topo -m
+
+@dataclass
+class TopoMatrix:
+    """`nvidia-smi topo -m`: device names, pairwise link types, and per-GPU affinity columns."""
+
+    devices: list[str] = field(default_factory=list)
+    links: dict[tuple[str, str], str] = field(default_factory=dict)
+    """(row device, column device) -> "NV18", "PIX", "SYS", ... (self "X" omitted)."""
+    cpu_affinity: dict[str, str] = field(default_factory=dict)
+    numa_affinity: dict[str, str] = field(default_factory=dict)
+    nic_names: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def gpus(self) -> list[str]:
+        return [d for d in self.devices if d.startswith("GPU")]
+
+    def nvlink_pairs(self) -> dict[tuple[str, str], int]:
+        """GPU pairs joined by NVLink -> bonded link count (NV12 -> 12)."""
+        out = {}
+        for (a, b), kind in self.links.items():
+            m = re.fullmatch(r"NV(\d+)", kind)
+            if m and a.startswith("GPU") and b.startswith("GPU"):
+                out[(a, b)] = int(m.group(1))
+        return out
+
+
+def parse_topo_m(text: str) -> TopoMatrix:
+    """`nvidia-smi topo -m` (spaces or TABs) -> TopoMatrix.
+
+                GPU0    GPU1    CPU Affinity    NUMA Affinity   GPU NUMA ID
+        GPU0     X      NV12    32-63,96-127    1               N/A
+        GPU1    NV12     X      32-63,96-127    1               N/A
+    Raises ParseError on an error banner or when no header row is found.
+    """
+    if detect_smi_error(text):
+        raise ParseError(f"nvidia-smi error: {detect_smi_error(text)}")
+    lines = (text or "").splitlines()
+    out = TopoMatrix()
+    header_i = next((i for i, ln in enumerate(lines) if re.match(r"^\s+GPU0\b", ln) or re.match(r"^\tGPU0\b", ln)), None)
+    if header_i is None:
+        if not any(ln.strip() for ln in lines):
+            return out
+        raise ParseError("no topo -m header row (GPU0 ...)")
+    out.devices = [t for t in lines[header_i].split() if re.fullmatch(r"(?:GPU|NIC|mlx5_|CPU)\d+|[A-Za-z]+\d+", t)
+                   and t not in ("CPU", "NUMA")]
+    n = len(out.devices)
+    for line in lines[header_i + 1:]:
+        toks = line.split()
+        if not toks or toks[0] not in out.devices:
+            if line.strip().startswith("Legend"):
+                break
+            continue
+        name, cells, rest = toks[0], toks[1:1 + n], toks[1 + n:]
+        for col, cell in zip(out.devices, cells):
+            if cell != "X":
+                out.links[(name, col)] = cell
+        if name.startswith("GPU"):
+            if rest:
+                out.cpu_affinity[name] = rest[0]
+            if len(rest) > 1:
+                out.numa_affinity[name] = rest[1]
+    for m in re.finditer(r"^\s*(NIC\d+):\s*(\S+)\s*$", text, re.M):
+        out.nic_names[m.group(1)] = m.group(2)
+    return out
+
+
+# --------------------------------------------------------------------------- nvlink -s / -e
+
+@dataclass
+class NvLink:
+    """One link line of `nvidia-smi nvlink -s`: speed in GB/s, or inactive."""
+
+    link: int
+    active: bool
+    speed_gbs: float | None = None
+
+
+@dataclass
+class NvlinkGpu:
+    index: int
+    name: str
+    uuid: str | None = None
+    links: list[NvLink] = field(default_factory=list)
+    all_inactive: bool = False
+    """NVML said "Unable to retrieve NVLink information as all links are inActive"."""
+    note: str | None = None
+
+    @property
+    def active_links(self) -> int:
+        return sum(1 for ln in self.links if ln.active)
+
+
+_NVL_GPU = re.compile(r"^GPU (\d+): (.+?)(?: \(UUID: ([^)]+)\))?\s*$")
+_NVL_LINK = re.compile(r"^\s*Link (\d+):\s*(.*?)\s*$")
+
+
+def parse_nvlink_s(text: str) -> list[NvlinkGpu]:
+    """`nvidia-smi nvlink -s` -> one entry per GPU with its link lines.
+
+        GPU 0: NVIDIA H100 PCIe (UUID: GPU-6968dfc2-d444-d92c-c36b-6abe53445cb9)
+                 Link 0: 26.562 GB/s
+                 Link 4: <inactive>
+        GPU 0: NVIDIA A100-PCIE-40GB (UUID: ...)
+        NVML: Unable to retrieve NVLink information as all links are inActive
+    Raises ParseError on an error banner.
+    """
+    if detect_smi_error(text):
+        raise ParseError(f"nvidia-smi error: {detect_smi_error(text)}")
+    gpus: list[NvlinkGpu] = []
+    for line in (text or "").splitlines():
+        g = _NVL_GPU.match(line)
+        if g:
+            gpus.append(NvlinkGpu(index=int(g.group(1)), name=g.group(2), uuid=g.group(3)))
+            continue
+        if not gpus:
+            continue
+        lk = _NVL_LINK.match(line)
+        if lk:
+            value = lk.group(2)
+            sp = re.match(r"([0-9.]+)\s*GB/s", value)
+            if sp:
+                gpus[-1].links.append(NvLink(int(lk.group(1)), True, float(sp.group(1))))
+            elif "inactive" in value.lower():
+                gpus[-1].links.append(NvLink(int(lk.group(1)), False))
+            continue
+        if "all links are inactive" in line.lower():
+            gpus[-1].all_inactive = True
+        elif line.strip():
+            gpus[-1].note = line.strip()
+    return gpus
+
+
+def parse_nvlink_errors(text: str) -> dict[int, dict[int, dict[str, int]]]:
+    """`nvidia-smi nvlink --errorcounters` -> gpu index -> link -> counter name -> value.
+
+    Synthetic shape (no real capture in the corpus):
+        GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-...)
+                 Link 0: Replay Errors: 0
+                 Link 0: Recovery Errors: 0
+                 Link 0: CRC Errors: 0
+    """
+    if detect_smi_error(text):
+        raise ParseError(f"nvidia-smi error: {detect_smi_error(text)}")
+    out: dict[int, dict[int, dict[str, int]]] = {}
+    gpu: int | None = None
+    for line in (text or "").splitlines():
+        g = _NVL_GPU.match(line)
+        if g:
+            gpu = int(g.group(1))
+            out[gpu] = {}
+            continue
+        m = re.match(r"^\s*Link (\d+):\s*([^:]+?):\s*(\d+)\s*$", line)
+        if m and gpu is not None:
+            out[gpu].setdefault(int(m.group(1)), {})[m.group(2).strip()] = int(m.group(3))
+    return out

@@ -1,0 +1,268 @@
+"""Parsers for `lspci -vvv` device blocks and the `lspci -tv` tree (owner: the pcie probe).
+
+Public API:
+
+* `parse_lspci_vvv(text) -> list[PciDevice]`   one entry per device block
+* `acs_flags(text) -> dict[str, bool]`          "SrcValid+ ReqRedir- ..." -> {"SrcValid": True, ...}
+* `parse_lspci_tree(text) -> dict[str, TreeNode]`  `lspci -tv`: BDF -> (parent BDF, name)
+* `normalize_bdf(text) -> str`                  "01:00.0" / "00000000:01:00.0" -> "0000:01:00.0"
+
+Pure; never raise on odd input (unknown lines are skipped; a block whose capabilities read
+`<access denied>` is marked `access_denied=True` and keeps None for every capability field).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+_HEADER = re.compile(r"^(?P<bdf>(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\s+(?P<rest>.*)$")
+_IDS = re.compile(r"\[([0-9a-f]{4}):([0-9a-f]{4})\]")
+_SIZE = re.compile(r"(\d+)\s*(bytes|[KMGT]B?)\b")
+_UNITS = {"bytes": 1, "K": 1 << 10, "KB": 1 << 10, "M": 1 << 20, "MB": 1 << 20, "G": 1 << 30, "GB": 1 << 30,
+          "T": 1 << 40, "TB": 1 << 40}
+
+
+def normalize_bdf(text: str) -> str:
+    """"01:00.0" -> "0000:01:00.0"; "00000000:01:00.0" (nvidia-smi) -> "0000:01:00.0"; lower case."""
+    t = text.strip().lower()
+    parts = t.split(":")
+    if len(parts) == 2:
+        return "0000:" + t
+    if len(parts) == 3:
+        return parts[0][-4:].rjust(4, "0") + ":" + parts[1] + ":" + parts[2]
+    return t
+
+
+def _bytes(text: str) -> int | None:
+    m = _SIZE.search(text)
+    return int(m.group(1)) * _UNITS[m.group(2)] if m else None
+
+
+def _speed(text: str) -> float | None:
+    m = re.search(r"Speed\s+([0-9.]+)GT/s", text)
+    return float(m.group(1)) if m else None
+
+
+def _width(text: str) -> int | None:
+    m = re.search(r"Width\s+x(\d+)", text)
+    return int(m.group(1)) if m else None
+
+
+def acs_flags(text: str) -> dict[str, bool]:
+    """`ACSCtl: SrcValid+ TransBlk- ReqRedir+ CmpltRedir+ ...` -> {"SrcValid": True, "TransBlk": False, ...}."""
+    body = text.split(":", 1)[1] if ":" in text else text
+    return {m.group(1): m.group(2) == "+" for m in re.finditer(r"([A-Za-z]+)([+-])", body)}
+
+
+@dataclass
+class PciDevice:
+    """One `lspci -vvv` block; sizes in bytes, speeds in GT/s. None = not shown (or access denied)."""
+
+    bdf: str
+    description: str = ""
+    vendor_id: str | None = None
+    device_id: str | None = None
+    port_type: str | None = None
+    """"Endpoint", "Legacy Endpoint", "Root Port", "Downstream Port", "Upstream Port", ..."""
+    access_denied: bool = False
+    devcap_mps: int | None = None
+    devctl_mps: int | None = None
+    devctl_mrrs: int | None = None
+    relaxed_ordering: bool | None = None
+    ext_tag: bool | None = None
+    lnkcap_speed: float | None = None
+    lnkcap_width: int | None = None
+    lnksta_speed: float | None = None
+    lnksta_width: int | None = None
+    speed_downgraded: bool = False
+    width_downgraded: bool = False
+    speed_unknown: bool = False
+    aspm_ctl: str | None = None
+    """LnkCtl ASPM field: "Disabled", "L1 Enabled", "L0s L1 Enabled"."""
+    acs_ctl: dict[str, bool] | None = None
+    tag10_req_cap: bool | None = None
+    tag10_req_en: bool | None = None
+    ue_status: list[str] = field(default_factory=list)
+    """AER uncorrectable status bits that are set (e.g. ["UnsupReq"])."""
+    ce_status: list[str] = field(default_factory=list)
+    regions: dict[int, int] = field(default_factory=dict)
+    """BAR index -> size in bytes."""
+    rebar_current: dict[int, int] = field(default_factory=dict)
+    """Physical Resizable BAR: BAR index -> current size in bytes."""
+    kernel_driver: str | None = None
+
+    @property
+    def is_nvidia(self) -> bool:
+        return self.vendor_id == "10de" or "NVIDIA" in self.description
+
+    @property
+    def is_gpu(self) -> bool:
+        d = self.description
+        return self.is_nvidia and ("VGA compatible controller" in d or "3D controller" in d)
+
+    @property
+    def is_bridge(self) -> bool:
+        return self.port_type in ("Root Port", "Downstream Port", "Upstream Port") or "bridge" in self.description.lower()
+
+
+def _parse_block(header: re.Match[str], lines: list[str]) -> PciDevice:
+    rest = header.group("rest")
+    ids = _IDS.findall(rest)
+    dev = PciDevice(bdf=normalize_bdf(header.group("bdf")), description=rest.strip())
+    if ids:
+        dev.vendor_id, dev.device_id = ids[-1]
+    section = ""
+    for raw in lines:
+        line = raw.strip()
+        if not line:
+            continue
+        if line.startswith("Capabilities:"):
+            section = line
+            if "<access denied>" in line:
+                dev.access_denied = True
+            m = re.search(r"Express \(v\d\) ([A-Za-z ]+?)(?: \(|,|$)", line)
+            if m:
+                dev.port_type = m.group(1).strip()
+            continue
+        key, _, val = line.partition(":")
+        if line.startswith("Region ") and "[size=" in line:
+            m = re.match(r"Region (\d+):.*\[size=(\d+)([KMGT]?)\]", line)
+            if m:
+                dev.regions[int(m.group(1))] = int(m.group(2)) * _UNITS.get(m.group(3) or "bytes", 1)
+        elif line.startswith("Kernel driver in use:"):
+            dev.kernel_driver = val.strip()
+        elif key == "DevCap":
+            dev.devcap_mps = _bytes(val)
+        elif key == "DevCtl":
+            section = "DevCtl"
+        elif section == "DevCtl" and "MaxReadReq" in line:
+            m = re.search(r"MaxPayload\s+(\d+)\s*bytes.*MaxReadReq\s+(\d+)\s*bytes", line)
+            if m:
+                dev.devctl_mps, dev.devctl_mrrs = int(m.group(1)), int(m.group(2))
+            section = ""
+        elif key == "LnkCap":
+            dev.lnkcap_speed, dev.lnkcap_width = _speed(val), _width(val)
+        elif key == "LnkCtl":
+            m = re.search(r"ASPM ([^;]+);?", val)
+            dev.aspm_ctl = m.group(1).strip() if m else None
+        elif key == "LnkSta":
+            dev.lnksta_speed, dev.lnksta_width = _speed(val), _width(val)
+            dev.speed_unknown = "Speed unknown" in val
+            dev.speed_downgraded = bool(re.search(r"GT/s(?: \([^)]*\))? ?\(downgraded\)|Speed unknown \(downgraded\)", val))
+            dev.width_downgraded = bool(re.search(r"Width x\d+ \(downgraded\)", val))
+        elif key == "DevCap2":
+            section = "DevCap2"
+            if "10BitTagReq" in val:
+                dev.tag10_req_cap = "10BitTagReq+" in val
+        elif key == "DevCtl2":
+            section = "DevCtl2"
+            if "10BitTagReq" in val:
+                dev.tag10_req_en = "10BitTagReq+" in val
+        elif key == "ACSCtl":
+            dev.acs_ctl = acs_flags(line)
+        elif key == "UESta":
+            dev.ue_status = [k for k, v in acs_flags(line).items() if v]
+        elif key == "CESta":
+            dev.ce_status = [k for k, v in acs_flags(line).items() if v]
+        elif section == "DevCap2" and "10BitTagReq" in line:
+            dev.tag10_req_cap = "10BitTagReq+" in line
+        elif section == "DevCtl2" and "10BitTagReq" in line:
+            dev.tag10_req_en = "10BitTagReq+" in line
+        elif section.startswith("Capabilities:") and "Express" in section and ("RlxdOrd" in line):
+            dev.relaxed_ordering = "RlxdOrd+" in line
+            dev.ext_tag = "ExtTag+" in line
+        elif "Resizable BAR" in section and section.startswith("Capabilities:") and "Physical" in section:
+            m = re.match(r"BAR (\d+): current size:\s*(\d+)([KMGT]B)", line)
+            if m:
+                dev.rebar_current[int(m.group(1))] = int(m.group(2)) * _UNITS[m.group(3)]
+        if section == "DevCtl" and "RlxdOrd" in line:
+            dev.relaxed_ordering = "RlxdOrd+" in line
+            dev.ext_tag = "ExtTag+" in line
+    return dev
+
+
+def parse_lspci_vvv(text: str) -> list[PciDevice]:
+    """`lspci -vvv` (or `-vvnn`, with or without `-D`) -> one PciDevice per block.
+
+        01:00.0 VGA compatible controller: NVIDIA Corporation AD102GL [RTX 6000 Ada Generation] (rev a1)
+                DevCtl: CorrErr+ NonFatalErr+ FatalErr+ UnsupReq-
+                        MaxPayload 256 bytes, MaxReadReq 512 bytes
+                LnkSta: Speed 2.5GT/s (downgraded), Width x16
+    -> [PciDevice(bdf="0000:01:00.0", devctl_mps=256, devctl_mrrs=512, lnksta_speed=2.5, speed_downgraded=True, ...)]
+
+    Blocks are recognised by a BDF at column 0; lines before the first block are ignored.
+    """
+    out: list[PciDevice] = []
+    header: re.Match[str] | None = None
+    body: list[str] = []
+    for line in (text or "").splitlines():
+        m = _HEADER.match(line)
+        if m:
+            if header is not None:
+                out.append(_parse_block(header, body))
+            header, body = m, []
+        elif header is not None:
+            body.append(line)
+    if header is not None:
+        out.append(_parse_block(header, body))
+    return out
+
+
+@dataclass(frozen=True)
+class TreeNode:
+    bdf: str
+    parent: str | None
+    name: str
+
+
+_TREE_TOKEN = re.compile(
+    r"\[(?P<dom>[0-9a-f]{4}):(?P<bus>[0-9a-f]{2})\]"
+    r"|(?P<dev>[0-9a-f]{2}\.[0-7])(?:-\[(?P<sec>[0-9a-f]{2})(?:-[0-9a-f]{2})?\])?(?P<name>\s{2}.*)?"
+)
+
+
+def parse_lspci_tree(text: str) -> dict[str, TreeNode]:
+    """`lspci -tv` -> {BDF: TreeNode(parent BDF or None for a root-bus device, name)}.
+
+        -+-[0000:00]-+-00.0  Advanced Micro Devices, Inc. [AMD] Device 14a4
+         |           +-01.1-[01]--+-00.0  NVIDIA Corporation AD102GL [RTX 6000 Ada Generation]
+         |           |            \\-00.1  NVIDIA Corporation AD102 High Definition Audio Controller
+    -> {"0000:00:01.1": TreeNode(parent=None, ...), "0000:01:00.0": TreeNode(parent="0000:00:01.1", ...), ...}
+
+    lspci aligns siblings in one column, so a device's bus and parent are those last announced
+    for its column (by a `[dddd:bb]` root or a bridge's `-[bb]` secondary bus to its left).
+    """
+    nodes: dict[str, TreeNode] = {}
+    ctx: dict[int, tuple[str, str, str | None]] = {}  # column -> (domain, bus, parent bdf)
+    domain = "0000"
+    for line in (text or "").splitlines():
+        pending: tuple[str, str, str | None] | None = None
+        for m in _TREE_TOKEN.finditer(line):
+            if m.group("dom"):
+                domain = m.group("dom")
+                pending = (domain, m.group("bus"), None)
+                continue
+            col = m.start("dev")
+            if pending is not None:
+                ctx[col] = pending
+                pending = None
+            if col not in ctx:
+                # a bare "-[0000:00]-" less tree (single domain without the root token)
+                ctx[col] = (domain, "00", None)
+            dom, bus, parent = ctx[col]
+            bdf = f"{dom}:{bus}:{m.group('dev')}"
+            nodes[bdf] = TreeNode(bdf=bdf, parent=parent, name=(m.group("name") or "").strip())
+            if m.group("sec"):
+                pending = (dom, m.group("sec"), bdf)
+    return nodes
+
+
+def tree_path(nodes: dict[str, TreeNode], bdf: str) -> list[str]:
+    """Ancestors of `bdf` from its parent bridge up to the root-bus port (empty when unknown)."""
+    path: list[str] = []
+    cur = nodes.get(bdf)
+    while cur is not None and cur.parent and cur.parent not in path:
+        path.append(cur.parent)
+        cur = nodes.get(cur.parent)
+    return path

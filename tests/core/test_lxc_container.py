@@ -1,0 +1,59 @@
+"""`--container lxc:NAME` against a real (offline, busybox) LXC container entered with lxc-attach."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import uuid
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+pytestmark = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("lxc-create") is None or not os.path.exists("/bin/busybox"),
+                                reason="needs root, Debian's lxc and busybox-static")
+
+
+@pytest.fixture
+def lxc_container():
+    name = f"gatest-{uuid.uuid4().hex[:8]}"
+    create = subprocess.run(["lxc-create", "-n", name, "-t", "busybox"], capture_output=True, text=True)
+    if create.returncode != 0:
+        if os.environ.get("CI"):
+            pytest.fail(f"lxc-create failed: {create.stderr[-500:]}")
+        pytest.skip(f"lxc-create failed: {create.stderr[-300:]}")
+    try:
+        cfg = Path(f"/var/lib/lxc/{name}/config")
+        # no network at all: the container must never reach anything
+        lines = [ln for ln in cfg.read_text().splitlines() if not ln.startswith("lxc.net.")]
+        cfg.write_text("\n".join(lines + ["lxc.net.0.type = empty", ""]))
+        subprocess.run(["lxc-start", "-n", name, "-d"], check=True, capture_output=True)
+        yield name
+    finally:
+        subprocess.run(["lxc-stop", "-k", "-n", name], capture_output=True)
+        subprocess.run(["lxc-destroy", "-n", name], capture_output=True)
+
+
+def test_audit_reaches_the_container_through_lxc_attach(lxc_container, tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "tui", "--json", "--fail-on", "never", "--container", f"lxc:{lxc_container}"],
+                          capture_output=True, text=True, timeout=120, cwd=ROOT, env={**os.environ, "HOME": str(tmp_path)})
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["target_states"]["container"]["state"] == "connected"
+    assert doc["target_states"]["container"]["hostname"] == lxc_container
+    container_records = [r for p in doc["probes"] for r in p["records"] if r["target"] == "container"]
+    assert container_records
+    assert all(f"lxc-attach -n {lxc_container} -- sh -c" in r["executed"] for r in container_records)
+
+
+def test_missing_container_is_a_failed_target_not_a_crash(tmp_path):
+    proc = subprocess.run([sys.executable, "-m", "tui", "--json", "--fail-on", "never", "--container", "lxc:no-such-ct-xyz"],
+                          capture_output=True, text=True, timeout=120, cwd=ROOT, env={**os.environ, "HOME": str(tmp_path)})
+    assert proc.returncode == 0, proc.stderr
+    doc = json.loads(proc.stdout)
+    assert doc["target_states"]["host"]["state"] == "connected"
+    state = doc["target_states"]["container"]
+    assert state["state"] == "failed" and "lxc:no-such-ct-xyz" in state["reason"]

@@ -1,0 +1,91 @@
+"""Helpers of the fault-injection suite (imported as reliability.faultkit): fake probes, audit runs, the CLI in a subprocess."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel
+
+from probes.core.events import fold_events, initial_run
+from probes.core.models import AuditRun, Role
+from probes.core.runner import Audit, AuditOptions
+from probes.core.session import live_bindings
+from probes.core.spec import Command, Outputs, Probe, finding
+from probes.core.targets import parse_container_spec, parse_host_spec
+
+REPO = Path(__file__).resolve().parents[2]
+
+
+class EchoFacts(BaseModel):
+    """Synthetic facts: every command's stdout, as the record holds it."""
+
+    outs: dict[str, str] = {}
+
+
+def fake_probe(pid: str, *commands: Command) -> Probe:
+    """A probe made of injected commands; facts copy the outputs so redaction/escaping shows in facts too."""
+
+    def extract(outputs: Outputs, role: Role) -> EchoFacts:
+        return EchoFacts(outs={k: v.stdout[:4096] for k, v in outputs.items()})
+
+    def judge(facts):
+        for role, f in facts.items():
+            yield finding(pid, "seen", "info", "seen", targets=[role], observed=" ".join(f.outs.values())[:4096])
+
+    return Probe(id=pid, title=pid, commands=commands, extract=extract, judge=judge)
+
+
+def both(*ids: str) -> frozenset:
+    return frozenset(ids or ("host",))
+
+
+async def run_audit(host: str, container: str | None, options, probes, audit_options: AuditOptions | None = None,
+                    ) -> AuditRun:
+    """A live audit through the real session builder, folded to its final state."""
+    hs = parse_host_spec(host)
+    cs = parse_container_spec(container, host=hs) if container else None
+    audit = Audit(live_bindings(hs, cs, options), probes, audit_options or AuditOptions(timeout_s=5))
+    try:
+        events = [e async for e in audit.events()]
+    finally:
+        await audit.aclose()
+    return fold_events(initial_run(audit.targets, [(p.id, p.title) for p in probes]), events)
+
+
+def cli_env(home: Path) -> dict[str, str]:
+    env = {k: v for k, v in os.environ.items() if k not in ("SSH_AUTH_SOCK", "NO_COLOR", "GPUAUDIT_SNAPSHOT_DIR")}
+    env.update(HOME=str(home), XDG_DATA_HOME=str(home / "data"), XDG_CONFIG_HOME=str(home / "config"),
+               PYTHONPATH=str(REPO), COLUMNS="120")
+    return env
+
+
+def run_cli(args: list[str], home: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
+    """`python -m tui ARGS` with HOME isolated; stdin closed."""
+    return subprocess.run([sys.executable, "-m", "tui", *args], cwd=REPO, env=cli_env(home), capture_output=True,
+                          text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+
+
+def assert_one_line_error(res: subprocess.CompletedProcess[str], code: int = 2) -> str:
+    """Exit `code`, stderr one line without a traceback, nothing on stdout; returns the line."""
+    assert res.returncode == code, (res.returncode, res.stderr[-2000:])
+    assert "Traceback" not in res.stderr, res.stderr
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1, res.stderr
+    assert res.stdout == ""
+    return lines[0]
+
+
+def load_json(text: str) -> dict:
+    return json.loads(text)
+
+
+@pytest.fixture
+def home(tmp_path: Path) -> Path:
+    h = tmp_path / "home"
+    h.mkdir()
+    return h
