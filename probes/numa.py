@@ -1,4 +1,4 @@
-"""NUMA probe (skeleton: the probe issue brings the full checks)."""
+"""NUMA probe: topology, which node each GPU hangs off, node pressure, and the container's CPUs/memory vs its GPUs."""
 
 from __future__ import annotations
 
@@ -6,28 +6,371 @@ from collections.abc import Iterator
 
 from pydantic import BaseModel
 
+from probes.core.errors import ParseError
 from probes.core.models import Finding, Role
-from probes.core.spec import Command, FactsByTarget, Outputs, Probe, record_problem
+from probes.core.parsers.nvidia_smi import detect_smi_error, parse_query_gpu_csv
+from probes.core.parsers.system import (
+    normalize_bdf,
+    parse_cgroup_files,
+    parse_node_cpulists,
+    parse_numactl_h,
+    parse_pci_numa,
+    parse_status_allowed,
+)
+from probes.core.spec import Command, FactsByTarget, Outputs, Probe, finding, record_problem
 
 PROBE_ID = "numa"
 
 
-class Facts(BaseModel, frozen=True):
-    raw_first_line: str | None = None
+class NodeInfo(BaseModel, frozen=True):
+    id: int
+    cpus: list[int] = []
+    size_mb: int | None = None
+    free_mb: int | None = None
+
+
+class GpuInfo(BaseModel, frozen=True):
+    index: int | None = None
+    uuid: str | None = None
+    bus_id: str
+    """Normalised "0000:01:00.0"."""
+    numa_node: int | None = None
+    local_cpus: list[int] = []
+
+
+class NumaFacts(BaseModel, frozen=True):
+    nodes: list[NodeInfo] | None = None
+    distances: dict[int, dict[int, int]] = {}
+    gpus: list[GpuInfo] | None = None
+    """GPUs this target's nvidia-smi lists (with sysfs NUMA data on the host)."""
+    gpu_numa: dict[str, int] | None = None
+    """Host only: bus id -> numa_node from sysfs (every device bound to the nvidia driver)."""
+    cpuset_cpus: list[int] | None = None
+    cpuset_mems: list[int] | None = None
+    cpuset_source: str | None = None
     problems: dict[str, str] = {}
 
 
-COMMANDS = (Command("numactl_h", "numactl -H"),)
+SMI_GPU_IDS = "nvidia-smi --query-gpu=index,uuid,pci.bus_id,name --format=csv,noheader"
+CGROUP_FILES = ("grep -H . /sys/fs/cgroup/cpuset.cpus.effective /sys/fs/cgroup/cpuset.mems.effective "
+                "/sys/fs/cgroup/cpu.max /sys/fs/cgroup/memory.max /sys/fs/cgroup/cpu.stat /sys/fs/cgroup/memory.events")
+ON_BOTH = frozenset({"host", "container"})
+COMMANDS = (
+    Command("numactl_h", "numactl -H"),
+    Command("node_cpulists", "grep -H . /sys/devices/system/node/node*/cpulist"),
+    Command("pci_nvidia_numa", "grep -H . /sys/bus/pci/drivers/nvidia/*/numa_node /sys/bus/pci/drivers/nvidia/*/local_cpulist"),
+    Command("smi_gpu_ids", SMI_GPU_IDS, on=ON_BOTH),
+    Command("cgroup_limits", CGROUP_FILES, on=frozenset({"container"})),
+    Command("status_allowed", "grep -E '^(Cpus|Mems)_allowed_list' /proc/self/status", on=frozenset({"container"})),
+)
 
 
-def extract(outputs: Outputs, role: Role) -> Facts:
+def parse_smi_gpu_ids(text: str) -> list[GpuInfo]:
+    """`nvidia-smi --query-gpu=index,uuid,pci.bus_id,name --format=csv,noheader` -> GpuInfo list.
+
+        0, GPU-5a1e0c3e-..., 00000000:01:00.0, NVIDIA RTX PRO 6000 Blackwell Server Edition
+    Raises ParseError on an nvidia-smi error banner.
+    """
+    rows = parse_query_gpu_csv(text, ["index", "uuid", "pci.bus_id", "name"])
+    out = []
+    for r in rows:
+        idx = r.get("index")
+        out.append(GpuInfo(index=int(idx) if idx and idx.isdigit() else None, uuid=r.get("uuid"),
+                           bus_id=normalize_bdf(r.get("pci.bus_id") or "")))
+    return out
+
+
+def _partial_ok(outputs: Outputs, cid: str) -> bool:
+    """grep -H over several files exits 2 when one is missing; the others' lines are still good."""
+    rec = outputs.get(cid)
+    return rec is not None and not rec.error and not rec.timed_out and rec.exit_status == 2 and bool(rec.stdout.strip())
+
+
+def extract(outputs: Outputs, role: Role) -> NumaFacts:
     problems = {cid: p for cid, rec in outputs.items() if (p := record_problem(rec))}
-    ok = [r for cid, r in outputs.items() if cid not in problems]
-    return Facts(raw_first_line=(ok[0].stdout.strip().splitlines() or [None])[0] if ok else None, problems=problems)
+    for cid in ("node_cpulists", "pci_nvidia_numa", "cgroup_limits"):
+        if _partial_ok(outputs, cid):
+            problems.pop(cid, None)
+
+    def text(cid: str) -> str | None:
+        rec = outputs.get(cid)
+        return rec.stdout if rec is not None and cid not in problems else None
+
+    data: dict[str, object] = {}
+    nodes: list[NodeInfo] | None = None
+    if (t := text("numactl_h")) is not None:
+        topo = parse_numactl_h(t)
+        if topo.nodes:
+            nodes = [NodeInfo(id=n.id, cpus=list(n.cpus), size_mb=n.size_mb, free_mb=n.free_mb) for n in topo.nodes.values()]
+            data["distances"] = topo.distances
+    if nodes is None and (t := text("node_cpulists")) is not None:
+        cl = parse_node_cpulists(t)
+        if cl:
+            nodes = [NodeInfo(id=i, cpus=c) for i, c in sorted(cl.items())]
+    data["nodes"] = nodes
+    pci = None
+    if (t := text("pci_nvidia_numa")) is not None:
+        pci = parse_pci_numa(t)
+        data["gpu_numa"] = {b: p.numa_node for b, p in pci.items() if p.numa_node is not None}
+    rec = outputs.get("smi_gpu_ids")
+    if (t := text("smi_gpu_ids")) is not None:
+        try:
+            gpus = parse_smi_gpu_ids(t)
+            if pci:
+                gpus = [g.model_copy(update={"numa_node": pci[g.bus_id].numa_node, "local_cpus": list(pci[g.bus_id].local_cpus)})
+                        if g.bus_id in pci else g for g in gpus]
+            data["gpus"] = gpus
+        except ParseError as exc:
+            problems["smi_gpu_ids"] = str(exc)
+    elif rec is not None and (err := detect_smi_error(rec.stdout + rec.stderr)):
+        problems["smi_gpu_ids"] = f"nvidia-smi error: {err}"
+    if (t := text("cgroup_limits")) is not None:
+        lim = parse_cgroup_files(t)
+        if lim.cpuset_cpus is not None:
+            data.update(cpuset_cpus=list(lim.cpuset_cpus), cpuset_source="cgroup cpuset.cpus.effective")
+        if lim.cpuset_mems is not None:
+            data["cpuset_mems"] = list(lim.cpuset_mems)
+    if (t := text("status_allowed")) is not None:
+        cpus, mems = parse_status_allowed(t)
+        if "cpuset_cpus" not in data and cpus is not None:
+            data.update(cpuset_cpus=list(cpus), cpuset_source="/proc/self/status Cpus_allowed_list")
+        if "cpuset_mems" not in data and mems is not None:
+            data["cpuset_mems"] = list(mems)
+    return NumaFacts(problems=problems, **data)  # type: ignore[arg-type]
+
+
+# --------------------------------------------------------------------------- helpers
+
+
+def ranges(nums: list[int] | tuple[int, ...]) -> str:
+    """[0,1,2,3,8] -> "0-3,8" (the kernel's cpulist notation)."""
+    s = sorted(set(nums))
+    if not s:
+        return "(none)"
+    out, start, prev = [], s[0], s[0]
+    for n in s[1:] + [None]:  # type: ignore[list-item]
+        if n is not None and n == prev + 1:
+            prev = n
+            continue
+        out.append(f"{start}-{prev}" if prev != start else str(start))
+        if n is not None:
+            start = prev = n
+    return ",".join(out)
+
+
+def _why(f: NumaFacts, *cids: str) -> str:
+    return "; ".join(f"{c}: {f.problems[c]}" for c in cids if c in f.problems) or "not collected"
+
+
+def _mk(slug: str, severity: str, title: str, *, targets: tuple[Role, ...] = ("host",), observed: str = "",
+        expected: str = "", why: str = "", fix: str = "", evidence: list[tuple[Role, str]] | None = None) -> Finding:
+    return finding(PROBE_ID, slug, severity, title, targets=targets, observed=observed, expected=expected, why=why,
+                   fix=fix, evidence=evidence or [])
+
+
+def gpu_nodes(host: NumaFacts) -> dict[str, int | None]:
+    """bus id -> NUMA node of every host GPU (nvidia-smi list, else every nvidia-bound device)."""
+    if host.gpus:
+        return {g.bus_id: (g.numa_node if g.numa_node is not None else (host.gpu_numa or {}).get(g.bus_id)) for g in host.gpus}
+    return dict((host.gpu_numa or {}).items())
+
+
+def _gpu_label(host: NumaFacts, bdf: str) -> str:
+    for g in host.gpus or []:
+        if g.bus_id == bdf and g.index is not None:
+            return f"GPU{g.index} ({bdf})"
+    return bdf
+
+
+# --------------------------------------------------------------------------- rules
+
+
+def judge_topology(f: NumaFacts) -> Finding:
+    ev: list[tuple[Role, str]] = [("host", "numactl_h"), ("host", "node_cpulists")]
+    if not f.nodes:
+        return _mk("topology", "unknown", "NUMA topology could not be read", observed=_why(f, "numactl_h", "node_cpulists"), evidence=ev)
+    parts = []
+    for n in f.nodes:
+        mem = f", {n.size_mb // 1024} GiB" if n.size_mb else (", no memory" if n.size_mb == 0 else "")
+        parts.append(f"node {n.id}: CPUs {ranges(n.cpus)}{mem}")
+    far = max((d for row in f.distances.values() for d in row.values()), default=None)
+    obs = f"{len(f.nodes)} node(s); " + "; ".join(parts) + (f"; max distance {far}" if far else "")
+    memless = [n.id for n in f.nodes if n.size_mb == 0]
+    if memless:
+        obs += f"; memoryless node(s) {ranges(memless)} (see firmware.numa_mode)"
+    return _mk("topology", "info", f"{len(f.nodes)} NUMA node(s)", observed=obs,
+               why="Feeds the GPU-locality and cpuset checks.", evidence=ev)
+
+
+def judge_gpu_locality(f: NumaFacts) -> Finding:
+    ev: list[tuple[Role, str]] = [("host", "pci_nvidia_numa"), ("host", "smi_gpu_ids"), ("host", "numactl_h")]
+    nodes = gpu_nodes(f)
+    if not nodes:
+        if f.gpu_numa == {} and f.gpus == []:
+            return _mk("gpu_locality", "ok", "GPU locality: not applicable", observed="not applicable: no NVIDIA GPU bound to the driver", evidence=ev)
+        return _mk("gpu_locality", "unknown", "GPU NUMA locality could not be read", observed=_why(f, "pci_nvidia_numa", "smi_gpu_ids"), evidence=ev)
+    multi = f.nodes is not None and len(f.nodes) > 1
+    by_node: dict[str, list[str]] = {}
+    for bdf, node in sorted(nodes.items()):
+        by_node.setdefault("unknown" if node is None else str(node), []).append(_gpu_label(f, bdf))
+    obs = "; ".join(f"node {n}: {', '.join(g)}" for n, g in sorted(by_node.items()))
+    missing = by_node.get("-1", []) + by_node.get("unknown", [])
+    if missing and multi:
+        return _mk("gpu_locality", "warning", "GPUs without NUMA proximity information on a multi-node host",
+                   observed=obs, expected="every GPU reports its NUMA node (0..N-1)",
+                   why="Without proximity data (numa_node -1) NCCL and the serving engine cannot pick CPUs and memory local to each GPU.",
+                   fix="Update the BIOS / enable ACPI SRAT/SLIT proximity reporting; check the NUMA-per-socket setting.", evidence=ev)
+    if f.nodes is None:
+        return _mk("gpu_locality", "info", "GPU NUMA locality (node count unknown)", observed=obs, evidence=ev)
+    return _mk("gpu_locality", "ok", "GPU NUMA locality",
+               observed=obs if multi else f"{obs} (single node: no proximity information needed)", evidence=ev)
+
+
+def judge_node_pressure(f: NumaFacts) -> Finding:
+    ev: list[tuple[Role, str]] = [("host", "numactl_h")]
+    if not f.nodes or any(n.size_mb is None or n.free_mb is None for n in f.nodes):
+        return _mk("node_pressure", "unknown", "Per-node free memory could not be read", observed=_why(f, "numactl_h"), evidence=ev)
+    with_mem = [n for n in f.nodes if n.size_mb]
+    if len(with_mem) < 2:
+        return _mk("node_pressure", "ok", "Node pressure: not applicable",
+                   observed=f"not applicable: {len(with_mem)} node(s) with memory", evidence=ev)
+    frac = {n.id: (n.free_mb or 0) / n.size_mb for n in with_mem if n.size_mb}
+    gpu_n = {n for n in gpu_nodes(f).values() if n is not None and n >= 0}
+    obs = "; ".join(f"node {i}: {100 * v:.0f}% free" for i, v in sorted(frac.items()))
+    tight = [i for i, v in frac.items() if v < 0.05 and (not gpu_n or i in gpu_n)]
+    if tight and any(v >= 0.20 for v in frac.values()):
+        return _mk("node_pressure", "warning", f"NUMA node {ranges(tight)} nearly full while others have room", observed=obs,
+                   expected=">= 5% free on the nodes local to the GPUs",
+                   why="Allocations on a full node spill to a remote node; page cache from model files usually fills the node that read them.",
+                   fix="Drop caches after model load in a maintenance window, bind memory (--membind) or interleave the page cache.",
+                   evidence=ev)
+    return _mk("node_pressure", "ok", "No NUMA node under memory pressure", observed=obs, evidence=ev)
+
+
+def judge_tp_group_span(f: NumaFacts) -> Finding:
+    ev: list[tuple[Role, str]] = [("host", "pci_nvidia_numa"), ("host", "smi_gpu_ids")]
+    nodes = {n for n in gpu_nodes(f).values() if n is not None and n >= 0}
+    if not gpu_nodes(f):
+        return _mk("tp_group_span", "unknown", "GPU nodes not known", observed=_why(f, "pci_nvidia_numa", "smi_gpu_ids"), evidence=ev)
+    if len(nodes) <= 1:
+        return _mk("tp_group_span", "ok", "All GPUs on one NUMA node", observed=f"GPUs on node(s) {ranges(sorted(nodes))}", evidence=ev)
+    return _mk("tp_group_span", "info", "GPUs span several NUMA nodes",
+               observed=f"GPUs on nodes {ranges(sorted(nodes))}; a tensor-parallel group over all of them crosses the socket link",
+               why="Cross-socket GPU pairs go through the inter-socket link (community: dual Turin ~51 vs ~56 GB/s same-node; "
+                   "dual Genoa ~39 vs ~54 GB/s).",
+               fix="Prefer TP groups within one node when the model fits; otherwise tune NCCL for the cross-socket path.", evidence=ev)
+
+
+def _used_gpus(host: NumaFacts, ctr: NumaFacts) -> tuple[dict[str, int | None], str]:
+    hn = gpu_nodes(host)
+    if ctr.gpus:
+        used = {g.bus_id: hn.get(g.bus_id) for g in ctr.gpus}
+        return used, "the container's GPUs"
+    return hn, "all host GPUs (the container's GPU list was not read)"
+
+
+def judge_cpuset_vs_gpu(facts: FactsByTarget) -> Finding:
+    host: NumaFacts | None = facts.get("host")
+    ctr: NumaFacts | None = facts.get("container")
+    ev: list[tuple[Role, str]] = [("container", "cgroup_limits"), ("container", "status_allowed"), ("container", "smi_gpu_ids"),
+                                  ("host", "pci_nvidia_numa"), ("host", "numactl_h")]
+    if ctr is None or host is None:
+        return _mk("cpuset_vs_gpu", "ok", "Container cpuset vs GPU nodes: not applicable",
+                   observed="not applicable: no container target", evidence=[("host", "numactl_h")])
+    targets: tuple[Role, ...] = ("host", "container")
+    if host.nodes is not None and len(host.nodes) <= 1:
+        return _mk("cpuset_vs_gpu", "ok", "Container cpuset vs GPU nodes: not applicable", targets=targets,
+                   observed="not applicable: single NUMA node host", evidence=ev)
+    if host.nodes is None:
+        return _mk("cpuset_vs_gpu", "unknown", "Host NUMA layout not read", targets=targets, observed=_why(host, "numactl_h", "node_cpulists"), evidence=ev)
+    if ctr.cpuset_cpus is None:
+        return _mk("cpuset_vs_gpu", "unknown", "Container cpuset not read", targets=targets, observed=_why(ctr, "cgroup_limits", "status_allowed"), evidence=ev)
+    used, which = _used_gpus(host, ctr)
+    if not used or all(n is None for n in used.values()):
+        return _mk("cpuset_vs_gpu", "unknown", "GPU NUMA nodes not known", targets=targets,
+                   observed=_why(host, "pci_nvidia_numa", "smi_gpu_ids") + "; " + _why(ctr, "smi_gpu_ids"), evidence=ev)
+    node_cpus = {n.id: set(n.cpus) for n in host.nodes}
+    cpuset = set(ctr.cpuset_cpus)
+    remote: list[str] = []
+    per_node: dict[int, list[str]] = {}
+    for bdf, node in sorted(used.items()):
+        if node is None or node < 0:
+            continue
+        per_node.setdefault(node, []).append(_gpu_label(host, bdf))
+        local = set(next((g.local_cpus for g in host.gpus or [] if g.bus_id == bdf and g.local_cpus), [])) or node_cpus.get(node, set())
+        if local and not (cpuset & local):
+            remote.append(f"{_gpu_label(host, bdf)} on node {node} (CPUs {ranges(sorted(local))})")
+    cover = "; ".join(f"node {n} ({', '.join(g)}): {len(cpuset & node_cpus.get(n, set()))}/{len(node_cpus.get(n, set()))} CPUs in cpuset"
+                      for n, g in sorted(per_node.items()))
+    if remote:
+        return _mk("cpuset_vs_gpu", "warning", "Container CPUs are remote from some of its GPUs", targets=targets,
+                   observed=f"container cpuset {ranges(sorted(cpuset))} ({ctr.cpuset_source}); host: {'; '.join(remote)} has no CPU in it",
+                   expected="the container's cpuset includes CPUs of every node its GPUs hang off",
+                   why="Ranks whose GPU sits on another node launch kernels and stage copies from remote CPUs and memory, "
+                       "crossing the socket link on every host-device transfer.",
+                   fix="Widen the container cpuset (PVE: cores / lxc.cgroup2.cpuset.cpus) to include CPUs of every GPU's node, "
+                       "or give the container only GPUs local to its CPUs.", evidence=ev)
+    return _mk("cpuset_vs_gpu", "ok", "Container CPUs cover the NUMA nodes of its GPUs", targets=targets,
+               observed=f"container cpuset {ranges(sorted(cpuset))} ({ctr.cpuset_source}); {which}: {cover}", evidence=ev)
+
+
+def judge_mems_vs_gpu(facts: FactsByTarget) -> Finding:
+    host: NumaFacts | None = facts.get("host")
+    ctr: NumaFacts | None = facts.get("container")
+    ev: list[tuple[Role, str]] = [("container", "cgroup_limits"), ("container", "status_allowed"), ("host", "pci_nvidia_numa")]
+    if ctr is None or host is None:
+        return _mk("mems_vs_gpu", "ok", "Container memory nodes vs GPU nodes: not applicable",
+                   observed="not applicable: no container target", evidence=[("host", "numactl_h")])
+    targets: tuple[Role, ...] = ("host", "container")
+    if host.nodes is not None and len(host.nodes) <= 1:
+        return _mk("mems_vs_gpu", "ok", "Container memory nodes vs GPU nodes: not applicable", targets=targets,
+                   observed="not applicable: single NUMA node host", evidence=ev)
+    if ctr.cpuset_mems is None:
+        return _mk("mems_vs_gpu", "unknown", "Container memory nodes not read", targets=targets, observed=_why(ctr, "cgroup_limits", "status_allowed"), evidence=ev)
+    used, which = _used_gpus(host, ctr)
+    gnodes = sorted({n for n in used.values() if n is not None and n >= 0})
+    if not gnodes:
+        return _mk("mems_vs_gpu", "unknown", "GPU NUMA nodes not known", targets=targets, observed=_why(host, "pci_nvidia_numa"), evidence=ev)
+    mems = set(ctr.cpuset_mems)
+    obs = f"container memory nodes {ranges(sorted(mems))}; {which} on node(s) {ranges(gnodes)}"
+    if not mems & set(gnodes):
+        return _mk("mems_vs_gpu", "warning", "Container memory is confined to nodes remote from all its GPUs", targets=targets,
+                   observed=obs, expected="cpuset.mems includes the GPUs' nodes",
+                   why="Pinned staging buffers and the CPU-side KV/offload pool then live across the socket link from every GPU.",
+                   fix="Include the GPUs' nodes in the container's cpuset.mems (lxc.cgroup2.cpuset.mems) or move the container.", evidence=ev)
+    if not set(gnodes) <= mems:
+        return _mk("mems_vs_gpu", "info", "Container memory covers only some of its GPUs' nodes", targets=targets, observed=obs, evidence=ev)
+    return _mk("mems_vs_gpu", "ok", "Container memory nodes include its GPUs' nodes", targets=targets, observed=obs, evidence=ev)
 
 
 def judge(facts: FactsByTarget) -> Iterator[Finding]:
-    return iter(())
+    host: NumaFacts | None = facts.get("host")
+    if host is None:
+        return
+    yield judge_topology(host)
+    yield judge_gpu_locality(host)
+    yield judge_node_pressure(host)
+    yield judge_tp_group_span(host)
+    yield judge_cpuset_vs_gpu(facts)
+    yield judge_mems_vs_gpu(facts)
 
 
-PROBE = Probe(id=PROBE_ID, title="NUMA", commands=COMMANDS, extract=extract, judge=judge)
+def summarize(facts: FactsByTarget) -> str:
+    host: NumaFacts | None = facts.get("host")
+    if not host or not host.nodes:
+        return ""
+    parts = [f"{len(host.nodes)} node(s)"]
+    nodes = gpu_nodes(host)
+    if nodes:
+        counts: dict[int, int] = {}
+        for n in nodes.values():
+            if n is not None:
+                counts[n] = counts.get(n, 0) + 1
+        parts.append("GPUs " + " ".join(f"n{n}:{c}" for n, c in sorted(counts.items())))
+    ctr: NumaFacts | None = facts.get("container")
+    if ctr and ctr.cpuset_cpus is not None:
+        parts.append(f"container cpuset {ranges(ctr.cpuset_cpus)}")
+    return " · ".join(parts)
+
+
+PROBE = Probe(id=PROBE_ID, title="NUMA", commands=COMMANDS, extract=extract, judge=judge, summarize=summarize)

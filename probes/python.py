@@ -1,33 +1,467 @@
-"""Python runtime probe (skeleton: the probe issue brings the full checks)."""
+"""Python runtime and serving engine probe: torch build vs GPU arch, CUDA stack, engine flags and env.
+
+Never creates a CUDA context (PROBES.md §0.2): package metadata, torch's compiled arch flags and the
+engine's /proc entries only. The interpreter is `--python`, else the running engine's, else python3.
+"""
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
 
 from pydantic import BaseModel
 
+from probes.core.errors import ParseError
 from probes.core.models import Finding, Role
-from probes.core.spec import Command, FactsByTarget, Outputs, Probe, record_problem
+from probes.core.parsers.engine import ENGINE_PROCS_SHELL, engine_env, main_engine, parse_engine_procs
+from probes.core.parsers.pyenv import PYENV_SHELL, arch_sms, cuda_major_minor, parse_pyenv_json
+from probes.core.spec import Command, FactsByTarget, Outputs, Probe, finding, record_problem
 
 PROBE_ID = "python"
+_BOTH = frozenset({"host", "container"})
+SMI_GPU_CC = "nvidia-smi --query-gpu=index,name,compute_cap,driver_version --format=csv,noheader"
+
+COMMANDS = (
+    Command("smi_gpu_cc", SMI_GPU_CC, on=_BOTH, description="GPU names, compute capability, driver version"),
+    Command("pyenv", PYENV_SHELL, on=_BOTH, timeout_s=60,
+            description="the engine's Python: torch build, arch list, bundled NCCL (no CUDA context created)"),
+    Command("engine_procs", ENGINE_PROCS_SHELL, on=_BOTH,
+            description="serving engine processes: command line, NCCL/CUDA environment, mapped libnccl"),
+)
+
+# Newest CUDA each driver branch supports (nvidia-smi's "CUDA Version"; CUDA release notes, table 3).
+_DRIVER_CUDA = ((590, (13, 1)), (580, (13, 0)), (575, (12, 9)), (570, (12, 8)), (565, (12, 7)), (560, (12, 6)),
+                (555, (12, 5)), (550, (12, 4)), (545, (12, 3)), (535, (12, 2)), (530, (12, 1)), (525, (12, 0)),
+                (520, (11, 8)), (515, (11, 7)), (510, (11, 6)), (470, (11, 4)))
+# Attention backends with no sm_120 kernels (Hopper/datacenter-Blackwell only).
+_NO_SM120_BACKENDS = {"fa3", "flashmla", "cutlass_mla", "trtllm_mla", "trtllm_mha", "flash_attn_3", "fa4"}
 
 
-class Facts(BaseModel, frozen=True):
-    raw_first_line: str | None = None
+class PythonFacts(BaseModel, frozen=True):
+    gpus: list[str] = []
+    compute_caps: list[str] = []
+    driver: str | None = None
+    interpreter: str | None = None
+    python: str | None = None
+    torch: str | None = None
+    torch_cuda: str | None = None
+    arch_list: list[str] | None = None
+    torch_error: str | None = None
+    packages: dict[str, str] = {}
+    engine_kind: str | None = None
+    engine_pid: int | None = None
+    engine_args: list[str] = []
+    tp: int | None = None
+    pp: int | None = None
+    cuda_graphs_disabled: bool | None = None
+    graph_flag: str | None = None
+    attention_backend: str | None = None
+    moe_backend: str | None = None
+    model: str | None = None
+    quantization: str | None = None
+    engine_env: dict[str, str] = {}
+    engine_env_readable: bool | None = None
+    engine_procs: int = 0
     problems: dict[str, str] = {}
 
 
-COMMANDS = (Command("python_version", "{python} --version", on=frozenset({"container"})),)
+def parse_gpu_cc(text: str) -> list[tuple[str, str | None, str | None]]:
+    """`nvidia-smi --query-gpu=index,name,compute_cap,driver_version --format=csv,noheader` -> rows.
+
+        0, NVIDIA RTX PRO 6000 Blackwell Server Edition, 12.0, 590.48.01
+    -> [("NVIDIA RTX PRO 6000 Blackwell Server Edition", "12.0", "590.48.01")]
+    """
+    rows = []
+    for ln in text.splitlines():
+        cells = [c.strip() for c in ln.split(",")]
+        if len(cells) >= 3 and cells[0].isdigit():
+            cc = cells[2] if re.fullmatch(r"\d+\.\d+", cells[2]) else None
+            drv = cells[3] if len(cells) > 3 and re.match(r"\d+\.", cells[3]) else None
+            rows.append((cells[1], cc, drv))
+    return rows
 
 
-def extract(outputs: Outputs, role: Role) -> Facts:
+def driver_max_cuda(driver: str | None) -> tuple[int, int] | None:
+    """"590.48.01" -> (13, 1): the newest CUDA the driver branch supports; None when unknown."""
+    m = re.match(r"(\d+)\.", driver or "")
+    if not m:
+        return None
+    branch = int(m.group(1))
+    for b, cuda in _DRIVER_CUDA:
+        if branch >= b:
+            return cuda
+    return None
+
+
+def extract(outputs: Outputs, role: Role) -> PythonFacts:
     problems = {cid: p for cid, rec in outputs.items() if (p := record_problem(rec))}
-    ok = [r for cid, r in outputs.items() if cid not in problems]
-    return Facts(raw_first_line=(ok[0].stdout.strip().splitlines() or [None])[0] if ok else None, problems=problems)
+    f: dict = {}
+    rec = outputs.get("smi_gpu_cc")
+    if rec is not None and "smi_gpu_cc" not in problems:
+        rows = parse_gpu_cc(rec.stdout)
+        if rows:
+            f.update(gpus=[r[0] for r in rows], compute_caps=[r[1] or "?" for r in rows], driver=rows[0][2])
+        else:
+            problems["smi_gpu_cc"] = "unreadable: " + ((rec.stdout + rec.stderr).strip().splitlines() or ["empty"])[0][:120]
+    rec = outputs.get("pyenv")
+    if rec is not None and "pyenv" not in problems:
+        try:
+            env = parse_pyenv_json(rec.stdout)
+            f.update(interpreter=env.interpreter, python=env.python, torch=env.torch, torch_cuda=env.torch_cuda,
+                     arch_list=env.arch_list, torch_error=env.torch_error, packages=env.packages)
+        except ParseError as exc:
+            problems["pyenv"] = f"unreadable: {exc}"
+    rec = outputs.get("engine_procs")
+    if rec is not None and "engine_procs" not in problems:
+        procs = parse_engine_procs(rec.stdout)
+        f["engine_procs"] = len(procs)
+        if procs:
+            env, readable = engine_env(procs)
+            f.update(engine_env=env, engine_env_readable=readable)
+        if (found := main_engine(procs)):
+            p, cfg = found
+            f.update(engine_kind=cfg.kind, engine_pid=p.pid, engine_args=list(p.argv)[:80], tp=cfg.tp, pp=cfg.pp,
+                     cuda_graphs_disabled=cfg.cuda_graphs_disabled, graph_flag=cfg.graph_flag,
+                     attention_backend=cfg.attention_backend, moe_backend=cfg.moe_backend, model=cfg.model,
+                     quantization=cfg.quantization)
+    return PythonFacts(**f, problems=problems)
 
+
+# --------------------------------------------------------------------------- judge helpers
+
+def _runtime(facts: FactsByTarget) -> tuple[Role | None, PythonFacts | None]:
+    """The target whose Python to judge: the container when audited, else the host."""
+    for role in ("container", "host"):
+        f = facts.get(role)
+        if f is not None:
+            return role, f
+    return None, None
+
+
+def _engine(facts: FactsByTarget) -> tuple[Role | None, PythonFacts | None]:
+    for role in ("container", "host"):
+        f = facts.get(role)
+        if f is not None and f.engine_kind:
+            return role, f
+    return None, None
+
+
+def _gpus(facts: FactsByTarget) -> tuple[Role | None, PythonFacts | None]:
+    for role in ("container", "host"):
+        f = facts.get(role)
+        if f is not None and f.compute_caps:
+            return role, f
+    return None, None
+
+
+def _no_engine(facts: FactsByTarget, slug: str, what: str) -> Finding:
+    role, rt = _runtime(facts)
+    prob = next((f"{r}: {facts[r].problems['engine_procs']}" for r in facts if "engine_procs" in facts[r].problems), None)
+    if prob and all("engine_procs" in facts[r].problems for r in facts):
+        return finding(PROBE_ID, slug, "unknown", f"{what}: engine processes could not be listed", targets=list(facts),
+                       observed=prob, evidence=[(r, "engine_procs") for r in facts])
+    return finding(PROBE_ID, slug, "ok", f"{what}: no serving engine found", targets=list(facts) or ["container"],
+                   observed="not applicable: no SGLang/vLLM/TGI process found (nothing to judge)",
+                   evidence=[(r, "engine_procs") for r in facts])
+
+
+def _sm(cc: str) -> int | None:
+    m = re.fullmatch(r"(\d+)\.(\d+)", cc)
+    return int(m.group(1)) * 10 + int(m.group(2)) if m else None
+
+
+# --------------------------------------------------------------------------- judge
 
 def judge(facts: FactsByTarget) -> Iterator[Finding]:
-    return iter(())
+    if not facts:
+        return
+    yield from _torch_arch(facts)
+    yield from _cuda_stack(facts)
+    yield from _flashinfer(facts)
+    yield from _cuda_graphs(facts)
+    yield from _dangerous_env(facts)
+    yield from _attention(facts)
+    yield from _runtime_vs_driver(facts)
 
 
-PROBE = Probe(id=PROBE_ID, title="Python runtime", commands=COMMANDS, extract=extract, judge=judge)
+def _torch_arch(facts: FactsByTarget) -> Iterator[Finding]:
+    role, rt = _runtime(facts)
+    grole, g = _gpus(facts)
+    ev = [(role or "container", "pyenv"), (grole or role or "container", "smi_gpu_cc")]
+    assert rt is not None and role is not None
+    if g is None:
+        yield finding(PROBE_ID, "torch_arch_support", "unknown", "GPU compute capability unknown", targets=[role],
+                      observed=next((f"{r}: {facts[r].problems['smi_gpu_cc']}" for r in facts if "smi_gpu_cc" in facts[r].problems),
+                                    "no GPU listed by nvidia-smi"), evidence=ev)
+        return
+    if "pyenv" in rt.problems:
+        yield finding(PROBE_ID, "torch_arch_support", "unknown", "Engine's Python could not be inspected", targets=[role],
+                      observed=rt.problems["pyenv"], evidence=ev)
+        return
+    if rt.torch is None:
+        yield finding(PROBE_ID, "torch_arch_support", "info", "torch not installed in the inspected Python", targets=[role],
+                      observed=f"not applicable: {rt.interpreter or 'python3'} has no torch ({(rt.torch_error or '')[:120]})",
+                      why="Without a serving engine's interpreter the probe inspects python3; pass --python to aim it.",
+                      fix="Point --python at the engine's interpreter (e.g. /opt/venv/bin/python).", evidence=ev)
+        return
+    if rt.arch_list is None or (rt.torch_cuda is None):
+        sev = "critical" if rt.torch_cuda is None else "unknown"
+        yield finding(PROBE_ID, "torch_arch_support", sev, "torch is a CPU-only build" if rt.torch_cuda is None
+                      else "torch arch list unreadable", targets=[role],
+                      observed=f"torch {rt.torch}, torch.version.cuda={rt.torch_cuda}", evidence=ev,
+                      fix="Install a CUDA build of torch matching the engine." if rt.torch_cuda is None else "")
+        return
+    sass, ptx = arch_sms(rt.arch_list)
+    ccs = sorted({c for c in g.compute_caps if c != "?"})
+    worst = "ok"
+    notes = []
+    for cc in ccs:
+        sm = _sm(cc)
+        if sm is None:
+            continue
+        if sm in sass:
+            notes.append(f"sm_{sm}: SASS present")
+        elif any(p <= sm for p in ptx):
+            worst = "warning" if worst == "ok" else worst
+            notes.append(f"sm_{sm}: only PTX compute_{max(p for p in ptx if p <= sm)} (JIT)")
+        else:
+            worst = "critical"
+            notes.append(f"sm_{sm}: no kernels")
+    obs = f"torch {rt.torch} (CUDA {rt.torch_cuda}), arch list {' '.join(rt.arch_list)}; GPUs {', '.join(ccs)}: {'; '.join(notes)}"
+    titles = {"ok": "torch carries kernels for every GPU architecture",
+              "warning": "torch only has PTX for the GPU (JIT at first use)",
+              "critical": "torch has no kernels for the GPU's architecture"}
+    yield finding(PROBE_ID, "torch_arch_support", worst, titles[worst], targets=[role], observed=obs,
+                  expected="sm_<cc> of every GPU in torch's compiled arch list (sm_120 for Blackwell RTX)",
+                  why="is_available() still returns True on an unsupported arch; the failure arrives at the first kernel "
+                      "('no kernel image is available'), or PTX is JIT-compiled without the tuned kernels.",
+                  fix="Install a torch built from a CUDA 12.8+ index (cu128/cu13x) matching the engine.", evidence=ev)
+
+
+def _cuda_stack(facts: FactsByTarget) -> Iterator[Finding]:
+    role, rt = _runtime(facts)
+    assert rt is not None and role is not None
+    ev = [(role, "pyenv")]
+    if "pyenv" in rt.problems or not rt.packages:
+        yield finding(PROBE_ID, "cuda_stack_versions", "unknown" if "pyenv" in rt.problems else "info",
+                      "CUDA Python wheels could not be listed" if "pyenv" in rt.problems else "No CUDA Python packages installed",
+                      targets=[role], observed=rt.problems.get("pyenv", f"not applicable: {rt.interpreter or 'python3'} has none of the tracked packages"),
+                      evidence=ev)
+        return
+    pk = rt.packages
+    issues: list[tuple[str, str]] = []
+    cu12 = sorted(k for k in pk if k.endswith("-cu12"))
+    cu13 = sorted(k for k in pk if k.endswith("-cu13"))
+    if cu12 and cu13:
+        issues.append(("warning", f"mixed CUDA runtime wheels: {', '.join(cu12[:3])} and {', '.join(cu13[:3])}"))
+    tv = cuda_major_minor(rt.torch_cuda)
+    if tv and (cu12 and tv[0] == 13 and not cu13 or cu13 and tv[0] == 12 and not cu12):
+        issues.append(("warning", f"torch built for CUDA {rt.torch_cuda} but runtime wheels are {'cu12' if cu12 else 'cu13'}"))
+    _gr, g = _gpus(facts)
+    if g and any(_sm(c) == 120 for c in g.compute_caps) and (tri := pk.get("triton")):
+        m = re.match(r"(\d+)\.(\d+)", tri)
+        if m and (int(m.group(1)), int(m.group(2))) < (3, 3):
+            issues.append(("critical", f"triton {tri} predates sm_120 support (needs ≥ 3.3, shipped with torch 2.7)"))
+    listed = ", ".join(f"{k} {pk[k]}" for k in ("torch", "triton", "flashinfer-python", "sglang", "sgl-kernel", "vllm") if k in pk)
+    if not issues:
+        yield finding(PROBE_ID, "cuda_stack_versions", "ok", "CUDA Python wheels coherent", targets=[role],
+                      observed=listed + (f"; runtime wheels {'cu13' if cu13 else 'cu12' if cu12 else 'none'}"), evidence=ev)
+        return
+    worst = "critical" if any(s == "critical" for s, _ in issues) else "warning"
+    yield finding(PROBE_ID, "cuda_stack_versions", worst, "CUDA Python wheels inconsistent", targets=[role],
+                  observed="; ".join(t for _, t in issues) + f" ({listed})",
+                  expected="one CUDA major across torch and nvidia-* wheels; Triton ≥ 3.3 on sm_120",
+                  why="Two CUDA runtimes in one process load whichever comes first; old Triton cannot generate sm_120 code.",
+                  fix="Reinstall the engine's wheels from one CUDA index (e.g. all cu130).", evidence=ev)
+
+
+def _flashinfer(facts: FactsByTarget) -> Iterator[Finding]:
+    role, rt = _runtime(facts)
+    assert rt is not None and role is not None
+    _gr, g = _gpus(facts)
+    ev = [(role, "pyenv"), (role, "engine_procs")]
+    fi = rt.packages.get("flashinfer-python")
+    sm120 = bool(g) and any(_sm(c) in (120, 121) for c in g.compute_caps)
+    if "pyenv" in rt.problems:
+        yield finding(PROBE_ID, "flashinfer_sm120", "unknown", "FlashInfer version unknown", targets=[role],
+                      observed=rt.problems["pyenv"], evidence=ev)
+        return
+    if not fi or not sm120:
+        why = "FlashInfer not installed" if not fi else ("GPU compute capability unknown" if not g else "no sm_120/121 GPU")
+        yield finding(PROBE_ID, "flashinfer_sm120", "ok" if (not fi or g) else "unknown",
+                      "FlashInfer sm_120 check not applicable" if (not fi or g) else "FlashInfer: GPU arch unknown",
+                      targets=[role], observed=f"not applicable: {why}", evidence=ev)
+        return
+    cubin = rt.packages.get("flashinfer-cubin")
+    archs = rt.engine_env.get("FLASHINFER_CUDA_ARCH_LIST")
+    if cubin and cubin.startswith("0.6.11"):
+        sev, title, obs = "critical", "flashinfer-cubin 0.6.11 ships no sm_120 cubins", f"flashinfer-python {fi}, flashinfer-cubin {cubin}"
+    elif archs and not re.search(r"12\.0|12\.1|120|121", archs):
+        sev, title, obs = "critical", "FLASHINFER_CUDA_ARCH_LIST excludes sm_120", f"FLASHINFER_CUDA_ARCH_LIST={archs}"
+    else:
+        sev, title = "ok", "FlashInfer installed for sm_120 (no known-bad build)"
+        obs = f"flashinfer-python {fi}" + (f", cubin {cubin}" if cubin else "") + \
+              (f", jit-cache {rt.packages['flashinfer-jit-cache']}" if "flashinfer-jit-cache" in rt.packages else "") + \
+              (f", FLASHINFER_CUDA_ARCH_LIST={archs}" if archs else "") + "; cubin contents not inspected"
+    yield finding(PROBE_ID, "flashinfer_sm120", sev, title, targets=[role], observed=obs,
+                  expected="FlashInfer cubins/JIT targets include sm_120 (12.0f)",
+                  why="flashinfer-cubin 0.6.11 had no sm_120/121 cubins and fell through to wrong-arch ones, producing "
+                      "degenerate NVFP4-MoE output on RTX PRO 6000.",
+                  fix="Upgrade flashinfer-python/-cubin/-jit-cache together to a release with sm_120 targets; clear ~/.cache/flashinfer.",
+                  evidence=ev)
+
+
+def _cuda_graphs(facts: FactsByTarget) -> Iterator[Finding]:
+    role, e = _engine(facts)
+    if e is None or role is None:
+        yield _no_engine(facts, "cuda_graphs", "CUDA graphs")
+        return
+    ev = [(role, "engine_procs")]
+    if e.cuda_graphs_disabled:
+        yield finding(PROBE_ID, "cuda_graphs", "critical", "CUDA graphs disabled in the serving engine (confirm intent)",
+                      targets=[role], observed=f"{e.engine_kind} (pid {e.engine_pid}) started with {e.graph_flag}, TP={e.tp}",
+                      expected="CUDA graphs on for decode (the engine default)",
+                      why="In eager mode every decode step re-launches all kernels from the host: 8× RTX PRO 6000 with "
+                          "--enforce-eager decoded at ~2–4 tok/s; enabling graphs gave 4–5× elsewhere. Some sm_120 "
+                          "setups run eager on purpose because capture fails: confirm why it is off.",
+                      fix=f"Remove {e.graph_flag} from the engine's launch command (lower --cuda-graph-max-bs if capture runs out of memory).",
+                      evidence=ev)
+    else:
+        yield finding(PROBE_ID, "cuda_graphs", "ok", "CUDA graphs not disabled", targets=[role],
+                      observed=f"{e.engine_kind} (pid {e.engine_pid}): no --disable-cuda-graph/--enforce-eager, TP={e.tp}",
+                      evidence=ev)
+
+
+def _dangerous_env(facts: FactsByTarget) -> Iterator[Finding]:
+    role, e = _engine(facts)
+    if e is None or role is None:
+        yield _no_engine(facts, "dangerous_env", "Engine environment")
+        return
+    ev = [(role, "engine_procs"), (role, "smi_gpu_cc")]
+    if not e.engine_env_readable:
+        yield finding(PROBE_ID, "dangerous_env", "unknown", "Engine environment not readable", targets=[role],
+                      observed="/proc/<pid>/environ unreadable (needs root or the engine's uid)",
+                      fix="Run the audit as root (or --sudo).", evidence=ev)
+        return
+    env = e.engine_env
+    issues: list[tuple[str, str]] = []
+    if env.get("CUDA_LAUNCH_BLOCKING", "0") not in ("0", ""):
+        issues.append(("critical", f"CUDA_LAUNCH_BLOCKING={env['CUDA_LAUNCH_BLOCKING']} (every kernel launch synchronous)"))
+    if env.get("NCCL_DEBUG", "").upper() == "TRACE":
+        issues.append(("warning", "NCCL_DEBUG=TRACE"))
+    for k in ("TORCH_USE_CUDA_DSA", "PYTORCH_NO_CUDA_MEMORY_CACHING"):
+        if env.get(k, "0") not in ("0", ""):
+            issues.append(("warning", f"{k}={env[k]}"))
+    needed = (e.tp or 1) * (e.pp or 1)
+    _gr, g = _gpus(facts)
+    ngpu = len(g.compute_caps) if g else None
+    vis = env.get("CUDA_VISIBLE_DEVICES")
+    if vis is not None:
+        visible = len([x for x in vis.split(",") if x.strip() and x.strip() != "-1"])
+        if visible < needed:
+            issues.append(("critical", f"CUDA_VISIBLE_DEVICES={vis} shows {visible} GPU(s) but TP×PP={needed}"))
+    elif ngpu is not None and needed > ngpu:
+        issues.append(("critical", f"TP×PP={needed} exceeds the {ngpu} GPU(s) visible"))
+    if "OMP_NUM_THREADS" not in env:
+        issues.append(("info", "OMP_NUM_THREADS unset (thread pools sized to all CPUs)"))
+    bad = [i for i in issues if i[0] != "info"]
+    if not bad:
+        yield finding(PROBE_ID, "dangerous_env", "info" if issues else "ok",
+                      "No performance-wrecking variables in the engine's environment", targets=[role],
+                      observed="; ".join(t for _, t in issues) or f"checked {len(env)} CUDA/NCCL/torch variables; TP×PP={needed}"
+                               + (f" on {ngpu} GPUs" if ngpu else ""), evidence=ev)
+        return
+    worst = "critical" if any(s == "critical" for s, _ in issues) else "warning"
+    yield finding(PROBE_ID, "dangerous_env", worst, "Debug or limiting variables set in the engine's environment",
+                  targets=[role], observed="; ".join(t for _, t in issues),
+                  expected="no debug variables in production; every GPU the TP×PP layout needs visible",
+                  why="CUDA_LAUNCH_BLOCKING serialises every kernel launch with the host; DSA and disabled caching "
+                      "allocators add checks and cudaMalloc calls to each step.",
+                  fix="Remove the debug variables from the engine's environment (container config, unit file, launch script).",
+                  evidence=ev)
+
+
+def _attention(facts: FactsByTarget) -> Iterator[Finding]:
+    role, e = _engine(facts)
+    if e is None or role is None:
+        yield _no_engine(facts, "attention_backend", "Attention backend")
+        return
+    ev = [(role, "engine_procs")]
+    _gr, g = _gpus(facts)
+    sm120 = bool(g) and any(_sm(c) in (120, 121) for c in g.compute_caps)
+    backend = e.attention_backend or e.engine_env.get("VLLM_ATTENTION_BACKEND") or e.engine_env.get("SGLANG_ATTENTION_BACKEND")
+    deepgemm = next((f"{k}={v}" for k, v in e.engine_env.items() if "DEEPGEMM" in k and v not in ("0", "false", "False")), None)
+    extra = (f"; MoE runner {e.moe_backend}" if e.moe_backend else "") + (f"; {deepgemm}" if deepgemm else "")
+    if sm120 and backend and backend.lower() in _NO_SM120_BACKENDS:
+        sev, title = "warning", f"Attention backend {backend} has no sm_120 kernels"
+    elif sm120 and deepgemm:
+        sev, title = "warning", "DeepGEMM enabled on sm_120 (unsupported)"
+    elif backend and backend.lower() in ("torch_native", "torch_sdpa", "sdpa"):
+        sev, title = "warning", f"Attention backend {backend} is a slow fallback path"
+    elif backend:
+        sev, title = "ok", f"Attention backend {backend}"
+    else:
+        sev, title = "info", "Attention backend: engine default (see its startup log)"
+    yield finding(PROBE_ID, "attention_backend", sev, title, targets=[role],
+                  observed=f"{e.engine_kind}: attention backend {backend or 'not set (auto)'}{extra}",
+                  expected="a backend with native kernels for the GPU (FlashInfer/Triton on sm_120)",
+                  why="sm_120 support landed piecemeal: FA3/FlashMLA/TRT-LLM MLA kernels and DeepGEMM do not run on "
+                      "Blackwell RTX, so engines fall back to slower paths or fail.",
+                  fix="Pick a supported backend explicitly (e.g. --attention-backend flashinfer or triton) and check the startup log.",
+                  evidence=ev)
+
+
+def _runtime_vs_driver(facts: FactsByTarget) -> Iterator[Finding]:
+    role, rt = _runtime(facts)
+    assert rt is not None and role is not None
+    host = facts.get("host")
+    drv_role = "host" if host is not None and host.driver else ("container" if facts.get("container") and facts["container"].driver else None)
+    driver = facts[drv_role].driver if drv_role else None
+    targets = list(dict.fromkeys([r for r in (drv_role, role) if r]))
+    ev = [(role, "pyenv")] + ([(drv_role, "smi_gpu_cc")] if drv_role else [])
+    runtime = cuda_major_minor(rt.torch_cuda)
+    wheel = next((v for k, v in rt.packages.items() if k.startswith("nvidia-cuda-runtime")), None)
+    if runtime is None:
+        sev = "unknown" if "pyenv" in rt.problems else "ok"
+        yield finding(PROBE_ID, "cuda_runtime_vs_driver", sev, "CUDA runtime vs driver: no CUDA runtime to compare",
+                      targets=targets or [role], observed=rt.problems.get("pyenv", "not applicable: no CUDA build of torch found"),
+                      evidence=ev)
+        return
+    maxc = driver_max_cuda(driver)
+    if driver is None or maxc is None:
+        yield finding(PROBE_ID, "cuda_runtime_vs_driver", "unknown", "Driver's CUDA support unknown", targets=targets or [role],
+                      observed=f"torch CUDA {rt.torch_cuda}; driver {driver or 'not read'}", evidence=ev)
+        return
+    obs = f"torch built for CUDA {rt.torch_cuda}" + (f" (runtime wheel {wheel})" if wheel else "") + \
+          f"; {drv_role} driver {driver} supports CUDA ≤ {maxc[0]}.{maxc[1]}"
+    if runtime[0] > maxc[0]:
+        yield finding(PROBE_ID, "cuda_runtime_vs_driver", "critical", "CUDA runtime newer than the host driver supports",
+                      targets=targets, observed=obs, expected=f"runtime major ≤ {maxc[0]} (or valid forward-compat libs)",
+                      why="A runtime of a newer CUDA major needs a newer driver; without cuda-compat libs kernels fail to "
+                          "load (see driver.cuda_compat_libs).",
+                      fix="Upgrade the host driver, or install a torch/engine build for the driver's CUDA major.", evidence=ev)
+    elif runtime > maxc:
+        yield finding(PROBE_ID, "cuda_runtime_vs_driver", "ok", "CUDA runtime newer minor than the driver (compatible)",
+                      targets=targets, observed=obs + "; minor-version compatibility applies",
+                      why="Same major: minor-version compatibility runs it, but features needing newer PTX/JIT may fail.",
+                      evidence=ev)
+    else:
+        yield finding(PROBE_ID, "cuda_runtime_vs_driver", "ok", "CUDA runtime supported by the driver", targets=targets,
+                      observed=obs, evidence=ev)
+
+
+def summarize(facts: FactsByTarget) -> str:
+    role, rt = _runtime(facts)
+    parts = []
+    if rt is not None and rt.torch:
+        parts.append(f"torch {rt.torch}")
+    _er, e = _engine(facts)
+    if e is not None:
+        parts.append(f"{e.engine_kind} TP={e.tp}" + (" eager" if e.cuda_graphs_disabled else " graphs"))
+    _gr, g = _gpus(facts)
+    if g is not None:
+        parts.append("sm_" + "/".join(sorted({c.replace('.', '') for c in g.compute_caps})))
+    return " · ".join(parts)
+
+
+PROBE = Probe(id=PROBE_ID, title="Python runtime", commands=COMMANDS, extract=extract, judge=judge, summarize=summarize)

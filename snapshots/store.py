@@ -104,7 +104,7 @@ def load(path: Path) -> Snapshot:
     except OSError as exc:
         raise SnapshotError(f"{path}: cannot read: {exc.strerror or exc}") from None
     m = _FAST_HEADER.match(raw[:200])
-    if m and int(m[1]) == SCHEMA_VERSION:  # current schema: pydantic's parser, no intermediate dicts
+    if m and int(m[1]) == SCHEMA_VERSION and b'"probes"' in raw:  # current schema: pydantic's parser, no intermediate dicts
         try:
             return Snapshot.model_validate_json(raw)
         except ValidationError:

@@ -10,7 +10,6 @@ import sys
 from collections.abc import Sequence
 from typing import NoReturn
 
-from probes.core.version import __version__
 
 EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
 FAIL_ON = ("critical", "warning", "never")
@@ -48,6 +47,16 @@ def positive_int(text: str) -> int:
     return value
 
 
+class _LazyVersion(argparse.Action):
+    """--version without importing `probes` for every run: its __init__ loads the whole catalogue (~0.3 s)."""
+
+    def __call__(self, parser, namespace, values, option_string=None):  # type: ignore[no-untyped-def]
+        from probes.core.version import __version__
+
+        print(f"gpuaudit-tui {__version__}")
+        parser.exit()
+
+
 def build_parser() -> OneLineParser:
     p = OneLineParser(
         prog="gpuaudit-tui",
@@ -56,7 +65,7 @@ def build_parser() -> OneLineParser:
         epilog="Examples: gpuaudit-tui --json | gpuaudit-tui --host root@10.0.0.5 --container pct:101 | "
         "gpuaudit-tui --demo | gpuaudit-tui diff before.json after.json",
     )
-    p.add_argument("--version", action="version", version=f"gpuaudit-tui {__version__}")
+    p.add_argument("--version", action=_LazyVersion, nargs=0, help="show program's version number and exit")
     out = p.add_argument_group("output")
     out.add_argument("--json", action="store_true", help="headless: print the snapshot as JSON on stdout")
     out.add_argument("--plan", action="store_true", help="print the action plan as Markdown (no TUI)")

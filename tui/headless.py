@@ -72,7 +72,11 @@ def main(args: argparse.Namespace) -> int:
     setup = build_setup(args)
     run = asyncio.run(collect(setup, progress=sys.stderr.isatty()))
     snapshot = Snapshot.from_run(run)
-    if args.save is not None:
+    if setup.mode == "resume":  # always stored as a new snapshot (tui/resume.py)
+        from tui.resume import finish
+
+        snapshot, _ = finish(snapshot, setup, args)
+    elif args.save is not None:
         from snapshots import store
         from snapshots.naming import default_name
 

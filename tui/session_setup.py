@@ -45,23 +45,24 @@ def selected_probes(args: argparse.Namespace) -> list:
 
 def build_setup(args: argparse.Namespace) -> AuditSetup:
     """Live audit from --host/--container, or a replay of --replay FILE / --demo."""
-    from probes.core.errors import UsageError
 
     if args.replay or args.demo:
         from snapshots import store
 
         path = EXAMPLES_DIR / "case-study-before.json" if args.demo else store.resolve(args.replay, _dir(args))
         snap = store.load(path)
-        bindings = replay_bindings(snap.targets, snap.records)
+        bindings = replay_bindings(snap.targets, snap.records, states=snap.target_states)
         mode = "demo" if args.demo else "replay"
         note = DEMO_NOTE if args.demo else (snap.note or f"REPLAY of {path.name} (recorded {snap.created_at:%Y-%m-%d %H:%M} UTC)")
         return AuditSetup(Audit(bindings, selected_probes(args), audit_options(args)), mode, note, path)
+    if args.resume:  # failed commands live, the rest from the snapshot (tui/resume.py)
+        from tui.resume import build_resume_setup
+
+        return build_resume_setup(args)
     host = parse_host_spec(args.host)
     container = parse_container_spec(args.container, host=host) if args.container else None
     if container is not None and container.kind == "ssh" and host.kind == "ssh" and container.ssh == host.ssh:
         pass  # allowed: host and container may be the same address in tests
-    if args.resume:
-        raise UsageError("--resume is handled by the snapshots commands")
     bindings = live_bindings(host, container, ssh_options(args))
     return AuditSetup(Audit(bindings, selected_probes(args), audit_options(args)), "live")
 

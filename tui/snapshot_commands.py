@@ -1,9 +1,87 @@
-"""`gpuaudit-tui diff A B` and `gpuaudit-tui snapshots` (skeleton)."""
+"""`gpuaudit-tui diff A B` (exit 0 identical, 1 different, 2 error) and `gpuaudit-tui snapshots` (the store)."""
 
 from __future__ import annotations
 
+import json
+import sys
+from pathlib import Path
+
+EXIT_SAME, EXIT_DIFFERENT = 0, 1
+SHORT = {"critical": "C", "warning": "W", "unknown": "U", "info": "I", "ok": "OK"}
+
+
+def _parser(name: str):
+    from tui.cli import OneLineParser
+
+    if name == "diff":
+        p = OneLineParser(prog="gpuaudit-tui diff",
+                          description="What changed from snapshot A to snapshot B (by name in the store, or by path). "
+                          "Exit 0 identical, 1 different, 2 error.")
+        p.add_argument("old", metavar="A")
+        p.add_argument("new", metavar="B")
+        p.add_argument("--raw", action="store_true", help="show unified diffs of the raw outputs that differ")
+        p.add_argument("--json", action="store_true", help="print the diff as JSON on stdout")
+    else:
+        p = OneLineParser(prog="gpuaudit-tui snapshots",
+                          description="List saved snapshots: name, date, targets, kernel, driver, findings by severity.")
+        p.add_argument("--json", action="store_true", help="print the list as JSON on stdout")
+        p.add_argument("--examples", action="store_true", help="also list the bundled case-study examples")
+    p.add_argument("--snapshot-dir", metavar="DIR", help="snapshot store (default: user data dir; env GPUAUDIT_SNAPSHOT_DIR)")
+    return p
+
 
 def main(name: str, argv: list[str]) -> int:
-    from tui.cli import CliError
+    args = _parser(name).parse_args(argv)
+    directory = Path(args.snapshot_dir).expanduser() if args.snapshot_dir else None
+    return run_diff(args, directory) if name == "diff" else run_list(args, directory)
 
-    raise CliError(f"{name}: not implemented yet")
+
+def run_diff(args, directory: Path | None) -> int:
+    from snapshots import store
+    from snapshots.diff import diff_snapshots
+
+    _, old = store.load_ref(args.old, directory)
+    _, new = store.load_ref(args.new, directory)
+    diff = diff_snapshots(old, new, raw_diff=args.raw)
+    if args.json:
+        payload = diff.model_dump(mode="json", exclude_none=False)
+        payload["identical"] = diff.identical
+        sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
+    else:
+        from tui.diff_report import print_report
+
+        print_report(diff, show_unified=args.raw)
+    return EXIT_SAME if diff.identical else EXIT_DIFFERENT
+
+
+def run_list(args, directory: Path | None) -> int:
+    from snapshots import store
+    from snapshots.listing import SEVERITY_ORDER, list_snapshots
+
+    directory = directory or store.default_dir()
+    infos = list_snapshots(directory, examples=args.examples)
+    if args.json:
+        sys.stdout.write(json.dumps({"directory": str(directory), "snapshots": [i.to_json() for i in infos]}, indent=2) + "\n")
+        return 0
+    from rich.console import Console
+    from rich.table import Table
+
+    console = Console(highlight=False)
+    if not infos:
+        console.print(f"no snapshots in {directory} (save one with: gpuaudit-tui --json --save)")
+        return 0
+    table = Table(title=f"snapshots in {directory}", title_justify="left", box=None, pad_edge=False)
+    for col in ("name", "date (UTC)", "targets", "kernel", "driver", "findings"):
+        table.add_column(col, overflow="fold", no_wrap=col in ("date (UTC)", "kernel", "driver"))
+    for i in infos:
+        if i.error:
+            table.add_row(i.name, "", "", "", "", f"[red]unreadable: {i.error.split(': ', 1)[-1]}[/]")
+            continue
+        counts = " ".join(f"{i.counts[s]}{SHORT[s]}" for s in SEVERITY_ORDER if i.counts.get(s))
+        name = f"{i.name} [dim](example)[/]" if i.example else i.name
+        table.add_row(name, i.created_at.strftime("%Y-%m-%d %H:%M") if i.created_at else "",
+                      ", ".join(t.split("=", 1)[-1] for t in i.targets),
+                      i.kernel or "?", i.driver or "?", counts or "none")
+    console.print(table)
+    console.print("findings: C critical, W warning, U unknown, I info, OK ok", style="dim")
+    return 0

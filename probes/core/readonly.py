@@ -24,9 +24,11 @@ _FORBIDDEN = [
     (r"\bsudo\b|\bsu\s", "privilege change inside a declared command (use needs_root + --sudo)"),
     (r"\b(?:echo|printf)\b[^|;]*>\s*/(?:sys|proc)", "write into /sys or /proc"),
     (r"\bcurl\b|\bwget\b|\bnc\b|\bssh\b", "network access from the target"),
+    # a background child outlives the command: after the exit status sshd refuses signals, so nothing could kill it
+    (r"(?<![&|>0-9<])&(?![&>])|\b(?:nohup|setsid|disown|daemonize)\b", "background or detached process"),
 ]
 _COMPILED = [(re.compile(p), why) for p, why in _FORBIDDEN]
-_HARMLESS_REDIRECTS = re.compile(r"\d?>\s*/dev/null|2>&1|>&2")
+_HARMLESS_REDIRECTS = re.compile(r"&>\s*/dev/null|\d?>\s*/dev/null|2>&1|>&2")
 
 
 def write_risks(shell: str) -> list[str]:

@@ -15,8 +15,11 @@ NOT_RECORDED = "not recorded in this snapshot (the probe's command is newer than
 class ReplayTransport:
     """Answers each command id with what a snapshot recorded for it; never contacts a machine."""
 
-    def __init__(self, records: Iterable[CommandRecord], label: str = "replay", delay_s: float = 0.0) -> None:
+    def __init__(self, records: Iterable[CommandRecord], label: str = "replay", delay_s: float = 0.0,
+                 hostname: str = "replay") -> None:
         self.label = label
+        self.hostname = hostname
+        """What the preflight reports: the recorded target's hostname keeps replayed headers and names right."""
         self.delay_s = delay_s
         self._by_id: dict[str, CommandRecord] = {}
         for rec in records:
@@ -27,7 +30,7 @@ class ReplayTransport:
 
     async def run(self, line: str, *, command_id: str, timeout_s: float, max_bytes: int) -> RawResult:
         if command_id == "preflight":
-            return RawResult(exit_status=0, stdout=b"0\nreplay\n")
+            return RawResult(exit_status=0, stdout=b"0\n" + self.hostname.encode(errors="replace") + b"\n")
         if self.delay_s:
             await asyncio.sleep(self.delay_s)
         rec = self._by_id.get(command_id)

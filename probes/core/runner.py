@@ -208,6 +208,8 @@ class Audit:
             rec = CommandRecord(**base, error="needs root (run as root or with --sudo)")
         else:
             queue.put_nowait(CommandStarted(probe_id=probe.id, role=role, command_id=command.id))
+            for _ in range(launch_rank(shell)):  # longest first: quick reads queue behind driver queries
+                await asyncio.sleep(0)
             key = (role, line)
             task = cache.get(key)
             if task is None:  # the same line asked by two probes runs once
@@ -215,7 +217,10 @@ class Audit:
                                                                  max_bytes=self.options.max_bytes))
                 cache[key] = task
             raw = await asyncio.shield(task)
-            rec = record_from_raw(base, raw, sudo=use_sudo, timeout_s=timeout_s)
+            if len(raw.stdout) + len(raw.stderr) > REDACT_CHUNK:  # redacting MBs takes seconds: keep the loop free
+                rec = await asyncio.to_thread(record_from_raw, base, raw, sudo=use_sudo, timeout_s=timeout_s)
+            else:
+                rec = record_from_raw(base, raw, sudo=use_sudo, timeout_s=timeout_s)
         queue.put_nowait(CommandFinished(record=rec))
         return rec
 
@@ -244,8 +249,56 @@ class Audit:
                     pass
 
 
+SLOW_MARKERS = ("nvidia-smi", "lspci", "dmidecode", "/proc/[0-9]", "ldconfig", "systemctl", "journalctl", "modinfo")
+
+
+def launch_rank(shell: str) -> int:
+    """0: a full `nvidia-smi -q` dump (the slowest, ~1 s); 1: other driver/device queries and process
+    scans (tenths of a second); 2: quick reads.
+
+    The runner starts commands in this order (each rank yields once more to the event loop before asking
+    for a channel): with 8 channels per connection, a 0.8 s `nvidia-smi -q` queued behind forty `cat`s
+    would add its whole duration to the audit's wall time (longest-processing-time-first scheduling).
+    """
+    if "nvidia-smi -q" in shell:
+        return 0
+    return 1 if any(m in shell for m in SLOW_MARKERS) else 2
+
+
 def _is_active(command: Command) -> bool:
     return command.active
+
+
+REDACT_CHUNK = 1 << 20
+
+
+def _release_free_heap() -> None:
+    """Give the freed read chunks of a big output (64 KiB pieces: heap, not mmap) back to the OS (glibc only)."""
+    try:
+        import ctypes
+
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
+
+
+def decode_redacted(data: bytes) -> str:
+    """decode_output + redact_text; a big output goes line-aligned chunk by chunk.
+
+    Same result as redacting the whole text (no redaction pattern spans a newline, and a chunk starts
+    where a line starts), but the regexes' transient copies stay ~1 MiB instead of several times a
+    50 MB output.
+    """
+    if len(data) <= REDACT_CHUNK:
+        return redact_text(decode_output(data))
+    _release_free_heap()
+    parts, start = [], 0
+    while start < len(data):
+        end = data.find(b"\n", start + REDACT_CHUNK)
+        end = len(data) if end < 0 else end + 1
+        parts.append(redact_text(decode_output(data[start:end])))
+        start = end
+    return "".join(parts)
 
 
 def record_from_raw(base: dict[str, object], raw: RawResult, *, sudo: bool = False,
@@ -253,8 +306,8 @@ def record_from_raw(base: dict[str, object], raw: RawResult, *, sudo: bool = Fal
     """Decode, redact and freeze a transport result into a CommandRecord."""
     if timeout_s and raw.exit_status == 137 and raw.duration_s >= timeout_s:  # killed by the remote timeout(1)
         raw.exit_status, raw.timed_out = None, True
-    stdout = redact_text(decode_output(raw.stdout))
-    stderr = redact_text(decode_output(raw.stderr))
+    stdout = decode_redacted(raw.stdout)
+    stderr = decode_redacted(raw.stderr)
     error = raw.error
     if sudo and raw.exit_status == 1 and stderr.lstrip().startswith("sudo:"):
         error = f"needs root (sudo -n refused: {stderr.strip().splitlines()[0][:120]})"

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from probes.core.models import CommandRecord, Target
+from probes.core.models import CommandRecord, Target, TargetState
 from probes.core.replay_transport import DirectoryTransport, ReplayTransport, records_by_role
 from probes.core.runner import TargetBinding
 from probes.core.ssh_transport import SshOptions, SshTransport
@@ -33,11 +33,15 @@ def live_bindings(host: TargetSpec, container: TargetSpec | None, ssh: SshOption
     return bindings
 
 
-def replay_bindings(targets: Sequence[Target], records: Sequence[CommandRecord], delay_s: float = 0.0) -> list[TargetBinding]:
-    """One ReplayTransport per recorded target role."""
+def replay_bindings(targets: Sequence[Target], records: Sequence[CommandRecord], delay_s: float = 0.0,
+                    states: Mapping[str, TargetState] | None = None) -> list[TargetBinding]:
+    """One ReplayTransport per recorded target role (reporting the recorded hostname when known)."""
     grouped = records_by_role(records)
+    states = states or {}
     return [
-        TargetBinding(target=t, transport=ReplayTransport(grouped.get(t.role, []), label=f"replay:{t.role}", delay_s=delay_s))
+        TargetBinding(target=t, transport=ReplayTransport(
+            grouped.get(t.role, []), label=f"replay:{t.role}", delay_s=delay_s,
+            hostname=(states[t.role].hostname if t.role in states and states[t.role].hostname else "replay")))
         for t in targets
     ]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import errno
 import os
 import time
 from dataclasses import dataclass
@@ -15,6 +16,19 @@ from probes.core.targets import SshAddress
 from probes.core.transport import READ_CHUNK, RawResult, StreamCap
 
 DEFAULT_MAX_CHANNELS = 8  # OpenSSH MaxSessions is 10; sshd frees slots a little late, 8 never raced (TESTING.md)
+EXIT_GRACE_S = 0.5
+"""After the exit status, how long to wait for stdout/stderr EOF before closing (a background child may hold them)."""
+POLL_S = 0.25
+
+
+def _signal_number(name: str) -> int:
+    """asyncssh reports a signal death by name ("KILL"); shells report 128 + its number."""
+    import signal
+
+    try:
+        return int(getattr(signal, f"SIG{name}"))
+    except (AttributeError, TypeError, ValueError):
+        return 0
 
 
 @dataclass(frozen=True, slots=True)
@@ -69,6 +83,11 @@ def _describe_connect_error(exc: BaseException, where: str, known_hosts: str) ->
         return f"{where}: no answer (connect timeout)"
     if isinstance(exc, OSError) and exc.__class__.__name__ == "gaierror":
         return f"{where}: name not resolvable ({exc})"
+    if isinstance(exc, OSError) and exc.errno in (errno.EINVAL, errno.ENETUNREACH, errno.EHOSTUNREACH):
+        # a blackhole or missing route answers EINVAL locally; unreachable hosts ENETUNREACH/EHOSTUNREACH
+        return f"{where}: no route to host ({exc.strerror or exc})"
+    if isinstance(exc, OSError) and exc.strerror:
+        return f"{where}: cannot connect ({exc.strerror})"
     if isinstance(exc, asyncssh.Error):
         return f"{where}: {exc.__class__.__name__}: {exc.reason}"
     return f"{where}: {exc.__class__.__name__}: {exc}"
@@ -213,22 +232,39 @@ class SshTransport:
                     overflow.set()
                     return
 
-        readers = asyncio.gather(pump(proc.stdout, out), pump(proc.stderr, err))
+        readers = asyncio.ensure_future(asyncio.gather(pump(proc.stdout, out), pump(proc.stderr, err)))
         waiter = asyncio.ensure_future(overflow.wait())
-        timed_out = False
+        timed_out = killed = held_open = False
+        exited_at: float | None = None
         try:
-            remaining = max(0.0, deadline - time.monotonic())
-            done, _ = await asyncio.wait({readers, waiter}, timeout=remaining, return_when=asyncio.FIRST_COMPLETED)
-            if readers in done:
-                readers.result()  # re-raise a connection error
-                try:
-                    await asyncio.wait_for(proc.wait_closed(), timeout=max(0.5, deadline - time.monotonic()))
-                except asyncio.TimeoutError:
+            while True:
+                now = time.monotonic()
+                if now >= deadline:
                     timed_out = True
-            else:
-                timed_out = not overflow.is_set()
+                    break
+                if proc.exit_status is not None and exited_at is None:
+                    exited_at = now
+                if exited_at is not None and now - exited_at >= EXIT_GRACE_S:
+                    # the command exited but a child it left in the background still holds stdout/stderr
+                    held_open = True
+                    break
+                step = min(deadline - now, POLL_S if exited_at is None else EXIT_GRACE_S - (now - exited_at))
+                done, _ = await asyncio.wait({readers, waiter}, timeout=max(0.01, step),
+                                             return_when=asyncio.FIRST_COMPLETED)
+                if waiter in done:
+                    break
+                if readers in done:
+                    readers.result()  # re-raise a connection error
+                    try:
+                        await asyncio.wait_for(proc.wait_closed(), timeout=max(0.5, deadline - time.monotonic()))
+                    except asyncio.TimeoutError:
+                        timed_out = True
+                    break
             if timed_out or overflow.is_set():
+                killed = True
                 await self._kill(proc)
+            elif held_open:
+                await self._kill(proc)  # the session has ended: sshd only closes its pipe ends
         except asyncio.CancelledError:
             await self._kill(proc)
             raise
@@ -241,13 +277,17 @@ class SshTransport:
                 except BaseException:
                     pass
         status = proc.exit_status
-        if status is None and proc.exit_signal and not timed_out and not overflow.is_set():
-            status = 128 + 9
+        error = None
+        if killed:
+            status = None  # we killed it (deadline or output cap): no exit status of its own
+        elif status == -1 or (status is None and proc.exit_signal):
+            status = 128 + _signal_number(proc.exit_signal[0] if proc.exit_signal else "")
+        elif status is None:
+            self._lost = self._lost or "channel closed without an exit status (server or connection died)"
+            error = f"connection lost: {self._lost}"
         return RawResult(
-            exit_status=None if timed_out else status,
-            stdout=out.value(), stderr=err.value(), started_at=started,
-            duration_s=time.monotonic() - t0, timed_out=timed_out,
-            truncated=out.truncated or err.truncated,
+            exit_status=status, stdout=out.value(), stderr=err.value(), started_at=started,
+            duration_s=time.monotonic() - t0, timed_out=timed_out, truncated=out.truncated or err.truncated, error=error,
         )
 
     async def _kill(self, proc: Any) -> None:

@@ -109,3 +109,58 @@ async def test_accept_new_host_keys_records_the_key(sshd, tmp_path):
     again = transport(sshd, known_hosts=str(kh))
     await again.connect()
     await again.aclose()
+
+
+async def test_max_sessions_2_shrinks_the_limiter_and_every_command_succeeds(sshd_factory):
+    server = sshd_factory(max_sessions=2)
+    t = transport(server)
+    await t.connect()
+    try:
+        results = await asyncio.gather(*(t.run(f"sleep 0.05; echo {i}", command_id=f"c{i}", timeout_s=20, max_bytes=1024)
+                                         for i in range(20)))
+        assert [r.error for r in results] == [None] * 20
+        assert sorted(int(r.stdout) for r in results) == list(range(20))
+        assert t._limiter.limit <= 2
+    finally:
+        await t.aclose()
+
+
+async def test_exit_with_a_child_holding_stdout_returns_after_a_grace(sshd):
+    t = transport(sshd)
+    await t.connect()
+    try:
+        raw = await t.run("echo parent; (while :; do sleep 0.2; echo tick-4107; done) & exit 4", command_id="held",
+                          timeout_s=10, max_bytes=1024)
+        assert raw.exit_status == 4 and not raw.timed_out and raw.stdout.startswith(b"parent\n")
+        assert raw.duration_s < 3
+    finally:
+        await t.aclose()
+
+
+async def test_signal_death_is_128_plus_signal(sshd):
+    t = transport(sshd)
+    await t.connect()
+    try:
+        raw = await t.run("kill -TERM $$", command_id="sig", timeout_s=10, max_bytes=1024)
+        assert raw.exit_status == 143 and raw.error is None
+    finally:
+        await t.aclose()
+
+
+def test_no_option_disables_host_key_verification(tmp_path):
+    from probes.core.ssh_transport import SshOptions
+    from tui.cli import build_parser
+
+    flags = {o for a in build_parser()._actions for o in a.option_strings}
+    relaxing = {f for f in flags if any(w in f for w in ("insecure", "strict", "verify", "no-host", "ignore", "trust"))}
+    assert relaxing == set()
+    kw = SshTransport(SshAddress("10.200.0.1"), SshOptions())._connect_kwargs()
+    assert "known_hosts" not in kw  # asyncssh's default: ~/.ssh/known_hosts, verified
+    kw = SshTransport(SshAddress("10.200.0.1"), SshOptions(known_hosts=str(tmp_path / "kh")))._connect_kwargs()
+    assert kw["known_hosts"] == str(tmp_path / "kh")
+
+
+async def test_default_known_hosts_of_an_empty_home_refuses(sshd):
+    t = SshTransport(SshAddress(sshd.host, sshd.user, sshd.port), sshd.options(known_hosts=None))
+    with pytest.raises(TransportError, match="host key not verifiable"):
+        await t.connect()

@@ -29,12 +29,12 @@ ENV_KEEP = ("NCCL_", "CUDA_", "TORCH_", "PYTORCH_", "VLLM_", "SGLANG_", "SGL_", 
 
 # Finds engine processes by name (SGLang/vLLM/TGI, including setproctitle'd workers) and by the PIDs
 # nvidia-smi reports (host side; inside a container nvidia-smi lists none). Our own shell, whose
-# command line contains the marker "@@pid", is skipped. Read-only: only /proc reads and echo.
+# command line contains a marker "@@p..." (this one, the pyenv one), is skipped. Read-only: only /proc reads and echo.
 ENGINE_PROCS_SHELL = (
     "apps=$(nvidia-smi --query-compute-apps=pid --format=csv,noheader 2>/dev/null | tr -d ' '); "
     "n=0; for d in /proc/[0-9]*; do p=${d#/proc/}; "
     "c=$(tr '\\0' ' ' < $d/cmdline 2>/dev/null); [ -n \"$c\" ] || continue; "
-    "case \"$c\" in *@@pid*) continue;; esac; hit=; "
+    "case \"$c\" in *@@p*) continue;; esac; hit=; "
     "case \"$c\" in *sglang*|*vllm*|*VLLM*|*text-generation-*) hit=1;; esac; "
     "for a in $apps; do [ \"$a\" = \"$p\" ] && hit=1; done; [ -n \"$hit\" ] || continue; "
     "n=$((n+1)); [ $n -le 32 ] || break; "

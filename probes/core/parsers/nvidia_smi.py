@@ -449,8 +449,7 @@ def parse_topo_m(text: str) -> TopoMatrix:
         if not any(ln.strip() for ln in lines):
             return out
         raise ParseError("no topo -m header row (GPU0 ...)")
-    out.devices = [t for t in lines[header_i].split() if re.fullmatch(r"(?:GPU|NIC|mlx5_|CPU)\d+|[A-Za-z]+\d+", t)
-                   and t not in ("CPU", "NUMA")]
+    out.devices = [t for t in lines[header_i].split() if re.fullmatch(r"(?:GPU|NIC)\d+|mlx\d+_\d+", t)]
     n = len(out.devices)
     for line in lines[header_i + 1:]:
         toks = line.split()

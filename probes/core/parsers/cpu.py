@@ -1,0 +1,278 @@
+"""Parsers for CPU identity, cpufreq and cpuidle outputs (owner: the power probe).
+
+Public API:
+
+* `parse_lscpu(text) -> dict[str, str]`          `lscpu -J` (JSON, nested) or text `lscpu` -> "Field" -> value
+* `cpu_identity(fields) -> CpuIdentity`          vendor, family, model, sockets, NUMA nodes from those fields
+* `parse_cpupower_frequency_info(text) -> CpuFreqInfo`
+* `parse_cpupower_idle_info(text) -> CpuIdleInfo`
+* `parse_grep_h(text) -> dict[str, list[str]]`   `grep -H . files...` -> path -> values (in order)
+* `idle_states_from_sysfs(pairs) -> dict[int, list[IdleState]]`  cpuN/cpuidle/stateM/* files -> per CPU
+
+Pure; they never raise on odd input (unknown lines are skipped, missing values stay None).
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+
+_CPU = "/sys/devices/system/cpu"
+# Command lines shared by the power and firmware probes (identical strings run once per target).
+SYS_CPUIDLE_CMD = (
+    f"grep -s -H . {_CPU}/cpuidle/current_driver {_CPU}/cpuidle/current_governor_ro "
+    f"{_CPU}/cpu0/power/pm_qos_resume_latency_us {_CPU}/cpu0/cpuidle/state*/name {_CPU}/cpu0/cpuidle/state*/latency "
+    f"{_CPU}/cpu0/cpuidle/state*/disable {_CPU}/cpu0/cpuidle/state*/usage; "
+    "for n in /sys/devices/system/node/node[0-9]*; do c=$(ls -d $n/cpu[0-9]* 2>/dev/null | sort -V | tail -n 1); "
+    "[ -n \"$c\" ] && grep -s -H . $c/cpuidle/state*/name $c/cpuidle/state*/latency $c/cpuidle/state*/disable "
+    "$c/cpuidle/state*/usage; done; true"
+)
+SYS_CPPC_CMD = (
+    f"grep -s -H . {_CPU}/cpu0/acpi_cppc/highest_perf {_CPU}/cpu0/acpi_cppc/nominal_perf "
+    f"{_CPU}/cpu0/acpi_cppc/lowest_nonlinear_perf {_CPU}/cpu0/acpi_cppc/lowest_perf; true"
+)
+LSCPU_CMD = "lscpu -J"
+
+
+def _walk_lscpu_json(items: list[dict], out: dict[str, str]) -> None:
+    for it in items:
+        if not isinstance(it, dict):
+            continue
+        name = str(it.get("field", "")).strip().rstrip(":")
+        data = it.get("data")
+        if name and data is not None:
+            out.setdefault(name, str(data).strip())
+        children = it.get("children")
+        if isinstance(children, list):
+            _walk_lscpu_json(children, out)
+
+
+def parse_lscpu(text: str) -> dict[str, str]:
+    """`lscpu -J` or text `lscpu` -> {"Vendor ID": "AuthenticAMD", "CPU family": "25", ...}.
+
+        Vendor ID:                AuthenticAMD
+          Model name:             AMD EPYC 9374F 32-Core Processor
+            CPU family:           25
+    -> {"Vendor ID": "AuthenticAMD", "Model name": "AMD EPYC 9374F 32-Core Processor", "CPU family": "25"}
+
+    JSON form: {"lscpu": [{"field": "Vendor ID:", "data": "AuthenticAMD", "children": [...]}, ...]}.
+    Text: indentation (new util-linux) is ignored; wrapped continuation lines (Flags) are skipped.
+    """
+    stripped = (text or "").strip()
+    out: dict[str, str] = {}
+    if stripped.startswith("{"):
+        try:
+            doc = json.loads(stripped)
+        except ValueError:
+            return {}
+        items = doc.get("lscpu") if isinstance(doc, dict) else None
+        if isinstance(items, list):
+            _walk_lscpu_json(items, out)
+        return out
+    last_key, value_col = "", 0
+    for line in stripped.splitlines():
+        m = re.match(r"^\s*([A-Za-z][^:]{0,60}?):\s+(.*)$", line)
+        if m and not line.startswith(" " * 20):
+            last_key, value_col = m.group(1).strip(), m.start(2)
+            out.setdefault(last_key, m.group(2).strip())
+        elif last_key == "Flags" and line.startswith(" " * 20) and value_col:
+            # terminal-wrapped Flags: the wrap falls mid-word at a fixed column
+            out["Flags"] += line[value_col:].rstrip()
+    return out
+
+
+@dataclass(frozen=True)
+class CpuIdentity:
+    vendor: str | None = None
+    """"AMD", "Intel", "ARM", or the raw vendor id."""
+    family: int | None = None
+    model: int | None = None
+    model_name: str | None = None
+    sockets: int | None = None
+    numa_nodes: int | None = None
+    cpus: int | None = None
+    threads_per_core: int | None = None
+    has_cppc_flag: bool | None = None
+    """`cppc` in the Flags line (AMD): the CPU supports CPPC; the BIOS must still expose _CPC."""
+
+
+def _int(v: str | None) -> int | None:
+    if v is None:
+        return None
+    m = re.match(r"\s*(0x[0-9a-fA-F]+|\d+)", v)
+    if not m:
+        return None
+    return int(m.group(1), 16) if m.group(1).startswith("0x") else int(m.group(1))
+
+
+def cpu_identity(fields: dict[str, str]) -> CpuIdentity:
+    """Fields from `parse_lscpu` -> CpuIdentity ("AuthenticAMD" -> "AMD", "GenuineIntel" -> "Intel")."""
+    raw = fields.get("Vendor ID")
+    vendor = {"AuthenticAMD": "AMD", "GenuineIntel": "Intel", "ARM": "ARM"}.get(raw or "", raw)
+    flags = fields.get("Flags")
+    return CpuIdentity(
+        vendor=vendor, family=_int(fields.get("CPU family")), model=_int(fields.get("Model")),
+        model_name=fields.get("Model name"), sockets=_int(fields.get("Socket(s)")),
+        numa_nodes=_int(fields.get("NUMA node(s)")), cpus=_int(fields.get("CPU(s)")),
+        threads_per_core=_int(fields.get("Thread(s) per core")),
+        has_cppc_flag=(" cppc" in f" {flags} ") if flags else None,
+    )
+
+
+@dataclass(frozen=True)
+class CpuFreqInfo:
+    driver: str | None = None
+    """None when cpupower says "no or unknown cpufreq driver"."""
+    governor: str | None = None
+    governors: tuple[str, ...] = ()
+    hw_min_mhz: float | None = None
+    hw_max_mhz: float | None = None
+    boost_supported: bool | None = None
+    boost_active: bool | None = None
+    pstates_mhz: tuple[int, ...] = ()
+    empty: bool = False
+
+
+def _mhz(text: str) -> float | None:
+    m = re.match(r"\s*([0-9.]+)\s*(GHz|MHz)", text)
+    if not m:
+        return None
+    return float(m.group(1)) * (1000 if m.group(2) == "GHz" else 1)
+
+
+def parse_cpupower_frequency_info(text: str) -> CpuFreqInfo:
+    """`cpupower frequency-info` -> CpuFreqInfo.
+
+        analyzing CPU 0:
+          driver: acpi-cpufreq
+          hardware limits: 1.50 GHz - 2.80 GHz
+                          The governor "performance" may decide which speed to use
+    -> CpuFreqInfo(driver="acpi-cpufreq", governor="performance", hw_min_mhz=1500, hw_max_mhz=2800, ...)
+    """
+    if not (text or "").strip():
+        return CpuFreqInfo(empty=True)
+    driver = governor = None
+    governors: tuple[str, ...] = ()
+    lo = hi = None
+    sup = act = None
+    pstates: list[int] = []
+    lines = text.splitlines()
+    for i, raw in enumerate(lines):
+        line = raw.strip()
+        if line.startswith("driver:"):
+            driver = line.split(":", 1)[1].strip() or None
+        elif line.startswith("hardware limits:"):
+            parts = line.split(":", 1)[1].split(" - ")
+            if len(parts) == 2:
+                lo, hi = _mhz(parts[0]), _mhz(parts[1])
+        elif line.startswith("available cpufreq governors:"):
+            val = line.split(":", 1)[1].strip()
+            # an e-mail client may wrap the list onto the next line
+            if i + 1 < len(lines) and lines[i + 1] and not lines[i + 1].startswith(" ") and ":" not in lines[i + 1]:
+                val += " " + lines[i + 1].strip()
+            governors = tuple(g for g in val.split() if val != "Not Available")
+        elif (m := re.search(r'The governor "([^"]+)"', line)):
+            governor = m.group(1)
+        elif line.startswith("Supported:"):
+            sup = line.split(":", 1)[1].strip() == "yes"
+        elif line.startswith("Active:"):
+            act = line.split(":", 1)[1].strip() == "yes"
+        elif (m := re.match(r"Pstate-P\d+:\s*(\d+)MHz", line)):
+            pstates.append(int(m.group(1)))
+    return CpuFreqInfo(driver=driver, governor=governor, governors=governors, hw_min_mhz=lo, hw_max_mhz=hi,
+                       boost_supported=sup, boost_active=act, pstates_mhz=tuple(pstates))
+
+
+@dataclass(frozen=True)
+class IdleState:
+    index: int
+    name: str
+    latency_us: int | None = None
+    disabled: bool | None = None
+    usage: int | None = None
+    description: str | None = None
+
+
+@dataclass(frozen=True)
+class CpuIdleInfo:
+    driver: str | None = None
+    governor: str | None = None
+    cpu: int | None = None
+    states: tuple[IdleState, ...] = ()
+
+
+def parse_cpupower_idle_info(text: str) -> CpuIdleInfo:
+    """`cpupower idle-info` -> CpuIdleInfo.
+
+        CPUidle driver: acpi_idle
+        Available idle states: POLL C1 C2
+        C2:
+        Flags/Description: ACPI IOPORT 0x414
+        Latency: 400
+    -> CpuIdleInfo(driver="acpi_idle", states=(..., IdleState(2, "C2", latency_us=400, ...)))
+
+    Disabled states print "(DISABLED)" after their name ("C2 (DISABLED) :").
+    """
+    driver = governor = None
+    cpu = None
+    states: list[dict] = []
+    for raw in (text or "").splitlines():
+        line = raw.strip()
+        if line.startswith("CPUidle driver:"):
+            driver = line.split(":", 1)[1].strip()
+        elif line.startswith("CPUidle governor:"):
+            governor = line.split(":", 1)[1].strip()
+        elif (m := re.match(r"analyzing CPU (\d+)", line)):
+            cpu = int(m.group(1))
+        elif (m := re.match(r"^([A-Za-z0-9_-]+)(\s*\(DISABLED\))?\s*:$", line)):
+            states.append({"index": len(states), "name": m.group(1), "disabled": bool(m.group(2))})
+        elif states and line.startswith("Latency:"):
+            states[-1]["latency_us"] = _int(line.split(":", 1)[1])
+        elif states and line.startswith("Usage:"):
+            states[-1]["usage"] = _int(line.split(":", 1)[1])
+        elif states and line.startswith("Flags/Description:"):
+            states[-1]["description"] = line.split(":", 1)[1].strip()
+    return CpuIdleInfo(driver=driver, governor=governor, cpu=cpu, states=tuple(IdleState(**s) for s in states))
+
+
+def parse_grep_h(text: str) -> dict[str, list[str]]:
+    """`grep -H . /sys/...` lines -> {path: [value, ...]} (multi-line files keep every line).
+
+        /sys/devices/system/cpu/cpu0/cpufreq/scaling_driver:acpi-cpufreq
+    -> {"/sys/devices/system/cpu/cpu0/cpufreq/scaling_driver": ["acpi-cpufreq"]}
+
+    Lines not of the form `/path:value` are skipped (grep error messages go to stderr anyway).
+    """
+    out: dict[str, list[str]] = {}
+    for line in (text or "").splitlines():
+        m = re.match(r"^(/[^:\s]+):(.*)$", line)
+        if m:
+            out.setdefault(m.group(1), []).append(m.group(2).strip())
+    return out
+
+
+_STATE_FILE = re.compile(r"/cpu(\d+)/cpuidle/state(\d+)/(name|latency|disable|usage|desc)$")
+
+
+def idle_states_from_sysfs(files: dict[str, list[str]]) -> dict[int, list[IdleState]]:
+    """`parse_grep_h` output over cpuN/cpuidle/stateM/{name,latency,disable,usage} -> {cpu: [IdleState]}."""
+    acc: dict[int, dict[int, dict]] = {}
+    for path, vals in files.items():
+        m = _STATE_FILE.search(path)
+        if not m or not vals:
+            continue
+        cpu, idx, key = int(m.group(1)), int(m.group(2)), m.group(3)
+        st = acc.setdefault(cpu, {}).setdefault(idx, {"index": idx, "name": f"state{idx}"})
+        v = vals[0]
+        if key == "name":
+            st["name"] = v
+        elif key == "latency":
+            st["latency_us"] = _int(v)
+        elif key == "disable":
+            st["disabled"] = v.strip() not in ("0", "")
+        elif key == "usage":
+            st["usage"] = _int(v)
+        elif key == "desc":
+            st["description"] = v
+    return {cpu: [IdleState(**acc[cpu][i]) for i in sorted(acc[cpu])] for cpu in sorted(acc)}

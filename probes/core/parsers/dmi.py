@@ -1,0 +1,118 @@
+"""Parser for `dmidecode` text (owner: the firmware probe).
+
+Public API:
+
+* `parse_dmidecode(text) -> list[DmiRecord]`    every `Handle ..., DMI type N` record
+* `bios_info(records) -> dict[str, str]`         type 0 (Vendor, Version, Release Date) + type 1/2 names
+* `memory_devices(records) -> list[MemoryDevice]` type 17, populated or not
+
+Pure; never raises (a record without a recognisable header is skipped). Works with tab or space
+indentation (some captures were pasted with spaces).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+
+_HANDLE = re.compile(r"^Handle 0x[0-9A-Fa-f]+, DMI type (\d+)")
+
+
+@dataclass
+class DmiRecord:
+    type: int
+    title: str = ""
+    fields: dict[str, str] = field(default_factory=dict)
+
+
+def parse_dmidecode(text: str) -> list[DmiRecord]:
+    """`dmidecode [-t ...]` -> records.
+
+        Handle 0x0000, DMI type 0, 26 bytes
+        BIOS Information
+                Vendor: American Megatrends International, LLC.
+                Version: 1.0
+    -> [DmiRecord(type=0, title="BIOS Information", fields={"Vendor": "American Megatrends ...", "Version": "1.0"})]
+
+    Only first-level `Key: value` lines are kept (list items such as Characteristics are skipped).
+    """
+    out: list[DmiRecord] = []
+    cur: DmiRecord | None = None
+    indent: int | None = None
+    for line in (text or "").splitlines():
+        m = _HANDLE.match(line)
+        if m:
+            cur = DmiRecord(type=int(m.group(1)))
+            out.append(cur)
+            indent = None
+            continue
+        if cur is None or not line.strip():
+            continue
+        if not cur.title and not line[0].isspace():
+            cur.title = line.strip()
+            continue
+        lead = len(line) - len(line.lstrip())
+        expanded = len(line[:lead].expandtabs(8))
+        if indent is None:
+            indent = expanded
+        if expanded != indent or ":" not in line:
+            continue
+        k, v = line.strip().split(":", 1)
+        cur.fields.setdefault(k.strip(), v.strip())
+    return out
+
+
+def bios_info(records: list[DmiRecord]) -> dict[str, str]:
+    """BIOS vendor/version/date (type 0), system and board product (types 1 and 2)."""
+    out: dict[str, str] = {}
+    for r in records:
+        if r.type == 0:
+            for k in ("Vendor", "Version", "Release Date", "BIOS Revision", "Firmware Revision"):
+                if k in r.fields:
+                    out.setdefault(f"bios_{k.lower().replace(' ', '_')}", r.fields[k])
+        elif r.type == 1:
+            for k in ("Manufacturer", "Product Name"):
+                if k in r.fields:
+                    out.setdefault(f"system_{k.lower().replace(' ', '_')}", r.fields[k])
+        elif r.type == 2:
+            for k in ("Manufacturer", "Product Name", "Version"):
+                if k in r.fields:
+                    out.setdefault(f"board_{k.lower().replace(' ', '_')}", r.fields[k])
+    return out
+
+
+@dataclass(frozen=True)
+class MemoryDevice:
+    locator: str
+    size_mb: int | None
+    """None: "No Module Installed" (an empty slot)."""
+    speed_mts: int | None = None
+    configured_mts: int | None = None
+    type: str | None = None
+    bank: str | None = None
+
+
+def _size_mb(v: str) -> int | None:
+    m = re.match(r"(\d+)\s*(MB|GB|TB|kB)", v)
+    if not m:
+        return None
+    return int(m.group(1)) * {"kB": 1, "MB": 1, "GB": 1024, "TB": 1024 * 1024}[m.group(2)] // (1 if m.group(2) != "kB" else 1024)
+
+
+def _mts(v: str | None) -> int | None:
+    m = re.match(r"(\d+)\s*(MT/s|MHz)", v or "")
+    return int(m.group(1)) if m else None
+
+
+def memory_devices(records: list[DmiRecord]) -> list[MemoryDevice]:
+    """Type 17 records -> MemoryDevice (size None for empty slots)."""
+    out = []
+    for r in records:
+        if r.type != 17:
+            continue
+        f = r.fields
+        out.append(MemoryDevice(locator=f.get("Locator", "?"), size_mb=_size_mb(f.get("Size", "")),
+                                speed_mts=_mts(f.get("Speed")),
+                                configured_mts=_mts(f.get("Configured Memory Speed") or f.get("Configured Clock Speed")),
+                                type=f.get("Type"), bank=f.get("Bank Locator")))
+    return out

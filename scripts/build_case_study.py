@@ -1,0 +1,112 @@
+#!/usr/bin/env python3
+"""Build the demo snapshots snapshots/examples/case-study-{before,after}.json from raw recordings.
+
+The recordings live in snapshots/examples/case-study/<before|after>/<host|container>/<command_id>.out
+(+ .err, .exit). They go through the REAL parsers and rules (the same runner and DirectoryTransport as
+probes.core.session.directory_bindings), so the
+demo shows exactly what the tool says about those outputs. Re-runnable: the output is deterministic
+(fixed timestamps, no durations), and a missing recording simply reads as "command not found".
+
+Usage: python scripts/build_case_study.py [--check]   (--check: exit 1 if the committed files differ)
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+from datetime import datetime, timezone
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from probes import REGISTRY  # noqa: E402
+from probes.core.events import apply_event, initial_run  # noqa: E402
+from probes.core.models import AuditRun, Target  # noqa: E402
+from probes.core.replay_transport import DirectoryTransport  # noqa: E402
+from probes.core.runner import Audit, AuditOptions, TargetBinding  # noqa: E402
+from snapshots.schema import Snapshot  # noqa: E402
+
+EXAMPLES = ROOT / "snapshots" / "examples"
+RECORDINGS = EXAMPLES / "case-study"
+NOTE = ("DEMO: illustrative example modelled on the case study in the project docs "
+        "(Proxmox host with 8x RTX PRO 6000 Blackwell and an LXC container) - not a capture of a real machine")
+PHASES = {
+    "before": datetime(2026, 1, 10, 9, 0, tzinfo=timezone.utc),
+    "after": datetime(2026, 1, 24, 9, 0, tzinfo=timezone.utc),
+}
+TARGETS = {
+    "host": Target(role="host", spec="root@pve-gpu01", kind="ssh", label="host (root@pve-gpu01)"),
+    "container": Target(role="container", spec="pct:101", kind="pct", label="container (pct:101)"),
+}
+WRAP = {"container": "pct exec 101 --"}
+HOSTNAMES = {"host": "pve-gpu01", "container": "sglang-ct101"}
+
+
+async def _collect(audit: Audit) -> AuditRun:
+    run = initial_run(audit.targets, [(p.id, p.title) for p in audit.probes])
+    try:
+        async for event in audit.events():
+            run = apply_event(run, event)
+    finally:
+        await audit.aclose()
+    return run
+
+
+def build(phase: str, recordings: Path = RECORDINGS) -> Snapshot:
+    """One demo snapshot from `<recordings>/<phase>/{host,container}/` through the real probes."""
+    created = PHASES[phase]
+    # Both targets always exist (a role without a folder yet reads as "nothing installed"), labelled
+    # like the case study: the files stand in for the machines.
+    bindings = [TargetBinding(target=TARGETS[role], wrap_prefix=WRAP.get(role),
+                              transport=DirectoryTransport(recordings / phase / role, label=role))
+                for role in ("host", "container")]
+    run = asyncio.run(_collect(Audit(bindings, list(REGISTRY), AuditOptions())))
+    return _normalise(run, created, phase)
+
+
+def _normalise(run: AuditRun, created: datetime, phase: str) -> Snapshot:
+    """Fixed times and hostnames so that rebuilding gives byte-identical files."""
+    probes = [
+        p.model_copy(update={"started_at": created, "duration_s": 0.0,
+                             "records": [r.model_copy(update={"started_at": created, "duration_s": 0.0}) for r in p.records]})
+        for p in run.probes
+    ]
+    states = {role: s.model_copy(update={"hostname": HOSTNAMES.get(role, s.hostname)}) for role, s in run.target_states.items()}
+    run = run.model_copy(update={"probes": probes, "target_states": states, "mode": "demo", "note": NOTE,
+                                 "started_at": created, "finished_at": created})
+    return Snapshot.from_run(run, name=f"case-study-{phase}", created_at=created)
+
+
+def render(snapshot: Snapshot) -> str:
+    return snapshot.model_dump_json(indent=1) + "\n"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--check", action="store_true", help="compare with the committed files instead of writing")
+    args = ap.parse_args(argv)
+    stale = []
+    for phase in PHASES:
+        if not (RECORDINGS / phase).is_dir():
+            print(f"warning: no recordings in {RECORDINGS / phase}: every command reads as not installed", file=sys.stderr)
+        text = render(build(phase))
+        out = EXAMPLES / f"case-study-{phase}.json"
+        if args.check:
+            if not out.exists() or out.read_text() != text:
+                stale.append(out.name)
+            continue
+        out.write_text(text)
+        snap = Snapshot.model_validate_json(text)
+        bad = sorted({f.id for f in snap.findings if f.severity.rank >= 3})
+        print(f"wrote {out.relative_to(ROOT)}: {len(snap.records)} records, {len(snap.findings)} findings; "
+              f"warning or worse: {', '.join(bad) or 'none'}", file=sys.stderr)
+    if stale:
+        print(f"stale: {', '.join(stale)} (run python scripts/build_case_study.py)", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

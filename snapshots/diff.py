@@ -1,0 +1,306 @@
+"""What changed between two snapshots (pure): facts, findings and raw outputs, keyed by stable ids.
+
+Targets are matched by ROLE (a container taken as `pct:101` compares with one taken over SSH);
+probes by probe id; findings by finding id (and target set when an id repeats); facts by field
+path; raw outputs by (role, command id).
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable, Iterator
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+from probes.core.models import CommandRecord, Finding, ProbeResult, Severity
+from snapshots.schema import Snapshot
+
+PROBLEM = (Severity.WARNING, Severity.CRITICAL)
+RAW_DIFF_MAX_LINES = 4000
+"""Beyond this many lines per side the unified diff is skipped: difflib is quadratic on big inputs."""
+
+
+class FactChange(BaseModel):
+    role: str
+    path: str
+    """`<probe>.<field path>`, e.g. "kernel.release" or "pcie.devices[0].max_read_req"."""
+    old: Any = None
+    new: Any = None
+    old_present: bool = True
+    new_present: bool = True
+
+
+FindingChangeKind = Literal["resolved", "new", "severity", "observed", "added", "removed"]
+
+
+class FindingChange(BaseModel):
+    """resolved/new: a warning-or-worse finding went away/appeared (or dropped to/rose from ok/info);
+    severity: any other severity change; observed: same severity, different observation;
+    added/removed: a non-problem finding appeared/disappeared."""
+
+    id: str
+    kind: FindingChangeKind
+    title: str
+    targets: list[str] = Field(default_factory=list)
+    old_severity: Severity | None = None
+    new_severity: Severity | None = None
+    old_observed: str = ""
+    new_observed: str = ""
+
+
+class RawChange(BaseModel):
+    role: str
+    command_id: str
+    kind: Literal["changed", "added", "removed"]
+    fields: list[str] = Field(default_factory=list)
+    """Which parts differ: stdout, stderr, exit_status, timed_out, truncated, error."""
+    old_status: str = ""
+    new_status: str = ""
+    unified: str | None = None
+    """The unified diff of stdout (and stderr), only when asked for."""
+
+
+class ProbeDiff(BaseModel):
+    probe_id: str
+    title: str
+    old_status: str | None = None
+    new_status: str | None = None
+    facts: list[FactChange] = Field(default_factory=list)
+    findings: list[FindingChange] = Field(default_factory=list)
+    raw: list[RawChange] = Field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.facts or self.findings or self.raw or self.old_status != self.new_status)
+
+
+class TargetChange(BaseModel):
+    role: str
+    old: str | None = None
+    """"<spec> (<kind>)" or None when the role is absent from the old snapshot."""
+    new: str | None = None
+
+    @property
+    def structural(self) -> bool:
+        """A role present on one side only is a difference; a new address for the same role is not."""
+        return self.old is None or self.new is None
+
+
+class SideInfo(BaseModel):
+    name: str | None = None
+    created_at: str
+    mode: str
+    note: str | None = None
+
+
+class SnapshotDiff(BaseModel):
+    old: SideInfo
+    new: SideInfo
+    targets: list[TargetChange] = Field(default_factory=list)
+    probes: list[ProbeDiff] = Field(default_factory=list)
+    """Only the probes with a change, in the new snapshot's order."""
+
+    @property
+    def identical(self) -> bool:
+        return not self.probes and not any(t.structural for t in self.targets)
+
+    def counts(self) -> dict[str, int]:
+        kinds: dict[str, int] = {}
+        for p in self.probes:
+            for f in p.findings:
+                kinds[f.kind] = kinds.get(f.kind, 0) + 1
+        kinds["facts"] = sum(len(p.facts) for p in self.probes)
+        kinds["raw"] = sum(len(p.raw) for p in self.probes)
+        return kinds
+
+
+def diff_snapshots(old: Snapshot, new: Snapshot, *, raw_diff: bool = False) -> SnapshotDiff:
+    """Everything that changed from `old` to `new`; `raw_diff` adds unified diffs of changed outputs."""
+    old_probes = {p.probe_id: p for p in old.probes}
+    new_probes = {p.probe_id: p for p in new.probes}
+    order = [p.probe_id for p in new.probes] + [pid for pid in old_probes if pid not in new_probes]
+    raw_by_probe = _raw_changes(old, new, order, raw_diff)
+    probes = []
+    for pid in order:
+        a, b = old_probes.get(pid), new_probes.get(pid)
+        pd = ProbeDiff(
+            probe_id=pid, title=(b or a).title,  # type: ignore[union-attr]
+            old_status=a.status if a else None, new_status=b.status if b else None,
+            facts=list(_fact_changes(a, b)), findings=list(_finding_changes(a, b)), raw=raw_by_probe.get(pid, []),
+        )
+        if pd.changed:
+            probes.append(pd)
+    return SnapshotDiff(old=_side(old), new=_side(new), targets=_target_changes(old, new), probes=probes)
+
+
+def _side(s: Snapshot) -> SideInfo:
+    return SideInfo(name=s.name, created_at=s.created_at.isoformat(), mode=s.mode, note=s.note)
+
+
+def _target_changes(old: Snapshot, new: Snapshot) -> list[TargetChange]:
+    def desc(s: Snapshot) -> dict[str, str]:
+        return {t.role: f"{t.spec} ({t.kind})" for t in s.targets}
+
+    a, b = desc(old), desc(new)
+    return [TargetChange(role=r, old=a.get(r), new=b.get(r)) for r in dict.fromkeys([*a, *b]) if a.get(r) != b.get(r)]
+
+
+# --- facts -------------------------------------------------------------------------------------
+
+def flatten(value: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
+    """Nested dicts and lists of dicts -> (path, leaf); lists of scalars stay one value."""
+    if isinstance(value, dict) and value:
+        for k, v in value.items():
+            yield from flatten(v, f"{prefix}.{k}" if prefix else str(k))
+    elif isinstance(value, list) and any(isinstance(v, (dict, list)) for v in value):
+        for i, v in enumerate(value):
+            yield from flatten(v, f"{prefix}[{i}]")
+    else:
+        yield prefix, value
+
+
+_MISSING = object()
+
+
+def _changed_leaves(a: Any, b: Any, prefix: str) -> Iterator[tuple[str, Any, Any]]:
+    """Leaf paths whose values differ; equal subtrees are skipped whole (one C-level comparison)."""
+    if a == b and type(a) is type(b):
+        return
+    if isinstance(a, dict) and isinstance(b, dict) and a and b:
+        for k in dict.fromkeys([*b, *a]):
+            yield from _changed_leaves(a.get(k, _MISSING), b.get(k, _MISSING), f"{prefix}.{k}" if prefix else str(k))
+        return
+    a_leaves = dict(flatten(a, prefix)) if a is not _MISSING else {}
+    b_leaves = dict(flatten(b, prefix)) if b is not _MISSING else {}
+    for path in dict.fromkeys([*b_leaves, *a_leaves]):
+        va, vb = a_leaves.get(path, _MISSING), b_leaves.get(path, _MISSING)
+        if va is _MISSING or vb is _MISSING or va != vb:
+            yield path, va, vb
+
+
+def _fact_changes(a: ProbeResult | None, b: ProbeResult | None) -> Iterator[FactChange]:
+    pid = (b or a).probe_id  # type: ignore[union-attr]
+    fa, fb = (a.facts if a else {}), (b.facts if b else {})
+    for role in dict.fromkeys([*fb, *fa]):
+        for path, old, new in _changed_leaves(fa.get(role, {}), fb.get(role, {}), ""):
+            if path == "":
+                continue
+            yield FactChange(role=role, path=f"{pid}.{path}", old=None if old is _MISSING else old,
+                             new=None if new is _MISSING else new, old_present=old is not _MISSING,
+                             new_present=new is not _MISSING)
+
+
+# --- findings ----------------------------------------------------------------------------------
+
+def _keyed(findings: Iterable[Finding]) -> dict[tuple[str, tuple[str, ...]], Finding]:
+    """Key by id alone, or by (id, targets) when an id repeats (one finding per id and target set)."""
+    findings = list(findings)
+    counts: dict[str, int] = {}
+    for f in findings:
+        counts[f.id] = counts.get(f.id, 0) + 1
+    return {(f.id, tuple(sorted(f.targets)) if counts[f.id] > 1 else ()): f for f in findings}
+
+
+def _finding_changes(a: ProbeResult | None, b: ProbeResult | None) -> Iterator[FindingChange]:
+    ka, kb = _keyed(a.findings if a else []), _keyed(b.findings if b else [])
+    for key in dict.fromkeys([*kb, *ka]):
+        fa, fb = ka.get(key), kb.get(key)
+        kind = _kind(fa, fb)
+        if kind is None:
+            continue
+        ref = fb or fa
+        assert ref is not None
+        yield FindingChange(
+            id=ref.id, kind=kind, title=ref.title, targets=list(ref.targets),
+            old_severity=fa.severity if fa else None, new_severity=fb.severity if fb else None,
+            old_observed=fa.observed if fa else "", new_observed=fb.observed if fb else "",
+        )
+
+
+def _kind(fa: Finding | None, fb: Finding | None) -> FindingChangeKind | None:
+    was = fa is not None and fa.severity in PROBLEM
+    now = fb is not None and fb.severity in PROBLEM
+    if fa is None:
+        return "new" if now else "added"
+    if fb is None:
+        return "resolved" if was else "removed"
+    if fa.severity != fb.severity:
+        if was and not now:
+            return "resolved"
+        if now and not was:
+            return "new"
+        return "severity"
+    return "observed" if fa.observed != fb.observed else None
+
+
+# --- raw outputs -------------------------------------------------------------------------------
+
+_RAW_FIELDS = ("stdout", "stderr", "exit_status", "timed_out", "truncated", "error")
+
+
+def status_of(rec: CommandRecord) -> str:
+    """A short outcome: "exit 0", "timed out", "error: needs root"."""
+    if rec.error:
+        return f"error: {rec.error[:60]}"
+    if rec.timed_out:
+        return "timed out"
+    return f"exit {rec.exit_status}"
+
+
+def _by_key(s: Snapshot) -> tuple[dict[tuple[str, str], CommandRecord], dict[tuple[str, str], str]]:
+    """(role, command_id) -> record, and -> the first probe that ran it (a shared command shows once)."""
+    recs: dict[tuple[str, str], CommandRecord] = {}
+    owner: dict[tuple[str, str], str] = {}
+    for p in s.probes:
+        for r in p.records:
+            key = (r.target, r.command_id)
+            if key not in recs:
+                recs[key] = r
+                owner[key] = p.probe_id
+    return recs, owner
+
+
+def _raw_changes(old: Snapshot, new: Snapshot, order: list[str], raw_diff: bool) -> dict[str, list[RawChange]]:
+    ra, oa = _by_key(old)
+    rb, ob = _by_key(new)
+    out: dict[str, list[RawChange]] = {}
+    for key in dict.fromkeys([*rb, *ra]):
+        a, b = ra.get(key), rb.get(key)
+        if a is not None and b is not None:
+            fields = [f for f in _RAW_FIELDS if getattr(a, f) != getattr(b, f)]
+            if not fields:
+                continue
+            change = RawChange(role=key[0], command_id=key[1], kind="changed", fields=fields,
+                               old_status=status_of(a), new_status=status_of(b),
+                               unified=unified(a, b) if raw_diff else None)
+        elif b is not None:
+            change = RawChange(role=key[0], command_id=key[1], kind="added", new_status=status_of(b),
+                               unified=unified(None, b) if raw_diff else None)
+        else:
+            assert a is not None
+            change = RawChange(role=key[0], command_id=key[1], kind="removed", old_status=status_of(a),
+                               unified=unified(a, None) if raw_diff else None)
+        owner = ob.get(key) or oa[key]
+        out.setdefault(owner, []).append(change)
+    return out
+
+
+def unified(a: CommandRecord | None, b: CommandRecord | None) -> str:
+    """Unified diff of stdout then stderr, labelled `<role>/<command_id>.out|.err`."""
+    ref = b or a
+    assert ref is not None
+    parts = []
+    for stream, ext in (("stdout", "out"), ("stderr", "err")):
+        ta = getattr(a, stream) if a else ""
+        tb = getattr(b, stream) if b else ""
+        if ta == tb:
+            continue
+        la, lb = ta.splitlines(keepends=True), tb.splitlines(keepends=True)
+        name = f"{ref.target}/{ref.command_id}.{ext}"
+        if max(len(la), len(lb)) > RAW_DIFF_MAX_LINES:
+            parts.append(f"--- a/{name}\n+++ b/{name}\n(too long to diff: {len(la)} vs {len(lb)} lines)\n")
+            continue
+        lines = difflib.unified_diff(la, lb, fromfile=f"a/{name}", tofile=f"b/{name}")
+        parts.append("".join(ln if ln.endswith("\n") else ln + "\n\\ No newline at end of file\n" for ln in lines))
+    return "".join(parts)

@@ -1,0 +1,186 @@
+"""nccl.* rules over facts (pass / fail / boundary / precondition not met / unknown), and end to end."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from probes import nccl
+from probes.core.events import ProbeFinished
+from probes.core.runner import Audit, AuditOptions
+from probes.core.session import directory_bindings
+
+F = nccl.NcclFacts
+CASE = Path(__file__).resolve().parents[2] / "snapshots/examples/case-study"
+FIX = Path(__file__).resolve().parents[1] / "fixtures/nvidia"
+OK8 = {f"{i}-{j}": "OK" for i in range(8) for j in range(i + 1, 8)}
+TOPO8 = {f"{i}-{j}": ("NODE" if i // 4 == j // 4 else "SYS") for i in range(8) for j in range(i + 1, 8)}
+HOST = dict(gpu_names=["NVIDIA RTX PRO 6000 Blackwell Server Edition"] * 8, topo=TOPO8, gpu_numa=["0"] * 4 + ["1"] * 4,
+            p2p_read=OK8, p2p_write=OK8, cmdline="ro quiet iommu=pt", iommu_groups=112, iommu_types={"identity": 112},
+            acs_redirect=[], cpu_vendor="AuthenticAMD")
+ENG = dict(engine_kind="sglang", engine_tp=8, custom_allreduce_disabled=False, engine_env_readable=True, engine_env={})
+
+
+def sev(facts, fid):
+    found = [f for f in nccl.judge(facts) if f.id == fid]
+    assert len(found) == 1, [f.id for f in nccl.judge(facts)]
+    return found[0].severity.value
+
+
+@pytest.mark.parametrize("host,expected", [
+    (F(**HOST), "ok"),
+    (F(**(HOST | {"p2p_read": OK8 | {"0-4": "CNS"}})), "warning"),
+    (F(**(HOST | {"gpu_names": ["NVIDIA GeForce RTX 2080 Ti"] * 2, "p2p_read": {"0-1": "NS"}, "p2p_write": {}})), "info"),
+    (F(**(HOST | {"p2p_read": {}, "problems": {"smi_topo_p2p_r": "tool not installed"}})), "unknown"),
+])
+def test_p2p_matrix(host, expected):
+    assert sev({"host": host}, "nccl.p2p_matrix") == expected
+
+
+@pytest.mark.parametrize("vendor,env,topo,expected", [
+    ("AuthenticAMD", {}, TOPO8, "ok"),
+    ("GenuineIntel", {}, TOPO8, "info"),  # NCCL's PXB cutoff on Intel: by design
+    ("GenuineIntel", {"NCCL_P2P_LEVEL": "SYS"}, TOPO8, "ok"),
+    ("GenuineIntel", {}, {"0-1": "NV18"}, "ok"),
+    (None, {}, TOPO8, "info"),
+])
+def test_topology_class(vendor, env, topo, expected):
+    facts = {"host": F(**(HOST | {"cpu_vendor": vendor, "topo": topo})), "container": F(**(ENG | {"engine_env": env}))}
+    assert sev(facts, "nccl.topology_class") == expected
+    assert sev({"host": F(problems={"smi_topo_m": "x"})}, "nccl.topology_class") == "unknown"
+
+
+@pytest.mark.parametrize("env,cmdline,expected", [
+    ({}, "iommu=pt", "ok"),
+    ({"NCCL_P2P_DISABLE": "1"}, "iommu=pt", "warning"),  # stale workaround
+    ({"NCCL_SHM_DISABLE": "1"}, "iommu=pt", "warning"),
+    ({"NCCL_DEBUG": "INFO"}, "iommu=pt", "info"),
+    ({"NCCL_MIN_NCHANNELS": "8"}, "iommu=pt", "info"),
+    ({"NCCL_P2P_DISABLE": "1"}, "quiet", "info"),  # IOMMU translating + ACS: the disable may be the fix
+])
+def test_env_overrides(env, cmdline, expected):
+    host = F(**(HOST | {"cmdline": cmdline, "iommu_types": {"DMA-FQ": 112}, "acs_redirect": ["00:01.1"]}))
+    facts = {"host": host, "container": F(**(ENG | {"engine_env": env}))}
+    assert sev(facts, "nccl.env_overrides") == expected
+
+
+def test_env_overrides_unknown_and_no_engine():
+    assert sev({"host": F(**HOST), "container": F(**(ENG | {"engine_env_readable": False}))}, "nccl.env_overrides") == "unknown"
+    assert sev({"host": F(**HOST), "container": F()}, "nccl.env_overrides") == "ok"
+    assert sev({"host": F(problems={"engine_procs": "x"})}, "nccl.env_overrides") == "unknown"
+
+
+@pytest.mark.parametrize("cmdline,types,acs,env,tp,expected", [
+    ("iommu=pt", {"identity": 112}, [], {}, 8, "ok"),
+    ("quiet", {"DMA-FQ": 112}, ["00:01.1"], {}, 8, "critical"),
+    ("quiet", {"DMA-FQ": 112}, ["00:01.1"], {"NCCL_P2P_DISABLE": "1"}, 8, "warning"),
+    ("quiet", {"DMA-FQ": 112}, ["00:01.1"], {}, 1, "warning"),  # boundary: TP=1 uses no P2P
+    ("quiet", {"DMA-FQ": 112}, [], {}, 8, "warning"),
+    ("quiet", {"DMA-FQ": 112}, None, {}, 8, "warning"),  # ACS unread
+    ("quiet", {}, [], {}, 8, "warning"),
+])
+def test_iommu_acs_gate(cmdline, types, acs, env, tp, expected):
+    host = F(**(HOST | {"cmdline": cmdline, "iommu_types": types, "acs_redirect": acs}))
+    facts = {"host": host, "container": F(**(ENG | {"engine_env": env, "engine_tp": tp}))}
+    assert sev(facts, "nccl.iommu_acs_gate") == expected
+
+
+def test_iommu_gate_off_and_unknown():
+    assert sev({"host": F(cmdline="ro", iommu_groups=0)}, "nccl.iommu_acs_gate") == "ok"
+    assert sev({"host": F(problems={"sys_iommu_groups": "x"})}, "nccl.iommu_acs_gate") == "unknown"
+
+
+@pytest.mark.parametrize("env,gate_host,expected", [
+    ({}, {}, "ok"),
+    ({"NCCL_P2P_DISABLE": "1"}, {}, "warning"),
+    ({"NCCL_P2P_LEVEL": "SYS"}, {"cmdline": "quiet", "iommu_types": {"DMA": 9}, "acs_redirect": ["00:01.1"]}, "critical"),
+    ({"NCCL_P2P_LEVEL": "SYS"}, {}, "ok"),
+])
+def test_env_vs_topology(env, gate_host, expected):
+    facts = {"host": F(**(HOST | gate_host)), "container": F(**(ENG | {"engine_env": env}))}
+    assert sev(facts, "nccl.env_vs_topology") == expected
+    assert sev({"host": F(**HOST)}, "nccl.env_vs_topology") == "ok"  # precondition: no container
+
+
+@pytest.mark.parametrize("disabled,tp,topo,expected", [
+    (False, 8, TOPO8, "ok"), (True, 8, TOPO8, "info"), (True, 8, {"0-1": "NV18"}, "warning"), (True, 1, TOPO8, "ok"),
+])
+def test_custom_allreduce(disabled, tp, topo, expected):
+    facts = {"host": F(**(HOST | {"topo": topo})), "container": F(**(ENG | {"custom_allreduce_disabled": disabled, "engine_tp": tp}))}
+    assert sev(facts, "nccl.custom_allreduce") == expected
+
+
+@pytest.mark.parametrize("vendor,topo,env,expected", [
+    ("AuthenticAMD", TOPO8, {}, "info"),
+    ("AuthenticAMD", TOPO8, {"NCCL_MIN_NCHANNELS": "8"}, "ok"),
+    ("GenuineIntel", TOPO8, {}, "ok"),
+    ("AuthenticAMD", {"0-1": "NODE"}, {}, "ok"),
+])
+def test_amd_dual_socket(vendor, topo, env, expected):
+    facts = {"host": F(**(HOST | {"cpu_vendor": vendor, "topo": topo})), "container": F(**(ENG | {"engine_env": env}))}
+    assert sev(facts, "nccl.amd_dual_socket_model") == expected
+
+
+def test_library_in_use():
+    lib = "/x/nvidia/nccl/lib/libnccl.so.2"
+    assert sev({"container": F(**ENG, engine_nccl_libs=[lib], torch_nccl="2.27.7")}, "nccl.library_in_use") == "ok"
+    two = [lib, "/opt/nccl/lib/libnccl.so.2.21.5"]
+    assert sev({"container": F(**ENG, engine_nccl_libs=two)}, "nccl.library_in_use") == "warning"
+    old = ["/usr/lib/libnccl.so.2.21.5"]
+    assert sev({"container": F(**ENG, engine_nccl_libs=old, torch_nccl="2.27.7")}, "nccl.library_in_use") == "info"
+
+
+def _perf_facts(name: str, topo: dict, p2p: dict) -> dict:
+    rec = (FIX / "nccl-tests-all-reduce-perf" / name).read_text()
+    from probes.core.models import CommandRecord
+    out = {"nccl_all_reduce_perf": CommandRecord(target="host", probe_id="nccl", command_id="nccl_all_reduce_perf",
+                                                 command="x", exit_status=0, stdout=rec)}
+    f = nccl.extract(out, "host")
+    return {"host": f.model_copy(update={"topo": topo, "p2p_read": p2p})}
+
+
+def test_active_allreduce_rows_from_the_corpus():
+    # 2× RTX 2080 Ti without P2P: 4 GB/s is what host staging gives; small-message latency ≈ 12 µs
+    facts = _perf_facts("rtx2080ti-2gpu-pcie-no-p2p.txt", {"0-1": "PIX"}, {"0-1": "NS"})
+    assert sev(facts, "nccl.allreduce_bw") == "ok" and sev(facts, "nccl.allreduce_lat") == "ok"
+    # the same numbers where P2P is reported OK: far below a P2P PCIe figure
+    facts = _perf_facts("rtx2080ti-2gpu-pcie-no-p2p.txt", {"0-1": "PIX"}, {"0-1": "OK"})
+    bw = [f for f in nccl.judge(facts) if f.id == "nccl.allreduce_bw"][0]
+    assert bw.severity.value == "warning" and "load-generating" in bw.title and "peak busbw 4.0" in bw.observed
+    facts = _perf_facts("v100-sxm2-8gpu-single-node-nvlink-1size.txt", {"0-1": "NV2"}, {"0-1": "OK"})
+    assert sev(facts, "nccl.allreduce_bw") == "ok"
+    assert not [f for f in nccl.judge({"host": F(**HOST)}) if f.id.startswith("nccl.allreduce")]  # passive: none
+
+
+def test_active_command_is_declared_active_and_labelled():
+    cmd = next(c for c in nccl.COMMANDS if c.id == "nccl_all_reduce_perf")
+    assert cmd.active and "load-generating" in cmd.description
+    assert all(not c.active for c in nccl.COMMANDS if c is not cmd)
+
+
+async def _run(d: Path, active: bool = False):
+    async for ev in Audit(directory_bindings(d), [nccl.PROBE], AuditOptions(active=active)).events():
+        if isinstance(ev, ProbeFinished):
+            return ev.result
+
+
+async def test_end_to_end_case_study():
+    r = await _run(CASE / "before")
+    by = {f.id: f.severity.value for f in r.findings}
+    assert r.status == "done" and by["nccl.p2p_matrix"] == "ok" and by["nccl.iommu_acs_gate"] == "ok"
+    assert by["nccl.amd_dual_socket_model"] == "info" and "critical" not in by.values()
+    assert len(by) == 8 and "P2P all OK" in r.summary
+    # --active against a recording without nccl-tests: the command reports "not installed" -> unknown, never ok
+    r = await _run(CASE / "before", active=True)
+    assert {f.id: f.severity.value for f in r.findings}["nccl.allreduce_bw"] == "unknown"
+
+
+async def test_end_to_end_gpu_less(tmp_path: Path):
+    (tmp_path / "host").mkdir()
+    (tmp_path / "host/engine_procs.out").write_text("@@none\n")
+    (tmp_path / "host/proc_cmdline.out").write_text("BOOT_IMAGE=/vmlinuz ro quiet\n")
+    r = await _run(tmp_path)
+    assert r.status == "done"
+    assert all(f.severity.value == "unknown" or "not applicable" in f.observed for f in r.findings), \
+        [(f.id, f.severity.value, f.observed) for f in r.findings]

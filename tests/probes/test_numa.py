@@ -1,0 +1,115 @@
+"""NUMA probe: rules over facts (host and container agreeing and disagreeing) and end to end."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from probes import numa as n
+from probes.core.models import CommandRecord
+from probes.core.runner import Audit
+from probes.core.session import directory_bindings
+
+CASE = Path(__file__).parents[2] / "snapshots" / "examples" / "case-study"
+BDFS = ["0000:01:00.0", "0000:21:00.0", "0000:41:00.0", "0000:61:00.0", "0000:81:00.0", "0000:a1:00.0", "0000:c1:00.0", "0000:e1:00.0"]
+NODES2 = [n.NodeInfo(id=0, cpus=list(range(32)), size_mb=773271, free_mb=678823),
+          n.NodeInfo(id=1, cpus=list(range(32, 64)), size_mb=774028, free_mb=684984)]
+
+
+def host(nodes=NODES2, numa=(0, 0, 0, 0, 1, 1, 1, 1), **kw) -> n.NumaFacts:
+    gpus = [n.GpuInfo(index=i, uuid=f"GPU-{i}", bus_id=b, numa_node=numa[i]) for i, b in enumerate(BDFS)]
+    return n.NumaFacts(nodes=nodes, gpus=gpus, gpu_numa={b: numa[i] for i, b in enumerate(BDFS) if numa[i] is not None}, **kw)
+
+
+def ctr(cpus=tuple(range(64)), mems=(0, 1), gpus=8) -> n.NumaFacts:
+    return n.NumaFacts(cpuset_cpus=list(cpus) if cpus is not None else None, cpuset_mems=list(mems) if mems is not None else None,
+                       cpuset_source="cgroup cpuset.cpus.effective",
+                       gpus=[n.GpuInfo(index=i, uuid=f"GPU-{i}", bus_id=BDFS[i]) for i in range(gpus)])
+
+
+@pytest.mark.parametrize("h,c,severity,needles", [
+    (host(), ctr(), "ok", ["0-63", "32/32"]),                                             # agree: spans both nodes
+    (host(), ctr(cpus=range(32)), "warning", ["container cpuset 0-31", "GPU4 (0000:81:00.0) on node 1", "32-63"]),  # wrong node
+    (host(), ctr(cpus=range(32), gpus=4), "ok", ["0-31"]),                                # only node-0 GPUs in it: fine
+    (host(), ctr(cpus=range(40, 48), gpus=4), "warning", ["40-47", "GPU0"]),              # cpuset on the other node
+    (host(nodes=NODES2[:1]), ctr(), "ok", ["not applicable: single NUMA node"]),
+    (host(), None, "ok", ["not applicable: no container target"]),
+    (host(), ctr(cpus=None), "unknown", []),
+    (host(nodes=None), ctr(), "unknown", []),
+    (host(numa=(None,) * 8), ctr(), "unknown", []),
+])
+def test_cpuset_vs_gpu(h, c, severity, needles):
+    facts = {"host": h} if c is None else {"host": h, "container": c}
+    f = n.judge_cpuset_vs_gpu(facts)
+    assert f.id == "numa.cpuset_vs_gpu" and f.severity.value == severity, f.observed
+    for s in needles:
+        assert s in f.observed
+
+
+@pytest.mark.parametrize("mems,severity", [((0, 1), "ok"), ((1,), "info"), (None, "unknown")])
+def test_mems_vs_gpu(mems, severity):
+    assert n.judge_mems_vs_gpu({"host": host(), "container": ctr(mems=mems)}).severity.value == severity
+
+
+def test_mems_remote_from_all_gpus():
+    f = n.judge_mems_vs_gpu({"host": host(), "container": ctr(mems=(1,), gpus=4)})
+    assert f.severity.value == "warning" and "memory nodes 1" in f.observed and "node(s) 0" in f.observed
+    assert n.judge_mems_vs_gpu({"host": host()}).observed == "not applicable: no container target"
+
+
+def test_gpu_locality():
+    assert n.judge_gpu_locality(host()).severity.value == "ok"
+    bad = n.judge_gpu_locality(host(numa=(-1,) * 8))
+    assert bad.severity.value == "warning" and "node -1" in bad.observed
+    single = n.judge_gpu_locality(host(nodes=NODES2[:1], numa=(-1,) * 8))
+    assert single.severity.value == "ok" and "single node" in single.observed  # trap 2: -1 is normal on one node
+    assert n.judge_gpu_locality(n.NumaFacts(problems={"pci_nvidia_numa": "exit 2"})).severity.value == "unknown"
+    assert n.judge_gpu_locality(n.NumaFacts(gpus=[], gpu_numa={})).observed.startswith("not applicable")
+
+
+def test_topology_pressure_span():
+    t = n.judge_topology(host())
+    assert t.severity.value == "info" and "node 1: CPUs 32-63" in t.observed
+    assert n.judge_topology(n.NumaFacts()).severity.value == "unknown"
+    tight = [NODES2[0].model_copy(update={"free_mb": 1000}), NODES2[1]]
+    assert n.judge_node_pressure(host(nodes=tight)).severity.value == "warning"
+    assert n.judge_node_pressure(host()).severity.value == "ok"
+    assert n.judge_node_pressure(host(nodes=NODES2[:1])).observed.startswith("not applicable")
+    assert n.judge_tp_group_span(host()).severity.value == "info"
+    assert n.judge_tp_group_span(host(numa=(0,) * 8)).severity.value == "ok"
+    assert n.ranges([0, 1, 2, 3, 8, 10, 11]) == "0-3,8,10-11"
+
+
+def rec(cid, stdout="", exit_status=0, stderr=""):
+    return CommandRecord(target="container", probe_id="numa", command_id=cid, command="x", exit_status=exit_status,
+                         stdout=stdout, stderr=stderr)
+
+
+def test_extract_partial_grep_and_status_fallback():
+    f = n.extract({"cgroup_limits": rec("cgroup_limits", "/sys/fs/cgroup/cpu.max:max 100000\n", 2,
+                                        "grep: /sys/fs/cgroup/cpuset.cpus.effective: No such file or directory"),
+                   "status_allowed": rec("status_allowed", "Cpus_allowed_list:\t0-7\nMems_allowed_list:\t0\n"),
+                   "smi_gpu_ids": rec("smi_gpu_ids", "Failed to initialize NVML: Driver/library version mismatch\n", 18)},
+                  "container")
+    assert f.cpuset_cpus == list(range(8)) and f.cpuset_source.startswith("/proc/self/status") and f.cpuset_mems == [0]
+    assert "mismatch" in f.problems["smi_gpu_ids"]
+
+
+async def run(phase, roles=("host", "container")):
+    out = {}
+    async for ev in Audit(directory_bindings(CASE / phase, roles), [n.PROBE]).events():
+        r = getattr(ev, "result", None)
+        if r is not None and r.status == "done":
+            out = {f.id: f for f in r.findings}
+    return out
+
+
+@pytest.mark.parametrize("phase", ["before", "after"])
+async def test_case_study(phase):
+    f = await run(phase)
+    assert f["numa.cpuset_vs_gpu"].severity.value == "ok" and "cpuset 0-255" in f["numa.cpuset_vs_gpu"].observed
+    assert f["numa.gpu_locality"].severity.value == "ok" and "node 1: GPU4 (0000:81:00.0)" in f["numa.gpu_locality"].observed
+    assert all(x.severity.rank < 3 for x in f.values())
+    h = await run(phase, ("host",))
+    assert h["numa.cpuset_vs_gpu"].observed == "not applicable: no container target"

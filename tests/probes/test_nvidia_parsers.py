@@ -1,0 +1,253 @@
+"""Parsers of probes/core/parsers/nvidia_smi.py and nvidia_misc.py on every real sample in tests/fixtures/nvidia."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from probes.core.errors import ParseError
+from probes.core.parsers import nvidia_misc as nm
+from probes.core.parsers import nvidia_smi as ns
+
+FIX = Path(__file__).resolve().parents[1] / "fixtures" / "nvidia"
+
+
+def files(folder: str) -> list[Path]:
+    return sorted((FIX / folder).glob("*.txt"))
+
+
+def read(folder: str, name: str) -> str:
+    return (FIX / folder / name).read_text()
+
+
+# ---------------------------------------------------------------- every sample parses
+
+@pytest.mark.parametrize("path", files("nvidia-smi"), ids=lambda p: p.name)
+def test_every_smi_table_parses(path):
+    t = ns.parse_smi_table(path.read_text())
+    assert t.error or t.gpus
+
+
+@pytest.mark.parametrize("path", files("nvidia-smi-q"), ids=lambda p: p.name)
+def test_every_smi_q_parses(path):
+    text = path.read_text()
+    assert ns.parse_smi_q(text) or ns.parse_q_tree(text)
+
+
+@pytest.mark.parametrize("path", files("nvidia-smi-query-gpu-csv"), ids=lambda p: p.name)
+def test_every_query_csv_parses(path):
+    assert ns.parse_query_gpu_csv(path.read_text())
+
+
+@pytest.mark.parametrize("path", files("nvidia-smi-topo-m"), ids=lambda p: p.name)
+def test_every_topo_parses(path):
+    t = ns.parse_topo_m(path.read_text())
+    assert t.gpus and all(g in t.cpu_affinity for g in t.gpus)
+
+
+@pytest.mark.parametrize("path", files("nvidia-smi-nvlink-s"), ids=lambda p: p.name)
+def test_every_nvlink_s_parses(path):
+    assert len(ns.parse_nvlink_s(path.read_text())) >= 2
+
+
+@pytest.mark.parametrize("path", files("proc-driver-nvidia-version"), ids=lambda p: p.name)
+def test_every_proc_version_parses(path):
+    assert nm.parse_proc_driver_version(path.read_text()) is not None
+
+
+@pytest.mark.parametrize("path", files("modinfo-nvidia"), ids=lambda p: p.name)
+def test_every_modinfo_parses(path):
+    mi = nm.parse_modinfo(path.read_text())
+    assert mi.version and mi.license and mi.open_module is not None
+
+
+@pytest.mark.parametrize("path", files("nvcc-version"), ids=lambda p: p.name)
+def test_every_nvcc_parses(path):
+    assert nm.parse_nvcc_version(path.read_text())
+
+
+@pytest.mark.parametrize("path", files("dmesg-xid"), ids=lambda p: p.name)
+def test_every_dmesg_parses(path):
+    text = path.read_text()
+    nm.parse_xid_events(text), nm.parse_nvrm_problems(text)  # never raises
+
+
+@pytest.mark.parametrize("path", files("systemctl-status-nvidia-fabricmanager"), ids=lambda p: p.name)
+def test_every_fm_status_parses(path):
+    assert nm.parse_systemctl_status(path.read_text()).active in ("active", "failed")
+
+
+# ---------------------------------------------------------------- specific values
+
+def test_table_rtx_pro_6000_ws():
+    t = ns.parse_smi_table(read("nvidia-smi", "rtx-pro-6000-blackwell-ws-580-gnome-shell-process.txt"))
+    assert (t.driver_version, t.cuda_version) == ("580.95.05", "13.0")
+    g = t.gpus[0]
+    assert (g.name, g.persistence, g.bus_id, g.memory_total_mib, g.compute_mode, g.mig_mode, g.ecc_uncorrected) == \
+        ("NVIDIA RTX PRO 6000 Blac...", "On", "00000000:01:00.0", 97887, "Default", "N/A", "Off")
+
+
+def test_table_kmd_umd_header_and_mig():
+    t = ns.parse_smi_table(read("nvidia-smi", "rtx-pro-6000-server-610-kmd-umd-header-mig-in-k8s-pod.txt"))
+    assert (t.driver_version, t.cuda_version, len(t.gpus), t.gpus[0].mig_mode) == ("610.43.02", "13.3", 1, "Enabled")
+
+
+def test_table_h100_hgx_and_old_layout():
+    t = ns.parse_smi_table(read("nvidia-smi", "h100-sxm-hgx-8gpu-565.txt"))
+    assert len(t.gpus) == 8 and t.gpus[7].bus_id == "00000000:DB:00.0" and t.gpus[0].ecc_uncorrected == "0"
+    old = ns.parse_smi_table(read("nvidia-smi", "gtx680-470-old-layout.txt"))
+    assert (old.driver_version, old.cuda_version, old.gpus[0].persistence) == ("470.256.02", "11.4", "Off")
+    assert len(ns.parse_smi_table(read("nvidia-smi", "rtx-a6000-9gpu-550.txt")).gpus) == 9
+
+
+@pytest.mark.parametrize("name,kind", [
+    ("err-driver-library-mismatch-570.txt", ns.SMI_ERR_MISMATCH),
+    ("err-driver-library-mismatch-460-old.txt", ns.SMI_ERR_MISMATCH),
+    ("err-couldnt-communicate-460.txt", ns.SMI_ERR_NO_DRIVER),
+    ("err-no-devices-found-rtx5090.txt", ns.SMI_ERR_NO_DEVICES),
+    ("err-unknown-error-device-handle-2024.txt", ns.SMI_ERR_DEVICE_HANDLE),
+    ("h100-sxm-hgx-8gpu-565.txt", None),
+])
+def test_error_banners(name, kind):
+    text = read("nvidia-smi", name)
+    assert ns.smi_error_kind(text) == kind
+    assert (ns.detect_smi_error(text) is None) == (kind is None)
+
+
+def test_mismatch_banner_library_version():
+    text = read("nvidia-smi", "err-driver-library-mismatch-570.txt")
+    assert ns.detect_smi_error(text) == "Failed to initialize NVML: Driver/library version mismatch"
+    assert ns.nvml_library_version(text) == "570.124"
+    with pytest.raises(ParseError):
+        ns.parse_query_gpu_csv(text, ["index"])
+
+
+def test_query_csv_header_units_and_missing_tokens():
+    rows = ns.parse_query_gpu_csv(read("nvidia-smi-query-gpu-csv", "a100-sxm4-4gpu-index-name-mem-computecap-driver.txt"))
+    assert len(rows) == 4 and rows[3] == {"index": "3", "name": "NVIDIA A100-SXM4-80GB", "memory.total": "81920",
+                                          "compute_cap": "8.0", "driver_version": "580.105.08"}
+    a100 = ns.parse_query_gpu_csv(read("nvidia-smi-query-gpu-csv", "a100-pcie-2gpu-name-busid-vbios-mem-appclocks.txt"))
+    assert a100[1]["pci.bus_id"] == "00000000:8A:00.0" and a100[0]["utilization.gpu"] == "0" and a100[0]["clocks.applications.memory"] == "1215"
+    win = ns.parse_query_gpu_csv(read("nvidia-smi-query-gpu-csv", "rtx2080ti-windows-nounits-unknown-error-value.txt"))
+    assert win[0]["power.draw"] == "228.82" and win[0]["power.default_limit"] is None
+    l40s = ns.parse_query_gpu_csv(read("nvidia-smi-query-gpu-csv", "l40s-8gpu-idle-gen1-of-gen4-x16.txt"))
+    assert len(l40s) == 8 and l40s[5]["pcie.link.gen.max"] == "4"
+
+
+def test_query_csv_noheader_synthetic():
+    # synthetic: the noheader,nounits shape the probes request
+    rows = ns.parse_query_gpu_csv("0, Enabled, [N/A]\n1, Disabled, N/A\n", ["index", "persistence_mode", "fabric.state"])
+    assert rows == [{"index": "0", "persistence_mode": "Enabled", "fabric.state": None},
+                    {"index": "1", "persistence_mode": "Disabled", "fabric.state": None}]
+    with pytest.raises(ParseError):
+        ns.parse_query_gpu_csv("0, Enabled\n", ["index"])
+    assert ns.parse_query_gpu_csv("", ["index"]) == []
+
+
+def test_smi_q_values():
+    text = read("nvidia-smi-q", "h100-sxm-hgx-8gpu-565.txt")
+    head, gpus = ns.parse_smi_q_header(text), ns.parse_smi_q(text)
+    assert (head["Driver Version"], head["CUDA Version"], head["Attached GPUs"]) == ("565.57.01", "12.7", "8")
+    assert len(gpus) == 8 and gpus[0]["_bus_id"] == "00000000:18:00.0"
+    g = gpus[0]
+    assert ns.q_get(g, "Product Name") == "NVIDIA H100 80GB HBM3"
+    assert ns.q_get(g, "MIG Mode", "Current") == "Disabled"
+    assert (ns.q_get(g, "Fabric", "State"), ns.q_get(g, "Fabric", "Status")) == ("Completed", "Success")
+    assert ns.q_get(g, "Remapped Rows", "Remapping Failure Occurred") == "No"
+    assert ns.q_get(g, "ECC Errors", "Volatile", "DRAM Uncorrectable") == "0"
+    gtx = ns.parse_smi_q(read("nvidia-smi-q", "gtx680-470-clocks-throttle-reasons.txt"))
+    assert ns.q_get(gtx[0], "Persistence Mode") == "Disabled"
+    frag = ns.parse_q_tree(read("nvidia-smi-q", "v100-sxm2-32gb-c4130-hw-power-brake-fragment.txt"))
+    assert ns.q_get(frag, "Clocks Throttle Reasons", "HW Slowdown") == "Active"
+
+
+def test_smi_q_xml_synthetic():
+    # synthetic (no real -q -x capture in the corpus): the element names the parser reads
+    xml = """<?xml version="1.0" ?>
+<!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_v12.dtd">
+<nvidia_smi_log><driver_version>565.57.01</driver_version><cuda_version>12.7</cuda_version>
+<gpu id="00000000:18:00.0"><product_name>NVIDIA H100 80GB HBM3</product_name><persistence_mode>Enabled</persistence_mode>
+<mig_mode><current_mig>Disabled</current_mig></mig_mode><fabric><state>In Progress</state><status>N/A</status></fabric>
+</gpu></nvidia_smi_log>"""
+    x = ns.parse_smi_q_xml(xml)
+    assert (x.driver_version, x.cuda_version, x.gpus[0].fabric_state, x.gpus[0].mig_current) == ("565.57.01", "12.7", "In Progress", "Disabled")
+    with pytest.raises(ParseError):
+        ns.parse_smi_q_xml(read("nvidia-smi", "err-driver-library-mismatch-570.txt"))
+    with pytest.raises(ParseError):
+        ns.parse_smi_q_xml("not xml")
+
+
+def test_topo_values():
+    t = ns.parse_topo_m(read("nvidia-smi-topo-m", "h100-hgx-8gpu-8nic-pix-nv18.txt"))
+    assert len(t.gpus) == 8 and t.links[("GPU0", "GPU7")] == "NV18" and t.links[("GPU0", "NIC0")] == "PIX"
+    assert t.cpu_affinity["GPU4"] == "48-95,144-191" and t.numa_affinity["GPU4"] == "1" and t.nic_names["NIC7"] == "mlx5_7"
+    tabs = ns.parse_topo_m(read("nvidia-smi-topo-m", "a100-sxm4-4gpu-nv12-roce-nic-raw-tabs.txt"))
+    assert tabs.nvlink_pairs()[("GPU0", "GPU3")] == 12 and tabs.numa_affinity["GPU0"] == "1"
+    sys4090 = ns.parse_topo_m(read("nvidia-smi-topo-m", "rtx4090-8gpu-all-sys-tabs.txt"))
+    assert sys4090.nvlink_pairs() == {} and sys4090.links[("GPU6", "NIC0")] == "PHB"
+    assert ns.parse_topo_m(read("nvidia-smi-topo-m", "a30-4gpu-nv4-pairs-1nic-2numa.txt")).links[("GPU2", "GPU3")] == "NV4"
+
+
+def test_nvlink_s_values():
+    h100 = ns.parse_nvlink_s(read("nvidia-smi-nvlink-s", "h100-pcie-2gpu-bridge-12of18-active.txt"))
+    assert [(g.index, g.active_links, len(g.links)) for g in h100] == [(0, 12, 18), (1, 12, 18)]
+    assert h100[0].links[0].speed_gbs == 26.562 and not h100[0].links[4].active
+    a100 = ns.parse_nvlink_s(read("nvidia-smi-nvlink-s", "a100-sxm4-4gpu-12links-25gbs-raw-tabs.txt"))
+    assert len(a100) == 4 and all(g.active_links == 12 and g.links[11].speed_gbs == 25.0 for g in a100)
+    pcie = ns.parse_nvlink_s(read("nvidia-smi-nvlink-s", "a100-pcie-2gpu-no-nvlink-all-links-inactive.txt"))
+    assert [g.all_inactive for g in pcie] == [True, True] and pcie[1].uuid == "GPU-14ac2834-0d81-0508-69eb-e25264c08d21"
+
+
+def test_nvlink_errors_synthetic():
+    text = "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-x)\n\t Link 0: Replay Errors: 0\n\t Link 0: CRC Errors: 3\n"
+    assert ns.parse_nvlink_errors(text) == {0: {0: {"Replay Errors": 0, "CRC Errors": 3}}}
+
+
+def test_misc_values():
+    p = nm.parse_proc_driver_version(read("proc-driver-nvidia-version", "open-565.57.01-ubuntu24.04.txt"))
+    assert (p.version, p.open_module, p.arch) == ("565.57.01", True, "x86_64")
+    old = nm.parse_proc_driver_version(read("proc-driver-nvidia-version", "proprietary-384.98-ubuntu-2017.txt"))
+    assert (old.version, old.open_module) == ("384.98", False)
+    mi = nm.parse_modinfo(read("modinfo-nvidia", "ubuntu-590.44.01-dkms-p2p-head-partial.txt"))
+    assert (mi.version, mi.open_module, mi.vermagic_kernel, mi.dkms) == ("590.44.01", True, "6.8.0-90-generic", True)
+    assert "NVreg_DeviceFileMode" in mi.params
+    prop = nm.parse_modinfo(read("modinfo-nvidia", "ubuntu-545.29.02-proprietary-grep-v-parm-alias.txt"))
+    assert (prop.license, prop.open_module) == ("NVIDIA", False)
+    assert nm.parse_nvcc_version(read("nvcc-version", "cuda-13.0-V13.0.88-host-with-8x-rtx5060ti-580.txt")) == "13.0"
+    assert nm.parse_nvcc_version(read("nvcc-version", "cuda-7.5-2015.txt")) == "7.5"
+
+
+def test_xid_values():
+    casc = nm.parse_xid_events(read("dmesg-xid", "xid31-mmu-fault-then-xid62-xid45-cascade.txt"))
+    assert [x.code for x in casc[:3]] == [31, 62, 45] and casc[0].pci == "0000:0a:00" and len(casc) == 10
+    assert [x.code for x in nm.parse_xid_events(read("dmesg-xid", "xid63-row-remapper-a100.txt"))] == [63]
+    nvl = nm.parse_xid_events(read("dmesg-xid", "xid45-caused-by-previous-xid149-xid145-nvlink.txt"))
+    assert {x.code for x in nvl} == {45} and "previous Xid 149" in nvl[0].detail
+    api = read("dmesg-xid", "api-mismatch-client-570.148.08-vs-kernel-570.148.06.txt")
+    assert nm.parse_nvrm_problems(api) == ["NVRM API mismatch (user-space vs kernel module)"]
+    assert nm.parse_nvrm_loaded_version(api) == "570.148.06"
+    assert "GPU has fallen off the bus" in nm.parse_nvrm_problems(read("dmesg-xid", "fallen-off-bus-old-2014.txt"))
+    assert nm.parse_xid_events(read("dmesg-xid", "pcie-bandwidth-limited-by-gen4-switch-dmesg.txt")) == []
+
+
+def test_fabricmanager_status_values():
+    ok = nm.parse_systemctl_status(read("systemctl-status-nvidia-fabricmanager", "active-running-b200-bottlerocket-nvlsm.txt"))
+    assert (ok.active, ok.sub, ok.failed_start) == ("active", "running", False)
+    pre = nm.parse_systemctl_status(read("systemctl-status-nvidia-fabricmanager", "journal-failed-pre-nvl5-2x-rtx4090.txt"))
+    assert pre.active == "failed" and "Detected Pre-NVL5 system" in pre.messages
+    assert any("nothing to do" in m for m in pre.messages)
+    gone = nm.parse_systemctl_status("Unit nvidia-fabricmanager.service could not be found.\n")  # synthetic
+    assert gone.present is False
+
+
+def test_lib_dkms_modprobe_synthetic():
+    libs = nm.parse_lib_versions("/usr/lib/x86_64-linux-gnu/libcuda.so.590.48.01\n/usr/lib/x86_64-linux-gnu/libcuda.so.1\n"
+                                 "/usr/local/cuda-13.0/compat/libcuda.so.580.65.06\n/usr/lib64/libnvidia-ml.so.590.48.01\n")
+    assert libs["libcuda"] == [("/usr/lib/x86_64-linux-gnu/libcuda.so.590.48.01", "590.48.01"),
+                               ("/usr/local/cuda-13.0/compat/libcuda.so.580.65.06", "580.65.06")]
+    assert libs["libnvidia-ml"] == [("/usr/lib64/libnvidia-ml.so.590.48.01", "590.48.01")]
+    d = nm.parse_dkms_status("nvidia/590.48.01, 6.8.12-9-pve, x86_64: installed\nnvidia, 525.125.06, 6.1.0-10-amd64, x86_64: built\n")
+    assert [(e.version, e.kernel, e.state) for e in d] == [("590.48.01", "6.8.12-9-pve", "installed"), ("525.125.06", "6.1.0-10-amd64", "built")]
+    assert nm.parse_modprobe_options("options nvidia NVreg_DynamicPowerManagement=0x02 # x\n") == \
+        {"nvidia": {"NVreg_DynamicPowerManagement": "0x02"}}

@@ -1,0 +1,174 @@
+"""pcie probe: rules over facts (table-driven, incl. the idle-link and MPS-256 traps) and the case-study replay."""
+
+from __future__ import annotations
+
+import asyncio
+from pathlib import Path
+
+import pytest
+
+from probes import pcie
+from probes.core.events import ProbeFinished
+from probes.core.models import CommandRecord
+from probes.core.runner import Audit
+from probes.core.session import directory_bindings
+from probes.pcie import PcieFacts, PciDev, SmiLink
+
+CASE = Path(__file__).parents[2] / "snapshots/examples/case-study"
+FX = Path(__file__).parents[1] / "fixtures"
+
+
+def sev(facts: PcieFacts, fid: str) -> str:
+    (f,) = [f for f in pcie.judge({"host": facts}) if f.id == fid]
+    return f.severity.value
+
+
+def gpu(bdf="0000:01:00.0", **kw):
+    base = dict(description="VGA compatible controller: NVIDIA Corporation Device 2bb5", is_gpu=True, devcap_mps=256,
+                devctl_mps=256, devctl_mrrs=512, aspm_ctl="Disabled")
+    return PciDev(bdf=bdf, **{**base, **kw})
+
+
+def port(bdf="0000:00:01.1", **kw):
+    base = dict(port_type="Root Port", devcap_mps=512, devctl_mps=256, devctl_mrrs=512, aspm_ctl="Disabled",
+                acs_ctl={"ReqRedir": False, "CmpltRedir": False})
+    return PciDev(bdf=bdf, **{**base, **kw})
+
+
+def facts(devs, **kw):
+    gpus = [d.bdf for d in devs if d.is_gpu]
+    parents = {g: ["0000:00:01.1"] for g in gpus}
+    return PcieFacts(devices=devs, gpu_bdfs=gpus, parents=kw.pop("parents", parents), **kw)
+
+
+@pytest.mark.parametrize("mrrs,expected", [(128, "warning"), (512, "warning"), (1024, "info"), (2048, "info"), (4096, "ok")])
+def test_max_read_req_thresholds(mrrs, expected):
+    assert sev(facts([gpu(devctl_mrrs=mrrs), port()]), "pcie.max_read_req") == expected
+
+
+def test_max_read_req_bridges_do_not_count():
+    # trap 6: a 128 B bridge MRRS does not govern the GPU's reads
+    assert sev(facts([gpu(devctl_mrrs=4096), port(devctl_mrrs=128)]), "pcie.max_read_req") == "ok"
+
+
+def test_max_read_req_unknown_without_root_and_na_without_gpu():
+    assert sev(PcieFacts(problems={"lspci_vvv": "needs root (run with --sudo)"}), "pcie.max_read_req") == "unknown"
+    denied = facts([gpu(devctl_mrrs=None, devctl_mps=None, access_denied=True)], lspci_access_denied=True)
+    f = [x for x in pcie.judge({"host": denied}) if x.id == "pcie.max_read_req"][0]
+    assert f.severity.value == "unknown" and "needs root" in f.observed
+    assert sev(PcieFacts(), "pcie.max_read_req") == "ok"
+
+
+def test_pcie_bus_perf_fingerprint():
+    f = [x for x in pcie.judge({"host": facts([gpu(devctl_mrrs=256), port()], cmdline="ro pci=pcie_bus_perf")})
+         if x.id == "pcie.max_read_req"][0]
+    assert f.severity.value == "warning" and "pcie_bus_perf" in f.observed
+
+
+@pytest.mark.parametrize("g,p,expected", [
+    (gpu(), port(), "ok"),                                                    # trap 7: MPS 256 on NVIDIA is normal
+    (gpu(devctl_mps=128), port(devctl_mps=128), "warning"),                   # below the path's capability
+    (gpu(), port(devctl_mps=512, devcap_mps=512), "warning"),                 # mismatch along the path
+])
+def test_max_payload(g, p, expected):
+    assert sev(facts([g, p]), "pcie.max_payload") == expected
+
+
+def link(i, util, cur, gmax=5, hmax=5, wcur=16, wmax=16):
+    return SmiLink(index=str(i), bus_id=f"0000:0{i}:00.0", util=util, gen_cur=cur, gen_gpumax=gmax, gen_hostmax=hmax,
+                   width_cur=wcur, width_max=wmax)
+
+
+@pytest.mark.parametrize("links,cap,load", [
+    ([link(1, 0, 1)], "ok", "info"),                                           # trap 1: idle at Gen1 is power saving
+    ([link(1, 95, 5)], "ok", "ok"),
+    ([link(1, 95, 1)], "ok", "critical"),                                      # downtrained while busy
+    ([link(1, 50, 5, wcur=8)], "ok", "critical"),                              # boundary: 50% counts as busy
+    ([link(1, 49, 1)], "ok", "info"),                                          # 49%: idle
+    ([link(1, 0, 1, hmax=4)], "warning", "info"),                              # host caps the link
+    ([link(1, 0, 1, wmax=8)], "warning", "info"),                              # x8 slot
+])
+def test_link_rules(links, cap, load):
+    f = PcieFacts(smi=links, gpu_bdfs=[s.bus_id for s in links])
+    assert sev(f, "pcie.link_capability") == cap and sev(f, "pcie.link_current_under_load") == load
+
+
+def test_link_unknown_when_smi_broken():
+    f = PcieFacts(gpu_bdfs=["0000:01:00.0"], problems={"smi_query_pcie": "unparsable nvidia-smi output"})
+    assert sev(f, "pcie.link_current_under_load") == "unknown"
+
+
+@pytest.mark.parametrize("acs,ptype,expected", [
+    ({"ReqRedir": True, "CmpltRedir": True}, "Root Port", "warning"),
+    ({"ReqRedir": True, "CmpltRedir": True}, "Downstream Port", "critical"),
+    ({"ReqRedir": False, "CmpltRedir": False}, "Root Port", "ok"),
+])
+def test_acs(acs, ptype, expected):
+    devs = [gpu("0000:01:00.0"), gpu("0000:02:00.0"), port(acs_ctl=acs, port_type=ptype)]
+    assert sev(facts(devs), "pcie.acs") == expected
+
+
+def test_acs_single_gpu_not_applicable():
+    assert sev(facts([gpu(), port(acs_ctl={"ReqRedir": True})]), "pcie.acs") == "ok"
+
+
+@pytest.mark.parametrize("aspm,policy,expected", [("Disabled", "default", "ok"), ("L1 Enabled", "default", "warning"),
+                                                  ("Disabled", "powersupersave", "warning")])
+def test_aspm(aspm, policy, expected):
+    assert sev(facts([gpu(aspm_ctl=aspm), port()], aspm_policy=policy), "pcie.aspm") == expected
+
+
+def test_link_errors_and_port_pm_from_sysfs_lines():
+    text = ("/sys/bus/pci/devices/0000:01:00.0/upstream:/sys/devices/pci0000:00/0000:00:01.1\n"
+            "/sys/bus/pci/devices/0000:01:00.0/class:0x030000\n"
+            "/sys/bus/pci/devices/0000:01:00.0/aer_dev_correctable:TOTAL_ERR_COR 3\n"
+            "/sys/bus/pci/devices/0000:01:00.0/aer_dev_fatal:TOTAL_ERR_FATAL 0\n"
+            "/sys/devices/pci0000:00/0000:00:01.1/power/control:auto\n")
+    s = pcie.parse_sys_pci(text)
+    assert s[0].upstream == "0000:00:01.1" and s[0].upstream_values["power/control"] == "auto"
+    f = PcieFacts(sysfs=s, gpu_bdfs=["0000:01:00.0"])
+    assert sev(f, "pcie.link_errors") == "info" and sev(f, "pcie.port_pm") == "info"
+    fatal = pcie.parse_sys_pci(text.replace("TOTAL_ERR_FATAL 0", "TOTAL_ERR_FATAL 1"))
+    assert sev(PcieFacts(sysfs=fatal, gpu_bdfs=["0000:01:00.0"]), "pcie.link_errors") == "critical"
+
+
+def rec(cid, stdout, exit_status=0):
+    return CommandRecord(target="host", probe_id="pcie", command_id=cid, command="x", exit_status=exit_status,
+                         stdout=stdout, stderr="")
+
+
+def test_extract_real_corpus_gpu_block_idle_trap():
+    text = (FX / "system/lspci-vvv/rtx6000ada-esc8000a-idle-2.5gt-downgraded.txt").read_text()
+    csv = (FX / "nvidia/nvidia-smi-query-gpu-csv/l40s-8gpu-idle-gen1-of-gen4-x16.txt").read_text()
+    f = pcie.extract({"lspci_vvv": rec("lspci_vvv", text), "smi_query_pcie": rec("smi_query_pcie", csv)}, "host")
+    assert f.devices[0].lnksta_speed == 2.5 and f.devices[0].speed_downgraded
+    # the L40S capture uses the deprecated gen.current/gen.max names with a header: read by name
+    assert len(f.smi) == 8 and (f.smi[0].gen_cur, f.smi[0].gen_gpumax, f.smi[0].width_max) == (1, 4, 16)
+    got = {x.id: x.severity.value for x in pcie.judge({"host": f})}
+    assert got["pcie.max_read_req"] == "warning" and got["pcie.max_payload"] == "ok"
+    assert got["pcie.link_current_under_load"] == "info"   # idle Gen1 of Gen4: not a fault
+    broken = pcie.extract({"smi_query_pcie": rec("smi_query_pcie", "0, 1, 2")}, "host")
+    assert "unparsable" in broken.problems["smi_query_pcie"]
+
+
+def run(phase: str):
+    async def go():
+        return [e.result async for e in Audit(directory_bindings(CASE / phase), [pcie.PROBE]).events()
+                if isinstance(e, ProbeFinished)][0]
+    return asyncio.run(go())
+
+
+def test_case_study_before():
+    r = run("before")
+    by = {f.id: f.severity.value for f in r.findings}
+    assert r.status == "done" and by["pcie.max_read_req"] == "warning"
+    assert by["pcie.link_current_under_load"] == "info" and by["pcie.max_payload"] == "ok"   # traps stay quiet
+    assert by["pcie.link_capability"] == "ok"
+    assert r.summary == "8 GPUs Gen5 x16 · MRRS 512"
+
+
+def test_case_study_after():
+    r = run("after")
+    by = {f.id: f.severity.value for f in r.findings}
+    assert by["pcie.max_read_req"] == "ok" and r.summary == "8 GPUs Gen5 x16 · MRRS 4096"
+    assert by["pcie.acs"] == "warning"   # root-port ACS redirect stays (not part of the recorded fix)

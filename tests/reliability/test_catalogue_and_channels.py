@@ -1,0 +1,84 @@
+"""Full audits of the real REGISTRY: every executed line is declared (ForceCommand logger); MaxSessions 2 survives."""
+
+from __future__ import annotations
+
+import os
+import re
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import pytest
+
+from probes import REGISTRY
+from probes.core.runner import PREFLIGHT, AuditOptions, render_shell
+from probes.core.targets import build_command_line
+from reliability.faultkit import run_audit
+from sshd_server import leftover_processes
+
+pytestmark = pytest.mark.sshd
+
+_TIMEOUT_PREFIX = re.compile(r"^exec timeout -s KILL [0-9]+ ")
+
+
+def declared_lines(options: AuditOptions) -> set[str]:
+    """Every line the tool may send: declared commands (+ preflight) wrapped by build_command_line, deadline stripped."""
+    lines = {build_command_line(PREFLIGHT.shell)}
+    for probe in REGISTRY:
+        for command in probe.commands:
+            if command.active and not options.active:
+                continue
+            lines.add(build_command_line(render_shell(command, options)))
+    return lines
+
+
+@pytest.fixture
+def public_dir():
+    """A directory the unprivileged test user can reach (pytest's tmp dirs are 0700 root)."""
+    d = Path(tempfile.mkdtemp(prefix="gpuaudit-rel-"))
+    os.chmod(d, 0o755)
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
+
+
+def logging_server(sshd_factory, tmp_path: Path, **kw):
+    """An sshd whose every session goes through a logger that records the command, then runs it unchanged."""
+    log = tmp_path / "commands.log"
+    log.write_bytes(b"")
+    os.chmod(log, 0o666)
+    script = tmp_path / "logger.sh"
+    # NUL-separated: declared commands may span several lines
+    script.write_text(f'#!/bin/sh\nprintf \'%s\\0\' "$SSH_ORIGINAL_COMMAND" >> {log}\nexec /bin/sh -c "$SSH_ORIGINAL_COMMAND"\n')
+    os.chmod(script, 0o755)
+    os.chmod(tmp_path, 0o755)
+    server = sshd_factory(extra_config=f"ForceCommand {script}", **kw)
+    return server, log
+
+
+async def test_full_audit_runs_only_declared_commands(sshd_factory, public_dir):
+    server, log = logging_server(sshd_factory, public_dir)
+    options = AuditOptions(timeout_s=5)
+    t0 = time.monotonic()
+    run = await run_audit(server.spec, server.spec, server.options(), list(REGISTRY), options)
+    elapsed = time.monotonic() - t0
+    executed = [c for c in log.read_bytes().decode(errors="replace").split("\0") if c]
+    allowed = declared_lines(options)
+    outside = [c for c in executed if _TIMEOUT_PREFIX.sub("", c) not in allowed]
+    assert outside == [], outside[:3]
+    records = [r for p in run.probes for r in p.records if r.exit_status is not None or r.timed_out]
+    assert len(executed) >= 20 and {r.executed for r in records} <= set(executed)
+    assert all(s.state == "connected" for s in run.target_states.values()), run.target_states
+    print(f"\nread-only catalogue: {len(executed)} command lines executed, {len(outside)} undeclared, {elapsed:.1f}s")
+    assert not [p for p in leftover_processes(server.user) if "defunct" not in p and "logger.sh" in p]
+
+
+async def test_max_sessions_2_full_audit_completes_without_channel_failures(sshd_factory):
+    server = sshd_factory(max_sessions=2)
+    run = await run_audit(server.spec, server.spec, server.options(), list(REGISTRY), AuditOptions(timeout_s=10))
+    assert all(s.state == "connected" for s in run.target_states.values()), run.target_states
+    records = [r for p in run.probes for r in p.records]
+    refused = [r for r in records if r.error and ("channel" in r.error or "connection lost" in r.error)]
+    assert refused == []
+    assert [p.probe_id for p in run.probes if p.status != "done"] == []
+    assert sum(1 for r in records if r.exit_status is not None) >= 20

@@ -1,0 +1,224 @@
+"""GpuAuditApp: themes, global bindings, the AuditRun it holds; `make_app` (tests + CLI) and `run_app`."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from collections.abc import Callable, Iterable
+from datetime import datetime, timezone
+from pathlib import Path
+
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.screen import Screen
+from textual.theme import BUILTIN_THEMES
+
+from probes.core.events import initial_run
+from probes.core.models import AuditRun, Severity
+from probes.core.runner import Audit
+from themes import DEFAULT_THEME, STATUS_DEFAULTS, STYLESHEETS, THEMES
+from tui.messages import SnapshotSaved
+from tui.render import palette_from
+from tui.theme_store import ThemeStore
+
+Clock = Callable[[], datetime]
+FILTERS: tuple[Severity | None, ...] = (None, Severity.INFO, Severity.WARNING, Severity.CRITICAL)
+KNOWN_THEMES = (*THEMES, *BUILTIN_THEMES)
+
+
+def utc_now() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class GpuAuditApp(App[int]):
+    CSS_PATH = STYLESHEETS  # type: ignore[assignment]
+    TITLE = "gpuaudit-tui"
+    BINDINGS = [
+        Binding("q", "quit_app", "Quit"),
+        Binding("question_mark", "help", "Help"),
+        Binding("a", "plan", "Plan"),
+        Binding("s", "save", "Save"),
+        Binding("d", "diff", "Diff"),
+        Binding("R", "rerun_all", "Re-run all"),
+        Binding("f", "filter", "Filter"),
+        Binding("t", "cycle_theme", "Theme"),
+    ]
+
+    def __init__(self, run: AuditRun, audit: Audit | None, *, clock: Clock = utc_now, snapshot_dir: Path | None = None,
+                 theme_store: ThemeStore | None = None, theme: str | None = None, replay_file: Path | None = None,
+                 autostart: bool = True) -> None:
+        super().__init__()
+        self.audit_run, self.audit, self.clock = run, audit, clock
+        self.snapshot_dir, self.theme_store, self.replay_file, self.autostart = snapshot_dir, theme_store, replay_file, autostart
+        self.min_severity: Severity | None = None
+        for t in THEMES.values():
+            self.register_theme(t)
+        self.theme = theme if theme in self.available_themes else DEFAULT_THEME
+        self.palette = palette_from(self.get_css_variables())
+
+    def get_theme_variable_defaults(self) -> dict[str, str]:
+        return dict(STATUS_DEFAULTS)
+
+    def on_mount(self) -> None:
+        self.theme_changed_signal.subscribe(self, self._theme_changed)
+        from tui.screens.dashboard import DashboardScreen
+
+        self.push_screen(DashboardScreen())
+        if self.audit is None:
+            self.audit_finished()
+
+    def _theme_changed(self, theme: object) -> None:
+        self.palette = palette_from(self.get_css_variables())
+        if self.theme_store is not None:
+            self.theme_store.save(self.theme)
+        self.run_changed(all_panes=True)
+
+    # --- state the screens share ---------------------------------------------------------------------
+    def dashboard(self):  # -> DashboardScreen
+        from tui.screens.dashboard import DashboardScreen
+
+        return next(s for s in self.screen_stack if isinstance(s, DashboardScreen))
+
+    def run_changed(self, all_panes: bool = False) -> None:
+        """The AuditRun (or the filter/theme) changed: refresh what shows it."""
+        from tui.screens.drilldown import DrilldownScreen
+
+        if all_panes:
+            self.dashboard().refresh_all()
+        if isinstance(self.screen, DrilldownScreen):
+            self.screen.reload()
+
+    def audit_finished(self) -> None:
+        """Offer resume when a replayed recording has failed probes or targets."""
+        failed = [p.probe_id for p in self.audit_run.probes if p.status == "failed"]
+        failed += [f"target {s.role}" for s in self.audit_run.target_states.values() if s.state == "failed"]
+        if failed and self.replay_file is not None:
+            self.notify(f"{', '.join(failed)} failed in this recording; re-run only those with:\n"
+                        f"gpuaudit-tui --resume {self.replay_file}", title="Resume", timeout=20)
+
+    def open_drilldown(self, probe_id: str) -> None:
+        from tui.screens.drilldown import DrilldownScreen
+
+        self.push_screen(DrilldownScreen(probe_id))
+
+    def rerun(self, probe_ids: list[str] | None) -> bool:
+        return self.dashboard().rerun(probe_ids)
+
+    # --- actions -------------------------------------------------------------------------------------
+    async def action_quit_app(self) -> None:
+        if self.audit is not None:
+            await self.audit.aclose()
+        self.exit(0)
+
+    def action_help(self) -> None:
+        from tui.screens.dashboard import DashboardScreen
+        from tui.screens.drilldown import DrilldownScreen
+        from tui.screens.help import HelpScreen, binding_rows
+
+        if self.screen.id != "help":
+            self.push_screen(HelpScreen(binding_rows([("app", self.BINDINGS), ("dashboard", DashboardScreen.BINDINGS),
+                                                      ("dashboard", [Binding("enter", "", "Open the probe's drill-down")]),
+                                                      ("drill-down", DrilldownScreen.BINDINGS)])))
+
+    def action_plan(self) -> None:
+        from tui.screens.plan import PlanScreen
+
+        if self.screen.id != "plan":
+            self.push_screen(PlanScreen(self.audit_run, self.palette))
+
+    def action_rerun_all(self) -> None:
+        self.rerun(None)
+
+    def action_filter(self) -> None:
+        self.min_severity = FILTERS[(FILTERS.index(self.min_severity) + 1) % len(FILTERS)]
+        self.notify(f"showing {'all findings' if self.min_severity is None else f'{self.min_severity.value} and worse'}")
+        self.run_changed(all_panes=True)
+
+    def action_cycle_theme(self) -> None:
+        names = list(THEMES)
+        self.theme = names[(names.index(self.theme) + 1) % len(names)] if self.theme in names else names[0]
+        self.notify(f"theme: {self.theme}")
+
+    def action_save(self) -> None:
+        from snapshots.naming import default_name
+        from snapshots.schema import Snapshot
+        from tui.screens.save_prompt import SavePromptScreen
+
+        snapshot = Snapshot.from_run(self.audit_run, created_at=self.clock())
+
+        def save(name: str | None) -> None:
+            if name is None:
+                return
+            from probes.core.errors import SnapshotError
+            from snapshots import store
+
+            try:
+                path = store.save(snapshot.model_copy(update={"name": name}), name, self.snapshot_dir)
+            except SnapshotError as exc:
+                self.notify(str(exc), severity="error", timeout=10)
+                return
+            self.notify(f"saved snapshot: {path}")
+            self.post_message(SnapshotSaved(path))
+
+        self.push_screen(SavePromptScreen(default_name(snapshot)), save)
+
+    def action_diff(self) -> None:
+        try:
+            from tui.screens.diff import SnapshotDiffScreen
+            from tui.screens.snapshot_picker import SnapshotPickerScreen
+        except ImportError as exc:
+            self.notify(f"snapshot diff is not available in this build ({exc})", severity="warning")
+            return
+        from snapshots import store
+        from snapshots.schema import Snapshot
+
+        def picked(path: Path | None) -> None:
+            if path is None:
+                return
+            try:
+                old = store.load(path)
+            except Exception as exc:  # a bad file is a notification, not a crash
+                self.notify(str(exc), severity="error", timeout=10)
+                return
+            self.push_screen(SnapshotDiffScreen(old, Snapshot.from_run(self.audit_run, created_at=self.clock())))
+
+        self.push_screen(SnapshotPickerScreen(self.snapshot_dir or store.default_dir()), picked)
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        yield from super().get_system_commands(screen)
+        for b in self.BINDINGS:
+            assert isinstance(b, Binding)
+            yield SystemCommand(f"{b.description} ({b.key})", f"gpuaudit-tui: {b.description.lower()}",
+                                lambda action=b.action: self.run_action(action))
+        yield SystemCommand("Re-run focused probe (r)", "re-run the probe of the focused pane or drill-down",
+                            lambda: self.run_action("screen.rerun"))
+
+
+def make_app(source: Audit | AuditRun, *, note: str | None = None, mode: str = "live", clock: Clock = utc_now,
+             snapshot_dir: Path | None = None, theme_store: ThemeStore | None = None, theme: str | None = None,
+             replay_file: Path | None = None, autostart: bool = True) -> GpuAuditApp:
+    """A live/replay app over an Audit, or a static view of an already folded AuditRun (no re-judging)."""
+    if isinstance(source, AuditRun):
+        return GpuAuditApp(source, None, clock=clock, snapshot_dir=snapshot_dir, theme_store=theme_store,
+                           theme=theme, replay_file=replay_file)
+    run = initial_run(source.targets, [(p.id, p.title) for p in source.probes])
+    run = run.model_copy(update={"mode": mode, "note": note})
+    return GpuAuditApp(run, source, clock=clock, snapshot_dir=snapshot_dir, theme_store=theme_store, theme=theme,
+                       replay_file=replay_file, autostart=autostart)
+
+
+def run_app(args: argparse.Namespace) -> int:
+    """`gpuaudit-tui` without --json: build the audit, open the dashboard; exit status 0 (2 on bad --theme)."""
+    from tui.session_setup import build_setup
+
+    store = ThemeStore()
+    if args.theme and args.theme not in KNOWN_THEMES:
+        print(f"gpuaudit-tui: error: --theme {args.theme!r}: unknown; known: {', '.join(KNOWN_THEMES)}", file=sys.stderr)
+        return 2
+    if args.theme:
+        store.save(args.theme)
+    setup = build_setup(args)
+    app = make_app(setup.audit, note=setup.note, mode=setup.mode, replay_file=setup.source, theme_store=store,
+                   snapshot_dir=Path(args.snapshot_dir) if args.snapshot_dir else None,
+                   theme=args.theme or store.load() or DEFAULT_THEME)
+    return app.run() or 0

@@ -1,0 +1,114 @@
+"""`--resume FILE`: re-run what failed in a snapshot, merge, and store the result as a new snapshot. No Textual."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from probes.core.errors import UsageError
+from probes.core.models import Target
+from probes.core.resume import ResumeTransport, resume_bindings, rerun_plan
+from probes.core.runner import Audit, TargetBinding
+from probes.core.session import live_bindings
+from probes.core.targets import TargetSpec, parse_container_spec, parse_host_spec
+from snapshots import store
+from snapshots.schema import Snapshot
+
+LIVE_KINDS = ("local", "ssh", "pct", "lxc", "docker")
+
+
+def _store_dir(args: argparse.Namespace) -> Path | None:
+    return Path(args.snapshot_dir).expanduser() if getattr(args, "snapshot_dir", None) else None
+
+
+def target_specs(snapshot: Snapshot, args: argparse.Namespace) -> tuple[TargetSpec | None, TargetSpec | None]:
+    """The snapshot's targets as live specs; --host/--container override a recorded address."""
+    by_role: dict[str, Target] = {t.role: t for t in snapshot.targets}
+    host_t, cont_t = by_role.get("host"), by_role.get("container")
+    host = None
+    if args.host:
+        host = parse_host_spec(args.host)
+    elif host_t is not None and host_t.kind in LIVE_KINDS:
+        host = parse_host_spec(None if host_t.kind == "local" else host_t.spec)
+    container = None
+    cont_text = args.container or (cont_t.spec if cont_t is not None and cont_t.kind in LIVE_KINDS else None)
+    if cont_text and host is not None:
+        container = parse_container_spec(cont_text, host=host)
+    return host, container
+
+
+def build_resume_setup(args: argparse.Namespace):
+    """An AuditSetup whose transports answer from the snapshot and reach the machine only for failures."""
+    from tui.session_setup import AuditSetup, audit_options, selected_probes, ssh_options
+
+    path = store.resolve(args.resume, _store_dir(args))
+    snap = store.load(path)
+    if snap.mode == "demo":
+        raise UsageError(f"{path.name}: a demo snapshot describes no real machine; there is nothing to resume")
+    if not snap.targets:
+        raise UsageError(f"{path.name}: the snapshot has no targets to resume")
+    probes = selected_probes(args)
+    options = audit_options(args)
+    plan = rerun_plan(snap.records, probes, [t.role for t in snap.targets], active=options.active)
+    live: list[TargetBinding] = []
+    if any(plan.values()):
+        host, container = target_specs(snap, args)
+        missing = [r for r, ids in plan.items() if ids and (host is None or (r == "container" and container is None))]
+        if missing:
+            raise UsageError(f"{path.name}: cannot reach the {missing[0]} again (recorded as "
+                             f"{next(t.spec for t in snap.targets if t.role == missing[0])}); give --host/--container")
+        assert host is not None
+        live = live_bindings(host, container, ssh_options(args))
+    bindings = resume_bindings(snap.targets, snap.records, plan, live, snap.target_states)
+    todo = sum(len(ids) for ids in plan.values())
+    note = f"RESUME of {path.name}: {todo} command(s) re-run live, the rest from the recording"
+    return AuditSetup(Audit(bindings, probes, options), "resume", note, path)
+
+
+def ran_live(setup) -> dict[str, list[str]]:
+    """role -> command ids actually run on the machine during the resume."""
+    out: dict[str, list[str]] = {}
+    for b in setup.audit.bindings.values():
+        if isinstance(b.transport, ResumeTransport):
+            out[b.target.role] = list(b.transport.ran_live)
+    return out
+
+
+def merge(original: Snapshot, resumed: Snapshot) -> Snapshot:
+    """The resumed probes replace the original's; probes not re-judged (outside --probes) are kept."""
+    new_by_id = {p.probe_id: p for p in resumed.probes}
+    probes = [new_by_id.pop(p.probe_id, p) for p in original.probes] + list(new_by_id.values())
+    return resumed.model_copy(update={"probes": probes, "findings": [f for p in probes for f in p.findings]})
+
+
+def finish(snapshot: Snapshot, setup, args: argparse.Namespace) -> tuple[Snapshot, Path]:
+    """Merge with the original, store as a new snapshot, print its path on stderr."""
+    from snapshots.naming import default_name
+
+    assert setup.source is not None
+    merged = merge(store.load(setup.source), snapshot)
+    name = getattr(args, "save", None) or f"{default_name(merged)}_resumed"
+    merged = merged.model_copy(update={"name": name})
+    path = store.save(merged, name, _store_dir(args))
+    live = {role: ids for role, ids in ran_live(setup).items() if ids}
+    done = "; ".join(f"{role}: {', '.join(ids)}" for role, ids in live.items()) or "nothing (all recorded answers were usable)"
+    print(f"re-ran live: {done}", file=sys.stderr)
+    print(f"saved resumed snapshot: {path}", file=sys.stderr)
+    return merged, path
+
+
+def run_then_show(args: argparse.Namespace) -> int:
+    """TUI path: resume headless (progress on stderr), then open the stored result as a replay."""
+    import asyncio
+
+    from tui.headless import collect
+    from tui.session_setup import build_setup
+
+    setup = build_setup(args)
+    run = asyncio.run(collect(setup, progress=sys.stderr.isatty()))
+    _, path = finish(Snapshot.from_run(run), setup, args)
+    from tui.app import run_app
+
+    args.resume, args.replay = None, str(path)
+    return run_app(args)

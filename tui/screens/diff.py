@@ -1,0 +1,85 @@
+"""SnapshotDiffScreen: the `gpuaudit-tui diff` report in the TUI, changed probes listed on the left."""
+
+from __future__ import annotations
+
+from rich.text import Text
+from textual import on
+from textual.app import ComposeResult
+from textual.binding import Binding
+from textual.containers import Horizontal, VerticalScroll
+from textual.screen import Screen
+from textual.widgets import Footer, OptionList, Static
+from textual.widgets.option_list import Option
+
+from snapshots.diff import SnapshotDiff, diff_snapshots
+from snapshots.schema import Snapshot
+from tui.diff_report import header, probe_block, summary_line
+
+_WORST_KIND = ("new", "severity", "resolved", "observed", "added", "removed")
+
+
+def probe_label(pd) -> Text:
+    """"✗ PCIe  2 new · 3 facts" — the list entry of one changed probe, coloured by its worst change."""
+    kinds = [f.kind for f in pd.findings]
+    style = "bold red" if "new" in kinds else "yellow" if "severity" in kinds else "green" if "resolved" in kinds else ""
+    parts = [f"{kinds.count(k)} {k}" for k in _WORST_KIND if k in kinds]
+    if pd.facts:
+        parts.append(f"{len(pd.facts)} facts")
+    if pd.raw:
+        parts.append(f"{len(pd.raw)} raw")
+    t = Text(pd.title, style=style or "bold")
+    t.append("  " + " · ".join(parts), style="dim")
+    return t
+
+
+class SnapshotDiffScreen(Screen[None]):
+    """What changed from `old` to `new`: header, summary, one block per changed probe."""
+
+    DEFAULT_CSS = """
+    SnapshotDiffScreen #diff-header { height: auto; padding: 0 1; border-bottom: solid $primary; }
+    SnapshotDiffScreen #diff-probes { width: 38; height: 1fr; }
+    SnapshotDiffScreen #diff-body { height: 1fr; padding: 0 1; }
+    """
+    BINDINGS = [
+        Binding("escape", "app.pop_screen", "Back"),
+        Binding("r", "toggle_raw", "Raw diffs"),
+    ]
+
+    def __init__(self, old: Snapshot, new: Snapshot) -> None:
+        super().__init__(id="snapshot-diff")
+        self.old, self.new = old, new
+        self.show_raw = False
+        self.diff: SnapshotDiff = diff_snapshots(old, new)
+        self._with_raw: SnapshotDiff | None = None
+        """Computed on the first `r`: unified diffs of big outputs cost time the first view need not pay."""
+
+    def compose(self) -> ComposeResult:
+        head = header(self.diff)
+        head.append_text(summary_line(self.diff))
+        yield Static(head, id="diff-header")
+        with Horizontal():
+            yield OptionList(*[Option(probe_label(pd), id=pd.probe_id) for pd in self.diff.probes], id="diff-probes")
+            with VerticalScroll(id="diff-body"):
+                for pd in self.diff.probes:
+                    yield Static(probe_block(pd), id=f"diff-{pd.probe_id}", classes="diff-probe")
+                if not self.diff.probes:
+                    yield Static(Text("No probe changed.", style="green"))
+        yield Footer()
+
+    @property
+    def changed_probes(self) -> list[str]:
+        return [pd.probe_id for pd in self.diff.probes]
+
+    @on(OptionList.OptionHighlighted, "#diff-probes")
+    def _jump(self, event: OptionList.OptionHighlighted) -> None:
+        if event.option.id:
+            self.query_one(f"#diff-{event.option.id}", Static).scroll_visible(top=True, animate=False)
+
+    def action_toggle_raw(self) -> None:
+        """Show or hide the unified diffs of the raw outputs that differ."""
+        self.show_raw = not self.show_raw
+        if self.show_raw and self._with_raw is None:
+            self._with_raw = diff_snapshots(self.old, self.new, raw_diff=True)
+        shown = self._with_raw if self.show_raw and self._with_raw else self.diff
+        for pd in shown.probes:
+            self.query_one(f"#diff-{pd.probe_id}", Static).update(probe_block(pd, show_unified=self.show_raw))

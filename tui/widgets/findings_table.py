@@ -1,0 +1,37 @@
+"""A table of findings (severity, id, title, targets); the row key is the finding's index."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+from rich.text import Text
+from textual.widgets import DataTable
+
+from probes.core.models import Finding
+from tui.render import PLAIN, Palette, neutralise, sev_text
+
+
+class FindingsTable(DataTable[Text]):
+    def __init__(self, **kw: object) -> None:
+        super().__init__(cursor_type="row", zebra_stripes=False, **kw)  # type: ignore[arg-type]
+        self.findings: list[Finding] = []
+
+    def on_mount(self) -> None:
+        self.add_columns("severity", "check", "title", "on")
+
+    def set_findings(self, findings: Sequence[Finding], palette: Palette = PLAIN) -> None:
+        """Refill, keeping the cursor on the same row index (findings keep their order)."""
+        row = self.cursor_row
+        self.findings = list(findings)
+        self.clear()
+        for n, f in enumerate(self.findings):
+            self.add_row(sev_text(f.severity, palette), Text(f.id), Text(neutralise(f.title)),
+                         Text(",".join(f.targets) or "-"), key=str(n))
+        if self.findings:
+            self.move_cursor(row=min(max(row, 0), len(self.findings) - 1))
+
+    @property
+    def current(self) -> Finding | None:
+        if not self.findings or self.cursor_row < 0 or self.cursor_row >= len(self.findings):
+            return None
+        return self.findings[self.cursor_row]
