@@ -58,6 +58,7 @@ class Results:
     runs: int
     probes: str = "all"
     channels: int = 8
+    no_launch_order: bool = False
     catalogue: int = 0
     lines: int = 0
     gpuaudit: list[float] = field(default_factory=list)
@@ -213,20 +214,28 @@ async def baseline_b(server: SshdServer, lines: list[Line]) -> tuple[float, floa
     return time.perf_counter() - t0, statistics.median(connects), slowest, slowest_id
 
 
+# Measures one child from a fresh small interpreter: ru_maxrss survives fork+exec, so a child forked by
+# this (by then large) benchmark process would report the benchmark's own RSS as its peak.
+_LAUNCHER = """import os, subprocess, sys, time
+t0 = time.perf_counter()
+with open(sys.argv[2], "wb") as out:
+    p = subprocess.Popen(sys.argv[3:], stdout=out, stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
+    _, status, ru = os.wait4(p.pid, 0)
+wall = time.perf_counter() - t0
+with open(sys.argv[1], "w") as f:
+    f.write(f"{wall} {ru.ru_maxrss} {os.waitstatus_to_exitcode(status)} {ru.ru_utime + ru.ru_stime}")
+"""
+
+
 def run_cli(args: list[str], home: Path, stdout: Path | None = None) -> tuple[float, float, int, float]:
     """Run gpuaudit-tui in a child; (wall s, peak RSS MiB of that child, exit code, its CPU s)."""
     env = dict(os.environ, HOME=str(home))
     env.pop("SSH_AUTH_SOCK", None)
-    out = open(stdout, "wb") if stdout else subprocess.DEVNULL
-    t0 = time.perf_counter()
-    proc = subprocess.Popen([sys.executable, "-m", "tui", *args], cwd=ROOT, env=env, stdout=out,
-                            stderr=subprocess.DEVNULL, stdin=subprocess.DEVNULL)
-    _, status, usage = os.wait4(proc.pid, 0)
-    wall = time.perf_counter() - t0
-    proc.returncode = os.waitstatus_to_exitcode(status)
-    if stdout:
-        out.close()  # type: ignore[union-attr]
-    return wall, usage.ru_maxrss / 1024, proc.returncode, usage.ru_utime + usage.ru_stime
+    stats = home / "child-stats"
+    subprocess.run([sys.executable, "-c", _LAUNCHER, str(stats), str(stdout or os.devnull), sys.executable, "-m", "tui",
+                    *args], cwd=ROOT, env=env, check=True)
+    wall, rss_kb, code, cpu = stats.read_text().split()
+    return float(wall), int(rss_kb) / 1024, int(code), float(cpu)
 
 
 def machine_busy_s() -> float:
@@ -245,11 +254,11 @@ def fleet_run(work: Path, specs: list[str], known: Path, key: str, n: int, max_c
                                     str(max_connections), "--known-hosts", str(known), "--identity", key, *cli_probe_args()],
                                    work, out)
     machine_cpu = machine_busy_s() - busy0
-    doc = json.loads(out.read_text())
+    summary = json.loads(out.read_text().rsplit('"summary": ', 1)[1][:-2])  # keep this process small
     out.unlink()
-    return {"n": n, "wall_s": wall, "rss_mb": rss, "exit": code, "failed": doc["summary"]["failed"], "client_cpu_s": cpu,
+    return {"n": n, "wall_s": wall, "rss_mb": rss, "exit": code, "failed": summary["failed"], "client_cpu_s": cpu,
             "machine_cpu_s": machine_cpu,
-            "targets": doc["summary"]["targets"], "max_connections": max_connections}
+            "targets": summary["targets"], "max_connections": max_connections}
 
 
 def big_run(work: Path, server: SshdServer, label: str, extra: list[str]) -> dict:
@@ -294,7 +303,8 @@ def report(r: Results, fast: bool) -> str:
     a_note = f" (first {r.a_sample} of {r.lines} lines, scaled)" if r.a_sample else ""
     out = [
         f"gpuaudit benchmark ({r.mode}; medians of {r.runs} run(s); probes: {r.probes}; {r.catalogue} declared commands, "
-        f"{r.lines} executed lines over host + container; {r.channels} channels per connection)",
+        f"{r.lines} executed lines over host + container; {r.channels} channels per connection"
+        f"{'; launch order OFF' if r.no_launch_order else ''})",
         "Stand-ins: nvidia-smi/lspci/dmidecode/numactl/systemd-detect-virt replay recorded outputs "
         + ("WITHOUT delays (quick mode)" if fast else "after typical durations (nvidia-smi -q 0.8 s, nvidia-smi 0.3 s, "
            "lspci -vvv 0.1 s, dmidecode 0.15 s)") + "; see tests/bench/standins/replay.sh",
@@ -359,6 +369,8 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--big-mb", type=float, default=None, help="size of the big output (default 50, quick 5)")
     p.add_argument("--probes", help="comma-separated probe subset (default: all; quick: the first three)")
     p.add_argument("--channels", type=int, default=8, help="what-if: channels per connection (sshd MaxSessions = N + 2)")
+    p.add_argument("--no-launch-order", action="store_true",
+                   help="before/after: disable the runner's longest-first launch order (in-process audits only)")
     p.add_argument("--skip", default="", help="comma-separated parts to skip: audit,fleet,big,startup")
     p.add_argument("--json-out", help="also write the numbers as JSON")
     args = p.parse_args(argv)
@@ -373,6 +385,10 @@ def main(argv: list[str] | None = None) -> int:
     fast = args.quick
     global PROBE_IDS, CHANNELS
     CHANNELS = args.channels
+    if args.no_launch_order:
+        import probes.core.runner as runner
+
+        runner.launch_rank = lambda shell: 0  # every command asks for a channel in declaration order
     if args.probes or args.quick:
         from probes import REGISTRY
 
@@ -380,7 +396,8 @@ def main(argv: list[str] | None = None) -> int:
         xml = [p.id for p in REGISTRY if any(c.shell.startswith("nvidia-smi -q -x") for c in p.commands)]
         PROBE_IDS = args.probes.split(",") if args.probes else list(dict.fromkeys([p.id for p in REGISTRY[:2]] + xml[:1]))
     r = Results(mode="quick" if args.quick else "full", runs=runs,
-                probes=",".join(PROBE_IDS) if PROBE_IDS else "all", channels=CHANNELS)
+                probes=",".join(PROBE_IDS) if PROBE_IDS else "all", channels=CHANNELS,
+                no_launch_order=args.no_launch_order)
     work = Path(tempfile.mkdtemp(prefix="gpuaudit-bench-"))
     os.chmod(work, 0o755)
     servers: list[SshdServer] = []

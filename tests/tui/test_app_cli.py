@@ -1,0 +1,36 @@
+"""run_app's --theme handling, the theme store, and the command palette entries."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from tui.app import make_app, run_app
+from tui.cli import build_parser
+from tui.theme_store import ThemeStore
+from tui_support import FixedClock, synthetic_run
+
+
+def test_unknown_theme_is_a_usage_error(capsys) -> None:
+    args = build_parser().parse_args(["--theme", "nope"])
+    assert run_app(args) == 2
+    assert "--theme 'nope': unknown" in capsys.readouterr().err
+
+
+def test_theme_store_round_trip_and_corrupt_file(tmp_path: Path) -> None:
+    store = ThemeStore(tmp_path / "cfg" / "settings.json")
+    assert store.load() is None
+    assert store.save("gpuaudit-light") and store.load() == "gpuaudit-light"
+    store.path.write_text("{not json")
+    assert store.load() is None and store.save("gpuaudit-dark") and store.load() == "gpuaudit-dark"
+
+
+def test_default_theme_store_lives_in_the_user_config_dir(tmp_path: Path) -> None:
+    assert "gpuaudit-tui" in str(ThemeStore().path)  # XDG_CONFIG_HOME points into tmp (tests/conftest.py)
+
+
+async def test_every_action_is_in_the_command_palette() -> None:
+    app = make_app(synthetic_run(), clock=FixedClock())
+    async with app.run_test(size=(120, 40)):
+        titles = {c.title for c in app.get_system_commands(app.screen)}
+        for key in ("q", "a", "s", "d", "R", "f", "t", "r"):
+            assert any(t.endswith(f"({key})") for t in titles), key
