@@ -57,6 +57,7 @@ class FirmwareFacts(BaseModel, frozen=True):
     cpu_vendor: str | None = None
     cpu_family: int | None = None
     sockets: int | None = None
+    hypervisor: str | None = None
     numa_nodes: dict[str, dict[str, str]] = {}
     """node name -> {"cpulist": ..., "memtotal_kb": ...}."""
     iommu_units: list[str] | None = None
@@ -137,7 +138,7 @@ def extract(outputs: Outputs, role: Role) -> FirmwareFacts:
         f["microcode"] = first_line(t).split(":", 1)[-1].strip() or None
     if (t := _text(outputs, "lscpu_json", problems)) is not None:
         ident = cpu_identity(parse_lscpu(t))
-        f.update(cpu_vendor=ident.vendor, cpu_family=ident.family, sockets=ident.sockets)
+        f.update(cpu_vendor=ident.vendor, cpu_family=ident.family, sockets=ident.sockets, hypervisor=ident.hypervisor)
     if (t := _text(outputs, "sys_numa", problems)) is not None:
         nodes: dict[str, dict[str, str]] = {}
         for path, vals in parse_grep_h(t).items():
@@ -279,6 +280,11 @@ def _cppc(h: FirmwareFacts) -> Iterator[Finding]:
     if h.cpu_vendor != "AMD":
         yield finding(PROBE_ID, "cppc", "ok", "CPPC check not applicable",
                       observed=f"not applicable: CPU vendor {h.cpu_vendor or 'unknown'}", evidence=ev)
+    elif h.hypervisor and not h.cppc:
+        # a guest rarely sees _CPC: CPPC and amd-pstate are the hypervisor host's settings, not this machine's
+        yield finding(PROBE_ID, "cppc", "info", "CPPC check not applicable in a virtual machine",
+                      observed=f"not applicable: virtual machine ({h.hypervisor}); acpi_cppc not exposed to the guest",
+                      fix="Audit the hypervisor host itself for CPPC / amd-pstate.", evidence=ev)
     elif h.cppc is None:
         yield finding(PROBE_ID, "cppc", "unknown", "ACPI CPPC state unknown", observed=h.problems.get("sys_cppc", "not collected"),
                       evidence=ev)

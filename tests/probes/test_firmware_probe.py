@@ -28,6 +28,7 @@ def sev(facts: FirmwareFacts, fid: str) -> str:
     (dict(cpu_vendor="AMD", cppc={}), "warning"),
     (dict(cpu_vendor="AMD", problems={"sys_cppc": "timed out"}), "unknown"),
     (dict(cpu_vendor="Intel", cppc={}), "ok"),                       # not applicable
+    (dict(cpu_vendor="AMD", cppc={}, hypervisor="KVM"), "info"),           # a guest: the hypervisor host decides
 ])
 def test_cppc(kw, expected):
     assert sev(FirmwareFacts(**kw), "firmware.cppc") == expected

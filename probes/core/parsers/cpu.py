@@ -95,6 +95,8 @@ class CpuIdentity:
     threads_per_core: int | None = None
     has_cppc_flag: bool | None = None
     """`cppc` in the Flags line (AMD): the CPU supports CPPC; the BIOS must still expose _CPC."""
+    hypervisor: str | None = None
+    """"KVM", "Microsoft"... when this is a virtual machine (firmware knobs then belong to the hypervisor host)."""
 
 
 def _int(v: str | None) -> int | None:
@@ -117,6 +119,7 @@ def cpu_identity(fields: dict[str, str]) -> CpuIdentity:
         numa_nodes=_int(fields.get("NUMA node(s)")), cpus=_int(fields.get("CPU(s)")),
         threads_per_core=_int(fields.get("Thread(s) per core")),
         has_cppc_flag=(" cppc" in f" {flags} ") if flags else None,
+        hypervisor=fields.get("Hypervisor vendor") or ("unknown hypervisor" if flags and " hypervisor " in f" {flags} " else None),
     )
 
 
