@@ -294,9 +294,11 @@ def _errors(f: NvlinkFacts) -> Finding:
         return finding(PROBE_ID, "errors", "info", "NVLink error counters non-zero", observed=obs,
                        expected="counters not growing between two samples",
                        why="One sample cannot tell old from growing errors; compare a second run.", evidence=ev)
-    if not f.error_counters and f.xid74 is None:
+    if not f.error_counters and (f.xid74 is None or "nvlink_errors" in f.problems):
+        # no Xid 74 in the log proves nothing while the counters themselves are unreadable
+        log = "kernel log not read" if f.xid74 is None else "no Xid 74 in the kernel log"
         return finding(PROBE_ID, "errors", "unknown", t,
-                       observed=f.problems.get("nvlink_errors", "error counters not read") + "; kernel log not read", evidence=ev)
+                       observed=f.problems.get("nvlink_errors", "error counters not read") + "; " + log, evidence=ev)
     return finding(PROBE_ID, "errors", "ok", t, observed="no NVLink error counts" + ("" if f.xid74 is None else ", no Xid 74"),
                    evidence=ev)
 

@@ -62,6 +62,7 @@ CASES = [
     ("nvlink.errors", hgx(xid74=2), "critical"),
     ("nvlink.errors", hgx(error_counters={0: {1: {"CRC Errors": 5}}}), "info"),
     ("nvlink.errors", hgx(error_counters={}, xid74=None), "unknown"),
+    ("nvlink.errors", hgx(error_counters={}, xid74=0, problems={"nvlink_errors": "tool not installed"}), "unknown"),
     ("nvlink.errors", pcie(), "ok"),
     ("nvlink.fabric_manager_service", hgx(), "ok"),
     ("nvlink.fabric_manager_service", hgx(fm_active="failed"), "critical"),
