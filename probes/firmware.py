@@ -16,7 +16,7 @@ from probes.core.models import Finding, Role
 from probes.core.parsers.cpu import LSCPU_CMD, SYS_CPPC_CMD, SYS_CPUIDLE_CMD, cpu_identity, idle_states_from_sysfs, parse_grep_h, parse_lscpu
 from probes.core.parsers.dmi import bios_info, memory_devices, parse_dmidecode
 from probes.core.parsing import first_line
-from probes.core.spec import Command, FactsByTarget, Outputs, Probe, finding, record_problem
+from probes.core.spec import Command, FactsByTarget, Outputs, Probe, finding, usable_stdout
 
 PROBE_ID = "firmware"
 
@@ -113,33 +113,23 @@ def parse_bar1(text: str) -> tuple[dict[str, int], dict[str, int]]:
     return bar1, fb
 
 
-def _text(outputs: Outputs, cid: str, problems: dict[str, str]) -> str | None:
-    if cid not in outputs:
-        return None
-    p = record_problem(outputs[cid])
-    if p:
-        problems[cid] = p
-        return None
-    return outputs[cid].stdout
-
-
 def extract(outputs: Outputs, role: Role) -> FirmwareFacts:
     problems: dict[str, str] = {}
     f: dict = {}
-    if (t := _text(outputs, "dmidecode_bios", problems)) is not None:
+    if (t := usable_stdout(outputs, "dmidecode_bios", problems)) is not None:
         f["bios"] = bios_info(parse_dmidecode(t))
         if not f["bios"]:
             problems["dmidecode_bios"] = "no BIOS record in dmidecode output"
-    if not f.get("bios") and (t := _text(outputs, "dmi_bios", problems)) is not None:
+    if not f.get("bios") and (t := usable_stdout(outputs, "dmi_bios", problems)) is not None:
         lines = [ln.strip() for ln in t.splitlines() if ln.strip()]
         if len(lines) == 3:
             f["bios"] = {"bios_vendor": lines[0], "bios_version": lines[1], "bios_release_date": lines[2]}
-    if (t := _text(outputs, "cpuinfo_microcode", problems)) is not None:
+    if (t := usable_stdout(outputs, "cpuinfo_microcode", problems)) is not None:
         f["microcode"] = first_line(t).split(":", 1)[-1].strip() or None
-    if (t := _text(outputs, "lscpu_json", problems)) is not None:
+    if (t := usable_stdout(outputs, "lscpu_json", problems)) is not None:
         ident = cpu_identity(parse_lscpu(t))
         f.update(cpu_vendor=ident.vendor, cpu_family=ident.family, sockets=ident.sockets, hypervisor=ident.hypervisor)
-    if (t := _text(outputs, "sys_numa", problems)) is not None:
+    if (t := usable_stdout(outputs, "sys_numa", problems)) is not None:
         nodes: dict[str, dict[str, str]] = {}
         for path, vals in parse_grep_h(t).items():
             m = re.search(r"/(node\d+)/(cpulist|meminfo)$", path)
@@ -149,22 +139,22 @@ def extract(outputs: Outputs, role: Role) -> FirmwareFacts:
                 elif (mm := re.search(r"MemTotal:\s*(\d+)", vals[0])):
                     nodes.setdefault(m.group(1), {})["memtotal_kb"] = mm.group(1)
         f["numa_nodes"] = nodes
-    if (t := _text(outputs, "iommu_state", problems)) is not None:
+    if (t := usable_stdout(outputs, "iommu_state", problems)) is not None:
         f["iommu_units"], f["gpu_iommu_types"] = parse_iommu_state(t)
-    if (t := _text(outputs, "proc_cmdline", problems)) is not None:
+    if (t := usable_stdout(outputs, "proc_cmdline", problems)) is not None:
         f["cmdline"] = first_line(t)
-    if (t := _text(outputs, "sys_cppc", problems)) is not None:
+    if (t := usable_stdout(outputs, "sys_cppc", problems)) is not None:
         f["cppc"] = {k.rsplit("/", 1)[-1]: v[0] for k, v in parse_grep_h(t).items() if v}
-    if (t := _text(outputs, "sys_cpuidle", problems)) is not None:
+    if (t := usable_stdout(outputs, "sys_cpuidle", problems)) is not None:
         states = idle_states_from_sysfs(parse_grep_h(t))
         if states:
             f["idle_state_names"] = [f"{s.name}:{s.latency_us}" for s in next(iter(states.values()))]
-    if (t := _text(outputs, "smi_q_memory", problems)) is not None:
+    if (t := usable_stdout(outputs, "smi_q_memory", problems)) is not None:
         f["bar1_mib"], f["fb_mib"] = parse_bar1(t)
-    if (t := _text(outputs, "dmidecode_memory", problems)) is not None:
+    if (t := usable_stdout(outputs, "dmidecode_memory", problems)) is not None:
         f["dimms"] = [Dimm(locator=d.locator, size_mb=d.size_mb, speed_mts=d.speed_mts, configured_mts=d.configured_mts)
                       for d in memory_devices(parse_dmidecode(t))]
-    if (t := _text(outputs, "smi_query_fw", problems)) is not None:
+    if (t := usable_stdout(outputs, "smi_query_fw", problems)) is not None:
         for line in t.splitlines():
             cells = [c.strip() for c in line.split(",")]
             if len(cells) == 4 and cells[0].isdigit():

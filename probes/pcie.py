@@ -16,7 +16,7 @@ from pydantic import BaseModel
 from probes.core.models import Finding, Role
 from probes.core.parsers.lspci import PciDevice, normalize_bdf, parse_lspci_tree, parse_lspci_vvv, tree_path
 from probes.core.parsing import first_line
-from probes.core.spec import Command, FactsByTarget, Outputs, Probe, finding, record_problem
+from probes.core.spec import Command, FactsByTarget, Outputs, Probe, finding, usable_stdout
 
 PROBE_ID = "pcie"
 SMI_PCIE_FIELDS = ("index", "pci.bus_id", "utilization.gpu", "pcie.link.gen.gpucurrent", "pcie.link.gen.gpumax",
@@ -176,21 +176,11 @@ def _dev(d: PciDevice) -> PciDev:
                   access_denied=d.access_denied)
 
 
-def _text(outputs: Outputs, cid: str, problems: dict[str, str]) -> str | None:
-    if cid not in outputs:
-        return None
-    p = record_problem(outputs[cid])
-    if p:
-        problems[cid] = p
-        return None
-    return outputs[cid].stdout
-
-
 def extract(outputs: Outputs, role: Role) -> PcieFacts:
     problems: dict[str, str] = {}
     f: dict = {}
     devices: list[PciDevice] = []
-    if (t := _text(outputs, "lspci_vvv", problems)) is not None:
+    if (t := usable_stdout(outputs, "lspci_vvv", problems)) is not None:
         devices = parse_lspci_vvv(t)
         if not devices and t.strip():
             problems["lspci_vvv"] = "unparsable lspci output"
@@ -198,14 +188,14 @@ def extract(outputs: Outputs, role: Role) -> PcieFacts:
     f["devices"] = [_dev(d) for d in devices]
     gpus = [d.bdf for d in devices if d.is_gpu]
     tree = {}
-    if (t := _text(outputs, "lspci_tv", problems)) is not None:
+    if (t := usable_stdout(outputs, "lspci_tv", problems)) is not None:
         tree = parse_lspci_tree(t)
-    if (t := _text(outputs, "sys_pci_nvidia", problems)) is not None:
+    if (t := usable_stdout(outputs, "sys_pci_nvidia", problems)) is not None:
         f["sysfs"] = parse_sys_pci(t)
     for s in f.get("sysfs", []):
         if s.values.get("class", "").startswith(("0x0300", "0x0302")) and s.bdf not in gpus:
             gpus.append(s.bdf)
-    if (t := _text(outputs, "smi_query_pcie", problems)) is not None:
+    if (t := usable_stdout(outputs, "smi_query_pcie", problems)) is not None:
         try:
             f["smi"] = parse_smi_pcie(t)
         except Exception as exc:  # ParseError / error banner: a fact, never a crash
@@ -221,9 +211,9 @@ def extract(outputs: Outputs, role: Role) -> PcieFacts:
             path = [sys_up[g]]  # type: ignore[list-item]
         parents[g] = path
     f["gpu_bdfs"], f["parents"] = sorted(gpus), parents
-    if (t := _text(outputs, "aspm_policy", problems)) is not None:
+    if (t := usable_stdout(outputs, "aspm_policy", problems)) is not None:
         f["aspm_policy"] = parse_aspm_policy(t)
-    if (t := _text(outputs, "proc_cmdline", problems)) is not None:
+    if (t := usable_stdout(outputs, "proc_cmdline", problems)) is not None:
         f["cmdline"] = first_line(t)
     return PcieFacts(**f, problems=problems)
 

@@ -23,7 +23,7 @@ from probes.core.parsers.cpu import (
 )
 from probes.core.parsers.cpu import SYS_CPPC_CMD, SYS_CPUIDLE_CMD
 from probes.core.parsing import first_line
-from probes.core.spec import Command, FactsByTarget, Outputs, Probe, finding, record_problem
+from probes.core.spec import Command, FactsByTarget, Outputs, Probe, finding, usable_stdout
 
 PROBE_ID = "power"
 DEEP_LATENCY_US = 50
@@ -158,27 +158,17 @@ def parse_smi_power(text: str) -> list[GpuPower]:
     return out
 
 
-def _text(outputs: Outputs, cid: str, problems: dict[str, str]) -> str | None:
-    if cid not in outputs:
-        return None
-    p = record_problem(outputs[cid])
-    if p:
-        problems[cid] = p
-        return None
-    return outputs[cid].stdout
-
-
 def extract(outputs: Outputs, role: Role) -> PowerFacts:
     problems: dict[str, str] = {}
     f: dict = {}
-    if (t := _text(outputs, "lscpu_json", problems)) is not None:
+    if (t := usable_stdout(outputs, "lscpu_json", problems)) is not None:
         ident = cpu_identity(parse_lscpu(t))
         if ident.vendor is None:
             problems["lscpu_json"] = "unparsable lscpu output"
         f.update(cpu_vendor=ident.vendor, cpu_family=ident.family, cpu_model=ident.model,
                  cpu_model_name=ident.model_name, cpu_has_cppc_flag=ident.has_cppc_flag)
     sysf: dict[str, list[str]] = {}
-    if (t := _text(outputs, "sys_cpufreq", problems)) is not None:
+    if (t := usable_stdout(outputs, "sys_cpufreq", problems)) is not None:
         sysf = {k.rsplit("/", 2)[-2] + "/" + k.rsplit("/", 1)[-1]: v for k, v in parse_grep_h(t).items()}
     one = {k: v[0] for k, v in sysf.items() if v}
     f["scaling_driver"] = one.get("cpufreq/scaling_driver")
@@ -187,26 +177,26 @@ def extract(outputs: Outputs, role: Role) -> PowerFacts:
         f["boost"], f["boost_source"] = one["cpufreq/boost"] == "1", "cpufreq/boost"
     elif "intel_pstate/no_turbo" in one:
         f["boost"], f["boost_source"] = one["intel_pstate/no_turbo"] == "0", "intel_pstate/no_turbo"
-    if (t := _text(outputs, "sys_governors", problems)) is not None:
+    if (t := usable_stdout(outputs, "sys_governors", problems)) is not None:
         f["governors"] = parse_uniq_c(t)
     if not f.get("governors") and one.get("cpufreq/scaling_governor"):
         f["governors"] = {one["cpufreq/scaling_governor"]: 1}
-    if (t := _text(outputs, "sys_epp", problems)) is not None:
+    if (t := usable_stdout(outputs, "sys_epp", problems)) is not None:
         f["epp"] = parse_uniq_c(t)
     if not f.get("epp") and one.get("cpufreq/energy_performance_preference"):
         f["epp"] = {one["cpufreq/energy_performance_preference"]: 1}
     # cpupower fills what sysfs did not give (e.g. a target with a restricted /sys)
-    if (not f["scaling_driver"] or f.get("boost") is None) and (t := _text(outputs, "cpupower_freq", problems)):
+    if (not f["scaling_driver"] or f.get("boost") is None) and (t := usable_stdout(outputs, "cpupower_freq", problems)):
         info = parse_cpupower_frequency_info(t)
         f["scaling_driver"] = f["scaling_driver"] or info.driver
         if not f.get("governors") and info.governor:
             f["governors"] = {info.governor: 1}
         if f.get("boost") is None and info.boost_active is not None:
             f["boost"], f["boost_source"] = info.boost_active, "cpupower"
-    if (t := _text(outputs, "sys_cppc", problems)) is not None:
+    if (t := usable_stdout(outputs, "sys_cppc", problems)) is not None:
         f["cppc_present"] = bool(parse_grep_h(t))
     states: list[IdleStateFact] = []
-    if (t := _text(outputs, "sys_cpuidle", problems)) is not None:
+    if (t := usable_stdout(outputs, "sys_cpuidle", problems)) is not None:
         files = parse_grep_h(t)
         for path, vals in files.items():
             if path.endswith("cpuidle/current_driver") and vals:
@@ -216,20 +206,20 @@ def extract(outputs: Outputs, role: Role) -> PowerFacts:
         for cpu, sts in idle_states_from_sysfs(files).items():
             states += [IdleStateFact(cpu=cpu, name=s.name, latency_us=s.latency_us, disabled=s.disabled, usage=s.usage)
                        for s in sts]
-    if not states and (t := _text(outputs, "cpupower_idle", problems)):
+    if not states and (t := usable_stdout(outputs, "cpupower_idle", problems)):
         info: CpuIdleInfo = parse_cpupower_idle_info(t)
         f["idle_driver"] = f.get("idle_driver") or info.driver
         states = [IdleStateFact(cpu=info.cpu or 0, name=s.name, latency_us=s.latency_us, disabled=s.disabled,
                                 usage=s.usage) for s in info.states]
     f["idle_states"] = states
-    if (t := _text(outputs, "proc_cmdline", problems)) is not None:
+    if (t := usable_stdout(outputs, "proc_cmdline", problems)) is not None:
         f["cmdline"] = first_line(t)
-    if (t := _text(outputs, "smi_query_power", problems)) is not None:
+    if (t := usable_stdout(outputs, "smi_query_power", problems)) is not None:
         try:
             f["gpus"] = parse_smi_power(t)
         except Exception as exc:  # ParseError or an error banner: a fact, not a crash
             problems["smi_query_power"] = f"unparsable nvidia-smi output: {exc}"
-    if (t := _text(outputs, "nvidia_rtd3", problems)) is not None:
+    if (t := usable_stdout(outputs, "nvidia_rtd3", problems)) is not None:
         for line in t.splitlines():
             # the BDF in the path has colons, so split on "/power:" rather than the first colon
             m = re.match(r"^/proc/driver/nvidia/gpus/([^/]+)/power:\s*Runtime D3 status:\s*(.*)$", line)

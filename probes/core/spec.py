@@ -100,3 +100,15 @@ def record_problem(record: CommandRecord | None) -> str | None:
         first = (record.stderr.strip() or record.stdout.strip()).splitlines()[:1]
         return f"exit {record.exit_status}" + (f": {first[0][:160]}" if first else "")
     return None
+
+
+def usable_stdout(outputs: Outputs, command_id: str, problems: dict[str, str]) -> str | None:
+    """stdout of a command when it is usable; otherwise None, noting why in `problems` (absent = not run)."""
+    rec = outputs.get(command_id)
+    if rec is None:
+        return None
+    problem = record_problem(rec)
+    if problem:
+        problems[command_id] = problem
+        return None
+    return rec.stdout
