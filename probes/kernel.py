@@ -7,7 +7,9 @@ from collections.abc import Iterator
 
 from pydantic import BaseModel
 
+from probes.core.errors import ParseError
 from probes.core.models import CommandRecord, Finding, Role
+from probes.core.parsers.engine import ENGINE_STATUS_SHELL, parse_engine_status
 from probes.core.parsers.system import (
     cmdline_value,
     parse_bracketed_choice,
@@ -54,6 +56,8 @@ class KernelFacts(BaseModel, frozen=True):
     clocksource: str | None = None
     swap_devices: int | None = None
     """Active swap areas (lines of /proc/swaps after the header)."""
+    engine_swap_kb: dict[str, int] | None = None
+    """"pid <n> <cmd>" -> VmSwap kB of each engine process; None = not read, {} = no engine running."""
     uvm_disable_hmm: str | None = None
     """"Y"/"N"; None when the nvidia_uvm module (or the parameter) is absent."""
     tuned_profile: str | None = None
@@ -81,6 +85,8 @@ COMMANDS = (
     Command("thp_defrag", "cat /sys/kernel/mm/transparent_hugepage/defrag"),
     Command("clocksource", "cat /sys/devices/system/clocksource/clocksource0/current_clocksource"),
     Command("proc_swaps", "cat /proc/swaps"),
+    Command("engine_proc_status", ENGINE_STATUS_SHELL, on=ON_BOTH, timeout_s=60,
+            description="engine processes: allowed CPUs/memory nodes, RSS/swap, resident kB per NUMA node (numa_maps)"),
     Command("uvm_disable_hmm", "cat /sys/module/nvidia_uvm/parameters/uvm_disable_hmm"),
     Command("tuned_active", "tuned-adm active"),
     Command("cpu_vulnerabilities", "grep -H . /sys/devices/system/cpu/vulnerabilities/*"),
@@ -155,6 +161,12 @@ def extract(outputs: Outputs, role: Role) -> KernelFacts:
         data["clocksource"] = first_line(t) or None
     if (t := text("proc_swaps")) is not None:
         data["swap_devices"] = len([ln for ln in t.splitlines()[1:] if ln.strip()])
+    if (t := text("engine_proc_status")) is not None:
+        try:
+            data["engine_swap_kb"] = {f"pid {p.pid} {p.cmd.split(' ')[0] if p.cmd else ''}".strip(): p.swap_kb
+                                      for p in parse_engine_status(t).procs if p.swap_kb is not None}
+        except ParseError as exc:
+            problems["engine_proc_status"] = str(exc)
     if (t := text("uvm_disable_hmm")) is not None:
         data["uvm_disable_hmm"] = first_line(t) or None
     if (t := text("tuned_active")) is not None:
@@ -330,14 +342,28 @@ def judge_thp(f: KernelFacts) -> Finding:
 
 
 def judge_swap(f: KernelFacts) -> Finding:
-    ev: list[tuple[Role, str]] = [("host", "proc_swaps")]
+    ev: list[tuple[Role, str]] = [("host", "proc_swaps"), ("host", "engine_proc_status")]
     if f.swap_devices is None:
         return _mk("swap", "unknown", "Swap configuration could not be read", observed=_why_missing(f, "proc_swaps"), evidence=ev)
     if f.swap_devices == 0:
         return _mk("swap", "ok", "No swap configured", observed="no active swap areas", evidence=ev)
-    return _mk("swap", "info", "Swap is configured", observed=f"{f.swap_devices} active swap area(s); per-process use not read",
-               why="A swapped-out scheduler or tokeniser page turns into millisecond stalls between decode steps.",
-               fix="Check VmSwap of the engine processes; lower vm.swappiness if they swap.", evidence=ev)
+    why = "A swapped-out scheduler or tokeniser page turns into millisecond stalls between decode steps."
+    if f.engine_swap_kb is None:
+        return _mk("swap", "info", "Swap is configured", observed=f"{f.swap_devices} active swap area(s); engine VmSwap not read "
+                   f"({_why_missing(f, 'engine_proc_status')})", why=why,
+                   fix="Check VmSwap of the engine processes; lower vm.swappiness if they swap.", evidence=ev)
+    swapped = {k: v for k, v in f.engine_swap_kb.items() if v > 0}
+    if swapped:
+        return _mk("swap", "warning", f"{len(swapped)} engine process(es) have pages in swap",
+                   observed=f"{f.swap_devices} active swap area(s); VmSwap " + ", ".join(f"{k}: {v // 1024} MiB" if v >= 1024
+                                                                                         else f"{k}: {v} kB" for k, v in list(swapped.items())[:4]),
+                   expected="VmSwap 0 kB for every engine process", why=why,
+                   fix="Lower vm.swappiness (e.g. 1-10), give the host/container more memory headroom, or disable swap on the GPU server.",
+                   evidence=ev)
+    engines = f"{len(f.engine_swap_kb)} engine process(es) with VmSwap 0 kB" if f.engine_swap_kb else "no engine process running"
+    return _mk("swap", "info", "Swap is configured but the engine does not use it",
+               observed=f"{f.swap_devices} active swap area(s); {engines}", why=why,
+               fix="Keep an eye on VmSwap of the engine processes; lower vm.swappiness if they start to swap.", evidence=ev)
 
 
 def judge_clocksource(f: KernelFacts) -> Finding:

@@ -14,7 +14,15 @@ from pydantic import BaseModel
 
 from probes.core.errors import ParseError
 from probes.core.models import Finding, Role
-from probes.core.parsers.engine import ENGINE_PROCS_SHELL, engine_env, main_engine, parse_engine_procs
+from probes.core.parsers.engine import (
+    ENGINE_LOGS_SHELL,
+    ENGINE_PROCS_SHELL,
+    engine_env,
+    main_engine,
+    parse_engine_logs,
+    parse_engine_procs,
+    parse_nccl_channels,
+)
 from probes.core.parsers.nccl_tests import human_size, parse_all_reduce_perf
 from probes.core.parsers.pyenv import PYENV_SHELL, parse_pyenv_json
 from probes.core.spec import Command, FactsByTarget, Outputs, Probe, finding, record_problem
@@ -51,6 +59,9 @@ COMMANDS = (
             description="system libnccl copies"),
     Command("pyenv", PYENV_SHELL, on=_BOTH, timeout_s=60,
             description="the engine's Python: torch build, arch list, bundled NCCL (no CUDA context created)"),
+    Command("engine_logs", ENGINE_LOGS_SHELL, on=_BOTH, timeout_s=60,
+            description="the engine's log (its stdout file or its systemd unit's journal): NCCL INFO transport lines, "
+                        "throughput lines"),
     Command("nccl_all_reduce_perf", ALL_REDUCE_SHELL, timeout_s=180, active=True,
             description="ACTIVE, load-generating: nccl-tests all_reduce_perf 8 B..256 MiB over all GPUs "
                         "(skipped when any GPU has under 4 GiB free)"),
@@ -87,6 +98,11 @@ class NcclFacts(BaseModel, frozen=True):
     allreduce_gpus: int | None = None
     allreduce_peak: float | None = None
     allreduce_note: str | None = None
+    log_sources: list[str] | None = None
+    """Where each engine API server's log was read ("journal sglang.service", "file /var/log/x", "none (pipe:[1])");
+    None = not read, [] = no engine running."""
+    nccl_channels: list[tuple[int, int, str]] = []
+    """(src device, dst device, transport "P2P"/"SHM"/"NET"/...) from NCCL_DEBUG=INFO lines."""
     problems: dict[str, str] = {}
 
 
@@ -228,6 +244,14 @@ def extract(outputs: Outputs, role: Role) -> NcclFacts:
         if procs:
             f.update(engine_env=env, engine_env_readable=readable,
                      engine_nccl_libs=sorted({lib for p in procs for lib in p.nccl_libs}))
+    if (t := _ok(outputs, "engine_logs", problems)) is not None:
+        try:
+            logs = parse_engine_logs(t)
+            f["log_sources"] = [f"{lg.source} {lg.where}".strip() if lg.source != "none" else f"none ({lg.stdout or 'stdout unreadable'})"
+                                for lg in logs]
+            f["nccl_channels"] = sorted({(c.src_dev, c.dst_dev, c.transport) for lg in logs for c in parse_nccl_channels(lg.nccl_lines)})
+        except ParseError as exc:
+            problems["engine_logs"] = f"unreadable: {exc}"
     if (t := _ok(outputs, "ldconfig_nccl", problems)) is not None:
         f["system_nccl"] = parse_ldconfig_nccl(t)
     if (t := _ok(outputs, "pyenv", problems)) is not None:
@@ -345,6 +369,7 @@ def judge(facts: FactsByTarget) -> Iterator[Finding]:
     yield from _amd_dual_socket(facts)
     yield from _iommu_acs_gate(facts)
     yield from _env_vs_topology(facts)
+    yield from _transport_observed(facts)
     yield from _allreduce(facts)
 
 
@@ -626,6 +651,63 @@ def _env_vs_topology(facts: FactsByTarget) -> Iterator[Finding]:
                       targets=["host", "container"],
                       observed=f"NCCL_P2P_DISABLE={env.get('NCCL_P2P_DISABLE', 'unset')}, NCCL_P2P_LEVEL={env.get('NCCL_P2P_LEVEL', 'unset')}; "
                                f"host P2P {'all OK' if p2p_ok else 'not all OK/unknown'}; gate {gate}", evidence=ev)
+
+
+def _transport_observed(facts: FactsByTarget) -> Iterator[Finding]:
+    """`nccl.transport_observed`: the transports NCCL logged (NCCL_DEBUG=INFO) vs the P2P the driver reports."""
+    roles = [r for r in ("container", "host") if r in facts]
+    ev = [(r, "engine_logs") for r in roles] + [(r, "engine_procs") for r in roles] + [("host", "smi_topo_p2p_r")]
+    role = next((r for r in roles if facts[r].nccl_channels), None) or \
+        next((r for r in roles if facts[r].log_sources), None)
+    if role is None:
+        if all(facts[r].log_sources is None for r in roles):
+            why = "; ".join(f"{r}: {facts[r].problems.get('engine_logs', 'not collected')}" for r in roles)
+            yield finding(PROBE_ID, "transport_observed", "unknown", "NCCL transport: engine log not read", targets=roles or ["host"],
+                          observed=why, evidence=ev)
+        else:
+            yield finding(PROBE_ID, "transport_observed", "ok", "NCCL transport: no serving engine found", targets=roles,
+                          observed="not applicable: no SGLang/vLLM/TGI API server found", evidence=ev)
+        return
+    f = facts[role]
+    hint = "set NCCL_DEBUG=INFO in the engine's environment and restart it to see the transport, or run nccl-tests (--active)"
+    if not f.nccl_channels:
+        _er, eng = _engine(facts)
+        debug = (eng.engine_env.get("NCCL_DEBUG", "unset") if eng and eng.engine_env_readable else "unknown")
+        logs = ", ".join(f.log_sources or [])
+        if all(src.startswith("none") for src in f.log_sources or []):
+            obs = f"engine stdout is not a file or a systemd unit's journal: {logs}; NCCL_DEBUG={debug}"
+        elif debug.upper() not in ("INFO", "TRACE"):
+            obs = (f"no NCCL channel lines in {logs}: NCCL_DEBUG={debug}, so NCCL does not log its transport; "
+                   "set NCCL_DEBUG=INFO and restart to see the transport")
+        else:
+            obs = f"NCCL_DEBUG={debug} but no channel lines in {logs} (log rotated, or NCCL not initialised yet)"
+        yield finding(PROBE_ID, "transport_observed", "unknown", "NCCL transport not visible in the engine log", targets=[role],
+                      observed=obs, expected="NCCL INFO 'Channel .. via P2P/..' lines", fix=hint[0].upper() + hint[1:] + ".",
+                      why="Only NCCL's own log says which transport it picked; the driver's P2P matrix only says what is possible.",
+                      evidence=ev)
+        return
+    host = facts.get("host")
+    p2p = host.p2p_read if host is not None else {}
+    counts = Counter(t for _s, _d, t in f.nccl_channels)
+    summary = ", ".join(f"{t} {n}" for t, n in counts.most_common())
+    vetoed = [f"GPU{a}->GPU{b} via {t}" for a, b, t in f.nccl_channels
+              if t != "P2P" and p2p.get(f"{min(a, b)}-{max(a, b)}") == "OK"]
+    why = ("NCCL uses P2P only when both its topology cutoff (NCCL_P2P_LEVEL) and NVML's P2P status allow it; SHM/NET "
+           "between P2P-capable GPUs means something vetoed it and every hop is staged through host memory.")
+    if vetoed:
+        yield finding(PROBE_ID, "transport_observed", "warning", "NCCL uses SHM/NET between GPUs the driver reports P2P-capable",
+                      targets=[role] + (["host"] if role != "host" else []),
+                      observed=f"{'; '.join(vetoed[:4])}{f' (+{len(vetoed) - 4} more)' if len(vetoed) > 4 else ''}; channels: {summary}",
+                      expected="via P2P/... between pairs that nvidia-smi topo -p2p r reports OK", why=why,
+                      fix="Look for NCCL_P2P_DISABLE / NCCL_P2P_LEVEL in the engine's environment and for IOMMU/ACS blockers "
+                          "(nccl.iommu_acs_gate); confirm with nccl-tests (--active).", evidence=ev)
+    elif counts.keys() - {"P2P"}:
+        yield finding(PROBE_ID, "transport_observed", "info", "NCCL uses non-P2P transports (P2P capability not confirmed)",
+                      targets=[role], observed=f"channels: {summary}; driver P2P matrix {'read' if p2p else 'not read'}",
+                      why=why, evidence=ev)
+    else:
+        yield finding(PROBE_ID, "transport_observed", "ok", "NCCL connects the GPUs via P2P", targets=[role],
+                      observed=f"channels: {summary} ({len(f.nccl_channels)} distinct GPU pairs/transports)", evidence=ev)
 
 
 def _allreduce(facts: FactsByTarget) -> Iterator[Finding]:

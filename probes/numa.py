@@ -8,6 +8,7 @@ from pydantic import BaseModel
 
 from probes.core.errors import ParseError
 from probes.core.models import Finding, Role
+from probes.core.parsers.engine import ENGINE_STATUS_SHELL, parse_engine_status
 from probes.core.parsers.nvidia_smi import detect_smi_error, parse_query_gpu_csv
 from probes.core.parsers.system import (
     normalize_bdf,
@@ -38,6 +39,18 @@ class GpuInfo(BaseModel, frozen=True):
     local_cpus: list[int] = []
 
 
+class EngineWorker(BaseModel, frozen=True):
+    """One engine process from `engine_proc_status`: where it may run and where its memory lives."""
+
+    pid: int
+    cmd: str = ""
+    rank: int | None = None
+    gpu_uuid: str | None = None
+    """From nvidia-smi compute apps (host PIDs only)."""
+    cpus: list[int] | None = None
+    numa_kb: dict[int, int] | None = None
+
+
 class NumaFacts(BaseModel, frozen=True):
     nodes: list[NodeInfo] | None = None
     distances: dict[int, dict[int, int]] = {}
@@ -48,6 +61,8 @@ class NumaFacts(BaseModel, frozen=True):
     cpuset_cpus: list[int] | None = None
     cpuset_mems: list[int] | None = None
     cpuset_source: str | None = None
+    engine_workers: list[EngineWorker] | None = None
+    """Engine processes (None = not read; [] = no engine running)."""
     problems: dict[str, str] = {}
 
 
@@ -62,6 +77,8 @@ COMMANDS = (
     Command("smi_gpu_ids", SMI_GPU_IDS, on=ON_BOTH),
     Command("cgroup_limits", CGROUP_FILES, on=frozenset({"container"})),
     Command("status_allowed", "grep -E '^(Cpus|Mems)_allowed_list' /proc/self/status", on=frozenset({"container"})),
+    Command("engine_proc_status", ENGINE_STATUS_SHELL, on=ON_BOTH, timeout_s=60,
+            description="engine processes: allowed CPUs/memory nodes, RSS/swap, resident kB per NUMA node (numa_maps)"),
 )
 
 
@@ -136,6 +153,14 @@ def extract(outputs: Outputs, role: Role) -> NumaFacts:
             data.update(cpuset_cpus=list(cpus), cpuset_source="/proc/self/status Cpus_allowed_list")
         if "cpuset_mems" not in data and mems is not None:
             data["cpuset_mems"] = list(mems)
+    if (t := text("engine_proc_status")) is not None:
+        try:
+            rep = parse_engine_status(t)
+            data["engine_workers"] = [EngineWorker(pid=p.pid, cmd=p.cmd, rank=p.rank, gpu_uuid=rep.apps.get(p.pid),
+                                                   cpus=list(p.cpus) if p.cpus is not None else None, numa_kb=p.numa_kb)
+                                      for p in rep.procs]
+        except ParseError as exc:
+            problems["engine_proc_status"] = str(exc)
     return NumaFacts(problems=problems, **data)  # type: ignore[arg-type]
 
 
@@ -343,6 +368,157 @@ def judge_mems_vs_gpu(facts: FactsByTarget) -> Finding:
     return _mk("mems_vs_gpu", "ok", "Container memory nodes include its GPUs' nodes", targets=targets, observed=obs, evidence=ev)
 
 
+# --------------------------------------------------------------------------- engine workers (PROBES.md §8)
+
+REMOTE_LIMIT = 0.25
+"""A worker with more than this share of its resident memory off its GPU's node is flagged."""
+
+
+class _Worker(BaseModel, frozen=True):
+    w: EngineWorker
+    label: str
+    node: int | None = None
+    local: list[int] = []
+
+
+def _workers(facts: FactsByTarget) -> tuple[Role | None, list[_Worker]]:
+    """Engine workers with their GPU's node: host PIDs mapped by nvidia-smi first (exact), else the
+    container's ranks (TP<n> -> the container's GPU n, assuming CUDA_VISIBLE_DEVICES keeps the order)."""
+    host: NumaFacts = facts["host"]
+    nodes = gpu_nodes(host)
+    node_cpus = {n.id: n.cpus for n in host.nodes or []}
+
+    def resolve(bdf: str | None, w: EngineWorker, role: Role) -> _Worker:
+        node = nodes.get(bdf) if bdf else None
+        g = next((g for g in host.gpus or [] if g.bus_id == bdf), None)
+        local = (g.local_cpus if g and g.local_cpus else node_cpus.get(node, [])) if node is not None and node >= 0 else []
+        name = f"TP{w.rank}" if w.rank is not None else (w.cmd.split()[0] if w.cmd else "process")
+        gpu = _gpu_label(host, bdf) if bdf else "GPU unknown"
+        return _Worker(w=w, label=f"{role} pid {w.pid} {name} ({gpu}{f', node {node}' if node is not None else ''})",
+                       node=node if node is not None and node >= 0 else None, local=local)
+
+    by_uuid = {g.uuid: g.bus_id for g in host.gpus or [] if g.uuid}
+    hw = [w for w in host.engine_workers or [] if w.gpu_uuid]
+    if hw:
+        return "host", [resolve(by_uuid.get(w.gpu_uuid or ""), w, "host") for w in hw]
+    for role in ("container", "host"):
+        f: NumaFacts | None = facts.get(role)
+        if f is None or not f.engine_workers:
+            continue
+        gpus = f.gpus if f.gpus else host.gpus or []
+        ranked = [w for w in f.engine_workers if w.rank is not None]
+        if ranked:
+            by_idx = {g.index: g.bus_id for g in gpus if g.index is not None}
+            return role, [resolve(by_idx.get(w.rank), w, role) for w in ranked]  # type: ignore[arg-type]
+        return role, [resolve(None, w, role) for w in f.engine_workers]  # type: ignore[arg-type]
+    return None, []
+
+
+def _engine_unread(facts: FactsByTarget) -> str | None:
+    """Why no target's engine process list is usable, else None."""
+    if any(f.engine_workers is not None for f in facts.values()):
+        return None
+    return "; ".join(f"{r}: {f.problems.get('engine_proc_status', 'not collected')}" for r, f in facts.items())
+
+
+def judge_worker_binding(facts: FactsByTarget) -> Finding:
+    host: NumaFacts = facts["host"]
+    roles = tuple(r for r in ("host", "container") if r in facts)
+    ev: list[tuple[Role, str]] = [(r, "engine_proc_status") for r in roles] + [("host", "pci_nvidia_numa"), ("host", "numactl_h")]
+    if host.nodes is None:
+        return _mk("worker_binding", "unknown", "Host NUMA layout not read", targets=roles, observed=_why(host, "numactl_h", "node_cpulists"), evidence=ev)
+    if len(host.nodes) <= 1:
+        return _mk("worker_binding", "ok", "Engine worker binding: not applicable", targets=roles,
+                   observed="not applicable: single NUMA node host", evidence=ev)
+    if (why := _engine_unread(facts)) is not None:
+        return _mk("worker_binding", "unknown", "Engine processes could not be listed", targets=roles, observed=why, evidence=ev)
+    role, workers = _workers(facts)
+    if not workers:
+        return _mk("worker_binding", "ok", "Engine worker binding: no serving engine found", targets=roles,
+                   observed="not applicable: no SGLang/vLLM/TGI process found", evidence=ev)
+    node_cpus = {n.id: set(n.cpus) for n in host.nodes}
+    away, unpinned, near, unread = [], [], [], []
+    for x in workers:
+        if x.w.cpus is None:
+            unread.append(x.label)
+            continue
+        allowed = set(x.w.cpus)
+        spans = sorted(n for n, c in node_cpus.items() if c & allowed)
+        desc = f"{x.label}: CPUs {ranges(x.w.cpus)}"
+        if x.local and not allowed & set(x.local):
+            away.append(f"{desc}, GPU-local CPUs {ranges(x.local)}")
+        elif len(spans) > 1:
+            unpinned.append(f"{desc} (nodes {ranges(spans)})")
+        else:
+            near.append(desc)
+    targets: tuple[Role, ...] = (role, "host") if role == "container" else ("host",)  # type: ignore[assignment]
+    why = ("Ranks that run on another socket than their GPU launch kernels and stage every host-device copy across "
+           "the socket link; vLLM added --numa-bind for this and a prototype measured ~1.5x with the right mapping "
+           "(GB200, CPU-offload run).")
+    fix = ("Use the engine's NUMA binding (SGLang --numa-node, vLLM --numa-bind), numactl --cpunodebind=N --membind=N "
+           "per rank, or a container cpuset aligned with the GPUs' nodes.")
+    if away:
+        return _mk("worker_binding", "warning", f"{len(away)} engine worker(s) pinned away from their GPU", targets=targets,
+                   observed="; ".join(away[:4]) + (f" (+{len(away) - 4} more)" if len(away) > 4 else ""),
+                   expected="each rank's allowed CPUs on its GPU's NUMA node", why=why, fix=fix, evidence=ev)
+    if unpinned:
+        obs = "; ".join(unpinned[:3]) + (f" (+{len(unpinned) - 3} more)" if len(unpinned) > 3 else "")
+        return _mk("worker_binding", "warning", f"{len(unpinned)} engine worker(s) not pinned to their GPU's node", targets=targets,
+                   observed=obs,
+                   expected="each rank bound to the CPUs of its GPU's node on a multi-node host", why=why, fix=fix, evidence=ev)
+    if not near:
+        return _mk("worker_binding", "unknown", "Engine worker affinity not readable", targets=targets,
+                   observed="; ".join(unread[:4]), evidence=ev)
+    return _mk("worker_binding", "ok", "Engine workers pinned near their GPUs", targets=targets,
+               observed="; ".join(near[:4]) + (f" (+{len(near) - 4} more)" if len(near) > 4 else "")
+               + (f"; unreadable: {len(unread)}" if unread else ""), evidence=ev)
+
+
+def judge_memory_placement(facts: FactsByTarget) -> Finding:
+    host: NumaFacts = facts["host"]
+    roles = tuple(r for r in ("host", "container") if r in facts)
+    ev: list[tuple[Role, str]] = [(r, "engine_proc_status") for r in roles] + [("host", "pci_nvidia_numa")]
+    if host.nodes is None:
+        return _mk("memory_placement", "unknown", "Host NUMA layout not read", targets=roles, observed=_why(host, "numactl_h", "node_cpulists"), evidence=ev)
+    if len(host.nodes) <= 1:
+        return _mk("memory_placement", "ok", "Engine memory placement: not applicable", targets=roles,
+                   observed="not applicable: single NUMA node host", evidence=ev)
+    if (why := _engine_unread(facts)) is not None:
+        return _mk("memory_placement", "unknown", "Engine processes could not be listed", targets=roles, observed=why, evidence=ev)
+    role, workers = _workers(facts)
+    if not workers:
+        return _mk("memory_placement", "ok", "Engine memory placement: no serving engine found", targets=roles,
+                   observed="not applicable: no SGLang/vLLM/TGI process found", evidence=ev)
+    targets: tuple[Role, ...] = (role, "host") if role == "container" else ("host",)  # type: ignore[assignment]
+    mapped = [x for x in workers if x.node is not None]
+    if not mapped:
+        return _mk("memory_placement", "unknown", "GPU of each engine worker unknown", targets=targets,
+                   observed="no worker could be tied to a GPU (no nvidia-smi PID mapping, no TP rank in the process title)",
+                   evidence=ev)
+    readable = [x for x in mapped if x.w.numa_kb]
+    if not readable:
+        return _mk("memory_placement", "unknown", "Engine memory placement not readable", targets=targets,
+                   observed="/proc/<pid>/numa_maps unreadable (needs root or the engine's uid)",
+                   fix="Run the audit as root (or --sudo).", evidence=ev)
+    bad, good = [], []
+    for x in readable:
+        kb = x.w.numa_kb or {}
+        total = sum(kb.values())
+        remote = sum(v for n, v in kb.items() if n != x.node) / total if total else 0.0
+        desc = f"{x.label}: {100 * remote:.0f}% of {total // 1024} MiB off node {x.node}"
+        (bad if remote > REMOTE_LIMIT else good).append(desc)
+    if bad:
+        return _mk("memory_placement", "warning", f"{len(bad)} engine worker(s) have > 25% of their memory off their GPU's node", targets=targets,
+                   observed="; ".join(bad[:4]) + (f" (+{len(bad) - 4} more)" if len(bad) > 4 else ""),
+                   expected="<= 25% of each worker's resident memory on nodes other than its GPU's",
+                   why="Pinned staging buffers and the CPU-side KV/offload pool on a remote node make every host-device "
+                       "copy cross the socket interconnect.",
+                   fix="Bind each rank's memory to its GPU's node (numactl --membind, engine NUMA binding) and restart the engine.",
+                   evidence=ev)
+    return _mk("memory_placement", "ok", "Engine memory on its GPUs' nodes", targets=targets,
+               observed="; ".join(good[:4]) + (f" (+{len(good) - 4} more)" if len(good) > 4 else ""), evidence=ev)
+
+
 def judge(facts: FactsByTarget) -> Iterator[Finding]:
     host: NumaFacts | None = facts.get("host")
     if host is None:
@@ -353,6 +529,8 @@ def judge(facts: FactsByTarget) -> Iterator[Finding]:
     yield judge_tp_group_span(host)
     yield judge_cpuset_vs_gpu(facts)
     yield judge_mems_vs_gpu(facts)
+    yield judge_worker_binding(facts)
+    yield judge_memory_placement(facts)
 
 
 def summarize(facts: FactsByTarget) -> str:

@@ -13,13 +13,31 @@ from pydantic import BaseModel
 
 from probes.core.errors import ParseError
 from probes.core.models import Finding, Role
-from probes.core.parsers.engine import ENGINE_PROCS_SHELL, engine_env, main_engine, parse_engine_procs
+from probes.core.parsers.engine import (
+    ENGINE_LOGS_SHELL,
+    ENGINE_PROCS_SHELL,
+    ENGINE_STATUS_SHELL,
+    engine_env,
+    main_engine,
+    parse_engine_logs,
+    parse_engine_procs,
+    parse_engine_status,
+    parse_throughput_lines,
+)
 from probes.core.parsers.pyenv import PYENV_SHELL, arch_sms, cuda_major_minor, parse_pyenv_json
 from probes.core.spec import Command, FactsByTarget, Outputs, Probe, finding, record_problem
 
 PROBE_ID = "python"
 _BOTH = frozenset({"host", "container"})
 SMI_GPU_CC = "nvidia-smi --query-gpu=index,name,compute_cap,driver_version --format=csv,noheader"
+# Persistent JIT/compile caches of the audit user (the engine usually runs as root in its container):
+# file-system type (tmpfs = lost on restart), writability and top-level entries (FlashInfer keys by version/arch).
+JIT_CACHE_SHELL = (
+    "for d in \"$HOME/.cache/flashinfer\" \"$HOME/.triton/cache\" \"$HOME/.cache/vllm\" \"$HOME/.cache/sglang\" "
+    "\"$HOME/.cache/deep_gemm\" \"/tmp/torchinductor_$(id -un)\"; do [ -d \"$d\" ] || continue; echo \"@@dir $d\"; "
+    "echo \"@@fs $(stat -f -c %T \"$d\" 2>/dev/null)\"; [ -w \"$d\" ] && echo '@@writable'; ls -1 \"$d\" 2>/dev/null | head -n 12; done; "
+    "echo '@@done'"
+)
 
 COMMANDS = (
     Command("smi_gpu_cc", SMI_GPU_CC, on=_BOTH, description="GPU names, compute capability, driver version"),
@@ -27,6 +45,12 @@ COMMANDS = (
             description="the engine's Python: torch build, arch list, bundled NCCL (no CUDA context created)"),
     Command("engine_procs", ENGINE_PROCS_SHELL, on=_BOTH,
             description="serving engine processes: command line, NCCL/CUDA environment, mapped libnccl"),
+    Command("engine_proc_status", ENGINE_STATUS_SHELL, on=_BOTH, timeout_s=60,
+            description="engine processes: allowed CPUs/memory nodes, RSS/swap, resident kB per NUMA node (numa_maps)"),
+    Command("engine_logs", ENGINE_LOGS_SHELL, on=_BOTH, timeout_s=60,
+            description="the engine's log (its stdout file or its systemd unit's journal): NCCL INFO transport lines, "
+                        "throughput lines"),
+    Command("jit_cache_dirs", JIT_CACHE_SHELL, on=_BOTH, description="JIT/compile cache folders: file system, writable, entries"),
 )
 
 # Newest CUDA each driver branch supports (nvidia-smi's "CUDA Version"; CUDA release notes, table 3).
@@ -35,6 +59,42 @@ _DRIVER_CUDA = ((590, (13, 1)), (580, (13, 0)), (575, (12, 9)), (570, (12, 8)), 
                 (520, (11, 8)), (515, (11, 7)), (510, (11, 6)), (470, (11, 4)))
 # Attention backends with no sm_120 kernels (Hopper/datacenter-Blackwell only).
 _NO_SM120_BACKENDS = {"fa3", "flashmla", "cutlass_mla", "trtllm_mla", "trtllm_mha", "flash_attn_3", "fa4"}
+
+
+class JitDir(BaseModel, frozen=True):
+    path: str
+    fs: str | None = None
+    writable: bool = False
+    entries: list[str] = []
+
+
+def parse_jit_dirs(text: str) -> list[JitDir]:
+    """Output of `JIT_CACHE_SHELL` -> existing cache folders (illustrative sample):
+
+        @@dir /root/.cache/flashinfer
+        @@fs zfs
+        @@writable
+        0.5.3
+        @@done
+    """
+    out: list[JitDir] = []
+    cur: dict | None = None
+    for ln in text.splitlines():
+        if ln.startswith("@@dir "):
+            if cur:
+                out.append(JitDir(**cur))
+            cur = {"path": ln[6:].strip(), "entries": []}
+        elif cur is None or ln == "@@done":
+            continue
+        elif ln.startswith("@@fs"):
+            cur["fs"] = ln[4:].strip() or None
+        elif ln == "@@writable":
+            cur["writable"] = True
+        elif ln.strip():
+            cur["entries"].append(ln.strip())
+    if cur:
+        out.append(JitDir(**cur))
+    return out
 
 
 class PythonFacts(BaseModel, frozen=True):
@@ -62,6 +122,13 @@ class PythonFacts(BaseModel, frozen=True):
     engine_env: dict[str, str] = {}
     engine_env_readable: bool | None = None
     engine_procs: int = 0
+    proc_threads: list[tuple[str, int, int | None]] | None = None
+    """(process title, Threads, allowed CPU count) per engine process; None = not read."""
+    cpus_online: int | None = None
+    log_sources: list[str] | None = None
+    throughput: list[tuple[float, int | None]] = []
+    """(tok/s, running requests) from the engine's log, oldest first."""
+    jit_dirs: list[JitDir] | None = None
     problems: dict[str, str] = {}
 
 
@@ -124,7 +191,30 @@ def extract(outputs: Outputs, role: Role) -> PythonFacts:
                      cuda_graphs_disabled=cfg.cuda_graphs_disabled, graph_flag=cfg.graph_flag,
                      attention_backend=cfg.attention_backend, moe_backend=cfg.moe_backend, model=cfg.model,
                      quantization=cfg.quantization)
+    if (t := _text(outputs, "engine_proc_status", problems)) is not None:
+        try:
+            rep = parse_engine_status(t)
+            f["proc_threads"] = [(p.cmd.split(" ")[0] if p.cmd else f"pid {p.pid}", p.threads or 0,
+                                  len(p.cpus) if p.cpus is not None else None) for p in rep.procs]
+            f["cpus_online"] = len(rep.online) if rep.online else None
+        except ParseError as exc:
+            problems["engine_proc_status"] = f"unreadable: {exc}"
+    if (t := _text(outputs, "engine_logs", problems)) is not None:
+        try:
+            logs = parse_engine_logs(t)
+            f["log_sources"] = [f"{lg.source} {lg.where}".strip() if lg.source != "none" else f"none ({lg.stdout or 'stdout unreadable'})"
+                                for lg in logs]
+            f["throughput"] = [(x.tok_s, x.running) for lg in logs for x in parse_throughput_lines(lg.throughput_lines)]
+        except ParseError as exc:
+            problems["engine_logs"] = f"unreadable: {exc}"
+    if (t := _text(outputs, "jit_cache_dirs", problems)) is not None:
+        f["jit_dirs"] = parse_jit_dirs(t)
     return PythonFacts(**f, problems=problems)
+
+
+def _text(outputs: Outputs, cid: str, problems: dict[str, str]) -> str | None:
+    rec = outputs.get(cid)
+    return rec.stdout if rec is not None and cid not in problems else None
 
 
 # --------------------------------------------------------------------------- judge helpers
@@ -182,6 +272,9 @@ def judge(facts: FactsByTarget) -> Iterator[Finding]:
     yield from _dangerous_env(facts)
     yield from _attention(facts)
     yield from _runtime_vs_driver(facts)
+    yield from _engine_threads(facts)
+    yield from _jit_caches(facts)
+    yield from _measured_throughput(facts)
 
 
 def _torch_arch(facts: FactsByTarget) -> Iterator[Finding]:
@@ -448,6 +541,116 @@ def _runtime_vs_driver(facts: FactsByTarget) -> Iterator[Finding]:
     else:
         yield finding(PROBE_ID, "cuda_runtime_vs_driver", "ok", "CUDA runtime supported by the driver", targets=targets,
                       observed=obs, evidence=ev)
+
+
+def _engine_threads(facts: FactsByTarget) -> Iterator[Finding]:
+    """`python.engine_threads`: thread pools sized to the machine while the engine may use only a few CPUs."""
+    role, e = _engine(facts)
+    if e is None or role is None:
+        yield _no_engine(facts, "engine_threads", "Engine threads")
+        return
+    ev = [(role, "engine_proc_status"), (role, "engine_procs")]
+    if e.proc_threads is None:
+        yield finding(PROBE_ID, "engine_threads", "unknown", "Engine thread counts not read", targets=[role],
+                      observed=e.problems.get("engine_proc_status", "not collected"), evidence=ev)
+        return
+    known = [(n, t, c) for n, t, c in e.proc_threads if c]
+    if not known or not e.cpus_online:
+        yield finding(PROBE_ID, "engine_threads", "unknown", "Engine CPU affinity not read", targets=[role],
+                      observed=f"{len(e.proc_threads)} engine process(es); allowed CPUs or online CPUs unreadable", evidence=ev)
+        return
+    allowed = min(c for _n, _t, c in known)
+    busiest = max(known, key=lambda x: x[1])
+    omp = e.engine_env.get("OMP_NUM_THREADS") if e.engine_env_readable else None
+    ranks = max(1, len([n for n, _t, _c in known if re.search(r"TP\d+|Worker", n)]))
+    obs = (f"{len(known)} engine process(es), up to {busiest[1]} threads ({busiest[0]}); allowed {allowed} of "
+           f"{e.cpus_online} online CPUs; OMP_NUM_THREADS={omp or 'unset'}; {ranks} rank(s)")
+    why = ("OpenMP/torch pools sized to the whole machine inside a small cpuset oversubscribe the allowed CPUs: the "
+           "threads that launch GPU work wait for a CPU between steps.")
+    fix = "Set OMP_NUM_THREADS (e.g. allowed CPUs / ranks) in the engine's environment."
+    if omp and omp.isdigit() and int(omp) * ranks > allowed:
+        yield finding(PROBE_ID, "engine_threads", "warning", "OMP threads × ranks exceed the engine's CPUs", targets=[role],
+                      observed=obs, expected=f"OMP_NUM_THREADS × ranks ≤ {allowed}", why=why, fix=fix, evidence=ev)
+    elif not omp and allowed < e.cpus_online and busiest[1] > allowed:
+        yield finding(PROBE_ID, "engine_threads", "warning", "Engine threads sized to the host while its cpuset is small",
+                      targets=[role], observed=obs, expected=f"thread pools ≤ {allowed} allowed CPUs (OMP_NUM_THREADS set)",
+                      why=why, fix=fix, evidence=ev)
+    elif not omp and allowed >= e.cpus_online:
+        yield finding(PROBE_ID, "engine_threads", "info", "Engine may use every CPU (no small cpuset to oversubscribe)",
+                      targets=[role], observed=f"not applicable: cpuset is the whole machine; {obs}", evidence=ev)
+    else:
+        yield finding(PROBE_ID, "engine_threads", "ok", "Engine thread pools fit its CPUs", targets=[role], observed=obs, evidence=ev)
+
+
+def _jit_caches(facts: FactsByTarget) -> Iterator[Finding]:
+    """`python.jit_caches`: persistent, writable, and not carrying kernels of another FlashInfer build."""
+    role, rt = _runtime(facts)
+    assert rt is not None and role is not None
+    ev = [(role, "jit_cache_dirs"), (role, "pyenv")]
+    if rt.jit_dirs is None:
+        yield finding(PROBE_ID, "jit_caches", "unknown", "JIT caches not read", targets=[role],
+                      observed=rt.problems.get("jit_cache_dirs", "not collected"), evidence=ev)
+        return
+    if not rt.jit_dirs:
+        _er, e = _engine(facts)
+        yield finding(PROBE_ID, "jit_caches", "info" if e else "ok", "No JIT cache folders found", targets=[role],
+                      observed="no FlashInfer/Triton/vLLM/SGLang/DeepGEMM/inductor cache under the audit user's home"
+                               + ("" if e else "; not applicable: no serving engine found")
+                               + " (an engine running as another user, or with *_CACHE_DIR set, keeps them elsewhere)",
+                      why="Without a persisted cache every restart JIT-compiles again (slow restarts, not slow decode).",
+                      evidence=ev)
+        return
+    fi = rt.packages.get("flashinfer-python")
+    stale = []
+    for d in rt.jit_dirs:
+        if d.path.endswith("/flashinfer") and fi:
+            other = [x for x in d.entries if re.fullmatch(r"\d+\.\d+\.\d+\S*", x) and x != fi]
+            if other:
+                stale.append(f"{d.path} holds {', '.join(other[:3])} next to the installed {fi}")
+    volatile = [f"{d.path} on {d.fs}" for d in rt.jit_dirs if (d.fs or "") in ("tmpfs", "ramfs")]
+    readonly = [d.path for d in rt.jit_dirs if not d.writable]
+    listing = "; ".join(f"{d.path} ({d.fs or '?'}{', read-only' if not d.writable else ''}, {len(d.entries)} entries)" for d in rt.jit_dirs)
+    if stale:
+        yield finding(PROBE_ID, "jit_caches", "warning", "JIT cache carries kernels of another FlashInfer build", targets=[role],
+                      observed="; ".join(stale), expected="only the installed version's entries after an upgrade",
+                      why="Caches kept across an image upgrade can serve kernels built by the old version (community: wipe "
+                          "the JIT cache after upgrading).",
+                      fix="Stop the engine, delete the old version's cache folder, restart (first requests recompile).", evidence=ev)
+    elif volatile or readonly:
+        yield finding(PROBE_ID, "jit_caches", "info", "JIT caches not persistent" if volatile else "JIT cache folders read-only",
+                      targets=[role], observed="; ".join(volatile + [f"{r} not writable" for r in readonly]) + f" ({listing})",
+                      why="A cache on tmpfs or read-only is rebuilt on every start: slow restarts, not slow decode.",
+                      fix="Put the caches on a persisted volume (or set the engine's *_CACHE_DIR there).", evidence=ev)
+    else:
+        yield finding(PROBE_ID, "jit_caches", "ok", "JIT caches persistent", targets=[role], observed=listing, evidence=ev)
+
+
+def _measured_throughput(facts: FactsByTarget) -> Iterator[Finding]:
+    """`python.measured_throughput`: the engine's own decode figures (feeds the roofline, §13)."""
+    role, e = _engine(facts)
+    if e is None or role is None:
+        yield _no_engine(facts, "measured_throughput", "Measured throughput")
+        return
+    ev = [(role, "engine_logs")]
+    if e.log_sources is None:
+        yield finding(PROBE_ID, "measured_throughput", "unknown", "Engine log not read", targets=[role],
+                      observed=e.problems.get("engine_logs", "not collected"), evidence=ev)
+        return
+    if not e.throughput:
+        yield finding(PROBE_ID, "measured_throughput", "unknown", "No throughput figures in the engine log", targets=[role],
+                      observed=f"log: {', '.join(e.log_sources) or 'none found'}; no 'gen throughput' / 'Avg generation throughput' lines",
+                      fix="Keep the engine's log (a file or a systemd unit), or start SGLang with --enable-metrics / scrape vLLM's /metrics.",
+                      evidence=ev)
+        return
+    single = [t for t, r in e.throughput if r == 1]
+    peak = max(t for t, _r in e.throughput)
+    last_t, last_r = e.throughput[-1]
+    obs = (f"{len(e.throughput)} sample(s); last {last_t:.1f} tok/s at {last_r if last_r is not None else '?'} running request(s); "
+           f"peak {peak:.1f} tok/s" + (f"; single stream median {sorted(single)[len(single) // 2]:.1f} tok/s ({len(single)} samples)" if single else ""))
+    yield finding(PROBE_ID, "measured_throughput", "info", "Decode throughput the engine reports", targets=[role], observed=obs,
+                  expected="compare single-stream decode with the roofline (§13); aggregate tok/s grows with concurrency",
+                  why="The engine's decode-batch figures exclude prefill and queueing; wall-clock tok/s per request includes "
+                      "them (a '~9 tok/s' report was 30-35 tok/s decode).", evidence=ev)
 
 
 def summarize(facts: FactsByTarget) -> str:

@@ -170,7 +170,7 @@ async def test_end_to_end_case_study():
     by = {f.id: f.severity.value for f in r.findings}
     assert r.status == "done" and by["nccl.p2p_matrix"] == "ok" and by["nccl.iommu_acs_gate"] == "ok"
     assert by["nccl.amd_dual_socket_model"] == "info" and "critical" not in by.values()
-    assert len(by) == 8 and "P2P all OK" in r.summary
+    assert len(by) == 9 and "P2P all OK" in r.summary and by["nccl.transport_observed"] == "unknown"
     # --active against a recording without nccl-tests: the command reports "not installed" -> unknown, never ok
     r = await _run(CASE / "before", active=True)
     assert {f.id: f.severity.value for f in r.findings}["nccl.allreduce_bw"] == "unknown"

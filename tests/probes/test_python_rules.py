@@ -134,7 +134,7 @@ async def test_end_to_end_case_study_before():
     assert max(r.findings, key=lambda f: f.severity.rank).id == "python.cuda_graphs"
     assert by["python.torch_arch_support"].severity.value == "ok" and "sm_120" in by["python.torch_arch_support"].observed
     assert by["python.cuda_runtime_vs_driver"].targets == ["host", "container"]
-    assert "TP=8" in r.summary and len(by) == 7
+    assert "TP=8" in r.summary and len(by) == 10 and by["python.measured_throughput"].severity.value == "info"
 
 
 async def test_end_to_end_gpu_less(tmp_path: Path):

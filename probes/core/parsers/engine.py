@@ -22,6 +22,7 @@ import shlex
 from dataclasses import dataclass, field
 
 from probes.core.errors import ParseError
+from probes.core.parsing import cpu_list
 
 # Variables worth keeping from an engine's environment; everything else (and every secret) stays behind.
 ENV_KEEP = ("NCCL_", "CUDA_", "TORCH_", "PYTORCH_", "VLLM_", "SGLANG_", "SGL_", "FLASHINFER_", "OMP_", "NVIDIA_",
@@ -343,3 +344,255 @@ def require_sections(text: str) -> None:
     """Raise ParseError when `text` is not `ENGINE_PROCS_SHELL` output at all."""
     if text.strip() and "@@" not in text:
         raise ParseError(f"not engine discovery output: {text.strip()[:80]!r}")
+
+
+# ------------------------------------------------------------------ per-process status and NUMA placement
+
+# Same discovery as ENGINE_PROCS_SHELL (name match or nvidia-smi compute PID; our own shells carry "@@p"),
+# then per process: affinity, RSS/swap/thread count from /proc/<pid>/status and the resident kB per NUMA
+# node summed from /proc/<pid>/numa_maps (pages x kernelpagesize_kB). `@@apps` maps host PIDs to GPU UUIDs.
+# Read-only: /proc reads, awk sums (no ">" anywhere: the lint), echo.
+ENGINE_STATUS_SHELL = (
+    "apps=$(nvidia-smi --query-compute-apps=pid,gpu_uuid --format=csv,noheader 2>/dev/null | tr -d ' '); "
+    "echo '@@apps'; for a in $apps; do echo \"$a\"; done; echo \"@@online $(cat /sys/devices/system/cpu/online 2>/dev/null)\"; "
+    "n=0; for d in /proc/[0-9]*; do p=${d#/proc/}; "
+    "c=$(tr '\\0' ' ' < $d/cmdline 2>/dev/null); [ -n \"$c\" ] || continue; "
+    "case \"$c\" in *@@p*) continue;; esac; hit=; "
+    "case \"$c\" in *sglang*|*vllm*|*VLLM*|*text-generation-*) hit=1;; esac; "
+    "for a in $apps; do [ \"${a%%,*}\" = \"$p\" ] && hit=1; done; [ -n \"$hit\" ] || continue; "
+    "n=$((n+1)); [ $n -le 64 ] || break; "
+    "echo \"@@pid $p\"; echo \"@@cmd $(echo \"$c\" | cut -c1-160)\"; "
+    "grep -E '^(Cpus_allowed_list|Mems_allowed_list|VmRSS|VmSwap|Threads):' $d/status 2>/dev/null; echo '@@numa'; "
+    "awk '{k=4; for(i=2;i<=NF;i++) if ($i ~ /^kernelpagesize_kB=/) {split($i,b,\"=\"); k=b[2]} "
+    "for(i=2;i<=NF;i++) if ($i ~ /^N[0-9]+=/) {split($i,a,\"=\"); s[a[1]]+=a[2]*k}} END{for(x in s) print x, s[x]}' "
+    "$d/numa_maps 2>/dev/null || echo '@@numa-unreadable'; echo '@@end'; done; [ $n -gt 0 ] || echo '@@none'"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ProcStatus:
+    """One engine process: affinity, memory and where its resident pages live."""
+
+    pid: int
+    cmd: str = ""
+    cpus: tuple[int, ...] | None = None
+    mems: tuple[int, ...] | None = None
+    rss_kb: int | None = None
+    swap_kb: int | None = None
+    threads: int | None = None
+    numa_kb: dict[int, int] | None = None
+    """NUMA node -> resident kB (from numa_maps); None when numa_maps was unreadable."""
+
+    @property
+    def rank(self) -> int | None:
+        """Tensor-parallel rank from the process title ("sglang::scheduler_TP3", "VLLM::Worker_TP3") or None."""
+        m = re.search(r"(?:_TP|Worker[_-]?|rank[_-]?)(\d+)\b", self.cmd)
+        return int(m.group(1)) if m else None
+
+
+@dataclass(frozen=True, slots=True)
+class EngineStatusReport:
+    apps: dict[int, str] = field(default_factory=dict)
+    """Host PID -> GPU UUID (nvidia-smi compute apps; empty inside a container)."""
+    online: tuple[int, ...] | None = None
+    """/sys/devices/system/cpu/online: every CPU of the machine (LXC shows the host's)."""
+    procs: list[ProcStatus] = field(default_factory=list)
+
+
+def _cpus(text: str) -> tuple[int, ...] | None:
+    try:
+        return tuple(cpu_list(text))
+    except ValueError:
+        return None
+
+
+def parse_engine_status(text: str) -> EngineStatusReport:
+    """Output of `ENGINE_STATUS_SHELL` -> report (illustrative sample, shape of /proc/<pid>/status lines):
+
+        @@apps
+        3122410,GPU-5e0c0a21-6c1d-4f3e-9b7a-00d4c8e2f100
+        @@online 0-255
+        @@pid 3122410
+        @@cmd sglang::scheduler_TP0
+        Threads:	212
+        Cpus_allowed_list:	0-255
+        @@numa
+        N0 30212344
+        N1 1203332
+        @@end
+    Raises ParseError when the text is not this command's output at all.
+    """
+    if text.strip() and "@@" not in text:
+        raise ParseError(f"not engine status output: {text.strip()[:80]!r}")
+    apps: dict[int, str] = {}
+    online = None
+    procs: list[ProcStatus] = []
+    cur: dict | None = None
+    section = ""
+    for line in text.splitlines():
+        s = line.strip()
+        if s == "@@apps":
+            section = "apps"
+        elif s.startswith("@@online"):
+            online = _cpus(s[8:]) if s[8:].strip() else None
+            section = ""
+        elif s.startswith("@@pid "):
+            pid = s.split()[1]
+            cur = {"pid": int(pid) if pid.isdigit() else -1, "numa_kb": {}}
+            section = ""
+        elif section == "apps" and "," in s:
+            pid, _, uuid = s.partition(",")
+            if pid.isdigit() and uuid:
+                apps[int(pid)] = uuid
+        elif cur is None:
+            continue
+        elif s.startswith("@@cmd"):
+            cur["cmd"] = s[5:].strip()
+        elif s == "@@numa":
+            section = "numa"
+        elif s == "@@numa-unreadable":
+            cur["numa_kb"] = None
+        elif s == "@@end":
+            procs.append(ProcStatus(**cur))
+            cur, section = None, ""
+        elif section == "numa":
+            m = re.fullmatch(r"N(\d+)\s+(\d+)(?:\.\d+)?", s)
+            if m and cur["numa_kb"] is not None:
+                cur["numa_kb"][int(m.group(1))] = int(m.group(2))
+        elif ":" in s:
+            k, v = (x.strip() for x in s.split(":", 1))
+            num = re.match(r"(\d+)", v)
+            if k == "Cpus_allowed_list":
+                cur["cpus"] = _cpus(v)
+            elif k == "Mems_allowed_list":
+                cur["mems"] = _cpus(v)
+            elif k in ("VmRSS", "VmSwap", "Threads") and num:
+                cur[{"VmRSS": "rss_kb", "VmSwap": "swap_kb", "Threads": "threads"}[k]] = int(num.group(1))
+    return EngineStatusReport(apps=apps, online=online, procs=procs)
+
+
+# ------------------------------------------------------------------ engine logs (NCCL transport, throughput)
+
+# The engine's API server (at most two): where its stdout goes (a regular file, else the systemd unit's
+# journal), then the NCCL INFO lines that name a transport and the engine's own throughput lines.
+ENGINE_LOGS_SHELL = (
+    "n=0; for d in /proc/[0-9]*; do c=$(tr '\\0' ' ' < $d/cmdline 2>/dev/null); "
+    "case \"$c\" in *@@p*) continue;; *sglang.launch_server*|*sglang.srt.entrypoints*|*'sglang serve'*|"
+    "*vllm.entrypoints*|*'vllm serve'*|*text-generation-launcher*) ;; *) continue;; esac; "
+    "n=$((n+1)); [ $n -le 2 ] || break; o=$(readlink $d/fd/1 2>/dev/null); "
+    "u=$(grep -o '[^/]*[.]service' $d/cgroup 2>/dev/null | tail -n1); echo \"@@pid ${d#/proc/}\"; echo \"@@stdout $o\"; "
+    "if [ -f \"$o\" ]; then echo \"@@source file $o\"; src() { tail -n 200000 \"$o\"; }; "
+    "elif [ -n \"$u\" ]; then echo \"@@source journal $u\"; src() { journalctl -u \"$u\" -b -n 200000 --no-pager -o cat 2>/dev/null; }; "
+    "else echo '@@source none'; src() { :; }; fi; "
+    "echo '@@nccl'; src | grep -a -E 'NCCL INFO.*( via |Connected all|NCCL version)' | head -n 96; "
+    "echo '@@throughput'; src | grep -a -E 'gen throughput|generation throughput' | tail -n 20; echo '@@end'; done; "
+    "[ $n -gt 0 ] || echo '@@none'"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class EngineLog:
+    pid: int
+    stdout: str = ""
+    source: str = "none"
+    """"file", "journal" or "none" (stdout is a pipe, a terminal or /dev/null)."""
+    where: str = ""
+    nccl_lines: tuple[str, ...] = ()
+    throughput_lines: tuple[str, ...] = ()
+
+
+def parse_engine_logs(text: str) -> list[EngineLog]:
+    """Output of `ENGINE_LOGS_SHELL` -> one EngineLog per API server (illustrative sample):
+
+        @@pid 2417
+        @@stdout pipe:[88123]
+        @@source journal sglang.service
+        @@nccl
+        ct101:2950:3101 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read
+        @@throughput
+        [2026-01-10 08:51:02 TP0] Decode batch. #running-req: 1, #token: 1893, token usage: 0.00, gen throughput (token/s): 10.12, #queue-req: 0
+        @@end
+    Raises ParseError when the text is not this command's output at all.
+    """
+    if text.strip() and "@@" not in text:
+        raise ParseError(f"not engine log output: {text.strip()[:80]!r}")
+    out: list[EngineLog] = []
+    cur: dict | None = None
+    section = ""
+    for line in text.splitlines():
+        if line.startswith("@@pid "):
+            pid = line.split()[1] if len(line.split()) > 1 else ""
+            cur = {"pid": int(pid) if pid.isdigit() else -1, "nccl": [], "tp": []}
+            section = ""
+        elif cur is None:
+            continue
+        elif line.startswith("@@stdout"):
+            cur["stdout"] = line[8:].strip()
+        elif line.startswith("@@source"):
+            parts = line.split(None, 2)
+            cur["source"] = parts[1] if len(parts) > 1 else "none"
+            cur["where"] = parts[2] if len(parts) > 2 else ""
+        elif line in ("@@nccl", "@@throughput"):
+            section = line[2:]
+        elif line == "@@end":
+            out.append(EngineLog(pid=cur["pid"], stdout=cur.get("stdout", ""), source=cur.get("source", "none"),
+                                 where=cur.get("where", ""), nccl_lines=tuple(cur["nccl"]), throughput_lines=tuple(cur["tp"])))
+            cur, section = None, ""
+        elif section == "nccl" and line.strip():
+            cur["nccl"].append(line.rstrip())
+        elif section == "throughput" and line.strip():
+            cur["tp"].append(line.rstrip())
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class NcclChannel:
+    src_dev: int
+    dst_dev: int
+    transport: str
+    """"P2P", "SHM", "NET" or another first word after "via"."""
+    detail: str
+
+
+_CHANNEL = re.compile(r"NCCL INFO Channel \d+(?:/\d+)?\s*:\s*\d+\[(\d+)\]\s*->\s*\d+\[(\d+)\]\s*(?:\[\w+\]\s*)?via (\S+)")
+
+
+def parse_nccl_channels(lines: list[str] | tuple[str, ...]) -> list[NcclChannel]:
+    """NCCL_DEBUG=INFO connection lines -> channels (device indices are the CUDA-visible ones).
+
+        node:2950:3101 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read
+        node:2950:3101 [0] NCCL INFO Channel 01 : 0[0] -> 1[1] via SHM/direct/direct
+    """
+    out = []
+    for ln in lines:
+        m = _CHANNEL.search(ln)
+        if m:
+            detail = m.group(3)
+            out.append(NcclChannel(int(m.group(1)), int(m.group(2)), detail.split("/")[0].upper(), detail))
+    return out
+
+
+@dataclass(frozen=True, slots=True)
+class ThroughputSample:
+    tok_s: float
+    running: int | None
+    """Requests in the batch at that moment (1 = single stream); None when the line does not say."""
+
+
+def parse_throughput_lines(lines: list[str] | tuple[str, ...]) -> list[ThroughputSample]:
+    """SGLang "Decode batch" and vLLM "Avg generation throughput" log lines -> samples.
+
+        Decode batch. #running-req: 1, #token: 1893, token usage: 0.00, gen throughput (token/s): 10.12, #queue-req: 0
+        Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 31.4 tokens/s, Running: 1 reqs, Waiting: 0 reqs
+    """
+    out = []
+    for ln in lines:
+        m = re.search(r"gen throughput \(token/s\):\s*([\d.]+)", ln) or re.search(r"Avg generation throughput:\s*([\d.]+)", ln)
+        if not m:
+            continue
+        r = re.search(r"#running-req:\s*(\d+)", ln) or re.search(r"Running:\s*(\d+)\s*req", ln)
+        try:
+            out.append(ThroughputSample(float(m.group(1)), int(r.group(1)) if r else None))
+        except ValueError:
+            continue
+    return out
