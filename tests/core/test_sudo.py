@@ -1,0 +1,61 @@
+"""--sudo over real SSH: root-only commands go through `sudo -n`; a refusal is "needs root", never a prompt or a hang."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from probes.core.events import ProbeFinished
+from probes.core.runner import Audit, AuditOptions
+from probes.core.session import live_bindings
+from probes.core.spec import Command, Probe
+from probes.core.targets import parse_host_spec
+
+pytestmark = [pytest.mark.sshd, pytest.mark.skipif(shutil.which("sudo") is None, reason="sudo not installed")]
+SUDOERS = Path("/etc/sudoers.d/gpuaudit-test-sudo")
+
+
+def probe() -> Probe:
+    from pydantic import BaseModel
+
+    class F(BaseModel):
+        pass
+
+    return Probe(id="p", title="p", commands=(Command("whoami_root", "id -u", needs_root=True), Command("plain", "id -u")),
+                 extract=lambda outputs, role: F(), judge=lambda facts: ())
+
+
+async def records(server, sudo: bool) -> dict:
+    audit = Audit(live_bindings(parse_host_spec(server.spec), None, server.options()), [probe()], AuditOptions(sudo=sudo, timeout_s=10))
+    events = [e async for e in audit.events()]
+    await audit.aclose()
+    result = next(e.result for e in events if isinstance(e, ProbeFinished))
+    return {r.command_id: r for r in result.records}
+
+
+async def test_without_sudo_root_only_commands_are_skipped(sshd):
+    recs = await records(sshd, sudo=False)
+    assert recs["whoami_root"].error.startswith("needs root") and recs["whoami_root"].exit_status is None
+    assert recs["plain"].stdout.strip() != "0"
+
+
+async def test_sudo_refused_is_needs_root_not_a_prompt(sshd):
+    SUDOERS.unlink(missing_ok=True)
+    recs = await records(sshd, sudo=True)
+    rec = recs["whoami_root"]
+    assert rec.executed.startswith("exec timeout -s KILL") and "sudo -n sh -c" in rec.executed
+    assert rec.error and rec.error.startswith("needs root (sudo -n refused")
+    assert "sudo" not in recs["plain"].executed
+
+
+async def test_sudo_allowed_runs_as_root(sshd):
+    SUDOERS.write_text(f"{sshd.user} ALL=(root) NOPASSWD: ALL\n")
+    SUDOERS.chmod(0o440)
+    try:
+        recs = await records(sshd, sudo=True)
+    finally:
+        SUDOERS.unlink(missing_ok=True)
+    assert recs["whoami_root"].stdout.strip() == "0" and recs["whoami_root"].error is None
+    assert recs["plain"].stdout.strip() != "0"
