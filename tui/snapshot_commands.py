@@ -64,9 +64,11 @@ def run_list(args, directory: Path | None) -> int:
         sys.stdout.write(json.dumps({"directory": str(directory), "snapshots": [i.to_json() for i in infos]}, indent=2) + "\n")
         return 0
     from rich.console import Console
+    from rich.markup import escape
     from rich.table import Table
 
-    console = Console(highlight=False)
+    # piped output is read by scripts and people alike: don't fold names at 80 columns
+    console = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
     if not infos:
         console.print(f"no snapshots in {directory} (save one with: gpuaudit-tui --json --save)")
         return 0
@@ -75,7 +77,7 @@ def run_list(args, directory: Path | None) -> int:
         table.add_column(col, overflow="fold", no_wrap=col in ("date (UTC)", "kernel", "driver"))
     for i in infos:
         if i.error:
-            table.add_row(i.name, "", "", "", "", f"[red]unreadable: {i.error.split(': ', 1)[-1]}[/]")
+            table.add_row(escape(i.name), "", "", "", "", f"[red]unreadable: {escape(i.error.split(': ', 1)[-1])}[/]")
             continue
         counts = " ".join(f"{i.counts[s]}{SHORT[s]}" for s in SEVERITY_ORDER if i.counts.get(s))
         name = f"{i.name} [dim](example)[/]" if i.example else i.name

@@ -153,7 +153,10 @@ def evidence_line(run: AuditRun, ref: EvidenceRef) -> str:
     if rec is None:
         return f"{ref.target}: {ref.command_id} (no record)"
     status = rec.error or ("timed out" if rec.timed_out else f"exit {rec.exit_status}")
-    return f"{ref.target}: `{_clean(rec.command)}` ({status}, {rec.duration_s:.2f} s)"
+    command = _clean(rec.command)
+    if len(command) > 100:  # long scripts (process scans) would drown the plan: the drill-down has them whole
+        command = command[:97] + "..."
+    return f"{ref.target}: {ref.command_id} `{command}` ({status}, {rec.duration_s:.2f} s)"
 
 
 SEV_WORD = {Severity.CRITICAL: "CRITICAL", Severity.WARNING: "WARNING"}
