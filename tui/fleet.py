@@ -189,23 +189,8 @@ async def audit_host(host: FleetHost, args: argparse.Namespace, ssh: object, lim
     for f in run.findings:
         counts[f.severity.value] = counts.get(f.severity.value, 0) + 1
     snap = Snapshot.from_run(run).model_dump_json()
-    del run
-    return HostResult(host, exit_code_of(failed, counts, args.fail_on), duration, snap,
+    return HostResult(host, exit_code(run, args.fail_on), duration, snap,
                       error=failed[0] if failed else None, counts=counts)
-
-
-def exit_code_of(failed: list[str], counts: dict[str, int], fail_on: str) -> int:
-    """The headless rule for one host (tui.headless.exit_code) from its failure and severity counts."""
-    from probes.core.models import Severity
-    from tui.headless import EXIT_ERROR, EXIT_FINDINGS, EXIT_OK
-
-    if failed:
-        return EXIT_ERROR
-    if fail_on != "never":
-        rank = Severity(fail_on).rank
-        if any(n and Severity(s).rank >= rank and s != "unknown" for s, n in counts.items()):
-            return EXIT_FINDINGS
-    return EXIT_OK
 
 
 async def run_fleet(hosts: list[FleetHost], args: argparse.Namespace, ssh: object) -> list[HostResult]:

@@ -9,7 +9,7 @@ import pytest
 from probes.core.errors import UsageError
 from sshd_server import free_port
 from tui import cli
-from tui.fleet import FleetHost, exit_code_of, parse_inventory
+from tui.fleet import FleetHost, parse_inventory
 
 
 def specs(text: str) -> list[str]:
@@ -55,14 +55,6 @@ def test_malformed_inventory_lines_name_the_line(text, message):
     with pytest.raises(UsageError, match=message) as info:
         parse_inventory(text, source="inv.ini")
     assert "inv.ini:1" in str(info.value)
-
-
-def test_exit_code_per_host_follows_headless_rules():
-    assert exit_code_of(["refused"], {}, "critical") == 2
-    assert exit_code_of([], {"critical": 1}, "critical") == 1
-    assert exit_code_of([], {"warning": 2, "unknown": 5}, "critical") == 0
-    assert exit_code_of([], {"warning": 2}, "warning") == 1
-    assert exit_code_of([], {"critical": 3}, "never") == 0
 
 
 def test_empty_or_missing_inventory_is_a_usage_error(tmp_path, capsys):
