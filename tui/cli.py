@@ -88,6 +88,8 @@ def build_parser() -> OneLineParser:
                      help="accept and record keys of hosts never seen before (a changed key is always refused)")
     ssh.add_argument("--max-channels", type=positive_int, default=8, metavar="N",
                      help="concurrent commands per SSH connection (default 8; sshd's MaxSessions is 10)")
+    ssh.add_argument("--connections", type=positive_int, default=2, metavar="N",
+                     help="SSH connections per target, each with --max-channels commands at once (default 2; a fleet uses 1 per host)")
     run = p.add_argument_group("audit")
     run.add_argument("--probes", metavar="IDS", help="comma-separated subset, e.g. pcie,power")
     run.add_argument("--timeout", type=positive_float, default=20.0, metavar="SECONDS", help="per-command timeout (default 20)")

@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import dataclasses
 import json
 import re
 import sys
@@ -241,7 +242,9 @@ def main(args: argparse.Namespace) -> int:
         raise CliError("--hosts prints a fleet report (table or --json); --plan/--save are per-host")
     hosts = load_inventory(args.hosts)
     t0 = time.monotonic()
-    results = asyncio.run(run_fleet(hosts, args, ssh_options(args)))
+    # one connection per host: in a fleet the handshakes, not the channel cap, are the cost
+    ssh = dataclasses.replace(ssh_options(args), connections=1)
+    results = asyncio.run(run_fleet(hosts, args, ssh))
     elapsed = time.monotonic() - t0
     if args.json:
         sys.stdout.write(fleet_document(results, elapsed, args.max_connections))

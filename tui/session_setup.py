@@ -35,6 +35,7 @@ def audit_options(args: argparse.Namespace) -> AuditOptions:
 def ssh_options(args: argparse.Namespace) -> SshOptions:
     return SshOptions(known_hosts=args.known_hosts, identity=args.identity,
                       accept_new_host_keys=args.accept_new_host_keys, max_channels=args.max_channels,
+                      connections=getattr(args, "connections", 2),
                       connect_timeout_s=min(30.0, max(5.0, args.timeout)))
 
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 import shlex
 from collections.abc import AsyncIterator, Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from datetime import datetime, timezone
 
 from pydantic import BaseModel

@@ -6,6 +6,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 
 from probes.core.models import CommandRecord, Target, TargetState
+from probes.core.pool import PooledTransport
 from probes.core.replay_transport import DirectoryTransport, ReplayTransport, records_by_role
 from probes.core.runner import TargetBinding
 from probes.core.ssh_transport import SshOptions, SshTransport
@@ -17,6 +18,8 @@ def _transport_for(spec: TargetSpec, ssh: SshOptions) -> Transport:
     if spec.kind == "local":
         return LocalTransport()
     assert spec.ssh is not None
+    if ssh.connections > 1:
+        return PooledTransport([SshTransport(spec.ssh, ssh, label=spec.raw) for _ in range(ssh.connections)])
     return SshTransport(spec.ssh, ssh, label=spec.raw)
 
 

@@ -44,6 +44,8 @@ class SshOptions:
     use_ssh_config: bool = True
     """Honour ~/.ssh/config (aliases, ProxyJump...). Tests switch it off."""
     use_agent: bool = True
+    connections: int = 1
+    """SSH connections per target (each with its own channel cap); the CLI uses 2."""
 
 
 class ChannelLimiter:

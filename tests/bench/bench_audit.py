@@ -137,10 +137,12 @@ PROBE_IDS: list[str] | None = None
 """--probes: a subset of the catalogue (quick mode); None = all of probes.REGISTRY."""
 CHANNELS = 8
 """Channels per connection (--max-channels); sshd's MaxSessions is set to CHANNELS + 2."""
+CONNECTIONS = 2
+"""SSH connections per target (--connections; the CLI's default is 2)."""
 
 
 def cli_probe_args() -> list[str]:
-    return (["--probes", ",".join(PROBE_IDS)] if PROBE_IDS else []) + ["--max-channels", str(CHANNELS)]
+    return (["--probes", ",".join(PROBE_IDS)] if PROBE_IDS else []) + ["--max-channels", str(CHANNELS), "--connections", str(CONNECTIONS)]
 
 
 def selected() -> list:
@@ -161,7 +163,7 @@ async def gpuaudit_once(server: SshdServer) -> tuple[float, list[Line]]:
     t0 = time.perf_counter()
     host = parse_host_spec(server.spec)
     container = parse_container_spec(server.spec, host=host)
-    audit = Audit(live_bindings(host, container, server.options(max_channels=CHANNELS)), selected(), AuditOptions())
+    audit = Audit(live_bindings(host, container, server.options(max_channels=CHANNELS, connections=CONNECTIONS)), selected(), AuditOptions())
     run = await collect(AuditSetup(audit, "live"))
     Snapshot.from_run(run).model_dump_json(indent=2)
     elapsed = time.perf_counter() - t0
@@ -375,6 +377,7 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--big-mb", type=float, default=None, help="size of the big output (default 50, quick 5)")
     p.add_argument("--probes", help="comma-separated probe subset (default: all; quick: the first three)")
     p.add_argument("--channels", type=int, default=8, help="what-if: channels per connection (sshd MaxSessions = N + 2)")
+    p.add_argument("--connections", type=int, default=2, help="SSH connections per target (CLI default 2)")
     p.add_argument("--no-launch-order", action="store_true",
                    help="before/after: disable the runner's longest-first launch order (in-process audits only)")
     p.add_argument("--skip", default="", help="comma-separated parts to skip: audit,fleet,big,startup")
@@ -389,9 +392,10 @@ def main(argv: list[str] | None = None) -> int:
     big_mb = args.big_mb if args.big_mb is not None else (5 if args.quick else 50)
     skip = set(filter(None, args.skip.split(",")))
     fast = args.quick
-    global PROBE_IDS, CHANNELS, QUICK
+    global PROBE_IDS, CHANNELS, QUICK, CONNECTIONS
     QUICK = args.quick
     CHANNELS = args.channels
+    CONNECTIONS = args.connections
     if args.no_launch_order:
         import probes.core.runner as runner
 

@@ -164,3 +164,29 @@ async def test_default_known_hosts_of_an_empty_home_refuses(sshd):
     t = SshTransport(SshAddress(sshd.host, sshd.user, sshd.port), sshd.options(known_hosts=None))
     with pytest.raises(TransportError, match="host key not verifiable"):
         await t.connect()
+
+
+async def test_pooled_transport_spreads_over_two_connections(sshd):
+    from probes.core.pool import PooledTransport
+
+    pool = PooledTransport([transport(sshd), transport(sshd)])
+    await pool.connect()
+    try:
+        assert len(pool._alive) == 2
+        results = await asyncio.gather(*(pool.run("sleep 0.3; echo $PPID", command_id=f"c{i}", timeout_s=20, max_bytes=1024)
+                                         for i in range(16)))
+        assert [r.error for r in results] == [None] * 16
+        # 16 commands with 8 channels per connection: two connections finish them in one round
+        assert max(r.duration_s for r in results) < 2.0
+    finally:
+        await pool.aclose()
+
+
+async def test_pooled_transport_surfaces_first_connection_errors(sshd, tmp_path):
+    from probes.core.pool import PooledTransport
+
+    empty = tmp_path / "kh"
+    empty.write_text("")
+    pool = PooledTransport([transport(sshd, known_hosts=str(empty)), transport(sshd, known_hosts=str(empty))])
+    with pytest.raises(TransportError, match="host key not verifiable"):
+        await pool.connect()

@@ -1,0 +1,51 @@
+"""Several SSH connections to one target behind one Transport: more channels than one sshd session allows."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Sequence
+
+from probes.core.transport import RawResult, Transport
+
+
+class PooledTransport:
+    """Spreads commands over N connections to the same target (each keeps its own channel cap).
+
+    OpenSSH allows 10 sessions per connection; a full audit declares about a hundred commands, so
+    with one connection the slowest ones queue behind quick reads. The first connection is opened
+    alone (host-key prompts, accept-new recording and auth errors surface once); the extra ones are
+    best effort: if they fail the audit runs on the first.
+    """
+
+    def __init__(self, members: Sequence[Transport]) -> None:
+        if not members:
+            raise ValueError("PooledTransport needs at least one member")
+        self.members = list(members)
+        self.label = members[0].label
+        self._alive: list[Transport] = []
+        self._in_flight: dict[int, int] = {}
+
+    async def connect(self) -> None:
+        first = self.members[0]
+        await first.connect()
+        self._alive = [first]
+        extra = self.members[1:]
+        results = await asyncio.gather(*(m.connect() for m in extra), return_exceptions=True)
+        self._alive += [m for m, r in zip(extra, results) if not isinstance(r, BaseException)]
+        self._in_flight = {id(m): 0 for m in self._alive}
+
+    def _pick(self) -> Transport:
+        return min(self._alive, key=lambda m: self._in_flight[id(m)])
+
+    async def run(self, line: str, *, command_id: str, timeout_s: float, max_bytes: int) -> RawResult:
+        if not self._alive:
+            return RawResult(exit_status=None, error="connection lost: not connected")
+        member = self._pick()
+        self._in_flight[id(member)] += 1
+        try:
+            return await member.run(line, command_id=command_id, timeout_s=timeout_s, max_bytes=max_bytes)
+        finally:
+            self._in_flight[id(member)] -= 1
+
+    async def aclose(self) -> None:
+        await asyncio.gather(*(m.aclose() for m in self.members), return_exceptions=True)
