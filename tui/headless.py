@@ -92,6 +92,7 @@ def main(args: argparse.Namespace) -> int:
 
         sys.stdout.write(plan_markdown(build_plan(run), run))
     else:
-        sys.stdout.write(snapshot.model_dump_json(indent=2) + "\n")
+        sys.stdout.write(snapshot.model_dump_json(indent=2))  # written apart: no second copy of a big document
+        sys.stdout.write("\n")
     sys.stdout.flush()
     return exit_code(run, args.fail_on)
