@@ -1,0 +1,58 @@
+"""Typed facts of the driver probe: kernel module, per-GPU state, logs, libraries."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+
+class GpuState(BaseModel, frozen=True):
+    index: int
+    name: str
+    bus_id: str | None = None
+    compute_cap: str | None = None
+    driver_version: str | None = None
+    persistence: str | None = None
+    """"Enabled"/"Disabled" (csv) or "On"/"Off" (table)."""
+    compute_mode: str | None = None
+    mig_mode: str | None = None
+    ecc_mode: str | None = None
+    ecc_uncorrected: int | None = None
+    remap_pending: str | None = None
+    remap_failure: str | None = None
+
+
+class DriverFacts(BaseModel, frozen=True):
+    module_version: str | None = None
+    """From /proc/driver/nvidia/version: the LOADED kernel module (the host's, also inside a container)."""
+    module_open: bool | None = None
+    module_loaded: bool | None = None
+    smi_installed: bool | None = None
+    smi_error: str | None = None
+    smi_error_kind: str | None = None
+    nvml_lib_version: str | None = None
+    smi_driver_version: str | None = None
+    cuda_version: str | None = None
+    gpus: list[GpuState] = []
+    gpu_source: str | None = None
+    """Command id the GPU states came from (csv preferred, table as fallback)."""
+    modinfo_version: str | None = None
+    modinfo_license: str | None = None
+    modinfo_vermagic: str | None = None
+    modinfo_dir_kernel: str | None = None
+    """Kernel release in modinfo's filename: modinfo searches /lib/modules/<running kernel>."""
+    modinfo_missing: bool = False
+    """modinfo ran but found no nvidia module for the running kernel."""
+    kernel_release: str | None = None
+    dkms: list[tuple[str, str | None, str]] = []
+    """(version, kernel, state) for the nvidia DKMS module."""
+    kernel_log_read: bool = False
+    xids: list[tuple[str, int]] = []
+    nvrm_problems: list[str] = []
+    persistenced: str | None = None
+    modprobe_read: bool = False
+    modprobe_options: dict[str, str] = {}
+    libs_read: bool = False
+    libcuda: list[tuple[str, str]] = []
+    libnvml: list[tuple[str, str]] = []
+    nvcc: str | None = None
+    problems: dict[str, str] = {}

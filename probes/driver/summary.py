@@ -1,0 +1,27 @@
+"""The driver pane's key-facts line."""
+
+from __future__ import annotations
+
+from probes.core.spec import FactsByTarget
+from probes.driver.facts import DriverFacts
+from probes.driver.knowledge import _fleet, _host_version
+
+
+def summarize(facts: FactsByTarget) -> str:
+    h: DriverFacts | None = facts.get("host") or facts.get("container")
+    if h is None:
+        return ""
+    if h.smi_error and not h.module_version:
+        return f"nvidia-smi: {h.smi_error[:60]}"
+    parts = []
+    version = _host_version(h)
+    if version:
+        flavour = {True: " open", False: " proprietary"}.get(h.module_open if h.module_open is not None else None, "")
+        parts.append(f"{version}{flavour}")
+    if h.cuda_version:
+        parts.append(f"CUDA {h.cuda_version}")
+    if h.gpus:
+        parts.append(_fleet(h.gpus))
+    elif h.smi_error:
+        parts.append(f"nvidia-smi: {h.smi_error[:50]}")
+    return " · ".join(parts)

@@ -1,0 +1,39 @@
+"""Typed facts of the NCCL probe: topology, P2P, IOMMU/ACS, engine NCCL setup, active test rows."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+
+class NcclFacts(BaseModel, frozen=True):
+    gpu_names: list[str] = []
+    topo: dict[str, str] = {}
+    """"0-1" -> "SYS" / "NODE" / "PHB" / "PXB" / "PIX" / "NV18" (GPU pairs, i < j)."""
+    gpu_numa: list[str] = []
+    p2p_read: dict[str, str] = {}
+    p2p_write: dict[str, str] = {}
+    cmdline: str | None = None
+    iommu_groups: int | None = None
+    iommu_types: dict[str, int] = {}
+    acs_redirect: list[str] | None = None
+    """PCIe functions with ACS request/completion redirect on; None = not read."""
+    cpu_vendor: str | None = None
+    engine_kind: str | None = None
+    engine_tp: int | None = None
+    custom_allreduce_disabled: bool | None = None
+    engine_env: dict[str, str] = {}
+    engine_env_readable: bool | None = None
+    engine_nccl_libs: list[str] = []
+    system_nccl: list[str] = []
+    torch_nccl: str | None = None
+    allreduce: list[dict[str, float]] = []
+    """Active test rows: size_b, time_us, busbw (out-of-place)."""
+    allreduce_gpus: int | None = None
+    allreduce_peak: float | None = None
+    allreduce_note: str | None = None
+    log_sources: list[str] | None = None
+    """Where each engine API server's log was read ("journal sglang.service", "file /var/log/x", "none (pipe:[1])");
+    None = not read, [] = no engine running."""
+    nccl_channels: list[tuple[int, int, str]] = []
+    """(src device, dst device, transport "P2P"/"SHM"/"NET"/...) from NCCL_DEBUG=INFO lines."""
+    problems: dict[str, str] = {}

@@ -1,0 +1,92 @@
+"""Pure parsers for the NCCL probe's commands (topology matrices, IOMMU groups, ACS, ldconfig)."""
+
+from __future__ import annotations
+
+import re
+
+from probes.core.errors import ParseError
+
+_P2P_CODES = {"OK", "CNS", "GNS", "TNS", "NS", "U", "X"}
+
+
+def parse_gpu_matrix(text: str) -> tuple[dict[str, str], list[str], int]:
+    """`nvidia-smi topo -m` or `topo -p2p r` -> (pair cells "i-j" for i<j, NUMA affinity per GPU, GPU count).
+
+        	GPU0	GPU1	CPU Affinity	NUMA Affinity	GPU NUMA ID
+        GPU0	 X 	SYS	0-55,112-167	0		N/A
+        GPU1	SYS	 X 	56-111,168-223	1		N/A
+    Raises ParseError when there is no GPU header row.
+    """
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    header = next((ln for ln in lines if re.match(r"^\s*GPU0\b", ln.strip()) and not re.match(r"^\s*GPU0\s+X\b", ln)), None)
+    if header is None:
+        raise ParseError("no GPU header row")
+    gpus = re.findall(r"\bGPU(\d+)\b", header)
+    n = len(gpus)
+    numa_col = "NUMA Affinity" in header
+    cells: dict[str, str] = {}
+    numa: list[str] = ["" for _ in range(n)]
+    for ln in lines:
+        m = re.match(r"^\s*GPU(\d+)\s+(.*)$", ln)
+        if not m or ln is header:
+            continue
+        i = int(m.group(1))
+        toks = m.group(2).split()
+        for j in range(min(n, len(toks))):
+            if i < j:
+                cells[f"{i}-{j}"] = toks[j]
+        if numa_col and len(toks) > n and i < n:
+            rest = [t for t in re.split(r"\t+|\s{2,}", m.group(2).strip())][n:]
+            # after the pair cells (and NIC cells): CPU affinity, NUMA affinity, GPU NUMA ID
+            nic = len(re.findall(r"\bNIC\d+\b", header))
+            rest = rest[nic:]
+            if len(rest) >= 2:
+                numa[i] = rest[1]
+    return cells, numa, n
+
+
+def parse_iommu_groups(text: str) -> tuple[int | None, dict[str, int]]:
+    """`ls /sys/kernel/iommu_groups | wc -l; cat .../type | sort | uniq -c` -> (count, {type: n}).
+
+        96
+             96 DMA-FQ
+    """
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    if not lines or not lines[0].isdigit():
+        return None, {}
+    types: dict[str, int] = {}
+    for ln in lines[1:]:
+        m = re.match(r"(\d+)\s+(\S+)", ln)
+        if m:
+            types[m.group(2)] = int(m.group(1))
+    return int(lines[0]), types
+
+
+def parse_acsctl(text: str) -> list[str]:
+    """`lspci -vvv | grep -E '^[0-9a-f]|ACSCtl'` -> functions whose ACSCtl has ReqRedir+ or CmpltRedir+.
+
+        40:01.1 PCI bridge: Advanced Micro Devices, Inc. [AMD] Device 150a (rev 01)
+        		ACSCtl:	SrcValid+ TransBlk- ReqRedir+ CmpltRedir+ UpstreamFwd+ EgressCtrl- DirectTrans-
+    """
+    out: list[str] = []
+    dev = None
+    for ln in text.splitlines():
+        if re.match(r"^[0-9a-f]{2,4}:", ln):
+            dev = ln.split()[0]
+        elif "ACSCtl:" in ln and dev and re.search(r"\b(?:ReqRedir|CmpltRedir)\+", ln):
+            out.append(dev)
+    return list(dict.fromkeys(out))
+
+
+def parse_ldconfig_nccl(text: str) -> list[str]:
+    """`ldconfig -p | grep libnccl` -> library paths.
+
+        	libnccl.so.2 (libc6,x86-64) => /lib/x86_64-linux-gnu/libnccl.so.2
+    """
+    return [m.group(1) for m in re.finditer(r"=>\s*(\S*libnccl\S*)", text)]
+
+
+def nccl_version_from_path(path: str) -> str | None:
+    """"/usr/lib/x86_64-linux-gnu/libnccl.so.2.27.7" -> "2.27.7"; a bare ".so.2" -> None."""
+    m = re.search(r"libnccl\.so\.(\d+\.\d+\.\d+)", path)
+    return m.group(1) if m else None
