@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from probes.container.facts import ContainerFacts
+from probes.container.rules_common import _mk, host_without_nvidia
 from probes.container.rules_devices import (
     judge_detect,
     judge_device_cgroup,
@@ -24,8 +25,12 @@ from probes.container.rules_limits import (
     judge_shm_ipc,
     judge_userspace_driver,
 )
-from probes.core.models import Finding
+from probes.core.models import Finding, Role
 from probes.core.spec import FactsByTarget
+
+# checks about passing GPUs into the container: meaningless when the host has no NVIDIA driver at all
+PASSTHROUGH_CHECKS = {"device_cgroup", "device_major_match", "device_nodes", "gpu_visibility", "gpu_inventory_match",
+                      "userspace_driver", "docker_gpu_runtime"}
 
 
 def judge(facts: FactsByTarget) -> Iterator[Finding]:
@@ -33,6 +38,19 @@ def judge(facts: FactsByTarget) -> Iterator[Finding]:
     if host is None:
         return
     ctr: ContainerFacts | None = facts.get("container")
+    no_gpu = host_without_nvidia(host)
+    for f in _all(host, ctr):
+        slug = f.id.split(".", 1)[1]
+        if no_gpu and slug in PASSTHROUGH_CHECKS and f.severity.value in ("critical", "warning"):
+            # a GPU-less host (or a test box) would otherwise read as a broken passthrough
+            targets: tuple[Role, ...] = tuple(f.targets) or ("host",)
+            yield _mk(slug, "ok", "No NVIDIA driver on the host: passthrough check not applicable", targets=targets, observed=no_gpu, evidence=[
+                (e.target, e.command_id) for e in f.evidence] + [("host", "proc_devices")])
+        else:
+            yield f
+
+
+def _all(host: ContainerFacts, ctr: ContainerFacts | None) -> Iterator[Finding]:
     yield judge_detect(host, ctr)
     yield judge_privilege(host, ctr)
     yield judge_device_cgroup(host, ctr)

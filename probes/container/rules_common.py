@@ -63,3 +63,16 @@ def _configs_unavailable(slug: str, title: str, host: ContainerFacts) -> Finding
         return _mk(slug, "ok", f"{title}: not applicable", observed="not applicable: not a Proxmox host (no /etc/pve/lxc)",
                    evidence=[("host", "pve_lxc_confs")])
     return None
+
+
+def host_without_nvidia(host: ContainerFacts) -> str | None:
+    """Why GPU passthrough checks don't apply (the host has no NVIDIA driver loaded), or None when they do.
+
+    Only a positive reading counts: /proc/devices was read and lists no NVIDIA major, and no /dev/nvidia*
+    node exists on the host. Unknown host facts keep the checks running (they then say unknown).
+    """
+    if host.majors is None or host.majors:
+        return None
+    if host.nodes is None or any(n.path.startswith("/dev/nvidia") for n in host.nodes):
+        return None
+    return "not applicable: the host has no NVIDIA driver loaded (no nvidia major in /proc/devices, no /dev/nvidia*)"

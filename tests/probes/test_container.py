@@ -307,3 +307,19 @@ async def test_case_study(phase):
     h = await run(phase, ("host",))
     assert h["container.shm"].observed == "not applicable: no container target"
     assert h["container.device_cgroup"].severity.value == "ok"  # host checks still run over the GPU containers' configs
+
+
+def test_gpu_less_host_makes_passthrough_checks_not_applicable():
+    """A host with no NVIDIA driver (a CI box, a VM) must not read as a broken GPU passthrough."""
+    from probes.container import ContainerFacts, judge
+
+    host = ContainerFacts(majors={}, all_majors=[1, 4, 5], nodes=[], gpus=None)
+    ctr = ContainerFacts(virt="docker", nodes=[], gpus=None, problems={"smi_gpu_ids": "tool not installed"})
+    found = {f.id: f for f in judge({"host": host, "container": ctr})}
+    for slug in ("device_nodes", "docker_gpu_runtime"):
+        f = found[f"container.{slug}"]
+        assert f.severity.value == "ok" and "no NVIDIA driver loaded" in f.observed, f
+    # the same container facts next to a host WITH the driver: the broken passthrough is reported
+    gpu_host = host.model_copy(update={"majors": {"nvidia-frontend": 195}})
+    found = {f.id: f for f in judge({"host": gpu_host, "container": ctr})}
+    assert found["container.docker_gpu_runtime"].severity.value == "critical"
