@@ -165,7 +165,7 @@ def extract(outputs: Outputs, role: Role) -> FirmwareFacts:
 # --------------------------------------------------------------------------- rules
 
 def _inventory(h: FirmwareFacts) -> Iterator[Finding]:
-    ev = [("host", "dmidecode_bios"), ("host", "dmi_bios"), ("host", "cpuinfo_microcode")]
+    ev: list[tuple[Role, str]] = [("host", "dmidecode_bios"), ("host", "dmi_bios"), ("host", "cpuinfo_microcode")]
     b = h.bios
     if not b:
         reason = h.problems.get("dmidecode_bios") or h.problems.get("dmi_bios") or "no DMI data"
@@ -182,7 +182,7 @@ def _inventory(h: FirmwareFacts) -> Iterator[Finding]:
 
 
 def _numa_mode(h: FirmwareFacts) -> Iterator[Finding]:
-    ev = [("host", "sys_numa"), ("host", "lscpu_json")]
+    ev: list[tuple[Role, str]] = [("host", "sys_numa"), ("host", "lscpu_json")]
     nodes = h.numa_nodes
     if not nodes or not h.sockets:
         yield finding(PROBE_ID, "numa_mode", "unknown", "NUMA mode unknown",
@@ -208,7 +208,7 @@ def _numa_mode(h: FirmwareFacts) -> Iterator[Finding]:
 
 
 def _iommu(h: FirmwareFacts) -> Iterator[Finding]:
-    ev = [("host", "iommu_state"), ("host", "proc_cmdline")]
+    ev: list[tuple[Role, str]] = [("host", "iommu_state"), ("host", "proc_cmdline")]
     if h.iommu_units is None:
         yield finding(PROBE_ID, "iommu_mode", "unknown", "IOMMU state unknown",
                       observed=h.problems.get("iommu_state", "not collected"), evidence=ev)
@@ -244,7 +244,7 @@ def _counts(values) -> str:
 
 
 def _bar1(h: FirmwareFacts) -> Iterator[Finding]:
-    ev = [("host", "smi_q_memory")]
+    ev: list[tuple[Role, str]] = [("host", "smi_q_memory")]
     if not h.bar1_mib:
         yield finding(PROBE_ID, "bar1_large_bar", "unknown", "BAR1 size unknown",
                       observed=h.problems.get("smi_q_memory", "no BAR1 section in nvidia-smi -q"), evidence=ev)
@@ -266,7 +266,7 @@ def _bar1(h: FirmwareFacts) -> Iterator[Finding]:
 
 
 def _cppc(h: FirmwareFacts) -> Iterator[Finding]:
-    ev = [("host", "sys_cppc"), ("host", "lscpu_json")]
+    ev: list[tuple[Role, str]] = [("host", "sys_cppc"), ("host", "lscpu_json")]
     if h.cpu_vendor != "AMD":
         yield finding(PROBE_ID, "cppc", "ok", "CPPC check not applicable",
                       observed=f"not applicable: CPU vendor {h.cpu_vendor or 'unknown'}", evidence=ev)
@@ -289,7 +289,7 @@ def _cppc(h: FirmwareFacts) -> Iterator[Finding]:
 
 
 def _cstate_exposure(h: FirmwareFacts) -> Iterator[Finding]:
-    ev = [("host", "sys_cpuidle")]
+    ev: list[tuple[Role, str]] = [("host", "sys_cpuidle")]
     if not h.idle_state_names:
         yield finding(PROBE_ID, "cstate_exposure", "unknown" if "sys_cpuidle" in h.problems else "info",
                       "C-states exposed by firmware unknown",
@@ -332,7 +332,7 @@ def _manual(h: FirmwareFacts) -> Iterator[Finding]:
 
 
 def _memory(h: FirmwareFacts) -> Iterator[Finding]:
-    ev = [("host", "dmidecode_memory")]
+    ev: list[tuple[Role, str]] = [("host", "dmidecode_memory")]
     if not h.dimms:
         yield finding(PROBE_ID, "memory_population", "unknown", "DIMM population unknown",
                       observed=h.problems.get("dmidecode_memory", "no memory devices listed"), evidence=ev)
@@ -357,7 +357,7 @@ def _memory(h: FirmwareFacts) -> Iterator[Finding]:
 
 
 def _gpu_fw(h: FirmwareFacts) -> Iterator[Finding]:
-    ev = [("host", "smi_query_fw")]
+    ev: list[tuple[Role, str]] = [("host", "smi_query_fw")]
     if not h.gpu_fw:
         yield finding(PROBE_ID, "gpu_firmware_consistency", "unknown", "GPU firmware versions unknown",
                       observed=h.problems.get("smi_query_fw", "no GPUs listed"), evidence=ev)

@@ -73,7 +73,7 @@ class KernelFacts(BaseModel, frozen=True):
     """command_id -> why its output could not be used ("needs root", "tool not installed", ...)."""
 
 
-ON_BOTH = frozenset({"host", "container"})
+ON_BOTH: frozenset[Role] = frozenset({"host", "container"})
 COMMANDS = (
     Command("uname_r", "uname -r", on=ON_BOTH),
     Command("proc_cmdline", "cat /proc/cmdline"),

@@ -69,14 +69,14 @@ class NumaFacts(BaseModel, frozen=True):
 SMI_GPU_IDS = "nvidia-smi --query-gpu=index,uuid,pci.bus_id,name --format=csv,noheader"
 CGROUP_FILES = ("grep -H . /sys/fs/cgroup/cpuset.cpus.effective /sys/fs/cgroup/cpuset.mems.effective "
                 "/sys/fs/cgroup/cpu.max /sys/fs/cgroup/memory.max /sys/fs/cgroup/cpu.stat /sys/fs/cgroup/memory.events")
-ON_BOTH = frozenset({"host", "container"})
+ON_BOTH: frozenset[Role] = frozenset({"host", "container"})
 COMMANDS = (
     Command("numactl_h", "numactl -H"),
     Command("node_cpulists", "grep -H . /sys/devices/system/node/node*/cpulist"),
     Command("pci_nvidia_numa", "grep -H . /sys/bus/pci/drivers/nvidia/*/numa_node /sys/bus/pci/drivers/nvidia/*/local_cpulist"),
     Command("smi_gpu_ids", SMI_GPU_IDS, on=ON_BOTH),
-    Command("cgroup_limits", CGROUP_FILES, on=frozenset({"container"})),
-    Command("status_allowed", "grep -E '^(Cpus|Mems)_allowed_list' /proc/self/status", on=frozenset({"container"})),
+    Command("cgroup_limits", CGROUP_FILES, on=frozenset[Role]({"container"})),
+    Command("status_allowed", "grep -E '^(Cpus|Mems)_allowed_list' /proc/self/status", on=frozenset[Role]({"container"})),
     Command("engine_proc_status", ENGINE_STATUS_SHELL, on=ON_BOTH, timeout_s=60,
             description="engine processes: allowed CPUs/memory nodes, RSS/swap, resident kB per NUMA node (numa_maps)"),
 )

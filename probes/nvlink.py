@@ -27,8 +27,8 @@ from probes.core.parsing import first_line
 from probes.core.spec import Command, FactsByTarget, Outputs, Probe, finding, record_problem
 
 PROBE_ID = "nvlink"
-HOST = frozenset({"host"})
-BOTH = frozenset({"host", "container"})
+HOST: frozenset[Role] = frozenset({"host"})
+BOTH: frozenset[Role] = frozenset({"host", "container"})
 FABRIC_FIELDS = ("index", "name", "fabric.state", "fabric.status")
 
 COMMANDS = (
@@ -219,7 +219,7 @@ def _pcie_only_reason(f: NvlinkFacts) -> str | None:
 
 
 def _presence(f: NvlinkFacts) -> Finding:
-    ev = [("host", "nvlink_s"), ("host", "smi_topo_m"), ("host", "smi_query_fabric")]
+    ev: list[tuple[Role, str]] = [("host", "nvlink_s"), ("host", "smi_topo_m"), ("host", "smi_query_fabric")]
     t = "NVLink presence"
     has = _has_nvlink(f)
     if not f.gpu_names:
@@ -252,7 +252,7 @@ def _presence(f: NvlinkFacts) -> Finding:
 
 
 def _link_state(f: NvlinkFacts) -> Finding:
-    ev = [("host", "nvlink_s")]
+    ev: list[tuple[Role, str]] = [("host", "nvlink_s")]
     t = "NVLink links up at rated speed"
     if (why := _pcie_only_reason(f)):
         return _na("link_state", t, why, ev)
@@ -260,7 +260,7 @@ def _link_state(f: NvlinkFacts) -> Finding:
         return finding(PROBE_ID, "link_state", "unknown", t, observed=f.problems.get("nvlink_s", "nvlink -s not read"), evidence=ev)
     names = f.gpu_names
     want = {i: expected_links(names[i]) if i < len(names) and sku_class(names[i]) == "sxm" else None for i in f.links}
-    short = {i: sum(1 for _, a, _ in ls if a) for i, ls in f.links.items() if want[i] and sum(1 for _, a, _ in ls if a) < want[i]}
+    short = {i: sum(1 for _, a, _ in ls if a) for i, ls in f.links.items() if (w := want[i]) and sum(1 for _, a, _ in ls if a) < w}
     speeds = [s for ls in f.links.values() for _, a, s in ls if a and s]
     top = max(speeds) if speeds else None
     slow = sorted({i for i, ls in f.links.items() for _, a, s in ls if a and s and top and s < top * 0.95})
@@ -280,7 +280,7 @@ def _link_state(f: NvlinkFacts) -> Finding:
 
 
 def _errors(f: NvlinkFacts) -> Finding:
-    ev = [("host", "nvlink_errors"), ("host", "dmesg_nvrm")]
+    ev: list[tuple[Role, str]] = [("host", "nvlink_errors"), ("host", "dmesg_nvrm")]
     t = "NVLink errors"
     if (why := _pcie_only_reason(f)):
         return _na("errors", t, why, ev)
@@ -304,7 +304,7 @@ def _errors(f: NvlinkFacts) -> Finding:
 
 
 def _fm_service(f: NvlinkFacts) -> Finding:
-    ev = [("host", "fabricmanager_status"), ("host", "fabricmanager_version")]
+    ev: list[tuple[Role, str]] = [("host", "fabricmanager_status"), ("host", "fabricmanager_version")]
     t = "Fabric Manager service"
     nvs = is_nvswitch_system(f)
     if nvs is False:
@@ -330,7 +330,7 @@ def _fm_service(f: NvlinkFacts) -> Finding:
 
 
 def _fabric_state(f: NvlinkFacts) -> Finding:
-    ev = [("host", "smi_query_fabric"), ("host", "smi_q_xml")]
+    ev: list[tuple[Role, str]] = [("host", "smi_query_fabric"), ("host", "smi_q_xml")]
     t = "Per-GPU fabric registration"
     if (why := _pcie_only_reason(f)):
         return _na("fabric_state", t, why, ev)
@@ -351,7 +351,7 @@ def _fabric_state(f: NvlinkFacts) -> Finding:
 
 
 def _nvl5(f: NvlinkFacts) -> Finding:
-    ev = [("host", "ib_umad_loaded"), ("host", "fabricmanager_status")]
+    ev: list[tuple[Role, str]] = [("host", "ib_umad_loaded"), ("host", "fabricmanager_status")]
     t = "NVLink-5 prerequisites (ib_umad, NVLink subnet manager)"
     if not (is_nvswitch_system(f) and _is_nvl5(f)):
         return _na("fabric_nvl5_prereqs", t, "not an NVLink-5 (B200/GB200-class) NVSwitch system", ev)
@@ -366,7 +366,7 @@ def _nvl5(f: NvlinkFacts) -> Finding:
 
 
 def _nvswitch_inventory(f: NvlinkFacts) -> Finding:
-    ev = [("host", "lspci_nvswitch")]
+    ev: list[tuple[Role, str]] = [("host", "lspci_nvswitch")]
     t = "NVSwitch devices present"
     if not is_nvswitch_system(f):
         return _na("fabric_nvswitch_inventory", t, "no NVSwitch system", ev)
@@ -388,7 +388,7 @@ def _nvswitch_inventory(f: NvlinkFacts) -> Finding:
 
 
 def _nvls(f: NvlinkFacts) -> Finding:
-    ev = [("host", "smi_query_fabric")]
+    ev: list[tuple[Role, str]] = [("host", "smi_query_fabric")]
     t = "NVLink SHARP (NVLS)"
     if not is_nvswitch_system(f) or not any(re.search(r"H100|H200|B200|GB200", n.upper()) for n in f.gpu_names):
         return _na("nvls", t, "NVLS needs an H100/H200/B200 NVSwitch system", ev)
@@ -398,7 +398,7 @@ def _nvls(f: NvlinkFacts) -> Finding:
 
 
 def _container_access(f: NvlinkFacts) -> Finding:
-    ev = [("host", "smi_query_fabric")]
+    ev: list[tuple[Role, str]] = [("host", "smi_query_fabric")]
     t = "What containers need for NVLink"
     if any("GB200" in n.upper() or "GB300" in n.upper() for n in f.gpu_names):
         return finding(PROBE_ID, "fabric_container_access", "info", t,
@@ -417,8 +417,8 @@ def _unknown_without_gpus(f: Finding, facts: NvlinkFacts) -> Finding:
 
 def _fabric_vs_container(host: NvlinkFacts | None, ctr: NvlinkFacts | None) -> Finding:
     t = "Fabric state seen from the container"
-    targets = ["host", "container"] if ctr is not None else ["host"]
-    ev = [("container", "smi_query_fabric"), ("host", "smi_query_fabric")]
+    targets: list[Role] = ["host", "container"] if ctr is not None else ["host"]
+    ev: list[tuple[Role, str]] = [("container", "smi_query_fabric"), ("host", "smi_query_fabric")]
     if ctr is None:
         return finding(PROBE_ID, "fabric_vs_container", "ok", t, targets=targets, observed="not applicable: no container target")
     if host is not None and is_nvswitch_system(host) is False:

@@ -147,7 +147,7 @@ def parse_smi_pcie(text: str) -> list[SmiLink]:
     """
     from probes.core.parsers.nvidia_smi import parse_query_gpu_csv
 
-    out = []
+    out: list[SmiLink] = []
     for r in parse_query_gpu_csv(text, list(SMI_PCIE_FIELDS)):
         util = r.get("utilization.gpu")
         out.append(SmiLink(index=r.get("index") or str(len(out)), bus_id=normalize_bdf(r.get("pci.bus_id") or f"gpu{len(out)}"),
@@ -244,7 +244,7 @@ def _fmt_counts(values: list) -> str:
 
 
 def _mrrs(h: PcieFacts) -> Iterator[Finding]:
-    ev = [("host", "lspci_vvv")]
+    ev: list[tuple[Role, str]] = [("host", "lspci_vvv")]
     slug = "max_read_req"
     reason = _root_reason(h)
     gpus = [d for d in _gpu_devs(h) if not d.access_denied]
@@ -282,7 +282,7 @@ def _mrrs(h: PcieFacts) -> Iterator[Finding]:
 
 
 def _mps(h: PcieFacts) -> Iterator[Finding]:
-    ev = [("host", "lspci_vvv"), ("host", "lspci_tv")]
+    ev: list[tuple[Role, str]] = [("host", "lspci_vvv"), ("host", "lspci_tv")]
     slug = "max_payload"
     reason = _root_reason(h)
     gpus = [d for d in _gpu_devs(h) if d.devctl_mps]
@@ -298,6 +298,7 @@ def _mps(h: PcieFacts) -> Iterator[Finding]:
         ups = [by[p] for p in h.parents.get(g.bdf, []) if p in by]
         caps = [x.devcap_mps for x in [g, *ups] if x.devcap_mps]
         limit = min(caps) if caps else None
+        assert g.devctl_mps is not None  # `gpus` keeps only devices with a DevCtl MaxPayload
         if limit and g.devctl_mps < limit:
             bad.append(f"{g.bdf}: MPS {g.devctl_mps} B below the path's supported {limit} B")
         mism = [u for u in ups if u.devctl_mps and u.devctl_mps != g.devctl_mps]
@@ -315,7 +316,7 @@ def _mps(h: PcieFacts) -> Iterator[Finding]:
 
 
 def _link_capability(h: PcieFacts) -> Iterator[Finding]:
-    ev = [("host", "smi_query_pcie"), ("host", "sys_pci_nvidia"), ("host", "lspci_vvv")]
+    ev: list[tuple[Role, str]] = [("host", "smi_query_pcie"), ("host", "sys_pci_nvidia"), ("host", "lspci_vvv")]
     slug = "link_capability"
     bad: list[str] = []
     rows: list[str] = []
@@ -351,7 +352,7 @@ def _link_capability(h: PcieFacts) -> Iterator[Finding]:
 
 
 def _link_under_load(h: PcieFacts) -> Iterator[Finding]:
-    ev = [("host", "smi_query_pcie"), ("host", "lspci_vvv")]
+    ev: list[tuple[Role, str]] = [("host", "smi_query_pcie"), ("host", "lspci_vvv")]
     slug = "link_current_under_load"
     if not h.smi:
         reason = h.problems.get("smi_query_pcie", "nvidia-smi data missing")
@@ -383,7 +384,7 @@ def _link_under_load(h: PcieFacts) -> Iterator[Finding]:
 
 
 def _acs(h: PcieFacts) -> Iterator[Finding]:
-    ev = [("host", "lspci_vvv"), ("host", "lspci_tv")]
+    ev: list[tuple[Role, str]] = [("host", "lspci_vvv"), ("host", "lspci_tv")]
     slug = "acs"
     reason = _root_reason(h)
     if reason:
@@ -398,7 +399,7 @@ def _acs(h: PcieFacts) -> Iterator[Finding]:
         yield finding(PROBE_ID, slug, "unknown", "GPU path bridges unknown",
                       observed=h.problems.get("lspci_tv", "no bridge found above the GPUs"), evidence=ev)
         return
-    redir = [by[b] for b in sorted(bridges) if by[b].acs_ctl and (by[b].acs_ctl.get("ReqRedir") or by[b].acs_ctl.get("CmpltRedir"))]
+    redir = [by[b] for b in sorted(bridges) if (acs := by[b].acs_ctl) and (acs.get("ReqRedir") or acs.get("CmpltRedir"))]
     if not redir:
         yield finding(PROBE_ID, slug, "ok", "No ACS redirect on GPU paths",
                       observed=f"{len(bridges)} bridge(s) on GPU paths, ReqRedir-/CmpltRedir- or no ACS capability",
@@ -416,7 +417,7 @@ def _acs(h: PcieFacts) -> Iterator[Finding]:
 
 
 def _aspm(h: PcieFacts) -> Iterator[Finding]:
-    ev = [("host", "lspci_vvv"), ("host", "aspm_policy")]
+    ev: list[tuple[Role, str]] = [("host", "lspci_vvv"), ("host", "aspm_policy")]
     slug = "aspm"
     by = _by_bdf(h)
     on: list[str] = []
@@ -444,7 +445,7 @@ def _aspm(h: PcieFacts) -> Iterator[Finding]:
 
 
 def _port_pm(h: PcieFacts) -> Iterator[Finding]:
-    ev = [("host", "sys_pci_nvidia")]
+    ev: list[tuple[Role, str]] = [("host", "sys_pci_nvidia")]
     ctl = {s.upstream: s.upstream_values.get("power/control") for s in h.sysfs if s.upstream}
     ctl = {k: v for k, v in ctl.items() if v}
     if not ctl:
@@ -467,7 +468,7 @@ def _port_pm(h: PcieFacts) -> Iterator[Finding]:
 
 
 def _link_errors(h: PcieFacts) -> Iterator[Finding]:
-    ev = [("host", "sys_pci_nvidia"), ("host", "lspci_vvv")]
+    ev: list[tuple[Role, str]] = [("host", "sys_pci_nvidia"), ("host", "lspci_vvv")]
     fatal: list[str] = []
     corr: list[str] = []
     seen = False
@@ -508,7 +509,7 @@ def _link_errors(h: PcieFacts) -> Iterator[Finding]:
 
 
 def _tags(h: PcieFacts) -> Iterator[Finding]:
-    ev = [("host", "lspci_vvv")]
+    ev: list[tuple[Role, str]] = [("host", "lspci_vvv")]
     reason = _root_reason(h)
     gpus = _gpu_devs(h)
     if reason or not gpus:
@@ -525,7 +526,7 @@ def _tags(h: PcieFacts) -> Iterator[Finding]:
 
 
 def _topology(h: PcieFacts) -> Iterator[Finding]:
-    ev = [("host", "lspci_tv"), ("host", "sys_pci_nvidia")]
+    ev: list[tuple[Role, str]] = [("host", "lspci_tv"), ("host", "sys_pci_nvidia")]
     if not h.gpu_bdfs:
         yield finding(PROBE_ID, "topology_map", "ok" if not h.problems else "unknown", "GPU topology",
                       observed="not applicable: no NVIDIA GPU" if not h.problems else "; ".join(sorted(set(h.problems.values())))[:200],

@@ -7,6 +7,7 @@ Rules are conditional on the CPU vendor/family (from `lscpu -J`) and on GPU util
 from __future__ import annotations
 
 import re
+from typing import cast
 from collections.abc import Iterator
 
 from pydantic import BaseModel
@@ -207,10 +208,10 @@ def extract(outputs: Outputs, role: Role) -> PowerFacts:
             states += [IdleStateFact(cpu=cpu, name=s.name, latency_us=s.latency_us, disabled=s.disabled, usage=s.usage)
                        for s in sts]
     if not states and (t := usable_stdout(outputs, "cpupower_idle", problems)):
-        info: CpuIdleInfo = parse_cpupower_idle_info(t)
-        f["idle_driver"] = f.get("idle_driver") or info.driver
-        states = [IdleStateFact(cpu=info.cpu or 0, name=s.name, latency_us=s.latency_us, disabled=s.disabled,
-                                usage=s.usage) for s in info.states]
+        idle_info: CpuIdleInfo = parse_cpupower_idle_info(t)
+        f["idle_driver"] = f.get("idle_driver") or idle_info.driver
+        states = [IdleStateFact(cpu=idle_info.cpu or 0, name=s.name, latency_us=s.latency_us, disabled=s.disabled,
+                                usage=s.usage) for s in idle_info.states]
     f["idle_states"] = states
     if (t := usable_stdout(outputs, "proc_cmdline", problems)) is not None:
         f["cmdline"] = first_line(t)
@@ -243,7 +244,7 @@ def _cppc_available(h: PowerFacts) -> bool | None:
 
 
 def _driver(h: PowerFacts) -> Iterator[Finding]:
-    ev = [("host", "sys_cpufreq"), ("host", "sys_cppc"), ("host", "lscpu_json")]
+    ev: list[tuple[Role, str]] = [("host", "sys_cpufreq"), ("host", "sys_cppc"), ("host", "lscpu_json")]
     d = h.scaling_driver
     slug, title = "cpu_scaling_driver", "CPU frequency driver"
     if d is None:
@@ -293,7 +294,7 @@ def _driver(h: PowerFacts) -> Iterator[Finding]:
 
 
 def _governor(h: PowerFacts) -> Iterator[Finding]:
-    ev = [("host", "sys_governors"), ("host", "sys_cpufreq")]
+    ev: list[tuple[Role, str]] = [("host", "sys_governors"), ("host", "sys_cpufreq")]
     slug = "cpu_governor"
     g = h.governors
     if not g:
@@ -325,7 +326,7 @@ def _governor(h: PowerFacts) -> Iterator[Finding]:
 
 
 def _epp(h: PowerFacts) -> Iterator[Finding]:
-    ev = [("host", "sys_epp")]
+    ev: list[tuple[Role, str]] = [("host", "sys_epp")]
     slug = "cpu_epp"
     if not h.epp:
         yield finding(PROBE_ID, slug, "ok", "EPP not applicable",
@@ -346,7 +347,7 @@ def _epp(h: PowerFacts) -> Iterator[Finding]:
 
 
 def _boost(h: PowerFacts) -> Iterator[Finding]:
-    ev = [("host", "sys_cpufreq"), ("host", "cpupower_freq")]
+    ev: list[tuple[Role, str]] = [("host", "sys_cpufreq"), ("host", "cpupower_freq")]
     if h.boost is None:
         sev = "unknown" if h.scaling_driver else "info"
         yield finding(PROBE_ID, "cpu_boost", sev, "CPU boost state " + ("unknown" if sev == "unknown" else "not applicable"),
@@ -372,7 +373,7 @@ def _cmdline_cstate_cap(cmdline: str | None) -> str | None:
 
 
 def _cstates(h: PowerFacts) -> Iterator[Finding]:
-    ev = [("host", "sys_cpuidle"), ("host", "cpupower_idle"), ("host", "proc_cmdline")]
+    ev: list[tuple[Role, str]] = [("host", "sys_cpuidle"), ("host", "cpupower_idle"), ("host", "proc_cmdline")]
     slug = "cpu_cstates"
     if not h.idle_states:
         if h.idle_driver and h.idle_driver != "none" or ("sys_cpuidle" in h.problems and "cpupower_idle" in h.problems):
@@ -412,7 +413,7 @@ def _cstates(h: PowerFacts) -> Iterator[Finding]:
 
 
 def _gpu_rows(h: PowerFacts) -> Iterator[Finding]:
-    ev = [("host", "smi_query_power")]
+    ev: list[tuple[Role, str]] = [("host", "smi_query_power")]
     if not h.gpus:
         reason = h.problems.get("smi_query_power", "no GPUs listed")
         for slug in ("gpu_power_limit", "gpu_clock_events", "gpu_thermal_headroom", "gpu_locked_clocks",
@@ -427,7 +428,7 @@ def _gpu_rows(h: PowerFacts) -> Iterator[Finding]:
     elif low:
         yield finding(PROBE_ID, "gpu_power_limit", "warning", "GPU power limit below default",
                       observed="; ".join(f"GPU {g.index}: {g.enforced_w:.0f} W of {g.default_w:.0f} W"
-                                         f" ({100 * (1 - g.enforced_w / g.default_w):.0f}% below)" for g in low),
+                                         f" ({100 * (1 - cast(float, g.enforced_w) / cast(float, g.default_w)):.0f}% below)" for g in low),
                       expected="enforced = default power limit",
                       why="A lowered cap mostly slows compute-bound prefill; single-stream decode is bandwidth-bound and"
                           " barely changes.", fix="nvidia-smi -pl <default> (persisted by your boot tooling) if not deliberate.",
@@ -499,7 +500,7 @@ def _gpu_rows(h: PowerFacts) -> Iterator[Finding]:
 
 
 def _rtd3(h: PowerFacts) -> Iterator[Finding]:
-    ev = [("host", "nvidia_rtd3")]
+    ev: list[tuple[Role, str]] = [("host", "nvidia_rtd3")]
     if not h.rtd3:
         sev = "unknown" if "nvidia_rtd3" in h.problems else "info"
         yield finding(PROBE_ID, "gpu_rtd3", sev, "GPU runtime D3 status not visible",

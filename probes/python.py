@@ -28,7 +28,7 @@ from probes.core.parsers.pyenv import PYENV_SHELL, arch_sms, cuda_major_minor, p
 from probes.core.spec import Command, FactsByTarget, Outputs, Probe, finding, record_problem
 
 PROBE_ID = "python"
-_BOTH = frozenset({"host", "container"})
+_BOTH: frozenset[Role] = frozenset({"host", "container"})
 SMI_GPU_CC = "nvidia-smi --query-gpu=index,name,compute_cap,driver_version --format=csv,noheader"
 # Persistent JIT/compile caches of the audit user (the engine usually runs as root in its container):
 # file-system type (tmpfs = lost on restart), writability and top-level entries (FlashInfer keys by version/arch).
@@ -183,11 +183,11 @@ def extract(outputs: Outputs, role: Role) -> PythonFacts:
         procs = parse_engine_procs(rec.stdout)
         f["engine_procs"] = len(procs)
         if procs:
-            env, readable = engine_env(procs)
-            f.update(engine_env=env, engine_env_readable=readable)
+            eenv, readable = engine_env(procs)
+            f.update(engine_env=eenv, engine_env_readable=readable)
         if (found := main_engine(procs)):
-            p, cfg = found
-            f.update(engine_kind=cfg.kind, engine_pid=p.pid, engine_args=list(p.argv)[:80], tp=cfg.tp, pp=cfg.pp,
+            proc, cfg = found
+            f.update(engine_kind=cfg.kind, engine_pid=proc.pid, engine_args=list(proc.argv)[:80], tp=cfg.tp, pp=cfg.pp,
                      cuda_graphs_disabled=cfg.cuda_graphs_disabled, graph_flag=cfg.graph_flag,
                      attention_backend=cfg.attention_backend, moe_backend=cfg.moe_backend, model=cfg.model,
                      quantization=cfg.quantization)
@@ -280,7 +280,7 @@ def judge(facts: FactsByTarget) -> Iterator[Finding]:
 def _torch_arch(facts: FactsByTarget) -> Iterator[Finding]:
     role, rt = _runtime(facts)
     grole, g = _gpus(facts)
-    ev = [(role or "container", "pyenv"), (grole or role or "container", "smi_gpu_cc")]
+    ev: list[tuple[Role, str]] = [(role or "container", "pyenv"), (grole or role or "container", "smi_gpu_cc")]
     assert rt is not None and role is not None
     if g is None:
         yield finding(PROBE_ID, "torch_arch_support", "unknown", "GPU compute capability unknown", targets=[role],
@@ -334,7 +334,7 @@ def _torch_arch(facts: FactsByTarget) -> Iterator[Finding]:
 def _cuda_stack(facts: FactsByTarget) -> Iterator[Finding]:
     role, rt = _runtime(facts)
     assert rt is not None and role is not None
-    ev = [(role, "pyenv")]
+    ev: list[tuple[Role, str]] = [(role, "pyenv")]
     if "pyenv" in rt.problems or not rt.packages:
         yield finding(PROBE_ID, "cuda_stack_versions", "unknown" if "pyenv" in rt.problems else "info",
                       "CUDA Python wheels could not be listed" if "pyenv" in rt.problems else "No CUDA Python packages installed",
@@ -372,9 +372,9 @@ def _flashinfer(facts: FactsByTarget) -> Iterator[Finding]:
     role, rt = _runtime(facts)
     assert rt is not None and role is not None
     _gr, g = _gpus(facts)
-    ev = [(role, "pyenv"), (role, "engine_procs")]
+    ev: list[tuple[Role, str]] = [(role, "pyenv"), (role, "engine_procs")]
     fi = rt.packages.get("flashinfer-python")
-    sm120 = bool(g) and any(_sm(c) in (120, 121) for c in g.compute_caps)
+    sm120 = g is not None and any(_sm(c) in (120, 121) for c in g.compute_caps)
     if "pyenv" in rt.problems:
         yield finding(PROBE_ID, "flashinfer_sm120", "unknown", "FlashInfer version unknown", targets=[role],
                       observed=rt.problems["pyenv"], evidence=ev)
@@ -409,7 +409,7 @@ def _cuda_graphs(facts: FactsByTarget) -> Iterator[Finding]:
     if e is None or role is None:
         yield _no_engine(facts, "cuda_graphs", "CUDA graphs")
         return
-    ev = [(role, "engine_procs")]
+    ev: list[tuple[Role, str]] = [(role, "engine_procs")]
     if e.cuda_graphs_disabled:
         yield finding(PROBE_ID, "cuda_graphs", "critical", "CUDA graphs disabled in the serving engine (confirm intent)",
                       targets=[role], observed=f"{e.engine_kind} (pid {e.engine_pid}) started with {e.graph_flag}, TP={e.tp}",
@@ -430,7 +430,7 @@ def _dangerous_env(facts: FactsByTarget) -> Iterator[Finding]:
     if e is None or role is None:
         yield _no_engine(facts, "dangerous_env", "Engine environment")
         return
-    ev = [(role, "engine_procs"), (role, "smi_gpu_cc")]
+    ev: list[tuple[Role, str]] = [(role, "engine_procs"), (role, "smi_gpu_cc")]
     if not e.engine_env_readable:
         yield finding(PROBE_ID, "dangerous_env", "unknown", "Engine environment not readable", targets=[role],
                       observed="/proc/<pid>/environ unreadable (needs root or the engine's uid)",
@@ -479,9 +479,9 @@ def _attention(facts: FactsByTarget) -> Iterator[Finding]:
     if e is None or role is None:
         yield _no_engine(facts, "attention_backend", "Attention backend")
         return
-    ev = [(role, "engine_procs")]
+    ev: list[tuple[Role, str]] = [(role, "engine_procs")]
     _gr, g = _gpus(facts)
-    sm120 = bool(g) and any(_sm(c) in (120, 121) for c in g.compute_caps)
+    sm120 = g is not None and any(_sm(c) in (120, 121) for c in g.compute_caps)
     backend = e.attention_backend or e.engine_env.get("VLLM_ATTENTION_BACKEND") or e.engine_env.get("SGLANG_ATTENTION_BACKEND")
     deepgemm = next((f"{k}={v}" for k, v in e.engine_env.items() if "DEEPGEMM" in k and v not in ("0", "false", "False")), None)
     extra = (f"; MoE runner {e.moe_backend}" if e.moe_backend else "") + (f"; {deepgemm}" if deepgemm else "")
@@ -508,10 +508,10 @@ def _runtime_vs_driver(facts: FactsByTarget) -> Iterator[Finding]:
     role, rt = _runtime(facts)
     assert rt is not None and role is not None
     host = facts.get("host")
-    drv_role = "host" if host is not None and host.driver else ("container" if facts.get("container") and facts["container"].driver else None)
+    drv_role: Role | None = "host" if host is not None and host.driver else ("container" if facts.get("container") and facts["container"].driver else None)
     driver = facts[drv_role].driver if drv_role else None
     targets = list(dict.fromkeys([r for r in (drv_role, role) if r]))
-    ev = [(role, "pyenv")] + ([(drv_role, "smi_gpu_cc")] if drv_role else [])
+    ev: list[tuple[Role, str]] = [(role, "pyenv")] + ([(drv_role, "smi_gpu_cc")] if drv_role else [])
     runtime = cuda_major_minor(rt.torch_cuda)
     wheel = next((v for k, v in rt.packages.items() if k.startswith("nvidia-cuda-runtime")), None)
     if runtime is None:
@@ -549,7 +549,7 @@ def _engine_threads(facts: FactsByTarget) -> Iterator[Finding]:
     if e is None or role is None:
         yield _no_engine(facts, "engine_threads", "Engine threads")
         return
-    ev = [(role, "engine_proc_status"), (role, "engine_procs")]
+    ev: list[tuple[Role, str]] = [(role, "engine_proc_status"), (role, "engine_procs")]
     if e.proc_threads is None:
         yield finding(PROBE_ID, "engine_threads", "unknown", "Engine thread counts not read", targets=[role],
                       observed=e.problems.get("engine_proc_status", "not collected"), evidence=ev)
@@ -586,7 +586,7 @@ def _jit_caches(facts: FactsByTarget) -> Iterator[Finding]:
     """`python.jit_caches`: persistent, writable, and not carrying kernels of another FlashInfer build."""
     role, rt = _runtime(facts)
     assert rt is not None and role is not None
-    ev = [(role, "jit_cache_dirs"), (role, "pyenv")]
+    ev: list[tuple[Role, str]] = [(role, "jit_cache_dirs"), (role, "pyenv")]
     if rt.jit_dirs is None:
         yield finding(PROBE_ID, "jit_caches", "unknown", "JIT caches not read", targets=[role],
                       observed=rt.problems.get("jit_cache_dirs", "not collected"), evidence=ev)
@@ -631,7 +631,7 @@ def _measured_throughput(facts: FactsByTarget) -> Iterator[Finding]:
     if e is None or role is None:
         yield _no_engine(facts, "measured_throughput", "Measured throughput")
         return
-    ev = [(role, "engine_logs")]
+    ev: list[tuple[Role, str]] = [(role, "engine_logs")]
     if e.log_sources is None:
         yield finding(PROBE_ID, "measured_throughput", "unknown", "Engine log not read", targets=[role],
                       observed=e.problems.get("engine_logs", "not collected"), evidence=ev)

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from probes.core.models import Role
 from probes.core.spec import Command
 
 PROBE_ID = "container"
 
-ON_BOTH = frozenset({"host", "container"})
-ON_CTR = frozenset({"container"})
+ON_BOTH: frozenset[Role] = frozenset({"host", "container"})
+ON_CTR: frozenset[Role] = frozenset({"container"})
 SMI_GPU_IDS = "nvidia-smi --query-gpu=index,uuid,pci.bus_id,name --format=csv,noheader"
 CGROUP_FILES = ("grep -H . /sys/fs/cgroup/cpuset.cpus.effective /sys/fs/cgroup/cpuset.mems.effective "
                 "/sys/fs/cgroup/cpu.max /sys/fs/cgroup/memory.max /sys/fs/cgroup/cpu.stat /sys/fs/cgroup/memory.events")

@@ -2,11 +2,12 @@
 
 from __future__ import annotations
 
+from probes.core.models import Role
 from probes.core.spec import Command
 
 PROBE_ID = "driver"
-BOTH = frozenset({"host", "container"})
-HOST = frozenset({"host"})
+BOTH: frozenset[Role] = frozenset({"host", "container"})
+HOST: frozenset[Role] = frozenset({"host"})
 
 QUERY_FIELDS = ("index", "name", "pci.bus_id", "compute_cap", "driver_version", "persistence_mode", "compute_mode",
                 "mig.mode.current", "ecc.mode.current", "ecc.errors.uncorrected.volatile.total",
@@ -29,5 +30,5 @@ COMMANDS = (
     Command("nvidia_lib_files",
             "find /usr/lib /usr/lib64 /usr/local -maxdepth 4 \\( -name 'libcuda.so.*' -o -name 'libnvidia-ml.so.*' \\) "
             "2>/dev/null; true", on=BOTH, description="versioned user-space driver libraries (incl. cuda compat)"),
-    Command("nvcc_version", "nvcc --version", on=frozenset({"container"})),
+    Command("nvcc_version", "nvcc --version", on=frozenset[Role]({"container"})),
 )

@@ -12,7 +12,7 @@ from probes.driver.knowledge import DATACENTER, _enabled, _host_version, _is_com
 
 
 def _dkms_kernel_match(h: DriverFacts) -> Finding:
-    ev = [("host", "uname_r"), ("host", "modinfo_nvidia"), ("host", "proc_driver_version"), ("host", "dkms_status")]
+    ev: list[tuple[Role, str]] = [("host", "uname_r"), ("host", "modinfo_nvidia"), ("host", "proc_driver_version"), ("host", "dkms_status")]
     t = "NVIDIA module built for the running kernel"
     fix = "Rebuild/install the module for the running kernel (dkms autoinstall, or reinstall the driver) and reboot."
     why = "After a kernel upgrade DKMS must rebuild the module; a stale or missing module means no GPUs."
@@ -57,7 +57,7 @@ def _dkms_kernel_match(h: DriverFacts) -> Finding:
 
 
 def _module_params(h: DriverFacts) -> Finding:
-    ev = [("host", "nvidia_modprobe_opts")]
+    ev: list[tuple[Role, str]] = [("host", "nvidia_modprobe_opts")]
     t = "NVIDIA module parameters"
     if not h.modprobe_read:
         return finding(PROBE_ID, "module_params", "unknown", t,
@@ -72,7 +72,7 @@ def _module_params(h: DriverFacts) -> Finding:
 
 
 def _compat_libs(f: DriverFacts, host: DriverFacts | None, role: Role) -> Finding:
-    ev = [(role, "nvidia_lib_files")]
+    ev: list[tuple[Role, str]] = [(role, "nvidia_lib_files")]
     t = "CUDA forward-compat libraries"
     if not f.libs_read:
         return finding(PROBE_ID, "cuda_compat_libs", "unknown", t, targets=[role],
@@ -106,7 +106,7 @@ def _userspace_match(host: DriverFacts | None, ctr: DriverFacts | None) -> Findi
     kver = kver or (ctr.module_version if ctr else None)  # /proc/driver/nvidia/version shows the host module in a container too
     side, role = (ctr, "container") if ctr is not None else (host, "host")
     targets = ["host", "container"] if ctr is not None else ["host"]
-    ev = [("host", "proc_driver_version"), (role, "nvidia_lib_files"), (role, "smi_table")]
+    ev: list[tuple[Role, str]] = [("host", "proc_driver_version"), (role, "nvidia_lib_files"), (role, "smi_table")]
     fix = ("Re-install the user-space driver of exactly the host's version in the container (NVIDIA .run with --no-kernel-module)"
            if role == "container" else "Reboot (or reload the module) so the loaded kernel module matches the installed libraries.")
     why = ("The user-space driver (libcuda, libnvidia-ml) and the kernel module speak a private ABI: any version difference makes "
@@ -142,7 +142,7 @@ def _persistence_host_vs_container(host: DriverFacts | None, ctr: DriverFacts | 
     if ctr is None:
         return finding(PROBE_ID, "persistence_host_vs_container", "ok", t, targets=["host"],
                        observed="not applicable: no container target")
-    ev = [("container", ctr.gpu_source or "smi_query_driver"), ("host", "persistenced_active")]
+    ev: list[tuple[Role, str]] = [("container", ctr.gpu_source or "smi_query_driver"), ("host", "persistenced_active")]
     states = [_enabled(g.persistence) for g in ctr.gpus]
     if not ctr.gpus or None in states:
         return finding(PROBE_ID, "persistence_host_vs_container", "unknown", t, targets=["host", "container"],

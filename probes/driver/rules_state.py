@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from probes.core.models import Finding
+from probes.core.models import Finding, Role
 from probes.core.parsing import version_tuple
 from probes.core.spec import finding
 from probes.driver.commands import PROBE_ID
@@ -26,7 +26,7 @@ from probes.driver.knowledge import (
 
 
 def _version_flavor(h: DriverFacts) -> Finding:
-    ev = [("host", "proc_driver_version"), ("host", "modinfo_nvidia"), ("host", "smi_query_driver")]
+    ev: list[tuple[Role, str]] = [("host", "proc_driver_version"), ("host", "modinfo_nvidia"), ("host", "smi_query_driver")]
     t = "Driver branch and kernel-module flavour"
     version = _host_version(h)
     is_open = h.module_open if h.module_open is not None else (
@@ -61,7 +61,7 @@ def _version_flavor(h: DriverFacts) -> Finding:
 
 
 def _min_for_arch(h: DriverFacts) -> Finding:
-    ev = [("host", "smi_table"), ("host", "smi_query_driver"), ("host", "proc_driver_version")]
+    ev: list[tuple[Role, str]] = [("host", "smi_table"), ("host", "smi_query_driver"), ("host", "proc_driver_version")]
     t = "Driver new enough for the GPU architecture"
     version = _host_version(h)
     archs = {a for g in h.gpus if (a := gpu_arch(g.compute_cap, g.name))}
@@ -87,7 +87,7 @@ def _min_for_arch(h: DriverFacts) -> Finding:
 
 
 def _persistence(h: DriverFacts) -> Finding:
-    ev = [("host", h.gpu_source or "smi_query_driver"), ("host", "persistenced_active")]
+    ev: list[tuple[Role, str]] = [("host", h.gpu_source or "smi_query_driver"), ("host", "persistenced_active")]
     t = "GPU persistence mode"
     daemon = f"; nvidia-persistenced {h.persistenced}" if h.persistenced else ""
     states = [(g, _enabled(g.persistence)) for g in h.gpus]
@@ -107,7 +107,7 @@ def _persistence(h: DriverFacts) -> Finding:
 
 
 def _xid_history(h: DriverFacts) -> Finding:
-    ev = [("host", "dmesg_nvrm")]
+    ev: list[tuple[Role, str]] = [("host", "dmesg_nvrm")]
     t = "Xid events and driver failures since boot"
     if not h.kernel_log_read:
         return finding(PROBE_ID, "xid_history", "unknown", t,
@@ -141,7 +141,7 @@ def _xid_history(h: DriverFacts) -> Finding:
 
 
 def _ecc_rowremap(h: DriverFacts) -> Finding:
-    ev = [("host", h.gpu_source or "smi_query_driver")]
+    ev: list[tuple[Role, str]] = [("host", h.gpu_source or "smi_query_driver")]
     t = "GPU memory health (ECC, row remapping)"
     if not h.gpus:
         return finding(PROBE_ID, "ecc_rowremap", "unknown", t, observed=_no_gpu_reason(h), evidence=ev)
@@ -183,7 +183,7 @@ def _ecc_rowremap(h: DriverFacts) -> Finding:
 
 
 def _mig_mode(h: DriverFacts) -> Finding:
-    ev = [("host", h.gpu_source or "smi_query_driver")]
+    ev: list[tuple[Role, str]] = [("host", h.gpu_source or "smi_query_driver")]
     t = "MIG mode"
     if not h.gpus:
         return finding(PROBE_ID, "mig_mode", "unknown", t, observed=_no_gpu_reason(h), evidence=ev)
@@ -199,7 +199,7 @@ def _mig_mode(h: DriverFacts) -> Finding:
 
 
 def _compute_mode(h: DriverFacts) -> Finding:
-    ev = [("host", h.gpu_source or "smi_query_driver")]
+    ev: list[tuple[Role, str]] = [("host", h.gpu_source or "smi_query_driver")]
     t = "Compute mode"
     if not h.gpus or any(g.compute_mode is None for g in h.gpus):
         return finding(PROBE_ID, "compute_mode", "unknown", t, observed=_no_gpu_reason(h) if not h.gpus else "compute mode not reported",

@@ -4,10 +4,11 @@ from __future__ import annotations
 
 from probes.core.parsers.engine import ENGINE_LOGS_SHELL, ENGINE_PROCS_SHELL
 from probes.core.parsers.pyenv import PYENV_SHELL
+from probes.core.models import Role
 from probes.core.spec import Command
 
 PROBE_ID = "nccl"
-_BOTH = frozenset({"host", "container"})
+_BOTH: frozenset[Role] = frozenset({"host", "container"})
 
 SMI_GPU_CC = "nvidia-smi --query-gpu=index,name,compute_cap,driver_version --format=csv,noheader"
 ALL_REDUCE_SHELL = (

@@ -43,8 +43,8 @@ def extract(outputs: Outputs, role: Role) -> NcclFacts:
     for cid, key in (("smi_topo_m", "topo"), ("smi_topo_p2p_r", "p2p_read"), ("smi_topo_p2p_w", "p2p_write")):
         if (t := _ok(outputs, cid, problems)) is not None:
             try:
-                cells, numa, _n = parse_gpu_matrix(t)
-                f[key] = cells
+                matrix, numa, _n = parse_gpu_matrix(t)
+                f[key] = matrix
                 if key == "topo":
                     f["gpu_numa"] = numa
             except ParseError as exc:

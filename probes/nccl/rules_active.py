@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from probes.core.models import Finding
+from probes.core.models import Finding, Role
 from probes.core.parsers.nccl_tests import human_size
 from probes.core.spec import FactsByTarget, finding
 from probes.nccl.commands import PROBE_ID
@@ -15,7 +15,7 @@ def _allreduce(facts: FactsByTarget) -> Iterator[Finding]:
     host = facts.get("host")
     if host is None or (not host.allreduce and not host.allreduce_note and "nccl_all_reduce_perf" not in host.problems):
         return  # the ACTIVE command did not run (no --active): no finding
-    ev = [("host", "nccl_all_reduce_perf")]
+    ev: list[tuple[Role, str]] = [("host", "nccl_all_reduce_perf")]
     title = "(active, load-generating) "
     if not host.allreduce:
         yield finding(PROBE_ID, "allreduce_bw", "unknown", title + "nccl-tests all_reduce_perf gave no result",

@@ -3,13 +3,14 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from probes.core.models import Role
 from probes.core.spec import FactsByTarget
 from probes.nccl.facts import NcclFacts
 
 
-def _pick(facts: FactsByTarget, attr: str, prefer: tuple[Role, ...] = ("host", "container")) -> tuple[Role | None, object]:
+def _pick(facts: FactsByTarget, attr: str, prefer: tuple[Role, ...] = ("host", "container")) -> tuple[Role | None, Any]:
     """First target (in `prefer` order) whose fact is set."""
     for role in prefer:
         f = facts.get(role)

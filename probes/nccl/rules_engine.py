@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from probes.core.models import Finding
+from probes.core.models import Finding, Role
 from probes.core.spec import FactsByTarget, finding
 from probes.nccl.commands import PROBE_ID
 from probes.nccl.parsers import nccl_version_from_path
@@ -17,7 +17,7 @@ _TUNING = ("NCCL_ALGO", "NCCL_PROTO", "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS"
 
 def _env_overrides(facts: FactsByTarget) -> Iterator[Finding]:
     role, eng = _engine(facts)
-    ev = [(role or "container", "engine_procs")]
+    ev: list[tuple[Role, str]] = [(role or "container", "engine_procs")]
     if eng is None:
         why = _problem(facts, "engine_procs", ("container", "host"))
         sev = "unknown" if why != "not collected" and "not applicable" not in why else "ok"
@@ -26,6 +26,7 @@ def _env_overrides(facts: FactsByTarget) -> Iterator[Finding]:
                       targets=[r for r in facts] or ["host"],
                       observed="not applicable: no SGLang/vLLM/TGI process found" if sev == "ok" else why, evidence=ev)
         return
+    assert role is not None  # _engine() returns a role exactly when it returns facts
     if not eng.engine_env_readable:
         yield finding(PROBE_ID, "env_overrides", "unknown", "Engine environment not readable", targets=[role],
                       observed="/proc/<pid>/environ unreadable (needs root or the engine's uid)", evidence=ev,
@@ -33,7 +34,7 @@ def _env_overrides(facts: FactsByTarget) -> Iterator[Finding]:
         return
     env = eng.engine_env
     host = facts.get("host")
-    p2p_all_ok = bool(host and host.p2p_read) and all(v == "OK" for v in host.p2p_read.values())
+    p2p_all_ok = host is not None and bool(host.p2p_read) and all(v == "OK" for v in host.p2p_read.values())
     gate, _obs = _gate(facts)
     issues: list[tuple[str, str]] = []
     if env.get("NCCL_P2P_DISABLE") == "1" or env.get("NCCL_P2P_LEVEL", "").upper() in ("LOC", "0"):
@@ -70,7 +71,7 @@ def _env_overrides(facts: FactsByTarget) -> Iterator[Finding]:
 
 def _library_in_use(facts: FactsByTarget) -> Iterator[Finding]:
     role, eng = _engine(facts)
-    ev = [(role or "container", "engine_procs"), (role or "container", "ldconfig_nccl"), (role or "container", "pyenv")]
+    ev: list[tuple[Role, str]] = [(role or "container", "engine_procs"), (role or "container", "ldconfig_nccl"), (role or "container", "pyenv")]
     torch_role, torch_nccl = _pick(facts, "torch_nccl", ("container", "host"))
     sys_role, system = _pick(facts, "system_nccl", ("container", "host"))
     libs = eng.engine_nccl_libs if eng else []
@@ -85,6 +86,7 @@ def _library_in_use(facts: FactsByTarget) -> Iterator[Finding]:
                       targets=[r for r in facts] or ["host"], observed=f"not applicable: no serving engine found; {vers}",
                       evidence=ev)
         return
+    assert role is not None  # _engine() returns a role exactly when it returns facts
     if not libs:
         yield finding(PROBE_ID, "library_in_use", "unknown" if not eng.engine_env_readable else "info",
                       "libnccl mapped by the engine not seen", targets=[role],
@@ -114,7 +116,7 @@ def _vt(v: str) -> tuple[int, ...]:
 
 def _custom_allreduce(facts: FactsByTarget) -> Iterator[Finding]:
     role, eng = _engine(facts)
-    ev = [(role or "container", "engine_procs"), ("host", "smi_topo_m")]
+    ev: list[tuple[Role, str]] = [(role or "container", "engine_procs"), ("host", "smi_topo_m")]
     if (eng is None or not eng.engine_kind) and (why := _engine_unlisted(facts)):
         yield finding(PROBE_ID, "custom_allreduce", "unknown", "Custom all-reduce: processes could not be listed",
                       targets=list(facts), observed=why, evidence=ev)
@@ -123,6 +125,7 @@ def _custom_allreduce(facts: FactsByTarget) -> Iterator[Finding]:
         yield finding(PROBE_ID, "custom_allreduce", "ok", "Custom all-reduce: no serving engine found",
                       targets=[r for r in facts] or ["host"], observed="not applicable: no SGLang/vLLM process found", evidence=ev)
         return
+    assert role is not None  # _engine() returns a role exactly when it returns facts
     _tr, topo = _pick(facts, "topo")
     inter = _interconnect(topo or {})
     tp = eng.engine_tp or 1
@@ -147,7 +150,7 @@ def _custom_allreduce(facts: FactsByTarget) -> Iterator[Finding]:
 def _amd_dual_socket(facts: FactsByTarget) -> Iterator[Finding]:
     host = facts.get("host")
     _tr, topo = _pick(facts, "topo")
-    ev = [("host", "cpuinfo_id"), ("host", "smi_topo_m")]
+    ev: list[tuple[Role, str]] = [("host", "cpuinfo_id"), ("host", "smi_topo_m")]
     if host is None or host.cpu_vendor is None or not topo:
         yield finding(PROBE_ID, "amd_dual_socket_model", "unknown", "AMD inter-socket model: inputs missing",
                       observed=f"cpu vendor: {host.cpu_vendor if host else 'host not audited'}; topology: {'read' if topo else _problem(facts, 'smi_topo_m')}",

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 
-from probes.core.models import Finding
+from probes.core.models import Finding, Role
 from probes.core.spec import FactsByTarget, finding
 from probes.nccl.commands import PROBE_ID
 from probes.nccl.facts import NcclFacts
@@ -14,7 +14,7 @@ from probes.nccl.rules_common import _engine, _gate, _interconnect, _pick, _prob
 
 def _p2p_matrix(facts: FactsByTarget) -> Iterator[Finding]:
     role, read = _pick(facts, "p2p_read")
-    ev = [(role or "host", "smi_topo_p2p_r"), (role or "host", "smi_topo_p2p_w")]
+    ev: list[tuple[Role, str]] = [(role or "host", "smi_topo_p2p_r"), (role or "host", "smi_topo_p2p_w")]
     if role is None:
         yield finding(PROBE_ID, "p2p_matrix", "unknown", "GPU P2P capability could not be read",
                       observed=_problem(facts, "smi_topo_p2p_r"), evidence=ev)
@@ -49,7 +49,7 @@ def _p2p_matrix(facts: FactsByTarget) -> Iterator[Finding]:
 
 def _topology_class(facts: FactsByTarget) -> Iterator[Finding]:
     role, topo = _pick(facts, "topo")
-    ev = [(role or "host", "smi_topo_m"), ("host", "cpuinfo_id")]
+    ev: list[tuple[Role, str]] = [(role or "host", "smi_topo_m"), ("host", "cpuinfo_id")]
     if role is None:
         yield finding(PROBE_ID, "topology_class", "unknown", "GPU topology could not be read",
                       observed=_problem(facts, "smi_topo_m"), evidence=ev)
@@ -82,7 +82,7 @@ def _topology_class(facts: FactsByTarget) -> Iterator[Finding]:
 
 def _iommu_acs_gate(facts: FactsByTarget) -> Iterator[Finding]:
     sev, obs = _gate(facts)
-    ev = [("host", "proc_cmdline"), ("host", "sys_iommu_groups"), ("host", "lspci_acsctl"), ("container", "engine_procs")]
+    ev: list[tuple[Role, str]] = [("host", "proc_cmdline"), ("host", "sys_iommu_groups"), ("host", "lspci_acsctl"), ("container", "engine_procs")]
     titles = {"ok": "GPU peer traffic not translated by the IOMMU", "unknown": "IOMMU/ACS gate could not be judged",
               "warning": "IOMMU translates GPU DMA (P2P may be slowed)",
               "critical": "P2P will be routed via the IOMMU: expect very low bandwidth or hangs"}
@@ -97,7 +97,7 @@ def _iommu_acs_gate(facts: FactsByTarget) -> Iterator[Finding]:
 def _env_vs_topology(facts: FactsByTarget) -> Iterator[Finding]:
     ctr = facts.get("container")
     host = facts.get("host")
-    ev = [("container", "engine_procs"), ("host", "smi_topo_p2p_r"), ("host", "sys_iommu_groups")]
+    ev: list[tuple[Role, str]] = [("container", "engine_procs"), ("host", "smi_topo_p2p_r"), ("host", "sys_iommu_groups")]
     if ctr is None or host is None:
         yield finding(PROBE_ID, "env_vs_topology", "ok", "Container NCCL env vs host: not applicable",
                       targets=[r for r in facts] or ["host"], observed="not applicable: needs both a host and a container target",
@@ -134,8 +134,8 @@ def _env_vs_topology(facts: FactsByTarget) -> Iterator[Finding]:
 
 def _transport_observed(facts: FactsByTarget) -> Iterator[Finding]:
     """`nccl.transport_observed`: the transports NCCL logged (NCCL_DEBUG=INFO) vs the P2P the driver reports."""
-    roles = [r for r in ("container", "host") if r in facts]
-    ev = [(r, "engine_logs") for r in roles] + [(r, "engine_procs") for r in roles] + [("host", "smi_topo_p2p_r")]
+    roles: list[Role] = [r for r in ("container", "host") if r in facts]
+    ev: list[tuple[Role, str]] = [(r, "engine_logs") for r in roles] + [(r, "engine_procs") for r in roles] + [("host", "smi_topo_p2p_r")]
     role = next((r for r in roles if facts[r].nccl_channels), None) or \
         next((r for r in roles if facts[r].log_sources), None)
     if role is None:

@@ -1,4 +1,4 @@
-"""A table of findings (severity, id, title, targets); the row key is the finding's index."""
+"""A table of findings (severity, title, targets, check id); the row key is the finding's index."""
 
 from __future__ import annotations
 
@@ -17,7 +17,8 @@ class FindingsTable(DataTable[Text]):
         self.findings: list[Finding] = []
 
     def on_mount(self) -> None:
-        self.add_columns("severity", "check", "title", "on")
+        # the title first: in a half-width pane it is what must stay readable (the id is in the detail)
+        self.add_columns("severity", "title", "on", "check")
 
     def set_findings(self, findings: Sequence[Finding], palette: Palette = PLAIN) -> None:
         """Refill, keeping the cursor on the same row index (findings keep their order)."""
@@ -25,8 +26,8 @@ class FindingsTable(DataTable[Text]):
         self.findings = list(findings)
         self.clear()
         for n, f in enumerate(self.findings):
-            self.add_row(sev_text(f.severity, palette), Text(f.id), Text(neutralise(f.title)),
-                         Text(",".join(f.targets) or "-"), key=str(n))
+            self.add_row(sev_text(f.severity, palette), Text(neutralise(f.title)), Text(",".join(f.targets) or "-"),
+                         Text(f.id), key=str(n))
         if self.findings:
             self.move_cursor(row=min(max(row, 0), len(self.findings) - 1))
 
