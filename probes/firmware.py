@@ -338,7 +338,7 @@ def _memory(h: FirmwareFacts) -> Iterator[Finding]:
                       observed=h.problems.get("dmidecode_memory", "no memory devices listed"), evidence=ev)
         return
     pop = [d for d in h.dimms if d.size_mb]
-    sizes = sorted({d.size_mb for d in pop})
+    sizes = sorted({d.size_mb for d in pop if d.size_mb})  # the filter repeats pop's, for mypy
     per_socket = len(pop) / (h.sockets or 1)
     obs = f"{len(pop)} of {len(h.dimms)} slots populated ({per_socket:g} per socket), sizes {', '.join(f'{s // 1024} GB' for s in sizes)}"
     slow = [d for d in pop if d.speed_mts and d.configured_mts and d.configured_mts < d.speed_mts]

@@ -423,7 +423,7 @@ def _engine_unread(facts: FactsByTarget) -> str | None:
 
 def judge_worker_binding(facts: FactsByTarget) -> Finding:
     host: NumaFacts = facts["host"]
-    roles = tuple(r for r in ("host", "container") if r in facts)
+    roles: tuple[Role, ...] = tuple(r for r in ("host", "container") if r in facts)
     ev: list[tuple[Role, str]] = [(r, "engine_proc_status") for r in roles] + [("host", "pci_nvidia_numa"), ("host", "numactl_h")]
     if host.nodes is None:
         return _mk("worker_binding", "unknown", "Host NUMA layout not read", targets=roles, observed=_why(host, "numactl_h", "node_cpulists"), evidence=ev)
@@ -476,7 +476,7 @@ def judge_worker_binding(facts: FactsByTarget) -> Finding:
 
 def judge_memory_placement(facts: FactsByTarget) -> Finding:
     host: NumaFacts = facts["host"]
-    roles = tuple(r for r in ("host", "container") if r in facts)
+    roles: tuple[Role, ...] = tuple(r for r in ("host", "container") if r in facts)
     ev: list[tuple[Role, str]] = [(r, "engine_proc_status") for r in roles] + [("host", "pci_nvidia_numa")]
     if host.nodes is None:
         return _mk("memory_placement", "unknown", "Host NUMA layout not read", targets=roles, observed=_why(host, "numactl_h", "node_cpulists"), evidence=ev)
@@ -500,7 +500,8 @@ def judge_memory_placement(facts: FactsByTarget) -> Finding:
         return _mk("memory_placement", "unknown", "Engine memory placement not readable", targets=targets,
                    observed="/proc/<pid>/numa_maps unreadable (needs root or the engine's uid)",
                    fix="Run the audit as root (or --sudo).", evidence=ev)
-    bad, good = [], []
+    bad: list[str] = []
+    good: list[str] = []
     for x in readable:
         kb = x.w.numa_kb or {}
         total = sum(kb.values())

@@ -7,8 +7,8 @@ Rules are conditional on the CPU vendor/family (from `lscpu -J`) and on GPU util
 from __future__ import annotations
 
 import re
-from typing import cast
 from collections.abc import Iterator
+from typing import cast
 
 from pydantic import BaseModel
 
@@ -421,6 +421,7 @@ def _gpu_rows(h: PowerFacts) -> Iterator[Finding]:
             yield finding(PROBE_ID, slug, "unknown", "GPU power data unavailable", observed=reason, evidence=ev)
         return
     # power limit
+    # both limits are set on every GPU in `low` (cast below: mypy cannot narrow through the filter)
     low = [g for g in h.gpus if g.enforced_w and g.default_w and g.enforced_w < g.default_w - 0.5]
     if any(g.enforced_w is None or g.default_w is None for g in h.gpus):
         yield finding(PROBE_ID, "gpu_power_limit", "unknown", "GPU power limits not reported",

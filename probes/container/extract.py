@@ -43,7 +43,7 @@ def _config_model(c: LxcConfig) -> CtConfig:
 def parse_gpus(text: str) -> list[Gpu]:
     """`nvidia-smi --query-gpu=index,uuid,pci.bus_id,name --format=csv,noheader` -> Gpu list (ParseError on a banner)."""
     rows = parse_query_gpu_csv(text, ["index", "uuid", "pci.bus_id", "name"])
-    return [Gpu(index=int(r["index"]) if (r.get("index") or "").isdigit() else None, uuid=r.get("uuid"),
+    return [Gpu(index=int(i) if (i := r.get("index") or "").isdigit() else None, uuid=r.get("uuid"),
                 bus_id=normalize_bdf(r.get("pci.bus_id") or "")) for r in rows]
 
 
@@ -89,14 +89,15 @@ def extract(outputs: Outputs, role: Role) -> ContainerFacts:
         if rows:
             data.update(shm_bytes=rows[0].size_bytes, shm_fs=rows[0].filesystem)
     if (t := text("uname_n")) is not None:
-        data["hostname"] = (t.strip().split() or [None])[0]
+        words = t.strip().split()
+        data["hostname"] = words[0] if words else None
     if (t := text("proc_self_cgroup")) is not None:
         cg = parse_proc_self_cgroup(t)
         data.update(cgroup_version=cg.version, cgroup_lxc_id=cg.lxc_id)
     if (t := text("uid_map")) is not None:
-        m = parse_uid_map(t)
-        if m:
-            data["uid_map_unprivileged"] = not any(inside == 0 and outside == 0 for inside, outside, _ in m)
+        uid_map = parse_uid_map(t)
+        if uid_map:
+            data["uid_map_unprivileged"] = not any(inside == 0 and outside == 0 for inside, outside, _ in uid_map)
     if (t := text("ulimit_a")) is not None:
         lim = parse_ulimit_a(t)
         data.update(memlock_kb=ulimit_kb(lim.get("l")), nofile=ulimit_kb(lim.get("n")))

@@ -117,6 +117,7 @@ def build_plan(run: AuditRun) -> list[PlanStep]:
         evidence: list[EvidenceRef] = []
         for f in members:
             evidence.extend(e for e in f.evidence if e not in evidence)
+        note: str | None
         if rel is not None:
             fix = "\n".join(dict.fromkeys(f.fix for f in members if f.fix)) or rel.title
             title, note = rel.title, rel.note

@@ -7,6 +7,7 @@ import shlex
 from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
+from typing import Any
 
 from pydantic import BaseModel
 
@@ -200,7 +201,7 @@ class Audit:
         use_sudo = command.needs_root and self.options.sudo and not info.is_root
         line = build_command_line(shell, wrap_prefix=binding.wrap_prefix, sudo=use_sudo or self._wrap_needs_sudo(role),
                                   remote_timeout_s=timeout_s + 2 if info.has_timeout else None)  # remote kill is the backstop
-        base = dict(target=role, probe_id=probe.id, command_id=command.id, command=shell, executed=line,
+        base: dict[str, Any] = dict(target=role, probe_id=probe.id, command_id=command.id, command=shell, executed=line,
                     needs_root=command.needs_root)
         if not info.ok:
             rec = CommandRecord(**base, error=f"target failed: {info.reason}")

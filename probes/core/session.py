@@ -44,7 +44,7 @@ def replay_bindings(targets: Sequence[Target], records: Sequence[CommandRecord],
     return [
         TargetBinding(target=t, transport=ReplayTransport(
             grouped.get(t.role, []), label=f"replay:{t.role}", delay_s=delay_s,
-            hostname=(states[t.role].hostname if t.role in states and states[t.role].hostname else "replay")))
+            hostname=((states[t.role].hostname or "replay") if t.role in states else "replay")))
         for t in targets
     ]
 

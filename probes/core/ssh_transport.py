@@ -234,7 +234,7 @@ class SshTransport:
                     overflow.set()
                     return
 
-        readers = asyncio.ensure_future(asyncio.gather(pump(proc.stdout, out), pump(proc.stderr, err)))
+        readers: asyncio.Future[Any] = asyncio.ensure_future(asyncio.gather(pump(proc.stdout, out), pump(proc.stderr, err)))
         waiter = asyncio.ensure_future(overflow.wait())
         timed_out = killed = held_open = False
         exited_at: float | None = None

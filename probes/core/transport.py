@@ -8,7 +8,7 @@ import signal
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
-from typing import Protocol
+from typing import Any, Protocol
 
 DEFAULT_MAX_BYTES = 8 * 1024 * 1024
 READ_CHUNK = 64 * 1024
@@ -105,7 +105,7 @@ class LocalTransport:
         out, err = StreamCap(max_bytes), StreamCap(max_bytes)
         overflow = asyncio.Event()
         assert proc.stdout is not None and proc.stderr is not None
-        readers = asyncio.gather(read_capped(proc.stdout, out, overflow), read_capped(proc.stderr, err, overflow))
+        readers: asyncio.Future[Any] = asyncio.gather(read_capped(proc.stdout, out, overflow), read_capped(proc.stderr, err, overflow))
         overflow_wait = asyncio.ensure_future(overflow.wait())
         timed_out = False
         try:

@@ -104,8 +104,10 @@ def _userspace_match(host: DriverFacts | None, ctr: DriverFacts | None) -> Findi
     t = "Kernel module vs user-space driver version"
     kver = host.module_version if host else None
     kver = kver or (ctr.module_version if ctr else None)  # /proc/driver/nvidia/version shows the host module in a container too
+    side: DriverFacts | None
+    role: Role
     side, role = (ctr, "container") if ctr is not None else (host, "host")
-    targets = ["host", "container"] if ctr is not None else ["host"]
+    targets: list[Role] = ["host", "container"] if ctr is not None else ["host"]
     ev: list[tuple[Role, str]] = [("host", "proc_driver_version"), (role, "nvidia_lib_files"), (role, "smi_table")]
     fix = ("Re-install the user-space driver of exactly the host's version in the container (NVIDIA .run with --no-kernel-module)"
            if role == "container" else "Reboot (or reload the module) so the loaded kernel module matches the installed libraries.")

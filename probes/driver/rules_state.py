@@ -204,7 +204,7 @@ def _compute_mode(h: DriverFacts) -> Finding:
     if not h.gpus or any(g.compute_mode is None for g in h.gpus):
         return finding(PROBE_ID, "compute_mode", "unknown", t, observed=_no_gpu_reason(h) if not h.gpus else "compute mode not reported",
                        evidence=ev)
-    modes = Counter(g.compute_mode for g in h.gpus)
+    modes = Counter(g.compute_mode for g in h.gpus if g.compute_mode is not None)  # none is None (checked above)
     obs = ", ".join(f"{m} on {n} GPU(s)" for m, n in modes.items())
     if any(m.lower().startswith("prohibited") for m in modes):
         return finding(PROBE_ID, "compute_mode", "critical", "Compute mode Prohibited", observed=obs, expected="Default",

@@ -16,7 +16,8 @@ def summarize(facts: FactsByTarget) -> str:
     parts = []
     version = _host_version(h)
     if version:
-        flavour = {True: " open", False: " proprietary"}.get(h.module_open if h.module_open is not None else None, "")
+        flavours: dict[bool | None, str] = {True: " open", False: " proprietary"}
+        flavour = flavours.get(h.module_open if h.module_open is not None else None, "")
         parts.append(f"{version}{flavour}")
     if h.cuda_version:
         parts.append(f"CUDA {h.cuda_version}")

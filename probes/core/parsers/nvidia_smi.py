@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import cast
 
 from probes.core.errors import ParseError
 
@@ -267,7 +268,7 @@ def _q_tree(lines: list[str]) -> dict:
             continue
         parent[key] = node
         stack.append((indent, node))
-    return _collapse(root)
+    return cast(dict, _collapse(root))  # root's values are child nodes (dicts): it never collapses to a str
 
 
 def _collapse(node: dict) -> dict | str:
