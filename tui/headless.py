@@ -68,6 +68,15 @@ def exit_code(run: AuditRun, fail_on: str) -> int:
     return EXIT_OK
 
 
+def write_json(snapshot: Snapshot) -> None:
+    """The document as UTF-8 bytes straight from pydantic's serializer: no str copy, no re-encoding copy."""
+    data = snapshot.__pydantic_serializer__.to_json(snapshot, indent=2)
+    sys.stdout.flush()
+    sys.stdout.buffer.write(data)
+    del data
+    sys.stdout.buffer.write(b"\n")
+
+
 def main(args: argparse.Namespace) -> int:
     setup = build_setup(args)
     run = asyncio.run(collect(setup, progress=sys.stderr.isatty()))
@@ -92,7 +101,6 @@ def main(args: argparse.Namespace) -> int:
 
         sys.stdout.write(plan_markdown(build_plan(run), run))
     else:
-        sys.stdout.write(snapshot.model_dump_json(indent=2))  # written apart: no second copy of a big document
-        sys.stdout.write("\n")
+        write_json(snapshot)
     sys.stdout.flush()
     return exit_code(run, args.fail_on)

@@ -72,7 +72,7 @@ class _TargetInfo:
     hostname: str | None = None
 
 
-def decode_output(data: bytes) -> str:
+def decode_output(data: bytes | bytearray) -> str:
     """Bytes -> text without ever failing: undecodable bytes become visible `\\xNN` escapes."""
     return data.decode("utf-8", errors="backslashreplace")
 
@@ -130,7 +130,7 @@ class Audit:
                     pass
 
     async def _run(self, probes: list[Probe], queue: asyncio.Queue[BaseModel | None]) -> None:
-        cache: dict[tuple[Role, str], asyncio.Task[RawResult]] = {}
+        cache: dict[tuple[Role, str], asyncio.Task[tuple[RawResult, str, str]]] = {}
         try:
             for role in self.bindings:
                 self._ensure_connect(role, queue)
@@ -177,7 +177,7 @@ class Audit:
         queue.put_nowait(TargetConnected(role=role, is_root=is_root, hostname=hostname))
         return _TargetInfo(ok=True, is_root=is_root, has_timeout=has_timeout, hostname=hostname)
 
-    async def _run_probe(self, probe: Probe, cache: dict[tuple[Role, str], asyncio.Task[RawResult]],
+    async def _run_probe(self, probe: Probe, cache: dict[tuple[Role, str], asyncio.Task[tuple[RawResult, str, str]]],
                          queue: asyncio.Queue[BaseModel | None]) -> None:
         started = datetime.now(timezone.utc)
         queue.put_nowait(ProbeStarted(probe_id=probe.id, at=started))
@@ -187,14 +187,14 @@ class Audit:
         result = judge_probe(probe, {r: recs for r, recs in zip(roles, per_role)}, started)
         queue.put_nowait(ProbeFinished(result=result.model_copy(update={"records": records})))
 
-    async def _run_commands(self, probe: Probe, role: Role, cache: dict[tuple[Role, str], asyncio.Task[RawResult]],
+    async def _run_commands(self, probe: Probe, role: Role, cache: dict[tuple[Role, str], asyncio.Task[tuple[RawResult, str, str]]],
                             queue: asyncio.Queue[BaseModel | None]) -> list[CommandRecord]:
         info = await self._connect_tasks[role]
         commands = [c for c in probe.commands_for(role) if self.options.active or not _is_active(c)]
         return list(await asyncio.gather(*(self._run_one(probe, c, role, info, cache, queue) for c in commands)))
 
     async def _run_one(self, probe: Probe, command: Command, role: Role, info: _TargetInfo,
-                       cache: dict[tuple[Role, str], asyncio.Task[RawResult]], queue: asyncio.Queue[BaseModel | None]) -> CommandRecord:
+                       cache: dict[tuple[Role, str], asyncio.Task[tuple[RawResult, str, str]]], queue: asyncio.Queue[BaseModel | None]) -> CommandRecord:
         binding = self.bindings[role]
         shell = render_shell(command, self.options)
         timeout_s = command.timeout_s or self.options.timeout_s
@@ -213,17 +213,22 @@ class Audit:
                 await asyncio.sleep(0)
             key = (role, line)
             task = cache.get(key)
-            if task is None:  # the same line asked by two probes runs once
-                task = asyncio.create_task(binding.transport.run(line, command_id=command.id, timeout_s=timeout_s,
-                                                                 max_bytes=self.options.max_bytes))
+            if task is None:  # the same line asked by two probes runs once, and its text is shared
+                task = asyncio.create_task(self._fetch(binding, line, command.id, timeout_s))
                 cache[key] = task
-            raw = await asyncio.shield(task)
-            if len(raw.stdout) + len(raw.stderr) > REDACT_CHUNK:  # redacting MBs takes seconds: keep the loop free
-                rec = await asyncio.to_thread(record_from_raw, base, raw, sudo=use_sudo, timeout_s=timeout_s)
-            else:
-                rec = record_from_raw(base, raw, sudo=use_sudo, timeout_s=timeout_s)
+            raw, stdout, stderr = await asyncio.shield(task)
+            rec = record_from_text(base, raw, stdout, stderr, sudo=use_sudo, timeout_s=timeout_s)
         queue.put_nowait(CommandFinished(record=rec))
         return rec
+
+    async def _fetch(self, binding: TargetBinding, line: str, command_id: str, timeout_s: float) -> tuple[RawResult, str, str]:
+        """Run one line and turn its bytes into redacted text; the bytes are dropped so only the text stays alive."""
+        raw = await binding.transport.run(line, command_id=command_id, timeout_s=timeout_s, max_bytes=self.options.max_bytes)
+        if len(raw.stdout) + len(raw.stderr) > REDACT_CHUNK:  # redacting MBs takes seconds: keep the loop free
+            stdout, stderr = await asyncio.to_thread(_text_of, raw)
+        else:
+            stdout, stderr = _text_of(raw)
+        return raw, stdout, stderr
 
     def _wrap_needs_sudo(self, role: Role) -> bool:
         """pct/lxc-attach/docker need root on the host: with --sudo and a non-root host login, use sudo -n."""
@@ -283,15 +288,20 @@ def _release_free_heap() -> None:
         pass
 
 
-def decode_redacted(data: bytes) -> str:
+def decode_redacted(data: bytes | bytearray) -> str:
     """decode_output + redact_text; a big output goes line-aligned chunk by chunk.
 
     Same result as redacting the whole text (no redaction pattern spans a newline, and a chunk starts
     where a line starts), but the regexes' transient copies stay ~1 MiB instead of several times a
     50 MB output.
     """
+    return "".join(redacted_parts(data))
+
+
+def redacted_parts(data: bytes | bytearray) -> list[str]:
+    """decode_redacted's pieces, line-aligned chunks of about REDACT_CHUNK bytes (the caller joins them)."""
     if len(data) <= REDACT_CHUNK:
-        return redact_text(decode_output(data))
+        return [redact_text(decode_output(data))]
     _release_free_heap()
     parts, start = [], 0
     while start < len(data):
@@ -299,23 +309,43 @@ def decode_redacted(data: bytes) -> str:
         end = len(data) if end < 0 else end + 1
         parts.append(redact_text(decode_output(data[start:end])))
         start = end
-    return "".join(parts)
+    return parts
+
+
+def _text_of(raw: RawResult) -> tuple[str, str]:
+    """Both streams as redacted text, dropping each stream's bytes before joining its text (one copy at the peak)."""
+    big = len(raw.stdout) + len(raw.stderr) > REDACT_CHUNK
+    out_parts = redacted_parts(raw.stdout)
+    raw.stdout = b""
+    err_parts = redacted_parts(raw.stderr)
+    raw.stderr = b""
+    stdout, stderr = "".join(out_parts), "".join(err_parts)
+    if big:  # the freed chunks sit in the heap (glibc raised its mmap threshold): hand them back now
+        del out_parts, err_parts
+        _release_free_heap()
+    return stdout, stderr
 
 
 def record_from_raw(base: dict[str, object], raw: RawResult, *, sudo: bool = False,
                     timeout_s: float | None = None) -> CommandRecord:
     """Decode, redact and freeze a transport result into a CommandRecord."""
-    if timeout_s and raw.exit_status == 137 and raw.duration_s >= timeout_s:  # killed by the remote timeout(1)
-        raw.exit_status, raw.timed_out = None, True
-    stdout = decode_redacted(raw.stdout)
-    stderr = decode_redacted(raw.stderr)
+    return record_from_text(base, raw, decode_redacted(raw.stdout), decode_redacted(raw.stderr), sudo=sudo,
+                            timeout_s=timeout_s)
+
+
+def record_from_text(base: dict[str, object], raw: RawResult, stdout: str, stderr: str, *, sudo: bool = False,
+                     timeout_s: float | None = None) -> CommandRecord:
+    """Freeze a transport result whose outputs are already decoded and redacted into a CommandRecord."""
+    exit_status, timed_out = raw.exit_status, raw.timed_out
+    if timeout_s and exit_status == 137 and raw.duration_s >= timeout_s:  # killed by the remote timeout(1)
+        exit_status, timed_out = None, True
     error = raw.error
     if sudo and raw.exit_status == 1 and stderr.lstrip().startswith("sudo:"):
         error = f"needs root (sudo -n refused: {stderr.strip().splitlines()[0][:120]})"
     return CommandRecord(
         **base,  # type: ignore[arg-type]
-        exit_status=raw.exit_status, stdout=stdout, stderr=stderr, started_at=raw.started_at,
-        duration_s=round(raw.duration_s, 4), timed_out=raw.timed_out, truncated=raw.truncated, error=error,
+        exit_status=exit_status, stdout=stdout, stderr=stderr, started_at=raw.started_at,
+        duration_s=round(raw.duration_s, 4), timed_out=timed_out, truncated=raw.truncated, error=error,
     )
 
 

@@ -19,8 +19,8 @@ class RawResult:
     """What a transport saw for one command line; bytes are decoded later, in one place."""
 
     exit_status: int | None
-    stdout: bytes = b""
-    stderr: bytes = b""
+    stdout: bytes | bytearray = b""
+    stderr: bytes | bytearray = b""
     started_at: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
     duration_s: float = 0.0
     timed_out: bool = False
@@ -44,29 +44,34 @@ class Transport(Protocol):
 
 
 class StreamCap:
-    """Collects at most `limit` bytes of a stream; remembers whether more arrived."""
+    """Collects at most `limit` bytes of a stream; remembers whether more arrived.
+
+    One growing bytearray (mremap'd in place when large) instead of a list of chunks joined at the
+    end: joining would hold the output twice at the peak.
+    """
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
-        self.parts: list[bytes] = []
-        self.size = 0
+        self.buf = bytearray()
         self.truncated = False
+
+    @property
+    def size(self) -> int:
+        return len(self.buf)
 
     def add(self, chunk: bytes) -> bool:
         """Keep what fits; return False once the cap is exceeded."""
-        room = self.limit - self.size
+        room = self.limit - len(self.buf)
         if len(chunk) > room:
             if room > 0:
-                self.parts.append(chunk[:room])
-                self.size += room
+                self.buf += chunk[:room]
             self.truncated = True
             return False
-        self.parts.append(chunk)
-        self.size += len(chunk)
+        self.buf += chunk
         return True
 
-    def value(self) -> bytes:
-        return b"".join(self.parts)
+    def value(self) -> bytearray:
+        return self.buf
 
 
 async def read_capped(stream: asyncio.StreamReader, cap: StreamCap, on_overflow: asyncio.Event) -> None:
