@@ -17,8 +17,8 @@ from probes.core.events import initial_run
 from probes.core.models import AuditRun, Severity
 from probes.core.runner import Audit
 from themes import DEFAULT_THEME, STATUS_DEFAULTS, STYLESHEETS, THEMES
-from tui.messages import SnapshotSaved
 from tui.render import palette_from
+from tui.snapshot_actions import SnapshotActions
 from tui.theme_store import ThemeStore
 
 Clock = Callable[[], datetime]
@@ -30,7 +30,7 @@ def utc_now() -> datetime:
     return datetime.now(timezone.utc)
 
 
-class GpuAuditApp(App[int]):
+class GpuAuditApp(SnapshotActions, App[int]):
     CSS_PATH = STYLESHEETS  # type: ignore[assignment]
     TITLE = "gpuaudit-tui"
     BINDINGS = [
@@ -138,51 +138,6 @@ class GpuAuditApp(App[int]):
         names = list(THEMES)
         self.theme = names[(names.index(self.theme) + 1) % len(names)] if self.theme in names else names[0]
         self.notify(f"theme: {self.theme}")
-
-    def action_save(self) -> None:
-        from snapshots.naming import default_name
-        from snapshots.schema import Snapshot
-        from tui.screens.save_prompt import SavePromptScreen
-
-        snapshot = Snapshot.from_run(self.audit_run, created_at=self.clock())
-
-        def save(name: str | None) -> None:
-            if name is None:
-                return
-            from probes.core.errors import SnapshotError
-            from snapshots import store
-
-            try:
-                path = store.save(snapshot.model_copy(update={"name": name}), name, self.snapshot_dir)
-            except SnapshotError as exc:
-                self.notify(str(exc), severity="error", timeout=10)
-                return
-            self.notify(f"saved snapshot: {path}")
-            self.post_message(SnapshotSaved(path))
-
-        self.push_screen(SavePromptScreen(default_name(snapshot)), save)
-
-    def action_diff(self) -> None:
-        try:
-            from tui.screens.diff import SnapshotDiffScreen
-            from tui.screens.snapshot_picker import SnapshotPickerScreen
-        except ImportError as exc:
-            self.notify(f"snapshot diff is not available in this build ({exc})", severity="warning")
-            return
-        from snapshots import store
-        from snapshots.schema import Snapshot
-
-        def picked(path: Path | None) -> None:
-            if path is None:
-                return
-            try:
-                old = store.load(path)
-            except Exception as exc:  # a bad file is a notification, not a crash
-                self.notify(str(exc), severity="error", timeout=10)
-                return
-            self.push_screen(SnapshotDiffScreen(old, Snapshot.from_run(self.audit_run, created_at=self.clock())))
-
-        self.push_screen(SnapshotPickerScreen(self.snapshot_dir or store.default_dir()), picked)
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
         yield from super().get_system_commands(screen)

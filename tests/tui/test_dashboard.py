@@ -224,6 +224,25 @@ async def test_diff_picks_a_saved_snapshot_then_shows_the_diff(clock, tmp_path: 
         assert type(app.screen).__name__ == "SnapshotDiffScreen"
 
 
+async def test_diff_highlights_the_changed_probes_on_the_dashboard(clock, tmp_path: Path) -> None:
+    snap = Snapshot.model_validate_json(FIXTURE.read_text())
+    first = snap.probes[0]
+    older = snap.model_copy(update={"probes": [first.model_copy(update={"findings": first.findings[1:]}), *snap.probes[1:]]})
+    saved = store.save(older, "older", tmp_path)
+    app = make_app(synthetic_run(), clock=clock, snapshot_dir=tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.press("d")
+        await pilot.pause()
+        app.screen.dismiss(saved)
+        await pilot.pause()
+        await pilot.press("escape")
+        await pilot.pause()
+        panes = {p.id: p for p in app.screen.query(ProbePane)}
+        changed = [pid for pid, p in panes.items() if p.has_class("-changed")]
+        assert changed == [f"pane-{first.probe_id}"]
+        assert "Δ changed" in str(panes[f"pane-{first.probe_id}"].border_title)
+
+
 async def test_replayed_recording_with_failures_offers_resume(clock) -> None:
     app = make_app(synthetic_run(), clock=clock, replay_file=Path("/tmp/x.json"))
     async with app.run_test(size=(120, 40)) as pilot:

@@ -25,6 +25,8 @@ class ProbePane(Widget, can_focus=True):
     result: reactive[ProbeResult | None] = reactive(None, always_update=True)
     running: reactive[tuple[tuple[str, str], ...]] = reactive((), always_update=True)
     min_severity: reactive[Severity | None] = reactive(None)
+    changed: reactive[bool] = reactive(False)
+    """Set after a snapshot diff: this probe differs from the snapshot compared against."""
 
     class Selected(Message):
         """The user opened this pane (Enter or click)."""
@@ -52,6 +54,9 @@ class ProbePane(Widget, can_focus=True):
             self.add_class(state)
         self._update_chrome()
 
+    def watch_changed(self) -> None:
+        self._update_chrome()
+
     def watch_min_severity(self) -> None:
         self._update_chrome()
         self.refresh()
@@ -62,7 +67,9 @@ class ProbePane(Widget, can_focus=True):
             return
         worst = result.worst
         mark = f"{sev_label(worst)}  " if worst and result.status == "done" else ""
-        self.border_title = Text(f"{mark}{result.title}")
+        changed = "Δ changed · " if self.changed else ""
+        self.border_title = Text(f"{mark}{changed}{result.title}")
+        self.set_class(self.changed, "-changed")
         self.border_subtitle = Text(pane_subtitle(result, self.clock()))
         below = self.min_severity is not None and (worst is None or worst.rank < self.min_severity.rank)
         self.set_class(below and result.status == "done", "-dimmed")
