@@ -421,22 +421,35 @@ def _engine_unread(facts: FactsByTarget) -> str | None:
     return "; ".join(f"{r}: {f.problems.get('engine_proc_status', 'not collected')}" for r, f in facts.items())
 
 
-def judge_worker_binding(facts: FactsByTarget) -> Finding:
+def _engine_gate(facts: FactsByTarget, slug: str, what: str, ev_host: list[tuple[Role, str]]
+                 ) -> Finding | tuple[Role | None, list[_Worker], list[tuple[Role, str]], list[NodeInfo]]:
+    """The preconditions both engine checks share: a NUMA layout with several nodes and engine workers.
+
+    Returns the finding that ends the check early, or (role, workers, evidence, host NUMA nodes) to go on with.
+    """
     host: NumaFacts = facts["host"]
     roles: tuple[Role, ...] = tuple(r for r in ("host", "container") if r in facts)
-    ev: list[tuple[Role, str]] = [(r, "engine_proc_status") for r in roles] + [("host", "pci_nvidia_numa"), ("host", "numactl_h")]
+    ev: list[tuple[Role, str]] = [(r, "engine_proc_status") for r in roles] + ev_host
     if host.nodes is None:
-        return _mk("worker_binding", "unknown", "Host NUMA layout not read", targets=roles, observed=_why(host, "numactl_h", "node_cpulists"), evidence=ev)
+        return _mk(slug, "unknown", "Host NUMA layout not read", targets=roles, observed=_why(host, "numactl_h", "node_cpulists"), evidence=ev)
     if len(host.nodes) <= 1:
-        return _mk("worker_binding", "ok", "Engine worker binding: not applicable", targets=roles,
+        return _mk(slug, "ok", f"{what}: not applicable", targets=roles,
                    observed="not applicable: single NUMA node host", evidence=ev)
     if (why := _engine_unread(facts)) is not None:
-        return _mk("worker_binding", "unknown", "Engine processes could not be listed", targets=roles, observed=why, evidence=ev)
+        return _mk(slug, "unknown", "Engine processes could not be listed", targets=roles, observed=why, evidence=ev)
     role, workers = _workers(facts)
     if not workers:
-        return _mk("worker_binding", "ok", "Engine worker binding: no serving engine found", targets=roles,
+        return _mk(slug, "ok", f"{what}: no serving engine found", targets=roles,
                    observed="not applicable: no SGLang/vLLM/TGI process found", evidence=ev)
-    node_cpus = {n.id: set(n.cpus) for n in host.nodes}
+    return role, workers, ev, host.nodes
+
+
+def judge_worker_binding(facts: FactsByTarget) -> Finding:
+    gate = _engine_gate(facts, "worker_binding", "Engine worker binding", [("host", "pci_nvidia_numa"), ("host", "numactl_h")])
+    if isinstance(gate, Finding):
+        return gate
+    role, workers, ev, nodes = gate
+    node_cpus = {n.id: set(n.cpus) for n in nodes}
     away, unpinned, near, unread = [], [], [], []
     for x in workers:
         if x.w.cpus is None:
@@ -475,20 +488,10 @@ def judge_worker_binding(facts: FactsByTarget) -> Finding:
 
 
 def judge_memory_placement(facts: FactsByTarget) -> Finding:
-    host: NumaFacts = facts["host"]
-    roles: tuple[Role, ...] = tuple(r for r in ("host", "container") if r in facts)
-    ev: list[tuple[Role, str]] = [(r, "engine_proc_status") for r in roles] + [("host", "pci_nvidia_numa")]
-    if host.nodes is None:
-        return _mk("memory_placement", "unknown", "Host NUMA layout not read", targets=roles, observed=_why(host, "numactl_h", "node_cpulists"), evidence=ev)
-    if len(host.nodes) <= 1:
-        return _mk("memory_placement", "ok", "Engine memory placement: not applicable", targets=roles,
-                   observed="not applicable: single NUMA node host", evidence=ev)
-    if (why := _engine_unread(facts)) is not None:
-        return _mk("memory_placement", "unknown", "Engine processes could not be listed", targets=roles, observed=why, evidence=ev)
-    role, workers = _workers(facts)
-    if not workers:
-        return _mk("memory_placement", "ok", "Engine memory placement: no serving engine found", targets=roles,
-                   observed="not applicable: no SGLang/vLLM/TGI process found", evidence=ev)
+    gate = _engine_gate(facts, "memory_placement", "Engine memory placement", [("host", "pci_nvidia_numa")])
+    if isinstance(gate, Finding):
+        return gate
+    role, workers, ev, nodes = gate
     targets: tuple[Role, ...] = (role, "host") if role == "container" else ("host",)  # type: ignore[assignment]
     mapped = [x for x in workers if x.node is not None]
     if not mapped:
