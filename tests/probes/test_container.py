@@ -316,7 +316,7 @@ def test_gpu_less_host_makes_passthrough_checks_not_applicable():
     host = ContainerFacts(majors={}, all_majors=[1, 4, 5], nodes=[], gpus=None)
     ctr = ContainerFacts(virt="docker", nodes=[], gpus=None, problems={"smi_gpu_ids": "tool not installed"})
     found = {f.id: f for f in judge({"host": host, "container": ctr})}
-    for slug in ("device_nodes", "docker_gpu_runtime"):
+    for slug in ("device_nodes", "docker_gpu_runtime", "device_major_match", "gpu_inventory_match"):
         f = found[f"container.{slug}"]
         assert f.severity.value == "ok" and "no NVIDIA driver loaded" in f.observed, f
     # the same container facts next to a host WITH the driver: the broken passthrough is reported
