@@ -7,19 +7,25 @@ import sys
 from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.screen import Screen
+from textual.notifications import SeverityLevel
 from textual.theme import BUILTIN_THEMES
 
 from probes.core.events import initial_run
 from probes.core.models import AuditRun, Severity
 from probes.core.runner import Audit
+from probes.core.text import neutralise
 from themes import DEFAULT_THEME, STATUS_DEFAULTS, STYLESHEETS, THEMES
 from tui.render import palette_from
 from tui.snapshot_actions import SnapshotActions
 from tui.theme_store import ThemeStore
+
+if TYPE_CHECKING:
+    from tui.screens.dashboard import DashboardScreen
 
 Clock = Callable[[], datetime]
 FILTERS: tuple[Severity | None, ...] = (None, Severity.INFO, Severity.WARNING, Severity.CRITICAL)
@@ -56,6 +62,14 @@ class GpuAuditApp(SnapshotActions, App[int]):
         self.theme = theme if theme in self.available_themes else DEFAULT_THEME
         self.palette = palette_from(self.get_css_variables())
 
+    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
+               timeout: float | None = None, markup: bool = False) -> None:
+        """Every notification (screens' and widgets' go through here too) is plain, neutralised text.
+
+        Messages carry search text, exception texts and paths: as markup, `a[/]b` would crash the app.
+        """
+        super().notify(neutralise(message), title=neutralise(title), severity=severity, timeout=timeout, markup=False)
+
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return dict(STATUS_DEFAULTS)
 
@@ -74,18 +88,21 @@ class GpuAuditApp(SnapshotActions, App[int]):
         self.run_changed(all_panes=True)
 
     # --- state the screens share ---------------------------------------------------------------------
-    def dashboard(self):  # -> DashboardScreen
+    def dashboard(self) -> DashboardScreen:
         from tui.screens.dashboard import DashboardScreen
 
         return next(s for s in self.screen_stack if isinstance(s, DashboardScreen))
 
-    def run_changed(self, all_panes: bool = False) -> None:
-        """The AuditRun (or the filter/theme) changed: refresh what shows it."""
+    def run_changed(self, all_panes: bool = False, probe_id: str | None = None) -> None:
+        """The AuditRun (or the filter/theme) changed: refresh what shows it.
+
+        `probe_id`: only that probe changed, so an open drill-down reloads only if it shows that probe.
+        """
         from tui.screens.drilldown import DrilldownScreen
 
         if all_panes:
             self.dashboard().refresh_all()
-        if isinstance(self.screen, DrilldownScreen):
+        if isinstance(self.screen, DrilldownScreen) and (probe_id is None or self.screen.probe_id == probe_id):
             self.screen.reload()
 
     def audit_finished(self) -> None:

@@ -7,11 +7,12 @@ from __future__ import annotations
 
 import argparse
 import sys
+from pathlib import Path
 from collections.abc import Sequence
 from typing import NoReturn
 
 
-EXIT_OK, EXIT_FINDINGS, EXIT_USAGE = 0, 1, 2
+EXIT_USAGE = 2
 FAIL_ON = ("critical", "warning", "never")
 SUBCOMMANDS = ("diff", "snapshots")
 
@@ -73,7 +74,7 @@ def build_parser() -> OneLineParser:
                      help="exit 1 when a finding reaches this severity (default: critical)")
     out.add_argument("--save", nargs="?", const="", default=None, metavar="NAME",
                      help="also store the snapshot (default name: host, kernel, driver, UTC time)")
-    out.add_argument("--snapshot-dir", metavar="DIR", help="snapshot store (default: user data dir; env GPUAUDIT_SNAPSHOT_DIR)")
+    out.add_argument("--snapshot-dir", metavar="DIR", type=lambda text: Path(text).expanduser(), help="snapshot store (default: user data dir; env GPUAUDIT_SNAPSHOT_DIR)")
     tg = p.add_argument_group("targets")
     tg.add_argument("--host", metavar="[USER@]HOST[:PORT]", help="the GPU host over SSH (default: this machine, no SSH)")
     tg.add_argument("--container", metavar="SPEC",
@@ -138,6 +139,10 @@ def _check_combinations(args: argparse.Namespace) -> None:
         raise CliError("--replay/--demo contact no machine; drop --host/--container")
     if args.json and args.plan:
         raise CliError("--json and --plan are two outputs; choose one")
+    if args.hosts and (args.host or args.container):
+        raise CliError("--hosts audits the inventory's hosts; drop --host/--container")
+    if args.hosts and (args.plan or args.save is not None):
+        raise CliError("--hosts prints a fleet report (table or --json); --plan/--save are per-host")
 
 
 def main(argv: Sequence[str] | None = None) -> int:

@@ -3,52 +3,50 @@
 from __future__ import annotations
 
 import json
-import re
+from collections.abc import Mapping
 from typing import Any
 
 from rich.console import Console
 from rich.text import Text
 
+from probes.core.models import Severity
+from probes.core.text import neutralise
 from snapshots.diff import FactChange, FindingChange, ProbeDiff, RawChange, SnapshotDiff
 
-SEVERITY_STYLE = {"critical": "bold red", "warning": "yellow", "unknown": "magenta", "info": "cyan", "ok": "green"}
+SeverityStyles = Mapping[Severity, str]
+SEVERITY_STYLE: SeverityStyles = {Severity.CRITICAL: "bold red", Severity.WARNING: "yellow", Severity.UNKNOWN: "magenta",
+                                  Severity.INFO: "cyan", Severity.OK: "green"}
+"""The CLI's colours; the TUI passes its theme palette (tui.render.palette_from) instead."""
 KIND_MARK = {
     "resolved": ("✓ resolved", "green"), "new": ("✗ new", "bold red"), "severity": ("~ severity", "yellow"),
     "observed": ("~ observed", "cyan"), "added": ("+ added", "cyan"), "removed": ("- removed", "dim"),
 }
 ABSENT = "(absent)"
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f\x9b]")
-
-
-def clean(text: str) -> str:
-    """Recorded outputs are untrusted: control bytes (terminal escapes) become visible `\\xNN`."""
-    return _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
 
 
 def _value(v: Any, present: bool) -> str:
     if not present:
         return ABSENT
     text = v if isinstance(v, str) else json.dumps(v, ensure_ascii=False, default=str)
-    text = clean(text)
+    text = neutralise(text)
     return text if len(text) <= 120 else text[:117] + "..."
 
 
-def _sev(sev: Any) -> Text:
+def _sev(sev: Severity | None, palette: SeverityStyles = SEVERITY_STYLE) -> Text:
     if sev is None:
         return Text(ABSENT, style="dim")
-    value = getattr(sev, "value", str(sev))
-    return Text(value, style=SEVERITY_STYLE.get(value, ""))
+    return Text(sev.value, style=palette.get(sev, ""))
 
 
 def header(diff: SnapshotDiff) -> Text:
     t = Text()
     for label, side in (("A", diff.old), ("B", diff.new)):
         t.append(f"{label}: ", style="bold")
-        t.append(clean(f"{side.name or '(unnamed)'}  {side.created_at[:19].replace('T', ' ')}  [{side.mode}]") + "\n")
+        t.append(neutralise(f"{side.name or '(unnamed)'}  {side.created_at[:19].replace('T', ' ')}  [{side.mode}]") + "\n")
         if side.note:
-            t.append(f"   {clean(side.note)}\n", style="italic yellow")
+            t.append(f"   {neutralise(side.note)}\n", style="italic yellow")
     for tc in diff.targets:
-        t.append(f"target {tc.role}: {tc.old or ABSENT} → {tc.new or ABSENT}", style="bold red" if tc.structural else "dim")
+        t.append(neutralise(f"target {tc.role}: {tc.old or ABSENT} → {tc.new or ABSENT}"), style="bold red" if tc.structural else "dim")
         t.append("" if tc.structural else "  (matched by role)", style="dim")
         t.append("\n")
     return t
@@ -64,24 +62,24 @@ def summary_line(diff: SnapshotDiff) -> Text:
     return Text(" · ".join(parts), style="bold")
 
 
-def finding_line(fc: FindingChange) -> Text:
+def finding_line(fc: FindingChange, palette: SeverityStyles = SEVERITY_STYLE) -> Text:
     mark, style = KIND_MARK[fc.kind]
     t = Text("  ")
     t.append(f"{mark:<11}", style=style)
-    t.append(f" {clean(fc.id)}", style="bold")
+    t.append(f" {neutralise(fc.id)}", style="bold")
     t.append("  ")
-    t.append_text(_sev(fc.old_severity))
+    t.append_text(_sev(fc.old_severity, palette))
     t.append(" → ")
-    t.append_text(_sev(fc.new_severity))
-    t.append(f"  {clean(fc.title)}")
+    t.append_text(_sev(fc.new_severity, palette))
+    t.append(f"  {neutralise(fc.title)}")
     if fc.old_observed != fc.new_observed:
-        t.append(f"\n      observed: {clean(fc.old_observed) or ABSENT} → {clean(fc.new_observed) or ABSENT}", style="dim")
+        t.append(f"\n      observed: {neutralise(fc.old_observed) or ABSENT} → {neutralise(fc.new_observed) or ABSENT}", style="dim")
     return t
 
 
 def fact_line(fc: FactChange) -> Text:
-    t = Text(f"  {clean(fc.path)}", style="bold")
-    t.append(f" ({fc.role})", style="dim")
+    t = Text(f"  {neutralise(fc.path)}", style="bold")
+    t.append(f" ({neutralise(fc.role)})", style="dim")
     t.append(f": {_value(fc.old, fc.old_present)}", style="red")
     t.append(" → ")
     t.append(_value(fc.new, fc.new_present), style="green")
@@ -89,28 +87,28 @@ def fact_line(fc: FactChange) -> Text:
 
 
 def raw_line(rc: RawChange, show_unified: bool) -> Text:
-    t = Text(clean(f"  {rc.role}/{rc.command_id}"), style="bold")
+    t = Text(neutralise(f"  {rc.role}/{rc.command_id}"), style="bold")
     if rc.kind == "changed":
         t.append(f"  differs in {', '.join(rc.fields)}")
         if rc.old_status != rc.new_status:
-            t.append(f"  ({rc.old_status} → {rc.new_status})", style="dim")
+            t.append(neutralise(f"  ({rc.old_status} → {rc.new_status})"), style="dim")
     else:
-        t.append(f"  {rc.kind}  ({rc.old_status or rc.new_status})", style="dim")
+        t.append(neutralise(f"  {rc.kind}  ({rc.old_status or rc.new_status})"), style="dim")
     if show_unified and rc.unified:
-        for line in clean(rc.unified).rstrip("\n").split("\n"):
+        for line in neutralise(rc.unified).rstrip("\n").split("\n"):
             style = "green" if line.startswith("+") else "red" if line.startswith("-") else "cyan" if line.startswith("@@") else "dim"
             t.append("\n      " + line, style=style)
     return t
 
 
-def probe_block(pd: ProbeDiff, *, show_unified: bool = False) -> Text:
+def probe_block(pd: ProbeDiff, *, show_unified: bool = False, palette: SeverityStyles = SEVERITY_STYLE) -> Text:
     t = Text()
-    t.append(clean(f"{pd.title} ({pd.probe_id})"), style="bold underline")
+    t.append(neutralise(f"{pd.title} ({pd.probe_id})"), style="bold underline")
     if pd.old_status != pd.new_status:
-        t.append(f"  status {pd.old_status or ABSENT} → {pd.new_status or ABSENT}", style="yellow")
+        t.append(neutralise(f"  status {pd.old_status or ABSENT} → {pd.new_status or ABSENT}"), style="yellow")
     t.append("\n")
     sections: list[tuple[str, list[Text]]] = [
-        ("findings", [finding_line(f) for f in pd.findings]),
+        ("findings", [finding_line(f, palette) for f in pd.findings]),
         ("facts", [fact_line(f) for f in pd.facts]),
         ("raw outputs", [raw_line(r, show_unified) for r in pd.raw]),
     ]
@@ -123,14 +121,14 @@ def probe_block(pd: ProbeDiff, *, show_unified: bool = False) -> Text:
     return t
 
 
-def render(diff: SnapshotDiff, *, show_unified: bool = False) -> Text:
+def render(diff: SnapshotDiff, *, show_unified: bool = False, palette: SeverityStyles = SEVERITY_STYLE) -> Text:
     """The whole report as one Text (header, summary, one block per changed probe)."""
     t = header(diff)
     t.append_text(summary_line(diff))
     t.append("\n")
     for pd in diff.probes:
         t.append("\n")
-        t.append_text(probe_block(pd, show_unified=show_unified))
+        t.append_text(probe_block(pd, show_unified=show_unified, palette=palette))
     return t
 
 

@@ -36,7 +36,6 @@ from pathlib import Path
 
 _GROUP = re.compile(r"^\[(?P<name>[A-Za-z_][A-Za-z0-9_.-]*)(?::(?P<kind>vars|children))?\]$")
 _VAR = re.compile(r"^(?P<key>[A-Za-z_][A-Za-z0-9_]*)=(?P<value>\S*)$")
-SEVERITIES = ("critical", "warning", "info", "ok", "unknown")
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,6 +171,7 @@ async def audit_host(host: FleetHost, args: argparse.Namespace, ssh: object, lim
     from probes.core.runner import Audit
     from probes.core.session import live_bindings
     from probes.core.targets import parse_host_spec
+    from snapshots.listing import severity_counts
     from snapshots.schema import Snapshot
     from tui.headless import EXIT_ERROR, collect, exit_code
     from tui.session_setup import AuditSetup, audit_options, selected_probes
@@ -186,12 +186,9 @@ async def audit_host(host: FleetHost, args: argparse.Namespace, ssh: object, lim
             return HostResult(host, EXIT_ERROR, time.monotonic() - t0, error=f"{exc.__class__.__name__}: {exc}")
         duration = time.monotonic() - t0
     failed = [s.reason or "failed" for s in run.target_states.values() if s.state == "failed"]
-    counts = {s: 0 for s in SEVERITIES}
-    for f in run.findings:
-        counts[f.severity.value] = counts.get(f.severity.value, 0) + 1
-    snap = Snapshot.from_run(run).model_dump_json()
-    return HostResult(host, exit_code(run, args.fail_on), duration, snap,
-                      error=failed[0] if failed else None, counts=counts)
+    snapshot = Snapshot.from_run(run)
+    return HostResult(host, exit_code(run, args.fail_on), duration, snapshot.model_dump_json(),
+                      error=failed[0] if failed else None, counts=severity_counts(snapshot))
 
 
 async def run_fleet(hosts: list[FleetHost], args: argparse.Namespace, ssh: object) -> list[HostResult]:
@@ -202,7 +199,7 @@ async def run_fleet(hosts: list[FleetHost], args: argparse.Namespace, ssh: objec
 def fleet_document(results: Iterable[HostResult], duration_s: float, max_connections: int) -> str:
     """The --json document, assembled from each host's pre-serialised snapshot."""
     results = list(results)
-    totals = {s: 0 for s in SEVERITIES}
+    totals: dict[str, int] = {}
     entries = []
     for r in results:
         for s, n in r.counts.items():
@@ -233,13 +230,8 @@ def fleet_table(results: list[HostResult]) -> str:
 
 
 def main(args: argparse.Namespace) -> int:
-    from tui.cli import CliError
     from tui.session_setup import ssh_options
 
-    if args.host or args.container:
-        raise CliError("--hosts audits the inventory's hosts; drop --host/--container")
-    if args.plan or args.save is not None:
-        raise CliError("--hosts prints a fleet report (table or --json); --plan/--save are per-host")
     hosts = load_inventory(args.hosts)
     t0 = time.monotonic()
     # one connection per host: in a fleet the handshakes, not the channel cap, are the cost

@@ -5,7 +5,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from pathlib import Path
 
 from probes.core.events import CommandFinished, ProbeFinished, TargetFailed, apply_event, initial_run
 from probes.core.models import AuditRun, Severity
@@ -63,7 +62,7 @@ def exit_code(run: AuditRun, fail_on: str) -> int:
         return EXIT_ERROR
     if fail_on != "never":
         threshold = Severity(fail_on).rank
-        if any(f.severity.rank >= threshold and f.severity != Severity.UNKNOWN for f in run.findings):
+        if any(f.severity.rank >= threshold for f in run.findings):  # unknown ranks below warning
             return EXIT_FINDINGS
     return EXIT_OK
 
@@ -91,7 +90,7 @@ def main(args: argparse.Namespace) -> int:
 
         name = args.save or default_name(snapshot)
         path = store.save(snapshot.model_copy(update={"name": name}), name,
-                          Path(args.snapshot_dir) if args.snapshot_dir else None)
+                          args.snapshot_dir)
         print(f"saved snapshot: {path}", file=sys.stderr)
     for state in run.target_states.values():
         if state.state == "failed":

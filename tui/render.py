@@ -7,13 +7,15 @@ markup: a remote `[red]` or `\\x1b]0;title\\x07` is shown, not interpreted.
 from __future__ import annotations
 
 import json
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 
 from rich.text import Text
 
 from probes.core.models import AuditRun, CommandRecord, Finding, ProbeResult, Severity
+from probes.core.text import neutralise
+
+__all__ = ["neutralise"]  # re-exported: screens and widgets import it from here
 
 SEV_ORDER = (Severity.CRITICAL, Severity.WARNING, Severity.UNKNOWN, Severity.INFO, Severity.OK)
 SEV_ICON = {Severity.CRITICAL: "✖", Severity.WARNING: "▲", Severity.INFO: "●", Severity.OK: "✔", Severity.UNKNOWN: "?"}
@@ -23,20 +25,6 @@ SEV_VAR = {Severity.CRITICAL: "status-crit", Severity.WARNING: "status-warn", Se
 Palette = Mapping[Severity, str]
 PLAIN: Palette = {s: "" for s in Severity}
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
-
-# C0 (except \n and \t), DEL, C1, and the bidi overrides that can reorder what a terminal shows.
-_UNSAFE = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]")
-
-
-def neutralise(text: str) -> str:
-    """Make control characters visible and inert: ESC -> `\\x1b`, BEL -> `\\x07`, CR alone -> `\\r`.
-
-    >>> neutralise("\\x1b]0;pwned\\x07ok")
-    '\\\\x1b]0;pwned\\\\x07ok'
-    """
-    text = text.replace("\r\n", "\n")
-    return _UNSAFE.sub(lambda m: f"\\x{ord(m.group()):02x}" if ord(m.group()) < 0x100 else f"\\u{ord(m.group()):04x}", text)
-
 
 def palette_from(variables: Mapping[str, str]) -> Palette:
     """Theme CSS variables -> a rich style per severity (Python never picks the colours)."""

@@ -13,7 +13,6 @@ from probes.core.session import live_bindings, replay_bindings
 from probes.core.ssh_transport import SshOptions
 from probes.core.targets import parse_container_spec, parse_host_spec
 
-EXAMPLES_DIR = Path(__file__).resolve().parent.parent / "snapshots" / "examples"
 DEMO_NOTE = "DEMO: illustrative example modelled on the case study (not a capture of a real machine)"
 
 
@@ -50,7 +49,7 @@ def build_setup(args: argparse.Namespace) -> AuditSetup:
     if args.replay or args.demo:
         from snapshots import store
 
-        path = EXAMPLES_DIR / "case-study-before.json" if args.demo else store.resolve(args.replay, _dir(args))
+        path = store.EXAMPLES_DIR / "case-study-before.json" if args.demo else store.resolve(args.replay, _dir(args))
         snap = store.load(path)
         bindings = replay_bindings(snap.targets, snap.records, states=snap.target_states)
         mode = "demo" if args.demo else "replay"
@@ -62,14 +61,12 @@ def build_setup(args: argparse.Namespace) -> AuditSetup:
         return build_resume_setup(args)
     host = parse_host_spec(args.host)
     container = parse_container_spec(args.container, host=host) if args.container else None
-    if container is not None and container.kind == "ssh" and host.kind == "ssh" and container.ssh == host.ssh:
-        pass  # allowed: host and container may be the same address in tests
     bindings = live_bindings(host, container, ssh_options(args))
     return AuditSetup(Audit(bindings, selected_probes(args), audit_options(args)), "live")
 
 
 def _dir(args: argparse.Namespace) -> Path | None:
-    return Path(args.snapshot_dir) if getattr(args, "snapshot_dir", None) else None
+    return getattr(args, "snapshot_dir", None)  # already a Path with ~ expanded (tui/cli.py)
 
 
 def stamp(run: AuditRun, setup: AuditSetup) -> AuditRun:

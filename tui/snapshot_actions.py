@@ -8,15 +8,19 @@ from typing import TYPE_CHECKING, Any
 from tui.messages import SnapshotSaved
 
 if TYPE_CHECKING:
-    from snapshots.schema import Snapshot
+    from tui.screens.dashboard import DashboardScreen
 
 
 class SnapshotActions:
-    """Mixed into GpuAuditApp; uses its audit_run, clock, snapshot_dir, notify and push_screen."""
+    """Mixed into GpuAuditApp; uses its audit_run, clock, snapshot_dir, palette, dashboard, notify and push_screen."""
 
     audit_run: Any
     clock: Any
+    palette: Any
     snapshot_dir: Path | None
+
+    def dashboard(self) -> DashboardScreen:
+        raise NotImplementedError  # GpuAuditApp.dashboard
 
     def action_save(self) -> None:
         from snapshots.naming import default_name
@@ -42,14 +46,10 @@ class SnapshotActions:
         self.push_screen(SavePromptScreen(default_name(snapshot)), save)
 
     def action_diff(self) -> None:
-        try:
-            from tui.screens.diff import SnapshotDiffScreen
-            from tui.screens.snapshot_picker import SnapshotPickerScreen
-        except ImportError as exc:
-            self.notify(f"snapshot diff is not available in this build ({exc})", severity="warning")
-            return
         from snapshots import store
         from snapshots.schema import Snapshot
+        from tui.screens.diff import SnapshotDiffScreen
+        from tui.screens.snapshot_picker import SnapshotPickerScreen
 
         def picked(path: Path | None) -> None:
             if path is None:
@@ -60,18 +60,14 @@ class SnapshotActions:
                 self.notify(str(exc), severity="error", timeout=10)
                 return
             new = Snapshot.from_run(self.audit_run, created_at=self.clock())
-            self.mark_changed_probes(old, new)
-            self.push_screen(SnapshotDiffScreen(old, new))
+            screen = SnapshotDiffScreen(old, new, self.palette)  # computes the diff, once
+            self.mark_changed_probes(screen.changed_probes)
+            self.push_screen(screen)
 
         self.push_screen(SnapshotPickerScreen(self.snapshot_dir or store.default_dir()), picked)
 
-    def mark_changed_probes(self, old: Snapshot, new: Snapshot) -> None:
+    def mark_changed_probes(self, changed: list[str]) -> None:
         """Highlight, on the dashboard, the probes that differ from the snapshot just compared against."""
-        from snapshots.diff import diff_snapshots
-        from tui.widgets.probe_pane import ProbePane
-
-        changed = {p.probe_id for p in diff_snapshots(old, new).probes if p.changed}
-        for screen in self.screen_stack:  # the dashboard may sit under the picker while this runs
-            for pane in screen.query(ProbePane):
-                pane.changed = pane.probe_id in changed
-
+        ids = set(changed)
+        for pane in self.dashboard().panes():
+            pane.changed = pane.probe_id in ids

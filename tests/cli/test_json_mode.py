@@ -94,3 +94,11 @@ def test_unreachable_target_exit_2(sshd, tmp_path):
     assert "connection refused" in proc.stderr
     doc = json.loads(proc.stdout)  # the document is still printed: nothing is lost
     assert doc["target_states"]["host"]["state"] == "failed"
+
+
+def test_snapshot_dir_tilde_is_expanded_once_for_every_command(tmp_path):
+    proc = run_cli("--json", "--probes", "kernel", "--save", "t", "--snapshot-dir=~/snaps", env_home=tmp_path)
+    assert proc.returncode in (0, 1), proc.stderr
+    assert (tmp_path / "snaps" / "t.json").exists()
+    listed = run_cli("snapshots", "--json", "--snapshot-dir=~/snaps", env_home=tmp_path)
+    assert '"t"' in listed.stdout or "t.json" in listed.stdout

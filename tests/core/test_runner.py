@@ -111,12 +111,19 @@ async def test_unreachable_container_leaves_host_complete():
 
 
 async def test_rerun_one_probe_reuses_the_connection():
+    class CountingConnects(LocalTransport):
+        connects = 0
+
+        async def connect(self) -> None:
+            CountingConnects.connects += 1
+
     p1 = make_probe("p1", Command("a", "echo a"))
     p2 = make_probe("p2", Command("b", "echo b"))
-    audit = Audit(local_binding(), [p1, p2])
+    audit = Audit(local_binding(CountingConnects()), [p1, p2])
     first = [e async for e in audit.events()]
     again = [e async for e in audit.events(probe_ids=["p2"])]
     await audit.aclose()
+    assert CountingConnects.connects == 1
     assert [e.result.probe_id for e in again if isinstance(e, ProbeFinished)] == ["p2"]
     assert len([e for e in first if isinstance(e, ProbeFinished)]) == 2
 
@@ -129,3 +136,20 @@ async def test_active_commands_only_with_active_flag():
     ev = await collect(Audit(local_binding(), [p], AuditOptions(active=True)))
     ids = {r.command_id for r in next(e.result for e in ev if isinstance(e, ProbeFinished)).records}
     assert ids == {"passive", "load"}
+
+
+def test_truncated_or_statusless_output_is_not_a_usable_answer():
+    from probes.core.models import CommandRecord
+    from probes.core.spec import record_problem
+
+    base = dict(target="host", probe_id="p", command_id="c", command="x")
+    assert record_problem(CommandRecord(**base, exit_status=0, stdout="a\n")) is None
+    assert "truncated" in record_problem(CommandRecord(**base, exit_status=None, stdout="a" * 10, truncated=True))
+    assert "no exit status" in record_problem(CommandRecord(**base, exit_status=None, stdout="partial"))
+
+
+async def test_local_overflow_is_killed_without_an_exit_status():
+    p = make_probe("p", Command("flood", "yes"))
+    events = await collect(Audit(local_binding(), [p], AuditOptions(max_bytes=4096)))
+    rec = next(e.result for e in events if isinstance(e, ProbeFinished)).records[0]
+    assert rec.truncated and rec.exit_status is None and len(rec.stdout) == 4096

@@ -190,3 +190,34 @@ async def test_pooled_transport_surfaces_first_connection_errors(sshd, tmp_path)
     pool = PooledTransport([transport(sshd, known_hosts=str(empty)), transport(sshd, known_hosts=str(empty))])
     with pytest.raises(TransportError, match="host key not verifiable"):
         await pool.connect()
+
+
+async def test_pool_routes_around_a_dead_connection():
+    """One member's connection died: the pool must not keep sending it commands."""
+    from probes.core.pool import PooledTransport
+    from probes.core.transport import RawResult
+
+    class Member:
+        def __init__(self, dead: bool) -> None:
+            self.label, self.lost, self.ran = "m", dead, 0
+
+        async def connect(self) -> None:
+            return None
+
+        async def run(self, line, **kw) -> RawResult:
+            if self.lost:
+                return RawResult(exit_status=None, error="connection lost: EOF")
+            self.ran += 1
+            await asyncio.sleep(0.01)
+            return RawResult(exit_status=0, stdout=b"ok\n")
+
+        async def aclose(self) -> None:
+            return None
+
+    dead, live = Member(dead=False), Member(dead=False)
+    pool = PooledTransport([dead, live])
+    await pool.connect()
+    dead.lost = True  # dies after connecting
+    results = await asyncio.gather(*(pool.run("x", command_id=f"c{i}", timeout_s=5, max_bytes=10) for i in range(20)))
+    assert [r.error for r in results] == [None] * 20
+    assert live.ran == 20

@@ -121,6 +121,18 @@ def test_device_major_match_container_node_stale():
     assert c.judge_device_major_match(load("host", {"proc_devices": None}), CTR).severity.value == "unknown"
 
 
+def test_device_major_match_unknown_when_a_side_is_unread():
+    no_nodes = c.judge_device_major_match(HOST, load("container", {"dev_nvidia": None}))
+    assert no_nodes.severity.value == "unknown" and "container device nodes" in no_nodes.observed
+    failed = CTR.model_copy(update={"nodes": None, "problems": {"dev_nvidia": "exit 2: ls: cannot access"}})
+    assert "exit 2" in c.judge_device_major_match(HOST, failed).observed
+    no_cfg = c.judge_device_major_match(load("host", {"pve_lxc_confs": None}), CTR)
+    assert no_cfg.severity.value == "unknown" and "host container configs" in no_cfg.observed
+    # a positive "not Proxmox" reading still lets the check pass on the container's nodes alone
+    not_pve = HOST.model_copy(update={"configs": {}, "is_pve": False})
+    assert c.judge_device_major_match(not_pve, CTR).severity.value == "ok"
+
+
 # ---------------------------------------------------------------- device_nodes
 
 
@@ -207,6 +219,12 @@ def test_shm_single_gpu_and_docker_ipc():
     assert "IPC host" in c.judge_shm_ipc(HOST, same).title
     own = load("container", {"virt": "docker\n", "df_shm": small})
     assert c.judge_shm_ipc(HOST, own).severity.value == "info"
+
+
+def test_docker_checks_unknown_when_virt_unread():
+    no_virt = CTR.model_copy(update={"virt": None, "problems": {"virt": "timed out"}})
+    for f in (c.judge_shm_ipc(HOST, no_virt), c.judge_docker_gpu_runtime(no_virt)):
+        assert f.severity.value == "unknown" and "timed out" in f.observed, f
 
 
 @pytest.mark.parametrize("ulimit,ib,severity", [

@@ -54,7 +54,8 @@ def test_numa_balancing(bal, nodes, severity):
         assert f.observed.startswith("not applicable")
 
 
-@pytest.mark.parametrize("zr,nodes,severity", [(1, 2, "warning"), (0, 2, "ok"), (1, 1, "ok"), (None, 2, "unknown")])
+@pytest.mark.parametrize("zr,nodes,severity", [(1, 2, "warning"), (0, 2, "ok"), (1, 1, "ok"), (None, 2, "unknown"),
+                                                   (1, None, "unknown")])  # node_list unreadable: not "not applicable"
 def test_zone_reclaim(zr, nodes, severity):
     assert k.judge_zone_reclaim(facts(zone_reclaim=zr, numa_nodes=nodes)).severity.value == severity
 

@@ -38,6 +38,7 @@ def ctr(cpus=tuple(range(64)), mems=(0, 1), gpus=8) -> n.NumaFacts:
     (host(), ctr(cpus=None), "unknown", []),
     (host(nodes=None), ctr(), "unknown", []),
     (host(numa=(None,) * 8), ctr(), "unknown", []),
+    (host(numa=(-1,) * 8), ctr(), "unknown", ["8 GPU(s) report NUMA node -1"]),  # every GPU at node -1: no coverage to judge
 ])
 def test_cpuset_vs_gpu(h, c, severity, needles):
     facts = {"host": h} if c is None else {"host": h, "container": c}
@@ -79,6 +80,18 @@ def test_topology_pressure_span():
     assert n.judge_tp_group_span(host()).severity.value == "info"
     assert n.judge_tp_group_span(host(numa=(0,) * 8)).severity.value == "ok"
     assert n.ranges([0, 1, 2, 3, 8, 10, 11]) == "0-3,8,10-11"
+
+
+@pytest.mark.parametrize("h,severity", [
+    (host(numa=(-1,) * 8), "unknown"),                            # GPUs listed, sysfs says -1 on a 2-node host
+    (host(numa=(None,) * 8), "unknown"),                          # pci_nvidia_numa failed
+    (n.NumaFacts(nodes=NODES2, gpus=[n.GpuInfo(index=0, bus_id=BDFS[0])], problems={"pci_nvidia_numa": "exit 2"}), "unknown"),
+    (host(nodes=NODES2[:1], numa=(-1,) * 8), "ok"),               # single node: -1 is normal, one node by definition
+])
+def test_tp_group_span_without_known_nodes(h, severity):
+    f = n.judge_tp_group_span(h)
+    assert f.severity.value == severity, f.observed
+    assert "(none)" not in f.observed
 
 
 def rec(cid, stdout="", exit_status=0, stderr=""):

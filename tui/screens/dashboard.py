@@ -35,6 +35,8 @@ class DashboardScreen(Screen[None]):
     def __init__(self) -> None:
         super().__init__(id="dashboard")
         self.in_flight: dict[str, list[tuple[str, str]]] = {}
+        self._panes: list[ProbePane] = []
+        """The panes, cached at mount: the grid is fixed (one pane per probe) and `_tick` runs 5×/s."""
 
     def compose(self) -> ComposeResult:
         run = self.app.audit_run
@@ -46,6 +48,7 @@ class DashboardScreen(Screen[None]):
         yield Footer()
 
     def on_mount(self) -> None:
+        self._panes = list(self.query(ProbePane))
         self.refresh_header()
         panes = self.panes()
         if panes:
@@ -55,7 +58,7 @@ class DashboardScreen(Screen[None]):
             self.start_audit(None)
 
     def panes(self) -> list[ProbePane]:
-        return list(self.query(ProbePane))
+        return list(self._panes)
 
     def pane(self, probe_id: str) -> ProbePane:
         return self.query_one(f"#pane-{probe_id}", ProbePane)
@@ -93,15 +96,16 @@ class DashboardScreen(Screen[None]):
             if key in self.in_flight.get(pid, []):
                 self.in_flight[pid].remove(key)
             self._show(pid)
+            app.run_changed(probe_id=pid)  # an open drill-down of this probe gains a record
         elif isinstance(ev, (ProbeStarted, ProbeFinished)):
             pid = ev.probe_id if isinstance(ev, ProbeStarted) else ev.result.probe_id
             self.in_flight[pid] = []
             self._show(pid)
+            app.run_changed(probe_id=pid)  # its status (and, when finished, findings and facts) changed
         elif isinstance(ev, AuditFinished):
             app.audit_finished()
         else:
             self.refresh_header()
-        app.run_changed()
 
     @on(AuditCompleted)
     def _completed(self, message: AuditCompleted) -> None:
@@ -123,7 +127,7 @@ class DashboardScreen(Screen[None]):
         self.refresh_header()
 
     def _tick(self) -> None:
-        for pane in self.panes():
+        for pane in self._panes:
             if pane.result is not None and pane.result.status == "running":
                 pane.tick()
 

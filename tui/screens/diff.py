@@ -11,17 +11,19 @@ from textual.screen import Screen
 from textual.widgets import Footer, OptionList, Static
 from textual.widgets.option_list import Option
 
-from snapshots.diff import SnapshotDiff, diff_snapshots
+from snapshots.diff import ProbeDiff, SnapshotDiff, diff_snapshots
 from snapshots.schema import Snapshot
-from tui.diff_report import header, probe_block, summary_line
+from tui.diff_report import KIND_MARK, SEVERITY_STYLE, SeverityStyles, header, probe_block, summary_line
 
 _WORST_KIND = ("new", "severity", "resolved", "observed", "added", "removed")
+_STYLED_KINDS = ("new", "severity", "resolved")
+"""The kinds that colour a probe's list entry (its worst one wins), in KIND_MARK's colour."""
 
 
-def probe_label(pd) -> Text:
+def probe_label(pd: ProbeDiff) -> Text:
     """"✗ PCIe  2 new · 3 facts" — the list entry of one changed probe, coloured by its worst change."""
     kinds = [f.kind for f in pd.findings]
-    style = "bold red" if "new" in kinds else "yellow" if "severity" in kinds else "green" if "resolved" in kinds else ""
+    style = next((KIND_MARK[k][1] for k in _STYLED_KINDS if k in kinds), "")
     parts = [f"{kinds.count(k)} {k}" for k in _WORST_KIND if k in kinds]
     if pd.facts:
         parts.append(f"{len(pd.facts)} facts")
@@ -45,9 +47,11 @@ class SnapshotDiffScreen(Screen[None]):
         Binding("r", "toggle_raw", "Raw diffs"),
     ]
 
-    def __init__(self, old: Snapshot, new: Snapshot) -> None:
+    def __init__(self, old: Snapshot, new: Snapshot, palette: SeverityStyles = SEVERITY_STYLE) -> None:
         super().__init__(id="snapshot-diff")
         self.old, self.new = old, new
+        self.palette = palette
+        """Severity styles: the app passes its theme palette."""
         self.show_raw = False
         self.diff: SnapshotDiff = diff_snapshots(old, new)
         self._with_raw: SnapshotDiff | None = None
@@ -61,7 +65,7 @@ class SnapshotDiffScreen(Screen[None]):
             yield OptionList(*[Option(probe_label(pd), id=pd.probe_id) for pd in self.diff.probes], id="diff-probes")
             with VerticalScroll(id="diff-body"):
                 for pd in self.diff.probes:
-                    yield Static(probe_block(pd), id=f"diff-{pd.probe_id}", classes="diff-probe")
+                    yield Static(probe_block(pd, palette=self.palette), id=f"diff-{pd.probe_id}", classes="diff-probe")
                 if not self.diff.probes:
                     yield Static(Text("No probe changed.", style="green"))
         yield Footer()
@@ -78,8 +82,11 @@ class SnapshotDiffScreen(Screen[None]):
     def action_toggle_raw(self) -> None:
         """Show or hide the unified diffs of the raw outputs that differ."""
         self.show_raw = not self.show_raw
-        if self.show_raw and self._with_raw is None:
-            self._with_raw = diff_snapshots(self.old, self.new, raw_diff=True)
-        shown = self._with_raw if self.show_raw and self._with_raw else self.diff
+        shown = self.diff
+        if self.show_raw:
+            if self._with_raw is None:
+                self._with_raw = diff_snapshots(self.old, self.new, raw_diff=True)
+            shown = self._with_raw
         for pd in shown.probes:
-            self.query_one(f"#diff-{pd.probe_id}", Static).update(probe_block(pd, show_unified=self.show_raw))
+            block = probe_block(pd, show_unified=self.show_raw, palette=self.palette)
+            self.query_one(f"#diff-{pd.probe_id}", Static).update(block)

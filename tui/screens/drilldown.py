@@ -152,7 +152,7 @@ class DrilldownScreen(Screen[None]):
 
     def action_find_next(self) -> None:
         if self.query_text and not self.query_one(CommandOutput).find(self.query_text):
-            self.notify(f"not found: {neutralise(self.query_text)}", severity="warning")
+            self.notify(f"not found: {self.query_text}", severity="warning")  # the app neutralises, markup off
 
     def action_back(self) -> None:
         box = self.query_one("#search", Input)
