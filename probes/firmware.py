@@ -14,11 +14,14 @@ from pydantic import BaseModel
 
 from probes.core.models import Finding, Role
 from probes.core.parsers.cpu import LSCPU_CMD, SYS_CPPC_CMD, SYS_CPUIDLE_CMD, cpu_identity, idle_states_from_sysfs, parse_grep_h, parse_lscpu
+from probes.core.errors import ParseError
 from probes.core.parsers.dmi import bios_info, memory_devices, parse_dmidecode
+from probes.core.parsers.nvidia_smi import parse_query_gpu_csv, parse_smi_q, q_get
 from probes.core.parsing import first_line
 from probes.core.spec import Command, FactsByTarget, Outputs, Probe, finding, usable_stdout
 
 PROBE_ID = "firmware"
+FW_FIELDS = ("index", "pci.bus_id", "vbios_version", "inforom.img")
 
 COMMANDS = (
     Command("dmidecode_bios", "dmidecode -t bios -t system -t baseboard", needs_root=True,
@@ -39,7 +42,7 @@ COMMANDS = (
     Command("sys_cppc", SYS_CPPC_CMD),
     Command("sys_cpuidle", SYS_CPUIDLE_CMD),
     Command("smi_q_memory", "nvidia-smi -q -d MEMORY", description="BAR1 and framebuffer size per GPU"),
-    Command("smi_query_fw", "nvidia-smi --query-gpu=index,pci.bus_id,vbios_version,inforom.img --format=csv,noheader",
+    Command("smi_query_fw", f"nvidia-smi --query-gpu={','.join(FW_FIELDS)} --format=csv,noheader",
             description="VBIOS and InfoROM versions per GPU"),
 )
 
@@ -90,27 +93,9 @@ def parse_iommu_state(text: str) -> tuple[list[str], dict[str, str]]:
     return units, types
 
 
-def parse_bar1(text: str) -> tuple[dict[str, int], dict[str, int]]:
-    """`nvidia-smi -q -d MEMORY` -> ({bus id: BAR1 total MiB}, {bus id: FB total MiB}).
-
-        GPU 00000000:01:00.0
-            FB Memory Usage
-                Total                             : 32607 MiB
-            BAR1 Memory Usage
-                Total                             : 32768 MiB
-    """
-    bar1: dict[str, int] = {}
-    fb: dict[str, int] = {}
-    gpu = section = None
-    for line in (text or "").splitlines():
-        if (m := re.match(r"^GPU ([0-9A-Fa-f:.]+)\s*$", line)):
-            gpu = m.group(1)
-        elif "Memory Usage" in line:
-            section = "bar1" if "BAR1" in line else "fb" if "FB" in line else None
-        elif gpu and section and (m := re.match(r"^\s+Total\s*:\s*(\d+)\s*MiB", line)):
-            (bar1 if section == "bar1" else fb)[gpu] = int(m.group(1))
-            section = None
-    return bar1, fb
+def _mib(value: str | None) -> int | None:
+    m = re.match(r"\s*(\d+)\s*MiB", value or "")
+    return int(m.group(1)) if m else None
 
 
 def extract(outputs: Outputs, role: Role) -> FirmwareFacts:
@@ -150,15 +135,23 @@ def extract(outputs: Outputs, role: Role) -> FirmwareFacts:
         if states:
             f["idle_state_names"] = [f"{s.name}:{s.latency_us}" for s in next(iter(states.values()))]
     if (t := usable_stdout(outputs, "smi_q_memory", problems)) is not None:
-        f["bar1_mib"], f["fb_mib"] = parse_bar1(t)
+        try:
+            gpus = parse_smi_q(t)
+        except ParseError as exc:
+            problems["smi_q_memory"] = str(exc)
+            gpus = []
+        for key, section in (("bar1_mib", "BAR1 Memory Usage"), ("fb_mib", "FB Memory Usage")):
+            f[key] = {g["_bus_id"]: v for g in gpus if (v := _mib(q_get(g, section, "Total"))) is not None}
     if (t := usable_stdout(outputs, "dmidecode_memory", problems)) is not None:
         f["dimms"] = [Dimm(locator=d.locator, size_mb=d.size_mb, speed_mts=d.speed_mts, configured_mts=d.configured_mts)
                       for d in memory_devices(parse_dmidecode(t))]
     if (t := usable_stdout(outputs, "smi_query_fw", problems)) is not None:
-        for line in t.splitlines():
-            cells = [c.strip() for c in line.split(",")]
-            if len(cells) == 4 and cells[0].isdigit():
-                f.setdefault("gpu_fw", {})[cells[0]] = (cells[2], cells[3])
+        try:
+            rows = parse_query_gpu_csv(t, FW_FIELDS)
+        except ParseError as exc:
+            problems["smi_query_fw"] = str(exc)
+            rows = []
+        f["gpu_fw"] = {r["index"]: (r["vbios_version"] or "N/A", r["inforom.img"] or "N/A") for r in rows if r["index"]}
     return FirmwareFacts(**f, problems=problems)
 
 
@@ -265,9 +258,15 @@ def _bar1(h: FirmwareFacts) -> Iterator[Finding]:
                       evidence=ev)
 
 
+def _vendor_problem(h: FirmwareFacts) -> str:
+    return "CPU vendor unknown: " + (h.problems.get("lscpu_json") or "lscpu gave no vendor")
+
+
 def _cppc(h: FirmwareFacts) -> Iterator[Finding]:
     ev: list[tuple[Role, str]] = [("host", "sys_cppc"), ("host", "lscpu_json")]
-    if h.cpu_vendor != "AMD":
+    if h.cpu_vendor is None:
+        yield finding(PROBE_ID, "cppc", "unknown", "CPPC check: CPU vendor unknown", observed=_vendor_problem(h), evidence=ev)
+    elif h.cpu_vendor != "AMD":
         yield finding(PROBE_ID, "cppc", "ok", "CPPC check not applicable",
                       observed=f"not applicable: CPU vendor {h.cpu_vendor or 'unknown'}", evidence=ev)
     elif h.hypervisor and not h.cppc:
@@ -307,11 +306,16 @@ def _cstate_exposure(h: FirmwareFacts) -> Iterator[Finding]:
 
 def _manual(h: FirmwareFacts) -> Iterator[Finding]:
     amd = h.cpu_vendor == "AMD"
-    yield finding(PROBE_ID, "df_pstates", "unknown" if amd else "ok",
-                  "Data-fabric P-states: manual check" if amd else "DF P-states not applicable",
-                  observed="manual: check BIOS APBDIS = 1, Fixed SOC P-state = P0, DF C-states = Disabled (not readable"
-                           " from Linux without the amd_hsmp/E-SMI tools)" if amd else f"not applicable: CPU vendor {h.cpu_vendor or 'unknown'}",
-                  why="DF clock/power transitions add latency to memory and I/O paths." if amd else "")
+    if h.cpu_vendor is None:
+        yield finding(PROBE_ID, "df_pstates", "unknown", "Data-fabric P-states: CPU vendor unknown",
+                      observed=_vendor_problem(h), evidence=[("host", "lscpu_json")])
+    else:
+        yield finding(PROBE_ID, "df_pstates", "unknown" if amd else "ok",
+                      "Data-fabric P-states: manual check" if amd else "DF P-states not applicable",
+                      observed="manual: check BIOS APBDIS = 1, Fixed SOC P-state = P0, DF C-states = Disabled (not"
+                               " readable from Linux without the amd_hsmp/E-SMI tools)" if amd
+                      else f"not applicable: CPU vendor {h.cpu_vendor}",
+                      why="DF clock/power transitions add latency to memory and I/O paths." if amd else "")
     yield finding(PROBE_ID, "socket_power", "unknown" if amd else "info",
                   "Determinism / cTDP / package power: manual check",
                   observed="manual: check BIOS Determinism Control = Manual, Determinism Slider = Power, cTDP and package"
@@ -320,6 +324,9 @@ def _manual(h: FirmwareFacts) -> Iterator[Finding]:
     if not h.sockets:
         yield finding(PROBE_ID, "xgmi_links", "unknown", "Socket count unknown",
                       observed=h.problems.get("lscpu_json", "lscpu missing"), evidence=[("host", "lscpu_json")])
+    elif h.sockets >= 2 and h.cpu_vendor is None:
+        yield finding(PROBE_ID, "xgmi_links", "unknown", "xGMI links: CPU vendor unknown", observed=_vendor_problem(h),
+                      evidence=[("host", "lscpu_json")])
     elif h.sockets < 2 or not amd:
         yield finding(PROBE_ID, "xgmi_links", "ok", "xGMI links not applicable",
                       observed=f"not applicable: {h.sockets} socket(s), vendor {h.cpu_vendor}", evidence=[("host", "lscpu_json")])

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from pydantic import BaseModel
 
 from probes.core.errors import ParseError
-from probes.core.models import CommandRecord, Finding, Role
+from probes.core.models import Finding, Role
 from probes.core.parsers.engine import ENGINE_STATUS_SHELL, parse_engine_status
 from probes.core.parsers.system import (
     cmdline_value,
@@ -21,7 +21,7 @@ from probes.core.parsers.system import (
     parse_uname,
 )
 from probes.core.parsing import first_line, version_tuple
-from probes.core.spec import Command, FactsByTarget, Outputs, Probe, finding, record_problem
+from probes.core.spec import Command, FactsByTarget, Outputs, Probe, finding, problem_text, usable_stdout
 
 PROBE_ID = "kernel"
 
@@ -123,21 +123,15 @@ def parse_tuned_active(text: str) -> str | None:
     return "none" if "no current active profile" in text.lower() else None
 
 
-def _usable(outputs: Outputs, cid: str, problems: dict[str, str]) -> CommandRecord | None:
-    rec = outputs.get(cid)
-    return rec if rec is not None and cid not in problems else None
-
-
 def extract(outputs: Outputs, role: Role) -> KernelFacts:
-    problems = {cid: p for cid, rec in outputs.items() if (p := record_problem(rec))}
-    # grep exits 1 on "no match": for the journal that is a valid empty answer, not a failure.
-    jrec = outputs.get("journal_kernel_faults")
-    if jrec is not None and jrec.exit_status == 1 and not jrec.error and not jrec.stdout.strip():
-        problems.pop("journal_kernel_faults", None)
+    problems: dict[str, str] = {}
 
     def text(cid: str) -> str | None:
-        rec = _usable(outputs, cid, problems)
-        return rec.stdout if rec is not None else None
+        rec = outputs.get(cid)
+        # grep exits 1 on "no match": for the journal that is a valid empty answer, not a failure.
+        if cid == "journal_kernel_faults" and rec is not None and rec.exit_status == 1 and not rec.error and not rec.stdout.strip():
+            return rec.stdout
+        return usable_stdout(outputs, cid, problems)
 
     data: dict[str, object] = {}
     if (t := text("uname_r")) is not None:
@@ -185,8 +179,7 @@ def extract(outputs: Outputs, role: Role) -> KernelFacts:
 
 
 def _why_missing(f: KernelFacts, *cids: str) -> str:
-    reasons = [f"{c}: {f.problems[c]}" for c in cids if c in f.problems]
-    return "; ".join(reasons) or "not collected"
+    return problem_text(f.problems, *cids)
 
 
 def _mk(slug: str, severity: str, title: str, *, targets: tuple[Role, ...] = ("host",), observed: str = "",
@@ -313,16 +306,19 @@ def judge_zone_reclaim(f: KernelFacts) -> Finding:
     if f.zone_reclaim is None:
         return _mk("zone_reclaim", "unknown", "vm.zone_reclaim_mode could not be read",
                    observed=_why_missing(f, "zone_reclaim"), evidence=ev)
-    if f.zone_reclaim != 0 and (f.numa_nodes or 0) > 1:
+    if f.zone_reclaim == 0:
+        return _mk("zone_reclaim", "ok", "NUMA zone reclaim is off", observed="vm.zone_reclaim_mode=0", expected="0", evidence=ev)
+    if f.numa_nodes is None:
+        return _mk("zone_reclaim", "unknown", "NUMA node count could not be read",
+                   observed=f"vm.zone_reclaim_mode={f.zone_reclaim}; nodes: {_why_missing(f, 'node_list')}", evidence=ev)
+    if f.numa_nodes > 1:
         return _mk("zone_reclaim", "warning", "NUMA zone reclaim is on",
                    observed=f"vm.zone_reclaim_mode={f.zone_reclaim} with {f.numa_nodes} NUMA nodes", expected="0",
                    why="Non-zero makes the kernel reclaim page cache on the local node instead of allocating remotely, "
                        "stalling allocations during model loading and KV-offload bursts.",
                    fix="sysctl -w vm.zone_reclaim_mode=0 and persist it in /etc/sysctl.d/.", evidence=ev)
-    if f.zone_reclaim != 0:
-        return _mk("zone_reclaim", "ok", "Zone reclaim: not applicable",
-                   observed=f"not applicable: vm.zone_reclaim_mode={f.zone_reclaim} on {f.numa_nodes or 'unknown'} node(s)", evidence=ev)
-    return _mk("zone_reclaim", "ok", "NUMA zone reclaim is off", observed="vm.zone_reclaim_mode=0", expected="0", evidence=ev)
+    return _mk("zone_reclaim", "ok", "Zone reclaim: not applicable",
+               observed=f"not applicable: vm.zone_reclaim_mode={f.zone_reclaim} on {f.numa_nodes} node(s)", evidence=ev)
 
 
 def judge_thp(f: KernelFacts) -> Finding:

@@ -9,16 +9,25 @@ from pydantic import BaseModel
 from probes.core.errors import ParseError
 from probes.core.models import Finding, Role
 from probes.core.parsers.engine import ENGINE_STATUS_SHELL, parse_engine_status
-from probes.core.parsers.nvidia_smi import detect_smi_error, parse_query_gpu_csv
+from probes.core.parsers.nvidia_smi import SMI_GPU_IDS, detect_smi_error, parse_smi_gpu_ids
 from probes.core.parsers.system import (
-    normalize_bdf,
+    CGROUP_FILES,
     parse_cgroup_files,
     parse_node_cpulists,
     parse_numactl_h,
     parse_pci_numa,
     parse_status_allowed,
 )
-from probes.core.spec import Command, FactsByTarget, Outputs, Probe, finding, record_problem
+from probes.core.spec import (
+    Command,
+    FactsByTarget,
+    Outputs,
+    Probe,
+    finding,
+    partial_grep_ok,
+    problem_text,
+    usable_stdout,
+)
 
 PROBE_ID = "numa"
 
@@ -66,9 +75,6 @@ class NumaFacts(BaseModel, frozen=True):
     problems: dict[str, str] = {}
 
 
-SMI_GPU_IDS = "nvidia-smi --query-gpu=index,uuid,pci.bus_id,name --format=csv,noheader"
-CGROUP_FILES = ("grep -H . /sys/fs/cgroup/cpuset.cpus.effective /sys/fs/cgroup/cpuset.mems.effective "
-                "/sys/fs/cgroup/cpu.max /sys/fs/cgroup/memory.max /sys/fs/cgroup/cpu.stat /sys/fs/cgroup/memory.events")
 ON_BOTH: frozenset[Role] = frozenset({"host", "container"})
 COMMANDS = (
     Command("numactl_h", "numactl -H"),
@@ -81,47 +87,28 @@ COMMANDS = (
             description="engine processes: allowed CPUs/memory nodes, RSS/swap, resident kB per NUMA node (numa_maps)"),
 )
 
-
-def parse_smi_gpu_ids(text: str) -> list[GpuInfo]:
-    """`nvidia-smi --query-gpu=index,uuid,pci.bus_id,name --format=csv,noheader` -> GpuInfo list.
-
-        0, GPU-5a1e0c3e-..., 00000000:01:00.0, NVIDIA RTX PRO 6000 Blackwell Server Edition
-    Raises ParseError on an nvidia-smi error banner.
-    """
-    rows = parse_query_gpu_csv(text, ["index", "uuid", "pci.bus_id", "name"])
-    out = []
-    for r in rows:
-        idx = r.get("index")
-        out.append(GpuInfo(index=int(idx) if idx and idx.isdigit() else None, uuid=r.get("uuid"),
-                           bus_id=normalize_bdf(r.get("pci.bus_id") or "")))
-    return out
-
-
-def _partial_ok(outputs: Outputs, cid: str) -> bool:
-    """grep -H over several files exits 2 when one is missing; the others' lines are still good."""
-    rec = outputs.get(cid)
-    return rec is not None and not rec.error and not rec.timed_out and rec.exit_status == 2 and bool(rec.stdout.strip())
+GREP_PARTIAL = ("node_cpulists", "pci_nvidia_numa", "cgroup_limits")
+"""`grep -H` over several files: exit 2 with output means some files are absent, the rest is good."""
 
 
 def extract(outputs: Outputs, role: Role) -> NumaFacts:
-    problems = {cid: p for cid, rec in outputs.items() if (p := record_problem(rec))}
-    for cid in ("node_cpulists", "pci_nvidia_numa", "cgroup_limits"):
-        if _partial_ok(outputs, cid):
-            problems.pop(cid, None)
+    problems: dict[str, str] = {}
 
     def text(cid: str) -> str | None:
-        rec = outputs.get(cid)
-        return rec.stdout if rec is not None and cid not in problems else None
+        if cid in GREP_PARTIAL and partial_grep_ok(outputs, cid):
+            return outputs[cid].stdout
+        return usable_stdout(outputs, cid, problems)
 
     data: dict[str, object] = {}
+    cpulists = text("node_cpulists")
     nodes: list[NodeInfo] | None = None
     if (t := text("numactl_h")) is not None:
         topo = parse_numactl_h(t)
         if topo.nodes:
             nodes = [NodeInfo(id=n.id, cpus=list(n.cpus), size_mb=n.size_mb, free_mb=n.free_mb) for n in topo.nodes.values()]
             data["distances"] = topo.distances
-    if nodes is None and (t := text("node_cpulists")) is not None:
-        cl = parse_node_cpulists(t)
+    if nodes is None and cpulists is not None:
+        cl = parse_node_cpulists(cpulists)
         if cl:
             nodes = [NodeInfo(id=i, cpus=c) for i, c in sorted(cl.items())]
     data["nodes"] = nodes
@@ -132,7 +119,7 @@ def extract(outputs: Outputs, role: Role) -> NumaFacts:
     rec = outputs.get("smi_gpu_ids")
     if (t := text("smi_gpu_ids")) is not None:
         try:
-            gpus = parse_smi_gpu_ids(t)
+            gpus = [GpuInfo(index=g.index, uuid=g.uuid, bus_id=g.bus_id) for g in parse_smi_gpu_ids(t)]
             if pci:
                 gpus = [g.model_copy(update={"numa_node": pci[g.bus_id].numa_node, "local_cpus": list(pci[g.bus_id].local_cpus)})
                         if g.bus_id in pci else g for g in gpus]
@@ -184,7 +171,7 @@ def ranges(nums: list[int] | tuple[int, ...]) -> str:
 
 
 def _why(f: NumaFacts, *cids: str) -> str:
-    return "; ".join(f"{c}: {f.problems[c]}" for c in cids if c in f.problems) or "not collected"
+    return problem_text(f.problems, *cids)
 
 
 def _mk(slug: str, severity: str, title: str, *, targets: tuple[Role, ...] = ("host",), observed: str = "",
@@ -277,7 +264,14 @@ def judge_tp_group_span(f: NumaFacts) -> Finding:
     nodes = {n for n in gpu_nodes(f).values() if n is not None and n >= 0}
     if not gpu_nodes(f):
         return _mk("tp_group_span", "unknown", "GPU nodes not known", observed=_why(f, "pci_nvidia_numa", "smi_gpu_ids"), evidence=ev)
-    if len(nodes) <= 1:
+    if not nodes:
+        if f.nodes is not None and len(f.nodes) <= 1:
+            return _mk("tp_group_span", "ok", "All GPUs on one NUMA node",
+                       observed="not applicable: single NUMA node host (GPUs report no node)", evidence=ev)
+        return _mk("tp_group_span", "unknown", "GPU NUMA nodes not known",
+                   observed=f"{len(gpu_nodes(f))} GPU(s) without a NUMA node (-1 or unread); "
+                            + _why(f, "pci_nvidia_numa", "smi_gpu_ids"), evidence=ev)
+    if len(nodes) == 1:
         return _mk("tp_group_span", "ok", "All GPUs on one NUMA node", observed=f"GPUs on node(s) {ranges(sorted(nodes))}", evidence=ev)
     return _mk("tp_group_span", "info", "GPUs span several NUMA nodes",
                observed=f"GPUs on nodes {ranges(sorted(nodes))}; a tensor-parallel group over all of them crosses the socket link",
@@ -311,9 +305,12 @@ def judge_cpuset_vs_gpu(facts: FactsByTarget) -> Finding:
     if ctr.cpuset_cpus is None:
         return _mk("cpuset_vs_gpu", "unknown", "Container cpuset not read", targets=targets, observed=_why(ctr, "cgroup_limits", "status_allowed"), evidence=ev)
     used, which = _used_gpus(host, ctr)
-    if not used or all(n is None for n in used.values()):
+    if not used or all(n is None or n < 0 for n in used.values()):
+        unread = _why(host, "pci_nvidia_numa", "smi_gpu_ids") + "; " + _why(ctr, "smi_gpu_ids")
+        minus1 = sum(1 for n in used.values() if n is not None)
         return _mk("cpuset_vs_gpu", "unknown", "GPU NUMA nodes not known", targets=targets,
-                   observed=_why(host, "pci_nvidia_numa", "smi_gpu_ids") + "; " + _why(ctr, "smi_gpu_ids"), evidence=ev)
+                   observed=f"{minus1} GPU(s) report NUMA node -1 (no proximity information); {unread}" if minus1 else unread,
+                   evidence=ev)
     node_cpus = {n.id: set(n.cpus) for n in host.nodes}
     cpuset = set(ctr.cpuset_cpus)
     remote: list[str] = []

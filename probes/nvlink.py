@@ -16,6 +16,7 @@ from probes.core.errors import ParseError
 from probes.core.models import Finding, Role, Severity
 from probes.core.parsers.nvidia_misc import parse_systemctl_status, parse_xid_events
 from probes.core.parsers.nvidia_smi import (
+    csv_row_errors,
     detect_smi_error,
     parse_nvlink_errors,
     parse_nvlink_s,
@@ -24,7 +25,7 @@ from probes.core.parsers.nvidia_smi import (
     parse_topo_m,
 )
 from probes.core.parsing import first_line
-from probes.core.spec import Command, FactsByTarget, Outputs, Probe, finding, record_problem
+from probes.core.spec import Command, FactsByTarget, Outputs, Probe, finding, record_problem, usable_record
 
 PROBE_ID = "nvlink"
 HOST: frozenset[Role] = frozenset({"host"})
@@ -62,6 +63,8 @@ class NvlinkFacts(BaseModel, frozen=True):
     fabric: list[tuple[int, str | None, str | None]] = []
     """(index, fabric.state, fabric.status); None values = N/A."""
     fabric_read: bool = False
+    fabric_unreadable: list[int] = []
+    """GPU indexes whose fabric state nvidia-smi answered with an error token ("[Unknown Error]")."""
     fm_present: bool | None = None
     fm_active: str | None = None
     fm_messages: list[str] = []
@@ -74,11 +77,6 @@ class NvlinkFacts(BaseModel, frozen=True):
     problems: dict[str, str] = {}
 
 
-def _ok(outputs: Outputs, cid: str, problems: dict[str, str]):
-    rec = outputs.get(cid)
-    return None if rec is None or cid in problems else rec
-
-
 def extract(outputs: Outputs, role: Role) -> NvlinkFacts:
     problems = {cid: p for cid, rec in outputs.items() if (p := record_problem(rec))}
     f: dict = {}
@@ -87,7 +85,7 @@ def extract(outputs: Outputs, role: Role) -> NvlinkFacts:
         if rec is not None and not rec.missing_tool and (err := detect_smi_error(rec.stdout + "\n" + rec.stderr)):
             f.setdefault("smi_error", err)
             problems[cid] = f"nvidia-smi: {err}"
-    if rec := _ok(outputs, "nvlink_s", problems):
+    if rec := usable_record(outputs, "nvlink_s", problems):
         try:
             gpus = parse_nvlink_s(rec.stdout)
             f.update(links={g.index: [(ln.link, ln.active, ln.speed_gbs) for ln in g.links] for g in gpus},
@@ -95,21 +93,23 @@ def extract(outputs: Outputs, role: Role) -> NvlinkFacts:
                      gpu_names=[g.name for g in gpus])
         except ParseError as exc:
             problems["nvlink_s"] = str(exc)
-    if rec := _ok(outputs, "smi_topo_m", problems):
+    if rec := usable_record(outputs, "smi_topo_m", problems):
         try:
             f["topo_nv_pairs"] = len({tuple(sorted(p)) for p in parse_topo_m(rec.stdout).nvlink_pairs()})
         except ParseError as exc:
             problems["smi_topo_m"] = str(exc)
-    if rec := _ok(outputs, "smi_query_fabric", problems):
+    if rec := usable_record(outputs, "smi_query_fabric", problems):
         try:
             rows = parse_query_gpu_csv(rec.stdout, FABRIC_FIELDS)
             f.update(fabric=[(int(r["index"] or i), r["fabric.state"], r["fabric.status"]) for i, r in enumerate(rows)],
-                     fabric_read=True)
+                     fabric_read=True,
+                     fabric_unreadable=[int(r["index"] or i) for i, r in enumerate(rows)
+                                        if {"fabric.state", "fabric.status"} & csv_row_errors(r)])
             if not f.get("gpu_names"):
                 f["gpu_names"] = [r["name"] or "?" for r in rows]
         except (ParseError, ValueError) as exc:
             problems["smi_query_fabric"] = str(exc)
-    if not f.get("fabric_read") and (rec := _ok(outputs, "smi_q_xml", problems)):
+    if not f.get("fabric_read") and (rec := usable_record(outputs, "smi_q_xml", problems)):
         try:
             xml = parse_smi_q_xml(rec.stdout)
             f.update(fabric=[(i, g.fabric_state if g.fabric_state != "N/A" else None,
@@ -123,19 +123,19 @@ def extract(outputs: Outputs, role: Role) -> NvlinkFacts:
         st = parse_systemctl_status(rec.stdout + "\n" + rec.stderr)  # status exits 3 (inactive) / 4 (no unit)
         f.update(fm_present=st.present, fm_active=st.active if st.present else None, fm_messages=st.messages)
         problems.pop("fabricmanager_status", None)
-    if rec := _ok(outputs, "fabricmanager_version", problems):
+    if rec := usable_record(outputs, "fabricmanager_version", problems):
         m = re.search(r"(\d+\.\d+\.\d+)", rec.stdout)
         f["fm_version"] = m.group(1) if m else None
-    if rec := _ok(outputs, "lspci_nvswitch", problems):
+    if rec := usable_record(outputs, "lspci_nvswitch", problems):
         f["nvswitch_functions"] = len([ln for ln in rec.stdout.splitlines() if ln.strip()])
-    if rec := _ok(outputs, "ib_umad_loaded", problems):
+    if rec := usable_record(outputs, "ib_umad_loaded", problems):
         f["ib_umad"] = bool(first_line(rec.stdout))
-    if rec := _ok(outputs, "nvlink_errors", problems):
+    if rec := usable_record(outputs, "nvlink_errors", problems):
         try:
             f["error_counters"] = parse_nvlink_errors(rec.stdout)
         except ParseError as exc:
             problems["nvlink_errors"] = str(exc)
-    if rec := _ok(outputs, "dmesg_nvrm", problems):
+    if rec := usable_record(outputs, "dmesg_nvrm", problems):
         if "not permitted" not in rec.stderr.lower():
             f["xid74"] = sum(1 for x in parse_xid_events(rec.stdout) if x.code == 74)
     return NvlinkFacts(**f, problems=problems)
@@ -294,11 +294,12 @@ def _errors(f: NvlinkFacts) -> Finding:
         return finding(PROBE_ID, "errors", "info", "NVLink error counters non-zero", observed=obs,
                        expected="counters not growing between two samples",
                        why="One sample cannot tell old from growing errors; compare a second run.", evidence=ev)
-    if not f.error_counters and (f.xid74 is None or "nvlink_errors" in f.problems):
+    if not any(f.error_counters.values()):
         # no Xid 74 in the log proves nothing while the counters themselves are unreadable
         log = "kernel log not read" if f.xid74 is None else "no Xid 74 in the kernel log"
-        return finding(PROBE_ID, "errors", "unknown", t,
-                       observed=f.problems.get("nvlink_errors", "error counters not read") + "; " + log, evidence=ev)
+        counters = f.problems.get("nvlink_errors") or (
+            "no counter line parsed for any GPU" if f.error_counters else "error counters not read")
+        return finding(PROBE_ID, "errors", "unknown", t, observed=counters + "; " + log, evidence=ev)
     return finding(PROBE_ID, "errors", "ok", t, observed="no NVLink error counts" + ("" if f.xid74 is None else ", no Xid 74"),
                    evidence=ev)
 
@@ -337,6 +338,12 @@ def _fabric_state(f: NvlinkFacts) -> Finding:
     if not f.fabric_read:
         return finding(PROBE_ID, "fabric_state", "unknown", t, observed=f.problems.get("smi_query_fabric", "not read"), evidence=ev)
     states = [(i, s, st) for i, s, st in f.fabric if s]
+    if f.fabric_unreadable:
+        return finding(PROBE_ID, "fabric_state", "unknown", t, observed="fabric state not readable (nvidia-smi error token) on "
+                       + ", ".join(f"GPU{i}" for i in f.fabric_unreadable), evidence=ev)
+    if not states and is_nvswitch_system(f):
+        return finding(PROBE_ID, "fabric_state", "unknown", t,
+                       observed="NVSwitch system but no GPU reports a fabric state", evidence=ev)
     if not states:
         return _na("fabric_state", t, "fabric state N/A (no NVSwitch fabric)", ev)
     bad = [(i, s, st) for i, s, st in states if s.lower() != "completed" or (st and st.lower() != "success")]

@@ -15,6 +15,7 @@ from pydantic import BaseModel
 
 from probes.core.models import Finding, Role
 from probes.core.parsers.lspci import PciDevice, normalize_bdf, parse_lspci_tree, parse_lspci_vvv, tree_path
+from probes.core.parsers.system import parse_bracketed_choice
 from probes.core.parsing import first_line
 from probes.core.spec import Command, FactsByTarget, Outputs, Probe, finding, usable_stdout
 
@@ -59,8 +60,9 @@ class PciDev(BaseModel, frozen=True):
     tag10_req_cap: bool | None = None
     tag10_req_en: bool | None = None
     relaxed_ordering: bool | None = None
-    ue_status: list[str] = []
-    ce_status: list[str] = []
+    ue_status: list[str] | None = None
+    """AER UESta bits set; None = no UESta line read (no AER capability or access denied)."""
+    ce_status: list[str] | None = None
     access_denied: bool = False
 
 
@@ -93,6 +95,8 @@ class PcieFacts(BaseModel, frozen=True):
     aspm_policy: str | None = None
     cmdline: str | None = None
     lspci_access_denied: bool = False
+    gpu_sources: list[str] = []
+    """GPU sources (lspci_vvv, sys_pci_nvidia, smi_query_pcie) that were read and searched for GPUs."""
     problems: dict[str, str] = {}
 
 
@@ -160,31 +164,23 @@ def parse_smi_pcie(text: str) -> list[SmiLink]:
     return out
 
 
-def parse_aspm_policy(text: str) -> str | None:
-    """`default performance [powersave] powersupersave` -> "powersave" (the bracketed, active one)."""
-    m = re.search(r"\[(\w+)\]", text or "")
-    return m.group(1) if m else None
-
-
 def _dev(d: PciDevice) -> PciDev:
-    return PciDev(bdf=d.bdf, description=d.description[:160], port_type=d.port_type, is_gpu=d.is_gpu,
-                  devcap_mps=d.devcap_mps, devctl_mps=d.devctl_mps, devctl_mrrs=d.devctl_mrrs,
-                  lnkcap_speed=d.lnkcap_speed, lnkcap_width=d.lnkcap_width, lnksta_speed=d.lnksta_speed,
-                  lnksta_width=d.lnksta_width, speed_downgraded=d.speed_downgraded, width_downgraded=d.width_downgraded,
-                  aspm_ctl=d.aspm_ctl, acs_ctl=d.acs_ctl, tag10_req_cap=d.tag10_req_cap, tag10_req_en=d.tag10_req_en,
-                  relaxed_ordering=d.relaxed_ordering, ue_status=d.ue_status, ce_status=d.ce_status,
-                  access_denied=d.access_denied)
+    fields = {k: getattr(d, k) for k in PciDev.model_fields if hasattr(d, k)}
+    return PciDev(**{**fields, "description": d.description[:160]})
 
 
 def extract(outputs: Outputs, role: Role) -> PcieFacts:
     problems: dict[str, str] = {}
     f: dict = {}
+    sources: list[str] = []
     devices: list[PciDevice] = []
     if (t := usable_stdout(outputs, "lspci_vvv", problems)) is not None:
         devices = parse_lspci_vvv(t)
         if not devices and t.strip():
             problems["lspci_vvv"] = "unparsable lspci output"
         f["lspci_access_denied"] = any(d.access_denied for d in devices)
+        if devices or not t.strip():
+            sources.append("lspci_vvv")
     f["devices"] = [_dev(d) for d in devices]
     gpus = [d.bdf for d in devices if d.is_gpu]
     tree = {}
@@ -192,12 +188,14 @@ def extract(outputs: Outputs, role: Role) -> PcieFacts:
         tree = parse_lspci_tree(t)
     if (t := usable_stdout(outputs, "sys_pci_nvidia", problems)) is not None:
         f["sysfs"] = parse_sys_pci(t)
+        sources.append("sys_pci_nvidia")
     for s in f.get("sysfs", []):
         if s.values.get("class", "").startswith(("0x0300", "0x0302")) and s.bdf not in gpus:
             gpus.append(s.bdf)
     if (t := usable_stdout(outputs, "smi_query_pcie", problems)) is not None:
         try:
             f["smi"] = parse_smi_pcie(t)
+            sources.append("smi_query_pcie")
         except Exception as exc:  # ParseError / error banner: a fact, never a crash
             problems["smi_query_pcie"] = f"unparsable nvidia-smi output: {exc}"
     for s in f.get("smi", []):
@@ -212,10 +210,10 @@ def extract(outputs: Outputs, role: Role) -> PcieFacts:
         parents[g] = path
     f["gpu_bdfs"], f["parents"] = sorted(gpus), parents
     if (t := usable_stdout(outputs, "aspm_policy", problems)) is not None:
-        f["aspm_policy"] = parse_aspm_policy(t)
+        f["aspm_policy"] = parse_bracketed_choice(t)
     if (t := usable_stdout(outputs, "proc_cmdline", problems)) is not None:
         f["cmdline"] = first_line(t)
-    return PcieFacts(**f, problems=problems)
+    return PcieFacts(**f, gpu_sources=sources, problems=problems)
 
 
 # --------------------------------------------------------------------------- rules
@@ -226,6 +224,30 @@ def _root_reason(h: PcieFacts) -> str | None:
     if h.lspci_access_denied:
         return "unknown (needs root): lspci printed <access denied> for capabilities"
     return None
+
+
+def _no_gpu_proven(h: PcieFacts) -> bool:
+    """True only on a positive reading: a bus source (lspci or sysfs) was read and no source found a GPU.
+
+    nvidia-smi may be absent on a GPU-less host; any other nvidia-smi failure leaves the question open.
+    """
+    smi_problem = h.problems.get("smi_query_pcie")
+    return (not h.gpu_bdfs and bool({"lspci_vvv", "sys_pci_nvidia"} & set(h.gpu_sources))
+            and smi_problem in (None, "tool not installed"))
+
+
+def _gpu_missing_reason(h: PcieFacts) -> str:
+    """Why no GPU is known when that is not proven: the failed GPU sources."""
+    failed = [f"{k}: {h.problems[k]}" for k in ("lspci_vvv", "sys_pci_nvidia", "smi_query_pcie") if k in h.problems]
+    return "; ".join(failed) or "no GPU source was read"
+
+
+def _no_gpu(h: PcieFacts, slug: str, what: str, ev: list[tuple[Role, str]]) -> Finding:
+    """The finding for a check with no GPU to judge: ok "not applicable" only when proven, else unknown."""
+    if _no_gpu_proven(h):
+        return finding(PROBE_ID, slug, "ok", f"{what} not applicable", observed="not applicable: no NVIDIA GPU",
+                       evidence=ev)
+    return finding(PROBE_ID, slug, "unknown", f"{what} unknown", observed=_gpu_missing_reason(h), evidence=ev)
 
 
 def _gpu_devs(h: PcieFacts) -> list[PciDev]:
@@ -253,8 +275,7 @@ def _mrrs(h: PcieFacts) -> Iterator[Finding]:
                       observed=reason or "GPUs known but lspci shows no readable GPU block", evidence=ev)
         return
     if not gpus:
-        yield finding(PROBE_ID, slug, "ok", "No NVIDIA GPU endpoints", observed="not applicable: no NVIDIA GPU in lspci",
-                      evidence=ev)
+        yield _no_gpu(h, slug, "GPU Max Read Request Size", ev)
         return
     known = [d for d in gpus if d.devctl_mrrs]
     if not known:
@@ -286,11 +307,12 @@ def _mps(h: PcieFacts) -> Iterator[Finding]:
     slug = "max_payload"
     reason = _root_reason(h)
     gpus = [d for d in _gpu_devs(h) if d.devctl_mps]
+    if not reason and not gpus and not h.gpu_bdfs:
+        yield _no_gpu(h, slug, "GPU Max Payload Size", ev)
+        return
     if reason or not gpus:
-        yield finding(PROBE_ID, slug, "unknown" if reason or h.gpu_bdfs else "ok", "GPU Max Payload Size "
-                      + ("not readable" if reason or h.gpu_bdfs else "not applicable"),
-                      observed=reason or ("no DevCtl MaxPayload in the GPU blocks" if h.gpu_bdfs
-                                          else "not applicable: no NVIDIA GPU"), evidence=ev)
+        yield finding(PROBE_ID, slug, "unknown", "GPU Max Payload Size not readable",
+                      observed=reason or "no DevCtl MaxPayload in the GPU blocks", evidence=ev)
         return
     by = _by_bdf(h)
     bad: list[str] = []
@@ -337,10 +359,11 @@ def _link_capability(h: PcieFacts) -> Iterator[Finding]:
             if g.lnkcap_width and g.lnkcap_width < 16 or ups and ups[0].lnkcap_width and ups[0].lnkcap_width < (g.lnkcap_width or 0):
                 bad.append(f"{g.bdf}: width capped")
     if not rows:
-        reason = h.problems.get("smi_query_pcie") or _root_reason(h) or "no GPU link data"
-        yield finding(PROBE_ID, slug, "unknown" if h.gpu_bdfs or h.problems else "ok",
-                      "GPU link capability " + ("unknown" if h.gpu_bdfs or h.problems else "not applicable"),
-                      observed=reason if h.gpu_bdfs or h.problems else "not applicable: no NVIDIA GPU", evidence=ev)
+        if not h.gpu_bdfs:
+            yield _no_gpu(h, slug, "GPU link capability", ev)
+        else:
+            reason = h.problems.get("smi_query_pcie") or _root_reason(h) or "no GPU link data"
+            yield finding(PROBE_ID, slug, "unknown", "GPU link capability unknown", observed=reason, evidence=ev)
     elif bad:
         yield finding(PROBE_ID, slug, "warning", "GPU link capped below what the GPU supports", observed="; ".join(bad[:8]),
                       expected="host max generation = GPU max, x16",
@@ -355,15 +378,21 @@ def _link_under_load(h: PcieFacts) -> Iterator[Finding]:
     ev: list[tuple[Role, str]] = [("host", "smi_query_pcie"), ("host", "lspci_vvv")]
     slug = "link_current_under_load"
     if not h.smi:
-        reason = h.problems.get("smi_query_pcie", "nvidia-smi data missing")
-        yield finding(PROBE_ID, slug, "unknown" if h.gpu_bdfs or h.problems else "ok",
-                      "Link under load not judged", observed=reason if h.gpu_bdfs or h.problems else
-                      "not applicable: no NVIDIA GPU", evidence=ev)
+        if not h.gpu_bdfs:
+            yield _no_gpu(h, slug, "Link under load", ev)
+        else:
+            yield finding(PROBE_ID, slug, "unknown", "Link under load not judged",
+                          observed=h.problems.get("smi_query_pcie", "nvidia-smi data missing"), evidence=ev)
         return
     busy = [s for s in h.smi if s.util is not None and s.util >= 50]
     down_busy = [s for s in busy if (s.gen_cur and s.gen_gpumax and s.gen_cur < min(s.gen_gpumax, s.gen_hostmax or 99))
                  or (s.width_cur and s.width_max and s.width_cur < s.width_max)]
     idle_down = [s for s in h.smi if s not in busy and s.gen_cur and s.gen_gpumax and s.gen_cur < s.gen_gpumax]
+    read = [s for s in h.smi if s.gen_cur and s.gen_gpumax]
+    if not down_busy and not read:
+        yield finding(PROBE_ID, slug, "unknown", "Link under load not judged",
+                      observed="nvidia-smi gave no current and maximum link generation for any GPU", evidence=ev)
+        return
     if down_busy:
         yield finding(PROBE_ID, slug, "critical", "GPU link downtrained while busy",
                       observed="; ".join(f"GPU {s.index}: Gen{s.gen_cur} x{s.width_cur} of Gen{s.gen_gpumax} x{s.width_max}"
@@ -389,6 +418,9 @@ def _acs(h: PcieFacts) -> Iterator[Finding]:
     reason = _root_reason(h)
     if reason:
         yield finding(PROBE_ID, slug, "unknown", "ACS state not readable", observed=reason, evidence=ev)
+        return
+    if not h.gpu_bdfs:
+        yield _no_gpu(h, slug, "ACS", ev)
         return
     if len(h.gpu_bdfs) < 2:
         yield finding(PROBE_ID, slug, "ok", "ACS not relevant", observed="not applicable: fewer than two GPUs", evidence=ev)
@@ -421,6 +453,7 @@ def _aspm(h: PcieFacts) -> Iterator[Finding]:
     slug = "aspm"
     by = _by_bdf(h)
     on: list[str] = []
+    read = [g for g in _gpu_devs(h) if g.aspm_ctl]
     for g in _gpu_devs(h):
         for d in [g] + [by[p] for p in h.parents.get(g.bdf, [])[:1] if p in by]:
             if d.aspm_ctl and "Enabled" in d.aspm_ctl:
@@ -439,6 +472,11 @@ def _aspm(h: PcieFacts) -> Iterator[Finding]:
     elif reason:
         yield finding(PROBE_ID, slug, "unknown", "ASPM per link not readable",
                       observed=f"policy {h.aspm_policy}; per-link LnkCtl: {reason}", evidence=ev)
+    elif not h.gpu_bdfs:
+        yield _no_gpu(h, slug, "ASPM on GPU links", ev)
+    elif not read:
+        yield finding(PROBE_ID, slug, "unknown", "ASPM per link not shown",
+                      observed=f"policy {h.aspm_policy or 'unknown'}; no LnkCtl ASPM field in any GPU block", evidence=ev)
     else:
         yield finding(PROBE_ID, slug, "ok", "ASPM off on GPU links",
                       observed=f"LnkCtl ASPM Disabled; policy {h.aspm_policy or 'unknown'}", evidence=ev)
@@ -449,10 +487,11 @@ def _port_pm(h: PcieFacts) -> Iterator[Finding]:
     ctl = {s.upstream: s.upstream_values.get("power/control") for s in h.sysfs if s.upstream}
     ctl = {k: v for k, v in ctl.items() if v}
     if not ctl:
-        yield finding(PROBE_ID, "port_pm", "unknown" if h.gpu_bdfs else "ok", "GPU port runtime PM "
-                      + ("unknown" if h.gpu_bdfs else "not applicable"),
-                      observed=h.problems.get("sys_pci_nvidia", "no upstream power/control read" if h.gpu_bdfs
-                                              else "not applicable: no NVIDIA GPU"), evidence=ev)
+        if not h.gpu_bdfs:
+            yield _no_gpu(h, "port_pm", "GPU port runtime PM", ev)
+        else:
+            yield finding(PROBE_ID, "port_pm", "unknown", "GPU port runtime PM unknown",
+                          observed=h.problems.get("sys_pci_nvidia", "no upstream power/control read"), evidence=ev)
         return
     auto = sorted(k for k, v in ctl.items() if v == "auto")
     if auto and not (h.cmdline and "pcie_port_pm=off" in h.cmdline):
@@ -480,19 +519,23 @@ def _link_errors(h: PcieFacts) -> Iterator[Finding]:
                 seen = True
                 if (n := _to_int(v)) and n > 0:
                     (corr if k.startswith("aer_dev_correctable") else fatal).append(f"{who} {k.split('/')[-1]}={n}")
-    if not seen:
-        lspci_gpus = _gpu_devs(h)
-        for d in lspci_gpus:
+    lspci_reason = _root_reason(h)
+    if not seen and not lspci_reason:  # lspci fallback: only blocks where a UESta/CESta line was parsed count
+        for d in _gpu_devs(h):
+            if d.ue_status is None and d.ce_status is None:
+                continue
             seen = True
             if d.ue_status:
                 fatal.append(f"{d.bdf} UESta {' '.join(d.ue_status)}")
             if d.ce_status:
                 corr.append(f"{d.bdf} CESta {' '.join(d.ce_status)}")
-    if not seen:
-        yield finding(PROBE_ID, "link_errors", "unknown" if h.gpu_bdfs else "ok",
-                      "PCIe error counters " + ("not readable" if h.gpu_bdfs else "not applicable"),
-                      observed=h.problems.get("sys_pci_nvidia", "no AER counters") if h.gpu_bdfs
-                      else "not applicable: no NVIDIA GPU", evidence=ev)
+    if not seen and not h.gpu_bdfs:
+        yield _no_gpu(h, "link_errors", "PCIe error counters", ev)
+    elif not seen:
+        why = [h.problems.get("sys_pci_nvidia") or "no sysfs AER counters",
+               f"lspci: {lspci_reason}" if lspci_reason else "no AER status in the lspci GPU blocks"]
+        yield finding(PROBE_ID, "link_errors", "unknown", "PCIe error counters not readable", observed="; ".join(why),
+                      evidence=ev)
     elif fatal:
         yield finding(PROBE_ID, "link_errors", "critical", "Uncorrectable PCIe errors on GPU links",
                       observed="; ".join(sorted(set(fatal))[:8]), expected="0",
@@ -512,11 +555,12 @@ def _tags(h: PcieFacts) -> Iterator[Finding]:
     ev: list[tuple[Role, str]] = [("host", "lspci_vvv")]
     reason = _root_reason(h)
     gpus = _gpu_devs(h)
+    if not reason and not gpus and not h.gpu_bdfs:
+        yield _no_gpu(h, "tags_ordering", "10-bit tags / relaxed ordering", ev)
+        return
     if reason or not gpus:
-        yield finding(PROBE_ID, "tags_ordering", "unknown" if reason or h.gpu_bdfs else "ok",
-                      "10-bit tags / relaxed ordering " + ("not readable" if reason or h.gpu_bdfs else "not applicable"),
-                      observed=reason or ("no lspci GPU blocks" if h.gpu_bdfs else "not applicable: no NVIDIA GPU"),
-                      evidence=ev)
+        yield finding(PROBE_ID, "tags_ordering", "unknown", "10-bit tags / relaxed ordering not readable",
+                      observed=reason or "no lspci GPU blocks", evidence=ev)
         return
     obs = _fmt_counts([f"10BitTagReq cap{'+' if d.tag10_req_cap else '-'}/en{'+' if d.tag10_req_en else '-'},"
                        f" RlxdOrd{'+' if d.relaxed_ordering else '-'}" for d in gpus])
@@ -528,9 +572,7 @@ def _tags(h: PcieFacts) -> Iterator[Finding]:
 def _topology(h: PcieFacts) -> Iterator[Finding]:
     ev: list[tuple[Role, str]] = [("host", "lspci_tv"), ("host", "sys_pci_nvidia")]
     if not h.gpu_bdfs:
-        yield finding(PROBE_ID, "topology_map", "ok" if not h.problems else "unknown", "GPU topology",
-                      observed="not applicable: no NVIDIA GPU" if not h.problems else "; ".join(sorted(set(h.problems.values())))[:200],
-                      evidence=ev)
+        yield _no_gpu(h, "topology_map", "GPU topology", ev)
         return
     node = {s.bdf: s.values.get("numa_node") for s in h.sysfs}
     roots: dict[str, list[str]] = {}

@@ -22,7 +22,8 @@ from probes.core.parsers.cpu import (
     parse_grep_h,
     parse_lscpu,
 )
-from probes.core.parsers.cpu import SYS_CPPC_CMD, SYS_CPUIDLE_CMD
+from probes.core.parsers.cpu import CPU_DIR as _CPU
+from probes.core.parsers.cpu import LSCPU_CMD, SYS_CPPC_CMD, SYS_CPUIDLE_CMD
 from probes.core.parsing import first_line
 from probes.core.spec import Command, FactsByTarget, Outputs, Probe, finding, usable_stdout
 
@@ -38,9 +39,8 @@ SMI_POWER_FIELDS = (
     "clocks_event_reasons.sw_power_cap",
 )
 
-_CPU = "/sys/devices/system/cpu"
 COMMANDS = (
-    Command("lscpu_json", "lscpu -J", description="CPU vendor, family, model, sockets, NUMA nodes, flags"),
+    Command("lscpu_json", LSCPU_CMD, description="CPU vendor, family, model, sockets, NUMA nodes, flags"),
     Command("sys_cpufreq", f"grep -s -H . {_CPU}/cpu0/cpufreq/scaling_driver {_CPU}/cpu0/cpufreq/scaling_governor "
             f"{_CPU}/cpu0/cpufreq/energy_performance_preference {_CPU}/amd_pstate/status {_CPU}/cpufreq/boost "
             f"{_CPU}/cpu0/cpufreq/boost {_CPU}/intel_pstate/no_turbo {_CPU}/cpu0/cpufreq/scaling_max_freq "
@@ -221,11 +221,10 @@ def extract(outputs: Outputs, role: Role) -> PowerFacts:
         except Exception as exc:  # ParseError or an error banner: a fact, not a crash
             problems["smi_query_power"] = f"unparsable nvidia-smi output: {exc}"
     if (t := usable_stdout(outputs, "nvidia_rtd3", problems)) is not None:
-        for line in t.splitlines():
-            # the BDF in the path has colons, so split on "/power:" rather than the first colon
-            m = re.match(r"^/proc/driver/nvidia/gpus/([^/]+)/power:\s*Runtime D3 status:\s*(.*)$", line)
-            if m:
-                f.setdefault("rtd3", {})[m.group(1)] = m.group(2).strip()
+        for path, lines in parse_grep_h(t).items():
+            status = [v.split(":", 1)[1].strip() for v in lines if v.startswith("Runtime D3 status:")]
+            if path.startswith("/proc/driver/nvidia/gpus/") and path.endswith("/power") and status:
+                f.setdefault("rtd3", {})[path.rsplit("/", 2)[-2]] = status[0]
     return PowerFacts(**f, problems=problems)
 
 
@@ -248,7 +247,7 @@ def _driver(h: PowerFacts) -> Iterator[Finding]:
     d = h.scaling_driver
     slug, title = "cpu_scaling_driver", "CPU frequency driver"
     if d is None:
-        if "sys_cpufreq" in h.problems or "sys_cpufreq" not in h.problems and h.cpu_vendor is None:
+        if "sys_cpufreq" in h.problems or h.cpu_vendor is None:
             yield finding(PROBE_ID, slug, "unknown", title + " could not be read",
                           observed=h.problems.get("sys_cpufreq") or h.problems.get("cpupower_freq") or "no cpufreq data",
                           evidence=ev)
@@ -325,10 +324,26 @@ def _governor(h: PowerFacts) -> Iterator[Finding]:
                           " powersave is not slow by itself (see power.cpu_epp).", evidence=ev)
 
 
+_EPP_DRIVERS = ("amd-pstate-epp", "intel_pstate")
+
+
+def _no_cpufreq_proven(h: PowerFacts) -> bool:
+    """sysfs cpufreq and lscpu were read, and no driver is active (the case _driver reports as "none active")."""
+    return h.scaling_driver is None and "sys_cpufreq" not in h.problems and h.cpu_vendor is not None
+
+
 def _epp(h: PowerFacts) -> Iterator[Finding]:
     ev: list[tuple[Role, str]] = [("host", "sys_epp")]
     slug = "cpu_epp"
     if not h.epp:
+        # "not applicable" only on a positive reading: a known driver that has no EPP interface
+        d = h.scaling_driver
+        missing = (h.problems.get("sys_epp") or (f"driver {d} exposes EPP but none was read" if d in _EPP_DRIVERS else None)
+                   or (None if d or _no_cpufreq_proven(h) else
+                       h.problems.get("sys_cpufreq") or "cpufreq driver unknown"))
+        if missing:
+            yield finding(PROBE_ID, slug, "unknown", "EPP could not be read", observed=missing, evidence=ev)
+            return
         yield finding(PROBE_ID, slug, "ok", "EPP not applicable",
                       observed=f"not applicable: driver {h.scaling_driver or 'unknown'} exposes no energy_performance_preference",
                       evidence=ev)
@@ -376,12 +391,13 @@ def _cstates(h: PowerFacts) -> Iterator[Finding]:
     ev: list[tuple[Role, str]] = [("host", "sys_cpuidle"), ("host", "cpupower_idle"), ("host", "proc_cmdline")]
     slug = "cpu_cstates"
     if not h.idle_states:
-        if h.idle_driver and h.idle_driver != "none" or ("sys_cpuidle" in h.problems and "cpupower_idle" in h.problems):
+        if h.idle_driver != "none":  # "none" is the positive reading; an unread driver is not
             yield finding(PROBE_ID, slug, "unknown", "CPU idle states could not be read",
-                          observed=h.problems.get("sys_cpuidle", "no idle states listed"), evidence=ev)
+                          observed=h.problems.get("sys_cpuidle") or h.problems.get("cpupower_idle")
+                          or ("no idle states listed" if h.idle_driver else "cpuidle driver not read"), evidence=ev)
         else:
             yield finding(PROBE_ID, slug, "ok", "No CPU idle states managed by the OS",
-                          observed=f"not applicable: cpuidle driver {h.idle_driver or 'none'} exposes no states", evidence=ev)
+                          observed="not applicable: cpuidle driver none exposes no states", evidence=ev)
         return
     deep = [s for s in h.idle_states if (s.latency_us or 0) >= DEEP_LATENCY_US]
     enabled = [s for s in deep if not s.disabled]
@@ -439,10 +455,15 @@ def _gpu_rows(h: PowerFacts) -> Iterator[Finding]:
         yield finding(PROBE_ID, "gpu_power_limit", "ok", "GPU power limits at default", observed=f"{len(h.gpus)} GPU(s) at {', '.join(w)}",
                       evidence=ev)
     # clock event reasons
-    busy = [g for g in h.gpus if (g.util or 0) >= 50]
+    busy = [g for g in h.gpus if g.util is not None and g.util >= 50]
+    util_na = [g.index for g in h.gpus if g.util is None]
+    idle_unproven = f"utilisation [N/A] on GPU {', '.join(util_na)}: idle or busy unknown"
     hw = [g for g in busy if set(g.active_reasons) & {"hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown"}]
     swt = [g for g in busy if "sw_thermal_slowdown" in g.active_reasons]
-    if not busy:
+    if not busy and util_na:
+        yield finding(PROBE_ID, "gpu_clock_events", "unknown", "GPU load unknown: clock reductions not judged",
+                      observed=idle_unproven, evidence=ev)
+    elif not busy:
         yield finding(PROBE_ID, "gpu_clock_events", "ok", "GPUs idle: clock reductions not judged",
                       observed="not applicable: all GPUs below 50% utilisation (low clocks at idle are normal)", evidence=ev)
     elif hw:
@@ -486,7 +507,11 @@ def _gpu_rows(h: PowerFacts) -> Iterator[Finding]:
                       evidence=ev)
     # memory clock under load
     slow = [g for g in busy if g.mem_mhz and g.mem_max_mhz and g.mem_mhz < 0.95 * g.mem_max_mhz]
-    if not busy:
+    mem_na = [g.index for g in busy if not (g.mem_mhz and g.mem_max_mhz)]
+    if not busy and util_na:
+        yield finding(PROBE_ID, "gpu_pstate_under_load", "unknown", "GPU load unknown: P-state not judged",
+                      observed=idle_unproven, evidence=ev)
+    elif not busy:
         yield finding(PROBE_ID, "gpu_pstate_under_load", "ok", "GPUs idle: P-state not judged",
                       observed="not applicable: idle (" + ", ".join(sorted({g.pstate or "?" for g in h.gpus})) + " at idle is normal)",
                       evidence=ev)
@@ -495,6 +520,9 @@ def _gpu_rows(h: PowerFacts) -> Iterator[Finding]:
                       observed="; ".join(f"GPU {g.index}: {g.mem_mhz:.0f} of {g.mem_max_mhz:.0f} MHz ({g.pstate})" for g in slow),
                       expected="memory clock at max while busy", why="Decode is memory-bandwidth-bound.",
                       fix="Check clock locks and power limits.", evidence=ev)
+    elif mem_na:
+        yield finding(PROBE_ID, "gpu_pstate_under_load", "unknown", "Memory clock under load not reported",
+                      observed=f"clocks.mem or clocks.max.mem [N/A] on busy GPU {', '.join(mem_na)}", evidence=ev)
     else:
         yield finding(PROBE_ID, "gpu_pstate_under_load", "ok", "Memory clocks at max under load",
                       observed=", ".join(sorted({g.pstate or "?" for g in busy})), evidence=ev)

@@ -17,19 +17,22 @@ from probes.core.parsers.engine import (
     ENGINE_LOGS_SHELL,
     ENGINE_PROCS_SHELL,
     ENGINE_STATUS_SHELL,
-    engine_env,
-    main_engine,
+    engine_listing_problem,
+    log_source_labels,
     parse_engine_logs,
     parse_engine_procs,
     parse_engine_status,
     parse_throughput_lines,
+    summarize_engine,
 )
+from probes.core.parsers.nvidia_smi import parse_query_gpu_csv
 from probes.core.parsers.pyenv import PYENV_SHELL, arch_sms, cuda_major_minor, parse_pyenv_json
 from probes.core.spec import Command, FactsByTarget, Outputs, Probe, finding, record_problem
 
 PROBE_ID = "python"
 _BOTH: frozenset[Role] = frozenset({"host", "container"})
-SMI_GPU_CC = "nvidia-smi --query-gpu=index,name,compute_cap,driver_version --format=csv,noheader"
+SMI_GPU_CC_FIELDS = ("index", "name", "compute_cap", "driver_version")
+SMI_GPU_CC = f"nvidia-smi --query-gpu={','.join(SMI_GPU_CC_FIELDS)} --format=csv,noheader"
 # Persistent JIT/compile caches of the audit user (the engine usually runs as root in its container):
 # file-system type (tmpfs = lost on restart), writability and top-level entries (FlashInfer keys by version/arch).
 JIT_CACHE_SHELL = (
@@ -137,14 +140,12 @@ def parse_gpu_cc(text: str) -> list[tuple[str, str | None, str | None]]:
 
         0, NVIDIA RTX PRO 6000 Blackwell Server Edition, 12.0, 590.48.01
     -> [("NVIDIA RTX PRO 6000 Blackwell Server Edition", "12.0", "590.48.01")]
+    Raises ParseError on an nvidia-smi error banner or a row of the wrong width.
     """
     rows = []
-    for ln in text.splitlines():
-        cells = [c.strip() for c in ln.split(",")]
-        if len(cells) >= 3 and cells[0].isdigit():
-            cc = cells[2] if re.fullmatch(r"\d+\.\d+", cells[2]) else None
-            drv = cells[3] if len(cells) > 3 and re.match(r"\d+\.", cells[3]) else None
-            rows.append((cells[1], cc, drv))
+    for r in parse_query_gpu_csv(text, SMI_GPU_CC_FIELDS):
+        cc, drv = r.get("compute_cap") or "", r.get("driver_version") or ""
+        rows.append((r.get("name") or "?", cc if re.fullmatch(r"\d+\.\d+", cc) else None, drv if re.match(r"\d+\.", drv) else None))
     return rows
 
 
@@ -165,10 +166,13 @@ def extract(outputs: Outputs, role: Role) -> PythonFacts:
     f: dict = {}
     rec = outputs.get("smi_gpu_cc")
     if rec is not None and "smi_gpu_cc" not in problems:
-        rows = parse_gpu_cc(rec.stdout)
+        try:
+            rows = parse_gpu_cc(rec.stdout)
+        except ParseError as exc:
+            rows, problems["smi_gpu_cc"] = [], f"unreadable: {exc}"
         if rows:
             f.update(gpus=[r[0] for r in rows], compute_caps=[r[1] or "?" for r in rows], driver=rows[0][2])
-        else:
+        elif "smi_gpu_cc" not in problems:
             problems["smi_gpu_cc"] = "unreadable: " + ((rec.stdout + rec.stderr).strip().splitlines() or ["empty"])[0][:120]
     rec = outputs.get("pyenv")
     if rec is not None and "pyenv" not in problems:
@@ -178,19 +182,20 @@ def extract(outputs: Outputs, role: Role) -> PythonFacts:
                      arch_list=env.arch_list, torch_error=env.torch_error, packages=env.packages)
         except ParseError as exc:
             problems["pyenv"] = f"unreadable: {exc}"
-    rec = outputs.get("engine_procs")
-    if rec is not None and "engine_procs" not in problems:
-        procs = parse_engine_procs(rec.stdout)
-        f["engine_procs"] = len(procs)
-        if procs:
-            eenv, readable = engine_env(procs)
-            f.update(engine_env=eenv, engine_env_readable=readable)
-        if (found := main_engine(procs)):
-            proc, cfg = found
-            f.update(engine_kind=cfg.kind, engine_pid=proc.pid, engine_args=list(proc.argv)[:80], tp=cfg.tp, pp=cfg.pp,
-                     cuda_graphs_disabled=cfg.cuda_graphs_disabled, graph_flag=cfg.graph_flag,
-                     attention_backend=cfg.attention_backend, moe_backend=cfg.moe_backend, model=cfg.model,
-                     quantization=cfg.quantization)
+    if (t := _text(outputs, "engine_procs", problems)) is not None:
+        try:
+            eng = summarize_engine(parse_engine_procs(t))
+        except ParseError as exc:
+            problems["engine_procs"] = f"unreadable: {exc}"
+        else:
+            f["engine_procs"] = len(eng.procs)
+            if eng.procs:
+                f.update(engine_env=eng.env, engine_env_readable=eng.env_readable)
+            if eng.main is not None and (cfg := eng.config) is not None:
+                f.update(engine_kind=cfg.kind, engine_pid=eng.main.pid, engine_args=list(eng.main.argv)[:80], tp=cfg.tp,
+                         pp=cfg.pp, cuda_graphs_disabled=cfg.cuda_graphs_disabled, graph_flag=cfg.graph_flag,
+                         attention_backend=cfg.attention_backend, moe_backend=cfg.moe_backend, model=cfg.model,
+                         quantization=cfg.quantization)
     if (t := _text(outputs, "engine_proc_status", problems)) is not None:
         try:
             rep = parse_engine_status(t)
@@ -202,8 +207,7 @@ def extract(outputs: Outputs, role: Role) -> PythonFacts:
     if (t := _text(outputs, "engine_logs", problems)) is not None:
         try:
             logs = parse_engine_logs(t)
-            f["log_sources"] = [f"{lg.source} {lg.where}".strip() if lg.source != "none" else f"none ({lg.stdout or 'stdout unreadable'})"
-                                for lg in logs]
+            f["log_sources"] = log_source_labels(logs)
             f["throughput"] = [(x.tok_s, x.running) for lg in logs for x in parse_throughput_lines(lg.throughput_lines)]
         except ParseError as exc:
             problems["engine_logs"] = f"unreadable: {exc}"
@@ -219,40 +223,33 @@ def _text(outputs: Outputs, cid: str, problems: dict[str, str]) -> str | None:
 
 # --------------------------------------------------------------------------- judge helpers
 
-def _runtime(facts: FactsByTarget) -> tuple[Role | None, PythonFacts | None]:
-    """The target whose Python to judge: the container when audited, else the host."""
+def _first(facts: FactsByTarget, has: str | None = None) -> tuple[Role | None, PythonFacts | None]:
+    """The first target, container before host, whose facts exist (and whose attribute `has` is set).
+
+    No `has`: the target whose Python to judge (the container when audited); "engine_kind": the one running
+    the serving engine; "compute_caps": the one whose GPUs were listed.
+    """
     for role in ("container", "host"):
         f = facts.get(role)
-        if f is not None:
+        if f is not None and (has is None or getattr(f, has)):
             return role, f
     return None, None
 
 
-def _engine(facts: FactsByTarget) -> tuple[Role | None, PythonFacts | None]:
-    for role in ("container", "host"):
-        f = facts.get(role)
-        if f is not None and f.engine_kind:
-            return role, f
-    return None, None
+def _engine_or_gate(facts: FactsByTarget, slug: str, what: str) -> tuple[Role, PythonFacts] | Finding:
+    """The engine's target and facts, or the finding that says why there is none to judge.
 
-
-def _gpus(facts: FactsByTarget) -> tuple[Role | None, PythonFacts | None]:
-    for role in ("container", "host"):
-        f = facts.get(role)
-        if f is not None and f.compute_caps:
-            return role, f
-    return None, None
-
-
-def _no_engine(facts: FactsByTarget, slug: str, what: str) -> Finding:
-    role, rt = _runtime(facts)
-    prob = next((f"{r}: {facts[r].problems['engine_procs']}" for r in facts if "engine_procs" in facts[r].problems), None)
-    if prob and all("engine_procs" in facts[r].problems for r in facts):
+    The gate is `engine_listing_problem`: unknown when any target's listing failed and none found an engine.
+    """
+    role, e = _first(facts, "engine_kind")
+    if e is not None and role is not None:
+        return role, e
+    ev: list[tuple[Role, str]] = [(r, "engine_procs") for r in facts]
+    if (prob := engine_listing_problem({r: facts[r].problems.get("engine_procs") for r in facts}, found=False)):
         return finding(PROBE_ID, slug, "unknown", f"{what}: engine processes could not be listed", targets=list(facts),
-                       observed=prob, evidence=[(r, "engine_procs") for r in facts])
+                       observed=prob, evidence=ev)
     return finding(PROBE_ID, slug, "ok", f"{what}: no serving engine found", targets=list(facts) or ["container"],
-                   observed="not applicable: no SGLang/vLLM/TGI process found (nothing to judge)",
-                   evidence=[(r, "engine_procs") for r in facts])
+                   observed="not applicable: no SGLang/vLLM/TGI process found (nothing to judge)", evidence=ev)
 
 
 def _sm(cc: str) -> int | None:
@@ -278,8 +275,8 @@ def judge(facts: FactsByTarget) -> Iterator[Finding]:
 
 
 def _torch_arch(facts: FactsByTarget) -> Iterator[Finding]:
-    role, rt = _runtime(facts)
-    grole, g = _gpus(facts)
+    role, rt = _first(facts)
+    grole, g = _first(facts, "compute_caps")
     ev: list[tuple[Role, str]] = [(role or "container", "pyenv"), (grole or role or "container", "smi_gpu_cc")]
     assert rt is not None and role is not None
     if g is None:
@@ -305,13 +302,16 @@ def _torch_arch(facts: FactsByTarget) -> Iterator[Finding]:
                       fix="Install a CUDA build of torch matching the engine." if rt.torch_cuda is None else "")
         return
     sass, ptx = arch_sms(rt.arch_list)
-    ccs = sorted({c for c in g.compute_caps if c != "?"})
+    ccs = sorted({c for c in g.compute_caps if _sm(c) is not None})
+    if not ccs:  # GPUs listed, but no compute capability readable: nothing to compare the arch list with
+        yield finding(PROBE_ID, "torch_arch_support", "unknown", "GPU compute capability unreadable", targets=[role],
+                      observed=f"torch {rt.torch} arch list {' '.join(rt.arch_list)}; nvidia-smi compute_cap "
+                               f"{', '.join(g.compute_caps)} for {len(g.compute_caps)} GPU(s)", evidence=ev)
+        return
     worst = "ok"
     notes = []
     for cc in ccs:
-        sm = _sm(cc)
-        if sm is None:
-            continue
+        sm = _sm(cc) or 0
         if sm in sass:
             notes.append(f"sm_{sm}: SASS present")
         elif any(p <= sm for p in ptx):
@@ -323,7 +323,12 @@ def _torch_arch(facts: FactsByTarget) -> Iterator[Finding]:
     obs = f"torch {rt.torch} (CUDA {rt.torch_cuda}), arch list {' '.join(rt.arch_list)}; GPUs {', '.join(ccs)}: {'; '.join(notes)}"
     titles = {"ok": "torch carries kernels for every GPU architecture",
               "warning": "torch only has PTX for the GPU (JIT at first use)",
-              "critical": "torch has no kernels for the GPU's architecture"}
+              "critical": "torch has no kernels for the GPU's architecture",
+              "unknown": "torch covers the readable GPUs; some compute capabilities unreadable"}
+    unread = sum(1 for c in g.compute_caps if _sm(c) is None)
+    if unread and worst == "ok":  # "every GPU" cannot be claimed for GPUs whose capability is missing
+        worst = "unknown"
+        obs += f"; {unread} GPU(s) with unreadable compute capability"
     yield finding(PROBE_ID, "torch_arch_support", worst, titles[worst], targets=[role], observed=obs,
                   expected="sm_<cc> of every GPU in torch's compiled arch list (sm_120 for Blackwell RTX)",
                   why="is_available() still returns True on an unsupported arch; the failure arrives at the first kernel "
@@ -332,7 +337,7 @@ def _torch_arch(facts: FactsByTarget) -> Iterator[Finding]:
 
 
 def _cuda_stack(facts: FactsByTarget) -> Iterator[Finding]:
-    role, rt = _runtime(facts)
+    role, rt = _first(facts)
     assert rt is not None and role is not None
     ev: list[tuple[Role, str]] = [(role, "pyenv")]
     if "pyenv" in rt.problems or not rt.packages:
@@ -350,7 +355,7 @@ def _cuda_stack(facts: FactsByTarget) -> Iterator[Finding]:
     tv = cuda_major_minor(rt.torch_cuda)
     if tv and (cu12 and tv[0] == 13 and not cu13 or cu13 and tv[0] == 12 and not cu12):
         issues.append(("warning", f"torch built for CUDA {rt.torch_cuda} but runtime wheels are {'cu12' if cu12 else 'cu13'}"))
-    _gr, g = _gpus(facts)
+    _gr, g = _first(facts, "compute_caps")
     if g and any(_sm(c) == 120 for c in g.compute_caps) and (tri := pk.get("triton")):
         m = re.match(r"(\d+)\.(\d+)", tri)
         if m and (int(m.group(1)), int(m.group(2))) < (3, 3):
@@ -369,9 +374,9 @@ def _cuda_stack(facts: FactsByTarget) -> Iterator[Finding]:
 
 
 def _flashinfer(facts: FactsByTarget) -> Iterator[Finding]:
-    role, rt = _runtime(facts)
+    role, rt = _first(facts)
     assert rt is not None and role is not None
-    _gr, g = _gpus(facts)
+    _gr, g = _first(facts, "compute_caps")
     ev: list[tuple[Role, str]] = [(role, "pyenv"), (role, "engine_procs")]
     fi = rt.packages.get("flashinfer-python")
     sm120 = g is not None and any(_sm(c) in (120, 121) for c in g.compute_caps)
@@ -405,10 +410,11 @@ def _flashinfer(facts: FactsByTarget) -> Iterator[Finding]:
 
 
 def _cuda_graphs(facts: FactsByTarget) -> Iterator[Finding]:
-    role, e = _engine(facts)
-    if e is None or role is None:
-        yield _no_engine(facts, "cuda_graphs", "CUDA graphs")
+    gate = _engine_or_gate(facts, "cuda_graphs", "CUDA graphs")
+    if isinstance(gate, Finding):
+        yield gate
         return
+    role, e = gate
     ev: list[tuple[Role, str]] = [(role, "engine_procs")]
     if e.cuda_graphs_disabled:
         yield finding(PROBE_ID, "cuda_graphs", "critical", "CUDA graphs disabled in the serving engine (confirm intent)",
@@ -426,10 +432,11 @@ def _cuda_graphs(facts: FactsByTarget) -> Iterator[Finding]:
 
 
 def _dangerous_env(facts: FactsByTarget) -> Iterator[Finding]:
-    role, e = _engine(facts)
-    if e is None or role is None:
-        yield _no_engine(facts, "dangerous_env", "Engine environment")
+    gate = _engine_or_gate(facts, "dangerous_env", "Engine environment")
+    if isinstance(gate, Finding):
+        yield gate
         return
+    role, e = gate
     ev: list[tuple[Role, str]] = [(role, "engine_procs"), (role, "smi_gpu_cc")]
     if not e.engine_env_readable:
         yield finding(PROBE_ID, "dangerous_env", "unknown", "Engine environment not readable", targets=[role],
@@ -446,7 +453,7 @@ def _dangerous_env(facts: FactsByTarget) -> Iterator[Finding]:
         if env.get(k, "0") not in ("0", ""):
             issues.append(("warning", f"{k}={env[k]}"))
     needed = (e.tp or 1) * (e.pp or 1)
-    _gr, g = _gpus(facts)
+    _gr, g = _first(facts, "compute_caps")
     ngpu = len(g.compute_caps) if g else None
     vis = env.get("CUDA_VISIBLE_DEVICES")
     if vis is not None:
@@ -475,12 +482,13 @@ def _dangerous_env(facts: FactsByTarget) -> Iterator[Finding]:
 
 
 def _attention(facts: FactsByTarget) -> Iterator[Finding]:
-    role, e = _engine(facts)
-    if e is None or role is None:
-        yield _no_engine(facts, "attention_backend", "Attention backend")
+    gate = _engine_or_gate(facts, "attention_backend", "Attention backend")
+    if isinstance(gate, Finding):
+        yield gate
         return
+    role, e = gate
     ev: list[tuple[Role, str]] = [(role, "engine_procs")]
-    _gr, g = _gpus(facts)
+    _gr, g = _first(facts, "compute_caps")
     sm120 = g is not None and any(_sm(c) in (120, 121) for c in g.compute_caps)
     backend = e.attention_backend or e.engine_env.get("VLLM_ATTENTION_BACKEND") or e.engine_env.get("SGLANG_ATTENTION_BACKEND")
     deepgemm = next((f"{k}={v}" for k, v in e.engine_env.items() if "DEEPGEMM" in k and v not in ("0", "false", "False")), None)
@@ -505,7 +513,7 @@ def _attention(facts: FactsByTarget) -> Iterator[Finding]:
 
 
 def _runtime_vs_driver(facts: FactsByTarget) -> Iterator[Finding]:
-    role, rt = _runtime(facts)
+    role, rt = _first(facts)
     assert rt is not None and role is not None
     host = facts.get("host")
     drv_role: Role | None = "host" if host is not None and host.driver else ("container" if facts.get("container") and facts["container"].driver else None)
@@ -545,10 +553,11 @@ def _runtime_vs_driver(facts: FactsByTarget) -> Iterator[Finding]:
 
 def _engine_threads(facts: FactsByTarget) -> Iterator[Finding]:
     """`python.engine_threads`: thread pools sized to the machine while the engine may use only a few CPUs."""
-    role, e = _engine(facts)
-    if e is None or role is None:
-        yield _no_engine(facts, "engine_threads", "Engine threads")
+    gate = _engine_or_gate(facts, "engine_threads", "Engine threads")
+    if isinstance(gate, Finding):
+        yield gate
         return
+    role, e = gate
     ev: list[tuple[Role, str]] = [(role, "engine_proc_status"), (role, "engine_procs")]
     if e.proc_threads is None:
         yield finding(PROBE_ID, "engine_threads", "unknown", "Engine thread counts not read", targets=[role],
@@ -584,7 +593,7 @@ def _engine_threads(facts: FactsByTarget) -> Iterator[Finding]:
 
 def _jit_caches(facts: FactsByTarget) -> Iterator[Finding]:
     """`python.jit_caches`: persistent, writable, and not carrying kernels of another FlashInfer build."""
-    role, rt = _runtime(facts)
+    role, rt = _first(facts)
     assert rt is not None and role is not None
     ev: list[tuple[Role, str]] = [(role, "jit_cache_dirs"), (role, "pyenv")]
     if rt.jit_dirs is None:
@@ -592,7 +601,7 @@ def _jit_caches(facts: FactsByTarget) -> Iterator[Finding]:
                       observed=rt.problems.get("jit_cache_dirs", "not collected"), evidence=ev)
         return
     if not rt.jit_dirs:
-        _er, e = _engine(facts)
+        _er, e = _first(facts, "engine_kind")
         yield finding(PROBE_ID, "jit_caches", "info" if e else "ok", "No JIT cache folders found", targets=[role],
                       observed="no FlashInfer/Triton/vLLM/SGLang/DeepGEMM/inductor cache under the audit user's home"
                                + ("" if e else "; not applicable: no serving engine found")
@@ -627,10 +636,11 @@ def _jit_caches(facts: FactsByTarget) -> Iterator[Finding]:
 
 def _measured_throughput(facts: FactsByTarget) -> Iterator[Finding]:
     """`python.measured_throughput`: the engine's own decode figures (feeds the roofline, §13)."""
-    role, e = _engine(facts)
-    if e is None or role is None:
-        yield _no_engine(facts, "measured_throughput", "Measured throughput")
+    gate = _engine_or_gate(facts, "measured_throughput", "Measured throughput")
+    if isinstance(gate, Finding):
+        yield gate
         return
+    role, e = gate
     ev: list[tuple[Role, str]] = [(role, "engine_logs")]
     if e.log_sources is None:
         yield finding(PROBE_ID, "measured_throughput", "unknown", "Engine log not read", targets=[role],
@@ -654,14 +664,14 @@ def _measured_throughput(facts: FactsByTarget) -> Iterator[Finding]:
 
 
 def summarize(facts: FactsByTarget) -> str:
-    role, rt = _runtime(facts)
+    _role, rt = _first(facts)
     parts = []
     if rt is not None and rt.torch:
         parts.append(f"torch {rt.torch}")
-    _er, e = _engine(facts)
+    _er, e = _first(facts, "engine_kind")
     if e is not None:
         parts.append(f"{e.engine_kind} TP={e.tp}" + (" eager" if e.cuda_graphs_disabled else " graphs"))
-    _gr, g = _gpus(facts)
+    _gr, g = _first(facts, "compute_caps")
     if g is not None:
         parts.append("sm_" + "/".join(sorted({c.replace('.', '') for c in g.compute_caps})))
     return " · ".join(parts)

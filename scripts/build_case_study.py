@@ -22,11 +22,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from probes import REGISTRY  # noqa: E402
-from probes.core.events import apply_event, initial_run  # noqa: E402
-from probes.core.models import AuditRun, Target  # noqa: E402
+from probes.core.models import AuditRun, Severity, Target  # noqa: E402
 from probes.core.replay_transport import DirectoryTransport  # noqa: E402
 from probes.core.runner import Audit, AuditOptions, TargetBinding  # noqa: E402
 from snapshots.schema import Snapshot  # noqa: E402
+from tui.headless import collect  # noqa: E402
+from tui.session_setup import AuditSetup  # noqa: E402
 
 EXAMPLES = ROOT / "snapshots" / "examples"
 RECORDINGS = EXAMPLES / "case-study"
@@ -44,16 +45,6 @@ WRAP = {"container": "pct exec 101 --"}
 HOSTNAMES = {"host": "pve-gpu01", "container": "sglang-ct101"}
 
 
-async def _collect(audit: Audit) -> AuditRun:
-    run = initial_run(audit.targets, [(p.id, p.title) for p in audit.probes])
-    try:
-        async for event in audit.events():
-            run = apply_event(run, event)
-    finally:
-        await audit.aclose()
-    return run
-
-
 def build(phase: str, recordings: Path = RECORDINGS) -> Snapshot:
     """One demo snapshot from `<recordings>/<phase>/{host,container}/` through the real probes."""
     created = PHASES[phase]
@@ -62,7 +53,8 @@ def build(phase: str, recordings: Path = RECORDINGS) -> Snapshot:
     bindings = [TargetBinding(target=TARGETS[role], wrap_prefix=WRAP.get(role),
                               transport=DirectoryTransport(recordings / phase / role, label=role))
                 for role in ("host", "container")]
-    run = asyncio.run(_collect(Audit(bindings, list(REGISTRY), AuditOptions())))
+    setup = AuditSetup(Audit(bindings, list(REGISTRY), AuditOptions()), mode="demo", note=NOTE)
+    run = asyncio.run(collect(setup))  # the headless front end's fold, without its progress line
     return _normalise(run, created, phase)
 
 
@@ -74,8 +66,7 @@ def _normalise(run: AuditRun, created: datetime, phase: str) -> Snapshot:
         for p in run.probes
     ]
     states = {role: s.model_copy(update={"hostname": HOSTNAMES.get(role, s.hostname)}) for role, s in run.target_states.items()}
-    run = run.model_copy(update={"probes": probes, "target_states": states, "mode": "demo", "note": NOTE,
-                                 "started_at": created, "finished_at": created})
+    run = run.model_copy(update={"probes": probes, "target_states": states, "started_at": created, "finished_at": created})
     return Snapshot.from_run(run, name=f"case-study-{phase}", created_at=created)
 
 
@@ -99,7 +90,7 @@ def main(argv: list[str] | None = None) -> int:
             continue
         out.write_text(text)
         snap = Snapshot.model_validate_json(text)
-        bad = sorted({f.id for f in snap.findings if f.severity.rank >= 3})
+        bad = sorted({f.id for f in snap.findings if f.severity.rank >= Severity.WARNING.rank})
         print(f"wrote {out.relative_to(ROOT)}: {len(snap.records)} records, {len(snap.findings)} findings; "
               f"warning or worse: {', '.join(bad) or 'none'}", file=sys.stderr)
     if stale:

@@ -7,12 +7,13 @@ from datetime import datetime
 from pathlib import Path
 
 from probes.core.errors import SnapshotError
-from probes.core.models import Severity
+from probes.core.models import SEVERITY_ORDER, Severity
 from snapshots import store
 from snapshots.naming import driver_of, kernel_of
 from snapshots.schema import Snapshot
 
-SEVERITY_ORDER = ("critical", "warning", "unknown", "info", "ok")
+SHORT = {Severity.CRITICAL: "C", Severity.WARNING: "W", Severity.UNKNOWN: "U", Severity.INFO: "I", Severity.OK: "OK"}
+"""One- or two-letter severity marks of the compact count line (`gpuaudit-tui snapshots`)."""
 
 
 @dataclass(frozen=True)
@@ -40,10 +41,17 @@ class SnapshotInfo:
 
 def severity_counts(snapshot: Snapshot) -> dict[str, int]:
     """Findings per severity, worst first, every severity present (zeros included)."""
-    counts = {s: 0 for s in SEVERITY_ORDER}
+    counts = {s.value: 0 for s in SEVERITY_ORDER}
     for f in snapshot.findings:
         counts[Severity(f.severity).value] += 1
     return counts
+
+
+def counts_text(counts: dict[str, int], *, short: bool = False) -> str:
+    """Non-zero counts worst first: "2 critical 1 unknown" (short: "2C 1U"), or "none"."""
+    parts = [f"{counts[s.value]}{SHORT[s]}" if short else f"{counts[s.value]} {s.value}"
+             for s in SEVERITY_ORDER if counts.get(s.value)]
+    return " ".join(parts) or "none"
 
 
 def summarize(path: Path, snapshot: Snapshot, *, example: bool = False) -> SnapshotInfo:

@@ -27,9 +27,8 @@ class AuditCompleted(Message):
 
     bubble = False
 
-    def __init__(self, probe_ids: list[str] | None, error: str | None = None) -> None:
+    def __init__(self, error: str | None = None) -> None:
         super().__init__()
-        self.probe_ids = probe_ids
         self.error = error
 
 

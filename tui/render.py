@@ -12,12 +12,11 @@ from datetime import datetime
 
 from rich.text import Text
 
-from probes.core.models import AuditRun, CommandRecord, Finding, ProbeResult, Severity
+from probes.core.models import SEVERITY_ORDER, AuditRun, CommandRecord, Finding, ProbeResult, Severity
 from probes.core.text import neutralise
 
 __all__ = ["neutralise"]  # re-exported: screens and widgets import it from here
 
-SEV_ORDER = (Severity.CRITICAL, Severity.WARNING, Severity.UNKNOWN, Severity.INFO, Severity.OK)
 SEV_ICON = {Severity.CRITICAL: "✖", Severity.WARNING: "▲", Severity.INFO: "●", Severity.OK: "✔", Severity.UNKNOWN: "?"}
 SEV_WORD = {Severity.CRITICAL: "CRIT", Severity.WARNING: "WARN", Severity.INFO: "INFO", Severity.OK: "OK", Severity.UNKNOWN: "UNKN"}
 SEV_VAR = {Severity.CRITICAL: "status-crit", Severity.WARNING: "status-warn", Severity.INFO: "status-info",
@@ -83,10 +82,15 @@ def elapsed(result: ProbeResult, now: datetime) -> float:
     return max(0.0, (now - result.started_at).total_seconds())
 
 
+def running_line(result: ProbeResult, now: datetime) -> str:
+    """"⠹ running 2.3s": the spinner frame follows the elapsed time, so redraws animate it."""
+    t = elapsed(result, now)
+    return f"{SPINNER[int(t * 10) % len(SPINNER)]} running {format_elapsed(t)}"
+
+
 def pane_subtitle(result: ProbeResult, now: datetime) -> str:
     if result.status == "running":
-        t = elapsed(result, now)
-        return f"{SPINNER[int(t * 10) % len(SPINNER)]} running {format_elapsed(t)}"
+        return running_line(result, now)
     if result.status == "done":
         return f"done {format_elapsed(result.duration_s)}"
     return result.status
@@ -103,7 +107,7 @@ def _counts_line(findings: list[Finding], roles: Sequence[str], palette: Palette
         line.append(f"{role or 'all'} ")
         if not c:
             line.append("no findings", style="dim")
-        for sev in SEV_ORDER:
+        for sev in SEVERITY_ORDER:
             if c.get(sev):
                 line.append(f"{SEV_ICON[sev]}{c[sev]} ", style=palette.get(sev, ""))
     return line
@@ -117,9 +121,7 @@ def pane_body(result: ProbeResult, *, roles: Sequence[str], now: datetime,
     if result.status == "pending":
         lines.append(Text("waiting to start", style="dim"))
     elif result.status == "running":
-        t = elapsed(result, now)
-        lines.append(Text(f"{SPINNER[int(t * 10) % len(SPINNER)]} running {format_elapsed(t)} · "
-                          f"{len(result.records)} command(s) done"))
+        lines.append(Text(f"{running_line(result, now)} · {len(result.records)} command(s) done"))
         for role, cid in running[:3]:
             lines.append(Text.assemble((f"{role}: ", "dim"), neutralise(cid)))
     else:

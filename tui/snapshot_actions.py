@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -18,9 +19,7 @@ class SnapshotActions:
     clock: Any
     palette: Any
     snapshot_dir: Path | None
-
-    def dashboard(self) -> DashboardScreen:
-        raise NotImplementedError  # GpuAuditApp.dashboard
+    dashboard: Callable[[], DashboardScreen]
 
     def action_save(self) -> None:
         from snapshots.naming import default_name

@@ -7,7 +7,6 @@ import sys
 from pathlib import Path
 
 EXIT_SAME, EXIT_DIFFERENT = 0, 1
-SHORT = {"critical": "C", "warning": "W", "unknown": "U", "info": "I", "ok": "OK"}
 
 
 def _parser(name: str):
@@ -56,7 +55,8 @@ def run_diff(args, directory: Path | None) -> int:
 
 def run_list(args, directory: Path | None) -> int:
     from snapshots import store
-    from snapshots.listing import SEVERITY_ORDER, list_snapshots
+    from probes.core.text import neutralise
+    from snapshots.listing import counts_text, list_snapshots
 
     directory = directory or store.default_dir()
     infos = list_snapshots(directory, examples=args.examples)
@@ -75,15 +75,17 @@ def run_list(args, directory: Path | None) -> int:
     table = Table(title=f"snapshots in {directory}", title_justify="left", box=None, pad_edge=False)
     for col in ("name", "date (UTC)", "targets", "kernel", "driver", "findings"):
         table.add_column(col, overflow="fold", no_wrap=col in ("date (UTC)", "kernel", "driver"))
+    def plain(text: str) -> str:  # names, targets, kernel and driver come from files and targets: never markup
+        return escape(neutralise(text))
+
     for i in infos:
         if i.error:
-            table.add_row(escape(i.name), "", "", "", "", f"[red]unreadable: {escape(i.error.split(': ', 1)[-1])}[/]")
+            table.add_row(plain(i.name), "", "", "", "", f"[red]unreadable: {plain(i.error.split(': ', 1)[-1])}[/]")
             continue
-        counts = " ".join(f"{i.counts[s]}{SHORT[s]}" for s in SEVERITY_ORDER if i.counts.get(s))
-        name = f"{i.name} [dim](example)[/]" if i.example else i.name
+        name = f"{plain(i.name)} [dim](example)[/]" if i.example else plain(i.name)
         table.add_row(name, i.created_at.strftime("%Y-%m-%d %H:%M") if i.created_at else "",
-                      ", ".join(t.split("=", 1)[-1] for t in i.targets),
-                      i.kernel or "?", i.driver or "?", counts or "none")
+                      plain(", ".join(t.split("=", 1)[-1] for t in i.targets)),
+                      plain(i.kernel or "?"), plain(i.driver or "?"), counts_text(i.counts, short=True))
     console.print(table)
     console.print("findings: C critical, W warning, U unknown, I info, OK ok", style="dim")
     return 0

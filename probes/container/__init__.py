@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from probes.container.commands import CGROUP_FILES, COMMANDS, ON_BOTH, ON_CTR, PROBE_ID, SMI_GPU_IDS
-from probes.container.extract import NVIDIA_MAJOR_NAMES, extract, parse_gpus
+from probes.container.extract import NVIDIA_MAJOR_NAMES, extract
 from probes.container.facts import ContainerFacts, CtConfig, Gpu, Node, Rule
 from probes.container.rules import judge
 from probes.container.rules_common import GIB, match_config
@@ -64,7 +64,6 @@ __all__ = [
     "judge_shm_ipc",
     "judge_userspace_driver",
     "match_config",
-    "parse_gpus",
     "summarize",
 ]
 

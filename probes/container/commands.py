@@ -3,15 +3,14 @@
 from __future__ import annotations
 
 from probes.core.models import Role
+from probes.core.parsers.nvidia_smi import SMI_GPU_IDS
+from probes.core.parsers.system import CGROUP_FILES
 from probes.core.spec import Command
 
 PROBE_ID = "container"
 
 ON_BOTH: frozenset[Role] = frozenset({"host", "container"})
 ON_CTR: frozenset[Role] = frozenset({"container"})
-SMI_GPU_IDS = "nvidia-smi --query-gpu=index,uuid,pci.bus_id,name --format=csv,noheader"
-CGROUP_FILES = ("grep -H . /sys/fs/cgroup/cpuset.cpus.effective /sys/fs/cgroup/cpuset.mems.effective "
-                "/sys/fs/cgroup/cpu.max /sys/fs/cgroup/memory.max /sys/fs/cgroup/cpu.stat /sys/fs/cgroup/memory.events")
 COMMANDS = (
     Command("virt", "systemd-detect-virt -c", on=ON_BOTH),
     Command("pve_lxc_confs", "grep -H . /etc/pve/lxc/*.conf", needs_root=True,

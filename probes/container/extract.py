@@ -8,9 +8,8 @@ from probes.container.facts import ContainerFacts, CtConfig, Gpu, Node, Rule
 from probes.core.errors import ParseError
 from probes.core.models import CommandRecord, Role
 from probes.core.parsers.lxc import LxcConfig, parse_conf_dump
-from probes.core.parsers.nvidia_smi import detect_smi_error, parse_query_gpu_csv
+from probes.core.parsers.nvidia_smi import detect_smi_error, parse_smi_gpu_ids
 from probes.core.parsers.system import (
-    normalize_bdf,
     parse_cgroup_files,
     parse_detect_virt,
     parse_df,
@@ -21,7 +20,7 @@ from probes.core.parsers.system import (
     parse_ulimit_a,
     ulimit_kb,
 )
-from probes.core.spec import Outputs, record_problem
+from probes.core.spec import Outputs, partial_grep_ok, record_problem, usable_stdout
 
 NVIDIA_MAJOR_NAMES = ("nvidia-frontend", "nvidia-uvm", "nvidia-caps", "nvidia-nvswitch", "nvidia-caps-imex-channels",
                       "nvidia-nvlink")
@@ -40,29 +39,29 @@ def _config_model(c: LxcConfig) -> CtConfig:
         dev_paths=[d.path for d in c.devs], prlimit_memlock=c.prlimit_memlock)
 
 
-def parse_gpus(text: str) -> list[Gpu]:
-    """`nvidia-smi --query-gpu=index,uuid,pci.bus_id,name --format=csv,noheader` -> Gpu list (ParseError on a banner)."""
-    rows = parse_query_gpu_csv(text, ["index", "uuid", "pci.bus_id", "name"])
-    return [Gpu(index=int(i) if (i := r.get("index") or "").isdigit() else None, uuid=r.get("uuid"),
-                bus_id=normalize_bdf(r.get("pci.bus_id") or "")) for r in rows]
-
-
 def extract(outputs: Outputs, role: Role) -> ContainerFacts:
-    problems = {cid: p for cid, rec in outputs.items() if (p := record_problem(rec))}
+    problems: dict[str, str] = {}
     data: dict[str, object] = {}
 
     def text(cid: str) -> str | None:
+        if cid == "cgroup_limits" and partial_grep_ok(outputs, cid):
+            return outputs[cid].stdout  # some files absent (no cpuset controller): the rest is good
+        return usable_stdout(outputs, cid, problems)
+
+    def note(cid: str) -> None:
+        """Record why a command read by hand (not through `text`) is unusable."""
         rec = outputs.get(cid)
-        return rec.stdout if rec is not None and cid not in problems else None
+        if rec is not None and (p := record_problem(rec)):
+            problems[cid] = p
 
     # systemd-detect-virt exits 1 when it prints "none": an answer, not a failure.
     vrec = outputs.get("virt")
     if vrec is not None and not vrec.error and vrec.exit_status in (0, 1) and (v := parse_detect_virt(vrec.stdout)):
-        problems.pop("virt", None)
         data["virt"] = v
+    else:
+        note("virt")
     crec = outputs.get("pve_lxc_confs")
     if _no_such_file(crec):
-        problems.pop("pve_lxc_confs", None)
         data.update(is_pve=False, configs={})
     elif (t := text("pve_lxc_confs")) is not None:
         data.update(is_pve=True, configs={k: _config_model(c) for k, c in parse_conf_dump(t).items()})
@@ -71,8 +70,7 @@ def extract(outputs: Outputs, role: Role) -> ContainerFacts:
         data["majors"] = {n: m for n in NVIDIA_MAJOR_NAMES if (m := pd.char_major(n)) is not None}
         data["all_majors"] = sorted({m for ms in pd.char.values() for m in ms})
     drec = outputs.get("dev_nvidia")
-    if drec is not None and (not problems.get("dev_nvidia") or _no_such_file(drec)):
-        problems.pop("dev_nvidia", None)
+    if drec is not None and (_no_such_file(drec) or text("dev_nvidia") is not None):
         data["nodes"] = [Node(path=n.path, kind=n.kind, major=n.major, minor=n.minor, mode=n.mode)
                          for n in parse_ls_dev(drec.stdout)]
     srec = outputs.get("smi_gpu_ids")
@@ -81,7 +79,7 @@ def extract(outputs: Outputs, role: Role) -> ContainerFacts:
         problems["smi_gpu_ids"] = f"nvidia-smi error: {err}"
     elif (t := text("smi_gpu_ids")) is not None:
         try:
-            data["gpus"] = parse_gpus(t)
+            data["gpus"] = [Gpu(index=g.index, uuid=g.uuid, bus_id=g.bus_id) for g in parse_smi_gpu_ids(t)]
         except ParseError as exc:
             problems["smi_gpu_ids"] = str(exc)
     if (t := text("df_shm")) is not None:
@@ -101,9 +99,6 @@ def extract(outputs: Outputs, role: Role) -> ContainerFacts:
     if (t := text("ulimit_a")) is not None:
         lim = parse_ulimit_a(t)
         data.update(memlock_kb=ulimit_kb(lim.get("l")), nofile=ulimit_kb(lim.get("n")))
-    grec = outputs.get("cgroup_limits")
-    if grec is not None and not grec.error and grec.exit_status == 2 and grec.stdout.strip():
-        problems.pop("cgroup_limits", None)  # some files absent (no cpuset controller): the rest is good
     if (t := text("cgroup_limits")) is not None:
         cl = parse_cgroup_files(t)
         data.update(cpuset_cpus=len(cl.cpuset_cpus) if cl.cpuset_cpus is not None else None,
@@ -111,15 +106,13 @@ def extract(outputs: Outputs, role: Role) -> ContainerFacts:
                     nr_periods=cl.cpu_stat.get("nr_periods"), nr_throttled=cl.cpu_stat.get("nr_throttled"),
                     memory_max=cl.memory_max, memory_max_read=cl.memory_max_read,
                     oom_kills=cl.memory_events.get("oom_kill"))
-    irec = outputs.get("dev_infiniband")
-    if irec is not None and not irec.error:
-        if _no_such_file(irec):
-            problems.pop("dev_infiniband", None)
-            data["infiniband"] = False
-        elif irec.exit_status == 0:
-            data["infiniband"] = bool(irec.stdout.strip())
+    if _no_such_file(outputs.get("dev_infiniband")):
+        data["infiniband"] = False
+    elif (t := text("dev_infiniband")) is not None:
+        data["infiniband"] = bool(t.strip())
     lrec = outputs.get("libcuda_files")
     if lrec is not None and not lrec.error and not lrec.timed_out and lrec.exit_status in (0, 2):
-        problems.pop("libcuda_files", None)
         data["libcuda_versions"] = sorted({m.group(1) for m in re.finditer(r"libcuda\.so\.(\d+\.\d+(?:\.\d+)?)", lrec.stdout)})
+    else:
+        note("libcuda_files")
     return ContainerFacts(problems=problems, **data)  # type: ignore[arg-type]

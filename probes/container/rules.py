@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from typing import NamedTuple
 
 from probes.container.facts import ContainerFacts
 from probes.container.rules_common import _mk, host_without_nvidia
@@ -28,9 +29,35 @@ from probes.container.rules_limits import (
 from probes.core.models import Finding, Role
 from probes.core.spec import FactsByTarget
 
-# checks about passing GPUs into the container: meaningless when the host has no NVIDIA driver at all
-PASSTHROUGH_CHECKS = {"device_cgroup", "device_major_match", "device_nodes", "gpu_visibility", "gpu_inventory_match",
-                      "userspace_driver", "docker_gpu_runtime"}
+
+class Check(NamedTuple):
+    """One container rule: its slug, the judge taking (host facts, container facts or None), and whether it is
+    about passing GPUs into the container (meaningless when the host has no NVIDIA driver at all)."""
+
+    slug: str
+    run: Callable[[ContainerFacts, ContainerFacts | None], Finding]
+    passthrough: bool = False
+
+
+RULES: tuple[Check, ...] = (
+    Check("detect", judge_detect),
+    Check("lxc_privilege", judge_privilege),
+    Check("device_cgroup", judge_device_cgroup, passthrough=True),
+    Check("device_major_match", judge_device_major_match, passthrough=True),
+    Check("device_nodes", judge_device_nodes, passthrough=True),
+    Check("gpu_visibility", judge_gpu_visibility, passthrough=True),
+    Check("gpu_inventory_match", judge_gpu_inventory_match, passthrough=True),
+    Check("shm", judge_shm),
+    Check("shm_ipc", judge_shm_ipc),
+    Check("memlock", judge_memlock),
+    Check("cpu_quota", judge_cpu_quota),
+    Check("memory_limit", judge_memory_limit),
+    Check("limits_vs_model", judge_limits_vs_model),
+    Check("userspace_driver", lambda host, ctr: judge_userspace_driver(ctr), passthrough=True),
+    Check("docker_gpu_runtime", lambda host, ctr: judge_docker_gpu_runtime(ctr), passthrough=True),
+    Check("nofile", lambda host, ctr: judge_nofile(ctr)),
+)
+"""Every container rule in display order."""
 
 
 def judge(facts: FactsByTarget) -> Iterator[Finding]:
@@ -39,31 +66,11 @@ def judge(facts: FactsByTarget) -> Iterator[Finding]:
         return
     ctr: ContainerFacts | None = facts.get("container")
     no_gpu = host_without_nvidia(host)
-    for f in _all(host, ctr):
-        slug = f.id.split(".", 1)[1]
-        if no_gpu and slug in PASSTHROUGH_CHECKS:
+    targets: tuple[Role, ...] = ("host", "container") if ctr is not None else ("host",)
+    for check in RULES:
+        if no_gpu and check.passthrough:
             # a GPU-less host (or a test box) would otherwise read as a broken passthrough
-            targets: tuple[Role, ...] = tuple(f.targets) or ("host",)
-            yield _mk(slug, "ok", "No NVIDIA driver on the host: passthrough check not applicable", targets=targets, observed=no_gpu, evidence=[
-                (e.target, e.command_id) for e in f.evidence] + [("host", "proc_devices")])
+            yield _mk(check.slug, "ok", "No NVIDIA driver on the host: passthrough check not applicable", targets=targets,
+                      observed=no_gpu, evidence=[("host", "proc_devices"), ("host", "dev_nvidia")])
         else:
-            yield f
-
-
-def _all(host: ContainerFacts, ctr: ContainerFacts | None) -> Iterator[Finding]:
-    yield judge_detect(host, ctr)
-    yield judge_privilege(host, ctr)
-    yield judge_device_cgroup(host, ctr)
-    yield judge_device_major_match(host, ctr)
-    yield judge_device_nodes(host, ctr)
-    yield judge_gpu_visibility(host, ctr)
-    yield judge_gpu_inventory_match(host, ctr)
-    yield judge_shm(host, ctr)
-    yield judge_shm_ipc(host, ctr)
-    yield judge_memlock(host, ctr)
-    yield judge_cpu_quota(host, ctr)
-    yield judge_memory_limit(host, ctr)
-    yield judge_limits_vs_model(host, ctr)
-    yield judge_userspace_driver(ctr)
-    yield judge_docker_gpu_runtime(ctr)
-    yield judge_nofile(ctr)
+            yield check.run(host, ctr)

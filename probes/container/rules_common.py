@@ -5,7 +5,7 @@ from __future__ import annotations
 from probes.container.commands import PROBE_ID
 from probes.container.facts import ContainerFacts, CtConfig
 from probes.core.models import Finding, Role
-from probes.core.spec import finding
+from probes.core.spec import finding, problem_text
 
 GIB = 1024**3
 
@@ -17,7 +17,7 @@ def _mk(slug: str, severity: str, title: str, *, targets: tuple[Role, ...] = ("h
 
 
 def _why(f: ContainerFacts, *cids: str) -> str:
-    return "; ".join(f"{c}: {f.problems[c]}" for c in cids if c in f.problems) or "not collected"
+    return problem_text(f.problems, *cids)
 
 
 def _na_no_container(slug: str, title: str, evidence: list[tuple[Role, str]] | None = None) -> Finding:

@@ -154,6 +154,14 @@ def judge_device_major_match(host: ContainerFacts, ctr: ContainerFacts | None) -
         return _mk("device_major_match", "warning", "Stale device major in a container allow-list", targets=targets,
                    observed="; ".join(warn), expected=f"host majors: {host_m}", why=why + " Today another rule covers it.",
                    fix=fix, evidence=ev)
+    unread = []
+    if ctr is not None and ctr.nodes is None:
+        unread.append(f"container device nodes: {_why(ctr, 'dev_nvidia')}")
+    if host.configs is None:
+        unread.append(f"host container configs: {_why(host, 'pve_lxc_confs')}")
+    if unread:
+        return _mk("device_major_match", "unknown", "Container device majors could not be checked", targets=targets,
+                   observed="; ".join(unread) + f" (host /proc/devices: {host_m})", evidence=ev)
     seen = ""
     if ctr is not None and ctr.nodes:
         cm = sorted({n.major for n in ctr.nodes if n.kind == "c" and n.major is not None})

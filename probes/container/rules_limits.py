@@ -40,9 +40,12 @@ def judge_shm_ipc(host: ContainerFacts, ctr: ContainerFacts | None) -> Finding:
     if ctr is None:
         return _na_no_container("shm_ipc", "Docker IPC mode")
     targets: tuple[Role, ...] = ("host", "container")
+    if ctr.virt is None:
+        return _mk("shm_ipc", "unknown", "Docker IPC mode: container kind not known", targets=targets,
+                   observed=f"container kind: {_why(ctr, 'virt')}", evidence=ev)
     if ctr.virt != "docker":
         return _mk("shm_ipc", "ok", "Docker IPC mode: not applicable", targets=targets,
-                   observed=f"not applicable: {ctr.virt or 'unknown'} container, not Docker", evidence=ev)
+                   observed=f"not applicable: {ctr.virt} container, not Docker", evidence=ev)
     if ctr.shm_bytes is not None and host.shm_bytes is not None and ctr.shm_bytes == host.shm_bytes:
         return _mk("shm_ipc", "ok", "Container shares the host's /dev/shm (IPC host)", targets=targets,
                    observed=f"container /dev/shm {_gib(ctr.shm_bytes)} = host /dev/shm {_gib(host.shm_bytes)}",
@@ -183,9 +186,12 @@ def judge_docker_gpu_runtime(ctr: ContainerFacts | None) -> Finding:
     if ctr is None:
         return _na_no_container("docker_gpu_runtime", "Docker GPU runtime")
     targets: tuple[Role, ...] = ("container",)
+    if ctr.virt is None:
+        return _mk("docker_gpu_runtime", "unknown", "Docker GPU runtime: container kind not known", targets=targets,
+                   observed=f"container kind: {_why(ctr, 'virt')}", evidence=ev)
     if ctr.virt != "docker":
         return _mk("docker_gpu_runtime", "ok", "Docker GPU runtime: not applicable", targets=targets,
-                   observed=f"not applicable: {ctr.virt or 'unknown'} container, not Docker", evidence=ev)
+                   observed=f"not applicable: {ctr.virt} container, not Docker", evidence=ev)
     if ctr.gpus:
         return _mk("docker_gpu_runtime", "ok", "Docker container has GPUs", targets=targets, observed=f"{len(ctr.gpus)} GPU(s) visible", evidence=ev)
     return _mk("docker_gpu_runtime", "critical", "Docker container sees no GPU", targets=targets,

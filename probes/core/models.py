@@ -9,7 +9,6 @@ from typing import Any, Literal
 from pydantic import BaseModel, ConfigDict, Field
 
 Role = Literal["host", "container"]
-ROLES: tuple[Role, ...] = ("host", "container")
 
 
 class Severity(str, Enum):
@@ -34,6 +33,8 @@ SEVERITY_RANK: dict[Severity, int] = {
     Severity.WARNING: 3,
     Severity.CRITICAL: 4,
 }
+SEVERITY_ORDER: tuple[Severity, ...] = tuple(sorted(Severity, key=lambda s: -s.rank))
+"""Worst first: critical, warning, unknown, info, ok (derived from `rank`)."""
 
 
 class Target(BaseModel):

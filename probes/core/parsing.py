@@ -7,22 +7,6 @@ import re
 from probes.core.errors import ParseError
 
 
-def csv_rows(text: str, expected_fields: int | None = None) -> list[list[str]]:
-    """`nvidia-smi --format=csv,noheader` rows -> lists of stripped cells (blank lines skipped).
-
-    Raises ParseError when a row has the wrong number of cells.
-    """
-    rows = []
-    for line in text.splitlines():
-        if not line.strip():
-            continue
-        cells = [c.strip() for c in line.split(",")]
-        if expected_fields is not None and len(cells) != expected_fields:
-            raise ParseError(f"unparsable row (expected {expected_fields} fields): {line[:120]!r}")
-        rows.append(cells)
-    return rows
-
-
 def kv_lines(text: str, sep: str = ":") -> dict[str, str]:
     """`Key: value` lines -> dict (first occurrence wins, keys and values stripped)."""
     out: dict[str, str] = {}

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pydantic import BaseModel, Field
 
 from probes.core.models import AuditRun, CommandRecord, EvidenceRef, Finding, Severity
+from probes.core.text import neutralise
 
 PLAN_SEVERITIES = (Severity.CRITICAL, Severity.WARNING)
 
@@ -131,13 +132,9 @@ def build_plan(run: AuditRun) -> list[PlanStep]:
     return [s.model_copy(update={"rank": n}) for n, s in enumerate(steps, 1)]
 
 
-_CONTROL = re.compile(r"[\x00-\x08\x0b-\x1f\x7f-\x9f]")
-
-
 def _clean(text: str) -> str:
     """Target text made inert for Markdown/terminals: control characters as visible escapes, one line."""
-    text = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
-    return text.replace("\n", " ⏎ ").replace("`", "'")
+    return neutralise(text).replace("\n", " ⏎ ").replace("`", "'")
 
 
 def _record(run: AuditRun, ref: EvidenceRef) -> CommandRecord | None:

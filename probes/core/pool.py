@@ -34,18 +34,28 @@ class PooledTransport:
         self._alive += [m for m, r in zip(extra, results) if not isinstance(r, BaseException)]
         self._in_flight = {id(m): 0 for m in self._alive}
 
-    def _pick(self) -> Transport:
+    def _pick(self) -> Transport | None:
+        """The live member with the fewest commands in flight; members whose connection died are dropped."""
+        self._alive = [m for m in self._alive if not getattr(m, "lost", False)]
+        if not self._alive:
+            return None
         return min(self._alive, key=lambda m: self._in_flight[id(m)])
 
     async def run(self, line: str, *, command_id: str, timeout_s: float, max_bytes: int) -> RawResult:
-        if not self._alive:
-            return RawResult(exit_status=None, error="connection lost: not connected")
-        member = self._pick()
-        self._in_flight[id(member)] += 1
-        try:
-            return await member.run(line, command_id=command_id, timeout_s=timeout_s, max_bytes=max_bytes)
-        finally:
-            self._in_flight[id(member)] -= 1
+        result = RawResult(exit_status=None, error="connection lost: not connected")
+        for _ in range(len(self.members)):  # a dead connection's refusal is retried on a live one
+            member = self._pick()
+            if member is None:
+                return result
+            self._in_flight[id(member)] += 1
+            try:
+                result = await member.run(line, command_id=command_id, timeout_s=timeout_s, max_bytes=max_bytes)
+            finally:
+                self._in_flight[id(member)] -= 1
+            started = result.stdout or result.stderr or result.duration_s > 0.5
+            if not (result.error or "").startswith("connection lost") or started:
+                return result  # a command that ran (even partly) is never run twice
+        return result
 
     async def aclose(self) -> None:
         await asyncio.gather(*(m.aclose() for m in self.members), return_exceptions=True)

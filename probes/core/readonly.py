@@ -26,6 +26,8 @@ _FORBIDDEN = [
     (r"\bcurl\b|\bwget\b|\bnc\b|\bssh\b", "network access from the target"),
     # a background child outlives the command: after the exit status sshd refuses signals, so nothing could kill it
     (r"(?<![&|>0-9<])&(?![&>])|\b(?:nohup|setsid|disown|daemonize)\b", "background or detached process"),
+    # importing modules writes __pycache__ next to them unless the interpreter runs with -B
+    (r"(?:\bpython[0-9.]*|\{python\}|\$\{?py\}?\"?)(?:\s+-[AC-Za-z]+)*?\s+-[AC-Za-z]*c\b", "python -c without -B (writes __pycache__)"),
 ]
 _COMPILED = [(re.compile(p), why) for p, why in _FORBIDDEN]
 _HARMLESS_REDIRECTS = re.compile(r"&>\s*/dev/null|\d?>\s*/dev/null|2>&1|>&2")

@@ -3,11 +3,12 @@
 from __future__ import annotations
 
 import asyncio
+from datetime import datetime, timezone
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
 from probes.core.models import CommandRecord
-from probes.core.transport import RawResult
+from probes.core.transport import PREFLIGHT_ID, RawResult
 
 NOT_RECORDED = "not recorded in this snapshot (the probe's command is newer than the recording)"
 
@@ -29,7 +30,7 @@ class ReplayTransport:
         return None
 
     async def run(self, line: str, *, command_id: str, timeout_s: float, max_bytes: int) -> RawResult:
-        if command_id == "preflight":
+        if command_id == PREFLIGHT_ID:
             return RawResult(exit_status=0, stdout=b"0\n" + self.hostname.encode(errors="replace") + b"\n")
         if self.delay_s:
             await asyncio.sleep(self.delay_s)
@@ -40,7 +41,7 @@ class ReplayTransport:
             exit_status=rec.exit_status,
             stdout=rec.stdout.encode("utf-8", errors="surrogateescape"),
             stderr=rec.stderr.encode("utf-8", errors="surrogateescape"),
-            started_at=rec.started_at or RawResult(exit_status=None).started_at,
+            started_at=rec.started_at or datetime.now(timezone.utc),
             duration_s=rec.duration_s,
             timed_out=rec.timed_out,
             truncated=rec.truncated,
@@ -74,7 +75,7 @@ class DirectoryTransport:
         return None
 
     async def run(self, line: str, *, command_id: str, timeout_s: float, max_bytes: int) -> RawResult:
-        if command_id == "preflight":
+        if command_id == PREFLIGHT_ID:
             return RawResult(exit_status=0, stdout=b"0\n" + self.label.encode() + b"\n")
         out = self.directory / f"{command_id}.out"
         err = self.directory / f"{command_id}.err"

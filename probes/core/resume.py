@@ -14,7 +14,7 @@ from probes.core.models import CommandRecord, Role, Target, TargetState
 from probes.core.replay_transport import ReplayTransport
 from probes.core.runner import TargetBinding
 from probes.core.spec import Probe
-from probes.core.transport import RawResult, Transport
+from probes.core.transport import PREFLIGHT_ID, RawResult, Transport
 
 NOT_RERUN = "not re-run: the resumed snapshot had no live connection for this target"
 
@@ -70,10 +70,10 @@ class ResumeTransport:
         if command_id in self._good:
             return await self._replay.run(line, command_id=command_id, timeout_s=timeout_s, max_bytes=max_bytes)
         if self.live is not None:
-            if command_id != "preflight":
+            if command_id != PREFLIGHT_ID:
                 self.ran_live.append(command_id)
             return await self.live.run(line, command_id=command_id, timeout_s=timeout_s, max_bytes=max_bytes)
-        if command_id == "preflight":  # nothing to run here: report the recorded identity
+        if command_id == PREFLIGHT_ID:  # nothing to run here: report the recorded identity
             is_root = self._state.is_root if self._state and self._state.is_root is not None else True
             hostname = (self._state.hostname if self._state else None) or self.label
             return RawResult(exit_status=0, stdout=f"{0 if is_root else 1000}\n{hostname}\n".encode())

@@ -26,12 +26,12 @@ from probes.core.models import CommandRecord, ProbeResult, Role, Target
 from probes.core.redact import redact_text
 from probes.core.spec import Command, Probe
 from probes.core.targets import build_command_line
-from probes.core.transport import DEFAULT_MAX_BYTES, RawResult, Transport
+from probes.core.transport import DEFAULT_MAX_BYTES, PREFLIGHT_ID, RawResult, Transport
 
 DEFAULT_TIMEOUT_S = 20.0
 
 PREFLIGHT = Command(
-    "preflight",
+    PREFLIGHT_ID,
     "id -u; command -v timeout >/dev/null 2>&1 && echo timeout=yes; uname -n",
     on=frozenset({"host", "container"}),
     timeout_s=15,
@@ -190,7 +190,7 @@ class Audit:
     async def _run_commands(self, probe: Probe, role: Role, cache: dict[tuple[Role, str], asyncio.Task[tuple[RawResult, str, str]]],
                             queue: asyncio.Queue[BaseModel | None]) -> list[CommandRecord]:
         info = await self._connect_tasks[role]
-        commands = [c for c in probe.commands_for(role) if self.options.active or not _is_active(c)]
+        commands = [c for c in probe.commands_for(role) if self.options.active or not c.active]
         return list(await asyncio.gather(*(self._run_one(probe, c, role, info, cache, queue) for c in commands)))
 
     async def _run_one(self, probe: Probe, command: Command, role: Role, info: _TargetInfo,
@@ -271,10 +271,6 @@ def launch_rank(shell: str) -> int:
     return 1 if any(m in shell for m in SLOW_MARKERS) else 2
 
 
-def _is_active(command: Command) -> bool:
-    return command.active
-
-
 REDACT_CHUNK = 1 << 20
 
 
@@ -324,13 +320,6 @@ def _text_of(raw: RawResult) -> tuple[str, str]:
         del out_parts, err_parts
         _release_free_heap()
     return stdout, stderr
-
-
-def record_from_raw(base: dict[str, object], raw: RawResult, *, sudo: bool = False,
-                    timeout_s: float | None = None) -> CommandRecord:
-    """Decode, redact and freeze a transport result into a CommandRecord."""
-    return record_from_text(base, raw, decode_redacted(raw.stdout), decode_redacted(raw.stderr), sudo=sudo,
-                            timeout_s=timeout_s)
 
 
 def record_from_text(base: dict[str, object], raw: RawResult, stdout: str, stderr: str, *, sudo: bool = False,

@@ -91,6 +91,10 @@ def record_problem(record: CommandRecord | None) -> str | None:
         return record.error
     if record.timed_out:
         return "timed out"
+    if record.truncated:  # a cut-off list or log would read as complete
+        return f"output truncated at the --max-output cap ({len(record.stdout)} bytes kept)"
+    if record.exit_status is None:
+        return "no exit status (the command was killed or its channel closed)"
     if record.missing_tool:
         return "tool not installed"
     low = (record.stderr + record.stdout[:400]).lower()
@@ -112,3 +116,28 @@ def usable_stdout(outputs: Outputs, command_id: str, problems: dict[str, str]) -
         problems[command_id] = problem
         return None
     return rec.stdout
+
+
+def partial_grep_ok(outputs: Outputs, command_id: str) -> bool:
+    """`grep -H` over several files exits 2 when one is missing; the other files' lines are still good."""
+    rec = outputs.get(command_id)
+    return rec is not None and not rec.error and not rec.timed_out and rec.exit_status == 2 and bool(rec.stdout.strip())
+
+
+def problem_text(problems: Mapping[str, str], *command_ids: str) -> str:
+    """Why the given commands' data is missing ("cid: reason; ..."), for an `unknown` finding's observed."""
+    return "; ".join(f"{c}: {problems[c]}" for c in command_ids if c in problems) or "not collected"
+
+
+def usable_record(outputs: Outputs, command_id: str, problems: dict[str, str]) -> CommandRecord | None:
+    """The record of a command when usable; otherwise None, noting why in `problems` (absent = not run).
+
+    A command already listed in `problems` (an error banner found earlier, say) counts as unusable.
+    """
+    rec = outputs.get(command_id)
+    if rec is None or command_id in problems:
+        return None
+    if problem := record_problem(rec):
+        problems[command_id] = problem
+        return None
+    return rec

@@ -13,7 +13,7 @@ from typing import Any
 
 from probes.core.errors import TransportError
 from probes.core.targets import SshAddress
-from probes.core.transport import READ_CHUNK, RawResult, StreamCap
+from probes.core.transport import RawResult, StreamCap, read_capped
 
 DEFAULT_MAX_CHANNELS = 8  # OpenSSH MaxSessions is 10; sshd frees slots a little late, 8 never raced (TESTING.md)
 EXIT_GRACE_S = 0.5
@@ -105,6 +105,11 @@ class SshTransport:
         self._conn: Any = None
         self._limiter = ChannelLimiter(options.max_channels)
         self._lost: str | None = None
+
+    @property
+    def lost(self) -> bool:
+        """The connection died: every further command would fail at once."""
+        return self._lost is not None
 
     @property
     def where(self) -> str:
@@ -225,16 +230,8 @@ class SshTransport:
         out, err = StreamCap(max_bytes), StreamCap(max_bytes)
         overflow = asyncio.Event()
 
-        async def pump(stream: Any, cap: StreamCap) -> None:
-            while True:
-                chunk = await stream.read(READ_CHUNK)
-                if not chunk:
-                    return
-                if not cap.add(chunk):
-                    overflow.set()
-                    return
-
-        readers: asyncio.Future[Any] = asyncio.ensure_future(asyncio.gather(pump(proc.stdout, out), pump(proc.stderr, err)))
+        readers: asyncio.Future[Any] = asyncio.ensure_future(
+            asyncio.gather(read_capped(proc.stdout, out, overflow), read_capped(proc.stderr, err, overflow)))
         waiter = asyncio.ensure_future(overflow.wait())
         timed_out = killed = held_open = False
         exited_at: float | None = None

@@ -12,6 +12,8 @@ from typing import Any, Protocol
 
 DEFAULT_MAX_BYTES = 8 * 1024 * 1024
 READ_CHUNK = 64 * 1024
+PREFLIGHT_ID = "preflight"
+"""The runner's first command on every target (who am I, timeout(1)?); recordings answer it themselves."""
 
 
 @dataclass(slots=True)
@@ -55,10 +57,6 @@ class StreamCap:
         self.buf = bytearray()
         self.truncated = False
 
-    @property
-    def size(self) -> int:
-        return len(self.buf)
-
     def add(self, chunk: bytes) -> bool:
         """Keep what fits; return False once the cap is exceeded."""
         room = self.limit - len(self.buf)
@@ -74,7 +72,7 @@ class StreamCap:
         return self.buf
 
 
-async def read_capped(stream: asyncio.StreamReader, cap: StreamCap, on_overflow: asyncio.Event) -> None:
+async def read_capped(stream: Any, cap: StreamCap, on_overflow: asyncio.Event) -> None:
     """Read a stream in chunks into a cap; signal overflow so the command can be killed."""
     while True:
         chunk = await stream.read(READ_CHUNK)
@@ -134,7 +132,7 @@ class LocalTransport:
         finally:
             overflow_wait.cancel()
         return RawResult(
-            exit_status=None if timed_out else proc.returncode,
+            exit_status=None if timed_out or overflow.is_set() else proc.returncode,  # killed by us: no status of its own
             stdout=out.value(),
             stderr=err.value(),
             started_at=started,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 from probes.core.errors import ParseError
-from probes.core.models import CommandRecord, Role
+from probes.core.models import Role
 from probes.core.parsers.nvidia_misc import (
     parse_dkms_status,
     parse_lib_versions,
@@ -19,21 +19,15 @@ from probes.core.parsers.nvidia_misc import (
 from probes.core.parsers.nvidia_smi import (
     detect_smi_error,
     nvml_library_version,
+    csv_row_errors,
     parse_query_gpu_csv,
     parse_smi_table,
     smi_error_kind,
 )
 from probes.core.parsing import first_line
-from probes.core.spec import Outputs, record_problem
+from probes.core.spec import Outputs, record_problem, usable_record
 from probes.driver.commands import QUERY_FIELDS
 from probes.driver.facts import DriverFacts, GpuState
-
-
-def _usable(outputs: Outputs, cid: str, problems: dict[str, str]) -> CommandRecord | None:
-    rec = outputs.get(cid)
-    if rec is None or cid in problems:
-        return None
-    return rec
 
 
 def _int(v: str | None) -> int | None:
@@ -46,7 +40,8 @@ def _gpus_from_csv(text: str) -> list[GpuState]:
                      driver_version=r["driver_version"], persistence=r["persistence_mode"], compute_mode=r["compute_mode"],
                      mig_mode=r["mig.mode.current"], ecc_mode=r["ecc.mode.current"],
                      ecc_uncorrected=_int(r["ecc.errors.uncorrected.volatile.total"]),
-                     remap_pending=r["remapped_rows.pending"], remap_failure=r["remapped_rows.failure"])
+                     remap_pending=r["remapped_rows.pending"], remap_failure=r["remapped_rows.failure"],
+                     unreadable=sorted(csv_row_errors(r)))
             for i, r in enumerate(rows)]
 
 
@@ -70,7 +65,7 @@ def extract(outputs: Outputs, role: Role) -> DriverFacts:
             f["module_loaded"] = False  # the file exists exactly while the module is loaded
         elif rec.ok:
             problems["proc_driver_version"] = f"unrecognised content: {first_line(rec.stdout)[:80]!r}"
-    if (rec := _usable(outputs, "smi_table", problems)) and not f.get("smi_error"):
+    if (rec := usable_record(outputs, "smi_table", problems)) and not f.get("smi_error"):
         table = parse_smi_table(rec.stdout)
         f.update(smi_driver_version=table.driver_version, cuda_version=table.cuda_version)
         table_gpus = [GpuState(index=g.index, name=g.name, bus_id=g.bus_id, persistence=g.persistence,
@@ -80,7 +75,7 @@ def extract(outputs: Outputs, role: Role) -> DriverFacts:
                                ecc_uncorrected=_int(g.ecc_uncorrected)) for g in table.gpus]
         if table_gpus:
             f.update(gpus=table_gpus, gpu_source="smi_table")
-    if (rec := _usable(outputs, "smi_query_driver", problems)) and not f.get("smi_error"):
+    if (rec := usable_record(outputs, "smi_query_driver", problems)) and not f.get("smi_error"):
         try:
             gpus = _gpus_from_csv(rec.stdout)
             if gpus:
@@ -96,11 +91,11 @@ def extract(outputs: Outputs, role: Role) -> DriverFacts:
         elif "not found" in (rec.stderr + rec.stdout).lower() and not rec.missing_tool:
             f["modinfo_missing"] = True  # "modinfo: ERROR: Module nvidia not found."
             problems.pop("modinfo_nvidia", None)
-    if rec := _usable(outputs, "uname_r", problems):
+    if rec := usable_record(outputs, "uname_r", problems):
         f["kernel_release"] = first_line(rec.stdout) or None
-    if rec := _usable(outputs, "dkms_status", problems):
+    if rec := usable_record(outputs, "dkms_status", problems):
         f["dkms"] = [(e.version, e.kernel, e.state) for e in parse_dkms_status(rec.stdout) if e.module.startswith("nvidia")]
-    if rec := _usable(outputs, "dmesg_nvrm", problems):
+    if rec := usable_record(outputs, "dmesg_nvrm", problems):
         low = rec.stderr.lower()
         if "not permitted" in low or "permission denied" in low:
             problems["dmesg_nvrm"] = "needs root (dmesg: operation not permitted)"
@@ -113,12 +108,12 @@ def extract(outputs: Outputs, role: Role) -> DriverFacts:
         if word in ("active", "inactive", "failed", "activating", "deactivating", "unknown"):
             f["persistenced"] = word
             problems.pop("persistenced_active", None)
-    if rec := _usable(outputs, "nvidia_modprobe_opts", problems):
+    if rec := usable_record(outputs, "nvidia_modprobe_opts", problems):
         f["modprobe_read"] = True
         f["modprobe_options"] = parse_modprobe_options(rec.stdout).get("nvidia", {})
-    if rec := _usable(outputs, "nvidia_lib_files", problems):
+    if rec := usable_record(outputs, "nvidia_lib_files", problems):
         libs = parse_lib_versions(rec.stdout)
         f.update(libcuda=libs["libcuda"], libnvml=libs["libnvidia-ml"], libs_read=True)
-    if rec := _usable(outputs, "nvcc_version", problems):
+    if rec := usable_record(outputs, "nvcc_version", problems):
         f["nvcc"] = parse_nvcc_version(rec.stdout)
     return DriverFacts(**f, problems=problems)

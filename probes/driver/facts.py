@@ -19,6 +19,8 @@ class GpuState(BaseModel, frozen=True):
     ecc_uncorrected: int | None = None
     remap_pending: str | None = None
     remap_failure: str | None = None
+    unreadable: list[str] = []
+    """Query fields nvidia-smi answered with an error token ("[Unknown Error]", ...): not read, not "not supported"."""
 
 
 class DriverFacts(BaseModel, frozen=True):

@@ -140,6 +140,10 @@ def _xid_history(h: DriverFacts) -> Finding:
     return finding(PROBE_ID, "xid_history", "ok", t, observed=obs, expected="no Xid events", evidence=ev)
 
 
+_ECC_FIELDS = {"ecc.mode.current", "ecc.errors.uncorrected.volatile.total", "remapped_rows.pending",
+               "remapped_rows.failure"}
+
+
 def _ecc_rowremap(h: DriverFacts) -> Finding:
     ev: list[tuple[Role, str]] = [("host", h.gpu_source or "smi_query_driver")]
     t = "GPU memory health (ECC, row remapping)"
@@ -167,6 +171,12 @@ def _ecc_rowremap(h: DriverFacts) -> Finding:
                        expected="no pending remaps",
                        why="A remapped row only takes effect after a GPU reset; until then the bad row stays in use.",
                        fix="Reset the GPU (nvidia-smi -r) or reboot during a maintenance window.", evidence=ev)
+    unread = [g for g in h.gpus if set(g.unreadable) & _ECC_FIELDS]
+    if unread:
+        return finding(PROBE_ID, "ecc_rowremap", "unknown", t,
+                       observed=obs + "; not readable (nvidia-smi error token) on "
+                       + _gpu_list(h.gpus, lambda g: g in unread) + ": "
+                       + ", ".join(sorted({f for g in unread for f in g.unreadable if f in _ECC_FIELDS})), evidence=ev)
     if ecc_off:
         dc = [g for g in ecc_off if DATACENTER.search(g.name)]
         if dc:
@@ -177,6 +187,10 @@ def _ecc_rowremap(h: DriverFacts) -> Finding:
         return finding(PROBE_ID, "ecc_rowremap", "info", "ECC off on workstation-class GPUs (policy choice)", observed=obs,
                        expected="a deliberate choice",
                        why="On GDDR workstation cards such as RTX PRO, ECC trades a little capacity and bandwidth for protection: a policy choice, not an error.",
+                       evidence=ev)
+    if no_ecc and not remap_read and h.gpu_source != "smi_query_driver":
+        # the table shows no row-remap state: "not supported" needs the query's positive [N/A]
+        return finding(PROBE_ID, "ecc_rowremap", "unknown", t, observed=obs + "; neither ECC mode nor row remapping read",
                        evidence=ev)
     return finding(PROBE_ID, "ecc_rowremap", "ok", t, observed=obs, expected="no uncorrected errors, no pending remaps",
                    evidence=ev)
@@ -193,6 +207,10 @@ def _mig_mode(h: DriverFacts) -> Finding:
                        expected="MIG Disabled on GPUs a serving engine uses whole",
                        why="A MIG-enabled GPU exposes instances, not the full device: tensor-parallel engines fail or run on a slice.",
                        fix="nvidia-smi -i <gpu> -mig 0 and reset the GPU, unless the slicing is intended.", evidence=ev)
+    unread = [g for g in h.gpus if "mig.mode.current" in g.unreadable]
+    if unread:
+        return finding(PROBE_ID, "mig_mode", "unknown", t, observed="MIG mode not readable (nvidia-smi error token) on "
+                       + _gpu_list(h.gpus, lambda g: g in unread), evidence=ev)
     if all(_enabled(g.mig_mode) is None for g in h.gpus):
         return finding(PROBE_ID, "mig_mode", "ok", t, observed="not applicable: MIG not supported on these GPUs", evidence=ev)
     return finding(PROBE_ID, "mig_mode", "ok", t, observed=f"MIG Disabled on all {len(h.gpus)} GPUs", evidence=ev)

@@ -17,7 +17,7 @@ def summarize(facts: FactsByTarget) -> str:
     version = _host_version(h)
     if version:
         flavours: dict[bool | None, str] = {True: " open", False: " proprietary"}
-        flavour = flavours.get(h.module_open if h.module_open is not None else None, "")
+        flavour = flavours.get(h.module_open, "")
         parts.append(f"{version}{flavour}")
     if h.cuda_version:
         parts.append(f"CUDA {h.cuda_version}")

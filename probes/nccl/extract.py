@@ -7,13 +7,15 @@ import re
 from probes.core.errors import ParseError
 from probes.core.models import Role
 from probes.core.parsers.engine import (
-    engine_env,
-    main_engine,
+    log_source_labels,
     parse_engine_logs,
     parse_engine_procs,
     parse_nccl_channels,
+    summarize_engine,
 )
 from probes.core.parsers.nccl_tests import parse_all_reduce_perf
+from probes.core.parsers.nvidia_smi import parse_query_gpu_csv
+from probes.core.parsers.system import parse_cpuinfo_id
 from probes.core.parsers.pyenv import parse_pyenv_json
 from probes.core.spec import Outputs, record_problem
 from probes.nccl.facts import NcclFacts
@@ -31,15 +33,15 @@ def extract(outputs: Outputs, role: Role) -> NcclFacts:
     problems = {cid: p for cid, rec in outputs.items() if (p := record_problem(rec))}
     f: dict = {}
     if (t := _ok(outputs, "smi_gpu_cc", problems)) is not None:
-        names = []
-        for ln in t.splitlines():
-            cells = [c.strip() for c in ln.split(",")]
-            if len(cells) >= 2 and cells[0].isdigit():
-                names.append(cells[1])
-        if names:
-            f["gpu_names"] = names
-        elif t.strip():
-            problems["smi_gpu_cc"] = f"unreadable: {t.strip().splitlines()[0][:120]}"
+        try:
+            names = [r["name"] for r in parse_query_gpu_csv(t, ("index", "name", "compute_cap", "driver_version")) if r.get("name")]
+        except ParseError as exc:
+            problems["smi_gpu_cc"] = f"unreadable: {exc}"
+        else:
+            if names:
+                f["gpu_names"] = names
+            elif t.strip():
+                problems["smi_gpu_cc"] = f"unreadable: {t.strip().splitlines()[0][:120]}"
     for cid, key in (("smi_topo_m", "topo"), ("smi_topo_p2p_r", "p2p_read"), ("smi_topo_p2p_w", "p2p_write")):
         if (t := _ok(outputs, cid, problems)) is not None:
             try:
@@ -59,23 +61,21 @@ def extract(outputs: Outputs, role: Role) -> NcclFacts:
         else:
             problems["lspci_acsctl"] = "no PCIe functions listed"
     if (t := _ok(outputs, "cpuinfo_id", problems)) is not None:
-        m = re.search(r"vendor_id\s*:\s*(\S+)", t)
-        f["cpu_vendor"] = m.group(1) if m else None
+        f["cpu_vendor"] = parse_cpuinfo_id(t).vendor
     if (t := _ok(outputs, "engine_procs", problems)) is not None:
-        procs = parse_engine_procs(t)
-        found = main_engine(procs)
-        env, readable = engine_env(procs)
-        if found:
-            _p, cfg = found
-            f.update(engine_kind=cfg.kind, engine_tp=cfg.tp, custom_allreduce_disabled=cfg.custom_allreduce_disabled)
-        if procs:
-            f.update(engine_env=env, engine_env_readable=readable,
-                     engine_nccl_libs=sorted({lib for p in procs for lib in p.nccl_libs}))
+        try:
+            eng = summarize_engine(parse_engine_procs(t))
+        except ParseError as exc:
+            problems["engine_procs"] = f"unreadable: {exc}"
+        else:
+            if (cfg := eng.config) is not None:
+                f.update(engine_kind=cfg.kind, engine_tp=cfg.tp, custom_allreduce_disabled=cfg.custom_allreduce_disabled)
+            if eng.procs:
+                f.update(engine_env=eng.env, engine_env_readable=eng.env_readable, engine_nccl_libs=eng.nccl_libs)
     if (t := _ok(outputs, "engine_logs", problems)) is not None:
         try:
             logs = parse_engine_logs(t)
-            f["log_sources"] = [f"{lg.source} {lg.where}".strip() if lg.source != "none" else f"none ({lg.stdout or 'stdout unreadable'})"
-                                for lg in logs]
+            f["log_sources"] = log_source_labels(logs)
             f["nccl_channels"] = sorted({(c.src_dev, c.dst_dev, c.transport) for lg in logs for c in parse_nccl_channels(lg.nccl_lines)})
         except ParseError as exc:
             problems["engine_logs"] = f"unreadable: {exc}"

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from probes.core.errors import ParseError
+from probes.core.parsers.nvidia_smi import parse_topo_m
 
 _P2P_CODES = {"OK", "CNS", "GNS", "TNS", "NS", "U", "X"}
 
@@ -15,34 +16,14 @@ def parse_gpu_matrix(text: str) -> tuple[dict[str, str], list[str], int]:
         	GPU0	GPU1	CPU Affinity	NUMA Affinity	GPU NUMA ID
         GPU0	 X 	SYS	0-55,112-167	0		N/A
         GPU1	SYS	 X 	56-111,168-223	1		N/A
-    Raises ParseError when there is no GPU header row.
+    A view of the shared `nvidia_smi.parse_topo_m`. Raises ParseError when there is no GPU header row.
     """
-    lines = [ln for ln in text.splitlines() if ln.strip()]
-    header = next((ln for ln in lines if re.match(r"^\s*GPU0\b", ln.strip()) and not re.match(r"^\s*GPU0\s+X\b", ln)), None)
-    if header is None:
+    m = parse_topo_m(text)
+    idx = {g: int(g[3:]) for g in m.gpus}
+    if not idx:
         raise ParseError("no GPU header row")
-    gpus = re.findall(r"\bGPU(\d+)\b", header)
-    n = len(gpus)
-    numa_col = "NUMA Affinity" in header
-    cells: dict[str, str] = {}
-    numa: list[str] = ["" for _ in range(n)]
-    for ln in lines:
-        m = re.match(r"^\s*GPU(\d+)\s+(.*)$", ln)
-        if not m or ln is header:
-            continue
-        i = int(m.group(1))
-        toks = m.group(2).split()
-        for j in range(min(n, len(toks))):
-            if i < j:
-                cells[f"{i}-{j}"] = toks[j]
-        if numa_col and len(toks) > n and i < n:
-            rest = [t for t in re.split(r"\t+|\s{2,}", m.group(2).strip())][n:]
-            # after the pair cells (and NIC cells): CPU affinity, NUMA affinity, GPU NUMA ID
-            nic = len(re.findall(r"\bNIC\d+\b", header))
-            rest = rest[nic:]
-            if len(rest) >= 2:
-                numa[i] = rest[1]
-    return cells, numa, n
+    cells = {f"{idx[a]}-{idx[b]}": v for (a, b), v in m.links.items() if a in idx and b in idx and idx[a] < idx[b]}
+    return cells, [m.numa_affinity.get(g, "") for g in m.gpus], len(idx)
 
 
 def parse_iommu_groups(text: str) -> tuple[int | None, dict[str, int]]:

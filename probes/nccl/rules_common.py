@@ -6,6 +6,7 @@ import re
 from typing import Any
 
 from probes.core.models import Role
+from probes.core.parsers.engine import engine_listing_problem
 from probes.core.spec import FactsByTarget
 from probes.nccl.facts import NcclFacts
 
@@ -37,9 +38,9 @@ def _engine(facts: FactsByTarget) -> tuple[Role | None, NcclFacts | None]:
 
 
 def _engine_unlisted(facts: FactsByTarget) -> str | None:
-    """Why no target could list processes (every engine_procs failed), else None."""
-    probs = [f"{r}: {f.problems['engine_procs']}" for r, f in facts.items() if "engine_procs" in f.problems]
-    return "; ".join(probs) if probs and len(probs) == len(facts) else None
+    """Why "no serving engine" cannot be claimed (a target's engine_procs failed and none found an engine), else None."""
+    return engine_listing_problem({r: f.problems.get("engine_procs") for r, f in facts.items()},
+                                  found=any(f.engine_kind for f in facts.values()))
 
 
 def _interconnect(topo: dict[str, str]) -> str:

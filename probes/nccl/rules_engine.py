@@ -19,12 +19,12 @@ def _env_overrides(facts: FactsByTarget) -> Iterator[Finding]:
     role, eng = _engine(facts)
     ev: list[tuple[Role, str]] = [(role or "container", "engine_procs")]
     if eng is None:
-        why = _problem(facts, "engine_procs", ("container", "host"))
-        sev = "unknown" if why != "not collected" and "not applicable" not in why else "ok"
+        why = _engine_unlisted(facts)
+        sev = "unknown" if why else "ok"
         yield finding(PROBE_ID, "env_overrides", sev if facts else "unknown",
                       "NCCL environment: no serving engine found" if sev == "ok" else "NCCL environment could not be read",
                       targets=[r for r in facts] or ["host"],
-                      observed="not applicable: no SGLang/vLLM/TGI process found" if sev == "ok" else why, evidence=ev)
+                      observed="not applicable: no SGLang/vLLM/TGI process found" if not why else why, evidence=ev)
         return
     assert role is not None  # _engine() returns a role exactly when it returns facts
     if not eng.engine_env_readable:

@@ -59,6 +59,9 @@ def test_markdown_names_fix_evidence_and_neutralises_target_text() -> None:
     hostile = run_of(Finding(id="kernel.cmdline", severity=Severity.WARNING, probe="kernel", title="t\x1b[2J", observed="`x`\x07"))
     out = plan_markdown(build_plan(hostile), hostile)
     assert "\x1b" not in out and "\x07" not in out and "\\x1b[2J" in out
+    bidi = run_of(Finding(id="kernel.cmdline", severity=Severity.WARNING, probe="kernel", title="a\u202eb\u2066c\x9b"))
+    out = plan_markdown(build_plan(bidi), bidi)  # bidi overrides reorder what a terminal or viewer shows
+    assert "\u202e" not in out and "\u2066" not in out and "a\\u202eb\\u2066c\\x9b" in out
 
 
 def test_empty_plan_says_so() -> None:

@@ -35,9 +35,15 @@ def test_every_declared_command_is_read_only(probe_id, command):
     "setpci -s 01:00.0 68.w=5936", "nvidia-smi -pm 1", "nvidia-smi -pl 300", "nvidia-smi -lgc 2000",
     "nvidia-smi -r", "nvidia-smi -c 3", "rm -f /tmp/x", "mv a b", "cat x | tee /etc/y",
     "systemctl restart nvidia-persistenced", "cpupower frequency-set -g performance", "sed -i s/a/b/ f",
+    "python3 -c 'import torch'", "\"$py\" -c 'import torch'", "{python} -I -c 'import torch'",
 ])
 def test_lint_rejects_writes(line):
     assert write_risks(line), line
+
+
+@pytest.mark.parametrize("line", ["python3 -B -c 'import torch'", "\"$py\" -B -c 1", "python3 -IBc 1", "grep -c python x"])
+def test_lint_accepts_python_without_bytecode_writes(line):
+    assert write_risks(line) == [], line
 
 
 def test_command_ids_are_global_names_for_one_line():

@@ -8,10 +8,9 @@ import pytest
 
 from probes import container as c
 from probes.core.models import CommandRecord
-from probes.core.runner import Audit
-from probes.core.session import directory_bindings
 
-CASE = Path(__file__).parents[2] / "snapshots" / "examples" / "case-study"
+from case_study import CASE, run_case_study
+
 BEFORE = CASE / "before"
 FIX = Path(__file__).parent.parent / "fixtures" / "system"
 
@@ -306,12 +305,7 @@ def test_every_rule_yields_once_without_container():
 
 
 async def run(phase, roles=("host", "container")):
-    out = {}
-    async for ev in Audit(directory_bindings(CASE / phase, roles), [c.PROBE]).events():
-        r = getattr(ev, "result", None)
-        if r is not None and r.status == "done":
-            out = {f.id: f for f in r.findings}
-    return out
+    return await run_case_study(c.PROBE, phase, roles)
 
 
 @pytest.mark.parametrize("phase", ["before", "after"])
@@ -341,3 +335,17 @@ def test_gpu_less_host_makes_passthrough_checks_not_applicable():
     gpu_host = host.model_copy(update={"majors": {"nvidia-frontend": 195}})
     found = {f.id: f for f in judge({"host": gpu_host, "container": ctr})}
     assert found["container.docker_gpu_runtime"].severity.value == "critical"
+
+
+def test_rules_table_slugs_match_ids_and_passthrough_checks_are_not_run(monkeypatch):
+    from probes.container import ContainerFacts, rules
+
+    assert [f.id for f in c.judge({"host": HOST, "container": CTR})] == [f"container.{r.slug}" for r in rules.RULES]
+
+    def boom(host, ctr):
+        raise AssertionError("a passthrough check ran on a host without the NVIDIA driver")
+
+    monkeypatch.setattr(rules, "RULES", tuple(r._replace(run=boom) if r.passthrough else r for r in rules.RULES))
+    host = ContainerFacts(majors={}, all_majors=[1, 4, 5], nodes=[])
+    found = list(c.judge({"host": host, "container": ContainerFacts(virt="lxc", nodes=[])}))
+    assert len(found) == 16 and sum("passthrough check not applicable" in f.title for f in found) == 7

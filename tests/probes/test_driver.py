@@ -2,18 +2,21 @@
 
 from __future__ import annotations
 
-import asyncio
+from functools import partial
+
 import shutil
 from pathlib import Path
 
+import hw_helpers as hw
 import pytest
 
 from probes import driver
-from probes.core.events import ProbeFinished
-from probes.core.models import CommandRecord
-from probes.core.runner import Audit
-from probes.core.session import directory_bindings
 from probes.driver import DriverFacts, GpuState
+
+sev = partial(hw.sev, driver.PROBE)
+rec = partial(hw.rec, "driver")
+run = partial(hw.run, driver.PROBE)
+
 
 ROOT = Path(__file__).resolve().parents[2]
 CASE = ROOT / "snapshots" / "examples" / "case-study"
@@ -36,12 +39,6 @@ def host(**kw) -> DriverFacts:
                 libs_read=True, libcuda=[("/usr/lib/x86_64-linux-gnu/libcuda.so.590.48.01", "590.48.01")],
                 libnvml=[("/usr/lib/x86_64-linux-gnu/libnvidia-ml.so.590.48.01", "590.48.01")])
     return DriverFacts(**{**base, **kw})
-
-
-def sev(facts, fid: str) -> str:
-    found = [f for f in driver.judge(facts) if f.id == fid]
-    assert len(found) == 1, [f.id for f in driver.judge(facts)]
-    return found[0].severity.value
 
 
 CASES = [
@@ -82,11 +79,16 @@ CASES = [
     ("driver.ecc_rowremap", {"gpus": [gpu(name="NVIDIA H100 80GB HBM3", ecc_mode="Disabled")]}, "warning"),
     ("driver.ecc_rowremap", {"gpus": [gpu(name="NVIDIA GeForce RTX 4090", ecc_mode=None, remap_pending=None, remap_failure=None)]}, "ok"),
     ("driver.ecc_rowremap", {"gpus": []}, "unknown"),
+    ("driver.ecc_rowremap", {"gpus": [gpu(remap_pending=None, remap_failure=None, unreadable=["remapped_rows.pending",
+                                                                                   "remapped_rows.failure"])]}, "unknown"),
+    ("driver.ecc_rowremap", {"gpus": [gpu(name="NVIDIA GeForce RTX 4090", ecc_mode=None, remap_pending=None,
+                                          remap_failure=None)], "gpu_source": "smi_table"}, "unknown"),  # nothing read
     # mig_mode
     ("driver.mig_mode", {}, "ok"),
     ("driver.mig_mode", {"gpus": [gpu(mig_mode="Enabled")]}, "critical"),
     ("driver.mig_mode", {"gpus": [gpu(mig_mode=None)]}, "ok"),
     ("driver.mig_mode", {"gpus": []}, "unknown"),
+    ("driver.mig_mode", {"gpus": [gpu(mig_mode=None, unreadable=["mig.mode.current"])]}, "unknown"),
     # compute_mode
     ("driver.compute_mode", {}, "ok"),
     ("driver.compute_mode", {"gpus": [gpu(compute_mode="Exclusive_Process")]}, "info"),
@@ -147,11 +149,6 @@ def test_arch_and_names():
     assert driver.short_name("NVIDIA RTX PRO 6000 Blac...") == "RTX PRO 6000" == driver.short_name(PRO)
 
 
-def rec(cid: str, stdout: str = "", exit_status: int = 0, stderr: str = "") -> CommandRecord:
-    return CommandRecord(target="host", probe_id="driver", command_id=cid, command=cid, exit_status=exit_status,
-                         stdout=stdout, stderr=stderr)
-
-
 def test_extract_real_outputs():
     out = {"smi_table": rec("smi_table", (FIX / "nvidia-smi" / "h100-sxm-hgx-8gpu-565.txt").read_text()),
            "proc_driver_version": rec("proc_driver_version", (FIX / "proc-driver-nvidia-version" / "open-565.57.01-ubuntu24.04.txt").read_text()),
@@ -184,14 +181,6 @@ def test_extract_dmesg_denied_is_unknown():
 
 
 # ---------------------------------------------------------------- end to end through the replay path
-
-def run(directory: Path):
-    async def go():
-        async for ev in Audit(directory_bindings(directory), [driver.PROBE]).events():
-            if isinstance(ev, ProbeFinished):
-                return ev.result
-    return asyncio.run(go())
-
 
 @pytest.mark.parametrize("phase", ["before", "after"])
 def test_case_study_end_to_end(phase):
@@ -254,3 +243,15 @@ def test_no_driver_installed_is_unknown_but_installed_not_loaded_is_critical(tmp
     (h / "smi_table.exit").write_text("9\n")
     sevs = {f.id: f.severity.value for f in run(tmp_path).findings}
     assert sevs["driver.dkms_kernel_match"] == "critical"
+
+
+def test_error_tokens_are_not_read_as_not_supported():
+    fields = ("0, NVIDIA H100 80GB HBM3, 00000000:18:00.0, 9.0, 565.57.01, Enabled, Default, [Unknown Error],"
+              " [Insufficient Permissions], [GPU is lost], [Unknown Error], [Unknown Error]\n")
+    f = driver.extract({"smi_query_driver": rec("smi_query_driver", fields)}, "host")
+    assert f.gpus[0].mig_mode is None and "mig.mode.current" in f.gpus[0].unreadable
+    assert sev({"host": f}, "driver.mig_mode") == "unknown" and sev({"host": f}, "driver.ecc_rowremap") == "unknown"
+    na = fields.replace("[Unknown Error]", "[N/A]").replace("[Insufficient Permissions]", "[N/A]").replace("[GPU is lost]", "[N/A]")
+    f = driver.extract({"smi_query_driver": rec("smi_query_driver", na)}, "host")
+    assert f.gpus[0].unreadable == []
+    assert sev({"host": f}, "driver.mig_mode") == "ok" and sev({"host": f}, "driver.ecc_rowremap") == "ok"

@@ -10,8 +10,7 @@ from pathlib import Path
 import pytest
 
 from probes.core.parsers.engine import (
-    ENGINE_PROCS_SHELL, engine_env, main_engine, parse_cmdline, parse_compute_apps, parse_engine_args,
-    parse_engine_procs, parse_environ, parse_ps,
+    ENGINE_PROCS_SHELL, engine_env, main_engine, parse_engine_args, parse_engine_procs, parse_environ,
 )
 from probes.core.readonly import write_risks
 from probes.core.targets import build_command_line
@@ -19,18 +18,9 @@ from probes.core.targets import build_command_line
 CASE = Path(__file__).resolve().parents[2] / "snapshots/examples/case-study/before"
 
 
-def test_cmdline_and_environ_nul_separated():
-    assert parse_cmdline("python3\0-m\0sglang.launch_server\0--tp\0" "8\0") == ["python3", "-m", "sglang.launch_server", "--tp", "8"]
+def test_environ_nul_separated():
     env = parse_environ("CUDA_VISIBLE_DEVICES=0,1\0NCCL_P2P_DISABLE=1\0weird\0X=a=b\0")
     assert env == {"CUDA_VISIBLE_DEVICES": "0,1", "NCCL_P2P_DISABLE": "1", "X": "a=b"}
-
-
-def test_ps_and_compute_apps():
-    ps = parse_ps("    PID COMMAND\n      1 /sbin/init\n   4242 python3 -m sglang.launch_server --tp 8\n")
-    assert ps == [(1, "/sbin/init"), (4242, "python3 -m sglang.launch_server --tp 8")]
-    apps = parse_compute_apps("pid, process_name, used_gpu_memory [MiB], gpu_uuid\n4242, python3, 88012 MiB, GPU-1\n")
-    assert apps[0].pid == 4242 and apps[0].used_mib == 88012 and apps[0].gpu_uuid == "GPU-1"
-    assert parse_compute_apps("No running processes found\n") == []
 
 
 # synthetic argv, written from each engine's documented flags

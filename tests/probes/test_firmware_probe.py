@@ -2,25 +2,24 @@
 
 from __future__ import annotations
 
-import asyncio
+from functools import partial
+
 from pathlib import Path
 
+import hw_helpers as hw
 import pytest
 
 from probes import firmware
-from probes.core.events import ProbeFinished
 from probes.core.models import CommandRecord
-from probes.core.runner import Audit
-from probes.core.session import directory_bindings
 from probes.firmware import Dimm, FirmwareFacts
+
+sev = partial(hw.sev, firmware.PROBE)
+rec = partial(hw.rec, "firmware")
+run = partial(hw.run, firmware.PROBE)
+
 
 CASE = Path(__file__).parents[2] / "snapshots/examples/case-study"
 FX = Path(__file__).parents[1] / "fixtures/system"
-
-
-def sev(facts: FirmwareFacts, fid: str) -> str:
-    (f,) = [f for f in firmware.judge({"host": facts}) if f.id == fid]
-    return f.severity.value
 
 
 @pytest.mark.parametrize("kw,expected", [
@@ -29,6 +28,7 @@ def sev(facts: FirmwareFacts, fid: str) -> str:
     (dict(cpu_vendor="AMD", problems={"sys_cppc": "timed out"}), "unknown"),
     (dict(cpu_vendor="Intel", cppc={}), "ok"),                       # not applicable
     (dict(cpu_vendor="AMD", cppc={}, hypervisor="KVM"), "info"),           # a guest: the hypervisor host decides
+    (dict(cppc={}, problems={"lscpu_json": "timed out"}), "unknown"),      # vendor unread is not "not applicable"
 ])
 def test_cppc(kw, expected):
     assert sev(FirmwareFacts(**kw), "firmware.cppc") == expected
@@ -73,6 +73,25 @@ def test_manual_items_say_manual():
     assert sev(FirmwareFacts(cpu_vendor="AMD", sockets=1), "firmware.xgmi_links") == "ok"   # single socket: N/A
 
 
+def test_vendor_unknown_is_not_not_applicable():
+    f = FirmwareFacts(sockets=2, problems={"lscpu_json": "exit 1: lscpu: failed"})
+    for fid in ("firmware.df_pstates", "firmware.xgmi_links", "firmware.cppc"):
+        found = [x for x in firmware.judge({"host": f}) if x.id == fid][0]
+        assert found.severity.value == "unknown" and "lscpu" in found.observed, fid
+
+
+def test_extract_bar1_and_fw_through_the_shared_smi_parsers():
+    mem = (CASE / "before/host/smi_q_memory.out").read_text()
+    fw = (CASE / "before/host/smi_query_fw.out").read_text()
+    f = firmware.extract({"smi_q_memory": rec("smi_q_memory", mem), "smi_query_fw": rec("smi_query_fw", fw)}, "host")
+    assert f.bar1_mib["00000000:01:00.0"] == 131072 and f.fb_mib["00000000:01:00.0"] == 97887 and len(f.bar1_mib) == 8
+    assert f.gpu_fw["0"] == ("98.02.52.00.04", "G005.0000.98.01") and len(f.gpu_fw) == 8
+    broken = firmware.extract({"smi_q_memory": rec("smi_q_memory", "Failed to initialize NVML: Driver/library version mismatch\n"),
+                               "smi_query_fw": rec("smi_query_fw", "0, 1\n")}, "host")
+    assert "nvidia-smi error" in broken.problems["smi_q_memory"] and "smi_query_fw" in broken.problems
+    assert sev(broken, "firmware.bar1_large_bar") == "unknown" and sev(broken, "firmware.gpu_firmware_consistency") == "unknown"
+
+
 def test_memory_population_from_real_dmidecode():
     def facts(name, sockets):
         rec = CommandRecord(target="host", probe_id="firmware", command_id="dmidecode_memory", command="x",
@@ -96,13 +115,6 @@ def test_inventory_and_fw_consistency():
 def test_cstate_exposure():
     assert "only POLL/C1" in [f for f in firmware.judge({"host": FirmwareFacts(idle_state_names=["POLL:0", "C1:1"])})
                               if f.id == "firmware.cstate_exposure"][0].title
-
-
-def run(phase: str):
-    async def go():
-        return [e.result async for e in Audit(directory_bindings(CASE / phase), [firmware.PROBE]).events()
-                if isinstance(e, ProbeFinished)][0]
-    return asyncio.run(go())
 
 
 @pytest.mark.parametrize("phase", ["before", "after"])

@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from probes import kernel as k
 from probes.core.models import CommandRecord
-from probes.core.runner import Audit
-from probes.core.session import directory_bindings
 
-CASE = Path(__file__).parents[2] / "snapshots" / "examples" / "case-study"
+from case_study import CASE, run_case_study
+
 ZEN5 = dict(cpu_vendor="AuthenticAMD", cpu_family=26, cpu_model=2, cpu_model_name="AMD EPYC 9375F 32-Core Processor")
 GENOA = dict(cpu_vendor="AuthenticAMD", cpu_family=25, cpu_model=17, cpu_model_name="AMD EPYC 9374F 32-Core Processor")
 INTEL = dict(cpu_vendor="GenuineIntel", cpu_family=6, cpu_model=143, cpu_model_name="Intel(R) Xeon(R) Platinum 8480+")
@@ -136,13 +133,8 @@ def test_extract_odd_outputs():
     assert f.problems["tuned_active"] == "tool not installed" and f.problems["zone_reclaim"].startswith("needs root")
 
 
-async def run(phase: str, roles=("host", "container")):
-    out = {}
-    async for ev in Audit(directory_bindings(CASE / phase, roles), [k.PROBE]).events():
-        r = getattr(ev, "result", None)
-        if r is not None and r.status == "done":
-            out = {f.id: f for f in r.findings}
-    return out
+async def run(phase, roles=("host", "container")):
+    return await run_case_study(k.PROBE, phase, roles)
 
 
 async def test_case_study_before():

@@ -19,7 +19,30 @@ def one(name: str):
 
 @pytest.mark.parametrize("path", sorted(VVV.glob("*.txt")), ids=lambda p: p.name)
 def test_every_vvv_sample_parses(path):
-    parse_lspci_vvv(path.read_text())
+    text = path.read_text()
+    devs = parse_lspci_vvv(text)
+    headers = [ln for ln in text.splitlines() if ln[:1].strip() and ln[:2] != "# "]
+    blocks = [ln for ln in headers if ":" in ln.split()[0] and "." in ln.split()[0]]
+    assert len(devs) == len(blocks) and all(d.bdf.count(":") == 2 for d in devs)
+    # every block with a LnkCap line yields a parsed link capability; AER status only where UESta was printed
+    for d, chunk in zip(devs, _blocks(text)):
+        assert ("LnkCap:" in chunk) == (d.lnkcap_speed is not None or "Speed unknown" in chunk.split("LnkCap:")[1][:40])
+        assert ("UESta:" in chunk) == (d.ue_status is not None)
+
+
+def _blocks(text: str) -> list[str]:
+    out: list[str] = []
+    for ln in text.splitlines():
+        first = ln.split()[0] if ln[:1].strip() else ""
+        if first and ":" in first and "." in first and ln[:2] != "# ":
+            out.append(ln + "\n")
+        elif out:
+            out[-1] += ln + "\n"
+    return out
+
+
+def test_normalize_bdf_keeps_vmd_domain():
+    assert normalize_bdf("10000:01:00.0") == "10000:01:00.0"
 
 
 def test_rtx6000ada_idle_gpu():

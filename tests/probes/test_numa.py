@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
 from probes import numa as n
 from probes.core.models import CommandRecord
-from probes.core.runner import Audit
-from probes.core.session import directory_bindings
 
-CASE = Path(__file__).parents[2] / "snapshots" / "examples" / "case-study"
+from case_study import CASE, run_case_study
+
 BDFS = ["0000:01:00.0", "0000:21:00.0", "0000:41:00.0", "0000:61:00.0", "0000:81:00.0", "0000:a1:00.0", "0000:c1:00.0", "0000:e1:00.0"]
 NODES2 = [n.NodeInfo(id=0, cpus=list(range(32)), size_mb=773271, free_mb=678823),
           n.NodeInfo(id=1, cpus=list(range(32, 64)), size_mb=774028, free_mb=684984)]
@@ -110,12 +107,7 @@ def test_extract_partial_grep_and_status_fallback():
 
 
 async def run(phase, roles=("host", "container")):
-    out = {}
-    async for ev in Audit(directory_bindings(CASE / phase, roles), [n.PROBE]).events():
-        r = getattr(ev, "result", None)
-        if r is not None and r.status == "done":
-            out = {f.id: f for f in r.findings}
-    return out
+    return await run_case_study(n.PROBE, phase, roles)
 
 
 @pytest.mark.parametrize("phase", ["before", "after"])

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -32,7 +33,11 @@ def test_every_smi_table_parses(path):
 @pytest.mark.parametrize("path", files("nvidia-smi-q"), ids=lambda p: p.name)
 def test_every_smi_q_parses(path):
     text = path.read_text()
-    assert ns.parse_smi_q(text) or ns.parse_q_tree(text)
+    gpus = ns.parse_smi_q(text)
+    if re.search(r"^GPU [0-9A-Fa-f]{4,8}:", text, re.M):   # a full -q: one block per GPU, each with fields
+        assert gpus and all(len(g) > 1 for g in gpus)
+    else:                                                   # a -d fragment: read as a tree with real keys
+        assert not gpus and any(k for k in ns.parse_q_tree(text) if k)
 
 
 @pytest.mark.parametrize("path", files("nvidia-smi-query-gpu-csv"), ids=lambda p: p.name)
@@ -70,7 +75,10 @@ def test_every_nvcc_parses(path):
 @pytest.mark.parametrize("path", files("dmesg-xid"), ids=lambda p: p.name)
 def test_every_dmesg_parses(path):
     text = path.read_text()
-    nm.parse_xid_events(text), nm.parse_nvrm_problems(text)  # never raises
+    events, problems = nm.parse_xid_events(text), nm.parse_nvrm_problems(text)
+    if re.search(r"NVRM: Xid \(", text):
+        assert events and all(e.code > 0 for e in events)
+    assert isinstance(problems, list)
 
 
 @pytest.mark.parametrize("path", files("systemctl-status-nvidia-fabricmanager"), ids=lambda p: p.name)
@@ -251,3 +259,15 @@ def test_lib_dkms_modprobe_synthetic():
     assert [(e.version, e.kernel, e.state) for e in d] == [("590.48.01", "6.8.12-9-pve", "installed"), ("525.125.06", "6.1.0-10-amd64", "built")]
     assert nm.parse_modprobe_options("options nvidia NVreg_DynamicPowerManagement=0x02 # x\n") == \
         {"nvidia": {"NVreg_DynamicPowerManagement": "0x02"}}
+
+
+def test_query_csv_keeps_error_tokens_apart_from_not_supported():
+    rows = ns.parse_query_gpu_csv("0, [Unknown Error], [N/A], [GPU is lost]\n", ["index", "a", "b", "c"])
+    assert rows[0]["a"] is None and rows[0]["b"] is None and ns.csv_row_errors(rows[0]) == {"a", "c"}
+    assert ns.csv_value_missing("[Insufficient Permissions]") and ns.csv_value_error("[Insufficient Permissions]")
+    assert not ns.csv_value_error("[N/A]")
+    assert ns.csv_row_errors(ns.parse_query_gpu_csv("0, 1\n", ["index", "a"])[0]) == set()
+
+
+def test_nvlink_errors_gpu_without_counter_lines():
+    assert ns.parse_nvlink_errors("GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-1)\n") == {0: {}}

@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
-import asyncio
+from functools import partial
+
 from pathlib import Path
 
+import hw_helpers as hw
 import pytest
 
 from probes import nvlink
-from probes.core.events import ProbeFinished
-from probes.core.models import CommandRecord
-from probes.core.runner import Audit
-from probes.core.session import directory_bindings
 from probes.nvlink import NvlinkFacts
+
+sev = partial(hw.sev, nvlink.PROBE)
+rec = partial(hw.rec, "nvlink")
+run = partial(hw.run, nvlink.PROBE)
+
 
 ROOT = Path(__file__).resolve().parents[2]
 CASE = ROOT / "snapshots" / "examples" / "case-study"
@@ -37,12 +40,6 @@ def pcie(**kw) -> NvlinkFacts:
     base = dict(gpu_names=[PRO] * 8, links={i: [] for i in range(8)}, all_inactive_gpus=list(range(8)), links_read=True,
                 topo_nv_pairs=0, fabric=[(i, None, None) for i in range(8)], fabric_read=True, fm_present=False)
     return NvlinkFacts(**{**base, **kw})
-
-
-def sev(facts, fid):
-    found = [f for f in nvlink.judge(facts) if f.id == fid]
-    assert len(found) == 1
-    return found[0].severity.value
 
 
 CASES = [
@@ -108,10 +105,6 @@ def test_fabric_vs_container(host, ctr, expected):
     assert sev(facts, "nvlink.fabric_vs_container") == expected
 
 
-def rec(cid, text, exit_status=0):
-    return CommandRecord(target="host", probe_id="nvlink", command_id=cid, command=cid, exit_status=exit_status, stdout=text)
-
-
 def test_extract_real_bridged_h100_pcie():
     out = {"nvlink_s": rec("nvlink_s", (FIX / "nvidia-smi-nvlink-s" / "h100-pcie-2gpu-bridge-12of18-active.txt").read_text()),
            "smi_topo_m": rec("smi_topo_m", (FIX / "nvidia-smi-topo-m" / "h100-pcie-2gpu-nv12-bridge.txt").read_text())}
@@ -135,14 +128,6 @@ def test_extract_fm_failed_on_rtx4090_is_not_applicable():
     f = nvlink.extract({"fabricmanager_status": rec("fabricmanager_status", text, 3),
                         "smi_query_fabric": rec("smi_query_fabric", "0, NVIDIA GeForce RTX 4090, N/A, N/A\n")}, "host")
     assert sev({"host": f}, "nvlink.fabric_manager_service") == "info"
-
-
-def run(directory: Path):
-    async def go():
-        async for ev in Audit(directory_bindings(directory), [nvlink.PROBE]).events():
-            if isinstance(ev, ProbeFinished):
-                return ev.result
-    return asyncio.run(go())
 
 
 @pytest.mark.parametrize("phase", ["before", "after"])
@@ -176,3 +161,24 @@ def test_gpu_less_machine(tmp_path):
     assert sevs["nvlink.fabric_state"] == "unknown" and sevs["nvlink.errors"] == "unknown"
     assert all(s == "unknown" for fid, s in sevs.items() if fid != "nvlink.fabric_vs_container"), sevs
     assert r.summary == "unknown"
+
+
+def test_errors_unknown_when_no_counter_parsed():
+    # `nvlink --errorcounters` listed the GPUs but no counter line matched: not "no errors"
+    assert sev({"host": hgx(error_counters={i: {} for i in range(8)})}, "nvlink.errors") == "unknown"
+    text = "GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-1)\n\t Link 0: <something new>\n"
+    f = nvlink.extract({"nvlink_errors": rec("nvlink_errors", text), "dmesg_nvrm": rec("dmesg_nvrm", "")}, "host")
+    assert f.error_counters == {0: {}}
+    assert sev({"host": f.model_copy(update={"gpu_names": [H100] * 8})}, "nvlink.errors") == "unknown"
+
+
+def test_fabric_state_unknown_on_nvswitch_system_without_state():
+    assert sev({"host": hgx(fabric=[(i, None, None) for i in range(8)])}, "nvlink.fabric_state") == "unknown"
+    assert sev({"host": pcie()}, "nvlink.fabric_state") == "ok"          # PCIe board: N/A is the positive reading
+
+
+def test_fabric_state_error_token_is_unknown():
+    text = "".join(f"{i}, {H100}, [Unknown Error], [Unknown Error]\n" for i in range(8))
+    f = nvlink.extract({"smi_query_fabric": rec("smi_query_fabric", text)}, "host")
+    assert f.fabric_unreadable == list(range(8))
+    assert sev({"host": f.model_copy(update={"nvswitch_functions": 0, "links_read": True})}, "nvlink.fabric_state") == "unknown"

@@ -2,25 +2,23 @@
 
 from __future__ import annotations
 
-import asyncio
+from functools import partial
+
 from pathlib import Path
 
+import hw_helpers as hw
 import pytest
 
 from probes import pcie
-from probes.core.events import ProbeFinished
-from probes.core.models import CommandRecord
-from probes.core.runner import Audit
-from probes.core.session import directory_bindings
 from probes.pcie import PcieFacts, PciDev, SmiLink
+
+sev = partial(hw.sev, pcie.PROBE)
+rec = partial(hw.rec, "pcie")
+run = partial(hw.run, pcie.PROBE)
+
 
 CASE = Path(__file__).parents[2] / "snapshots/examples/case-study"
 FX = Path(__file__).parents[1] / "fixtures"
-
-
-def sev(facts: PcieFacts, fid: str) -> str:
-    (f,) = [f for f in pcie.judge({"host": facts}) if f.id == fid]
-    return f.severity.value
 
 
 def gpu(bdf="0000:01:00.0", **kw):
@@ -56,7 +54,23 @@ def test_max_read_req_unknown_without_root_and_na_without_gpu():
     denied = facts([gpu(devctl_mrrs=None, devctl_mps=None, access_denied=True)], lspci_access_denied=True)
     f = [x for x in pcie.judge({"host": denied}) if x.id == "pcie.max_read_req"][0]
     assert f.severity.value == "unknown" and "needs root" in f.observed
-    assert sev(PcieFacts(), "pcie.max_read_req") == "ok"
+    # "no NVIDIA GPU" is ok only on a positive reading (a bus source was read and found none)
+    assert sev(PcieFacts(gpu_sources=["lspci_vvv", "sys_pci_nvidia"]), "pcie.max_read_req") == "ok"
+    assert sev(PcieFacts(), "pcie.max_read_req") == "unknown"
+
+
+ALL_GPU_SOURCES_FAILED = {"lspci_vvv": "needs root (permission denied)", "sys_pci_nvidia": "timed out",
+                          "smi_query_pcie": "exit 9: NVIDIA-SMI has failed"}
+
+
+@pytest.mark.parametrize("fid", ["pcie.port_pm", "pcie.link_errors", "pcie.tags_ordering", "pcie.max_payload",
+                                 "pcie.link_capability", "pcie.link_current_under_load", "pcie.topology_map",
+                                 "pcie.aspm", "pcie.acs", "pcie.max_read_req"])
+def test_no_gpu_is_unknown_when_every_gpu_source_failed(fid):
+    failed = PcieFacts(problems=ALL_GPU_SOURCES_FAILED)
+    assert sev(failed, fid) == "unknown"
+    proven = PcieFacts(gpu_sources=["sys_pci_nvidia"], problems={"smi_query_pcie": "tool not installed"})
+    assert sev(proven, fid) == "ok"
 
 
 def test_pcie_bus_perf_fingerprint():
@@ -91,6 +105,32 @@ def link(i, util, cur, gmax=5, hmax=5, wcur=16, wmax=16):
 def test_link_rules(links, cap, load):
     f = PcieFacts(smi=links, gpu_bdfs=[s.bus_id for s in links])
     assert sev(f, "pcie.link_capability") == cap and sev(f, "pcie.link_current_under_load") == load
+
+
+def test_link_under_load_unknown_when_generations_not_reported():
+    na = SmiLink(index="0", bus_id="0000:01:00.0")   # every gen/width/util field [N/A]
+    assert sev(PcieFacts(smi=[na], gpu_bdfs=[na.bus_id]), "pcie.link_current_under_load") == "unknown"
+
+
+def test_aspm_unknown_without_lnkctl_data():
+    assert sev(facts([gpu(aspm_ctl=None), port(aspm_ctl=None)], aspm_policy="default"), "pcie.aspm") == "unknown"
+
+
+def test_link_errors_lspci_fallback_counts_only_parsed_aer_status():
+    # no sysfs counters; GPU block without an AER capability: not "AER counters 0"
+    assert sev(facts([gpu(), port()]), "pcie.link_errors") == "unknown"
+    assert sev(facts([gpu(ue_status=[], ce_status=[]), port()]), "pcie.link_errors") == "ok"
+    denied = facts([gpu(ue_status=[], ce_status=[])], lspci_access_denied=True)
+    assert sev(denied, "pcie.link_errors") == "unknown"
+    text = ("0000:01:00.0 VGA compatible controller: NVIDIA Corporation Device [10de:2bb5] (rev a1)\n"
+            "\tCapabilities: [100 v2] Advanced Error Reporting\n"
+            "\t\tUESta:\tDLP- SDES- TLP- FCP- CmpltTO- CmpltAbrt- UnxCmplt- RxOF- MalfTLP- ECRC- UnsupReq+ ACSViol-\n"
+            "\t\tCESta:\tRxErr- BadTLP- BadDLLP- Rollover- Timeout- AdvNonFatalErr-\n"
+            "0000:02:00.0 VGA compatible controller: NVIDIA Corporation Device [10de:2bb5] (rev a1)\n"
+            "\tCapabilities: <access denied>\n")
+    f = pcie.extract({"lspci_vvv": rec("lspci_vvv", text)}, "host")
+    assert f.devices[0].ue_status == ["UnsupReq"] and f.devices[0].ce_status == []
+    assert f.devices[1].ue_status is None and f.devices[1].ce_status is None
 
 
 def test_link_unknown_when_smi_broken():
@@ -132,11 +172,6 @@ def test_link_errors_and_port_pm_from_sysfs_lines():
     assert sev(PcieFacts(sysfs=fatal, gpu_bdfs=["0000:01:00.0"]), "pcie.link_errors") == "critical"
 
 
-def rec(cid, stdout, exit_status=0):
-    return CommandRecord(target="host", probe_id="pcie", command_id=cid, command="x", exit_status=exit_status,
-                         stdout=stdout, stderr="")
-
-
 def test_extract_real_corpus_gpu_block_idle_trap():
     text = (FX / "system/lspci-vvv/rtx6000ada-esc8000a-idle-2.5gt-downgraded.txt").read_text()
     csv = (FX / "nvidia/nvidia-smi-query-gpu-csv/l40s-8gpu-idle-gen1-of-gen4-x16.txt").read_text()
@@ -149,13 +184,6 @@ def test_extract_real_corpus_gpu_block_idle_trap():
     assert got["pcie.link_current_under_load"] == "info"   # idle Gen1 of Gen4: not a fault
     broken = pcie.extract({"smi_query_pcie": rec("smi_query_pcie", "0, 1, 2")}, "host")
     assert "unparsable" in broken.problems["smi_query_pcie"]
-
-
-def run(phase: str):
-    async def go():
-        return [e.result async for e in Audit(directory_bindings(CASE / phase), [pcie.PROBE]).events()
-                if isinstance(e, ProbeFinished)][0]
-    return asyncio.run(go())
 
 
 def test_case_study_before():

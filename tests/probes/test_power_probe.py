@@ -2,25 +2,23 @@
 
 from __future__ import annotations
 
-import asyncio
+from functools import partial
+
 from pathlib import Path
 
+import hw_helpers as hw
 import pytest
 
 from probes import power
-from probes.core.events import ProbeFinished
-from probes.core.models import CommandRecord
-from probes.core.runner import Audit
-from probes.core.session import directory_bindings
 from probes.power import GpuPower, IdleStateFact, PowerFacts
+
+sev = partial(hw.sev, power.PROBE)
+rec = partial(hw.rec, "power")
+run = partial(hw.run, power.PROBE)
+
 
 CASE = Path(__file__).parents[2] / "snapshots/examples/case-study"
 AMD_TURIN = dict(cpu_vendor="AMD", cpu_family=26)
-
-
-def sev(facts: PowerFacts, fid: str) -> str:
-    (f,) = [f for f in power.judge({"host": facts}) if f.id == fid]
-    return f.severity.value
 
 
 def idle(c2_disabled=False, usage=10, lat=400):
@@ -59,9 +57,21 @@ def test_governor(driver, govs, expected):
 
 
 @pytest.mark.parametrize("epp,expected", [({"performance": 4}, "ok"), ({"balance_performance": 4}, "info"),
-                                          ({"balance_power": 4}, "warning"), ({}, "ok")])
+                                          ({"balance_power": 4}, "warning"),
+                                          ({}, "unknown")])                 # amd-pstate-epp must expose EPP
 def test_epp(epp, expected):
     assert sev(PowerFacts(scaling_driver="amd-pstate-epp", epp=epp), "power.cpu_epp") == expected
+
+
+@pytest.mark.parametrize("facts,expected", [
+    (PowerFacts(cpu_vendor="AMD", scaling_driver="acpi-cpufreq"), "ok"),       # positive: driver without EPP
+    (PowerFacts(cpu_vendor="ARM"), "ok"),                                     # positive: no cpufreq driver at all
+    (PowerFacts(cpu_vendor="AMD", scaling_driver="acpi-cpufreq", problems={"sys_epp": "timed out"}), "unknown"),
+    (PowerFacts(cpu_vendor="Intel", scaling_driver="intel_pstate"), "unknown"),
+    (PowerFacts(problems={"sys_cpufreq": "timed out"}), "unknown"),           # driver never read
+])
+def test_epp_not_applicable_only_on_a_positive_reading(facts, expected):
+    assert sev(facts, "power.cpu_epp") == expected
 
 
 @pytest.mark.parametrize("boost,driver,expected", [(True, "acpi-cpufreq", "ok"), (False, "acpi-cpufreq", "warning"),
@@ -80,6 +90,8 @@ def test_boost(boost, driver, expected):
     (dict(idle_states=idle(), pm_qos_resume_latency_us=10), "ok"),                          # PM-QoS holder
     (dict(idle_driver="none"), "ok"),                                                       # VM: no states
     (dict(idle_driver="acpi_idle", problems={"sys_cpuidle": "timed out"}), "unknown"),
+    (dict(problems={"sys_cpuidle": "timed out", "cpupower_idle": "tool not installed"}), "unknown"),
+    (dict(), "unknown"),                                                                    # driver never read
 ])
 def test_cstates(kw, expected):
     assert sev(PowerFacts(**kw), "power.cpu_cstates") == expected
@@ -104,6 +116,9 @@ def gpu(**kw):
     (gpu(), "power.gpu_pstate_under_load", "ok"),                                            # P8 idle is normal
     (gpu(util=90, mem_mhz=405), "power.gpu_pstate_under_load", "warning"),
     (gpu(util=90, mem_mhz=14001), "power.gpu_pstate_under_load", "ok"),
+    (gpu(util=None), "power.gpu_clock_events", "unknown"),                                  # [N/A] is not idle
+    (gpu(util=None), "power.gpu_pstate_under_load", "unknown"),
+    (gpu(util=90, mem_mhz=None, mem_max_mhz=None), "power.gpu_pstate_under_load", "unknown"),
 ])
 def test_gpu_rules(g, fid, expected):
     assert sev(PowerFacts(gpus=[g]), fid) == expected
@@ -115,13 +130,13 @@ def test_gpu_rules_unknown_without_smi():
 
 
 def test_rtd3():
+    text = ("/proc/driver/nvidia/gpus/0000:01:00.0/power:Runtime D3 status:          Enabled (fine-grained)\n"
+            "/proc/driver/nvidia/gpus/0000:01:00.0/power:Video Memory:                Active\n"
+            "/proc/driver/nvidia/gpus/10000:02:00.0/power:Runtime D3 status:          Disabled by default\n")
+    f = power.extract({"nvidia_rtd3": rec("nvidia_rtd3", text)}, "host")
+    assert f.rtd3 == {"0000:01:00.0": "Enabled (fine-grained)", "10000:02:00.0": "Disabled by default"}
     assert sev(PowerFacts(rtd3={"0000:01:00.0": "Enabled (fine-grained)"}), "power.gpu_rtd3") == "info"
     assert sev(PowerFacts(rtd3={"0000:01:00.0": "Disabled by default"}), "power.gpu_rtd3") == "ok"
-
-
-def rec(cid: str, stdout: str, exit_status: int = 0) -> CommandRecord:
-    return CommandRecord(target="host", probe_id="power", command_id=cid, command="x",
-                         exit_status=exit_status, stdout=stdout, stderr="")
 
 
 def test_extract_broken_outputs_become_facts():
@@ -141,13 +156,6 @@ def test_extract_cpupower_fallback_from_corpus():
     }, "host")
     assert facts.scaling_driver == "acpi-cpufreq" and facts.governors == {"performance": 1} and facts.boost
     assert [(s.name, s.latency_us) for s in facts.idle_states][-1] == ("C2", 400)
-
-
-def run(phase: str):
-    async def go():
-        return [e.result async for e in Audit(directory_bindings(CASE / phase), [power.PROBE]).events()
-                if isinstance(e, ProbeFinished)][0]
-    return asyncio.run(go())
 
 
 def test_case_study_before():

@@ -143,3 +143,13 @@ async def test_end_to_end_gpu_less(tmp_path: Path):
     assert r.status == "done"
     assert all(f.severity.value == "unknown" or "not applicable" in f.observed for f in r.findings)
     assert {f.severity.value for f in r.findings} == {"unknown"}
+
+
+def test_torch_arch_unreadable_compute_capability_is_unknown():
+    """nvidia-smi listed GPUs but no compute capability: "kernels for every GPU" cannot be claimed."""
+    unread = dict(gpus=["NVIDIA X"] * 2, compute_caps=["?", "?"], driver="590.48.01")
+    assert sev({"container": F(**unread, **TORCH)}, "python.torch_arch_support") == "unknown"
+    partial = dict(gpus=["NVIDIA X"] * 2, compute_caps=["12.0", "?"], driver="590.48.01")
+    assert sev({"container": F(**partial, **TORCH)}, "python.torch_arch_support") == "unknown"
+    missing = dict(gpus=["NVIDIA X"] * 2, compute_caps=["12.0", "?"], driver="590.48.01")
+    assert sev({"container": F(**missing, **(TORCH | {"arch_list": ["sm_90"]}))}, "python.torch_arch_support") == "critical"

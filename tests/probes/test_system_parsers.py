@@ -241,3 +241,25 @@ def test_detect_virt_corpus():
     assert s.parse_detect_virt(read("systemd-detect-virt", "proxmox-lxc-rockylinux86.txt")) == "lxc"
     assert s.parse_detect_virt(read("systemd-detect-virt", "transip-vps-ubuntu2004-kvm.txt")) == "kvm"
     assert s.parse_detect_virt("") is None
+
+
+def test_shared_gpu_id_and_cgroup_commands_and_helpers():
+    from probes import container, numa
+    from probes.core.models import CommandRecord
+    from probes.core.parsers.nvidia_smi import SMI_GPU_IDS, SmiGpuId, parse_smi_gpu_ids
+    from probes.core.parsers.system import CGROUP_FILES
+    from probes.core.spec import partial_grep_ok, problem_text
+
+    for probe in (numa.PROBE, container.PROBE):  # one string each: the runner runs it once, replay keys on the id
+        shells = {c.id: c.shell for c in probe.commands}
+        assert shells["smi_gpu_ids"] == SMI_GPU_IDS and shells["cgroup_limits"] == CGROUP_FILES
+    assert parse_smi_gpu_ids("0, GPU-5a1e, 00000000:01:00.0, NVIDIA H200\n") == [SmiGpuId(0, "GPU-5a1e", "0000:01:00.0")]
+
+    def rec(exit_status, stdout, **kw):
+        return {"g": CommandRecord(target="host", probe_id="numa", command_id="g", command="x", exit_status=exit_status,
+                                   stdout=stdout, **kw)}
+    assert partial_grep_ok(rec(2, "/sys/fs/cgroup/cpu.max:max 100000\n"), "g")
+    assert not partial_grep_ok(rec(2, ""), "g") and not partial_grep_ok(rec(0, "x\n"), "g") and not partial_grep_ok({}, "g")
+    assert not partial_grep_ok(rec(2, "x\n", error="boom"), "g")
+    assert problem_text({"a": "exit 2", "b": "timed out"}, "b", "c", "a") == "b: timed out; a: exit 2"
+    assert problem_text({}, "a") == "not collected"

@@ -128,6 +128,17 @@ def test_snapshots_listing(tmp_path: Path, capsys: pytest.CaptureFixture[str], m
     assert main(["snapshots", "--bogus"]) == 2
 
 
+def test_snapshots_listing_shows_hostile_text_literally(tmp_path: Path, capsys: pytest.CaptureFixture[str],
+                                                       monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("COLUMNS", "250")
+    hostile = "6.8[/]\x1b]0;pwned\x07[red]x"  # SYNTHETIC: a target's `uname -r` is untrusted
+    store.save(snap(kernel_probe(hostile), name="evil[/]", host="[bold]h"), "evil", tmp_path)
+    assert main(["snapshots", "--snapshot-dir", str(tmp_path)]) == 0  # as markup, `[/]` raised MarkupError
+    out = capsys.readouterr().out
+    assert "6.8[/]\\x1b]0;pwned\\x07[red]x" in out and "\x1b" not in out
+    assert "evil[/]" in out and "[bold]h" in out
+
+
 def test_replay_rejudges_with_todays_rules_and_contacts_nothing(tmp_path: Path) -> None:
     """A stale finding in the file is replaced by what today's kernel probe says about the raw outputs."""
     s = snap(kernel_probe("6.8.12-9-pve", "1", "critical"), container=None, host="root@127.0.0.1:1")

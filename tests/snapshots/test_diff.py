@@ -106,6 +106,18 @@ def test_report_neutralises_terminal_escapes() -> None:
     assert "\x1b" not in text and "\\x1b" in text
 
 
+def test_report_neutralises_c1_bidi_statuses_errors_and_targets() -> None:
+    a = snap(probe("power", records=[rec("drv", "a\n", probe="power")]), host="\u202eevil\x9b")
+    b = snap(probe("power", records=[rec("drv", "a\u202e\x9b[2J\n", probe="power", exit_status=None,
+                                        error="boom\x1b]0;t\x07\u2066")]), host="h")
+    text = render(diff_snapshots(a, b, raw_diff=True), show_unified=True).plain
+    for raw in ("\x1b", "\x07", "\x9b", "\u202e", "\u2066"):
+        assert raw not in text, repr(raw)
+    assert "\\u202e" in text and "\\x9b" in text  # the unified diff (C1, bidi)
+    assert "boom\\x1b]0;t\\x07\\u2066" in text  # the new record's status carries its error
+    assert "\\u202eevil\\x9b" in text  # the header's target spec
+
+
 def test_nested_fact_changes_added_and_removed_keys() -> None:
     a = probe("pcie", facts={"host": {"gpus": [{"bus": "01:00.0", "mrrs": 512}], "same": {"x": 1}, "old": True}})
     b = probe("pcie", facts={"host": {"gpus": [{"bus": "01:00.0", "mrrs": 4096}], "same": {"x": 1}, "new": 1},

@@ -36,6 +36,21 @@ async def test_picker_lists_saved_and_examples_and_dismisses_with_a_path(tmp_pat
     assert app.picked == [tmp_path / "mine.json"]
 
 
+HOSTILE_KERNEL = "6.8[/]\x1b]0;pwned\x07[red]x\u202e"  # SYNTHETIC: a target's `uname -r` is untrusted
+
+
+async def test_picker_shows_a_hostile_kernel_string_as_inert_text(tmp_path: Path) -> None:
+    store.save(snap(kernel_probe(HOSTILE_KERNEL), name="evil[/]"), "evil", tmp_path)
+    app = Host()
+    async with app.run_test(size=(140, 40)) as pilot:  # as markup, `[/]` raised MarkupError here
+        app.push_screen(SnapshotPickerScreen(tmp_path), app.picked.append)
+        await pilot.pause()
+        row = app.screen.query_one(DataTable).get_row_at(0)
+        assert str(row[0]) == "evil[/]"
+        assert str(row[2]) == "6.8[/]\\x1b]0;pwned\\x07[red]x\\u202e"
+        assert "\x1b" not in app.export_screenshot()
+
+
 async def test_picker_escape_dismisses_with_none(tmp_path: Path) -> None:
     app = Host()
     async with app.run_test(size=(120, 30)) as pilot:

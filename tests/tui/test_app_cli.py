@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 from tui.app import make_app, run_app
@@ -25,7 +26,8 @@ def test_theme_store_round_trip_and_corrupt_file(tmp_path: Path) -> None:
 
 
 def test_default_theme_store_lives_in_the_user_config_dir(tmp_path: Path) -> None:
-    assert "gpuaudit-tui" in str(ThemeStore().path)  # XDG_CONFIG_HOME points into tmp (tests/conftest.py)
+    config_home = Path(os.environ["XDG_CONFIG_HOME"])  # isolated per test (tests/conftest.py)
+    assert ThemeStore().path.is_relative_to(config_home), ThemeStore().path
 
 
 async def test_every_action_is_in_the_command_palette() -> None:

@@ -21,6 +21,15 @@ def test_neutralise_makes_escape_sequences_and_controls_visible() -> None:
     assert neutralise("tab\tand\nnewline") == "tab\tand\nnewline"
 
 
+def test_one_neutraliser_for_every_front_end() -> None:
+    import probes.core.plan
+    import tui.diff_report
+    from probes.core import text
+
+    assert neutralise is text.neutralise and tui.diff_report.neutralise is text.neutralise
+    assert probes.core.plan.neutralise is text.neutralise
+
+
 def test_markup_in_remote_text_stays_literal() -> None:
     rec = CommandRecord(target="host", probe_id="kernel", command_id="x", command="echo", exit_status=0,
                         stdout="[red]boom[/red] \x1b[31m")

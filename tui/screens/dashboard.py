@@ -77,7 +77,7 @@ class DashboardScreen(Screen[None]):
                 self.post_message(AuditEventReceived(event))
         except Exception as exc:  # an engine bug shows as a notification, never a crash
             error = f"{exc.__class__.__name__}: {exc}"
-        self.post_message(AuditCompleted(probe_ids, error))
+        self.post_message(AuditCompleted(error))
 
     @property
     def busy(self) -> bool:

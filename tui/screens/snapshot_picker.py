@@ -12,11 +12,15 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Label
 
-from snapshots.listing import SEVERITY_ORDER, SnapshotInfo, list_snapshots
+from probes.core.text import neutralise
+from snapshots.listing import SnapshotInfo, counts_text, list_snapshots
+
+TITLE = "Pick a snapshot to compare with"
 
 
-def counts_text(info: SnapshotInfo) -> str:
-    return " ".join(f"{info.counts[s]} {s}" for s in SEVERITY_ORDER if info.counts.get(s)) or "none"
+def cell(text: str) -> Text:
+    """A table cell from untrusted text (names, kernel from the target's `uname -r`): plain, neutralised."""
+    return Text(neutralise(text))
 
 
 class SnapshotPickerScreen(ModalScreen[Path | None]):
@@ -29,27 +33,27 @@ class SnapshotPickerScreen(ModalScreen[Path | None]):
     """
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
 
-    def __init__(self, directory: Path, title: str = "Pick a snapshot to compare with") -> None:
+    def __init__(self, directory: Path) -> None:
         super().__init__(id="snapshot-picker")
         self.directory = Path(directory)
-        self.title_text = title
         self.infos: list[SnapshotInfo] = []
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(Text.assemble(self.title_text, (f"  ({self.directory})", "dim")), id="picker-title")
+            yield Label(Text.assemble(TITLE, (f"  ({neutralise(str(self.directory))})", "dim")), id="picker-title")
             yield DataTable(id="picker-table", cursor_type="row", zebra_stripes=True)
 
     def on_mount(self) -> None:
         self.infos = [i for i in list_snapshots(self.directory, examples=True) if i.error is None]
-        table = self.query_one(DataTable)
+        table: DataTable[Text] = self.query_one(DataTable)
         table.add_columns("name", "date (UTC)", "kernel", "driver", "findings")
         for n, info in enumerate(self.infos):
             name = f"{info.name} (example)" if info.example else info.name
             date = info.created_at.strftime("%Y-%m-%d %H:%M") if info.created_at else ""
-            table.add_row(name, date, info.kernel or "?", info.driver or "?", counts_text(info), key=str(n))
+            table.add_row(cell(name), Text(date), cell(info.kernel or "?"), cell(info.driver or "?"),
+                          Text(counts_text(info.counts)), key=str(n))
         if not self.infos:
-            self.query_one("#picker-title", Label).update(Text(f"No snapshots in {self.directory} (press s on the dashboard to save one)"))
+            self.query_one("#picker-title", Label).update(Text(f"No snapshots in {neutralise(str(self.directory))} (press s on the dashboard to save one)"))
         table.focus()
 
     @on(DataTable.RowSelected, "#picker-table")

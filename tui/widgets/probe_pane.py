@@ -58,8 +58,7 @@ class ProbePane(Widget, can_focus=True):
         self._update_chrome()
 
     def watch_min_severity(self) -> None:
-        self._update_chrome()
-        self.refresh()
+        self._update_chrome()  # the reactive repaints the body itself
 
     def _update_chrome(self) -> None:
         result = self.result

@@ -6,7 +6,7 @@ Public API:
 * `cpu_identity(fields) -> CpuIdentity`          vendor, family, model, sockets, NUMA nodes from those fields
 * `parse_cpupower_frequency_info(text) -> CpuFreqInfo`
 * `parse_cpupower_idle_info(text) -> CpuIdleInfo`
-* `parse_grep_h(text) -> dict[str, list[str]]`   `grep -H . files...` -> path -> values (in order)
+* `parse_grep_h(text) -> dict[str, list[str]]`   re-exported from `parsers.system` (PCI paths keep their colons)
 * `idle_states_from_sysfs(pairs) -> dict[int, list[IdleState]]`  cpuN/cpuidle/stateM/* files -> per CPU
 
 Pure; they never raise on odd input (unknown lines are skipped, missing values stay None).
@@ -18,7 +18,13 @@ import json
 import re
 from dataclasses import dataclass
 
-_CPU = "/sys/devices/system/cpu"
+from probes.core.parsers.system import parse_grep_h
+
+__all__ = ["LSCPU_CMD", "SYS_CPPC_CMD", "SYS_CPUIDLE_CMD", "CPU_DIR", "CpuIdleInfo", "IdleState", "cpu_identity",
+           "idle_states_from_sysfs", "parse_cpupower_frequency_info", "parse_cpupower_idle_info", "parse_grep_h",
+           "parse_lscpu"]
+
+CPU_DIR = _CPU = "/sys/devices/system/cpu"
 # Command lines shared by the power and firmware probes (identical strings run once per target).
 SYS_CPUIDLE_CMD = (
     f"grep -s -H . {_CPU}/cpuidle/current_driver {_CPU}/cpuidle/current_governor_ro "
@@ -237,22 +243,6 @@ def parse_cpupower_idle_info(text: str) -> CpuIdleInfo:
         elif states and line.startswith("Flags/Description:"):
             states[-1]["description"] = line.split(":", 1)[1].strip()
     return CpuIdleInfo(driver=driver, governor=governor, cpu=cpu, states=tuple(IdleState(**s) for s in states))
-
-
-def parse_grep_h(text: str) -> dict[str, list[str]]:
-    """`grep -H . /sys/...` lines -> {path: [value, ...]} (multi-line files keep every line).
-
-        /sys/devices/system/cpu/cpu0/cpufreq/scaling_driver:acpi-cpufreq
-    -> {"/sys/devices/system/cpu/cpu0/cpufreq/scaling_driver": ["acpi-cpufreq"]}
-
-    Lines not of the form `/path:value` are skipped (grep error messages go to stderr anyway).
-    """
-    out: dict[str, list[str]] = {}
-    for line in (text or "").splitlines():
-        m = re.match(r"^(/[^:\s]+):(.*)$", line)
-        if m:
-            out.setdefault(m.group(1), []).append(m.group(2).strip())
-    return out
 
 
 _STATE_FILE = re.compile(r"/cpu(\d+)/cpuidle/state(\d+)/(name|latency|disable|usage|desc)$")

@@ -15,6 +15,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from probes.core.parsing import size_bytes
+
 _HANDLE = re.compile(r"^Handle 0x[0-9A-Fa-f]+, DMI type (\d+)")
 
 
@@ -93,10 +95,9 @@ class MemoryDevice:
 
 
 def _size_mb(v: str) -> int | None:
-    m = re.match(r"(\d+)\s*(MB|GB|TB|kB)", v)
-    if not m:
-        return None
-    return int(m.group(1)) * {"kB": 1, "MB": 1, "GB": 1024, "TB": 1024 * 1024}[m.group(2)] // (1 if m.group(2) != "kB" else 1024)
+    """"32 GB" -> 32768; "No Module Installed" -> None."""
+    b = size_bytes(v)
+    return b // 2**20 if b is not None else None
 
 
 def _mts(v: str | None) -> int | None:

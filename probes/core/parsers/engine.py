@@ -6,27 +6,29 @@ this exact string, so the runner runs it once per target.
 Public API:
 
 * `ENGINE_PROCS_SHELL`                          the read-only discovery command (sections per process)
-* `parse_engine_procs(text) -> list[EngineProc]`  its output
-* `parse_ps(text) -> list[tuple[int, str]]`      `ps -eo pid,args`
-* `parse_cmdline(raw) -> list[str]`              `/proc/<pid>/cmdline` (NUL-separated)
+* `parse_engine_procs(text) -> list[EngineProc]`  its output (ParseError unless sections or `@@none`)
 * `parse_environ(raw) -> dict[str, str]`         `/proc/<pid>/environ` (NUL- or newline-separated)
-* `parse_compute_apps(text) -> list[ComputeApp]` `nvidia-smi --query-compute-apps=... --format=csv`
 * `parse_engine_args(argv) -> EngineConfig | None`  engine kind, TP/PP/DP/EP, graphs, backends
-* `main_engine(procs) -> EngineProc | None`      the API-server process among the matches
+* `main_engine(procs) -> (EngineProc, EngineConfig) | None`  the API-server process among the matches
+* `summarize_engine(procs) -> EngineSummary`     main process, config and merged environment at once
+* `engine_listing_problem(listings, found)`      the shared "could the engine be looked for" gate
+* `ENGINE_STATUS_SHELL` / `parse_engine_status`, `ENGINE_LOGS_SHELL` / `parse_engine_logs` / `log_source_labels`
 """
 
 from __future__ import annotations
 
 import re
-import shlex
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from probes.core.errors import ParseError
 from probes.core.parsing import cpu_list
 
 # Variables worth keeping from an engine's environment; everything else (and every secret) stays behind.
+# Prefixes end in "_"; whole names are matched with their "=". The discovery command's grep is built from it.
 ENV_KEEP = ("NCCL_", "CUDA_", "TORCH_", "PYTORCH_", "VLLM_", "SGLANG_", "SGL_", "FLASHINFER_", "OMP_", "NVIDIA_",
-            "LD_PRELOAD", "LD_LIBRARY_PATH", "TRITON_", "TGI_", "HF_HUB_OFFLINE", "MKL_NUM_THREADS")
+            "LD_PRELOAD", "LD_LIBRARY_PATH", "TRITON_", "TGI_", "MKL_NUM_THREADS")
+_ENV_GREP = "|".join(k if k.endswith("_") else k + "=" for k in ENV_KEEP)
 
 # Finds engine processes by name (SGLang/vLLM/TGI, including setproctitle'd workers) and by the PIDs
 # nvidia-smi reports (host side; inside a container nvidia-smi lists none). Our own shell, whose
@@ -41,8 +43,7 @@ ENGINE_PROCS_SHELL = (
     "n=$((n+1)); [ $n -le 32 ] || break; "
     "echo \"@@pid $p\"; echo \"@@exe $(readlink $d/exe 2>/dev/null)\"; echo '@@cmdline'; "
     "tr '\\0' '\\n' < $d/cmdline 2>/dev/null; echo; echo '@@environ'; "
-    "tr '\\0' '\\n' < $d/environ 2>/dev/null | grep -E '^(NCCL_|CUDA_|TORCH_|PYTORCH_|VLLM_|SGLANG_|SGL_|FLASHINFER_|"
-    "OMP_|NVIDIA_|LD_PRELOAD=|LD_LIBRARY_PATH=|TRITON_|TGI_|MKL_NUM_THREADS=)' || echo '@@environ-unreadable'; "
+    "tr '\\0' '\\n' < $d/environ 2>/dev/null | grep -E '^(" + _ENV_GREP + ")' || echo '@@environ-unreadable'; "
     "echo '@@maps'; grep -o '/[^ ]*libnccl[^ ]*' $d/maps 2>/dev/null | sort -u; echo '@@end'; done; "
     "[ $n -gt 0 ] || echo '@@none'"
 )
@@ -59,13 +60,6 @@ class EngineProc:
     env_readable: bool = True
     nccl_libs: tuple[str, ...] = ()
 
-
-@dataclass(frozen=True, slots=True)
-class ComputeApp:
-    pid: int
-    name: str
-    used_mib: int | None
-    gpu_uuid: str | None
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,20 +85,6 @@ class EngineConfig:
     speculative: str | None = None
 
 
-def parse_cmdline(raw: str) -> list[str]:
-    """`/proc/<pid>/cmdline` -> argv. NUL-separated (a trailing NUL ends the last arg).
-
-        python3\\0-m\\0sglang.launch_server\\0--tp\\08\\0
-    -> ["python3", "-m", "sglang.launch_server", "--tp", "8"]
-    """
-    if "\0" in raw:
-        parts = raw.split("\0")
-        if parts and parts[-1] == "":
-            parts.pop()
-        return parts
-    return [ln for ln in raw.splitlines() if ln != ""]
-
-
 def parse_environ(raw: str) -> dict[str, str]:
     """`/proc/<pid>/environ` (NUL-separated) or `env` output (one per line) -> dict.
 
@@ -120,37 +100,23 @@ def parse_environ(raw: str) -> dict[str, str]:
     return out
 
 
-def parse_ps(text: str) -> list[tuple[int, str]]:
-    """`ps -eo pid,args` -> [(pid, args)] (header skipped).
+def require_sections(text: str, what: str, found: int, *markers: str) -> None:
+    """Raise ParseError unless `text` is complete output of one of the `@@`-sectioned commands here.
 
-        PID COMMAND
-          1 /sbin/init
-       4242 python3 -m sglang.launch_server --model-path /models/GLM-5 --tp 8
+    "Nothing found" must be proven by the command's `@@none` marker: empty or foreign stdout of a
+    successful exit (a shell that died early, a wrapper that printed nothing) is not "no engine".
+    `found` is the number of complete sections parsed; `markers` are lines the output always carries.
     """
-    out = []
-    for line in text.splitlines():
-        m = re.match(r"\s*(\d+)\s+(.*\S)", line)
-        if m:
-            out.append((int(m.group(1)), m.group(2)))
-    return out
-
-
-def parse_compute_apps(text: str) -> list[ComputeApp]:
-    """`nvidia-smi --query-compute-apps=pid,process_name,used_memory,gpu_uuid --format=csv` -> apps.
-
-        pid, process_name, used_gpu_memory [MiB], gpu_uuid
-        4242, /usr/bin/python3, 88012 MiB, GPU-5c1a...
-    A header line is optional; "No running processes found" yields [].
-    """
-    apps = []
-    for line in text.splitlines():
-        cells = [c.strip() for c in line.split(",")]
-        if len(cells) < 2 or not cells[0].isdigit():
-            continue
-        mem = re.match(r"(\d+)", cells[2]) if len(cells) > 2 else None
-        apps.append(ComputeApp(pid=int(cells[0]), name=cells[1], used_mib=int(mem.group(1)) if mem else None,
-                               gpu_uuid=cells[3] if len(cells) > 3 and cells[3] else None))
-    return apps
+    lines = {ln.strip() for ln in text.splitlines()}
+    if not text.strip():
+        raise ParseError(f"empty {what} output (no @@none marker)")
+    if "@@" not in text:
+        raise ParseError(f"not {what} output: {text.strip()[:80]!r}")
+    missing = [m for m in markers if not any(ln.startswith(m) for ln in lines)]
+    if missing:
+        raise ParseError(f"incomplete {what} output: no {', '.join(missing)} marker")
+    if not found and "@@none" not in lines:
+        raise ParseError(f"incomplete {what} output: no complete section and no @@none marker")
 
 
 def parse_engine_procs(text: str) -> list[EngineProc]:
@@ -167,6 +133,7 @@ def parse_engine_procs(text: str) -> list[EngineProc]:
         @@maps
         /usr/lib/python3/dist-packages/nvidia/nccl/lib/libnccl.so.2
         @@end
+    Raises ParseError unless the text holds complete sections or the `@@none` marker.
     """
     procs: list[EngineProc] = []
     cur: dict | None = None
@@ -195,6 +162,7 @@ def parse_engine_procs(text: str) -> list[EngineProc]:
             cur["env"].append(line)
         elif section == "maps":
             cur["maps"].append(line.strip())
+    require_sections(text, "engine discovery", len(procs))
     return procs
 
 
@@ -318,11 +286,14 @@ def main_engine(procs: list[EngineProc]) -> tuple[EngineProc, EngineConfig] | No
     return None
 
 
-def engine_env(procs: list[EngineProc]) -> tuple[dict[str, str], bool]:
-    """The engine's environment (main process first, workers merged in) and whether any was readable."""
+def engine_env(procs: list[EngineProc], found: tuple[EngineProc, EngineConfig] | None = None) -> tuple[dict[str, str], bool]:
+    """The engine's environment (main process first, workers merged in) and whether any was readable.
+
+    `found` is `main_engine(procs)` when the caller already has it.
+    """
     env: dict[str, str] = {}
     readable = False
-    found = main_engine(procs)
+    found = found if found is not None else main_engine(procs)
     ordered = ([found[0]] if found else []) + [p for p in procs if not found or p is not found[0]]
     for p in ordered:
         if p.env_readable:
@@ -332,18 +303,43 @@ def engine_env(procs: list[EngineProc]) -> tuple[dict[str, str], bool]:
     return env, readable
 
 
-def split_args(line: str) -> list[str]:
-    """A `ps` args string -> argv (shell-style; falls back to whitespace split on odd quoting)."""
-    try:
-        return shlex.split(line)
-    except ValueError:
-        return line.split()
+@dataclass(frozen=True, slots=True)
+class EngineSummary:
+    """What one target's discovery listing says: the processes, the API server and the merged environment."""
+
+    procs: list[EngineProc]
+    main: EngineProc | None = None
+    config: EngineConfig | None = None
+    env: dict[str, str] = field(default_factory=dict)
+    env_readable: bool | None = None
+    """None when no process matched; else whether any matched process's environ was readable."""
+    nccl_libs: list[str] = field(default_factory=list)
+    """Every libnccl file mapped by a matched process, sorted."""
 
 
-def require_sections(text: str) -> None:
-    """Raise ParseError when `text` is not `ENGINE_PROCS_SHELL` output at all."""
-    if text.strip() and "@@" not in text:
-        raise ParseError(f"not engine discovery output: {text.strip()[:80]!r}")
+def summarize_engine(procs: list[EngineProc]) -> EngineSummary:
+    """`parse_engine_procs` output -> EngineSummary (main_engine and engine_env computed once)."""
+    found = main_engine(procs)
+    if not procs:
+        return EngineSummary(procs=procs)
+    env, readable = engine_env(procs, found)
+    return EngineSummary(procs=procs, main=found[0] if found else None, config=found[1] if found else None,
+                         env=env, env_readable=readable, nccl_libs=sorted({lib for p in procs for lib in p.nccl_libs}))
+
+
+def engine_listing_problem(listings: Mapping[str, str | None], found: bool) -> str | None:
+    """The shared gate for rules about the serving engine: why "no engine" cannot be claimed, or None.
+
+    `listings` maps each target that ran the discovery command (`engine_procs`) to its problem (None = a
+    usable listing); `found` is whether any listing found an engine. An engine found anywhere is judged;
+    otherwise "no engine" holds only when every listing was usable, and any failed one makes it unknown.
+    """
+    if found:
+        return None
+    probs = [f"{role}: {p}" for role, p in listings.items() if p]
+    return "; ".join(probs) or None
+
+
 
 
 # ------------------------------------------------------------------ per-process status and NUMA placement
@@ -420,10 +416,8 @@ def parse_engine_status(text: str) -> EngineStatusReport:
         N0 30212344
         N1 1203332
         @@end
-    Raises ParseError when the text is not this command's output at all.
+    Raises ParseError unless the text carries `@@apps`, `@@online` and complete sections or `@@none`.
     """
-    if text.strip() and "@@" not in text:
-        raise ParseError(f"not engine status output: {text.strip()[:80]!r}")
     apps: dict[int, str] = {}
     online = None
     procs: list[ProcStatus] = []
@@ -468,13 +462,15 @@ def parse_engine_status(text: str) -> EngineStatusReport:
                 cur["mems"] = _cpus(v)
             elif k in ("VmRSS", "VmSwap", "Threads") and num:
                 cur[{"VmRSS": "rss_kb", "VmSwap": "swap_kb", "Threads": "threads"}[k]] = int(num.group(1))
+    require_sections(text, "engine status", len(procs), "@@apps", "@@online")
     return EngineStatusReport(apps=apps, online=online, procs=procs)
 
 
 # ------------------------------------------------------------------ engine logs (NCCL transport, throughput)
 
 # The engine's API server (at most two): where its stdout goes (a regular file, else the systemd unit's
-# journal), then the NCCL INFO lines that name a transport and the engine's own throughput lines.
+# journal), then the NCCL INFO lines that name a transport (the first 96) and the engine's own throughput lines
+# (the last 20), both from one pass over the log (awk prints the @@throughput section at its end).
 ENGINE_LOGS_SHELL = (
     "n=0; for d in /proc/[0-9]*; do c=$(tr '\\0' ' ' < $d/cmdline 2>/dev/null); "
     "case \"$c\" in *@@p*) continue;; *sglang.launch_server*|*sglang.srt.entrypoints*|*'sglang serve'*|"
@@ -484,8 +480,9 @@ ENGINE_LOGS_SHELL = (
     "if [ -f \"$o\" ]; then echo \"@@source file $o\"; src() { tail -n 200000 \"$o\"; }; "
     "elif [ -n \"$u\" ]; then echo \"@@source journal $u\"; src() { journalctl -u \"$u\" -b -n 200000 --no-pager -o cat 2>/dev/null; }; "
     "else echo '@@source none'; src() { :; }; fi; "
-    "echo '@@nccl'; src | grep -a -E 'NCCL INFO.*( via |Connected all|NCCL version)' | head -n 96; "
-    "echo '@@throughput'; src | grep -a -E 'gen throughput|generation throughput' | tail -n 20; echo '@@end'; done; "
+    "echo '@@nccl'; src | awk '/NCCL INFO.*( via |Connected all|NCCL version)/ { if (k < 96) print; k++ } "
+    "/gen throughput|generation throughput/ { t[m % 20] = $0; m++ } "
+    "END { print \"@@throughput\"; for (i = (m < 20 ? 0 : m - 20); i < m; i++) print t[i % 20] }'; echo '@@end'; done; "
     "[ $n -gt 0 ] || echo '@@none'"
 )
 
@@ -512,10 +509,8 @@ def parse_engine_logs(text: str) -> list[EngineLog]:
         @@throughput
         [2026-01-10 08:51:02 TP0] Decode batch. #running-req: 1, #token: 1893, token usage: 0.00, gen throughput (token/s): 10.12, #queue-req: 0
         @@end
-    Raises ParseError when the text is not this command's output at all.
+    Raises ParseError unless the text holds complete sections or the `@@none` marker.
     """
-    if text.strip() and "@@" not in text:
-        raise ParseError(f"not engine log output: {text.strip()[:80]!r}")
     out: list[EngineLog] = []
     cur: dict | None = None
     section = ""
@@ -542,7 +537,14 @@ def parse_engine_logs(text: str) -> list[EngineLog]:
             cur["nccl"].append(line.rstrip())
         elif section == "throughput" and line.strip():
             cur["tp"].append(line.rstrip())
+    require_sections(text, "engine log", len(out))
     return out
+
+
+def log_source_labels(logs: list[EngineLog]) -> list[str]:
+    """Where each API server's log was read: "journal sglang.service", "file /var/log/x", "none (pipe:[1])"."""
+    return [f"{lg.source} {lg.where}".strip() if lg.source != "none" else f"none ({lg.stdout or 'stdout unreadable'})"
+            for lg in logs]
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,7 +5,7 @@ Public API:
 * `parse_lspci_vvv(text) -> list[PciDevice]`   one entry per device block
 * `acs_flags(text) -> dict[str, bool]`          "SrcValid+ ReqRedir- ..." -> {"SrcValid": True, ...}
 * `parse_lspci_tree(text) -> dict[str, TreeNode]`  `lspci -tv`: BDF -> (parent BDF, name)
-* `normalize_bdf(text) -> str`                  "01:00.0" / "00000000:01:00.0" -> "0000:01:00.0"
+* `normalize_bdf(text) -> str`                  re-exported from `parsers.system` ("01:00.0" -> "0000:01:00.0")
 
 Pure; never raise on odd input (unknown lines are skipped; a block whose capabilities read
 `<access denied>` is marked `access_denied=True` and keeps None for every capability field).
@@ -16,22 +16,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from probes.core.parsers.system import normalize_bdf
+
+__all__ = ["PciDevice", "TreeNode", "acs_flags", "normalize_bdf", "parse_lspci_tree", "parse_lspci_vvv", "tree_path"]
+
 _HEADER = re.compile(r"^(?P<bdf>(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\s+(?P<rest>.*)$")
 _IDS = re.compile(r"\[([0-9a-f]{4}):([0-9a-f]{4})\]")
 _SIZE = re.compile(r"(\d+)\s*(bytes|[KMGT]B?)\b")
 _UNITS = {"bytes": 1, "K": 1 << 10, "KB": 1 << 10, "M": 1 << 20, "MB": 1 << 20, "G": 1 << 30, "GB": 1 << 30,
           "T": 1 << 40, "TB": 1 << 40}
-
-
-def normalize_bdf(text: str) -> str:
-    """"01:00.0" -> "0000:01:00.0"; "00000000:01:00.0" (nvidia-smi) -> "0000:01:00.0"; lower case."""
-    t = text.strip().lower()
-    parts = t.split(":")
-    if len(parts) == 2:
-        return "0000:" + t
-    if len(parts) == 3:
-        return parts[0][-4:].rjust(4, "0") + ":" + parts[1] + ":" + parts[2]
-    return t
 
 
 def _bytes(text: str) -> int | None:
@@ -70,7 +63,6 @@ class PciDevice:
     devctl_mps: int | None = None
     devctl_mrrs: int | None = None
     relaxed_ordering: bool | None = None
-    ext_tag: bool | None = None
     lnkcap_speed: float | None = None
     lnkcap_width: int | None = None
     lnksta_speed: float | None = None
@@ -83,9 +75,10 @@ class PciDevice:
     acs_ctl: dict[str, bool] | None = None
     tag10_req_cap: bool | None = None
     tag10_req_en: bool | None = None
-    ue_status: list[str] = field(default_factory=list)
-    """AER uncorrectable status bits that are set (e.g. ["UnsupReq"])."""
-    ce_status: list[str] = field(default_factory=list)
+    ue_status: list[str] | None = None
+    """AER uncorrectable status bits that are set (e.g. ["UnsupReq"]); None = no UESta line read."""
+    ce_status: list[str] | None = None
+    """AER correctable status bits that are set; None = no CESta line read."""
     regions: dict[int, int] = field(default_factory=dict)
     """BAR index -> size in bytes."""
     rebar_current: dict[int, int] = field(default_factory=dict)
@@ -171,14 +164,12 @@ def _parse_block(header: re.Match[str], lines: list[str]) -> PciDevice:
             dev.tag10_req_en = "10BitTagReq+" in line
         elif section.startswith("Capabilities:") and "Express" in section and ("RlxdOrd" in line):
             dev.relaxed_ordering = "RlxdOrd+" in line
-            dev.ext_tag = "ExtTag+" in line
         elif "Resizable BAR" in section and section.startswith("Capabilities:") and "Physical" in section:
             m = re.match(r"BAR (\d+): current size:\s*(\d+)([KMGT]B)", line)
             if m:
                 dev.rebar_current[int(m.group(1))] = int(m.group(2)) * _UNITS[m.group(3)]
         if section == "DevCtl" and "RlxdOrd" in line:
             dev.relaxed_ordering = "RlxdOrd+" in line
-            dev.ext_tag = "ExtTag+" in line
     return dev
 
 

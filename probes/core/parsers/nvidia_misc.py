@@ -252,17 +252,3 @@ def parse_modprobe_options(text: str) -> dict[str, dict[str, str]]:
                 k, _, v = kv.partition("=")
                 opts[k] = v
     return out
-
-
-def parse_proc_params(text: str) -> dict[str, str]:
-    """`/proc/driver/nvidia/params` "Key: value" lines -> dict.
-
-        ResmanDebugLevel: 4294967295
-        EnableGpuFirmware: 18
-    """
-    out = {}
-    for line in (text or "").splitlines():
-        if ":" in line:
-            k, v = line.split(":", 1)
-            out[k.strip()] = v.strip().strip('"')
-    return out

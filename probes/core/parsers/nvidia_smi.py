@@ -7,12 +7,14 @@ Stable public API (other probes import these; names and return shapes do not cha
 * `parse_query_gpu_csv(text, fields=None) -> list[dict[str, str | None]]`
                                                 `--query-gpu=... --format=csv[,noheader][,nounits]`
 * `csv_value_missing(value) -> bool`            "[N/A]", "[Not Supported]", "[Unknown Error]", ...
+* `csv_value_error(value)` / `csv_row_errors(row)`  only the "could not read" tokens ("[Unknown Error]", ...)
 * `parse_smi_table(text) -> SmiTable`           the default `nvidia-smi` table (header + GPU rows)
 * `parse_smi_q(text) -> list[dict]`             `nvidia-smi -q` text: one nested dict per GPU
 * `parse_smi_q_header(text) -> dict[str, str]`  `nvidia-smi -q` lines before the first GPU
 * `parse_smi_q_xml(text) -> SmiXml`             `nvidia-smi -q -x`
 * `parse_topo_m(text) -> TopoMatrix`            `nvidia-smi topo -m`
 * `parse_nvlink_s(text) -> dict[int, list[NvLink]]`  `nvidia-smi nvlink -s`
+* `SMI_GPU_IDS` / `parse_smi_gpu_ids(text) -> list[SmiGpuId]`  index, UUID and bus id of each GPU (numa, container)
 
 Parsers are pure; they raise `probes.core.errors.ParseError` on output they cannot read, never
 anything else, and return empty results for empty input.
@@ -25,6 +27,7 @@ from dataclasses import dataclass, field
 from typing import cast
 
 from probes.core.errors import ParseError
+from probes.core.parsers.system import normalize_bdf
 
 # --------------------------------------------------------------------------- error banners
 
@@ -84,14 +87,28 @@ def nvml_library_version(text: str) -> str | None:
 
 # --------------------------------------------------------------------------- --query-gpu csv
 
-_MISSING = {"", "n/a", "[n/a]", "[not supported]", "not supported", "[unknown error]", "[insufficient permissions]",
-            "[gpu is lost]", "[requested functionality has been deprecated]"}
+_ERROR_TOKENS = {"[unknown error]", "[insufficient permissions]", "[gpu is lost]"}
+"""Tokens that say the value could not be read (unlike "[N/A]", which says the GPU has no such value)."""
+_MISSING = {"", "n/a", "[n/a]", "[not supported]", "not supported", "[requested functionality has been deprecated]",
+            *_ERROR_TOKENS}
+CSV_ERRORS_KEY = "_errors"
+"""Row key `parse_query_gpu_csv` adds when cells held error tokens: their field names, comma-separated."""
 _HEADER_UNIT = re.compile(r"\s*\[([^\]]*)\]\s*$")
 
 
 def csv_value_missing(value: str | None) -> bool:
-    """True for the tokens nvidia-smi prints instead of a value ("[N/A]", "[Not Supported]", ...)."""
+    """True for the tokens nvidia-smi prints instead of a value ("[N/A]", "[Not Supported]", "[Unknown Error]", ...)."""
     return value is None or value.strip().lower() in _MISSING
+
+
+def csv_value_error(value: str | None) -> bool:
+    """True for the tokens that mean "could not read" ("[Unknown Error]", "[Insufficient Permissions]", "[GPU is lost]")."""
+    return value is not None and value.strip().lower() in _ERROR_TOKENS
+
+
+def csv_row_errors(row: dict[str, str | None]) -> set[str]:
+    """Field names whose cell in a `parse_query_gpu_csv` row was an error token (read failed, not "not supported")."""
+    return {f for f in (row.get(CSV_ERRORS_KEY) or "").split(",") if f}
 
 
 def _field_key(name: str) -> str:
@@ -108,10 +125,12 @@ def parse_query_gpu_csv(text: str, fields: list[str] | tuple[str, ...] | None = 
 
     A header line (detected by its field names) is used when present, else `fields` names the
     columns (noheader). Units announced in the header (`[MiB]`) are stripped from values; tokens
-    like "[N/A]" become None. Raises ParseError on an error banner or a row of the wrong width.
+    like "[N/A]" become None; cells holding an error token ("[Unknown Error]") become None too and
+    their field names are listed under `CSV_ERRORS_KEY` (read with `csv_row_errors`). Raises ParseError
+    on an error banner or a row of the wrong width.
     """
-    if detect_smi_error(text):
-        raise ParseError(f"nvidia-smi error: {detect_smi_error(text)}")
+    if err := detect_smi_error(text):
+        raise ParseError(f"nvidia-smi error: {err}")
     lines = [ln for ln in (text or "").splitlines() if ln.strip()]
     if not lines:
         return []
@@ -135,13 +154,18 @@ def parse_query_gpu_csv(text: str, fields: list[str] | tuple[str, ...] | None = 
         if len(cells) != len(names):
             raise ParseError(f"row has {len(cells)} fields, expected {len(names)}: {line[:120]!r}")
         row: dict[str, str | None] = {}
+        errors: list[str] = []
         for name, unit, cell in zip(names, units, cells):
             if csv_value_missing(cell):
                 row[name] = None
+                if csv_value_error(cell):
+                    errors.append(name)
                 continue
             if unit and cell.endswith(" " + unit):
                 cell = cell[: -len(unit) - 1].strip()
             row[name] = cell
+        if errors:
+            row[CSV_ERRORS_KEY] = ",".join(errors)
         out.append(row)
     return out
 
@@ -305,8 +329,8 @@ def parse_smi_q(text: str) -> list[dict]:
     -> [{"_bus_id": "00000000:18:00.0", "Product Name": "NVIDIA H100 80GB HBM3", "MIG Mode": {"Current": ...}}]
     Output without GPU blocks (a `-d` fragment) gives []; use `parse_q_tree` for those.
     """
-    if detect_smi_error(text):
-        raise ParseError(f"nvidia-smi error: {detect_smi_error(text)}")
+    if err := detect_smi_error(text):
+        raise ParseError(f"nvidia-smi error: {err}")
     gpus: list[dict] = []
     block: list[str] | None = None
     bus = ""
@@ -379,8 +403,8 @@ def parse_smi_q_xml(text: str) -> SmiXml:
     """
     import xml.etree.ElementTree as ET  # stdlib; the DOCTYPE line is ignored by the parser
 
-    if detect_smi_error(text):
-        raise ParseError(f"nvidia-smi error: {detect_smi_error(text)}")
+    if err := detect_smi_error(text):
+        raise ParseError(f"nvidia-smi error: {err}")
     body = re.sub(r"<!DOCTYPE[^>]*>", "", text or "")
     try:
         root = ET.fromstring(body.strip())
@@ -441,8 +465,8 @@ def parse_topo_m(text: str) -> TopoMatrix:
         GPU1    NV12     X      32-63,96-127    1               N/A
     Raises ParseError on an error banner or when no header row is found.
     """
-    if detect_smi_error(text):
-        raise ParseError(f"nvidia-smi error: {detect_smi_error(text)}")
+    if err := detect_smi_error(text):
+        raise ParseError(f"nvidia-smi error: {err}")
     lines = (text or "").splitlines()
     out = TopoMatrix()
     header_i = next((i for i, ln in enumerate(lines) if re.match(r"^\s+GPU0\b", ln) or re.match(r"^\tGPU0\b", ln)), None)
@@ -512,8 +536,8 @@ def parse_nvlink_s(text: str) -> list[NvlinkGpu]:
         NVML: Unable to retrieve NVLink information as all links are inActive
     Raises ParseError on an error banner.
     """
-    if detect_smi_error(text):
-        raise ParseError(f"nvidia-smi error: {detect_smi_error(text)}")
+    if err := detect_smi_error(text):
+        raise ParseError(f"nvidia-smi error: {err}")
     gpus: list[NvlinkGpu] = []
     for line in (text or "").splitlines():
         g = _NVL_GPU.match(line)
@@ -547,8 +571,8 @@ def parse_nvlink_errors(text: str) -> dict[int, dict[int, dict[str, int]]]:
                  Link 0: Recovery Errors: 0
                  Link 0: CRC Errors: 0
     """
-    if detect_smi_error(text):
-        raise ParseError(f"nvidia-smi error: {detect_smi_error(text)}")
+    if err := detect_smi_error(text):
+        raise ParseError(f"nvidia-smi error: {err}")
     out: dict[int, dict[int, dict[str, int]]] = {}
     gpu: int | None = None
     for line in (text or "").splitlines():
@@ -561,3 +585,28 @@ def parse_nvlink_errors(text: str) -> dict[int, dict[int, dict[str, int]]]:
         if m and gpu is not None:
             out[gpu].setdefault(int(m.group(1)), {})[m.group(2).strip()] = int(m.group(3))
     return out
+
+
+# --------------------------------------------------------------------------- GPU ids (numa, container)
+
+SMI_GPU_IDS = "nvidia-smi --query-gpu=index,uuid,pci.bus_id,name --format=csv,noheader"
+"""The one command line for each GPU's index, UUID and bus id: probes that need them declare this exact string."""
+
+
+@dataclass(frozen=True, slots=True)
+class SmiGpuId:
+    index: int | None
+    uuid: str | None
+    bus_id: str
+    """Normalised "0000:01:00.0"."""
+
+
+def parse_smi_gpu_ids(text: str) -> list[SmiGpuId]:
+    """`SMI_GPU_IDS` output -> one SmiGpuId per GPU.
+
+        0, GPU-5a1e0c3e-..., 00000000:01:00.0, NVIDIA RTX PRO 6000 Blackwell Server Edition
+    Raises ParseError on an nvidia-smi error banner.
+    """
+    rows = parse_query_gpu_csv(text, ["index", "uuid", "pci.bus_id", "name"])
+    return [SmiGpuId(index=int(i) if (i := r.get("index") or "").isdigit() else None, uuid=r.get("uuid"),
+                     bus_id=normalize_bdf(r.get("pci.bus_id") or "")) for r in rows]

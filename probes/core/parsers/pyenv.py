@@ -58,6 +58,7 @@ _SNIPPET = (
     "print(json.dumps(o))\n"
 )
 
+# -B and PYTHONDONTWRITEBYTECODE: importing torch must not leave __pycache__ files on the target.
 # The engine's interpreter when one runs (argv[0] if it is an absolute executable path, which keeps a
 # venv's site-packages; else /proc/<pid>/exe), unless --python named another; then the snippet.
 PYENV_SHELL = (
@@ -66,7 +67,7 @@ PYENV_SHELL = (
     "*sglang.launch_server*|*vllm.entrypoints*|*'vllm serve'*|*'sglang serve'*|*text-generation-server*) "
     "a=${c%% *}; case \"$a\" in /*) [ -x \"$a\" ] && py=$a;; esac; "
     "[ \"$py\" = python3 ] && e=$(readlink $d/exe 2>/dev/null) && [ -x \"$e\" ] && py=$e; break;; esac; done; fi; "
-    "echo \"@@python $py\"; \"$py\" -c '" + _SNIPPET + "'"
+    "echo \"@@python $py\"; PYTHONDONTWRITEBYTECODE=1 \"$py\" -B -c '" + _SNIPPET + "'"
 )
 
 

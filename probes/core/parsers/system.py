@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from probes.core.parsing import cpu_list, first_line, size_bytes
+from probes.core.parsing import cpu_list, first_line, kv_lines, size_bytes
 
 # --------------------------------------------------------------------------- uname
 
@@ -101,11 +101,7 @@ def parse_cpuinfo_id(text: str) -> CpuId:
         model		: 2
         model name	: AMD EPYC 9575F 64-Core Processor
     """
-    vals: dict[str, str] = {}
-    for line in text.splitlines():
-        if ":" in line:
-            k, v = line.split(":", 1)
-            vals.setdefault(k.strip(), v.strip())
+    vals = kv_lines(text)
 
     def num(s: str | None) -> int | None:
         return int(s) if s and s.isdigit() else None
@@ -350,6 +346,12 @@ def parse_cpu_max(text: str) -> tuple[int | None, int | None]:
     quota = int(parts[0]) if parts[0].isdigit() else None
     period = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else None
     return quota, period
+
+
+CGROUP_FILES = ("grep -H . /sys/fs/cgroup/cpuset.cpus.effective /sys/fs/cgroup/cpuset.mems.effective "
+                "/sys/fs/cgroup/cpu.max /sys/fs/cgroup/memory.max /sys/fs/cgroup/cpu.stat /sys/fs/cgroup/memory.events")
+"""The one command line reading a container's cgroup v2 limits (numa, container); `parse_cgroup_files` reads it.
+grep exits 2 when a file is absent (no cpuset controller): see `spec.partial_grep_ok`."""
 
 
 def parse_cgroup_files(text: str) -> CgroupLimits:
