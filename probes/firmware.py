@@ -316,7 +316,7 @@ def _manual(h: FirmwareFacts) -> Iterator[Finding]:
                                " readable from Linux without the amd_hsmp/E-SMI tools)" if amd
                       else f"not applicable: CPU vendor {h.cpu_vendor}",
                       why="DF clock/power transitions add latency to memory and I/O paths." if amd else "")
-    yield finding(PROBE_ID, "socket_power", "unknown" if amd else "info",
+    yield finding(PROBE_ID, "socket_power", "unknown" if amd or h.cpu_vendor is None else "info",
                   "Determinism / cTDP / package power: manual check",
                   observed="manual: check BIOS Determinism Control = Manual, Determinism Slider = Power, cTDP and package"
                            " power limit = maximum (E-SMI can read it where installed)",

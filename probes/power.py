@@ -297,7 +297,8 @@ def _governor(h: PowerFacts) -> Iterator[Finding]:
     slug = "cpu_governor"
     g = h.governors
     if not g:
-        sev = "unknown" if (h.scaling_driver or "sys_governors" in h.problems) else "info"
+        # "no cpufreq driver" only on a positive reading: sysfs read fine and showed no driver
+        sev = "unknown" if (h.scaling_driver or {"sys_governors", "sys_cpufreq"} & set(h.problems)) else "info"
         yield finding(PROBE_ID, slug, sev, "CPU governor " + ("could not be read" if sev == "unknown" else "not applicable"),
                       observed=h.problems.get("sys_governors", "no cpufreq policies" if sev == "unknown"
                                               else "not applicable: no cpufreq driver"), evidence=ev)
@@ -364,7 +365,7 @@ def _epp(h: PowerFacts) -> Iterator[Finding]:
 def _boost(h: PowerFacts) -> Iterator[Finding]:
     ev: list[tuple[Role, str]] = [("host", "sys_cpufreq"), ("host", "cpupower_freq")]
     if h.boost is None:
-        sev = "unknown" if h.scaling_driver else "info"
+        sev = "unknown" if h.scaling_driver or "sys_cpufreq" in h.problems else "info"
         yield finding(PROBE_ID, "cpu_boost", sev, "CPU boost state " + ("unknown" if sev == "unknown" else "not applicable"),
                       observed="no boost control visible" if sev == "unknown" else "not applicable: no cpufreq driver",
                       evidence=ev)

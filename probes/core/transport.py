@@ -126,6 +126,7 @@ class LocalTransport:
                 await readers
             except (asyncio.CancelledError, Exception):
                 pass
+            await _drain(proc)
         except asyncio.CancelledError:
             _kill_group(proc.pid)
             raise
@@ -143,6 +144,22 @@ class LocalTransport:
 
     async def aclose(self) -> None:
         return None
+
+
+async def _drain(proc: asyncio.subprocess.Process) -> None:
+    """Read what is left in the pipes of a finished (or killed) process, discarding it.
+
+    A reader stopped at the cap leaves its pipe open; draining to EOF lets asyncio close the
+    subprocess transport now, not in a destructor after the event loop is gone.
+    """
+    for stream in (proc.stdout, proc.stderr):
+        if stream is None:
+            continue
+        try:
+            while await asyncio.wait_for(stream.read(READ_CHUNK), timeout=1):
+                pass
+        except (asyncio.TimeoutError, OSError):
+            pass
 
 
 def _kill_group(pid: int) -> None:

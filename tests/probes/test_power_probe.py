@@ -172,3 +172,12 @@ def test_case_study_after():
     bad = [f.id for f in r.findings if f.severity.value in ("warning", "critical")]
     assert bad == []
     assert r.summary.startswith("amd-pstate-epp · performance")
+
+
+def test_no_cpufreq_driver_is_not_applicable_only_when_sysfs_was_read():
+    unread = PowerFacts(problems={"sys_cpufreq": "timed out"})
+    assert sev(unread, "power.cpu_governor") == "unknown"
+    assert sev(unread, "power.cpu_boost") == "unknown"
+    read_no_driver = PowerFacts()
+    assert sev(read_no_driver, "power.cpu_governor") == "info"
+    assert sev(read_no_driver, "power.cpu_boost") == "info"
