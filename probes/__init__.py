@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
-from probes import container, driver, firmware, kernel, nccl, numa, nvlink, pcie, power, python
-from probes.core.spec import Probe
+from gpuaudit.probes import container, driver, firmware, kernel, nccl, numa, nvlink, pcie, power, python
+from gpuaudit.probes.core.sources import with_presence
+from gpuaudit.probes.core.spec import Probe
 
-REGISTRY: tuple[Probe, ...] = (
+REGISTRY: tuple[Probe, ...] = tuple(with_presence(p) for p in (
     firmware.PROBE,
     container.PROBE,
     driver.PROBE,
@@ -16,7 +17,7 @@ REGISTRY: tuple[Probe, ...] = (
     numa.PROBE,
     python.PROBE,
     nvlink.PROBE,
-)
+))
 PROBE_IDS: tuple[str, ...] = tuple(p.id for p in REGISTRY)
 
 

@@ -12,38 +12,21 @@ from collections.abc import Iterator
 
 from pydantic import BaseModel
 
-from probes.core.models import Finding, Role
-from probes.core.parsers.cpu import LSCPU_CMD, SYS_CPPC_CMD, SYS_CPUIDLE_CMD, cpu_identity, idle_states_from_sysfs, parse_grep_h, parse_lscpu
-from probes.core.errors import ParseError
-from probes.core.parsers.dmi import bios_info, memory_devices, parse_dmidecode
-from probes.core.parsers.nvidia_smi import parse_query_gpu_csv, parse_smi_q, q_get
-from probes.core.parsing import first_line
-from probes.core.spec import Command, FactsByTarget, Outputs, Probe, finding, usable_stdout
+from gpuaudit.probes.core.models import Finding, Role
+from gpuaudit.probes.core.parsers.cpu import cpu_identity, idle_states_from_sysfs, parse_grep_h, parse_lscpu
+from gpuaudit.probes.core.errors import ParseError
+from gpuaudit.probes.core.parsers.dmi import bios_info, memory_devices, parse_dmidecode
+from gpuaudit.probes.core.parsers.nvidia_smi import parse_query_gpu_csv, parse_smi_q, q_get
+from gpuaudit.probes.core.parsing import first_line
+from gpuaudit.probes.core.sources import use
+from gpuaudit.probes.core.spec import FactsByTarget, Outputs, Probe, finding, usable_stdout
 
 PROBE_ID = "firmware"
 FW_FIELDS = ("index", "pci.bus_id", "vbios_version", "inforom.img")
 
 COMMANDS = (
-    Command("dmidecode_bios", "dmidecode -t bios -t system -t baseboard", needs_root=True,
-            description="BIOS vendor/version/date, system and board"),
-    Command("dmidecode_memory", "dmidecode -t memory", needs_root=True, description="DIMM slots, sizes, speeds"),
-    Command("dmi_bios", "cat /sys/class/dmi/id/bios_vendor /sys/class/dmi/id/bios_version /sys/class/dmi/id/bios_date",
-            description="BIOS identity without root (fallback)"),
-    Command("cpuinfo_microcode", "grep -m1 microcode /proc/cpuinfo"),
-    Command("lscpu_json", LSCPU_CMD),
-    Command("sys_numa", "grep -s -H . /sys/devices/system/node/node*/cpulist; "
-            "grep -s -H MemTotal /sys/devices/system/node/node*/meminfo; true",
-            description="CPUs and memory per NUMA node"),
-    Command("iommu_state", "echo units: $(ls /sys/class/iommu 2>/dev/null); "
-            "for d in $(grep -l 0x10de /sys/bus/pci/devices/*/vendor); do p=${d%/vendor}; "
-            "echo gpu ${p##*/} $(cat $p/iommu_group/type 2>/dev/null); done; true",
-            description="IOMMU units and the IOMMU domain type of each NVIDIA function"),
-    Command("proc_cmdline", "cat /proc/cmdline"),
-    Command("sys_cppc", SYS_CPPC_CMD),
-    Command("sys_cpuidle", SYS_CPUIDLE_CMD),
-    Command("smi_q_memory", "nvidia-smi -q -d MEMORY", description="BAR1 and framebuffer size per GPU"),
-    Command("smi_query_fw", f"nvidia-smi --query-gpu={','.join(FW_FIELDS)} --format=csv,noheader",
-            description="VBIOS and InfoROM versions per GPU"),
+    use('dmidecode_bios', 'dmidecode_memory', 'dmi_bios', 'cpuinfo_microcode', 'lscpu_json', 'sys_numa',
+    'iommu_state', 'proc_cmdline', 'sys_cppc', 'sys_cpuidle', 'smi_q_memory', 'smi_query_fw')
 )
 
 

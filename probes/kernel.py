@@ -7,10 +7,10 @@ from collections.abc import Iterator
 
 from pydantic import BaseModel
 
-from probes.core.errors import ParseError
-from probes.core.models import Finding, Role
-from probes.core.parsers.engine import ENGINE_STATUS_SHELL, parse_engine_status
-from probes.core.parsers.system import (
+from gpuaudit.probes.core.errors import ParseError
+from gpuaudit.probes.core.models import Finding, Role
+from gpuaudit.probes.core.parsers.engine import parse_engine_status
+from gpuaudit.probes.core.parsers.system import (
     cmdline_value,
     parse_bracketed_choice,
     parse_cmdline,
@@ -20,8 +20,9 @@ from probes.core.parsers.system import (
     parse_node_list,
     parse_uname,
 )
-from probes.core.parsing import first_line, version_tuple
-from probes.core.spec import Command, FactsByTarget, Outputs, Probe, finding, problem_text, usable_stdout
+from gpuaudit.probes.core.parsing import first_line, version_tuple
+from gpuaudit.probes.core.sources import use
+from gpuaudit.probes.core.spec import FactsByTarget, Outputs, Probe, finding, problem_text, usable_stdout
 
 PROBE_ID = "kernel"
 
@@ -75,24 +76,9 @@ class KernelFacts(BaseModel, frozen=True):
 
 ON_BOTH: frozenset[Role] = frozenset({"host", "container"})
 COMMANDS = (
-    Command("uname_r", "uname -r", on=ON_BOTH),
-    Command("proc_cmdline", "cat /proc/cmdline"),
-    Command("cpuinfo_id", "grep -m4 -E '^(vendor_id|cpu family|model|model name)' /proc/cpuinfo"),
-    Command("numa_balancing", "cat /proc/sys/kernel/numa_balancing", on=ON_BOTH),
-    Command("node_list", "ls -d /sys/devices/system/node/node[0-9]*"),
-    Command("zone_reclaim", "cat /proc/sys/vm/zone_reclaim_mode"),
-    Command("thp_enabled", "cat /sys/kernel/mm/transparent_hugepage/enabled"),
-    Command("thp_defrag", "cat /sys/kernel/mm/transparent_hugepage/defrag"),
-    Command("clocksource", "cat /sys/devices/system/clocksource/clocksource0/current_clocksource"),
-    Command("proc_swaps", "cat /proc/swaps"),
-    Command("engine_proc_status", ENGINE_STATUS_SHELL, on=ON_BOTH, timeout_s=60,
-            description="engine processes: allowed CPUs/memory nodes, RSS/swap, resident kB per NUMA node (numa_maps)"),
-    Command("uvm_disable_hmm", "cat /sys/module/nvidia_uvm/parameters/uvm_disable_hmm"),
-    Command("tuned_active", "tuned-adm active"),
-    Command("cpu_vulnerabilities", "grep -H . /sys/devices/system/cpu/vulnerabilities/*"),
-    Command("grub_cmdline", "grep -E '^GRUB_CMDLINE_LINUX(_DEFAULT)?=' /etc/default/grub"),
-    Command("etc_kernel_cmdline", "cat /etc/kernel/cmdline"),
-    Command("journal_kernel_faults", f"journalctl -k -b --no-pager | grep -E '{JOURNAL_PATTERN}'", needs_root=True),
+    use('uname_r', 'numa_balancing', 'engine_proc_status') + use('proc_cmdline', 'cpuinfo_id', 'node_list',
+    'zone_reclaim', 'thp_enabled', 'thp_defrag', 'clocksource', 'proc_swaps', 'uvm_disable_hmm', 'tuned_active',
+    'cpu_vulnerabilities', 'grub_cmdline', 'etc_kernel_cmdline', 'journal_kernel_faults')
 )
 
 

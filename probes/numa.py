@@ -6,20 +6,19 @@ from collections.abc import Iterator
 
 from pydantic import BaseModel
 
-from probes.core.errors import ParseError
-from probes.core.models import Finding, Role
-from probes.core.parsers.engine import ENGINE_STATUS_SHELL, parse_engine_status
-from probes.core.parsers.nvidia_smi import SMI_GPU_IDS, detect_smi_error, parse_smi_gpu_ids
-from probes.core.parsers.system import (
-    CGROUP_FILES,
+from gpuaudit.probes.core.errors import ParseError
+from gpuaudit.probes.core.models import Finding, Role
+from gpuaudit.probes.core.parsers.engine import parse_engine_status
+from gpuaudit.probes.core.parsers.nvidia_smi import detect_smi_error, parse_smi_gpu_ids
+from gpuaudit.probes.core.parsers.system import (
     parse_cgroup_files,
     parse_node_cpulists,
     parse_numactl_h,
     parse_pci_numa,
     parse_status_allowed,
 )
-from probes.core.spec import (
-    Command,
+from gpuaudit.probes.core.sources import use
+from gpuaudit.probes.core.spec import (
     FactsByTarget,
     Outputs,
     Probe,
@@ -77,14 +76,8 @@ class NumaFacts(BaseModel, frozen=True):
 
 ON_BOTH: frozenset[Role] = frozenset({"host", "container"})
 COMMANDS = (
-    Command("numactl_h", "numactl -H"),
-    Command("node_cpulists", "grep -H . /sys/devices/system/node/node*/cpulist"),
-    Command("pci_nvidia_numa", "grep -H . /sys/bus/pci/drivers/nvidia/*/numa_node /sys/bus/pci/drivers/nvidia/*/local_cpulist"),
-    Command("smi_gpu_ids", SMI_GPU_IDS, on=ON_BOTH),
-    Command("cgroup_limits", CGROUP_FILES, on=frozenset[Role]({"container"})),
-    Command("status_allowed", "grep -E '^(Cpus|Mems)_allowed_list' /proc/self/status", on=frozenset[Role]({"container"})),
-    Command("engine_proc_status", ENGINE_STATUS_SHELL, on=ON_BOTH, timeout_s=60,
-            description="engine processes: allowed CPUs/memory nodes, RSS/swap, resident kB per NUMA node (numa_maps)"),
+    use('numactl_h', 'node_cpulists', 'pci_nvidia_numa') + use('smi_gpu_ids', 'engine_proc_status') +
+    use('cgroup_limits', 'status_allowed')
 )
 
 GREP_PARTIAL = ("node_cpulists", "pci_nvidia_numa", "cgroup_limits")

@@ -12,10 +12,10 @@ from typing import Literal
 
 from pydantic import BaseModel
 
-from probes.core.errors import ParseError
-from probes.core.models import Finding, Role, Severity
-from probes.core.parsers.nvidia_misc import parse_systemctl_status, parse_xid_events
-from probes.core.parsers.nvidia_smi import (
+from gpuaudit.probes.core.errors import ParseError
+from gpuaudit.probes.core.models import Finding, Role, Severity
+from gpuaudit.probes.core.parsers.nvidia_misc import parse_systemctl_status, parse_xid_events
+from gpuaudit.probes.core.parsers.nvidia_smi import (
     csv_row_errors,
     detect_smi_error,
     parse_nvlink_errors,
@@ -24,8 +24,9 @@ from probes.core.parsers.nvidia_smi import (
     parse_smi_q_xml,
     parse_topo_m,
 )
-from probes.core.parsing import first_line
-from probes.core.spec import Command, FactsByTarget, Outputs, Probe, finding, record_problem, usable_record
+from gpuaudit.probes.core.parsing import first_line
+from gpuaudit.probes.core.sources import use
+from gpuaudit.probes.core.spec import FactsByTarget, Outputs, Probe, finding, record_problem, usable_record
 
 PROBE_ID = "nvlink"
 HOST: frozenset[Role] = frozenset({"host"})
@@ -33,16 +34,9 @@ BOTH: frozenset[Role] = frozenset({"host", "container"})
 FABRIC_FIELDS = ("index", "name", "fabric.state", "fabric.status")
 
 COMMANDS = (
-    Command("nvlink_s", "nvidia-smi nvlink -s", on=HOST, description="per-link state and speed"),
-    Command("nvlink_errors", "nvidia-smi nvlink --errorcounters", on=HOST),
-    Command("smi_topo_m", "nvidia-smi topo -m", on=HOST, description="NV# cells = bonded NVLinks between GPU pairs"),
-    Command("smi_query_fabric", f"nvidia-smi --query-gpu={','.join(FABRIC_FIELDS)} --format=csv,noheader,nounits", on=BOTH),
-    Command("smi_q_xml", "nvidia-smi -q -x", on=HOST, description="fallback for fabric state on drivers without fabric.* fields"),
-    Command("fabricmanager_status", "systemctl status nvidia-fabricmanager --no-pager", on=HOST),
-    Command("fabricmanager_version", "nv-fabricmanager --version", on=HOST),
-    Command("lspci_nvswitch", "lspci -d 10de::0680", on=HOST, description="NVSwitch bridge functions (HGX A100/H100 generation)"),
-    Command("ib_umad_loaded", "grep -E '^ib_umad ' /proc/modules || test $? -eq 1", on=HOST),
-    Command("dmesg_nvrm", "dmesg | grep -E 'NVRM|nvidia' || test $? -eq 1", on=HOST, needs_root=True),
+    use('nvlink_s', 'nvlink_errors', 'smi_topo_m', 'smi_q_xml', 'fabricmanager_status',
+    'fabricmanager_version', 'lspci_nvswitch', 'ib_umad_loaded', 'dmesg_nvrm', on=frozenset({'host'})) +
+    use('smi_query_fabric')
 )
 
 SkuClass = Literal["pcie_none", "pcie_bridge", "sxm", "unknown"]

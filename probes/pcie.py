@@ -13,32 +13,19 @@ from collections.abc import Iterator
 
 from pydantic import BaseModel
 
-from probes.core.models import Finding, Role
-from probes.core.parsers.lspci import PciDevice, normalize_bdf, parse_lspci_tree, parse_lspci_vvv, tree_path
-from probes.core.parsers.system import parse_bracketed_choice
-from probes.core.parsing import first_line
-from probes.core.spec import Command, FactsByTarget, Outputs, Probe, finding, usable_stdout
+from gpuaudit.probes.core.models import Finding, Role
+from gpuaudit.probes.core.parsers.lspci import PciDevice, normalize_bdf, parse_lspci_tree, parse_lspci_vvv, tree_path
+from gpuaudit.probes.core.parsers.system import parse_bracketed_choice
+from gpuaudit.probes.core.parsing import first_line
+from gpuaudit.probes.core.sources import use
+from gpuaudit.probes.core.spec import FactsByTarget, Outputs, Probe, finding, usable_stdout
 
 PROBE_ID = "pcie"
 SMI_PCIE_FIELDS = ("index", "pci.bus_id", "utilization.gpu", "pcie.link.gen.gpucurrent", "pcie.link.gen.gpumax",
                    "pcie.link.gen.hostmax", "pcie.link.width.current", "pcie.link.width.max")
 GEN_BY_SPEED = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6}
 
-COMMANDS = (
-    Command("lspci_vvv", "lspci -D -vvv", needs_root=True,
-            description="config space of every device: DevCap/DevCtl, LnkCap/LnkSta, ASPM, ACS, AER (root)"),
-    Command("lspci_tv", "lspci -tv", description="PCI tree: which bridges lead to each GPU"),
-    Command("sys_pci_nvidia", "for d in $(grep -l 0x10de /sys/bus/pci/devices/*/vendor); do p=${d%/vendor}; "
-            "u=$(dirname $(readlink -f $p)); echo \"$p/upstream:$u\"; grep -s -H . $p/class $p/current_link_speed "
-            "$p/current_link_width $p/max_link_speed $p/max_link_width $p/numa_node $p/aer_dev_correctable "
-            "$p/aer_dev_nonfatal $p/aer_dev_fatal $u/power/control $u/aer_dev_correctable $u/aer_dev_nonfatal "
-            "$u/aer_dev_fatal; done; true",
-            description="per NVIDIA function: sysfs link state, NUMA node, AER counters; upstream port PM and AER"),
-    Command("smi_query_pcie", "nvidia-smi --query-gpu=" + ",".join(SMI_PCIE_FIELDS) + " --format=csv,noheader,nounits",
-            description="GPU utilisation and PCIe generation/width: current, GPU max, host max"),
-    Command("aspm_policy", "cat /sys/module/pcie_aspm/parameters/policy"),
-    Command("proc_cmdline", "cat /proc/cmdline"),
-)
+COMMANDS = use('lspci_vvv', 'lspci_tv', 'sys_pci_nvidia', 'smi_query_pcie', 'aspm_policy', 'proc_cmdline')
 
 
 class PciDev(BaseModel, frozen=True):
@@ -149,7 +136,7 @@ def parse_smi_pcie(text: str) -> list[SmiLink]:
         0, 00000000:01:00.0, 0, 1, 5, 5, 16, 16
     Raises ParseError on an error banner or a row of the wrong width.
     """
-    from probes.core.parsers.nvidia_smi import parse_query_gpu_csv
+    from gpuaudit.probes.core.parsers.nvidia_smi import parse_query_gpu_csv
 
     out: list[SmiLink] = []
     for r in parse_query_gpu_csv(text, list(SMI_PCIE_FIELDS)):

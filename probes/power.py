@@ -12,8 +12,8 @@ from typing import cast
 
 from pydantic import BaseModel
 
-from probes.core.models import Finding, Role
-from probes.core.parsers.cpu import (
+from gpuaudit.probes.core.models import Finding, Role
+from gpuaudit.probes.core.parsers.cpu import (
     CpuIdleInfo,
     cpu_identity,
     idle_states_from_sysfs,
@@ -22,10 +22,9 @@ from probes.core.parsers.cpu import (
     parse_grep_h,
     parse_lscpu,
 )
-from probes.core.parsers.cpu import CPU_DIR as _CPU
-from probes.core.parsers.cpu import LSCPU_CMD, SYS_CPPC_CMD, SYS_CPUIDLE_CMD
-from probes.core.parsing import first_line
-from probes.core.spec import Command, FactsByTarget, Outputs, Probe, finding, usable_stdout
+from gpuaudit.probes.core.parsing import first_line
+from gpuaudit.probes.core.sources import use
+from gpuaudit.probes.core.spec import FactsByTarget, Outputs, Probe, finding, usable_stdout
 
 PROBE_ID = "power"
 DEEP_LATENCY_US = 50
@@ -40,26 +39,8 @@ SMI_POWER_FIELDS = (
 )
 
 COMMANDS = (
-    Command("lscpu_json", LSCPU_CMD, description="CPU vendor, family, model, sockets, NUMA nodes, flags"),
-    Command("sys_cpufreq", f"grep -s -H . {_CPU}/cpu0/cpufreq/scaling_driver {_CPU}/cpu0/cpufreq/scaling_governor "
-            f"{_CPU}/cpu0/cpufreq/energy_performance_preference {_CPU}/amd_pstate/status {_CPU}/cpufreq/boost "
-            f"{_CPU}/cpu0/cpufreq/boost {_CPU}/intel_pstate/no_turbo {_CPU}/cpu0/cpufreq/scaling_max_freq "
-            f"{_CPU}/cpu0/cpufreq/cpuinfo_max_freq; true",
-            description="cpufreq driver, governor, EPP, boost of cpu0 (path:value lines)"),
-    Command("sys_governors", f"cat {_CPU}/cpufreq/policy*/scaling_governor 2>/dev/null | sort | uniq -c",
-            description="scaling governor counts over all cpufreq policies"),
-    Command("sys_epp", f"cat {_CPU}/cpufreq/policy*/energy_performance_preference 2>/dev/null | sort | uniq -c",
-            description="EPP counts over all cpufreq policies"),
-    Command("sys_cpuidle", SYS_CPUIDLE_CMD,
-            description="cpuidle driver and the idle states of cpu0 and the last CPU of each NUMA node"),
-    Command("sys_cppc", SYS_CPPC_CMD, description="ACPI CPPC values exposed by the BIOS (prerequisite for amd-pstate)"),
-    Command("cpupower_freq", "cpupower frequency-info", description="fallback when cpufreq sysfs is unreadable"),
-    Command("cpupower_idle", "cpupower idle-info", description="fallback when cpuidle sysfs is unreadable"),
-    Command("proc_cmdline", "cat /proc/cmdline"),
-    Command("smi_query_power", "nvidia-smi --query-gpu=" + ",".join(SMI_POWER_FIELDS) + " --format=csv,noheader,nounits",
-            description="GPU power limits, clocks, temperatures, clock-event reasons"),
-    Command("nvidia_rtd3", "grep -s -H . /proc/driver/nvidia/gpus/*/power; true",
-            description="NVIDIA runtime D3 status per GPU"),
+    use('lscpu_json', 'sys_cpufreq', 'sys_governors', 'sys_epp', 'sys_cpuidle', 'sys_cppc', 'cpupower_freq',
+    'cpupower_idle', 'proc_cmdline', 'smi_query_power', 'nvidia_rtd3')
 )
 
 
@@ -142,7 +123,7 @@ def parse_smi_power(text: str) -> list[GpuPower]:
         0, 00000000:01:00.0, P8, 0, 31.52, 600.00, 600.00, 600.00, 180, 3090, 405, 14001, 3090, 34, Not Active, ...
     Raises ParseError (from csv parsing) on a row of the wrong width; "[N/A]" cells become None.
     """
-    from probes.core.parsers.nvidia_smi import parse_query_gpu_csv
+    from gpuaudit.probes.core.parsers.nvidia_smi import parse_query_gpu_csv
 
     out = []
     for row in parse_query_gpu_csv(text, list(SMI_POWER_FIELDS)):

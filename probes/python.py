@@ -11,12 +11,9 @@ from collections.abc import Iterator
 
 from pydantic import BaseModel
 
-from probes.core.errors import ParseError
-from probes.core.models import Finding, Role
-from probes.core.parsers.engine import (
-    ENGINE_LOGS_SHELL,
-    ENGINE_PROCS_SHELL,
-    ENGINE_STATUS_SHELL,
+from gpuaudit.probes.core.errors import ParseError
+from gpuaudit.probes.core.models import Finding, Role
+from gpuaudit.probes.core.parsers.engine import (
     engine_listing_problem,
     log_source_labels,
     parse_engine_logs,
@@ -25,9 +22,10 @@ from probes.core.parsers.engine import (
     parse_throughput_lines,
     summarize_engine,
 )
-from probes.core.parsers.nvidia_smi import parse_query_gpu_csv
-from probes.core.parsers.pyenv import PYENV_SHELL, arch_sms, cuda_major_minor, parse_pyenv_json
-from probes.core.spec import Command, FactsByTarget, Outputs, Probe, finding, record_problem
+from gpuaudit.probes.core.parsers.nvidia_smi import parse_query_gpu_csv
+from gpuaudit.probes.core.parsers.pyenv import arch_sms, cuda_major_minor, parse_pyenv_json
+from gpuaudit.probes.core.sources import use
+from gpuaudit.probes.core.spec import FactsByTarget, Outputs, Probe, finding, record_problem
 
 PROBE_ID = "python"
 _BOTH: frozenset[Role] = frozenset({"host", "container"})
@@ -42,19 +40,7 @@ JIT_CACHE_SHELL = (
     "echo '@@done'"
 )
 
-COMMANDS = (
-    Command("smi_gpu_cc", SMI_GPU_CC, on=_BOTH, description="GPU names, compute capability, driver version"),
-    Command("pyenv", PYENV_SHELL, on=_BOTH, timeout_s=60,
-            description="the engine's Python: torch build, arch list, bundled NCCL (no CUDA context created)"),
-    Command("engine_procs", ENGINE_PROCS_SHELL, on=_BOTH,
-            description="serving engine processes: command line, NCCL/CUDA environment, mapped libnccl"),
-    Command("engine_proc_status", ENGINE_STATUS_SHELL, on=_BOTH, timeout_s=60,
-            description="engine processes: allowed CPUs/memory nodes, RSS/swap, resident kB per NUMA node (numa_maps)"),
-    Command("engine_logs", ENGINE_LOGS_SHELL, on=_BOTH, timeout_s=60,
-            description="the engine's log (its stdout file or its systemd unit's journal): NCCL INFO transport lines, "
-                        "throughput lines"),
-    Command("jit_cache_dirs", JIT_CACHE_SHELL, on=_BOTH, description="JIT/compile cache folders: file system, writable, entries"),
-)
+COMMANDS = use('smi_gpu_cc', 'pyenv', 'engine_procs', 'engine_proc_status', 'engine_logs', 'jit_cache_dirs')
 
 # Newest CUDA each driver branch supports (nvidia-smi's "CUDA Version"; CUDA release notes, table 3).
 _DRIVER_CUDA = ((590, (13, 1)), (580, (13, 0)), (575, (12, 9)), (570, (12, 8)), (565, (12, 7)), (560, (12, 6)),

@@ -21,13 +21,13 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from probes import REGISTRY  # noqa: E402
-from probes.core.models import AuditRun, Severity, Target  # noqa: E402
-from probes.core.replay_transport import DirectoryTransport  # noqa: E402
-from probes.core.runner import Audit, AuditOptions, TargetBinding  # noqa: E402
-from snapshots.schema import Snapshot  # noqa: E402
-from tui.headless import collect  # noqa: E402
-from tui.session_setup import AuditSetup  # noqa: E402
+from gpuaudit.probes import REGISTRY  # noqa: E402
+from gpuaudit.probes.core.models import AuditRun, Severity, Target  # noqa: E402
+from gpuaudit.probes.core.replay_transport import DirectoryTransport  # noqa: E402
+from gpuaudit.probes.core.runner import Audit, AuditOptions, TargetBinding  # noqa: E402
+from gpuaudit.snapshots.schema import Snapshot  # noqa: E402
+from gpuaudit.tui.headless import collect  # noqa: E402
+from gpuaudit.tui.session_setup import AuditSetup  # noqa: E402
 
 EXAMPLES = ROOT / "snapshots" / "examples"
 RECORDINGS = EXAMPLES / "case-study"

@@ -13,8 +13,8 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
-from probes.core.models import CommandRecord, Finding, ProbeResult, Severity
-from snapshots.schema import Snapshot
+from gpuaudit.probes.core.models import CommandRecord, Finding, ProbeResult, Severity
+from gpuaudit.snapshots.schema import Snapshot
 
 PROBLEM = (Severity.WARNING, Severity.CRITICAL)
 RAW_DIFF_MAX_LINES = 4000

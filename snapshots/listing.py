@@ -6,11 +6,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 from pathlib import Path
 
-from probes.core.errors import SnapshotError
-from probes.core.models import SEVERITY_ORDER, Severity
-from snapshots import store
-from snapshots.naming import driver_of, kernel_of
-from snapshots.schema import Snapshot
+from gpuaudit.probes.core.errors import SnapshotError
+from gpuaudit.probes.core.models import SEVERITY_ORDER, Severity
+from gpuaudit.snapshots import store
+from gpuaudit.snapshots.naming import driver_of, kernel_of
+from gpuaudit.snapshots.schema import Snapshot
 
 SHORT = {Severity.CRITICAL: "C", Severity.WARNING: "W", Severity.UNKNOWN: "U", Severity.INFO: "I", Severity.OK: "OK"}
 """One- or two-letter severity marks of the compact count line (`gpuaudit-tui snapshots`)."""

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
-from snapshots.schema import SCHEMA_VERSION
+from gpuaudit.snapshots.schema import SCHEMA_VERSION
 
 Document = dict[str, Any]
 Step = Callable[[Document], Document]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from snapshots.schema import Snapshot
+from gpuaudit.snapshots.schema import Snapshot
 
 _DRIVER_KEYS = ("driver_version", "module_version", "smi_driver_version", "modinfo_version", "version")
 

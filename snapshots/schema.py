@@ -7,8 +7,8 @@ from typing import Literal
 
 from pydantic import BaseModel, Field
 
-from probes.core.models import AuditRun, Finding, ProbeResult, Target, TargetState
-from probes.core.version import __version__
+from gpuaudit.probes.core.models import AuditRun, Finding, ProbeResult, Target, TargetState
+from gpuaudit.probes.core.version import __version__
 
 SCHEMA_VERSION = 1
 

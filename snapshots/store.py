@@ -10,9 +10,9 @@ from pathlib import Path
 
 from pydantic import ValidationError
 
-from probes.core.errors import SnapshotError
-from snapshots.migrate import MigrationError, migrate
-from snapshots.schema import SCHEMA_VERSION, Snapshot
+from gpuaudit.probes.core.errors import SnapshotError
+from gpuaudit.snapshots.migrate import MigrationError, migrate
+from gpuaudit.snapshots.schema import SCHEMA_VERSION, Snapshot
 
 MAX_SNAPSHOT_BYTES = 512 * 1024 * 1024
 ENV_DIR = "GPUAUDIT_SNAPSHOT_DIR"

@@ -1,5 +1,5 @@
 """`python -m tui` runs the CLI."""
 
-from tui.cli import main
+from gpuaudit.tui.cli import main
 
 raise SystemExit(main())

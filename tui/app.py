@@ -15,17 +15,17 @@ from textual.screen import Screen
 from textual.notifications import SeverityLevel
 from textual.theme import BUILTIN_THEMES
 
-from probes.core.events import initial_run
-from probes.core.models import AuditRun, Severity
-from probes.core.runner import Audit
-from probes.core.text import neutralise
-from themes import DEFAULT_THEME, STATUS_DEFAULTS, STYLESHEETS, THEMES
-from tui.render import palette_from
-from tui.snapshot_actions import SnapshotActions
-from tui.theme_store import ThemeStore
+from gpuaudit.probes.core.events import initial_run
+from gpuaudit.probes.core.models import AuditRun, Severity
+from gpuaudit.probes.core.runner import Audit
+from gpuaudit.probes.core.text import neutralise
+from gpuaudit.themes import DEFAULT_THEME, STATUS_DEFAULTS, STYLESHEETS, THEMES
+from gpuaudit.tui.render import palette_from
+from gpuaudit.tui.snapshot_actions import SnapshotActions
+from gpuaudit.tui.theme_store import ThemeStore
 
 if TYPE_CHECKING:
-    from tui.screens.dashboard import DashboardScreen
+    from gpuaudit.tui.screens.dashboard import DashboardScreen
 
 Clock = Callable[[], datetime]
 FILTERS: tuple[Severity | None, ...] = (None, Severity.INFO, Severity.WARNING, Severity.CRITICAL)
@@ -75,7 +75,7 @@ class GpuAuditApp(SnapshotActions, App[int]):
 
     def on_mount(self) -> None:
         self.theme_changed_signal.subscribe(self, self._theme_changed)
-        from tui.screens.dashboard import DashboardScreen
+        from gpuaudit.tui.screens.dashboard import DashboardScreen
 
         self.push_screen(DashboardScreen())
         if self.audit is None:
@@ -89,7 +89,7 @@ class GpuAuditApp(SnapshotActions, App[int]):
 
     # --- state the screens share ---------------------------------------------------------------------
     def dashboard(self) -> DashboardScreen:
-        from tui.screens.dashboard import DashboardScreen
+        from gpuaudit.tui.screens.dashboard import DashboardScreen
 
         return next(s for s in self.screen_stack if isinstance(s, DashboardScreen))
 
@@ -98,7 +98,7 @@ class GpuAuditApp(SnapshotActions, App[int]):
 
         `probe_id`: only that probe changed, so an open drill-down reloads only if it shows that probe.
         """
-        from tui.screens.drilldown import DrilldownScreen
+        from gpuaudit.tui.screens.drilldown import DrilldownScreen
 
         if all_panes:
             self.dashboard().refresh_all()
@@ -114,7 +114,7 @@ class GpuAuditApp(SnapshotActions, App[int]):
                         f"gpuaudit-tui --resume {self.replay_file}", title="Resume", timeout=20)
 
     def open_drilldown(self, probe_id: str) -> None:
-        from tui.screens.drilldown import DrilldownScreen
+        from gpuaudit.tui.screens.drilldown import DrilldownScreen
 
         self.push_screen(DrilldownScreen(probe_id))
 
@@ -128,9 +128,9 @@ class GpuAuditApp(SnapshotActions, App[int]):
         self.exit(0)
 
     def action_help(self) -> None:
-        from tui.screens.dashboard import DashboardScreen
-        from tui.screens.drilldown import DrilldownScreen
-        from tui.screens.help import HelpScreen, binding_rows
+        from gpuaudit.tui.screens.dashboard import DashboardScreen
+        from gpuaudit.tui.screens.drilldown import DrilldownScreen
+        from gpuaudit.tui.screens.help import HelpScreen, binding_rows
 
         if self.screen.id != "help":
             self.push_screen(HelpScreen(binding_rows([("app", self.BINDINGS), ("dashboard", DashboardScreen.BINDINGS),
@@ -138,7 +138,7 @@ class GpuAuditApp(SnapshotActions, App[int]):
                                                       ("drill-down", DrilldownScreen.BINDINGS)])))
 
     def action_plan(self) -> None:
-        from tui.screens.plan import PlanScreen
+        from gpuaudit.tui.screens.plan import PlanScreen
 
         if self.screen.id != "plan":
             self.push_screen(PlanScreen(self.audit_run, self.palette))
@@ -181,7 +181,7 @@ def make_app(source: Audit | AuditRun, *, note: str | None = None, mode: str = "
 
 def run_app(args: argparse.Namespace) -> int:
     """`gpuaudit-tui` without --json: build the audit, open the dashboard; exit status 0 (2 on bad --theme)."""
-    from tui.session_setup import build_setup
+    from gpuaudit.tui.session_setup import build_setup
 
     store = ThemeStore()
     if args.theme and args.theme not in KNOWN_THEMES:

@@ -52,7 +52,7 @@ class _LazyVersion(argparse.Action):
     """--version without importing `probes` for every run: its __init__ loads the whole catalogue (~0.3 s)."""
 
     def __call__(self, parser, namespace, values, option_string=None):  # type: ignore[no-untyped-def]
-        from probes.core.version import __version__
+        from gpuaudit.probes.core.version import __version__
 
         print(f"gpuaudit-tui {__version__}")
         parser.exit()
@@ -103,6 +103,8 @@ def build_parser() -> OneLineParser:
     src.add_argument("--replay", metavar="FILE", help="re-judge a saved snapshot's raw outputs with today's rules (no machine contacted)")
     src.add_argument("--resume", metavar="FILE", help="re-run only what failed in a snapshot and save the merged result")
     src.add_argument("--demo", action="store_true", help="the bundled case-study recording (illustrative example)")
+    out.add_argument("--list-checks", action="store_true",
+                     help="list every check (id, owner, title, sources) and exit; with --json every field")
     ui = p.add_argument_group("interface")
     ui.add_argument("--theme", metavar="NAME", help="TUI theme (remembered)")
     return p
@@ -112,7 +114,7 @@ def parse_probe_ids(text: str | None) -> list[str] | None:
     """`pcie,power` -> ["pcie", "power"], validated against the registry."""
     if text is None:
         return None
-    from probes import PROBE_IDS
+    from gpuaudit.probes import PROBE_IDS
 
     ids = [t.strip() for t in text.split(",") if t.strip()]
     unknown = [i for i in ids if i not in PROBE_IDS]
@@ -149,22 +151,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         if argv and argv[0] in SUBCOMMANDS:
-            from tui import snapshot_commands
+            from gpuaudit.tui import snapshot_commands
 
             return snapshot_commands.main(argv[0], argv[1:])
         args = build_parser().parse_args(argv)
+        if args.list_checks:
+            from gpuaudit.tui import list_checks
+
+            return list_checks.main(args.json)
         _check_combinations(args)
         args.probe_ids = parse_probe_ids(args.probes)
         validate_python_path(args.python)
         if args.hosts:
-            from tui import fleet
+            from gpuaudit.tui import fleet
 
             return fleet.main(args)
         if args.json or args.plan:
-            from tui import headless
+            from gpuaudit.tui import headless
 
             return headless.main(args)
-        from tui import interactive
+        from gpuaudit.tui import interactive
 
         return interactive.main(args)
     except CliError as exc:
@@ -174,7 +180,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         print("gpuaudit-tui: interrupted", file=sys.stderr)
         return 130
     except Exception as exc:  # noqa: BLE001 - map domain errors, never a traceback
-        from probes.core.errors import GpuAuditError
+        from gpuaudit.probes.core.errors import GpuAuditError
 
         if isinstance(exc, GpuAuditError):
             print(f"gpuaudit-tui: error: {exc}", file=sys.stderr)

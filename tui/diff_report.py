@@ -9,9 +9,9 @@ from typing import Any
 from rich.console import Console
 from rich.text import Text
 
-from probes.core.models import Severity
-from probes.core.text import neutralise
-from snapshots.diff import FactChange, FindingChange, ProbeDiff, RawChange, SnapshotDiff
+from gpuaudit.probes.core.models import Severity
+from gpuaudit.probes.core.text import neutralise
+from gpuaudit.snapshots.diff import FactChange, FindingChange, ProbeDiff, RawChange, SnapshotDiff
 
 SeverityStyles = Mapping[Severity, str]
 SEVERITY_STYLE: SeverityStyles = {Severity.CRITICAL: "bold red", Severity.WARNING: "yellow", Severity.UNKNOWN: "magenta",

@@ -77,8 +77,8 @@ def parse_inventory(text: str, source: str = "inventory") -> list[FleetHost]:
     >>> [h.spec for h in parse_inventory("[gpu]\\nnode1 ansible_host=10.0.0.5 ansible_user=root\\n10.0.0.6:2222\\n")]
     ['root@10.0.0.5', '10.0.0.6:2222']
     """
-    from probes.core.errors import UsageError
-    from probes.core.targets import parse_ssh_address
+    from gpuaudit.probes.core.errors import UsageError
+    from gpuaudit.probes.core.targets import parse_ssh_address
 
     pending: dict[str, _Pending] = {}
     group_vars: dict[str, dict[str, str]] = {}
@@ -143,7 +143,7 @@ def parse_inventory(text: str, source: str = "inventory") -> list[FleetHost]:
 
 
 def load_inventory(path: str) -> list[FleetHost]:
-    from probes.core.errors import UsageError
+    from gpuaudit.probes.core.errors import UsageError
 
     try:
         text = Path(path).read_text(encoding="utf-8", errors="replace")
@@ -168,13 +168,13 @@ class HostResult:
 
 async def audit_host(host: FleetHost, args: argparse.Namespace, ssh: object, limit: asyncio.Semaphore) -> HostResult:
     """One host's audit under the fleet-wide connection cap; every failure becomes data."""
-    from probes.core.runner import Audit
-    from probes.core.session import live_bindings
-    from probes.core.targets import parse_host_spec
-    from snapshots.listing import severity_counts
-    from snapshots.schema import Snapshot
-    from tui.headless import EXIT_ERROR, collect, exit_code
-    from tui.session_setup import AuditSetup, audit_options, selected_probes
+    from gpuaudit.probes.core.runner import Audit
+    from gpuaudit.probes.core.session import live_bindings
+    from gpuaudit.probes.core.targets import parse_host_spec
+    from gpuaudit.snapshots.listing import severity_counts
+    from gpuaudit.snapshots.schema import Snapshot
+    from gpuaudit.tui.headless import EXIT_ERROR, collect, exit_code
+    from gpuaudit.tui.session_setup import AuditSetup, audit_options, selected_probes
 
     async with limit:
         t0 = time.monotonic()
@@ -230,7 +230,7 @@ def fleet_table(results: list[HostResult]) -> str:
 
 
 def main(args: argparse.Namespace) -> int:
-    from tui.session_setup import ssh_options
+    from gpuaudit.tui.session_setup import ssh_options
 
     hosts = load_inventory(args.hosts)
     t0 = time.monotonic()

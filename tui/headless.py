@@ -6,10 +6,10 @@ import argparse
 import asyncio
 import sys
 
-from probes.core.events import CommandFinished, ProbeFinished, TargetFailed, apply_event, initial_run
-from probes.core.models import AuditRun, Severity
-from snapshots.schema import Snapshot
-from tui.session_setup import AuditSetup, build_setup, stamp
+from gpuaudit.probes.core.events import CommandFinished, ProbeFinished, TargetFailed, apply_event, initial_run
+from gpuaudit.probes.core.models import AuditRun, Severity
+from gpuaudit.snapshots.schema import Snapshot
+from gpuaudit.tui.session_setup import AuditSetup, build_setup, stamp
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
 
@@ -81,12 +81,12 @@ def main(args: argparse.Namespace) -> int:
     run = asyncio.run(collect(setup, progress=sys.stderr.isatty()))
     snapshot = Snapshot.from_run(run)
     if setup.mode == "resume":  # always stored as a new snapshot (tui/resume.py)
-        from tui.resume import finish
+        from gpuaudit.tui.resume import finish
 
         snapshot, _ = finish(snapshot, setup, args)
     elif args.save is not None:
-        from snapshots import store
-        from snapshots.naming import default_name
+        from gpuaudit.snapshots import store
+        from gpuaudit.snapshots.naming import default_name
 
         name = args.save or default_name(snapshot)
         path = store.save(snapshot.model_copy(update={"name": name}), name,
@@ -96,7 +96,7 @@ def main(args: argparse.Namespace) -> int:
         if state.state == "failed":
             print(f"gpuaudit-tui: target {state.role} failed: {state.reason}", file=sys.stderr)
     if args.plan:
-        from probes.core.plan import build_plan, plan_markdown
+        from gpuaudit.probes.core.plan import build_plan, plan_markdown
 
         sys.stdout.write(plan_markdown(build_plan(run), run))
     else:

@@ -7,9 +7,9 @@ import argparse
 
 def main(args: argparse.Namespace) -> int:
     if getattr(args, "resume", None):  # resume headless, then show the stored result
-        from tui.resume import run_then_show
+        from gpuaudit.tui.resume import run_then_show
 
         return run_then_show(args)
-    from tui.app import run_app
+    from gpuaudit.tui.app import run_app
 
     return run_app(args)

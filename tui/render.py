@@ -12,8 +12,8 @@ from datetime import datetime
 
 from rich.text import Text
 
-from probes.core.models import SEVERITY_ORDER, AuditRun, CommandRecord, Finding, ProbeResult, Severity
-from probes.core.text import neutralise
+from gpuaudit.probes.core.models import SEVERITY_ORDER, AuditRun, CommandRecord, Finding, ProbeResult, Severity
+from gpuaudit.probes.core.text import neutralise
 
 __all__ = ["neutralise"]  # re-exported: screens and widgets import it from here
 

@@ -6,14 +6,14 @@ import argparse
 import sys
 from pathlib import Path
 
-from probes.core.errors import UsageError
-from probes.core.models import Target
-from probes.core.resume import ResumeTransport, resume_bindings, rerun_plan
-from probes.core.runner import Audit, TargetBinding
-from probes.core.session import live_bindings
-from probes.core.targets import TargetSpec, parse_container_spec, parse_host_spec
-from snapshots import store
-from snapshots.schema import Snapshot
+from gpuaudit.probes.core.errors import UsageError
+from gpuaudit.probes.core.models import Target
+from gpuaudit.probes.core.resume import ResumeTransport, resume_bindings, rerun_plan
+from gpuaudit.probes.core.runner import Audit, TargetBinding
+from gpuaudit.probes.core.session import live_bindings
+from gpuaudit.probes.core.targets import TargetSpec, parse_container_spec, parse_host_spec
+from gpuaudit.snapshots import store
+from gpuaudit.snapshots.schema import Snapshot
 
 LIVE_KINDS = ("local", "ssh", "pct", "lxc", "docker")
 
@@ -40,7 +40,7 @@ def target_specs(snapshot: Snapshot, args: argparse.Namespace) -> tuple[TargetSp
 
 def build_resume_setup(args: argparse.Namespace):
     """An AuditSetup whose transports answer from the snapshot and reach the machine only for failures."""
-    from tui.session_setup import AuditSetup, audit_options, selected_probes, ssh_options
+    from gpuaudit.tui.session_setup import AuditSetup, audit_options, selected_probes, ssh_options
 
     path = store.resolve(args.resume, _store_dir(args))
     snap = store.load(path)
@@ -84,7 +84,7 @@ def merge(original: Snapshot, resumed: Snapshot) -> Snapshot:
 
 def finish(snapshot: Snapshot, setup, args: argparse.Namespace) -> tuple[Snapshot, Path]:
     """Merge with the original, store as a new snapshot, print its path on stderr."""
-    from snapshots.naming import default_name
+    from gpuaudit.snapshots.naming import default_name
 
     assert setup.source is not None
     merged = merge(store.load(setup.source), snapshot)
@@ -102,13 +102,13 @@ def run_then_show(args: argparse.Namespace) -> int:
     """TUI path: resume headless (progress on stderr), then open the stored result as a replay."""
     import asyncio
 
-    from tui.headless import collect
-    from tui.session_setup import build_setup
+    from gpuaudit.tui.headless import collect
+    from gpuaudit.tui.session_setup import build_setup
 
     setup = build_setup(args)
     run = asyncio.run(collect(setup, progress=sys.stderr.isatty()))
     _, path = finish(Snapshot.from_run(run), setup, args)
-    from tui.app import run_app
+    from gpuaudit.tui.app import run_app
 
     args.resume, args.replay = None, str(path)
     return run_app(args)

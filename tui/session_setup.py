@@ -6,12 +6,12 @@ import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
-from probes import REGISTRY
-from probes.core.models import AuditRun
-from probes.core.runner import Audit, AuditOptions
-from probes.core.session import live_bindings, replay_bindings
-from probes.core.ssh_transport import SshOptions
-from probes.core.targets import parse_container_spec, parse_host_spec
+from gpuaudit.probes import REGISTRY
+from gpuaudit.probes.core.models import AuditRun
+from gpuaudit.probes.core.runner import Audit, AuditOptions
+from gpuaudit.probes.core.session import live_bindings, replay_bindings
+from gpuaudit.probes.core.ssh_transport import SshOptions
+from gpuaudit.probes.core.targets import parse_container_spec, parse_host_spec
 
 DEMO_NOTE = "DEMO: illustrative example modelled on the case study (not a capture of a real machine)"
 
@@ -47,7 +47,7 @@ def build_setup(args: argparse.Namespace) -> AuditSetup:
     """Live audit from --host/--container, or a replay of --replay FILE / --demo."""
 
     if args.replay or args.demo:
-        from snapshots import store
+        from gpuaudit.snapshots import store
 
         path = store.EXAMPLES_DIR / "case-study-before.json" if args.demo else store.resolve(args.replay, _dir(args))
         snap = store.load(path)
@@ -56,7 +56,7 @@ def build_setup(args: argparse.Namespace) -> AuditSetup:
         note = DEMO_NOTE if args.demo else (snap.note or f"REPLAY of {path.name} (recorded {snap.created_at:%Y-%m-%d %H:%M} UTC)")
         return AuditSetup(Audit(bindings, selected_probes(args), audit_options(args)), mode, note, path)
     if args.resume:  # failed commands live, the rest from the snapshot (tui/resume.py)
-        from tui.resume import build_resume_setup
+        from gpuaudit.tui.resume import build_resume_setup
 
         return build_resume_setup(args)
     host = parse_host_spec(args.host)

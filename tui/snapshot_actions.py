@@ -6,10 +6,10 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from tui.messages import SnapshotSaved
+from gpuaudit.tui.messages import SnapshotSaved
 
 if TYPE_CHECKING:
-    from tui.screens.dashboard import DashboardScreen
+    from gpuaudit.tui.screens.dashboard import DashboardScreen
 
 
 class SnapshotActions:
@@ -22,17 +22,17 @@ class SnapshotActions:
     dashboard: Callable[[], DashboardScreen]
 
     def action_save(self) -> None:
-        from snapshots.naming import default_name
-        from snapshots.schema import Snapshot
-        from tui.screens.save_prompt import SavePromptScreen
+        from gpuaudit.snapshots.naming import default_name
+        from gpuaudit.snapshots.schema import Snapshot
+        from gpuaudit.tui.screens.save_prompt import SavePromptScreen
 
         snapshot = Snapshot.from_run(self.audit_run, created_at=self.clock())
 
         def save(name: str | None) -> None:
             if name is None:
                 return
-            from probes.core.errors import SnapshotError
-            from snapshots import store
+            from gpuaudit.probes.core.errors import SnapshotError
+            from gpuaudit.snapshots import store
 
             try:
                 path = store.save(snapshot.model_copy(update={"name": name}), name, self.snapshot_dir)
@@ -45,10 +45,10 @@ class SnapshotActions:
         self.push_screen(SavePromptScreen(default_name(snapshot)), save)
 
     def action_diff(self) -> None:
-        from snapshots import store
-        from snapshots.schema import Snapshot
-        from tui.screens.diff import SnapshotDiffScreen
-        from tui.screens.snapshot_picker import SnapshotPickerScreen
+        from gpuaudit.snapshots import store
+        from gpuaudit.snapshots.schema import Snapshot
+        from gpuaudit.tui.screens.diff import SnapshotDiffScreen
+        from gpuaudit.tui.screens.snapshot_picker import SnapshotPickerScreen
 
         def picked(path: Path | None) -> None:
             if path is None:

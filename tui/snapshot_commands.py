@@ -10,7 +10,7 @@ EXIT_SAME, EXIT_DIFFERENT = 0, 1
 
 
 def _parser(name: str):
-    from tui.cli import OneLineParser
+    from gpuaudit.tui.cli import OneLineParser
 
     if name == "diff":
         p = OneLineParser(prog="gpuaudit-tui diff",
@@ -36,8 +36,8 @@ def main(name: str, argv: list[str]) -> int:
 
 
 def run_diff(args, directory: Path | None) -> int:
-    from snapshots import store
-    from snapshots.diff import diff_snapshots
+    from gpuaudit.snapshots import store
+    from gpuaudit.snapshots.diff import diff_snapshots
 
     _, old = store.load_ref(args.old, directory)
     _, new = store.load_ref(args.new, directory)
@@ -47,16 +47,16 @@ def run_diff(args, directory: Path | None) -> int:
         payload["identical"] = diff.identical
         sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
     else:
-        from tui.diff_report import print_report
+        from gpuaudit.tui.diff_report import print_report
 
         print_report(diff, show_unified=args.raw)
     return EXIT_SAME if diff.identical else EXIT_DIFFERENT
 
 
 def run_list(args, directory: Path | None) -> int:
-    from snapshots import store
-    from probes.core.text import neutralise
-    from snapshots.listing import counts_text, list_snapshots
+    from gpuaudit.snapshots import store
+    from gpuaudit.probes.core.text import neutralise
+    from gpuaudit.snapshots.listing import counts_text, list_snapshots
 
     directory = directory or store.default_dir()
     infos = list_snapshots(directory, examples=args.examples)

@@ -3,20 +3,20 @@
 
 from __future__ import annotations
 
-from probes.container.commands import CGROUP_FILES, COMMANDS, ON_BOTH, ON_CTR, PROBE_ID, SMI_GPU_IDS
-from probes.container.extract import NVIDIA_MAJOR_NAMES, extract
-from probes.container.facts import ContainerFacts, CtConfig, Gpu, Node, Rule
-from probes.container.rules import judge
-from probes.container.rules_common import GIB, match_config
-from probes.container.rules_devices import (
+from gpuaudit.probes.container.commands import CGROUP_FILES, COMMANDS, ON_BOTH, ON_CTR, PROBE_ID, SMI_GPU_IDS
+from gpuaudit.probes.container.extract import NVIDIA_MAJOR_NAMES, extract
+from gpuaudit.probes.container.facts import ContainerFacts, CtConfig, Gpu, Node, Rule
+from gpuaudit.probes.container.rules import judge
+from gpuaudit.probes.container.rules_common import GIB, match_config
+from gpuaudit.probes.container.rules_devices import (
     judge_detect,
     judge_device_cgroup,
     judge_device_major_match,
     judge_device_nodes,
     judge_privilege,
 )
-from probes.container.rules_gpus import judge_gpu_inventory_match, judge_gpu_visibility
-from probes.container.rules_limits import (
+from gpuaudit.probes.container.rules_gpus import judge_gpu_inventory_match, judge_gpu_visibility
+from gpuaudit.probes.container.rules_limits import (
     judge_cpu_quota,
     judge_docker_gpu_runtime,
     judge_limits_vs_model,
@@ -27,8 +27,8 @@ from probes.container.rules_limits import (
     judge_shm_ipc,
     judge_userspace_driver,
 )
-from probes.container.summary import summarize
-from probes.core.spec import Probe
+from gpuaudit.probes.container.summary import summarize
+from gpuaudit.probes.core.spec import Probe
 
 __all__ = [
     "CGROUP_FILES",

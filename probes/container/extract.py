@@ -4,12 +4,12 @@ from __future__ import annotations
 
 import re
 
-from probes.container.facts import ContainerFacts, CtConfig, Gpu, Node, Rule
-from probes.core.errors import ParseError
-from probes.core.models import CommandRecord, Role
-from probes.core.parsers.lxc import LxcConfig, parse_conf_dump
-from probes.core.parsers.nvidia_smi import detect_smi_error, parse_smi_gpu_ids
-from probes.core.parsers.system import (
+from gpuaudit.probes.container.facts import ContainerFacts, CtConfig, Gpu, Node, Rule
+from gpuaudit.probes.core.errors import ParseError
+from gpuaudit.probes.core.models import CommandRecord, Role
+from gpuaudit.probes.core.parsers.lxc import LxcConfig, parse_conf_dump
+from gpuaudit.probes.core.parsers.nvidia_smi import detect_smi_error, parse_smi_gpu_ids
+from gpuaudit.probes.core.parsers.system import (
     parse_cgroup_files,
     parse_detect_virt,
     parse_df,
@@ -20,7 +20,7 @@ from probes.core.parsers.system import (
     parse_ulimit_a,
     ulimit_kb,
 )
-from probes.core.spec import Outputs, partial_grep_ok, record_problem, usable_stdout
+from gpuaudit.probes.core.spec import Outputs, partial_grep_ok, record_problem, usable_stdout
 
 NVIDIA_MAJOR_NAMES = ("nvidia-frontend", "nvidia-uvm", "nvidia-caps", "nvidia-nvswitch", "nvidia-caps-imex-channels",
                       "nvidia-nvlink")

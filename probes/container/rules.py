@@ -5,17 +5,17 @@ from __future__ import annotations
 from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
-from probes.container.facts import ContainerFacts
-from probes.container.rules_common import _mk, host_without_nvidia
-from probes.container.rules_devices import (
+from gpuaudit.probes.container.facts import ContainerFacts
+from gpuaudit.probes.container.rules_common import _mk, host_without_nvidia
+from gpuaudit.probes.container.rules_devices import (
     judge_detect,
     judge_device_cgroup,
     judge_device_major_match,
     judge_device_nodes,
     judge_privilege,
 )
-from probes.container.rules_gpus import judge_gpu_inventory_match, judge_gpu_visibility
-from probes.container.rules_limits import (
+from gpuaudit.probes.container.rules_gpus import judge_gpu_inventory_match, judge_gpu_visibility
+from gpuaudit.probes.container.rules_limits import (
     judge_cpu_quota,
     judge_docker_gpu_runtime,
     judge_limits_vs_model,
@@ -26,8 +26,8 @@ from probes.container.rules_limits import (
     judge_shm_ipc,
     judge_userspace_driver,
 )
-from probes.core.models import Finding, Role
-from probes.core.spec import FactsByTarget
+from gpuaudit.probes.core.models import Finding, Role
+from gpuaudit.probes.core.spec import FactsByTarget
 
 
 class Check(NamedTuple):

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from probes.container.commands import PROBE_ID
-from probes.container.facts import ContainerFacts, CtConfig
-from probes.core.models import Finding, Role
-from probes.core.spec import finding, problem_text
+from gpuaudit.probes.container.commands import PROBE_ID
+from gpuaudit.probes.container.facts import ContainerFacts, CtConfig
+from gpuaudit.probes.core.models import Finding, Role
+from gpuaudit.probes.core.spec import finding, problem_text
 
 GIB = 1024**3
 

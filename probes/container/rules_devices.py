@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 
-from probes.container.facts import ContainerFacts, CtConfig, Node
-from probes.container.rules_common import _configs_unavailable, _mk, _na_no_container, _scope, _why, match_config
-from probes.core.models import Finding, Role
+from gpuaudit.probes.container.facts import ContainerFacts, CtConfig, Node
+from gpuaudit.probes.container.rules_common import _configs_unavailable, _mk, _na_no_container, _scope, _why, match_config
+from gpuaudit.probes.core.models import Finding, Role
 
 
 def judge_detect(host: ContainerFacts, ctr: ContainerFacts | None) -> Finding:

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 
-from probes.container.facts import ContainerFacts
-from probes.container.rules_common import _mk, _na_no_container, _why, match_config
-from probes.core.models import Finding, Role
+from gpuaudit.probes.container.facts import ContainerFacts
+from gpuaudit.probes.container.rules_common import _mk, _na_no_container, _why, match_config
+from gpuaudit.probes.core.models import Finding, Role
 
 
 def _expected_gpu_count(host: ContainerFacts, ctr: ContainerFacts) -> tuple[int | None, str]:

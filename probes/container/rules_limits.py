@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from probes.container.facts import ContainerFacts
-from probes.container.rules_common import GIB, _gib, _mk, _na_no_container, _why, match_config
-from probes.core.models import Finding, Role
+from gpuaudit.probes.container.facts import ContainerFacts
+from gpuaudit.probes.container.rules_common import GIB, _gib, _mk, _na_no_container, _why, match_config
+from gpuaudit.probes.core.models import Finding, Role
 
 
 def _multi_gpu(ctr: ContainerFacts) -> bool | None:

@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from probes.container.facts import ContainerFacts
-from probes.container.rules_common import _gib, match_config
-from probes.core.spec import FactsByTarget
+from gpuaudit.probes.container.facts import ContainerFacts
+from gpuaudit.probes.container.rules_common import _gib, match_config
+from gpuaudit.probes.core.spec import FactsByTarget
 
 
 def summarize(facts: FactsByTarget) -> str:

@@ -6,9 +6,15 @@ from collections.abc import Iterable
 from datetime import datetime
 from typing import Annotated, Literal, Union
 
+from gpuaudit.probes.core.models import (
+    AuditRun,
+    CommandRecord,
+    ProbeResult,
+    Role,
+    Target,
+    TargetState,
+)
 from pydantic import BaseModel, Field
-
-from probes.core.models import AuditRun, CommandRecord, ProbeResult, Role, Target, TargetState
 
 
 class TargetConnecting(BaseModel):

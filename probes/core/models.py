@@ -113,6 +113,8 @@ class Finding(BaseModel):
     """`<probe>.<slug>` exactly as PROBES.md spells it; never changes once released."""
     severity: Severity
     probe: str
+    owner: str | None = None
+    """Who can fix it: bios, host, container, engine or hardware (None in snapshots older than the catalogue)."""
     targets: list[Role] = Field(default_factory=list)
     title: str
     observed: str = ""

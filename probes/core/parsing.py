@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import re
 
-from probes.core.errors import ParseError
-
 
 def kv_lines(text: str, sep: str = ":") -> dict[str, str]:
     """`Key: value` lines -> dict (first occurrence wins, keys and values stripped)."""

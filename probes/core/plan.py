@@ -10,10 +10,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
+from gpuaudit.probes.core.models import (
+    AuditRun,
+    CommandRecord,
+    EvidenceRef,
+    Finding,
+    Severity,
+)
+from gpuaudit.probes.core.text import neutralise
 from pydantic import BaseModel, Field
-
-from probes.core.models import AuditRun, CommandRecord, EvidenceRef, Finding, Severity
-from probes.core.text import neutralise
 
 PLAN_SEVERITIES = (Severity.CRITICAL, Severity.WARNING)
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-from probes.core.transport import RawResult, Transport
+from gpuaudit.probes.core.transport import RawResult, Transport
 
 
 class PooledTransport:

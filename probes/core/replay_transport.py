@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import asyncio
-from datetime import datetime, timezone
 from collections.abc import Iterable, Mapping
+from datetime import datetime, timezone
 from pathlib import Path
 
-from probes.core.models import CommandRecord
-from probes.core.transport import PREFLIGHT_ID, RawResult
+from gpuaudit.probes.core.models import CommandRecord
+from gpuaudit.probes.core.transport import PREFLIGHT_ID, RawResult
 
 NOT_RECORDED = "not recorded in this snapshot (the probe's command is newer than the recording)"
 

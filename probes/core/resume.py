@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from probes.core.models import CommandRecord, Role, Target, TargetState
-from probes.core.replay_transport import ReplayTransport
-from probes.core.runner import TargetBinding
-from probes.core.spec import Probe
-from probes.core.transport import PREFLIGHT_ID, RawResult, Transport
+from gpuaudit.probes.core.models import CommandRecord, Role, Target, TargetState
+from gpuaudit.probes.core.replay_transport import ReplayTransport
+from gpuaudit.probes.core.runner import TargetBinding
+from gpuaudit.probes.core.spec import Probe
+from gpuaudit.probes.core.transport import PREFLIGHT_ID, RawResult, Transport
 
 NOT_RERUN = "not re-run: the resumed snapshot had no live connection for this target"
 

@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from pydantic import BaseModel
-
-from probes.core.events import (
+from gpuaudit.probes.core.checks import judge_checks
+from gpuaudit.probes.core.errors import TransportError
+from gpuaudit.probes.core.events import (
     AuditFinished,
     CommandFinished,
     CommandStarted,
@@ -21,12 +21,17 @@ from probes.core.events import (
     TargetConnecting,
     TargetFailed,
 )
-from probes.core.errors import TransportError
-from probes.core.models import CommandRecord, ProbeResult, Role, Target
-from probes.core.redact import redact_text
-from probes.core.spec import Command, Probe
-from probes.core.targets import build_command_line
-from probes.core.transport import DEFAULT_MAX_BYTES, PREFLIGHT_ID, RawResult, Transport
+from gpuaudit.probes.core.models import CommandRecord, ProbeResult, Role, Target
+from gpuaudit.probes.core.redact import redact_text
+from gpuaudit.probes.core.spec import Command, Probe
+from gpuaudit.probes.core.targets import build_command_line
+from gpuaudit.probes.core.transport import (
+    DEFAULT_MAX_BYTES,
+    PREFLIGHT_ID,
+    RawResult,
+    Transport,
+)
+from pydantic import BaseModel
 
 DEFAULT_TIMEOUT_S = 20.0
 
@@ -342,8 +347,9 @@ def judge_probe(probe: Probe, records_by_role: dict[Role, list[CommandRecord]], 
     """Interpret and judge one probe from its records (pure): the same code path for live runs and replay."""
     result = ProbeResult(probe_id=probe.id, title=probe.title, started_at=started)
     try:
-        facts = {role: probe.extract({r.command_id: r for r in recs}, role) for role, recs in records_by_role.items()}
-        findings = list(probe.judge(facts))
+        outputs = {role: {r.command_id: r for r in recs} for role, recs in records_by_role.items()}
+        facts = {role: probe.extract(outputs[role], role) for role in outputs}
+        findings = [*judge_checks(probe.checks, facts, outputs), *probe.judge(facts)]
         summary = probe.summarize(facts)
     except Exception as exc:  # a parser/rule bug fails this probe only, visibly
         return result.model_copy(update={"status": "failed", "error": f"{exc.__class__.__name__}: {exc}",

@@ -5,13 +5,17 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from probes.core.models import CommandRecord, Target, TargetState
-from probes.core.pool import PooledTransport
-from probes.core.replay_transport import DirectoryTransport, ReplayTransport, records_by_role
-from probes.core.runner import TargetBinding
-from probes.core.ssh_transport import SshOptions, SshTransport
-from probes.core.targets import TargetSpec
-from probes.core.transport import LocalTransport, Transport
+from gpuaudit.probes.core.models import CommandRecord, Target, TargetState
+from gpuaudit.probes.core.pool import PooledTransport
+from gpuaudit.probes.core.replay_transport import (
+    DirectoryTransport,
+    ReplayTransport,
+    records_by_role,
+)
+from gpuaudit.probes.core.runner import TargetBinding
+from gpuaudit.probes.core.ssh_transport import SshOptions, SshTransport
+from gpuaudit.probes.core.targets import TargetSpec
+from gpuaudit.probes.core.transport import LocalTransport, Transport
 
 
 def _transport_for(spec: TargetSpec, ssh: SshOptions) -> Transport:

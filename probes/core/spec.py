@@ -3,12 +3,17 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
+from gpuaudit.probes.core.models import (
+    CommandRecord,
+    EvidenceRef,
+    Finding,
+    Role,
+    Severity,
+)
 from pydantic import BaseModel
-
-from probes.core.models import CommandRecord, EvidenceRef, Finding, Role, Severity
 
 Outputs = Mapping[str, CommandRecord]
 """command_id -> record, for one target. A command that was not run is absent."""
@@ -31,6 +36,12 @@ class Command:
     description: str = ""
     active: bool = False
     """Generates load (nccl-tests and the like): runs only with --active, never by default."""
+    ok_exits: frozenset[int] = frozenset({0})
+    """Exit statuses that are normal answers (grep: 1 = no match; systemctl status: 3 inactive, 4 no unit)."""
+
+    def with_roles(self, roles: frozenset[Role]) -> Command:
+        """The same source, run on fewer roles (a probe that needs it only on the host, say)."""
+        return replace(self, on=roles)
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,10 +53,14 @@ class Probe:
     commands: tuple[Command, ...]
     extract: Callable[[Outputs, Role], BaseModel]
     """Raw outputs of one target -> typed facts. Pure; must not raise on odd output."""
-    judge: Callable[[FactsByTarget], Iterable[Finding]]
-    """Facts of all targets -> findings (cross-target checks live here too)."""
+    judge: Callable[[FactsByTarget], Iterable[Finding]] = field(default=lambda facts: ())
+    """Legacy: facts of all targets -> findings. New checks are rows in `checks`, judged by the framework."""
     summarize: Callable[[FactsByTarget], str] = field(default=lambda facts: "")
     """Facts -> the pane's one-line key facts."""
+    checks: tuple[Any, ...] = ()
+    """The probe's rows of the catalogue (probes.core.checks.Check), judged by probes.core.checks.judge_checks."""
+    volatile_facts: frozenset[str] = frozenset()
+    """Fact names that change on an unchanged machine (counters, pids, uptime): `diff` ignores them by default."""
 
     def commands_for(self, role: Role) -> tuple[Command, ...]:
         """The commands this probe runs on a target of the given role."""

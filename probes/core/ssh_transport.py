@@ -11,9 +11,9 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
-from probes.core.errors import TransportError
-from probes.core.targets import SshAddress
-from probes.core.transport import RawResult, StreamCap, read_capped
+from gpuaudit.probes.core.errors import TransportError
+from gpuaudit.probes.core.targets import SshAddress
+from gpuaudit.probes.core.transport import RawResult, StreamCap, read_capped
 
 DEFAULT_MAX_CHANNELS = 8  # OpenSSH MaxSessions is 10; sshd frees slots a little late, 8 never raced (TESTING.md)
 EXIT_GRACE_S = 0.5

@@ -7,8 +7,8 @@ import re
 import shlex
 from dataclasses import dataclass
 
-from probes.core.errors import UsageError
-from probes.core.models import Role, Target
+from gpuaudit.probes.core.errors import UsageError
+from gpuaudit.probes.core.models import Role, Target
 
 _HOSTNAME = r"[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,252})"
 _SSH_SPEC = re.compile(

@@ -6,11 +6,11 @@ The host's kernel module is the reference; the container only brings user-space 
 
 from __future__ import annotations
 
-from probes.core.spec import Probe
-from probes.driver.commands import BOTH, COMMANDS, HOST, PROBE_ID, QUERY_FIELDS
-from probes.driver.extract import extract
-from probes.driver.facts import DriverFacts, GpuState
-from probes.driver.knowledge import (
+from gpuaudit.probes.core.spec import Probe
+from gpuaudit.probes.driver.commands import BOTH, COMMANDS, HOST, PROBE_ID, QUERY_FIELDS
+from gpuaudit.probes.driver.extract import extract
+from gpuaudit.probes.driver.facts import DriverFacts, GpuState
+from gpuaudit.probes.driver.knowledge import (
     DATACENTER,
     MIN_BRANCH,
     TURING_PLUS,
@@ -21,8 +21,8 @@ from probes.driver.knowledge import (
     gpu_arch,
     short_name,
 )
-from probes.driver.rules import judge
-from probes.driver.summary import summarize
+from gpuaudit.probes.driver.rules import judge
+from gpuaudit.probes.driver.summary import summarize
 
 __all__ = [
     "BOTH",

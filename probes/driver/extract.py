@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import re
 
-from probes.core.errors import ParseError
-from probes.core.models import Role
-from probes.core.parsers.nvidia_misc import (
+from gpuaudit.probes.core.errors import ParseError
+from gpuaudit.probes.core.models import Role
+from gpuaudit.probes.core.parsers.nvidia_misc import (
     parse_dkms_status,
     parse_lib_versions,
     parse_modinfo,
@@ -16,7 +16,7 @@ from probes.core.parsers.nvidia_misc import (
     parse_proc_driver_version,
     parse_xid_events,
 )
-from probes.core.parsers.nvidia_smi import (
+from gpuaudit.probes.core.parsers.nvidia_smi import (
     detect_smi_error,
     nvml_library_version,
     csv_row_errors,
@@ -24,10 +24,10 @@ from probes.core.parsers.nvidia_smi import (
     parse_smi_table,
     smi_error_kind,
 )
-from probes.core.parsing import first_line
-from probes.core.spec import Outputs, record_problem, usable_record
-from probes.driver.commands import QUERY_FIELDS
-from probes.driver.facts import DriverFacts, GpuState
+from gpuaudit.probes.core.parsing import first_line
+from gpuaudit.probes.core.spec import Outputs, record_problem, usable_record
+from gpuaudit.probes.driver.commands import QUERY_FIELDS
+from gpuaudit.probes.driver.facts import DriverFacts, GpuState
 
 
 def _int(v: str | None) -> int | None:

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from probes.core.parsing import version_tuple
-from probes.driver.facts import DriverFacts, GpuState
+from gpuaudit.probes.core.parsing import version_tuple
+from gpuaudit.probes.driver.facts import DriverFacts, GpuState
 
 
 def gpu_arch(compute_cap: str | None, name: str | None) -> str | None:

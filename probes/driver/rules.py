@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from probes.core.models import Finding
-from probes.core.spec import FactsByTarget
-from probes.driver.facts import DriverFacts
-from probes.driver.rules_install import (
+from gpuaudit.probes.core.models import Finding
+from gpuaudit.probes.core.spec import FactsByTarget
+from gpuaudit.probes.driver.facts import DriverFacts
+from gpuaudit.probes.driver.rules_install import (
     _compat_libs,
     _dkms_kernel_match,
     _module_params,
     _persistence_host_vs_container,
     _userspace_match,
 )
-from probes.driver.rules_state import (
+from gpuaudit.probes.driver.rules_state import (
     _compute_mode,
     _ecc_rowremap,
     _mig_mode,

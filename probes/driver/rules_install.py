@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from probes.core.models import Finding, Role
-from probes.core.parsers.nvidia_smi import SMI_ERR_MISMATCH, SMI_ERR_NO_DRIVER
-from probes.core.parsing import version_tuple
-from probes.core.spec import finding
-from probes.driver.commands import PROBE_ID
-from probes.driver.facts import DriverFacts
-from probes.driver.knowledge import DATACENTER, _enabled, _host_version, _is_compat, _no_gpu_reason
+from gpuaudit.probes.core.models import Finding, Role
+from gpuaudit.probes.core.parsers.nvidia_smi import SMI_ERR_MISMATCH, SMI_ERR_NO_DRIVER
+from gpuaudit.probes.core.parsing import version_tuple
+from gpuaudit.probes.core.spec import finding
+from gpuaudit.probes.driver.commands import PROBE_ID
+from gpuaudit.probes.driver.facts import DriverFacts
+from gpuaudit.probes.driver.knowledge import DATACENTER, _enabled, _host_version, _is_compat, _no_gpu_reason
 
 
 def _dkms_kernel_match(h: DriverFacts) -> Finding:

@@ -4,12 +4,12 @@ from __future__ import annotations
 
 from collections import Counter
 
-from probes.core.models import Finding, Role
-from probes.core.parsing import version_tuple
-from probes.core.spec import finding
-from probes.driver.commands import PROBE_ID
-from probes.driver.facts import DriverFacts
-from probes.driver.knowledge import (
+from gpuaudit.probes.core.models import Finding, Role
+from gpuaudit.probes.core.parsing import version_tuple
+from gpuaudit.probes.core.spec import finding
+from gpuaudit.probes.driver.commands import PROBE_ID
+from gpuaudit.probes.driver.facts import DriverFacts
+from gpuaudit.probes.driver.knowledge import (
     DATACENTER,
     MIN_BRANCH,
     TURING_PLUS,

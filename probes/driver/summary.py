@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-from probes.core.spec import FactsByTarget
-from probes.driver.facts import DriverFacts
-from probes.driver.knowledge import _fleet, _host_version
+from gpuaudit.probes.core.spec import FactsByTarget
+from gpuaudit.probes.driver.facts import DriverFacts
+from gpuaudit.probes.driver.knowledge import _fleet, _host_version
 
 
 def summarize(facts: FactsByTarget) -> str:

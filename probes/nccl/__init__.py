@@ -6,19 +6,19 @@ only with `--active`; its findings say so in their titles.
 
 from __future__ import annotations
 
-from probes.core.spec import Probe
-from probes.nccl.commands import ALL_REDUCE_SHELL, COMMANDS, PROBE_ID, SMI_GPU_CC
-from probes.nccl.extract import extract
-from probes.nccl.facts import NcclFacts
-from probes.nccl.parsers import (
+from gpuaudit.probes.core.spec import Probe
+from gpuaudit.probes.nccl.commands import ALL_REDUCE_SHELL, COMMANDS, PROBE_ID, SMI_GPU_CC
+from gpuaudit.probes.nccl.extract import extract
+from gpuaudit.probes.nccl.facts import NcclFacts
+from gpuaudit.probes.nccl.parsers import (
     nccl_version_from_path,
     parse_acsctl,
     parse_gpu_matrix,
     parse_iommu_groups,
     parse_ldconfig_nccl,
 )
-from probes.nccl.rules import judge
-from probes.nccl.summary import summarize
+from gpuaudit.probes.nccl.rules import judge
+from gpuaudit.probes.nccl.summary import summarize
 
 __all__ = [
     "ALL_REDUCE_SHELL",

@@ -4,22 +4,22 @@ from __future__ import annotations
 
 import re
 
-from probes.core.errors import ParseError
-from probes.core.models import Role
-from probes.core.parsers.engine import (
+from gpuaudit.probes.core.errors import ParseError
+from gpuaudit.probes.core.models import Role
+from gpuaudit.probes.core.parsers.engine import (
     log_source_labels,
     parse_engine_logs,
     parse_engine_procs,
     parse_nccl_channels,
     summarize_engine,
 )
-from probes.core.parsers.nccl_tests import parse_all_reduce_perf
-from probes.core.parsers.nvidia_smi import parse_query_gpu_csv
-from probes.core.parsers.system import parse_cpuinfo_id
-from probes.core.parsers.pyenv import parse_pyenv_json
-from probes.core.spec import Outputs, record_problem
-from probes.nccl.facts import NcclFacts
-from probes.nccl.parsers import parse_acsctl, parse_gpu_matrix, parse_iommu_groups, parse_ldconfig_nccl
+from gpuaudit.probes.core.parsers.nccl_tests import parse_all_reduce_perf
+from gpuaudit.probes.core.parsers.nvidia_smi import parse_query_gpu_csv
+from gpuaudit.probes.core.parsers.system import parse_cpuinfo_id
+from gpuaudit.probes.core.parsers.pyenv import parse_pyenv_json
+from gpuaudit.probes.core.spec import Outputs, record_problem
+from gpuaudit.probes.nccl.facts import NcclFacts
+from gpuaudit.probes.nccl.parsers import parse_acsctl, parse_gpu_matrix, parse_iommu_groups, parse_ldconfig_nccl
 
 
 def _ok(outputs: Outputs, cid: str, problems: dict[str, str]) -> str | None:

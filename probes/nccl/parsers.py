@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from probes.core.errors import ParseError
-from probes.core.parsers.nvidia_smi import parse_topo_m
+from gpuaudit.probes.core.errors import ParseError
+from gpuaudit.probes.core.parsers.nvidia_smi import parse_topo_m
 
 _P2P_CODES = {"OK", "CNS", "GNS", "TNS", "NS", "U", "X"}
 

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from probes.core.models import Finding
-from probes.core.spec import FactsByTarget
-from probes.nccl.rules_active import _allreduce
-from probes.nccl.rules_engine import _amd_dual_socket, _custom_allreduce, _env_overrides, _library_in_use
-from probes.nccl.rules_topology import (
+from gpuaudit.probes.core.models import Finding
+from gpuaudit.probes.core.spec import FactsByTarget
+from gpuaudit.probes.nccl.rules_active import _allreduce
+from gpuaudit.probes.nccl.rules_engine import _amd_dual_socket, _custom_allreduce, _env_overrides, _library_in_use
+from gpuaudit.probes.nccl.rules_topology import (
     _env_vs_topology,
     _iommu_acs_gate,
     _p2p_matrix,

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from probes.core.models import Finding, Role
-from probes.core.parsers.nccl_tests import human_size
-from probes.core.spec import FactsByTarget, finding
-from probes.nccl.commands import PROBE_ID
-from probes.nccl.rules_common import _interconnect
+from gpuaudit.probes.core.models import Finding, Role
+from gpuaudit.probes.core.parsers.nccl_tests import human_size
+from gpuaudit.probes.core.spec import FactsByTarget, finding
+from gpuaudit.probes.nccl.commands import PROBE_ID
+from gpuaudit.probes.nccl.rules_common import _interconnect
 
 
 def _allreduce(facts: FactsByTarget) -> Iterator[Finding]:

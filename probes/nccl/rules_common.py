@@ -5,10 +5,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from probes.core.models import Role
-from probes.core.parsers.engine import engine_listing_problem
-from probes.core.spec import FactsByTarget
-from probes.nccl.facts import NcclFacts
+from gpuaudit.probes.core.models import Role
+from gpuaudit.probes.core.parsers.engine import engine_listing_problem
+from gpuaudit.probes.core.spec import FactsByTarget
+from gpuaudit.probes.nccl.facts import NcclFacts
 
 
 def _pick(facts: FactsByTarget, attr: str, prefer: tuple[Role, ...] = ("host", "container")) -> tuple[Role | None, Any]:

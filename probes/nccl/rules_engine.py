@@ -5,11 +5,11 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from probes.core.models import Finding, Role
-from probes.core.spec import FactsByTarget, finding
-from probes.nccl.commands import PROBE_ID
-from probes.nccl.parsers import nccl_version_from_path
-from probes.nccl.rules_common import _engine, _engine_unlisted, _gate, _interconnect, _pick, _problem
+from gpuaudit.probes.core.models import Finding, Role
+from gpuaudit.probes.core.spec import FactsByTarget, finding
+from gpuaudit.probes.nccl.commands import PROBE_ID
+from gpuaudit.probes.nccl.parsers import nccl_version_from_path
+from gpuaudit.probes.nccl.rules_common import _engine, _engine_unlisted, _gate, _interconnect, _pick, _problem
 
 _TUNING = ("NCCL_ALGO", "NCCL_PROTO", "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS", "NCCL_BUFFSIZE", "NCCL_NTHREADS",
            "NCCL_MIN_CTAS", "NCCL_MAX_CTAS", "NCCL_CUMEM_ENABLE", "NCCL_NET_GDR_LEVEL")

@@ -5,11 +5,11 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Iterator
 
-from probes.core.models import Finding, Role
-from probes.core.spec import FactsByTarget, finding
-from probes.nccl.commands import PROBE_ID
-from probes.nccl.facts import NcclFacts
-from probes.nccl.rules_common import _engine, _gate, _interconnect, _pick, _problem
+from gpuaudit.probes.core.models import Finding, Role
+from gpuaudit.probes.core.spec import FactsByTarget, finding
+from gpuaudit.probes.nccl.commands import PROBE_ID
+from gpuaudit.probes.nccl.facts import NcclFacts
+from gpuaudit.probes.nccl.rules_common import _engine, _gate, _interconnect, _pick, _problem
 
 
 def _p2p_matrix(facts: FactsByTarget) -> Iterator[Finding]:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from collections import Counter
 
-from probes.core.spec import FactsByTarget
-from probes.nccl.rules_common import _interconnect, _pick
+from gpuaudit.probes.core.spec import FactsByTarget
+from gpuaudit.probes.nccl.rules_common import _interconnect, _pick
 
 
 def summarize(facts: FactsByTarget) -> str:

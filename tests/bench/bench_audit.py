@@ -146,19 +146,19 @@ def cli_probe_args() -> list[str]:
 
 
 def selected() -> list:
-    from probes import REGISTRY
+    from gpuaudit.probes import REGISTRY
 
     return [p for p in REGISTRY if PROBE_IDS is None or p.id in PROBE_IDS]
 
 
 async def gpuaudit_once(server: SshdServer) -> tuple[float, list[Line]]:
     """A full host + container audit as --json runs it; returns wall time and the executed lines."""
-    from probes.core.runner import PREFLIGHT, Audit, AuditOptions
-    from probes.core.session import live_bindings
-    from probes.core.targets import build_command_line, parse_container_spec, parse_host_spec
-    from snapshots.schema import Snapshot
-    from tui.headless import collect
-    from tui.session_setup import AuditSetup
+    from gpuaudit.probes.core.runner import PREFLIGHT, Audit, AuditOptions
+    from gpuaudit.probes.core.session import live_bindings
+    from gpuaudit.probes.core.targets import build_command_line, parse_container_spec, parse_host_spec
+    from gpuaudit.snapshots.schema import Snapshot
+    from gpuaudit.tui.headless import collect
+    from gpuaudit.tui.session_setup import AuditSetup
 
     t0 = time.perf_counter()
     host = parse_host_spec(server.spec)
@@ -234,7 +234,7 @@ def run_cli(args: list[str], home: Path, stdout: Path | None = None) -> tuple[fl
     env = dict(os.environ, HOME=str(home))
     env.pop("SSH_AUTH_SOCK", None)
     stats = home / "child-stats"
-    subprocess.run([sys.executable, "-c", _LAUNCHER, str(stats), str(stdout or os.devnull), sys.executable, "-m", "tui",
+    subprocess.run([sys.executable, "-c", _LAUNCHER, str(stats), str(stdout or os.devnull), sys.executable, "-m", "gpuaudit.tui",
                     *args], cwd=ROOT, env=env, check=True)
     wall, rss_kb, code, cpu = stats.read_text().split()
     return float(wall), int(rss_kb) / 1024, int(code), float(cpu)
@@ -289,7 +289,7 @@ def startup(runs: int, home: Path) -> dict:
         return statistics.median(times)
 
     exe = shutil.which("gpuaudit-tui")
-    cmd = [exe] if exe else [sys.executable, "-m", "tui"]
+    cmd = [exe] if exe else [sys.executable, "-m", "gpuaudit.tui"]
     return {"help_s": timed([*cmd, "--help"]), "json_help_s": timed([*cmd, "--json", "--help"]),
             "command": " ".join(Path(c).name for c in cmd)}
 
@@ -397,11 +397,11 @@ def main(argv: list[str] | None = None) -> int:
     CHANNELS = args.channels
     CONNECTIONS = args.connections
     if args.no_launch_order:
-        import probes.core.runner as runner
+        import gpuaudit.probes.core.runner as runner
 
         runner.launch_rank = lambda shell: 0  # every command asks for a channel in declaration order
     if args.probes or args.quick:
-        from probes import REGISTRY
+        from gpuaudit.probes import REGISTRY
 
         # quick: two probes plus the one that reads `nvidia-smi -q -x` (the big-output scenario needs it)
         xml = [p.id for p in REGISTRY if any(c.shell.startswith("nvidia-smi -q -x") for c in p.commands)]

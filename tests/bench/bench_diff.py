@@ -17,10 +17,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from probes.core.models import CommandRecord, Finding, ProbeResult, Target, TargetState  # noqa: E402
-from snapshots import store  # noqa: E402
-from snapshots.diff import diff_snapshots  # noqa: E402
-from snapshots.schema import Snapshot  # noqa: E402
+from gpuaudit.probes.core.models import CommandRecord, Finding, ProbeResult, Target, TargetState  # noqa: E402
+from gpuaudit.snapshots import store  # noqa: E402
+from gpuaudit.snapshots.diff import diff_snapshots  # noqa: E402
+from gpuaudit.snapshots.schema import Snapshot  # noqa: E402
 
 T0 = datetime(2026, 1, 10, tzinfo=timezone.utc)
 PROBES = ("firmware", "container", "driver", "kernel", "pcie", "power", "nccl", "numa", "python", "nvlink")

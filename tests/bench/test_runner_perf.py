@@ -6,11 +6,11 @@ from datetime import datetime, timezone
 
 from pydantic import BaseModel
 
-from probes.core.models import Target
-from probes.core.redact import redact_text
-from probes.core.runner import REDACT_CHUNK, Audit, TargetBinding, decode_output, decode_redacted, launch_rank
-from probes.core.spec import Command, Probe
-from probes.core.transport import RawResult
+from gpuaudit.probes.core.models import Target
+from gpuaudit.probes.core.redact import redact_text
+from gpuaudit.probes.core.runner import REDACT_CHUNK, Audit, TargetBinding, decode_output, decode_redacted, launch_rank
+from gpuaudit.probes.core.spec import Command, Probe
+from gpuaudit.probes.core.transport import RawResult
 
 
 def test_chunked_redaction_equals_whole_text_redaction():

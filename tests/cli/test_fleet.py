@@ -6,10 +6,10 @@ import json
 
 import pytest
 
-from probes.core.errors import UsageError
+from gpuaudit.probes.core.errors import UsageError
 from sshd_server import free_port
-from tui import cli
-from tui.fleet import FleetHost, parse_inventory
+from gpuaudit.tui import cli
+from gpuaudit.tui.fleet import FleetHost, parse_inventory
 
 
 def specs(text: str) -> list[str]:

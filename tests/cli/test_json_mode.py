@@ -18,7 +18,7 @@ def run_cli(*args: str, env_home: Path | None = None, timeout: float = 120) -> s
     env = dict(os.environ)
     if env_home:
         env["HOME"] = str(env_home)
-    return subprocess.run([sys.executable, "-m", "tui", *args], capture_output=True, text=True, timeout=timeout,
+    return subprocess.run([sys.executable, "-m", "gpuaudit.tui", *args], capture_output=True, text=True, timeout=timeout,
                           cwd=ROOT, env=env)
 
 

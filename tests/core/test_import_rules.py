@@ -18,7 +18,7 @@ def imports_of(path: Path) -> set[str]:
             names.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             names.add(node.module)
-    return names
+    return {n.removeprefix("gpuaudit.") for n in names}
 
 
 def probe_name(path: Path) -> str | None:

@@ -38,7 +38,7 @@ def lxc_container():
 
 
 def test_audit_reaches_the_container_through_lxc_attach(lxc_container, tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "tui", "--json", "--fail-on", "never", "--container", f"lxc:{lxc_container}"],
+    proc = subprocess.run([sys.executable, "-m", "gpuaudit.tui", "--json", "--fail-on", "never", "--container", f"lxc:{lxc_container}"],
                           capture_output=True, text=True, timeout=120, cwd=ROOT, env={**os.environ, "HOME": str(tmp_path)})
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
@@ -50,7 +50,7 @@ def test_audit_reaches_the_container_through_lxc_attach(lxc_container, tmp_path)
 
 
 def test_missing_container_is_a_failed_target_not_a_crash(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "tui", "--json", "--fail-on", "never", "--container", "lxc:no-such-ct-xyz"],
+    proc = subprocess.run([sys.executable, "-m", "gpuaudit.tui", "--json", "--fail-on", "never", "--container", "lxc:no-such-ct-xyz"],
                           capture_output=True, text=True, timeout=120, cwd=ROOT, env={**os.environ, "HOME": str(tmp_path)})
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)

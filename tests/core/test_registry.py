@@ -6,9 +6,9 @@ import re
 
 import pytest
 
-from probes import PROBE_IDS, REGISTRY
-from probes.core.readonly import write_risks
-from probes.core.runner import PREFLIGHT
+from gpuaudit.probes import PROBE_IDS, REGISTRY
+from gpuaudit.probes.core.readonly import write_risks
+from gpuaudit.probes.core.runner import PREFLIGHT
 
 ORDER = ("firmware", "container", "driver", "kernel", "pcie", "power", "nccl", "numa", "python", "nvlink")
 ALL_COMMANDS = [(p.id, c) for p in REGISTRY for c in p.commands] + [("core", PREFLIGHT)]

@@ -5,11 +5,11 @@ from __future__ import annotations
 import pytest
 from pydantic import BaseModel
 
-from probes.core.events import AuditFinished, ProbeFinished, TargetFailed, fold_events, initial_run
-from probes.core.models import Role, Target
-from probes.core.runner import Audit, AuditOptions, TargetBinding
-from probes.core.spec import Command, Outputs, Probe, finding
-from probes.core.transport import LocalTransport, RawResult
+from gpuaudit.probes.core.events import AuditFinished, ProbeFinished, TargetFailed, fold_events, initial_run
+from gpuaudit.probes.core.models import Role, Target
+from gpuaudit.probes.core.runner import Audit, AuditOptions, TargetBinding
+from gpuaudit.probes.core.spec import Command, Outputs, Probe, finding
+from gpuaudit.probes.core.transport import LocalTransport, RawResult
 
 
 class Facts(BaseModel):
@@ -93,9 +93,9 @@ async def test_needs_root_is_skipped_without_root(monkeypatch):
 
 
 async def test_unreachable_container_leaves_host_complete():
-    from probes.core.session import live_bindings
-    from probes.core.ssh_transport import SshOptions
-    from probes.core.targets import parse_container_spec, parse_host_spec
+    from gpuaudit.probes.core.session import live_bindings
+    from gpuaudit.probes.core.ssh_transport import SshOptions
+    from gpuaudit.probes.core.targets import parse_container_spec, parse_host_spec
     from sshd_server import free_port
 
     host = parse_host_spec(None)
@@ -139,8 +139,8 @@ async def test_active_commands_only_with_active_flag():
 
 
 def test_truncated_or_statusless_output_is_not_a_usable_answer():
-    from probes.core.models import CommandRecord
-    from probes.core.spec import record_problem
+    from gpuaudit.probes.core.models import CommandRecord
+    from gpuaudit.probes.core.spec import record_problem
 
     base = dict(target="host", probe_id="p", command_id="c", command="x")
     assert record_problem(CommandRecord(**base, exit_status=0, stdout="a\n")) is None

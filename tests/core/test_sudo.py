@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from probes.core.events import ProbeFinished
-from probes.core.runner import Audit, AuditOptions
-from probes.core.session import live_bindings
-from probes.core.spec import Command, Probe
-from probes.core.targets import parse_host_spec
+from gpuaudit.probes.core.events import ProbeFinished
+from gpuaudit.probes.core.runner import Audit, AuditOptions
+from gpuaudit.probes.core.session import live_bindings
+from gpuaudit.probes.core.spec import Command, Probe
+from gpuaudit.probes.core.targets import parse_host_spec
 
 pytestmark = [pytest.mark.sshd, pytest.mark.skipif(shutil.which("sudo") is None, reason="sudo not installed")]
 SUDOERS = Path("/etc/sudoers.d/gpuaudit-test-sudo")

@@ -6,8 +6,8 @@ import shlex
 
 import pytest
 
-from probes.core.errors import UsageError
-from probes.core.targets import build_command_line, parse_container_spec, parse_host_spec
+from gpuaudit.probes.core.errors import UsageError
+from gpuaudit.probes.core.targets import build_command_line, parse_container_spec, parse_host_spec
 
 HOST = parse_host_spec("root@127.0.0.1:2222")
 

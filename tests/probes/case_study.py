@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 from pathlib import Path
 
-from probes.core.models import Finding, Role
-from probes.core.runner import Audit
-from probes.core.session import directory_bindings
-from probes.core.spec import Probe
+from gpuaudit.probes.core.models import Finding, Role
+from gpuaudit.probes.core.runner import Audit
+from gpuaudit.probes.core.session import directory_bindings
+from gpuaudit.probes.core.spec import Probe
 
 CASE = Path(__file__).parents[2] / "snapshots" / "examples" / "case-study"
 """snapshots/examples/case-study: `before/` and `after/`, each with `host/` and `container/` recordings."""

@@ -10,11 +10,11 @@ import asyncio
 from collections.abc import Mapping
 from pathlib import Path
 
-from probes.core.events import ProbeFinished
-from probes.core.models import CommandRecord, Finding, ProbeResult
-from probes.core.runner import Audit
-from probes.core.session import directory_bindings
-from probes.core.spec import Probe
+from gpuaudit.probes.core.events import ProbeFinished
+from gpuaudit.probes.core.models import CommandRecord, Finding, ProbeResult
+from gpuaudit.probes.core.runner import Audit
+from gpuaudit.probes.core.session import directory_bindings
+from gpuaudit.probes.core.spec import Probe
 
 ROOT = Path(__file__).resolve().parents[2]
 CASE = ROOT / "snapshots" / "examples" / "case-study"

@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from probes import container as c
-from probes.core.models import CommandRecord
+from gpuaudit.probes import container as c
+from gpuaudit.probes.core.models import CommandRecord
 
 from case_study import CASE, run_case_study
 
@@ -323,7 +323,7 @@ async def test_case_study(phase):
 
 def test_gpu_less_host_makes_passthrough_checks_not_applicable():
     """A host with no NVIDIA driver (a CI box, a VM) must not read as a broken GPU passthrough."""
-    from probes.container import ContainerFacts, judge
+    from gpuaudit.probes.container import ContainerFacts, judge
 
     host = ContainerFacts(majors={}, all_majors=[1, 4, 5], nodes=[], gpus=None)
     ctr = ContainerFacts(virt="docker", nodes=[], gpus=None, problems={"smi_gpu_ids": "tool not installed"})
@@ -338,7 +338,7 @@ def test_gpu_less_host_makes_passthrough_checks_not_applicable():
 
 
 def test_rules_table_slugs_match_ids_and_passthrough_checks_are_not_run(monkeypatch):
-    from probes.container import ContainerFacts, rules
+    from gpuaudit.probes.container import ContainerFacts, rules
 
     assert [f.id for f in c.judge({"host": HOST, "container": CTR})] == [f"container.{r.slug}" for r in rules.RULES]
 

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from probes.core.parsers.cpu import (
+from gpuaudit.probes.core.parsers.cpu import (
     cpu_identity, idle_states_from_sysfs, parse_cpupower_frequency_info, parse_cpupower_idle_info, parse_grep_h, parse_lscpu,
 )
-from probes.core.parsers.dmi import bios_info, memory_devices, parse_dmidecode
+from gpuaudit.probes.core.parsers.dmi import bios_info, memory_devices, parse_dmidecode
 
 FX = Path(__file__).parents[1] / "fixtures/system"
 

@@ -10,8 +10,8 @@ from pathlib import Path
 import hw_helpers as hw
 import pytest
 
-from probes import driver
-from probes.driver import DriverFacts, GpuState
+from gpuaudit.probes import driver
+from gpuaudit.probes.driver import DriverFacts, GpuState
 
 sev = partial(hw.sev, driver.PROBE)
 rec = partial(hw.rec, "driver")

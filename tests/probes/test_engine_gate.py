@@ -7,11 +7,11 @@ import subprocess
 
 import pytest
 
-from probes import nccl
-from probes import python as py
-from probes.core.errors import ParseError
-from probes.core.models import CommandRecord
-from probes.core.parsers import engine as e
+from gpuaudit.probes import nccl
+from gpuaudit.probes import python as py
+from gpuaudit.probes.core.errors import ParseError
+from gpuaudit.probes.core.models import CommandRecord
+from gpuaudit.probes.core.parsers import engine as e
 
 PROC = ("@@pid 7\n@@exe /usr/bin/python3\n@@cmdline\npython3\n-m\nsglang.launch_server\n--tp\n2\n\n@@environ\n"
         "NCCL_DEBUG=WARN\n@@maps\n/x/libnccl.so.2\n@@end\n")

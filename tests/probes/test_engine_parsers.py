@@ -9,11 +9,11 @@ from pathlib import Path
 
 import pytest
 
-from probes.core.parsers.engine import (
+from gpuaudit.probes.core.parsers.engine import (
     ENGINE_PROCS_SHELL, engine_env, main_engine, parse_engine_args, parse_engine_procs, parse_environ,
 )
-from probes.core.readonly import write_risks
-from probes.core.targets import build_command_line
+from gpuaudit.probes.core.readonly import write_risks
+from gpuaudit.probes.core.targets import build_command_line
 
 CASE = Path(__file__).resolve().parents[2] / "snapshots/examples/case-study/before"
 

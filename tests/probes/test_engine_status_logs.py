@@ -8,9 +8,9 @@ import time
 
 import pytest
 
-from probes.core.errors import ParseError
-from probes.core.parsers import engine as e
-from probes.core.readonly import write_risks
+from gpuaudit.probes.core.errors import ParseError
+from gpuaudit.probes.core.parsers import engine as e
+from gpuaudit.probes.core.readonly import write_risks
 
 
 def test_commands_pass_the_read_only_lint():

@@ -9,9 +9,9 @@ from pathlib import Path
 import hw_helpers as hw
 import pytest
 
-from probes import firmware
-from probes.core.models import CommandRecord
-from probes.firmware import Dimm, FirmwareFacts
+from gpuaudit.probes import firmware
+from gpuaudit.probes.core.models import CommandRecord
+from gpuaudit.probes.firmware import Dimm, FirmwareFacts
 
 sev = partial(hw.sev, firmware.PROBE)
 rec = partial(hw.rec, "firmware")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from probes import kernel as k
-from probes.core.models import CommandRecord
+from gpuaudit.probes import kernel as k
+from gpuaudit.probes.core.models import CommandRecord
 
 
 @pytest.mark.parametrize("devices,engine,severity,needle", [

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from probes.core.parsers.lspci import acs_flags, normalize_bdf, parse_lspci_tree, parse_lspci_vvv, tree_path
+from gpuaudit.probes.core.parsers.lspci import acs_flags, normalize_bdf, parse_lspci_tree, parse_lspci_vvv, tree_path
 
 VVV = Path(__file__).parents[1] / "fixtures/system/lspci-vvv"
 TV = Path(__file__).parents[1] / "fixtures/system/lspci-tv"

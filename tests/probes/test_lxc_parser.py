@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from probes.core.parsers.lxc import parse_conf_dump, parse_lxc_conf
+from gpuaudit.probes.core.parsers.lxc import parse_conf_dump, parse_lxc_conf
 
 FIX = Path(__file__).parent.parent / "fixtures" / "system" / "pve-lxc-conf"
 

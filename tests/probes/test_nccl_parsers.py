@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 
-from probes.core.errors import ParseError
-from probes.core.parsers.nccl_tests import human_size, parse_all_reduce_perf
-from probes.nccl import nccl_version_from_path, parse_acsctl, parse_gpu_matrix, parse_iommu_groups, parse_ldconfig_nccl
+from gpuaudit.probes.core.errors import ParseError
+from gpuaudit.probes.core.parsers.nccl_tests import human_size, parse_all_reduce_perf
+from gpuaudit.probes.nccl import nccl_version_from_path, parse_acsctl, parse_gpu_matrix, parse_iommu_groups, parse_ldconfig_nccl
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures/nvidia"
 

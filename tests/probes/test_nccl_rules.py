@@ -6,10 +6,10 @@ from pathlib import Path
 
 import pytest
 
-from probes import nccl
-from probes.core.events import ProbeFinished
-from probes.core.runner import Audit, AuditOptions
-from probes.core.session import directory_bindings
+from gpuaudit.probes import nccl
+from gpuaudit.probes.core.events import ProbeFinished
+from gpuaudit.probes.core.runner import Audit, AuditOptions
+from gpuaudit.probes.core.session import directory_bindings
 
 F = nccl.NcclFacts
 CASE = Path(__file__).resolve().parents[2] / "snapshots/examples/case-study"
@@ -133,7 +133,7 @@ def test_library_in_use():
 
 def _perf_facts(name: str, topo: dict, p2p: dict) -> dict:
     rec = (FIX / "nccl-tests-all-reduce-perf" / name).read_text()
-    from probes.core.models import CommandRecord
+    from gpuaudit.probes.core.models import CommandRecord
     out = {"nccl_all_reduce_perf": CommandRecord(target="host", probe_id="nccl", command_id="nccl_all_reduce_perf",
                                                  command="x", exit_status=0, stdout=rec)}
     f = nccl.extract(out, "host")

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from probes import nccl as c
-from probes.nccl.rules_topology import _transport_observed
+from gpuaudit.probes import nccl as c
+from gpuaudit.probes.nccl.rules_topology import _transport_observed
 
 OK = {"0-1": "OK"}
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from probes import numa as n
-from probes.core.models import CommandRecord
+from gpuaudit.probes import numa as n
+from gpuaudit.probes.core.models import CommandRecord
 
 from case_study import CASE, run_case_study
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from probes import numa as n
+from gpuaudit.probes import numa as n
 
 BDFS = ["0000:01:00.0", "0000:81:00.0"]
 NODE0, NODE1 = list(range(0, 4)) + list(range(8, 12)), list(range(4, 8)) + list(range(12, 16))

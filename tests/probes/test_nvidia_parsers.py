@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from probes.core.errors import ParseError
-from probes.core.parsers import nvidia_misc as nm
-from probes.core.parsers import nvidia_smi as ns
+from gpuaudit.probes.core.errors import ParseError
+from gpuaudit.probes.core.parsers import nvidia_misc as nm
+from gpuaudit.probes.core.parsers import nvidia_smi as ns
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "nvidia"
 

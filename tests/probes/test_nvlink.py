@@ -9,8 +9,8 @@ from pathlib import Path
 import hw_helpers as hw
 import pytest
 
-from probes import nvlink
-from probes.nvlink import NvlinkFacts
+from gpuaudit.probes import nvlink
+from gpuaudit.probes.nvlink import NvlinkFacts
 
 sev = partial(hw.sev, nvlink.PROBE)
 rec = partial(hw.rec, "nvlink")

@@ -9,8 +9,8 @@ from pathlib import Path
 import hw_helpers as hw
 import pytest
 
-from probes import pcie
-from probes.pcie import PcieFacts, PciDev, SmiLink
+from gpuaudit.probes import pcie
+from gpuaudit.probes.pcie import PcieFacts, PciDev, SmiLink
 
 sev = partial(hw.sev, pcie.PROBE)
 rec = partial(hw.rec, "pcie")

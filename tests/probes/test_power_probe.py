@@ -9,8 +9,8 @@ from pathlib import Path
 import hw_helpers as hw
 import pytest
 
-from probes import power
-from probes.power import GpuPower, IdleStateFact, PowerFacts
+from gpuaudit.probes import power
+from gpuaudit.probes.power import GpuPower, IdleStateFact, PowerFacts
 
 sev = partial(hw.sev, power.PROBE)
 rec = partial(hw.rec, "power")

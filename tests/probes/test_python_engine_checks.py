@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from probes import python as p
+from gpuaudit.probes import python as p
 
 ENGINE = dict(engine_kind="sglang", engine_pid=1, tp=2, engine_env_readable=True)
 

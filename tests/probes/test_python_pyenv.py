@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from probes.core.errors import ParseError
-from probes.core.parsers.pyenv import PYENV_SHELL, arch_sms, cuda_major_minor, parse_collect_env, parse_pyenv_json
-from probes.core.readonly import write_risks
-from probes.core.targets import build_command_line
+from gpuaudit.probes.core.errors import ParseError
+from gpuaudit.probes.core.parsers.pyenv import PYENV_SHELL, arch_sms, cuda_major_minor, parse_collect_env, parse_pyenv_json
+from gpuaudit.probes.core.readonly import write_risks
+from gpuaudit.probes.core.targets import build_command_line
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures/nvidia/collect-env"
 CASE = Path(__file__).resolve().parents[2] / "snapshots/examples/case-study/before"

@@ -7,10 +7,10 @@ from pathlib import Path
 
 import pytest
 
-from probes import python as py
-from probes.core.events import ProbeFinished
-from probes.core.runner import Audit
-from probes.core.session import directory_bindings
+from gpuaudit.probes import python as py
+from gpuaudit.probes.core.events import ProbeFinished
+from gpuaudit.probes.core.runner import Audit
+from gpuaudit.probes.core.session import directory_bindings
 
 F = py.PythonFacts
 CASE = Path(__file__).resolve().parents[2] / "snapshots/examples/case-study"

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from probes.core.parsers import system as s
+from gpuaudit.probes.core.parsers import system as s
 
 FIX = Path(__file__).parent.parent / "fixtures" / "system"
 
@@ -244,11 +244,11 @@ def test_detect_virt_corpus():
 
 
 def test_shared_gpu_id_and_cgroup_commands_and_helpers():
-    from probes import container, numa
-    from probes.core.models import CommandRecord
-    from probes.core.parsers.nvidia_smi import SMI_GPU_IDS, SmiGpuId, parse_smi_gpu_ids
-    from probes.core.parsers.system import CGROUP_FILES
-    from probes.core.spec import partial_grep_ok, problem_text
+    from gpuaudit.probes import container, numa
+    from gpuaudit.probes.core.models import CommandRecord
+    from gpuaudit.probes.core.parsers.nvidia_smi import SMI_GPU_IDS, SmiGpuId, parse_smi_gpu_ids
+    from gpuaudit.probes.core.parsers.system import CGROUP_FILES
+    from gpuaudit.probes.core.spec import partial_grep_ok, problem_text
 
     for probe in (numa.PROBE, container.PROBE):  # one string each: the runner runs it once, replay keys on the id
         shells = {c.id: c.shell for c in probe.commands}

@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from probes.core.events import fold_events, initial_run
-from probes.core.models import AuditRun, Role
-from probes.core.runner import Audit, AuditOptions
-from probes.core.session import live_bindings
-from probes.core.spec import Command, Outputs, Probe, finding
-from probes.core.targets import parse_container_spec, parse_host_spec
+from gpuaudit.probes.core.events import fold_events, initial_run
+from gpuaudit.probes.core.models import AuditRun, Role
+from gpuaudit.probes.core.runner import Audit, AuditOptions
+from gpuaudit.probes.core.session import live_bindings
+from gpuaudit.probes.core.spec import Command, Outputs, Probe, finding
+from gpuaudit.probes.core.targets import parse_container_spec, parse_host_spec
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -66,7 +66,7 @@ def cli_env(home: Path) -> dict[str, str]:
 
 def run_cli(args: list[str], home: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     """`python -m tui ARGS` with HOME isolated; stdin closed."""
-    return subprocess.run([sys.executable, "-m", "tui", *args], cwd=REPO, env=cli_env(home), capture_output=True,
+    return subprocess.run([sys.executable, "-m", "gpuaudit.tui", *args], cwd=REPO, env=cli_env(home), capture_output=True,
                           text=True, timeout=timeout, stdin=subprocess.DEVNULL)
 
 

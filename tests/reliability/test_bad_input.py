@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 
 from reliability.faultkit import assert_one_line_error, home, run_cli  # noqa: F401
-from snapshots.schema import SCHEMA_VERSION, Snapshot
-from snapshots.store import MAX_SNAPSHOT_BYTES
-from tui.cli import main
+from gpuaudit.snapshots.schema import SCHEMA_VERSION, Snapshot
+from gpuaudit.snapshots.store import MAX_SNAPSHOT_BYTES
+from gpuaudit.tui.cli import main
 
 MARKER = Path("/tmp/gpuaudit-rel-executed-marker")
 

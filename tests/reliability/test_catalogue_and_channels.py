@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from probes import REGISTRY
-from probes.core.runner import PREFLIGHT, AuditOptions, render_shell
-from probes.core.targets import build_command_line
+from gpuaudit.probes import REGISTRY
+from gpuaudit.probes.core.runner import PREFLIGHT, AuditOptions, render_shell
+from gpuaudit.probes.core.targets import build_command_line
 from reliability.faultkit import run_audit
 from sshd_server import leftover_processes
 

@@ -10,11 +10,11 @@ import time
 
 import pytest
 
-from probes.core.runner import AuditOptions
-from probes.core.spec import Command
+from gpuaudit.probes.core.runner import AuditOptions
+from gpuaudit.probes.core.spec import Command
 from reliability.faultkit import fake_probe, run_audit
 from sshd_server import leftover_processes
-from snapshots.schema import Snapshot
+from gpuaudit.snapshots.schema import Snapshot
 
 pytestmark = pytest.mark.sshd
 

@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from reliability.faultkit import REPO, assert_one_line_error, cli_env, home, run_cli  # noqa: F401
-from snapshots import store
-from snapshots.schema import Snapshot
+from gpuaudit.snapshots import store
+from gpuaudit.snapshots.schema import Snapshot
 
 OLD = Snapshot(name="old", note="earlier snapshot that must survive")
 
@@ -70,8 +70,8 @@ def test_read_only_snapshot_dir_is_one_line_and_keeps_the_earlier_snapshot(tmpfs
 KILLER = """
 import os, signal, sys
 from pathlib import Path
-from snapshots import store
-from snapshots.schema import Snapshot
+from gpuaudit.snapshots import store
+from gpuaudit.snapshots.schema import Snapshot
 real_write = os.write
 def die_on_fsync(fd):
     os.kill(os.getpid(), signal.SIGKILL)   # the process dies after writing the temp file, before the rename

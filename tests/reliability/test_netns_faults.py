@@ -6,8 +6,8 @@ import time
 
 import pytest
 
-from probes.core.runner import AuditOptions
-from probes.core.spec import Command
+from gpuaudit.probes.core.runner import AuditOptions
+from gpuaudit.probes.core.spec import Command
 from reliability.faultkit import fake_probe, home, run_audit, run_cli  # noqa: F401
 from netns import Netns
 

@@ -15,13 +15,13 @@ from pathlib import Path
 
 import pytest
 
-from probes import get
-from probes.core.redact import REDACTED, redact_text
-from probes.core.runner import AuditOptions
-from probes.core.spec import Command
+from gpuaudit.probes import get
+from gpuaudit.probes.core.redact import REDACTED, redact_text
+from gpuaudit.probes.core.runner import AuditOptions
+from gpuaudit.probes.core.spec import Command
 from reliability.faultkit import fake_probe, home, run_audit, run_cli  # noqa: F401
-from snapshots import store
-from snapshots.schema import Snapshot
+from gpuaudit.snapshots import store
+from gpuaudit.snapshots.schema import Snapshot
 from sshd_server import TEST_USER
 
 SECRETS = {

@@ -5,8 +5,8 @@ from __future__ import annotations
 from datetime import datetime, timezone
 from pathlib import Path
 
-from probes.core.models import CommandRecord, Finding, ProbeResult, Target, TargetState
-from snapshots.schema import Snapshot
+from gpuaudit.probes.core.models import CommandRecord, Finding, ProbeResult, Target, TargetState
+from gpuaudit.snapshots.schema import Snapshot
 
 REPO = Path(__file__).resolve().parents[2]
 T0 = datetime(2026, 1, 10, 9, 0, tzinfo=timezone.utc)

@@ -10,7 +10,7 @@ import sys
 import pytest
 from snapfactory import REPO
 
-from snapshots import store
+from gpuaudit.snapshots import store
 
 EXAMPLES = REPO / "snapshots" / "examples"
 CASE_STUDY_FINDINGS = ("power.cpu_scaling_driver", "power.cpu_cstates", "pcie.max_read_req", "kernel.version",
@@ -48,7 +48,7 @@ def test_demo_is_labelled_as_an_illustration(phase: str) -> None:
 
 
 def _replay(phase: str) -> dict:
-    r = subprocess.run([sys.executable, "-m", "tui", "--replay", f"snapshots/examples/case-study-{phase}.json", "--json",
+    r = subprocess.run([sys.executable, "-m", "gpuaudit.tui", "--replay", f"snapshots/examples/case-study-{phase}.json", "--json",
                         "--fail-on", "never"], capture_output=True, text=True, cwd=REPO, timeout=60)
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)
@@ -71,7 +71,7 @@ def test_replay_after_reports_none_of_them() -> None:
 
 
 def test_demo_diff_is_different() -> None:
-    r = subprocess.run([sys.executable, "-m", "tui", "diff", "case-study-before", "case-study-after"],
+    r = subprocess.run([sys.executable, "-m", "gpuaudit.tui", "diff", "case-study-before", "case-study-after"],
                        capture_output=True, text=True, cwd=REPO, timeout=60)
     assert r.returncode == 1, r.stderr
     assert "resolved" in r.stdout and "illustrative example" in r.stdout

@@ -11,15 +11,15 @@ from pathlib import Path
 import pytest
 from snapfactory import REPO, kernel_probe, snap
 
-from snapshots import store
-from snapshots.schema import SCHEMA_VERSION
-from tui.cli import main
+from gpuaudit.snapshots import store
+from gpuaudit.snapshots.schema import SCHEMA_VERSION
+from gpuaudit.tui.cli import main
 
 SAMPLE = REPO / "tests" / "fixtures" / "snapshots" / "v1" / "sample.json"
 
 
 def run_cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tui", *args], capture_output=True, text=True, cwd=REPO, timeout=60)
+    return subprocess.run([sys.executable, "-m", "gpuaudit.tui", *args], capture_output=True, text=True, cwd=REPO, timeout=60)
 
 
 def _corrupt(tmp_path: Path, case: str) -> Path:

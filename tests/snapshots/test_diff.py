@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from snapfactory import fnd, kernel_probe, probe, rec, snap
 
-from probes.core.models import Severity
-from snapshots.diff import diff_snapshots, flatten
-from tui.diff_report import render
+from gpuaudit.probes.core.models import Severity
+from gpuaudit.snapshots.diff import diff_snapshots, flatten
+from gpuaudit.tui.diff_report import render
 
 
 def test_identical_snapshots() -> None:

@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from snapshots import store
-from snapshots.migrate import MigrationError, migrate
-from snapshots.schema import SCHEMA_VERSION
+from gpuaudit.snapshots import store
+from gpuaudit.snapshots.migrate import MigrationError, migrate
+from gpuaudit.snapshots.schema import SCHEMA_VERSION
 
 SAMPLES = Path(__file__).resolve().parents[1] / "fixtures" / "snapshots"
 
@@ -79,7 +79,7 @@ def test_load_goes_through_migrate(tmp_path: Path, monkeypatch: pytest.MonkeyPat
         d["note"] = d.pop("title_of_note")
         return d
 
-    import snapshots.migrate as m
+    import gpuaudit.snapshots.migrate as m
 
     monkeypatch.setattr(m, "STEPS", {0: v0_to_v1})
     monkeypatch.setattr(m, "OLDEST_READABLE", 0)

@@ -10,13 +10,13 @@ from pathlib import Path
 import pytest
 from snapfactory import REPO, T0, fnd, probe, rec, snap
 
-from probes import get
-from probes.core.events import apply_event, initial_run
-from probes.core.models import Target
-from probes.core.resume import needs_rerun, rerun_plan, resume_bindings
-from probes.core.runner import Audit, TargetBinding
-from probes.core.transport import RawResult
-from snapshots import store
+from gpuaudit.probes import get
+from gpuaudit.probes.core.events import apply_event, initial_run
+from gpuaudit.probes.core.models import Target
+from gpuaudit.probes.core.resume import needs_rerun, rerun_plan, resume_bindings
+from gpuaudit.probes.core.runner import Audit, TargetBinding
+from gpuaudit.probes.core.transport import RawResult
+from gpuaudit.snapshots import store
 
 KERNEL = get("kernel")
 
@@ -107,7 +107,7 @@ async def test_a_container_only_failure_connects_through_the_host() -> None:
 
 
 def _cli(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "tui", *args], capture_output=True, text=True, cwd=REPO, timeout=60)
+    return subprocess.run([sys.executable, "-m", "gpuaudit.tui", *args], capture_output=True, text=True, cwd=REPO, timeout=60)
 
 
 def test_resume_cli_runs_failures_locally_and_stores_a_merged_snapshot(tmp_path: Path) -> None:

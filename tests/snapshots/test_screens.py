@@ -8,9 +8,9 @@ from snapfactory import kernel_probe, probe, rec, snap
 from textual.app import App
 from textual.widgets import DataTable, OptionList, Static
 
-from snapshots import store
-from tui.screens.diff import SnapshotDiffScreen
-from tui.screens.snapshot_picker import SnapshotPickerScreen
+from gpuaudit.snapshots import store
+from gpuaudit.tui.screens.diff import SnapshotDiffScreen
+from gpuaudit.tui.screens.snapshot_picker import SnapshotPickerScreen
 
 
 class Host(App[None]):

@@ -9,9 +9,9 @@ from pathlib import Path
 import pytest
 from snapfactory import kernel_probe, snap
 
-from probes.core.errors import SnapshotError
-from snapshots import store
-from snapshots.naming import default_name
+from gpuaudit.probes.core.errors import SnapshotError
+from gpuaudit.snapshots import store
+from gpuaudit.snapshots.naming import default_name
 
 
 def test_round_trip_is_equal(store_dir: Path) -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from tui.app import make_app, run_app
-from tui.cli import build_parser
-from tui.theme_store import ThemeStore
+from gpuaudit.tui.app import make_app, run_app
+from gpuaudit.tui.cli import build_parser
+from gpuaudit.tui.theme_store import ThemeStore
 from tui_support import FixedClock, synthetic_run
 
 

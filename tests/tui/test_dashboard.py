@@ -8,22 +8,22 @@ from pathlib import Path
 
 from textual.widgets import DataTable
 
-from probes import PROBE_IDS, REGISTRY
-from probes.core.errors import TransportError
-from probes.core.events import AuditFinished, CommandFinished, CommandStarted, ProbeStarted
-from probes.core.models import CommandRecord
-from probes.core.replay_transport import ReplayTransport
-from probes.core.runner import Audit
-from probes.core.session import replay_bindings
-from snapshots import store
-from snapshots.schema import Snapshot
-from tui.app import make_app
-from tui.messages import AuditEventReceived, SnapshotSaved
-from tui.screens.dashboard import DashboardScreen
-from tui.screens.drilldown import DrilldownScreen
-from tui.theme_store import ThemeStore
-from tui.widgets.command_output import CommandOutput
-from tui.widgets.probe_pane import ProbePane
+from gpuaudit.probes import PROBE_IDS, REGISTRY
+from gpuaudit.probes.core.errors import TransportError
+from gpuaudit.probes.core.events import AuditFinished, CommandFinished, CommandStarted, ProbeStarted
+from gpuaudit.probes.core.models import CommandRecord
+from gpuaudit.probes.core.replay_transport import ReplayTransport
+from gpuaudit.probes.core.runner import Audit
+from gpuaudit.probes.core.session import replay_bindings
+from gpuaudit.snapshots import store
+from gpuaudit.snapshots.schema import Snapshot
+from gpuaudit.tui.app import make_app
+from gpuaudit.tui.messages import AuditEventReceived, SnapshotSaved
+from gpuaudit.tui.screens.dashboard import DashboardScreen
+from gpuaudit.tui.screens.drilldown import DrilldownScreen
+from gpuaudit.tui.theme_store import ThemeStore
+from gpuaudit.tui.widgets.command_output import CommandOutput
+from gpuaudit.tui.widgets.probe_pane import ProbePane
 from tui_support import FIXTURE, FixedClock, synthetic_run
 
 DONE_STATES = {"-ok", "-warn", "-fail", "-unknown", "-error", "-skipped"}

@@ -5,7 +5,7 @@ Regenerate: python -m pytest tests/tui/test_screens_svg.py --snapshot-update, an
 
 from __future__ import annotations
 
-from tui.app import make_app
+from gpuaudit.tui.app import make_app
 from tui_support import FixedClock, running_run, synthetic_run
 
 SIZE = (120, 40)

@@ -6,8 +6,8 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 
-from probes.core.models import AuditRun
-from snapshots.schema import Snapshot
+from gpuaudit.probes.core.models import AuditRun
+from gpuaudit.snapshots.schema import Snapshot
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "tui" / "synthetic-done.json"
 T_FIXED = datetime(2026, 1, 2, 10, 15, 3, 400000, tzinfo=timezone.utc)

@@ -11,13 +11,13 @@ from textual.containers import Grid
 from textual.screen import Screen
 from textual.widgets import Footer
 
-from probes.core.events import AuditFinished, CommandFinished, CommandStarted, ProbeFinished, ProbeStarted, apply_event
-from tui.messages import AuditCompleted, AuditEventReceived
-from tui.widgets.probe_pane import ProbePane
-from tui.widgets.target_header import TargetHeader
+from gpuaudit.probes.core.events import AuditFinished, CommandFinished, CommandStarted, ProbeFinished, ProbeStarted, apply_event
+from gpuaudit.tui.messages import AuditCompleted, AuditEventReceived
+from gpuaudit.tui.widgets.probe_pane import ProbePane
+from gpuaudit.tui.widgets.target_header import TargetHeader
 
 if TYPE_CHECKING:
-    from tui.app import GpuAuditApp
+    from gpuaudit.tui.app import GpuAuditApp
 
 COLUMNS = 2
 

@@ -11,9 +11,9 @@ from textual.screen import Screen
 from textual.widgets import Footer, OptionList, Static
 from textual.widgets.option_list import Option
 
-from snapshots.diff import ProbeDiff, SnapshotDiff, diff_snapshots
-from snapshots.schema import Snapshot
-from tui.diff_report import KIND_MARK, SEVERITY_STYLE, SeverityStyles, header, probe_block, summary_line
+from gpuaudit.snapshots.diff import ProbeDiff, SnapshotDiff, diff_snapshots
+from gpuaudit.snapshots.schema import Snapshot
+from gpuaudit.tui.diff_report import KIND_MARK, SEVERITY_STYLE, SeverityStyles, header, probe_block, summary_line
 
 _WORST_KIND = ("new", "severity", "resolved", "observed", "added", "removed")
 _STYLED_KINDS = ("new", "severity", "resolved")

@@ -12,14 +12,14 @@ from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static, TabbedContent, TabPane
 
-from probes.core.models import CommandRecord, EvidenceRef, ProbeResult
-from probes.core.plan import evidence_line
-from tui.render import facts_text, finding_detail, neutralise, pane_subtitle, record_cells, record_output, visible
-from tui.widgets.command_output import CommandOutput
-from tui.widgets.findings_table import FindingsTable
+from gpuaudit.probes.core.models import CommandRecord, EvidenceRef, ProbeResult
+from gpuaudit.probes.core.plan import evidence_line
+from gpuaudit.tui.render import facts_text, finding_detail, neutralise, pane_subtitle, record_cells, record_output, visible
+from gpuaudit.tui.widgets.command_output import CommandOutput
+from gpuaudit.tui.widgets.findings_table import FindingsTable
 
 if TYPE_CHECKING:
-    from tui.app import GpuAuditApp
+    from gpuaudit.tui.app import GpuAuditApp
 
 
 class DrilldownScreen(Screen[None]):

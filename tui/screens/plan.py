@@ -9,9 +9,9 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, Static
 
-from probes.core.models import AuditRun
-from probes.core.plan import build_plan
-from tui.render import PLAIN, Palette, plan_text
+from gpuaudit.probes.core.models import AuditRun
+from gpuaudit.probes.core.plan import build_plan
+from gpuaudit.tui.render import PLAIN, Palette, plan_text
 
 
 class PlanScreen(Screen[None]):

@@ -12,8 +12,8 @@ from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Label
 
-from probes.core.text import neutralise
-from snapshots.listing import SnapshotInfo, counts_text, list_snapshots
+from gpuaudit.probes.core.text import neutralise
+from gpuaudit.snapshots.listing import SnapshotInfo, counts_text, list_snapshots
 
 TITLE = "Pick a snapshot to compare with"
 

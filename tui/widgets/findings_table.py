@@ -7,8 +7,8 @@ from collections.abc import Sequence
 from rich.text import Text
 from textual.widgets import DataTable
 
-from probes.core.models import Finding
-from tui.render import PLAIN, Palette, neutralise, sev_text
+from gpuaudit.probes.core.models import Finding
+from gpuaudit.tui.render import PLAIN, Palette, neutralise, sev_text
 
 
 class FindingsTable(DataTable[Text]):

@@ -11,8 +11,8 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from probes.core.models import ProbeResult, Severity
-from tui.render import PLAIN, pane_body, pane_subtitle, sev_label, state_class
+from gpuaudit.probes.core.models import ProbeResult, Severity
+from gpuaudit.tui.render import PLAIN, pane_body, pane_subtitle, sev_label, state_class
 
 STATE_CLASSES = ("-pending", "-running", "-ok", "-warn", "-fail", "-unknown", "-error", "-skipped")
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from textual.widgets import Static
 
-from probes.core.models import AuditRun, Severity
-from tui.render import PLAIN, header_text
+from gpuaudit.probes.core.models import AuditRun, Severity
+from gpuaudit.tui.render import PLAIN, header_text
 
 
 class TargetHeader(Static):

@@ -18,7 +18,7 @@ import json
 import re
 from dataclasses import dataclass
 
-from probes.core.parsers.system import parse_grep_h
+from gpuaudit.probes.core.parsers.system import parse_grep_h
 
 __all__ = ["LSCPU_CMD", "SYS_CPPC_CMD", "SYS_CPUIDLE_CMD", "CPU_DIR", "CpuIdleInfo", "IdleState", "cpu_identity",
            "idle_states_from_sysfs", "parse_cpupower_frequency_info", "parse_cpupower_idle_info", "parse_grep_h",

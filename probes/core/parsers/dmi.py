@@ -15,7 +15,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from probes.core.parsing import size_bytes
+from gpuaudit.probes.core.parsing import size_bytes
 
 _HANDLE = re.compile(r"^Handle 0x[0-9A-Fa-f]+, DMI type (\d+)")
 

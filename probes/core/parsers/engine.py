@@ -21,8 +21,8 @@ import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
-from probes.core.errors import ParseError
-from probes.core.parsing import cpu_list
+from gpuaudit.probes.core.errors import ParseError
+from gpuaudit.probes.core.parsing import cpu_list
 
 # Variables worth keeping from an engine's environment; everything else (and every secret) stays behind.
 # Prefixes end in "_"; whole names are matched with their "=". The discovery command's grep is built from it.

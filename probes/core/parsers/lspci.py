@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from probes.core.parsers.system import normalize_bdf
+from gpuaudit.probes.core.parsers.system import normalize_bdf
 
 __all__ = ["PciDevice", "TreeNode", "acs_flags", "normalize_bdf", "parse_lspci_tree", "parse_lspci_vvv", "tree_path"]
 

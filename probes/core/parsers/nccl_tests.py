@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from probes.core.errors import ParseError
+from gpuaudit.probes.core.errors import ParseError
 
 
 @dataclass(frozen=True, slots=True)

@@ -26,8 +26,8 @@ import re
 from dataclasses import dataclass, field
 from typing import cast
 
-from probes.core.errors import ParseError
-from probes.core.parsers.system import normalize_bdf
+from gpuaudit.probes.core.errors import ParseError
+from gpuaudit.probes.core.parsers.system import normalize_bdf
 
 # --------------------------------------------------------------------------- error banners
 

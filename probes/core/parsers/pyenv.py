@@ -20,9 +20,8 @@ from __future__ import annotations
 import json
 import re
 
+from gpuaudit.probes.core.errors import ParseError
 from pydantic import BaseModel
-
-from probes.core.errors import ParseError
 
 PACKAGES = ("torch", "triton", "flashinfer-python", "flashinfer-cubin", "flashinfer-jit-cache", "sglang", "sgl-kernel",
             "sglang-kernel", "vllm", "xformers", "text-generation-server", "nvidia-nccl-cu12", "nvidia-nccl-cu13",

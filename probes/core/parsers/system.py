@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from probes.core.parsing import cpu_list, first_line, kv_lines, size_bytes
+from gpuaudit.probes.core.parsing import cpu_list, first_line, kv_lines, size_bytes
 
 # --------------------------------------------------------------------------- uname
 

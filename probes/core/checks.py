@@ -1,0 +1,312 @@
+"""Checks as declared rows, judged by one framework.
+
+A `Check` is data (id, title, owner, why, fix, the sources it reads, the roles it judges) plus two pure
+functions over typed facts: `applies` (why it does not apply, or None) and `verdict` (severity + observed).
+The framework, not each rule, decides what happens when data is missing:
+
+* a target that was never reached            -> unknown "target unreachable: <why>"
+* a required source missing/failed/refused/…  -> unknown "<command id>: <why>" (a missing tool names its package)
+* a GPU check on a target with no NVIDIA GPU  -> ok "not applicable: no NVIDIA GPU or driver on this host"
+* `applies` returns a reason                 -> ok "not applicable: <reason>"
+* otherwise                                  -> the verdict, with the declared sources as evidence
+
+So a verdict function never sees missing data, and exactly one finding comes out per check and target set.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from gpuaudit.probes.core.combiners import nvidia_presence
+from gpuaudit.probes.core.models import (
+    CommandRecord,
+    EvidenceRef,
+    Finding,
+    Role,
+    Severity,
+)
+from gpuaudit.probes.core.sources import SOURCES
+from gpuaudit.probes.core.spec import record_problem
+
+Owner = Literal["bios", "host", "container", "engine", "hardware"]
+OWNERS: tuple[str, ...] = ("bios", "host", "container", "engine", "hardware")
+HOST: frozenset[Role] = frozenset({"host"})
+CONTAINER: frozenset[Role] = frozenset({"container"})
+BOTH: frozenset[Role] = frozenset({"host", "container"})
+
+NO_GPU = "no NVIDIA GPU or driver on this host"
+
+
+@dataclass(frozen=True, slots=True)
+class Verdict:
+    """What a verdict function returns. Empty strings keep the check's declared text."""
+
+    severity: Severity | str
+    observed: str
+    expected: str = ""
+    title: str = ""
+    why: str = ""
+    fix: str = ""
+    evidence: tuple[tuple[Role, str], ...] = ()
+    """Evidence beyond the check's declared sources (e.g. the optional source that was actually read)."""
+
+
+def ok(observed: str, expected: str = "", **kw: Any) -> Verdict:
+    return Verdict(Severity.OK, observed, expected, **kw)
+
+
+def info(observed: str, expected: str = "", **kw: Any) -> Verdict:
+    return Verdict(Severity.INFO, observed, expected, **kw)
+
+
+def warning(observed: str, expected: str = "", **kw: Any) -> Verdict:
+    return Verdict(Severity.WARNING, observed, expected, **kw)
+
+
+def critical(observed: str, expected: str = "", **kw: Any) -> Verdict:
+    return Verdict(Severity.CRITICAL, observed, expected, **kw)
+
+
+def unknown(reason: str, **kw: Any) -> Verdict:
+    """For data that was read but does not answer the question (a field reported as [N/A], say)."""
+    return Verdict(Severity.UNKNOWN, reason, **kw)
+
+
+def not_applicable(why: str, severity: Severity | str = Severity.OK) -> Verdict:
+    return Verdict(severity, f"not applicable: {why}")
+
+
+@dataclass(frozen=True, slots=True)
+class Ctx:
+    """What `applies` and `verdict` see: this probe's facts (and records) per target role."""
+
+    role: Role | None
+    """The target judged; None for a cross-target check."""
+    facts: Mapping[Role, Any]
+    outputs: Mapping[Role, Mapping[str, CommandRecord]]
+
+    @property
+    def f(self) -> Any:
+        """The judged target's facts (for a cross-target check: the host's)."""
+        return self.facts[self.role or "host"]
+
+    def of(self, role: Role) -> Any:
+        """Another target's facts, or None when the probe did not run there."""
+        return self.facts.get(role)
+
+    def usable(self, command_id: str, role: Role | None = None) -> bool:
+        """Whether an optional source gave a normal answer on this (or the given) target."""
+        rec = self.outputs.get(role or self.role or "host", {}).get(command_id)
+        return rec is not None and source_problem(rec, self.facts.get(role or self.role or "host")) is None
+
+
+VerdictFn = Callable[[Ctx], Verdict]
+AppliesFn = Callable[[Ctx], str | None]
+
+
+@dataclass(frozen=True, slots=True)
+class Check:
+    """One row of the catalogue: everything about a check except the facts it reads."""
+
+    id: str
+    """`<probe>.<slug>`, exactly as PROBES.md spells it; never changes once released."""
+    title: str
+    owner: Owner
+    """Who can fix it: the firmware setup, the host's admin, the container's admin, the engine's config, the hardware."""
+    why: str
+    fix: str
+    verdict: VerdictFn
+    sources: tuple[str, ...] = ()
+    """Command ids whose usable output the verdict needs: any missing/failed one makes the finding unknown."""
+    any_of: tuple[str, ...] = ()
+    """Alternatives (machine-readable first): at least one must be usable, else unknown naming each."""
+    roles: frozenset[Role] = HOST
+    """The targets judged: one finding per role the probe ran on (or one over all of them with `cross`)."""
+    cross: bool = False
+    """One finding over host and container together (needs both reached)."""
+    applies: AppliesFn | None = None
+    """Why the check does not apply (-> "not applicable: <why>"), or None. Must not guess from missing data."""
+    needs_gpu: bool = False
+    """On a target with no NVIDIA GPU or driver the check is not applicable."""
+    expected: str = ""
+    aliases: tuple[str, ...] = ()
+    """Other ids PROBES.md cross-references for the same check (e.g. numa.balancing -> kernel.numa_balancing)."""
+
+    @property
+    def probe(self) -> str:
+        return self.id.split(".", 1)[0]
+
+
+# --------------------------------------------------------------------------------------------------
+# Why a source cannot be used
+
+
+# The Debian/Ubuntu package that provides a tool, for "unknown: <tool> not installed (apt install <pkg>)".
+TOOL_PACKAGES: dict[str, str] = {
+    "lspci": "pciutils", "setpci": "pciutils", "dmidecode": "dmidecode", "numactl": "numactl",
+    "numastat": "numactl", "cpupower": "linux-cpupower (Debian) / linux-tools-common (Ubuntu)",
+    "turbostat": "linux-cpupower (Debian) / linux-tools-common (Ubuntu)", "lscpu": "util-linux",
+    "lsblk": "util-linux", "journalctl": "systemd", "systemctl": "systemd", "tuned-adm": "tuned",
+    "nvidia-smi": "the NVIDIA driver's utilities (nvidia-utils-<branch>)",
+    "nv-fabricmanager": "nvidia-fabricmanager-<branch>", "modinfo": "kmod", "lsmod": "kmod",
+    "ethtool": "ethtool", "ibstat": "infiniband-diags", "ibv_devinfo": "ibverbs-utils", "docker": "docker.io",
+    "pct": "pve-container (Proxmox VE)", "lxc-info": "lxc", "lxc-attach": "lxc", "dkms": "dkms",
+    "python3": "python3", "ps": "procps", "pgrep": "procps", "sysctl": "procps", "ldconfig": "libc-bin",
+    "nvcc": "nvidia-cuda-toolkit", "all_reduce_perf": "nccl-tests (build from github.com/NVIDIA/nccl-tests)",
+    "dmesg": "util-linux", "ip": "iproute2", "awk": "mawk", "findmnt": "util-linux",
+}
+
+_NOT_FOUND = re.compile(r"(?:^|[\s:])([\w.+-]+): (?:command )?not found", re.M)
+
+
+def missing_tool_name(record: CommandRecord) -> str | None:
+    """The program the shell could not find (from "sh: 1: lspci: not found"), or the command's first word."""
+    if m := _NOT_FOUND.search(record.stderr):
+        return m.group(1)
+    words = [w for w in re.split(r"[\s;|&()]+", record.command) if w and "=" not in w]
+    return words[0] if words else None
+
+
+def tool_hint(tool: str | None) -> str:
+    if not tool:
+        return "tool not installed"
+    pkg = TOOL_PACKAGES.get(tool)
+    return f"{tool} not installed" + (f" (package {pkg})" if pkg else "")
+
+
+def source_problem(record: CommandRecord | None, facts: Any = None) -> str | None:
+    """Why a record cannot be used as a normal answer (None when it can), naming a missing tool's package.
+
+    A problem the probe's extract found while parsing (facts.problems[command_id]) counts too.
+    """
+    if record is None:
+        return "not collected"
+    if record.error and record.error.startswith("target failed"):
+        return "target unreachable"
+    src = SOURCES.get(record.command_id)
+    tolerated = src.ok_exits if src is not None else frozenset({0})
+    if record.exit_status in tolerated and not record.error and not record.timed_out and not record.truncated:
+        problem = None
+    elif record.missing_tool and not record.error and not record.timed_out:
+        problem = tool_hint(missing_tool_name(record))
+    else:
+        problem = record_problem(record)
+    if problem is None:
+        problems = getattr(facts, "problems", None)
+        if isinstance(problems, Mapping) and record.command_id in problems:
+            problem = str(problems[record.command_id])
+    return problem
+
+
+# --------------------------------------------------------------------------------------------------
+# The framework
+
+
+def unreachable_reason(records: Mapping[str, CommandRecord]) -> str | None:
+    """Why a target was never reached (every record says "target failed: ..."), or None."""
+    if not records:
+        return None
+    errors = [r.error or "" for r in records.values()]
+    if all(e.startswith("target failed") for e in errors):
+        return errors[0].removeprefix("target failed").lstrip(": ") or "target failed"
+    return None
+
+
+def _finding(check: Check, targets: Iterable[Role], v: Verdict, evidence: Iterable[tuple[Role, str]]) -> Finding:
+    return Finding(
+        id=check.id,
+        severity=Severity(v.severity),
+        probe=check.probe,
+        owner=check.owner,
+        targets=list(dict.fromkeys(targets)),
+        title=v.title or check.title,
+        observed=v.observed,
+        expected=v.expected or check.expected,
+        why=v.why or check.why,
+        fix=v.fix or check.fix,
+        evidence=[EvidenceRef(target=t, command_id=c) for t, c in dict.fromkeys(evidence)],
+    )
+
+
+def _gate(check: Check, roles: tuple[Role, ...], facts: Mapping[Role, Any],
+          outputs: Mapping[Role, Mapping[str, CommandRecord]]) -> tuple[Verdict | None, list[tuple[Role, str]]]:
+    """The framework's verdict when the check can't be judged (unknown / not applicable), and the evidence."""
+    evidence: list[tuple[Role, str]] = []
+    for role in roles:
+        recs = outputs.get(role, {})
+        if reason := unreachable_reason(recs):
+            return unknown(f"{role} unreachable: {reason}" if len(roles) > 1 else f"target unreachable: {reason}"), []
+    if check.needs_gpu:
+        for role in roles:
+            present, _why = nvidia_presence(outputs.get(role, {}))
+            if present is False:
+                where = f" ({role})" if len(roles) > 1 or role == "container" else ""
+                return not_applicable(NO_GPU + where), []
+    unusable: list[str] = []
+    for role in roles:
+        recs = outputs.get(role, {})
+        for cid in check.sources:
+            problem = source_problem(recs.get(cid), facts.get(role))
+            evidence.append((role, cid))
+            if problem:
+                unusable.append(f"{cid}{f' ({role})' if len(roles) > 1 else ''}: {problem}")
+        if check.any_of:
+            tried = [(cid, source_problem(recs.get(cid), facts.get(role))) for cid in check.any_of if cid in recs]
+            good = [cid for cid, p in tried if p is None]
+            if good:
+                evidence.append((role, good[0]))
+            else:
+                unusable.append("; ".join(f"{cid}: {p}" for cid, p in tried) or "none of " + ", ".join(check.any_of) + " collected")
+                evidence.extend((role, cid) for cid, _ in tried)
+    if unusable:
+        return unknown("; ".join(unusable)), evidence
+    return None, evidence
+
+
+def judge_checks(checks: Iterable[Check], facts: Mapping[Role, Any],
+                 outputs: Mapping[Role, Mapping[str, CommandRecord]]) -> Iterator[Finding]:
+    """Every check -> exactly one finding per target set it covers among the roles the probe ran on."""
+    ran = [r for r in ("host", "container") if r in outputs]
+    for check in checks:
+        roles = [r for r in ran if r in check.roles]
+        if not roles:
+            continue
+        groups: list[tuple[Role, ...]] = [tuple(roles)] if check.cross else [(r,) for r in roles]
+        for group in groups:
+            if check.cross and len(group) < len(check.roles):
+                continue  # a cross-target check needs every role it compares
+            yield _judge_one(check, group, facts, outputs)
+
+
+def _judge_one(check: Check, group: tuple[Role, ...], facts: Mapping[Role, Any],
+               outputs: Mapping[Role, Mapping[str, CommandRecord]]) -> Finding:
+    gated, evidence = _gate(check, group, facts, outputs)
+    if gated is not None:
+        return _finding(check, group, gated, evidence)
+    ctx = Ctx(role=None if check.cross else group[0], facts=facts, outputs=outputs)
+    try:
+        if check.applies is not None and (why := check.applies(ctx)):
+            return _finding(check, group, not_applicable(why), evidence)
+        v = check.verdict(ctx)
+    except Exception as exc:  # a rule bug makes this one check unknown, visibly, not the whole probe
+        v = unknown(f"rule error: {exc.__class__.__name__}: {exc}")
+    return _finding(check, group, v, [*evidence, *v.evidence])
+
+
+@dataclass(frozen=True, slots=True)
+class Catalogue:
+    """All checks of all probes, for --list-checks, the plan and tests."""
+
+    checks: tuple[Check, ...] = field(default_factory=tuple)
+
+    def get(self, check_id: str) -> Check | None:
+        return next((c for c in self.checks if c.id == check_id or check_id in c.aliases), None)
+
+    def ids(self) -> set[str]:
+        return {c.id for c in self.checks}
+
+    def aliases(self) -> dict[str, str]:
+        return {a: c.id for c in self.checks for a in c.aliases}

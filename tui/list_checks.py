@@ -1,0 +1,34 @@
+"""`gpuaudit-tui --list-checks [--json]`: the catalogue of checks, without running anything."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+from gpuaudit.probes.core.checks import Check
+
+
+def catalogue_rows() -> list[Check]:
+    from gpuaudit.probes import REGISTRY
+
+    return [c for p in REGISTRY for c in p.checks]
+
+
+def as_dict(check: Check) -> dict[str, object]:
+    return {"id": check.id, "probe": check.probe, "owner": check.owner, "title": check.title, "why": check.why,
+            "fix": check.fix, "expected": check.expected, "sources": list(check.sources), "any_of": list(check.any_of),
+            "roles": sorted(check.roles), "cross_target": check.cross, "needs_gpu": check.needs_gpu,
+            "aliases": list(check.aliases)}
+
+
+def main(as_json: bool) -> int:
+    rows = catalogue_rows()
+    if as_json:
+        sys.stdout.write(json.dumps({"checks": [as_dict(c) for c in rows]}, indent=2) + "\n")
+        return 0
+    width = max((len(c.id) for c in rows), default=10)
+    for c in rows:
+        sources = ", ".join([*c.sources, *(f"{'|'.join(c.any_of)}" for _ in [0] if c.any_of)])
+        sys.stdout.write(f"{c.id:<{width}}  {c.owner:<9}  {c.title}  [{sources}]\n")
+    sys.stdout.write(f"{len(rows)} checks\n")
+    return 0
