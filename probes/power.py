@@ -15,8 +15,10 @@ from pydantic import BaseModel
 from gpuaudit.probes.core.models import Finding, Role
 from gpuaudit.probes.core.parsers.cpu import (
     CpuIdleInfo,
+    DEEP_LATENCY_US,
     cpu_identity,
     idle_states_from_sysfs,
+    is_deep_cstate,
     parse_cpupower_frequency_info,
     parse_cpupower_idle_info,
     parse_grep_h,
@@ -27,8 +29,6 @@ from gpuaudit.probes.core.sources import use
 from gpuaudit.probes.core.spec import FactsByTarget, Outputs, Probe, finding, usable_stdout
 
 PROBE_ID = "power"
-DEEP_LATENCY_US = 50
-"""Exit latency from which an idle state counts as deep (PROBES.md power.cpu_cstates)."""
 
 SMI_POWER_FIELDS = (
     "index", "pci.bus_id", "pstate", "utilization.gpu", "power.draw", "enforced.power.limit", "power.default_limit",
@@ -381,7 +381,7 @@ def _cstates(h: PowerFacts) -> Iterator[Finding]:
             yield finding(PROBE_ID, slug, "ok", "No CPU idle states managed by the OS",
                           observed="not applicable: cpuidle driver none exposes no states", evidence=ev)
         return
-    deep = [s for s in h.idle_states if (s.latency_us or 0) >= DEEP_LATENCY_US]
+    deep = [s for s in h.idle_states if is_deep_cstate(s.name, s.latency_us, h.cpu_vendor)]
     enabled = [s for s in deep if not s.disabled]
     cap = _cmdline_cstate_cap(h.cmdline)
     qos = h.pm_qos_resume_latency_us
@@ -402,7 +402,8 @@ def _cstates(h: PowerFacts) -> Iterator[Finding]:
     yield finding(PROBE_ID, slug, sev, "Deep CPU C-states enabled" + ("" if used else " (not entered yet)"),
                   observed=f"{', '.join(names)} enabled on CPU(s) {', '.join(map(str, cpus))}"
                            + (", entered" if used else ", usage 0") + f" (driver {h.idle_driver or '?'})",
-                  expected=f"idle states with exit latency >= {DEEP_LATENCY_US} µs disabled on the CPUs that run engine/NCCL threads",
+                  expected=f"deep idle states (AMD C2+, Intel C3+ or exit latency >= {DEEP_LATENCY_US} µs) disabled on the CPUs"
+                           " that run engine/NCCL threads",
                   why="Every wake from a deep state adds its exit latency to the next host-side step (scheduling, sampling,"
                       " kernel launch); with tensor parallelism all ranks wait for the slowest. Measure A/B: the effect"
                       " depends on the per-token step time.",
@@ -552,7 +553,7 @@ def summarize(facts: FactsByTarget) -> str:
     parts = [h.scaling_driver or "cpufreq ?"]
     if h.governors:
         parts.append("/".join(sorted(h.governors)))
-    deep = [s for s in h.idle_states if (s.latency_us or 0) >= DEEP_LATENCY_US]
+    deep = [s for s in h.idle_states if is_deep_cstate(s.name, s.latency_us, h.cpu_vendor)]
     if deep:
         s = max(deep, key=lambda s: s.latency_us or 0)
         on = any(not x.disabled for x in deep)

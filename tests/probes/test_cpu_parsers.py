@@ -8,7 +8,8 @@ from pathlib import Path
 import pytest
 
 from gpuaudit.probes.core.parsers.cpu import (
-    cpu_identity, idle_states_from_sysfs, parse_cpupower_frequency_info, parse_cpupower_idle_info, parse_grep_h, parse_lscpu,
+    cpu_identity, idle_states_from_sysfs, is_deep_cstate, parse_cpupower_frequency_info, parse_cpupower_idle_info,
+    parse_grep_h, parse_lscpu,
 )
 from gpuaudit.probes.core.parsers.dmi import bios_info, memory_devices, parse_dmidecode
 
@@ -125,3 +126,29 @@ def test_dmidecode_values():
     assert (d.speed_mts, d.configured_mts) == (5600, 5200)
     spr = bios_info(parse_dmidecode((FX / "dmidecode/supermicro-spr-8462y-csit-spaces-indented.txt").read_text()))
     assert spr["system_product_name"] == "SYS-741GE-TNRT"
+
+
+@pytest.mark.parametrize("name,lat,vendor,deep", [
+    ("C2", 30, "AMD", True),        # EPYC C2 (ACPI IOPORT) at the 30 µs ACPI reports: deep whatever the latency
+    ("C2", 400, "AMD", True),
+    ("C1", 1, "AMD", False),
+    ("POLL", 0, "AMD", False),
+    ("C1E", 10, "Intel", False),
+    ("C6", 133, "Intel", True),
+    ("C3", 40, "Intel", True),      # by name
+    ("C2_ACPI", 41, "Intel", False),
+    ("C3_ACPI", 60, "Intel", True),
+    ("C2", 30, None, False),        # vendor unknown: the latency decides
+    ("C2", 50, None, True),
+])
+def test_is_deep_cstate(name, lat, vendor, deep):
+    assert is_deep_cstate(name, lat, vendor) is deep
+
+
+def test_epyc_c2_at_30us_is_deep():
+    """Real EPYC capture: C2 ACPI IOPORT at 30 µs, entered 9,864 times: a deep state that is used."""
+    i = parse_cpupower_idle_info((FX / "cpupower-idle-info/epyc-acpi-idle-c2-ioport-lat30-entered.txt").read_text())
+    c2 = i.states[-1]
+    assert (c2.name, c2.latency_us, c2.usage, c2.disabled) == ("C2", 30, 9864, False)
+    assert c2.description == "ACPI IOPORT 0x814"
+    assert [s.name for s in i.states if is_deep_cstate(s.name, s.latency_us, "AMD")] == ["C2"]

@@ -181,3 +181,15 @@ def test_no_cpufreq_driver_is_not_applicable_only_when_sysfs_was_read():
     read_no_driver = PowerFacts()
     assert sev(read_no_driver, "power.cpu_governor") == "info"
     assert sev(read_no_driver, "power.cpu_boost") == "info"
+
+
+def test_epyc_c2_at_30us_entered_is_a_deep_state_warning():
+    """Issue 12 item 7: a real EPYC C2 (ACPI IOPORT) at 30 µs, entered 9,864 times, was 'ok only shallow states'."""
+    fx = Path(__file__).parents[1] / "fixtures/system"
+    facts = power.extract({
+        "lscpu_json": rec("lscpu_json", (fx / "lscpu/epyc-7742-2s-smt-off.txt").read_text()),
+        "cpupower_idle": rec("cpupower_idle", (fx / "cpupower-idle-info/epyc-acpi-idle-c2-ioport-lat30-entered.txt").read_text()),
+    }, "host")
+    assert facts.cpu_vendor == "AMD"
+    found = [f for f in hw.findings(power.PROBE, facts) if f.id == "power.cpu_cstates"]
+    assert found[0].severity.value == "warning" and "C2 30µs" in found[0].observed

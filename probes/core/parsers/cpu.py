@@ -8,6 +8,7 @@ Public API:
 * `parse_cpupower_idle_info(text) -> CpuIdleInfo`
 * `parse_grep_h(text) -> dict[str, list[str]]`   re-exported from `parsers.system` (PCI paths keep their colons)
 * `idle_states_from_sysfs(pairs) -> dict[int, list[IdleState]]`  cpuN/cpuidle/stateM/* files -> per CPU
+* `is_deep_cstate(name, latency_us, cpu_vendor) -> bool`  THE definition of a deep C-state (power and firmware)
 
 Pure; they never raise on odd input (unknown lines are skipped, missing values stay None).
 """
@@ -20,8 +21,8 @@ from dataclasses import dataclass
 
 from gpuaudit.probes.core.parsers.system import parse_grep_h
 
-__all__ = ["LSCPU_CMD", "SYS_CPPC_CMD", "SYS_CPUIDLE_CMD", "CPU_DIR", "CpuIdleInfo", "IdleState", "cpu_identity",
-           "idle_states_from_sysfs", "parse_cpupower_frequency_info", "parse_cpupower_idle_info", "parse_grep_h",
+__all__ = ["DEEP_LATENCY_US", "LSCPU_CMD", "SYS_CPPC_CMD", "SYS_CPUIDLE_CMD", "CPU_DIR", "CpuIdleInfo", "IdleState",
+           "cpu_identity", "cstate_number", "idle_states_from_sysfs", "is_deep_cstate", "parse_cpupower_frequency_info", "parse_cpupower_idle_info", "parse_grep_h",
            "parse_lscpu"]
 
 CPU_DIR = _CPU = "/sys/devices/system/cpu"
@@ -269,3 +270,42 @@ def idle_states_from_sysfs(files: dict[str, list[str]]) -> dict[int, list[IdleSt
         elif key == "desc":
             st["description"] = v
     return {cpu: [IdleState(**acc[cpu][i]) for i in sorted(acc[cpu])] for cpu in sorted(acc)}
+
+
+# --------------------------------------------------------------------------------------------------
+# What counts as a deep C-state: one definition for power.cpu_cstates and firmware.cstate_exposure.
+
+DEEP_LATENCY_US = 50
+"""Exit latency (µs) from which a state of unknown depth counts as deep (Intel and unknown vendors)."""
+
+_AMD_VENDORS = ("AMD", "AuthenticAMD", "Hygon", "HygonGenuine")
+
+
+def cstate_number(name: str) -> int | None:
+    """The C-state depth a cpuidle state name gives: "C2" -> 2, "C1E" -> 1, "C6S"/"C10" -> 6/10,
+    "C2_ACPI" -> 2 (intel_idle's ACPI-sourced states), "POLL" -> 0; None for a name without a C-number."""
+    n = name.strip().upper()
+    if n == "POLL":
+        return 0
+    m = re.match(r"C(\d+)", n)
+    return int(m.group(1)) if m else None
+
+
+def is_deep_cstate(name: str, latency_us: int | None, cpu_vendor: str | None) -> bool:
+    """Whether an idle state is deep (its exit costs the next host-side step), whatever latency ACPI reports.
+
+    * AMD (and Hygon): every state deeper than C1, i.e. C2 (`ACPI IOPORT`, the core's CC6 entry) and beyond,
+      is deep. ACPI _CST latencies on EPYC are firmware guesses (30, 100, 400 µs are all seen for the same C2),
+      so the name decides; an unnamed state falls back to the latency.
+    * Intel and any other vendor: C3 and deeper by name (C3, C6, C7s, C8, C10), or an exit latency of at least
+      DEEP_LATENCY_US (catches ACPI states such as C2_ACPI mapped onto C6); C1/C1E are shallow.
+    * POLL is never deep.
+    """
+    num = cstate_number(name)
+    if num == 0:
+        return False
+    if cpu_vendor in _AMD_VENDORS and num is not None:
+        return num >= 2
+    if num is not None and num >= 3:
+        return True
+    return (latency_us or 0) >= DEEP_LATENCY_US
