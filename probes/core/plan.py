@@ -37,21 +37,15 @@ RELATIONS: tuple[Relation, ...] = (
     Relation("kernel-upgrade", "Upgrade the kernel (and rebuild the NVIDIA module for it)",
              ("kernel.version", "power.cpu_scaling_driver", "firmware.cppc", "driver.dkms_kernel_match"),
              "amd_pstate loads by default on Zen 5 servers only from kernel 6.13: the upgrade also fixes the CPU frequency driver"),
-    Relation("numa-balancing", "Disable automatic NUMA balancing",
-             ("kernel.numa_balancing", "numa.balancing"), "the same sysctl, seen by two probes"),
-    Relation("zone-reclaim", "Disable zone reclaim", ("kernel.zone_reclaim", "numa.zone_reclaim"),
-             "the same sysctl, seen by two probes"),
     Relation("cstates", "Limit deep CPU C-states", ("power.cpu_cstates", "firmware.cstate_exposure"),
              "firmware exposure and OS use of the same idle states"),
     Relation("iommu-acs", "Fix IOMMU/ACS so GPU peer-to-peer stays off the root complex",
              ("firmware.iommu_mode", "pcie.acs", "nccl.iommu_acs_gate", "nccl.p2p_matrix", "nccl.transport_observed"),
              "IOMMU translation and ACS redirect both force P2P traffic through the root complex"),
-    Relation("bar1", "Enable large BAR (Above 4G decoding / Resizable BAR)", ("firmware.bar1_large_bar", "pcie.bar1"),
-             "one firmware setting sizes BAR1"),
     Relation("persistence", "Enable the persistence daemon on the host", ("driver.persistence", "driver.persistence_host_vs_container"),
              "the container inherits persistence mode from the host"),
     Relation("shm", "Give the container a large /dev/shm (or --ipc=host)",
-             ("container.shm", "container.shm_ipc", "nccl.shm_capacity"), "NCCL's SHM transport lives in /dev/shm"),
+             ("container.shm", "container.shm_ipc"), "NCCL's SHM transport lives in /dev/shm"),
     Relation("fabric-manager", "Start nvidia-fabricmanager and check the NVSwitch fabric",
              ("nvlink.fabric_manager_service", "nvlink.fabric_state", "nvlink.fabric_vs_container"),
              "the fabric state follows the fabric manager service"),
@@ -87,6 +81,11 @@ class PlanStep(BaseModel):
     @property
     def ids(self) -> list[str]:
         return [f.id for f in self.findings]
+
+    @property
+    def owners(self) -> list[str]:
+        """Who can apply this step (bios, host, container, engine, hardware), from the findings' check rows."""
+        return list(dict.fromkeys(f.owner for f in self.findings if f.owner))
 
 
 def impact(finding: Finding) -> int:
@@ -184,11 +183,14 @@ def plan_markdown(plan: list[PlanStep], run: AuditRun) -> str:
         lines.append("")
         if step.relation:
             lines += [f"_Grouped: {_clean(step.relation)}._", ""]
+        if step.owners:
+            lines += [f"**Who:** {', '.join(step.owners)}", ""]
         if step.fix:
             lines += ["**Fix:** " + _clean(step.fix).replace(" ⏎ ", "; "), ""]
         for f in step.findings:
             where = ", ".join(f.targets) or "-"
-            lines.append(f"- `{f.id}` ({f.severity.value}, {where}): {_clean(f.title)}")
+            owner = f", owner {f.owner}" if f.owner else ""
+            lines.append(f"- `{f.id}` ({f.severity.value}, {where}{owner}): {_clean(f.title)}")
             if f.observed or f.expected:
                 lines.append(f"  - observed: {_clean(f.observed) or '-'}; expected: {_clean(f.expected) or '-'}")
             if f.why:
