@@ -197,6 +197,38 @@ def test_topo_values():
     assert ns.parse_topo_m(read("nvidia-smi-topo-m", "a30-4gpu-nv4-pairs-1nic-2numa.txt")).links[("GPU2", "GPU3")] == "NV4"
 
 
+@pytest.mark.parametrize("name", ["b300-sxm6-8gpu-nv18-9nic-590-underline-header-esc.txt",
+                                  "b300-sxm6-8gpu-nv18-9nic-590-underline-header-esc-lost-in-paste.txt"])
+def test_topo_underlined_header_590(name):
+    # drivers 590/595 underline the header row with SGR escapes even when stdout is a file
+    t = ns.parse_topo_m(read("nvidia-smi-topo-m", name))
+    assert len(t.gpus) == 8 and len(t.devices) == 17 and t.links[("GPU0", "GPU7")] == "NV18"
+    assert len(t.nvlink_pairs()) == 56 and t.numa_affinity["GPU7"] == "1" and t.nic_names["NIC8"] == "mlx5_bond_0"
+
+
+def test_topo_p2p_underlined_header():
+    # the p2p matrix gets the same underline (" \t\x1b[4mGPU0\tGPU1\t\x1b[0m" on 590+): real H100 capture, header re-underlined
+    text = read("nvidia-smi-topo-p2p", "h100-8gpu-p2p-r-all-ok.txt")
+    lines = text.splitlines(keepends=True)
+    i = next(i for i, ln in enumerate(lines) if "GPU0" in ln)
+    lines[i] = lines[i].replace("GPU0", "\x1b[4mGPU0", 1).rstrip("\n") + "\x1b[0m\n"
+    t = ns.parse_topo_m("".join(lines))
+    assert len(t.gpus) == 8 and t.links[("GPU0", "GPU1")] == "OK"
+
+
+@pytest.mark.parametrize("text", ["", "\n\n", "\tGPU0\tGPU1\tCPU Affinity\n", "Legend:\n  X = Self\n"])
+def test_topo_empty_or_headless_is_an_error_never_no_nvlink(text):
+    # an unread topology must not look like a PCIe-only box (no NV# pairs) to nvlink/nccl
+    with pytest.raises(ParseError):
+        ns.parse_topo_m(text)
+
+
+def test_text_parsers_read_through_escapes():
+    table = read("nvidia-smi", "h100-sxm-hgx-8gpu-565.txt").replace("NVIDIA-SMI", "\x1b[1mNVIDIA-SMI\x1b[0m", 1)
+    assert ns.parse_smi_table(table).driver_version == "565.57.01"
+    assert ns.strip_escapes("\x1b[4mGPU0\x1b[0m [MiB] [ms] [N/A]") == "GPU0 [MiB] [ms] [N/A]"
+
+
 def test_nvlink_s_values():
     h100 = ns.parse_nvlink_s(read("nvidia-smi-nvlink-s", "h100-pcie-2gpu-bridge-12of18-active.txt"))
     assert [(g.index, g.active_links, len(g.links)) for g in h100] == [(0, 12, 18), (1, 12, 18)]

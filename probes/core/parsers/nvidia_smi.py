@@ -29,6 +29,27 @@ from typing import cast
 from gpuaudit.probes.core.errors import ParseError
 from gpuaudit.probes.core.parsers.system import normalize_bdf
 
+# --------------------------------------------------------------------------- terminal escapes
+
+_CSI = re.compile(r"\x1b\[[0-?]*[ -/]*[@-~]|\x1b[@-Z\\-_]")
+_ORPHAN_SGR = re.compile(r"\[\d{1,3}(?:;\d{1,3})*m")
+"""An SGR sequence whose ESC was lost on the way (a paste into a GitHub issue keeps "[4m...[0m")."""
+
+
+def strip_escapes(text: str) -> str:
+    """Drop terminal control sequences (CSI/SGR) nvidia-smi writes even into files.
+
+    Drivers 590/595 underline the `topo -m` header row whatever stdout is:
+        \t\x1b[4mGPU0\tGPU1\tCPU Affinity\tNUMA Affinity\tGPU NUMA ID\x1b[0m
+    Every text parser here reads through this first; "[4m"/"[0m" left by a lost ESC go too.
+    """
+    if not text:
+        return ""
+    if "\x1b" in text:
+        text = _CSI.sub("", text)
+    return _ORPHAN_SGR.sub("", text) if "m" in text and "[" in text else text
+
+
 # --------------------------------------------------------------------------- error banners
 
 SMI_ERR_MISMATCH = "driver_library_mismatch"
@@ -129,6 +150,7 @@ def parse_query_gpu_csv(text: str, fields: list[str] | tuple[str, ...] | None = 
     their field names are listed under `CSV_ERRORS_KEY` (read with `csv_row_errors`). Raises ParseError
     on an error banner or a row of the wrong width.
     """
+    text = strip_escapes(text)
     if err := detect_smi_error(text):
         raise ParseError(f"nvidia-smi error: {err}")
     lines = [ln for ln in (text or "").splitlines() if ln.strip()]
@@ -216,6 +238,7 @@ def parse_smi_table(text: str) -> SmiTable:
         |                                         |                        |                  N/A |
     An error banner gives a table with only `error` set. Fragments without a header still parse.
     """
+    text = strip_escapes(text)
     err = detect_smi_error(text)
     if err:
         return SmiTable(error=err)
@@ -308,6 +331,7 @@ def parse_smi_q_header(text: str) -> dict[str, str]:
         Driver Version                            : 565.57.01
         CUDA Version                              : 12.7
     """
+    text = strip_escapes(text)
     out: dict[str, str] = {}
     for line in (text or "").splitlines():
         if re.match(r"^GPU [0-9A-Fa-f]{4,8}:", line):
@@ -329,6 +353,7 @@ def parse_smi_q(text: str) -> list[dict]:
     -> [{"_bus_id": "00000000:18:00.0", "Product Name": "NVIDIA H100 80GB HBM3", "MIG Mode": {"Current": ...}}]
     Output without GPU blocks (a `-d` fragment) gives []; use `parse_q_tree` for those.
     """
+    text = strip_escapes(text)
     if err := detect_smi_error(text):
         raise ParseError(f"nvidia-smi error: {err}")
     gpus: list[dict] = []
@@ -349,6 +374,7 @@ def parse_smi_q(text: str) -> list[dict]:
 
 def parse_q_tree(text: str) -> dict:
     """Any `nvidia-smi -q`-style indented text (e.g. a `-d PERFORMANCE` fragment) -> nested dict."""
+    text = strip_escapes(text)
     return _as_dict(_q_tree((text or "").splitlines()))
 
 
@@ -457,25 +483,44 @@ class TopoMatrix:
         return out
 
 
+_TOPO_DEVICE = re.compile(r"(?:GPU|NIC)\d+|mlx\d+_\d+")
+
+
+def _topo_header_index(lines: list[str]) -> int | None:
+    """The header row: "GPU0" followed by another column name (a GPU0 data row has "X" next).
+
+    Indented by a TAB or spaces as printed, or flush left when pasted; escapes already stripped.
+    """
+    for i, ln in enumerate(lines):
+        toks = ln.split()
+        if toks[:1] == ["GPU0"] and (len(toks) == 1 or toks[1] != "X"):
+            return i
+    return None
+
+
 def parse_topo_m(text: str) -> TopoMatrix:
-    """`nvidia-smi topo -m` (spaces or TABs) -> TopoMatrix.
+    """`nvidia-smi topo -m` or `topo -p2p <r|w|n|a|p>` (spaces or TABs) -> TopoMatrix.
 
                 GPU0    GPU1    CPU Affinity    NUMA Affinity   GPU NUMA ID
         GPU0     X      NV12    32-63,96-127    1               N/A
         GPU1    NV12     X      32-63,96-127    1               N/A
-    Raises ParseError on an error banner or when no header row is found.
+    Drivers 590+ underline the header with SGR escapes (read through). Raises ParseError on an error
+    banner, on empty output and when no header row or no GPU row is found: a topology that was not
+    read must never look like "no NVLink" to the caller.
     """
+    text = strip_escapes(text)
     if err := detect_smi_error(text):
         raise ParseError(f"nvidia-smi error: {err}")
-    lines = (text or "").splitlines()
+    lines = text.splitlines()
     out = TopoMatrix()
-    header_i = next((i for i, ln in enumerate(lines) if re.match(r"^\s+GPU0\b", ln) or re.match(r"^\tGPU0\b", ln)), None)
+    if not any(ln.strip() for ln in lines):
+        raise ParseError("empty topo output")
+    header_i = _topo_header_index(lines)
     if header_i is None:
-        if not any(ln.strip() for ln in lines):
-            return out
         raise ParseError("no topo -m header row (GPU0 ...)")
-    out.devices = [t for t in lines[header_i].split() if re.fullmatch(r"(?:GPU|NIC)\d+|mlx\d+_\d+", t)]
+    out.devices = [t for t in lines[header_i].split() if _TOPO_DEVICE.fullmatch(t)]
     n = len(out.devices)
+    seen_rows: set[str] = set()
     for line in lines[header_i + 1:]:
         toks = line.split()
         if not toks or toks[0] not in out.devices:
@@ -483,6 +528,7 @@ def parse_topo_m(text: str) -> TopoMatrix:
                 break
             continue
         name, cells, rest = toks[0], toks[1:1 + n], toks[1 + n:]
+        seen_rows.add(name)
         for col, cell in zip(out.devices, cells):
             if cell != "X":
                 out.links[(name, col)] = cell
@@ -491,6 +537,8 @@ def parse_topo_m(text: str) -> TopoMatrix:
                 out.cpu_affinity[name] = rest[0]
             if len(rest) > 1:
                 out.numa_affinity[name] = rest[1]
+    if not any(r.startswith("GPU") for r in seen_rows):
+        raise ParseError("topo header without GPU rows (truncated output?)")
     for m in re.finditer(r"^\s*(NIC\d+):\s*(\S+)\s*$", text, re.M):
         out.nic_names[m.group(1)] = m.group(2)
     return out
@@ -536,6 +584,7 @@ def parse_nvlink_s(text: str) -> list[NvlinkGpu]:
         NVML: Unable to retrieve NVLink information as all links are inActive
     Raises ParseError on an error banner.
     """
+    text = strip_escapes(text)
     if err := detect_smi_error(text):
         raise ParseError(f"nvidia-smi error: {err}")
     gpus: list[NvlinkGpu] = []
@@ -571,6 +620,7 @@ def parse_nvlink_errors(text: str) -> dict[int, dict[int, dict[str, int]]]:
                  Link 0: Recovery Errors: 0
                  Link 0: CRC Errors: 0
     """
+    text = strip_escapes(text)
     if err := detect_smi_error(text):
         raise ParseError(f"nvidia-smi error: {err}")
     out: dict[int, dict[int, dict[str, int]]] = {}
