@@ -134,6 +134,8 @@ class Check:
     expected: str = ""
     aliases: tuple[str, ...] = ()
     """Other ids PROBES.md cross-references for the same check (e.g. numa.balancing -> kernel.numa_balancing)."""
+    first_of: tuple[Role, ...] = ()
+    """Judged once, on the first of these roles the probe ran on (the engine's container before the host), not per role."""
 
     @property
     def probe(self) -> str:
@@ -272,6 +274,8 @@ def judge_checks(checks: Iterable[Check], facts: Mapping[Role, Any],
     ran = [r for r in ("host", "container") if r in outputs]
     for check in checks:
         roles = [r for r in ran if r in check.roles]
+        if check.first_of:
+            roles = [r for r in check.first_of if r in roles][:1]
         if not roles:
             continue
         groups: list[tuple[Role, ...]] = [tuple(roles)] if check.cross else [(r,) for r in roles]
