@@ -36,14 +36,14 @@ _ENV_GREP = "|".join(k if k.endswith("_") else k + "=" for k in ENV_KEEP)
 ENGINE_PROCS_SHELL = (
     "apps=$(nvidia-smi --query-compute-apps=pid --format=csv,noheader 2>/dev/null | tr -d ' '); "
     "n=0; for d in /proc/[0-9]*; do p=${d#/proc/}; "
-    "c=$(tr '\\0' ' ' < $d/cmdline 2>/dev/null); [ -n \"$c\" ] || continue; "
+    "c=$(tr '\\0' ' ' 2>/dev/null < $d/cmdline); [ -n \"$c\" ] || continue; "
     "case \"$c\" in *@@p*) continue;; esac; hit=; "
     "case \"$c\" in *sglang*|*vllm*|*VLLM*|*text-generation-*) hit=1;; esac; "
     "for a in $apps; do [ \"$a\" = \"$p\" ] && hit=1; done; [ -n \"$hit\" ] || continue; "
     "n=$((n+1)); [ $n -le 32 ] || break; "
     "echo \"@@pid $p\"; echo \"@@exe $(readlink $d/exe 2>/dev/null)\"; echo '@@cmdline'; "
-    "tr '\\0' '\\n' < $d/cmdline 2>/dev/null; echo; echo '@@environ'; "
-    "tr '\\0' '\\n' < $d/environ 2>/dev/null | grep -E '^(" + _ENV_GREP + ")' || echo '@@environ-unreadable'; "
+    "tr '\\0' '\\n' 2>/dev/null < $d/cmdline; echo; echo '@@environ'; "
+    "tr '\\0' '\\n' 2>/dev/null < $d/environ | grep -E '^(" + _ENV_GREP + ")' || echo '@@environ-unreadable'; "
     "echo '@@maps'; grep -o '/[^ ]*libnccl[^ ]*' $d/maps 2>/dev/null | sort -u; echo '@@end'; done; "
     "[ $n -gt 0 ] || echo '@@none'"
 )
@@ -352,7 +352,7 @@ ENGINE_STATUS_SHELL = (
     "apps=$(nvidia-smi --query-compute-apps=pid,gpu_uuid --format=csv,noheader 2>/dev/null | tr -d ' '); "
     "echo '@@apps'; for a in $apps; do echo \"$a\"; done; echo \"@@online $(cat /sys/devices/system/cpu/online 2>/dev/null)\"; "
     "n=0; for d in /proc/[0-9]*; do p=${d#/proc/}; "
-    "c=$(tr '\\0' ' ' < $d/cmdline 2>/dev/null); [ -n \"$c\" ] || continue; "
+    "c=$(tr '\\0' ' ' 2>/dev/null < $d/cmdline); [ -n \"$c\" ] || continue; "
     "case \"$c\" in *@@p*) continue;; esac; hit=; "
     "case \"$c\" in *sglang*|*vllm*|*VLLM*|*text-generation-*) hit=1;; esac; "
     "for a in $apps; do [ \"${a%%,*}\" = \"$p\" ] && hit=1; done; [ -n \"$hit\" ] || continue; "
@@ -472,7 +472,7 @@ def parse_engine_status(text: str) -> EngineStatusReport:
 # journal), then the NCCL INFO lines that name a transport (the first 96) and the engine's own throughput lines
 # (the last 20), both from one pass over the log (awk prints the @@throughput section at its end).
 ENGINE_LOGS_SHELL = (
-    "n=0; for d in /proc/[0-9]*; do c=$(tr '\\0' ' ' < $d/cmdline 2>/dev/null); "
+    "n=0; for d in /proc/[0-9]*; do c=$(tr '\\0' ' ' 2>/dev/null < $d/cmdline); "
     "case \"$c\" in *@@p*) continue;; *sglang.launch_server*|*sglang.srt.entrypoints*|*'sglang serve'*|"
     "*vllm.entrypoints*|*'vllm serve'*|*text-generation-launcher*) ;; *) continue;; esac; "
     "n=$((n+1)); [ $n -le 2 ] || break; o=$(readlink $d/fd/1 2>/dev/null); "
