@@ -60,3 +60,10 @@ def virtual_machine(outputs: Outputs) -> tuple[bool | None, str]:
         if '"Virtualization type:"' in lscpu.stdout and "full" in lscpu.stdout:
             return True, "full virtualization"
     return None, "virtualisation not determined"
+
+
+def vm_reason(outputs: Outputs) -> str | None:
+    """"virtual machine (<why>)" when the target is proven a guest, else None: for a check's `applies`,
+    so every probe says the same thing about the same VM (kernel.version, firmware.cppc, numa_mode...)."""
+    vm, why = virtual_machine(outputs)
+    return f"virtual machine ({why}): the hypervisor host's firmware and hardware decide this" if vm else None
