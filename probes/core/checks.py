@@ -251,6 +251,8 @@ def _gate(check: Check, roles: tuple[Role, ...], facts: Mapping[Role, Any],
     for role in roles:
         recs = outputs.get(role, {})
         for cid in check.sources:
+            if (src := SOURCES.get(cid)) is not None and role not in src.on:
+                continue  # a host-only source in a cross-target check is required on the host only
             problem = source_problem(recs.get(cid), facts.get(role))
             evidence.append((role, cid))
             if problem:
