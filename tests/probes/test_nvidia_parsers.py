@@ -170,20 +170,62 @@ def test_smi_q_values():
     assert ns.q_get(frag, "Clocks Throttle Reasons", "HW Slowdown") == "Active"
 
 
-def test_smi_q_xml_synthetic():
-    # synthetic (no real -q -x capture in the corpus): the element names the parser reads
-    xml = """<?xml version="1.0" ?>
-<!DOCTYPE nvidia_smi_log SYSTEM "nvsmi_device_v12.dtd">
-<nvidia_smi_log><driver_version>565.57.01</driver_version><cuda_version>12.7</cuda_version>
-<gpu id="00000000:18:00.0"><product_name>NVIDIA H100 80GB HBM3</product_name><persistence_mode>Enabled</persistence_mode>
-<mig_mode><current_mig>Disabled</current_mig></mig_mode><fabric><state>In Progress</state><status>N/A</status></fabric>
-</gpu></nvidia_smi_log>"""
-    x = ns.parse_smi_q_xml(xml)
-    assert (x.driver_version, x.cuda_version, x.gpus[0].fabric_state, x.gpus[0].mig_current) == ("565.57.01", "12.7", "In Progress", "Disabled")
+XML = FIX / "nvidia-smi-q-x"
+
+
+@pytest.mark.parametrize("path", sorted(XML.glob("*.xml")), ids=lambda p: p.name)
+def test_every_q_xml_parses(path):
+    x = ns.parse_smi_q_xml(path.read_text())
+    assert x.driver_version and x.gpus and all(g.product_name and g.bus_id for g in x.gpus)
+    for g in x.gpus:
+        assert g.clock_events_element and set(g.clock_events) >= {"hw_slowdown", "sw_power_cap", "gpu_idle"}
+        assert g.pcie_gen_max and g.pcie_width_max and g.power_limit_w and g.bar1_total_mib
+        assert g.errors == {}  # these real captures read every field they print
+
+
+def test_q_xml_schemas_across_branches():
+    mig = ns.parse_smi_q_xml((XML / "netdata-a100-sxm4-mig.xml").read_text()).gpus[0]   # R510, MIG on
+    assert (mig.mig_current, mig.mig_pending, mig.mig_devices, mig.ecc_current) == ("Enabled", "Enabled", 2, "Enabled")
+    assert mig.ecc_volatile_uncorrected is None and mig.notes["ecc_volatile_uncorrected"] == "N/A"  # not 0
+    assert mig.clock_events_element == "clocks_throttle_reasons" and mig.temp_slowdown_c == 89 and mig.temp_shutdown_c == 92
+    a100 = ns.parse_smi_q_xml((XML / "telegraf-a100-sxm4-v12.xml").read_text())          # R535 gpu_power_readings
+    g = a100.gpus[0]
+    assert (a100.driver_version, a100.cuda_version, g.clock_events_element) == ("535.54.03", "12.2", "clocks_event_reasons")
+    assert (g.power_draw_w, g.power_limit_w, g.power_default_limit_w, g.power_max_limit_w) == (67.03, 500.0, 500.0, 500.0)
+    assert (g.pcie_gen_current, g.pcie_gen_max, g.pcie_width_max, g.bar1_total_mib) == (4, 4, 16, 131072)
+    assert g.remap_pending is None and g.notes["remap_pending"] == "N/A"  # "<remapped_rows>N/A" under MIG
+    ada = ns.parse_smi_q_xml((XML / "telegraf-rtx-4000-sff-ada-v13.xml").read_text()).gpus[0]  # R595 workstation
+    assert (ada.product_brand, ada.product_architecture, ada.ecc_current, ada.remap_failure) == \
+        ("NVIDIA RTX", "Ada Lovelace", "Disabled", "No")
+    assert ada.clock_events["gpu_idle"] is True and ada.clock_events["hw_slowdown"] is False
+    assert (ada.pcie_gen_current, ada.pcie_gen_max, ada.gsp_firmware_version, ada.tlimit_c) == (1, 4, "595.84", 49)
+    p100 = ns.parse_smi_q_xml((XML / "netdata-tesla-p100.xml").read_text()).gpus[0]
+    assert (p100.ecc_aggregate_corrected, p100.retired_dbe, p100.retired_pending) == (3, 0, "No")
+    geforce = ns.parse_smi_q_xml((XML / "netdata-rtx-4090-driver-535.xml").read_text()).gpus[0]
+    assert (geforce.pcie_gen_max, geforce.pcie_gen_device_max, geforce.pcie_gen_host_max) == (3, 4, 3)
+    assert geforce.mig_current is None and geforce.notes["mig_current"] == "N/A"
+
+
+def test_q_xml_error_tokens_are_none_with_a_reason():
+    # a real capture with three values replaced by the tokens drivers print when a read fails
+    text = (XML / "telegraf-tesla-t4.xml").read_text()
+    text = text.replace("<current_ecc>Enabled</current_ecc>", "<current_ecc>[Unknown Error]</current_ecc>", 1)
+    text = text.replace("<clocks_throttle_reason_hw_slowdown>Not Active", "<clocks_throttle_reason_hw_slowdown>[Unknown Error]", 1)
+    text = re.sub(r"<power_draw>[^<]*</power_draw>", "<power_draw>[Insufficient Permissions]</power_draw>", text, count=1)
+    g = ns.parse_smi_q_xml(text).gpus[0]
+    assert g.ecc_current is None and g.errors["ecc_current"] == "[Unknown Error]"
+    assert g.clock_events["hw_slowdown"] is None and "clock_events.hw_slowdown" in g.errors
+    assert g.power_draw_w is None and g.errors["power_draw_w"] == "[Insufficient Permissions]"
+    assert "mig_current" not in g.errors  # N/A = not supported, not an error
+
+
+def test_q_xml_rejects_banners_and_non_xml():
     with pytest.raises(ParseError):
         ns.parse_smi_q_xml(read("nvidia-smi", "err-driver-library-mismatch-570.txt"))
     with pytest.raises(ParseError):
         ns.parse_smi_q_xml("not xml")
+    with pytest.raises(ParseError):
+        ns.parse_smi_q_xml("")
 
 
 def test_topo_values():

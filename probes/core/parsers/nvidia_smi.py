@@ -11,7 +11,8 @@ Stable public API (other probes import these; names and return shapes do not cha
 * `parse_smi_table(text) -> SmiTable`           the default `nvidia-smi` table (header + GPU rows)
 * `parse_smi_q(text) -> list[dict]`             `nvidia-smi -q` text: one nested dict per GPU
 * `parse_smi_q_header(text) -> dict[str, str]`  `nvidia-smi -q` lines before the first GPU
-* `parse_smi_q_xml(text) -> SmiXml`             `nvidia-smi -q -x`
+* `parse_smi_q_xml(text) -> SmiXml`             `nvidia-smi -q -x`: typed per-GPU records (the primary per-GPU source)
+* `strip_escapes(text) -> str`                  drop SGR/CSI sequences (every text parser here calls it)
 * `parse_topo_m(text) -> TopoMatrix`            `nvidia-smi topo -m`
 * `parse_nvlink_s(text) -> dict[int, list[NvLink]]`  `nvidia-smi nvlink -s`
 * `SMI_GPU_IDS` / `parse_smi_gpu_ids(text) -> list[SmiGpuId]`  index, UUID and bus id of each GPU (numa, container)
@@ -24,7 +25,8 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import cast
+from collections.abc import Callable
+from typing import Any, cast
 
 from gpuaudit.probes.core.errors import ParseError
 from gpuaudit.probes.core.parsers.system import normalize_bdf
@@ -396,64 +398,259 @@ def q_get(tree: dict, *path: str) -> str | None:
 
 # --------------------------------------------------------------------------- nvidia-smi -q -x
 
+XML_ERROR_TOKENS = ("unknown error", "insufficient permissions", "gpu is lost", "not found")
+"""Values that say the driver could not read the field (unlike "N/A": the GPU has no such value)."""
+_XML_NA_TOKENS = ("n/a", "not supported", "requested functionality has been deprecated", "not available")
+CLOCK_EVENT_REASONS = ("gpu_idle", "applications_clocks_setting", "sw_power_cap", "hw_slowdown", "hw_thermal_slowdown",
+                       "hw_power_brake_slowdown", "sync_boost", "sw_thermal_slowdown", "display_clocks_setting")
+"""Canonical clock event reason names (the element suffixes of `clocks_event_reasons` / `clocks_throttle_reasons`)."""
+
+
 @dataclass
 class SmiXmlGpu:
-    """The fields of one `<gpu>` element the probes use (text as printed, None when absent)."""
+    """One `<gpu>` of `nvidia-smi -q -x`, typed. None = absent or not a value; why is in `notes`/`errors`.
+
+    Strings are kept as printed ("Enabled", "Disabled", "Default", "Exclusive_Process", "Yes"/"No"); numbers are
+    parsed without units (W, C, MiB, MHz, lanes). `errors` lists the fields the driver could not read
+    ("[Unknown Error]", "[Insufficient Permissions]", "[GPU is lost]"): never "not supported".
+    """
 
     bus_id: str | None = None
+    index: int = 0
+    """Position in the XML (nvidia-smi's enumeration order = its GPU index)."""
     product_name: str | None = None
+    product_brand: str | None = None
+    product_architecture: str | None = None
+    uuid: str | None = None
     persistence_mode: str | None = None
     compute_mode: str | None = None
     mig_current: str | None = None
+    mig_pending: str | None = None
+    mig_devices: int = 0
     ecc_current: str | None = None
-    fabric_state: str | None = None
-    fabric_status: str | None = None
+    ecc_pending: str | None = None
+    ecc_volatile_corrected: int | None = None
+    ecc_volatile_uncorrected: int | None = None
+    ecc_aggregate_corrected: int | None = None
+    ecc_aggregate_uncorrected: int | None = None
+    retired_sbe: int | None = None
+    retired_dbe: int | None = None
+    retired_pending: str | None = None
+    remap_correctable: int | None = None
+    remap_uncorrectable: int | None = None
     remap_pending: str | None = None
     remap_failure: str | None = None
+    clock_events: dict[str, bool | None] = field(default_factory=dict)
+    """CLOCK_EVENT_REASONS name -> Active (True) / Not Active (False) / unreadable (None); absent = not reported."""
+    clock_events_element: str | None = None
+    """"clocks_event_reasons" (R535+) or "clocks_throttle_reasons" (older): which schema the GPU reported."""
+    performance_state: str | None = None
+    utilization_gpu_pct: int | None = None
+    power_draw_w: float | None = None
+    power_limit_w: float | None = None
+    """The enforced limit (`enforced_power_limit`, or `current_power_limit` on R535+)."""
+    power_default_limit_w: float | None = None
+    power_min_limit_w: float | None = None
+    power_max_limit_w: float | None = None
+    temp_c: int | None = None
+    temp_slowdown_c: int | None = None
+    temp_shutdown_c: int | None = None
+    temp_max_gpu_c: int | None = None
+    temp_memory_c: int | None = None
+    tlimit_c: int | None = None
+    """Headroom to the slowdown limit (R550+ `gpu_temp_tlimit`); the *_tlimit_threshold values are relative."""
+    pcie_gen_current: int | None = None
+    pcie_gen_max: int | None = None
+    pcie_gen_device_max: int | None = None
+    pcie_gen_host_max: int | None = None
+    pcie_width_current: int | None = None
+    pcie_width_max: int | None = None
+    bar1_total_mib: int | None = None
+    fb_total_mib: int | None = None
+    vbios_version: str | None = None
+    gsp_firmware_version: str | None = None
+    inforom_image: str | None = None
+    mem_clock_max_mhz: int | None = None
+    memory_bus_width: int | None = None
+    fabric_state: str | None = None
+    fabric_status: str | None = None
+    reset_required: str | None = None
+    drain_and_reset_recommended: str | None = None
+    recovery_action: str | None = None
+    notes: dict[str, str] = field(default_factory=dict)
+    """Field -> the token printed instead of a value ("N/A", "[Not Supported]", "[Unknown Error]", ...)."""
+    errors: dict[str, str] = field(default_factory=dict)
+    """The subset of `notes` that means "could not read"."""
 
 
 @dataclass
 class SmiXml:
     driver_version: str | None = None
     cuda_version: str | None = None
+    attached_gpus: int | None = None
     gpus: list[SmiXmlGpu] = field(default_factory=list)
 
 
+_XML_TEXT: tuple[tuple[str, tuple[str, ...]], ...] = (
+    # field, paths tried in order (renamed across driver branches)
+    ("product_name", ("product_name",)), ("product_brand", ("product_brand",)),
+    ("product_architecture", ("product_architecture",)), ("uuid", ("uuid",)),
+    ("persistence_mode", ("persistence_mode",)), ("compute_mode", ("compute_mode",)),
+    ("mig_current", ("mig_mode/current_mig",)), ("mig_pending", ("mig_mode/pending_mig",)),
+    ("ecc_current", ("ecc_mode/current_ecc",)), ("ecc_pending", ("ecc_mode/pending_ecc",)),
+    ("retired_pending", ("retired_pages/pending_retirement", "retired_pages/pending_blacklist")),
+    ("remap_pending", ("remapped_rows/remapped_row_pending",)),
+    ("remap_failure", ("remapped_rows/remapped_row_failure", "remapped_rows/remapped_row_failure_occurred")),
+    ("performance_state", ("performance_state",)),
+    ("vbios_version", ("vbios_version",)), ("gsp_firmware_version", ("gsp_firmware_version",)),
+    ("inforom_image", ("inforom_version/img_version",)),
+    ("fabric_state", ("fabric/state",)), ("fabric_status", ("fabric/status",)),
+    ("reset_required", ("gpu_reset_status/reset_required",)),
+    ("drain_and_reset_recommended", ("gpu_reset_status/drain_and_reset_recommended",)),
+    ("recovery_action", ("gpu_recovery_action",)),
+)
+_XML_NUMBER: tuple[tuple[str, tuple[str, ...]], ...] = (
+    ("ecc_volatile_corrected", ("ecc_errors/volatile/dram_correctable", "ecc_errors/volatile/single_bit/total")),
+    ("ecc_volatile_uncorrected", ("ecc_errors/volatile/dram_uncorrectable", "ecc_errors/volatile/double_bit/total")),
+    ("ecc_aggregate_corrected", ("ecc_errors/aggregate/dram_correctable", "ecc_errors/aggregate/single_bit/total")),
+    ("ecc_aggregate_uncorrected", ("ecc_errors/aggregate/dram_uncorrectable", "ecc_errors/aggregate/double_bit/total")),
+    ("retired_sbe", ("retired_pages/multiple_single_bit_retirement/retired_count",)),
+    ("retired_dbe", ("retired_pages/double_bit_retirement/retired_count",)),
+    ("remap_correctable", ("remapped_rows/remapped_row_corr",)),
+    ("remap_uncorrectable", ("remapped_rows/remapped_row_unc",)),
+    ("utilization_gpu_pct", ("utilization/gpu_util",)),
+    ("power_draw_w", ("gpu_power_readings/power_draw", "gpu_power_readings/instant_power_draw",
+                      "gpu_power_readings/average_power_draw", "power_readings/power_draw")),
+    ("power_limit_w", ("gpu_power_readings/current_power_limit", "power_readings/enforced_power_limit",
+                       "power_readings/power_limit")),
+    ("power_default_limit_w", ("gpu_power_readings/default_power_limit", "power_readings/default_power_limit")),
+    ("power_min_limit_w", ("gpu_power_readings/min_power_limit", "power_readings/min_power_limit")),
+    ("power_max_limit_w", ("gpu_power_readings/max_power_limit", "power_readings/max_power_limit")),
+    ("temp_c", ("temperature/gpu_temp",)),
+    ("temp_slowdown_c", ("temperature/gpu_temp_slow_threshold",)),
+    ("temp_shutdown_c", ("temperature/gpu_temp_max_threshold",)),
+    ("temp_max_gpu_c", ("temperature/gpu_temp_max_gpu_threshold",)),
+    ("temp_memory_c", ("temperature/memory_temp",)),
+    ("tlimit_c", ("temperature/gpu_temp_tlimit",)),
+    ("pcie_gen_current", ("pci/pci_gpu_link_info/pcie_gen/current_link_gen",)),
+    ("pcie_gen_max", ("pci/pci_gpu_link_info/pcie_gen/max_link_gen",)),
+    ("pcie_gen_device_max", ("pci/pci_gpu_link_info/pcie_gen/max_device_link_gen",)),
+    ("pcie_gen_host_max", ("pci/pci_gpu_link_info/pcie_gen/max_host_link_gen",)),
+    ("pcie_width_current", ("pci/pci_gpu_link_info/link_widths/current_link_width",)),
+    ("pcie_width_max", ("pci/pci_gpu_link_info/link_widths/max_link_width",)),
+    ("bar1_total_mib", ("bar1_memory_usage/total",)),
+    ("fb_total_mib", ("fb_memory_usage/total",)),
+    ("mem_clock_max_mhz", ("max_clocks/mem_clock",)),
+    ("memory_bus_width", ("memory_bus_width",)),
+)
+_FLOAT_FIELDS = {"power_draw_w", "power_limit_w", "power_default_limit_w", "power_min_limit_w", "power_max_limit_w"}
+_NUMBER = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*(?:x|W|C|MiB|MHz|%|bits?|bit)?\s*$")
+
+
+def _xml_token(value: str) -> str | None:
+    """The "not a value" token nvidia-smi printed ("N/A", "[Unknown Error]", ...), else None."""
+    low = value.strip().strip("[]").strip().lower()
+    return value.strip() if low in XML_ERROR_TOKENS or low in _XML_NA_TOKENS or not low else None
+
+
 def parse_smi_q_xml(text: str) -> SmiXml:
-    """`nvidia-smi -q -x` -> versions and per-GPU fields. Raises ParseError on non-XML output.
+    """`nvidia-smi -q -x` -> driver/CUDA versions and one typed SmiXmlGpu per `<gpu>` (R418 ... R595 schemas).
 
         <nvidia_smi_log>
             <driver_version>565.57.01</driver_version>
             <cuda_version>12.7</cuda_version>
             <gpu id="00000000:18:00.0"> <product_name>NVIDIA H100 80GB HBM3</product_name> ...
-    """
-    import xml.etree.ElementTree as ET  # stdlib; the DOCTYPE line is ignored by the parser
 
+    Fields (see SmiXmlGpu): product name/brand/architecture, bus id, persistence and compute mode, MIG mode
+    current/pending (+ MIG device count), ECC mode and volatile/aggregate DRAM error counts (old single/double-bit
+    totals too), retired pages and row remapping (pending/failure), clock event reasons (`clocks_event_reasons`,
+    or `clocks_throttle_reasons` before R535), performance state and utilisation, power draw/limits
+    (enforced/default/min/max; `power_readings` or `gpu_power_readings`), temperatures and slowdown/shutdown
+    thresholds, PCIe generation/width current and max, BAR1 and framebuffer size, VBIOS/GSP/InfoROM versions,
+    max memory clock (+ bus width where printed), fabric state/status, reset/recovery state.
+    Tokens ("N/A", "[Not Supported]", "[Unknown Error]", "[Insufficient Permissions]") give None with the token in
+    `notes` (and in `errors` when it means "could not read"), never a number. Raises ParseError on an error
+    banner or non-XML output. The DOCTYPE (and any entity declaration) is dropped before parsing.
+    """
+    import xml.etree.ElementTree as ET  # stdlib
+
+    text = strip_escapes(text)
     if err := detect_smi_error(text):
         raise ParseError(f"nvidia-smi error: {err}")
-    body = re.sub(r"<!DOCTYPE[^>]*>", "", text or "")
+    body = re.sub(r"<!DOCTYPE[^>\[]*(?:\[[^\]]*\])?\s*>", "", text or "")
+    start = body.find("<")
     try:
-        root = ET.fromstring(body.strip())
+        root = ET.fromstring(body[start:].strip() if start >= 0 else body)
     except ET.ParseError as exc:
         raise ParseError(f"not nvidia-smi XML: {exc}") from None
+    if root.tag != "nvidia_smi_log":
+        raise ParseError(f"not nvidia-smi XML: root <{root.tag}>")
 
-    def txt(el: ET.Element | None, path: str) -> str | None:
-        if el is None:
-            return None
+    def txt(el: ET.Element, path: str) -> str | None:
         found = el.find(path)
-        return found.text.strip() if found is not None and found.text and found.text.strip() else None
+        if found is None or found.text is None:
+            return None
+        return found.text.strip() or None
 
-    out = SmiXml(driver_version=txt(root, "driver_version"), cuda_version=txt(root, "cuda_version"))
-    for g in root.findall("gpu"):
-        out.gpus.append(SmiXmlGpu(
-            bus_id=g.get("id"), product_name=txt(g, "product_name"),
-            persistence_mode=txt(g, "persistence_mode"), compute_mode=txt(g, "compute_mode"),
-            mig_current=txt(g, "mig_mode/current_mig"), ecc_current=txt(g, "ecc_mode/current_ecc"),
-            fabric_state=txt(g, "fabric/state"), fabric_status=txt(g, "fabric/status"),
-            remap_pending=txt(g, "remapped_rows/remapped_row_pending"),
-            remap_failure=txt(g, "remapped_rows/remapped_row_failure_occurred"),
-        ))
+    attached = txt(root, "attached_gpus")
+    out = SmiXml(driver_version=txt(root, "driver_version"), cuda_version=txt(root, "cuda_version"),
+                 attached_gpus=int(attached) if attached and attached.isdigit() else None)
+    for i, g in enumerate(root.findall("gpu")):
+        out.gpus.append(_xml_gpu(g, i, txt))
     return out
+
+
+def _xml_gpu(g: Any, index: int, txt: Callable[[Any, str], str | None]) -> SmiXmlGpu:
+    rec = SmiXmlGpu(bus_id=g.get("id") or txt(g, "pci/pci_bus_id"), index=index)
+
+    def first(paths: tuple[str, ...]) -> str | None:
+        return next((v for p in paths if (v := txt(g, p)) is not None), None)
+
+    def note(name: str, token: str) -> None:
+        rec.notes[name] = token
+        if token.strip("[] ").lower() in XML_ERROR_TOKENS:
+            rec.errors[name] = token
+
+    for name, paths in _XML_TEXT:
+        value = first(paths)
+        if value is None:
+            continue
+        if tok := _xml_token(value):
+            note(name, tok)
+        else:
+            setattr(rec, name, value)
+    for name, paths in _XML_NUMBER:
+        value = first(paths)
+        if value is None:
+            continue
+        if tok := _xml_token(value):
+            note(name, tok)
+        elif m := _NUMBER.match(value):
+            setattr(rec, name, float(m.group(1)) if name in _FLOAT_FIELDS else int(float(m.group(1))))
+        else:
+            note(name, value)
+    remap = g.find("remapped_rows")
+    if remap is not None and len(remap) == 0 and (tok := _xml_token(remap.text or "")):
+        note("remap_pending", tok)  # "<remapped_rows>N/A</remapped_rows>": no row remapper (or MIG mode)
+        note("remap_failure", tok)
+    devices = g.find("mig_devices")
+    rec.mig_devices = len(devices.findall("mig_device")) if devices is not None else 0
+    for element in ("clocks_event_reasons", "clocks_throttle_reasons"):
+        reasons = g.find(element)
+        if reasons is None:
+            continue
+        rec.clock_events_element = element
+        prefix = element[:-1] + "_"  # clocks_event_reason_ / clocks_throttle_reason_
+        for child in reasons:
+            name = child.tag.removeprefix(prefix)
+            value = (child.text or "").strip()
+            if value.lower() in ("active", "not active"):
+                rec.clock_events[name] = value.lower() == "active"
+            else:
+                rec.clock_events[name] = None
+                note(f"clock_events.{name}", value or "empty")
+        break
+    return rec
 
 
 # --------------------------------------------------------------------------- topo -m
