@@ -1,10 +1,18 @@
-"""Turns the container probe's command outputs into ContainerFacts (never raises on odd output)."""
+"""The container probe's outputs -> ContainerFacts: a table of source -> reader (never raises on odd output).
+
+Each reader gets a usable stdout (the framework has already judged exit codes, timeouts and refusals) and
+returns the fields it fills; a reader that finds the output unusable raises ValueError, which becomes
+`problems[command_id]` (and so an `unknown` for every check that needs the source).
+"""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import Any
 
 from gpuaudit.probes.container.facts import ContainerFacts, CtConfig, Gpu, Node, Rule
+from gpuaudit.probes.core.checks import source_problem
 from gpuaudit.probes.core.errors import ParseError
 from gpuaudit.probes.core.models import CommandRecord, Role
 from gpuaudit.probes.core.parsers.lxc import LxcConfig, parse_conf_dump
@@ -20,99 +28,162 @@ from gpuaudit.probes.core.parsers.system import (
     parse_ulimit_a,
     ulimit_kb,
 )
-from gpuaudit.probes.core.spec import Outputs, partial_grep_ok, record_problem, usable_stdout
+from gpuaudit.probes.core.spec import Outputs, partial_grep_ok
 
 NVIDIA_MAJOR_NAMES = ("nvidia-frontend", "nvidia-uvm", "nvidia-caps", "nvidia-nvswitch", "nvidia-caps-imex-channels",
                       "nvidia-nvlink")
+Fields = dict[str, Any]
 
 
-def _no_such_file(rec: CommandRecord | None) -> bool:
-    return rec is not None and not rec.error and rec.exit_status in (1, 2) and "No such file" in rec.stderr
+def _no_such_file(rec: CommandRecord) -> bool:
+    return rec.exit_status in (1, 2) and "No such file" in rec.stderr
+
+
+def _exit_means_none(rec: CommandRecord) -> None:
+    """ls/grep exit 2: "No such file" is an answer (nothing there); any other exit-2 cause is not."""
+    if rec.exit_status == 2 and not _no_such_file(rec) and not rec.stdout.strip():
+        raise ValueError(f"exit 2: {(rec.stderr.strip().splitlines() or [''])[0][:160]}")
+
+
+def read_virt(rec: CommandRecord) -> Fields:
+    v = parse_detect_virt(rec.stdout)
+    if v is None:
+        raise ValueError("systemd-detect-virt printed no kind")
+    return {"virt": v}
 
 
 def _config_model(c: LxcConfig) -> CtConfig:
     return CtConfig(
         vmid=c.vmid or "?", hostname=c.hostname, unprivileged=c.unprivileged, cores=c.cores, cpulimit=c.cpulimit,
-        memory_mb=c.memory_mb,
-        rules=[Rule(type=r.type, major=r.major, minor=r.minor, v1=r.cgroup_v1) for r in c.allow],
-        mount_sources=[m.source for m in c.mounts], optional_mounts=[m.source for m in c.mounts if m.optional],
-        dev_paths=[d.path for d in c.devs], prlimit_memlock=c.prlimit_memlock)
+        memory_mb=c.memory_mb, rules=[Rule(type=r.type, major=r.major, minor=r.minor, v1=r.cgroup_v1) for r in c.allow],
+        mount_sources=[m.source for m in c.mounts], mount_targets=["/" + m.target.lstrip("/") for m in c.mounts],
+        optional_mounts=[m.source for m in c.mounts if m.optional], dev_paths=[d.path for d in c.devs],
+        prlimit_memlock=c.prlimit_memlock)
+
+
+def read_pve_confs(rec: CommandRecord) -> Fields:
+    if _no_such_file(rec) and not rec.stdout.strip():
+        return {"is_pve": False, "configs": {}}
+    _exit_means_none(rec)
+    return {"is_pve": True, "configs": {k: _config_model(c) for k, c in parse_conf_dump(rec.stdout).items()}}
+
+
+def read_proc_devices(rec: CommandRecord) -> Fields:
+    pd = parse_proc_devices(rec.stdout)
+    if not pd.char:
+        raise ValueError("no 'Character devices:' section")
+    return {"majors": {n: m for n in NVIDIA_MAJOR_NAMES if (m := pd.char_major(n)) is not None},
+            "all_majors": sorted({m for ms in pd.char.values() for m in ms})}
+
+
+def read_dev_nvidia(rec: CommandRecord) -> Fields:
+    _exit_means_none(rec)
+    return {"nodes": [Node(path=n.path, kind=n.kind, major=n.major, minor=n.minor, mode=n.mode)
+                      for n in parse_ls_dev(rec.stdout)]}
+
+
+def read_smi_gpu_ids(rec: CommandRecord) -> Fields:
+    try:
+        return {"gpus": [Gpu(index=g.index, uuid=g.uuid, bus_id=g.bus_id) for g in parse_smi_gpu_ids(rec.stdout)]}
+    except ParseError as exc:
+        raise ValueError(str(exc)) from exc
+
+
+def read_df_shm(rec: CommandRecord) -> Fields:
+    rows = parse_df(rec.stdout)
+    if not rows:
+        raise ValueError("no df row for /dev/shm")
+    return {"shm_bytes": rows[0].size_bytes, "shm_fs": rows[0].filesystem}
+
+
+def read_uname_n(rec: CommandRecord) -> Fields:
+    words = rec.stdout.strip().split()
+    return {"hostname": words[0] if words else None}
+
+
+def read_proc_self_cgroup(rec: CommandRecord) -> Fields:
+    cg = parse_proc_self_cgroup(rec.stdout)
+    return {"cgroup_version": cg.version, "cgroup_lxc_id": cg.lxc_id}
+
+
+def read_uid_map(rec: CommandRecord) -> Fields:
+    uid_map = parse_uid_map(rec.stdout)
+    if not uid_map:
+        raise ValueError("empty uid_map")
+    return {"uid_map_unprivileged": not any(inside == 0 and outside == 0 for inside, outside, _ in uid_map)}
+
+
+def read_ulimit_a(rec: CommandRecord) -> Fields:
+    lim = parse_ulimit_a(rec.stdout)
+    if "l" not in lim and "n" not in lim:
+        raise ValueError("no locked-memory or open-files line")
+    return {"memlock_kb": ulimit_kb(lim.get("l")), "nofile": ulimit_kb(lim.get("n"))}
+
+
+def read_cgroup_limits(rec: CommandRecord) -> Fields:
+    cl = parse_cgroup_files(rec.stdout)
+    return {"cpuset_cpus": len(cl.cpuset_cpus) if cl.cpuset_cpus is not None else None,
+            "cpu_quota_us": cl.cpu_quota_us, "cpu_period_us": cl.cpu_period_us, "cpu_max_read": cl.cpu_max_read,
+            "nr_periods": cl.cpu_stat.get("nr_periods"), "nr_throttled": cl.cpu_stat.get("nr_throttled"),
+            "memory_max": cl.memory_max, "memory_max_read": cl.memory_max_read,
+            "oom_kills": cl.memory_events.get("oom_kill")}
+
+
+def read_dev_infiniband(rec: CommandRecord) -> Fields:
+    _exit_means_none(rec)
+    return {"infiniband": bool(rec.stdout.strip())}
+
+
+def read_libcuda(rec: CommandRecord) -> Fields:
+    _exit_means_none(rec)
+    return {"libcuda_versions": sorted({m.group(1) for m in re.finditer(r"libcuda\.so\.(\d+\.\d+(?:\.\d+)?)", rec.stdout)})}
+
+
+READERS: dict[str, Callable[[CommandRecord], Fields]] = {
+    "virt": read_virt, "pve_lxc_confs": read_pve_confs, "proc_devices": read_proc_devices,
+    "dev_nvidia": read_dev_nvidia, "smi_gpu_ids": read_smi_gpu_ids, "df_shm": read_df_shm, "uname_n": read_uname_n,
+    "proc_self_cgroup": read_proc_self_cgroup, "uid_map": read_uid_map, "ulimit_a": read_ulimit_a,
+    "cgroup_limits": read_cgroup_limits, "dev_infiniband": read_dev_infiniband, "libcuda_files": read_libcuda,
+}
+"""Source -> the reader of its usable output."""
+
+_WRAPPERS = (("pct exec ", "lxc"), ("lxc-attach ", "lxc"), ("docker exec ", "docker"))
+
+
+def wrapper_kind(outputs: Outputs) -> str | None:
+    """The container kind the target spec implies, from the wrapper the runner put around the commands."""
+    for rec in outputs.values():
+        for prefix, kind in _WRAPPERS:
+            if prefix in rec.executed:
+                return kind
+    return None
+
+
+def smi_banner(rec: CommandRecord | None) -> str | None:
+    """nvidia-smi's error banner when it answered with one (not on a timeout, refusal or missing tool)."""
+    if rec is None or rec.error or rec.timed_out or rec.missing_tool:
+        return None
+    return detect_smi_error(rec.stdout + "\n" + rec.stderr)
+
+
+def _usable(rec: CommandRecord) -> bool:
+    # a partial `grep -H` over cgroup files (no cpuset controller) still carries good lines
+    return source_problem(rec) is None or (rec.command_id == "cgroup_limits" and partial_grep_ok({rec.command_id: rec},
+                                                                                                   rec.command_id))
 
 
 def extract(outputs: Outputs, role: Role) -> ContainerFacts:
+    data: Fields = {"wrapper_kind": wrapper_kind(outputs) if role == "container" else None}
     problems: dict[str, str] = {}
-    data: dict[str, object] = {}
-
-    def text(cid: str) -> str | None:
-        if cid == "cgroup_limits" and partial_grep_ok(outputs, cid):
-            return outputs[cid].stdout  # some files absent (no cpuset controller): the rest is good
-        return usable_stdout(outputs, cid, problems)
-
-    def note(cid: str) -> None:
-        """Record why a command read by hand (not through `text`) is unusable."""
+    for cid, read in READERS.items():
         rec = outputs.get(cid)
-        if rec is not None and (p := record_problem(rec)):
-            problems[cid] = p
-
-    # systemd-detect-virt exits 1 when it prints "none": an answer, not a failure.
-    vrec = outputs.get("virt")
-    if vrec is not None and not vrec.error and vrec.exit_status in (0, 1) and (v := parse_detect_virt(vrec.stdout)):
-        data["virt"] = v
-    else:
-        note("virt")
-    crec = outputs.get("pve_lxc_confs")
-    if _no_such_file(crec):
-        data.update(is_pve=False, configs={})
-    elif (t := text("pve_lxc_confs")) is not None:
-        data.update(is_pve=True, configs={k: _config_model(c) for k, c in parse_conf_dump(t).items()})
-    if (t := text("proc_devices")) is not None:
-        pd = parse_proc_devices(t)
-        data["majors"] = {n: m for n in NVIDIA_MAJOR_NAMES if (m := pd.char_major(n)) is not None}
-        data["all_majors"] = sorted({m for ms in pd.char.values() for m in ms})
-    drec = outputs.get("dev_nvidia")
-    if drec is not None and (_no_such_file(drec) or text("dev_nvidia") is not None):
-        data["nodes"] = [Node(path=n.path, kind=n.kind, major=n.major, minor=n.minor, mode=n.mode)
-                         for n in parse_ls_dev(drec.stdout)]
-    srec = outputs.get("smi_gpu_ids")
-    if srec is not None and (err := detect_smi_error(srec.stdout + "\n" + srec.stderr)) and not srec.missing_tool:
-        data["smi_error"] = err
-        problems["smi_gpu_ids"] = f"nvidia-smi error: {err}"
-    elif (t := text("smi_gpu_ids")) is not None:
+        if rec is None or not _usable(rec):
+            continue
         try:
-            data["gpus"] = [Gpu(index=g.index, uuid=g.uuid, bus_id=g.bus_id) for g in parse_smi_gpu_ids(t)]
-        except ParseError as exc:
-            problems["smi_gpu_ids"] = str(exc)
-    if (t := text("df_shm")) is not None:
-        rows = parse_df(t)
-        if rows:
-            data.update(shm_bytes=rows[0].size_bytes, shm_fs=rows[0].filesystem)
-    if (t := text("uname_n")) is not None:
-        words = t.strip().split()
-        data["hostname"] = words[0] if words else None
-    if (t := text("proc_self_cgroup")) is not None:
-        cg = parse_proc_self_cgroup(t)
-        data.update(cgroup_version=cg.version, cgroup_lxc_id=cg.lxc_id)
-    if (t := text("uid_map")) is not None:
-        uid_map = parse_uid_map(t)
-        if uid_map:
-            data["uid_map_unprivileged"] = not any(inside == 0 and outside == 0 for inside, outside, _ in uid_map)
-    if (t := text("ulimit_a")) is not None:
-        lim = parse_ulimit_a(t)
-        data.update(memlock_kb=ulimit_kb(lim.get("l")), nofile=ulimit_kb(lim.get("n")))
-    if (t := text("cgroup_limits")) is not None:
-        cl = parse_cgroup_files(t)
-        data.update(cpuset_cpus=len(cl.cpuset_cpus) if cl.cpuset_cpus is not None else None,
-                    cpu_quota_us=cl.cpu_quota_us, cpu_period_us=cl.cpu_period_us, cpu_max_read=cl.cpu_max_read,
-                    nr_periods=cl.cpu_stat.get("nr_periods"), nr_throttled=cl.cpu_stat.get("nr_throttled"),
-                    memory_max=cl.memory_max, memory_max_read=cl.memory_max_read,
-                    oom_kills=cl.memory_events.get("oom_kill"))
-    if _no_such_file(outputs.get("dev_infiniband")):
-        data["infiniband"] = False
-    elif (t := text("dev_infiniband")) is not None:
-        data["infiniband"] = bool(t.strip())
-    lrec = outputs.get("libcuda_files")
-    if lrec is not None and not lrec.error and not lrec.timed_out and lrec.exit_status in (0, 2):
-        data["libcuda_versions"] = sorted({m.group(1) for m in re.finditer(r"libcuda\.so\.(\d+\.\d+(?:\.\d+)?)", lrec.stdout)})
-    else:
-        note("libcuda_files")
-    return ContainerFacts(problems=problems, **data)  # type: ignore[arg-type]
+            data.update(read(rec))
+        except ValueError as exc:
+            problems[cid] = str(exc)
+    if banner := smi_banner(outputs.get("smi_gpu_ids")):
+        data["smi_error"] = banner
+        problems.setdefault("smi_gpu_ids", f"nvidia-smi error: {banner}")
+    return ContainerFacts(problems=problems, **data)

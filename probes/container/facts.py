@@ -1,18 +1,27 @@
-"""Typed facts of the container probe: LXC configs, device nodes, GPUs, limits."""
+"""Typed facts of the container probe: LXC configs, device nodes, GPUs, limits, the container's kind."""
 
 from __future__ import annotations
+
+import re
 
 from pydantic import BaseModel
 
 
 class Rule(BaseModel, frozen=True):
+    """One cgroup device allow-list entry: `c 195:* rwm`; None = `*`."""
+
     type: str
     major: int | None = None
     minor: int | None = None
     v1: bool = False
 
-    def covers(self, major: int) -> bool:
-        return self.type == "a" or (self.type == "c" and (self.major is None or self.major == major))
+    def covers(self, major: int, minor: int | None = None) -> bool:
+        """Whether the rule lets the container open device major:minor (minor None = any minor of it)."""
+        if self.type == "a":
+            return True
+        if self.type != "c" or (self.major is not None and self.major != major):
+            return False
+        return self.minor is None or minor is None or self.minor == minor
 
     def label(self) -> str:
         if self.type == "a":
@@ -29,13 +38,21 @@ class CtConfig(BaseModel, frozen=True):
     memory_mb: int | None = None
     rules: list[Rule] = []
     mount_sources: list[str] = []
+    mount_targets: list[str] = []
+    """Where each bind mount appears inside the container ("/dev/nvidia0"), whatever host folder it comes from."""
     optional_mounts: list[str] = []
     dev_paths: list[str] = []
     prlimit_memlock: str | None = None
 
     @property
     def nvidia_paths(self) -> list[str]:
-        return [p for p in self.mount_sources + self.dev_paths if p.startswith("/dev/nvidia")]
+        """Device paths the config passes, as seen inside the container."""
+        paths = self.mount_targets + self.dev_paths + self.mount_sources
+        return list(dict.fromkeys(p for p in paths if p.startswith("/dev/nvidia")))
+
+    @property
+    def gpu_minors(self) -> set[int]:
+        return {int(m.group(1)) for p in self.nvidia_paths if (m := re.fullmatch(r"/dev/nvidia(\d+)", p))}
 
     @property
     def has_nvidia(self) -> bool:
@@ -45,6 +62,7 @@ class CtConfig(BaseModel, frozen=True):
 class Node(BaseModel, frozen=True):
     path: str
     kind: str
+    """First letter of the mode: "c" a character device; "-" a regular file (a placeholder, not a device)."""
     major: int | None = None
     minor: int | None = None
     mode: str = ""
@@ -58,6 +76,9 @@ class Gpu(BaseModel, frozen=True):
 
 class ContainerFacts(BaseModel, frozen=True):
     virt: str | None = None
+    """systemd-detect-virt -c: "lxc", "docker", "none", ..."""
+    wrapper_kind: str | None = None
+    """The kind the target spec implies (pct:/lxc: -> "lxc", docker: -> "docker"), from the executed command line."""
     # host side
     is_pve: bool | None = None
     configs: dict[str, CtConfig] | None = None
@@ -68,6 +89,7 @@ class ContainerFacts(BaseModel, frozen=True):
     nodes: list[Node] | None = None
     gpus: list[Gpu] | None = None
     smi_error: str | None = None
+    """The error banner nvidia-smi printed instead of a GPU list (an answer: NVML cannot open the GPUs)."""
     shm_bytes: int | None = None
     shm_fs: str | None = None
     # container side
@@ -90,3 +112,18 @@ class ContainerFacts(BaseModel, frozen=True):
     infiniband: bool | None = None
     libcuda_versions: list[str] | None = None
     problems: dict[str, str] = {}
+
+    @property
+    def kind(self) -> str | None:
+        """The container's kind: systemd-detect-virt when it names one, else what the target spec implies."""
+        if self.virt and self.virt != "none":
+            return self.virt
+        return self.wrapper_kind
+
+    def char_nodes(self) -> dict[str, Node]:
+        """Device nodes that are character devices (the only ones CUDA can open), by path."""
+        return {n.path: n for n in self.nodes or [] if n.kind == "c"}
+
+    def placeholders(self) -> list[str]:
+        """Paths that exist as regular files where a device node belongs (left by `create=file` bind mounts)."""
+        return [n.path for n in self.nodes or [] if n.kind == "-"]

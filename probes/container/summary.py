@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
+from gpuaudit.probes.container.configs import gib, match_config
 from gpuaudit.probes.container.facts import ContainerFacts
-from gpuaudit.probes.container.rules_common import _gib, match_config
 from gpuaudit.probes.core.spec import FactsByTarget
 
 
@@ -15,12 +15,12 @@ def summarize(facts: FactsByTarget) -> str:
     parts = []
     if ctr is not None:
         cfg, _how = match_config(host, ctr) if host.configs else (None, "")
-        kind = ctr.virt or "container"
+        kind = ctr.kind or "container"
         parts.append(f"{kind} CT {cfg.vmid}" if cfg else kind)
         if ctr.gpus is not None:
             parts.append(f"{len(ctr.gpus)}/{len(host.gpus) if host.gpus is not None else '?'} GPUs")
         if ctr.shm_bytes is not None:
-            parts.append(f"shm {_gib(ctr.shm_bytes)}")
+            parts.append(f"shm {gib(ctr.shm_bytes)}")
     elif host.configs is not None and host.is_pve:
         parts.append(f"{sum(1 for c in host.configs.values() if c.has_nvidia)} GPU container config(s)")
     return " · ".join(parts)
