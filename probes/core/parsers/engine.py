@@ -17,6 +17,7 @@ Public API:
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -64,7 +65,7 @@ class EngineProc:
 
 @dataclass(frozen=True, slots=True)
 class EngineConfig:
-    """What an engine's command line says about performance-relevant settings."""
+    """What an engine's command line says about performance-relevant settings (and what a roofline needs)."""
 
     kind: str
     """"sglang", "vllm" or "tgi"."""
@@ -72,17 +73,34 @@ class EngineConfig:
     pp: int = 1
     dp: int = 1
     ep: int | None = None
+    """Expert-parallel size; vLLM's --enable-expert-parallel means TP x DP; None = no expert parallelism."""
+    dp_attention: bool = False
+    """SGLang --enable-dp-attention: attention (and its KV cache) data-parallel, not sharded by TP."""
     cuda_graphs_disabled: bool = False
     graph_flag: str | None = None
     """The flag that disabled graphs, e.g. "--disable-cuda-graph", "--enforce-eager"."""
     cuda_graph_max_bs: int | None = None
+    cuda_graph_mode: str | None = None
+    """vLLM compilation-config cudagraph_mode ("PIECEWISE", "FULL_AND_PIECEWISE", "NONE") when given."""
     attention_backend: str | None = None
     moe_backend: str | None = None
     custom_allreduce_disabled: bool = False
+    allreduce_flags: tuple[str, ...] = ()
+    """Every all-reduce related flag as given ("--disable-custom-all-reduce", "--enable-mscclpp", ...)."""
     model: str | None = None
     quantization: str | None = None
     kv_cache_dtype: str | None = None
     speculative: str | None = None
+    """Speculative decoding / MTP method ("EAGLE", "EAGLE3", "NEXTN", "mtp", ...); None = not configured."""
+    speculative_steps: int | None = None
+    """Draft depth: SGLang --speculative-num-steps, vLLM num_speculative_tokens."""
+    speculative_topk: int | None = None
+    speculative_draft_tokens: int | None = None
+    """SGLang --speculative-num-draft-tokens (tokens verified per step)."""
+    speculative_draft_model: str | None = None
+    port: int | None = None
+    """The API port: the flag's value, else the engine's default (`port_is_default`)."""
+    port_is_default: bool = False
 
 
 def parse_environ(raw: str) -> dict[str, str]:
@@ -185,8 +203,24 @@ def engine_kind(argv: list[str] | tuple[str, ...]) -> str | None:
     return None
 
 
+# Option names read below: an abbreviation argparse accepts (SGLang's "--speculative-algo") resolves to
+# the one of them it is a prefix of.
+_KNOWN_OPTS = (
+    "tp", "tp-size", "tensor-parallel-size", "pp", "pp-size", "pipeline-parallel-size", "dp", "dp-size",
+    "data-parallel-size", "ep", "ep-size", "expert-parallel-size", "enable-ep-moe", "enable-expert-parallel",
+    "enable-dp-attention", "disable-cuda-graph", "cuda-graph-max-bs", "enforce-eager", "compilation-config",
+    "cudagraph-mode", "attention-backend", "moe-runner-backend", "moe-a2a-backend", "disable-custom-all-reduce",
+    "model-path", "model", "model-id", "quantization", "quantize", "kv-cache-dtype", "speculative-algorithm",
+    "speculative-num-steps", "speculative-eagle-topk", "speculative-num-draft-tokens",
+    "speculative-draft-model-path", "speculative-config", "speculative-model", "num-speculative-tokens",
+    "spec-method", "spec-tokens", "spec-model", "num-shard", "cuda-graphs", "port",
+)
+_DEFAULT_PORT = {"sglang": 30000, "vllm": 8000, "tgi": 3000}
+_ALLREDUCE_FLAG = re.compile(r"all-?reduce|mscclpp|symm-mem|quick-reduce|custom-ar\b")
+
+
 def _opts(argv: list[str] | tuple[str, ...]) -> dict[str, str]:
-    """--flag value / --flag=value / bare --flag ("") -> dict; underscores read as dashes."""
+    """--flag value / --flag=value / bare --flag ("") -> dict; underscores read as dashes; abbreviations resolved."""
     out: dict[str, str] = {}
     i = 0
     args = list(argv)
@@ -206,6 +240,10 @@ def _opts(argv: list[str] | tuple[str, ...]) -> dict[str, str]:
             out[a[1:]] = args[i + 1]
             i += 1
         i += 1
+    for name in [n for n in out if n not in _KNOWN_OPTS]:
+        full = [k for k in _KNOWN_OPTS if k.startswith(name)]
+        if len(full) == 1 and full[0] not in out:
+            out[full[0]] = out[name]
     return out
 
 
@@ -222,6 +260,93 @@ def _truthy(opts: dict[str, str], name: str) -> bool:
     return v is not None and v.lower() not in ("false", "0", "no")
 
 
+def _json_opt(opts: dict[str, str], name: str) -> dict:
+    """A JSON-valued flag (vLLM --speculative-config, --compilation-config) as a dict; {} when absent or not JSON."""
+    try:
+        v = json.loads(opts.get(name) or "{}")
+    except ValueError:
+        return {}
+    return v if isinstance(v, dict) else {}
+
+
+def _port(kind: str, opts: dict[str, str]) -> dict:
+    port = _int(opts, "port")
+    return {"port": port if port is not None else _DEFAULT_PORT.get(kind), "port_is_default": port is None}
+
+
+def _allreduce_flags(opts: dict[str, str]) -> tuple[str, ...]:
+    return tuple(f"--{k}" + (f" {v}" if v else "") for k, v in opts.items() if _ALLREDUCE_FLAG.search(k))
+
+
+def _sglang(opts: dict[str, str]) -> EngineConfig:
+    disabled = _truthy(opts, "disable-cuda-graph")
+    tp = _int(opts, "tp", "tp-size", "tensor-parallel-size", default=1) or 1
+    ep = _int(opts, "ep", "ep-size", "expert-parallel-size")
+    spec = opts.get("speculative-algorithm") or None
+    return EngineConfig(
+        kind="sglang", tp=tp, pp=_int(opts, "pp", "pp-size", "pipeline-parallel-size", default=1) or 1,
+        dp=_int(opts, "dp", "dp-size", "data-parallel-size", default=1) or 1,
+        ep=ep if ep is not None else (tp if _truthy(opts, "enable-ep-moe") else None),
+        dp_attention=_truthy(opts, "enable-dp-attention"),
+        cuda_graphs_disabled=disabled, graph_flag="--disable-cuda-graph" if disabled else None,
+        cuda_graph_max_bs=_int(opts, "cuda-graph-max-bs"),
+        attention_backend=opts.get("attention-backend") or None,
+        moe_backend=opts.get("moe-runner-backend") or opts.get("moe-a2a-backend") or None,
+        custom_allreduce_disabled=_truthy(opts, "disable-custom-all-reduce"), allreduce_flags=_allreduce_flags(opts),
+        model=opts.get("model-path") or opts.get("model") or None, quantization=opts.get("quantization") or None,
+        kv_cache_dtype=opts.get("kv-cache-dtype") or None, speculative=spec,
+        speculative_steps=_int(opts, "speculative-num-steps") if spec else None,
+        speculative_topk=_int(opts, "speculative-eagle-topk") if spec else None,
+        speculative_draft_tokens=_int(opts, "speculative-num-draft-tokens") if spec else None,
+        speculative_draft_model=(opts.get("speculative-draft-model-path") or None) if spec else None,
+        **_port("sglang", opts))
+
+
+def _vllm_speculative(opts: dict[str, str]) -> dict:
+    """--speculative-config JSON, the --spec-* shorthand, or the older --speculative-model/--num-speculative-tokens."""
+    cfg = _json_opt(opts, "speculative-config")
+    method = cfg.get("method") or opts.get("spec-method") or None
+    model = cfg.get("model") or opts.get("spec-model") or opts.get("speculative-model") or None
+    steps = cfg.get("num_speculative_tokens")
+    steps = steps if isinstance(steps, int) else _int(opts, "spec-tokens", "num-speculative-tokens")
+    if not (method or model or steps or opts.get("speculative-config")):
+        return {}
+    name = str(method) if method else ("draft model" if model else "speculative (method not named)")
+    return {"speculative": name, "speculative_steps": steps, "speculative_draft_model": str(model) if model else None}
+
+
+def _vllm(opts: dict[str, str], argv: list[str] | tuple[str, ...]) -> EngineConfig:
+    eager = _truthy(opts, "enforce-eager")
+    mode = _json_opt(opts, "compilation-config").get("cudagraph_mode") or opts.get("cudagraph-mode") or None
+    none_mode = bool(re.search(r"cudagraph_mode\"?\s*[:=]\s*\"?NONE|^NONE$", opts.get("compilation-config") or "", re.I)) \
+        or str(mode or "").upper() == "NONE"
+    flag = "--enforce-eager" if eager else ("cudagraph_mode=NONE" if none_mode else None)
+    positional = None
+    if "serve" in argv:  # `vllm serve <model>`
+        nxt = list(argv)[list(argv).index("serve") + 1:]
+        if nxt and not nxt[0].startswith("-"):
+            positional = nxt[0]
+    tp = _int(opts, "tensor-parallel-size", "tp", default=1) or 1
+    dp = _int(opts, "data-parallel-size", "dp", default=1) or 1
+    return EngineConfig(
+        kind="vllm", tp=tp, pp=_int(opts, "pipeline-parallel-size", "pp", default=1) or 1, dp=dp,
+        ep=tp * dp if _truthy(opts, "enable-expert-parallel") else None,
+        cuda_graphs_disabled=bool(flag), graph_flag=flag, cuda_graph_mode=str(mode) if mode else None,
+        attention_backend=opts.get("attention-backend") or None,
+        custom_allreduce_disabled=_truthy(opts, "disable-custom-all-reduce"), allreduce_flags=_allreduce_flags(opts),
+        model=opts.get("model") or positional, quantization=opts.get("quantization") or None,
+        kv_cache_dtype=opts.get("kv-cache-dtype") or None, **_vllm_speculative(opts), **_port("vllm", opts))
+
+
+def _tgi(opts: dict[str, str]) -> EngineConfig:
+    # CUDA graphs are on unless --cuda-graphs 0; tensor parallelism = --num-shard.
+    graphs = opts.get("cuda-graphs")
+    disabled = graphs is not None and graphs.strip() in ("0", "")
+    return EngineConfig(kind="tgi", tp=_int(opts, "num-shard", default=1) or 1, cuda_graphs_disabled=disabled,
+                        graph_flag="--cuda-graphs 0" if disabled else None, model=opts.get("model-id") or None,
+                        quantization=opts.get("quantize") or None, **_port("tgi", opts))
+
+
 def parse_engine_args(argv: list[str] | tuple[str, ...]) -> EngineConfig | None:
     """Engine argv -> EngineConfig, or None when argv is not a known engine's server.
 
@@ -232,49 +357,11 @@ def parse_engine_args(argv: list[str] | tuple[str, ...]) -> EngineConfig | None:
     if kind is None:
         return None
     opts = _opts(argv)
-    positional_model = None
-    if kind == "vllm":  # `vllm serve <model>`
-        if "serve" in argv:
-            nxt = list(argv)[list(argv).index("serve") + 1:]
-            if nxt and not nxt[0].startswith("-"):
-                positional_model = nxt[0]
     if kind == "sglang":
-        disabled = _truthy(opts, "disable-cuda-graph")
-        flag = "--disable-cuda-graph" if disabled else None
-        return EngineConfig(
-            kind=kind, tp=_int(opts, "tp", "tp-size", "tensor-parallel-size", default=1) or 1,
-            pp=_int(opts, "pp", "pp-size", "pipeline-parallel-size", default=1) or 1,
-            dp=_int(opts, "dp", "dp-size", "data-parallel-size", default=1) or 1,
-            ep=_int(opts, "ep", "ep-size", "expert-parallel-size"),
-            cuda_graphs_disabled=disabled, graph_flag=flag, cuda_graph_max_bs=_int(opts, "cuda-graph-max-bs"),
-            attention_backend=opts.get("attention-backend") or None,
-            moe_backend=opts.get("moe-runner-backend") or opts.get("moe-a2a-backend") or None,
-            custom_allreduce_disabled=_truthy(opts, "disable-custom-all-reduce"),
-            model=opts.get("model-path") or opts.get("model") or None, quantization=opts.get("quantization") or None,
-            kv_cache_dtype=opts.get("kv-cache-dtype") or None,
-            speculative=opts.get("speculative-algorithm") or None)
+        return _sglang(opts)
     if kind == "vllm":
-        eager = _truthy(opts, "enforce-eager")
-        cg = (opts.get("compilation-config") or opts.get("cudagraph-mode") or "")
-        none_mode = bool(re.search(r"cudagraph_mode\"?\s*[:=]\s*\"?NONE|^NONE$", cg, re.I))
-        flag = "--enforce-eager" if eager else ("cudagraph_mode=NONE" if none_mode else None)
-        return EngineConfig(
-            kind=kind, tp=_int(opts, "tensor-parallel-size", "tp", default=1) or 1,
-            pp=_int(opts, "pipeline-parallel-size", "pp", default=1) or 1,
-            dp=_int(opts, "data-parallel-size", "dp", default=1) or 1,
-            ep=None if "enable-expert-parallel" not in opts else 0,
-            cuda_graphs_disabled=bool(flag), graph_flag=flag,
-            attention_backend=opts.get("attention-backend") or None,
-            custom_allreduce_disabled=_truthy(opts, "disable-custom-all-reduce"),
-            model=opts.get("model") or positional_model, quantization=opts.get("quantization") or None,
-            kv_cache_dtype=opts.get("kv-cache-dtype") or None,
-            speculative=opts.get("speculative-config") or None)
-    # TGI: CUDA graphs are on unless --cuda-graphs 0; tensor parallelism = --num-shard.
-    graphs = opts.get("cuda-graphs")
-    disabled = graphs is not None and graphs.strip() in ("0", "")
-    return EngineConfig(kind=kind, tp=_int(opts, "num-shard", default=1) or 1, cuda_graphs_disabled=disabled,
-                        graph_flag="--cuda-graphs 0" if disabled else None, model=opts.get("model-id") or None,
-                        quantization=opts.get("quantize") or None)
+        return _vllm(opts, argv)
+    return _tgi(opts)
 
 
 def main_engine(procs: list[EngineProc]) -> tuple[EngineProc, EngineConfig] | None:
@@ -481,7 +568,7 @@ ENGINE_LOGS_SHELL = (
     "elif [ -n \"$u\" ]; then echo \"@@source journal $u\"; src() { journalctl -u \"$u\" -b -n 200000 --no-pager -o cat 2>/dev/null; }; "
     "else echo '@@source none'; src() { :; }; fi; "
     "echo '@@nccl'; src | awk '/NCCL INFO.*( via |Connected all|NCCL version)/ { if (k < 96) print; k++ } "
-    "/gen throughput|generation throughput/ { t[m % 20] = $0; m++ } "
+    "/gen throughput|generation throughput|Mean acceptance length/ { t[m % 20] = $0; m++ } "
     "END { print \"@@throughput\"; for (i = (m < 20 ? 0 : m - 20); i < m; i++) print t[i % 20] }'; echo '@@end'; done; "
     "[ $n -gt 0 ] || echo '@@none'"
 )
@@ -579,22 +666,39 @@ class ThroughputSample:
     tok_s: float
     running: int | None
     """Requests in the batch at that moment (1 = single stream); None when the line does not say."""
+    accept_len: float | None = None
+    """Speculative decoding: tokens accepted per step (SGLang "accept len", vLLM "Mean acceptance length")."""
+
+
+_ACCEPT = re.compile(r"accept len:\s*([\d.]+)|Mean acceptance length:\s*([\d.]+)")
+
+
+def _accept_len(line: str) -> float | None:
+    m = _ACCEPT.search(line)
+    try:
+        return float(m.group(1) or m.group(2)) if m else None
+    except ValueError:
+        return None
 
 
 def parse_throughput_lines(lines: list[str] | tuple[str, ...]) -> list[ThroughputSample]:
-    """SGLang "Decode batch" and vLLM "Avg generation throughput" log lines -> samples.
+    """SGLang "Decode batch" and vLLM "Avg generation throughput" log lines -> samples (prefill lines are not decode).
 
-        Decode batch. #running-req: 1, #token: 1893, token usage: 0.00, gen throughput (token/s): 10.12, #queue-req: 0
-        Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 31.4 tokens/s, Running: 1 reqs, Waiting: 0 reqs
+        Decode batch, #running-req: 24, #token: 233600, token usage: 0.66, accept len: 3.05, accept rate: 0.68, npu graph: True, gen throughput (token/s): 239.06, #queue-req: 2
+        Engine 000: Avg prompt throughput: 0.0 tokens/s, Avg generation throughput: 249.5 tokens/s, Running: 1 reqs, Waiting: 0 reqs, GPU KV cache usage: 6.5%, Prefix cache hit rate: 0.0%
+        SpecDecoding metrics: Mean acceptance length: 4.00, Accepted throughput: 187.08 tokens/s, ...
+    vLLM logs its acceptance on the next line: it is attached to the sample before it.
     """
-    out = []
+    out: list[ThroughputSample] = []
     for ln in lines:
         m = re.search(r"gen throughput \(token/s\):\s*([\d.]+)", ln) or re.search(r"Avg generation throughput:\s*([\d.]+)", ln)
         if not m:
+            if "SpecDecoding metrics" in ln and out and out[-1].accept_len is None and (acc := _accept_len(ln)) is not None:
+                out[-1] = ThroughputSample(out[-1].tok_s, out[-1].running, acc)
             continue
         r = re.search(r"#running-req:\s*(\d+)", ln) or re.search(r"Running:\s*(\d+)\s*req", ln)
         try:
-            out.append(ThroughputSample(float(m.group(1)), int(r.group(1)) if r else None))
+            out.append(ThroughputSample(float(m.group(1)), int(r.group(1)) if r else None, _accept_len(ln)))
         except ValueError:
             continue
     return out
