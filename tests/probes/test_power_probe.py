@@ -1,30 +1,49 @@
-"""power probe: rules over facts (table-driven) and the case-study replay end to end."""
+"""power probe: check rows over facts (table-driven, judged by the framework) and real recordings end to end."""
 
 from __future__ import annotations
 
 from functools import partial
-
 from pathlib import Path
 
 import hw_helpers as hw
 import pytest
 
 from gpuaudit.probes import power
-from gpuaudit.probes.power import GpuPower, IdleStateFact, PowerFacts
+from gpuaudit.probes.core.checks import judge_checks
+from gpuaudit.probes.core.runner import judge_probe
+from gpuaudit.probes.power import GpuPower, GpuReading, IdleStateFact, PowerFacts
 
-sev = partial(hw.sev, power.PROBE)
 rec = partial(hw.rec, "power")
 run = partial(hw.run, power.PROBE)
 
-
+FX = Path(__file__).parents[1] / "fixtures/system"
 CASE = Path(__file__).parents[2] / "snapshots/examples/case-study"
 AMD_TURIN = dict(cpu_vendor="AMD", cpu_family=26)
+SOURCE_IDS = [c.id for c in power.COMMANDS]
+
+
+def findings(facts: PowerFacts, collected=SOURCE_IDS) -> dict:
+    """Judge `facts` as the host's, every source collected and answered (facts.problems still make one unusable)."""
+    outputs = {"host": {cid: rec(cid, "x") for cid in collected}}
+    return {f.id: f for f in judge_checks(power.CHECKS, {"host": facts}, outputs)}
+
+
+def sev(facts: PowerFacts, fid: str, collected=SOURCE_IDS) -> str:
+    return findings(facts, collected)[fid].severity.value
+
+
+def replay(**stdout_by_cid: str) -> dict:
+    """extract + judge over real outputs (only the given sources collected)."""
+    result = judge_probe(power.PROBE, {"host": [rec(cid, text) for cid, text in stdout_by_cid.items()]})
+    assert result.status == "done", result.error
+    return {f.id: f for f in result.findings}
 
 
 def idle(c2_disabled=False, usage=10, lat=400):
-    return [IdleStateFact(cpu=0, name="POLL", latency_us=0, disabled=False, usage=1),
-            IdleStateFact(cpu=0, name="C1", latency_us=1, disabled=False, usage=5),
-            IdleStateFact(cpu=0, name="C2", latency_us=lat, disabled=c2_disabled, usage=usage)]
+    states = [IdleStateFact(cpu=0, name="POLL", latency_us=0, disabled=False),
+              IdleStateFact(cpu=0, name="C1", latency_us=1, disabled=False),
+              IdleStateFact(cpu=0, name="C2", latency_us=lat, disabled=c2_disabled)]
+    return dict(idle_states=states, idle_usage={"cpu0/POLL": 1, "cpu0/C1": 5, "cpu0/C2": usage})
 
 
 @pytest.mark.parametrize("facts,expected", [
@@ -81,13 +100,14 @@ def test_boost(boost, driver, expected):
 
 
 @pytest.mark.parametrize("kw,expected", [
-    (dict(idle_states=idle()), "warning"),
-    (dict(idle_states=idle(c2_disabled=True)), "ok"),
-    (dict(idle_states=idle(usage=0)), "info"),                                              # enabled but never entered
-    (dict(idle_states=idle(lat=49)), "ok"),                                                 # boundary below 50 µs
-    (dict(idle_states=idle(lat=50)), "warning"),                                            # boundary at 50 µs
-    (dict(idle_states=idle(), cmdline="ro processor.max_cstate=1"), "ok"),                  # capped by the kernel
-    (dict(idle_states=idle(), pm_qos_resume_latency_us=10), "ok"),                          # PM-QoS holder
+    (idle(), "warning"),
+    (idle(c2_disabled=True), "ok"),
+    (idle(usage=0), "info"),                                                                # enabled but never entered
+    (idle(lat=49), "ok"),                                                                   # vendor unknown: below 50 µs
+    (idle(lat=50), "warning"),                                                              # vendor unknown: at 50 µs
+    ({**idle(lat=30), "cpu_vendor": "AMD"}, "warning"),                                     # AMD C2 is deep at any latency
+    ({**idle(), "cmdline": "ro processor.max_cstate=1"}, "ok"),                             # capped by the kernel
+    ({**idle(), "pm_qos_resume_latency_us": 10}, "ok"),                                     # PM-QoS holder
     (dict(idle_driver="none"), "ok"),                                                       # VM: no states
     (dict(idle_driver="acpi_idle", problems={"sys_cpuidle": "timed out"}), "unknown"),
     (dict(problems={"sys_cpuidle": "timed out", "cpupower_idle": "tool not installed"}), "unknown"),
@@ -98,15 +118,22 @@ def test_cstates(kw, expected):
 
 
 def gpu(**kw):
-    base = dict(index="0", util=0, enforced_w=600, default_w=600, sm_max_mhz=3090, temp_c=30, mem_mhz=405, mem_max_mhz=14001)
-    return GpuPower(**{**base, **kw})
+    """One GPU's facts: limits (GpuPower) and readings (GpuReading) from one set of keywords."""
+    limits = dict(index="0", enforced_w=600, default_w=600, sm_max_mhz=3090, mem_max_mhz=14001)
+    reading = dict(index="0", util=0, temp_c=30, mem_mhz=405)
+    kw = {**limits, **reading, **kw}
+    return dict(gpus=[GpuPower(**{k: kw[k] for k in [*limits, "app_sm_mhz"] if k in kw})],
+                gpu_readings=[GpuReading(**{k: v for k, v in kw.items() if k in GpuReading.model_fields})])
 
 
 @pytest.mark.parametrize("g,fid,expected", [
     (gpu(), "power.gpu_power_limit", "ok"),
     (gpu(enforced_w=400), "power.gpu_power_limit", "warning"),
     (gpu(enforced_w=None), "power.gpu_power_limit", "unknown"),
-    (gpu(), "power.gpu_clock_events", "ok"),                                                 # idle: not judged
+    (gpu(), "power.gpu_clock_events", "ok"),                                                 # idle, no reason active
+    (gpu(active_reasons=["hw_slowdown", "hw_power_brake_slowdown"]), "power.gpu_clock_events", "critical"),  # idle too
+    (gpu(active_reasons=["sw_thermal_slowdown"]), "power.gpu_clock_events", "warning"),      # idle too
+    (gpu(unread_reasons=["hw_slowdown"]), "power.gpu_clock_events", "unknown"),
     (gpu(util=90, active_reasons=["hw_slowdown"]), "power.gpu_clock_events", "critical"),
     (gpu(util=90, active_reasons=["sw_thermal_slowdown"]), "power.gpu_clock_events", "warning"),
     (gpu(util=90, active_reasons=["sw_power_cap"]), "power.gpu_clock_events", "ok"),
@@ -116,17 +143,18 @@ def gpu(**kw):
     (gpu(), "power.gpu_pstate_under_load", "ok"),                                            # P8 idle is normal
     (gpu(util=90, mem_mhz=405), "power.gpu_pstate_under_load", "warning"),
     (gpu(util=90, mem_mhz=14001), "power.gpu_pstate_under_load", "ok"),
-    (gpu(util=None), "power.gpu_clock_events", "unknown"),                                  # [N/A] is not idle
+    (gpu(util=None), "power.gpu_clock_events", "ok"),                                       # reasons read: load not needed
     (gpu(util=None), "power.gpu_pstate_under_load", "unknown"),
     (gpu(util=90, mem_mhz=None, mem_max_mhz=None), "power.gpu_pstate_under_load", "unknown"),
 ])
 def test_gpu_rules(g, fid, expected):
-    assert sev(PowerFacts(gpus=[g]), fid) == expected
+    assert sev(PowerFacts(**g), fid) == expected
 
 
 def test_gpu_rules_unknown_without_smi():
     f = PowerFacts(problems={"smi_query_power": "tool not installed"})
     assert sev(f, "power.gpu_power_limit") == "unknown" and sev(f, "power.gpu_rtd3") == "info"
+    assert "smi_query_power: tool not installed" in findings(f)["power.gpu_clock_events"].observed
 
 
 def test_rtd3():
@@ -145,7 +173,7 @@ def test_extract_broken_outputs_become_facts():
                            "sys_cpufreq": rec("sys_cpufreq", "", exit_status=2)}, "host")
     assert "unparsable" in facts.problems["smi_query_power"] and "lscpu_json" in facts.problems
     assert facts.problems["sys_cpufreq"].startswith("exit 2")
-    assert {f.severity.value for f in power.judge({"host": facts}) if f.id.startswith("power.gpu_p")} == {"unknown"}
+    assert {f.severity.value for f in findings(facts).values() if f.id.startswith("power.gpu_p")} == {"unknown"}
 
 
 def test_extract_cpupower_fallback_from_corpus():
@@ -154,6 +182,7 @@ def test_extract_cpupower_fallback_from_corpus():
         "cpupower_freq": rec("cpupower_freq", (fx / "cpupower-frequency-info/epyc-acpi-cpufreq-performance-governor-2800.txt").read_text()),
         "cpupower_idle": rec("cpupower_idle", (fx / "cpupower-idle-info/amd-server-acpi-idle-poll-c1-c2-lat400.txt").read_text()),
     }, "host")
+    assert facts.idle_usage["cpu9/C2"] == 16537
     assert facts.scaling_driver == "acpi-cpufreq" and facts.governors == {"performance": 1} and facts.boost
     assert [(s.name, s.latency_us) for s in facts.idle_states][-1] == ("C2", 400)
 
@@ -176,8 +205,9 @@ def test_case_study_after():
 
 def test_no_cpufreq_driver_is_not_applicable_only_when_sysfs_was_read():
     unread = PowerFacts(problems={"sys_cpufreq": "timed out"})
-    assert sev(unread, "power.cpu_governor") == "unknown"
-    assert sev(unread, "power.cpu_boost") == "unknown"
+    no_cpupower = [c for c in SOURCE_IDS if c != "cpupower_freq"]
+    assert sev(unread, "power.cpu_governor", no_cpupower) == "unknown"
+    assert sev(unread, "power.cpu_boost", no_cpupower) == "unknown"
     read_no_driver = PowerFacts()
     assert sev(read_no_driver, "power.cpu_governor") == "info"
     assert sev(read_no_driver, "power.cpu_boost") == "info"
@@ -191,5 +221,51 @@ def test_epyc_c2_at_30us_entered_is_a_deep_state_warning():
         "cpupower_idle": rec("cpupower_idle", (fx / "cpupower-idle-info/epyc-acpi-idle-c2-ioport-lat30-entered.txt").read_text()),
     }, "host")
     assert facts.cpu_vendor == "AMD"
-    found = [f for f in hw.findings(power.PROBE, facts) if f.id == "power.cpu_cstates"]
-    assert found[0].severity.value == "warning" and "C2 30µs" in found[0].observed
+    found = findings(facts)["power.cpu_cstates"]
+    assert found.severity.value == "warning" and "C2 30µs" in found.observed
+
+
+def test_capped_frequency_policy_is_a_warning():
+    """Issue 12 item 10: real kernel bug 218805 capture, policy 1.20-1.32 GHz on a 3.30 GHz part (was never judged)."""
+    by = replay(cpupower_freq=(FX / "cpupower-frequency-info/"
+                               "intel-cpufreq-policy-capped-1.32-of-3.30ghz-after-resume-EMAIL-WRAPPED.txt").read_text())
+    f = by["power.cpu_effective_freq"]
+    assert f.severity.value == "warning", f.observed
+    assert "1.32 GHz of the CPU's 3.30 GHz" in f.observed and "cpupower frequency-set -u" in f.fix
+    assert by["power.cpu_governor"].severity.value == "warning"          # schedutil, judged separately
+
+
+def test_policy_at_hardware_max_stays_manual_info():
+    by = replay(sys_cpufreq=(CASE / "after/host/sys_cpufreq.out").read_text())
+    assert by["power.cpu_effective_freq"].severity.value == "info"
+    assert by["power.cpu_effective_freq"].observed.startswith("manual: run turbostat")
+
+
+def test_policy_at_nominal_with_boost_off_is_one_warning_not_two():
+    f = PowerFacts(scaling_driver="amd-pstate-epp", boost=False, boost_source="cpufreq/boost",
+                   policy_max_mhz=2400, hw_max_mhz=3700, policy_source="cpu0")
+    assert sev(f, "power.cpu_boost") == "warning" and sev(f, "power.cpu_effective_freq") == "info"
+
+
+def test_hw_slowdown_on_idle_gpus_is_critical():
+    """Issue 12 item 5. Reasons as in the real Dell C4130 V100-SXM2 capture (HW Slowdown + HW Power Brake Slowdown
+    Active, SM stuck at 382 MHz; github.com/l4rz/reverse-engineering-dell-idrac-to-get-rid-of-gpu-throttling), on GPUs at
+    0% utilisation as in the HGX H100 capture of the issue: was ok "GPUs idle: clock reductions not judged"."""
+    facts = PowerFacts(**gpu(util=0, sm_mhz=382, active_reasons=["hw_slowdown", "hw_power_brake_slowdown"]))
+    f = findings(facts)["power.gpu_clock_events"]
+    assert f.severity.value == "critical" and "idle" in f.title and "hw_power_brake_slowdown" in f.observed
+    assert f.owner == "hardware"
+
+
+def test_clock_event_reasons_parse_from_the_csv_row():
+    line = ("0, 00000000:01:00.0, P8, 0, 31.52, 600.00, 600.00, 600.00, 22, 3090, 405, 14001, [N/A], 30, "
+            "Active, Not Active, Active, Not Active, [N/A]")
+    gpus, readings = power.parse_smi_power(line)
+    assert readings[0].active_reasons == ["hw_slowdown", "hw_power_brake_slowdown"]
+    assert readings[0].unread_reasons == ["sw_power_cap"] and gpus[0].app_sm_mhz is None
+
+
+def test_volatile_facts_hold_the_counters_and_readings():
+    assert power.PROBE.volatile_facts == {"idle_usage", "gpu_readings"}
+    facts = power.extract({"sys_cpuidle": rec("sys_cpuidle", (CASE / "before/host/sys_cpuidle.out").read_text())}, "host")
+    assert all(not hasattr(s, "usage") for s in facts.idle_states) and facts.idle_usage

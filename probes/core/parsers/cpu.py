@@ -141,6 +141,9 @@ class CpuFreqInfo:
     boost_supported: bool | None = None
     boost_active: bool | None = None
     pstates_mhz: tuple[int, ...] = ()
+    policy_min_mhz: float | None = None
+    policy_max_mhz: float | None = None
+    """"current policy: frequency should be within 1.20 GHz and 1.32 GHz." (the scaling_min/max_freq)."""
     empty: bool = False
 
 
@@ -157,14 +160,16 @@ def parse_cpupower_frequency_info(text: str) -> CpuFreqInfo:
         analyzing CPU 0:
           driver: acpi-cpufreq
           hardware limits: 1.50 GHz - 2.80 GHz
+          current policy: frequency should be within 1.50 GHz and 2.80 GHz.
                           The governor "performance" may decide which speed to use
-    -> CpuFreqInfo(driver="acpi-cpufreq", governor="performance", hw_min_mhz=1500, hw_max_mhz=2800, ...)
+    -> CpuFreqInfo(driver="acpi-cpufreq", governor="performance", hw_min_mhz=1500, hw_max_mhz=2800,
+                   policy_min_mhz=1500, policy_max_mhz=2800, ...)
     """
     if not (text or "").strip():
         return CpuFreqInfo(empty=True)
     driver = governor = None
     governors: tuple[str, ...] = ()
-    lo = hi = None
+    lo = hi = pol_lo = pol_hi = None
     sup = act = None
     pstates: list[int] = []
     lines = text.splitlines()
@@ -182,6 +187,8 @@ def parse_cpupower_frequency_info(text: str) -> CpuFreqInfo:
             if i + 1 < len(lines) and lines[i + 1] and not lines[i + 1].startswith(" ") and ":" not in lines[i + 1]:
                 val += " " + lines[i + 1].strip()
             governors = tuple(g for g in val.split() if val != "Not Available")
+        elif (m := re.search(r"frequency should be within (.+?) and (.+?)\.?$", line)):
+            pol_lo, pol_hi = _mhz(m.group(1)), _mhz(m.group(2))
         elif (m := re.search(r'The governor "([^"]+)"', line)):
             governor = m.group(1)
         elif line.startswith("Supported:"):
@@ -191,7 +198,8 @@ def parse_cpupower_frequency_info(text: str) -> CpuFreqInfo:
         elif (m := re.match(r"Pstate-P\d+:\s*(\d+)MHz", line)):
             pstates.append(int(m.group(1)))
     return CpuFreqInfo(driver=driver, governor=governor, governors=governors, hw_min_mhz=lo, hw_max_mhz=hi,
-                       boost_supported=sup, boost_active=act, pstates_mhz=tuple(pstates))
+                       boost_supported=sup, boost_active=act, pstates_mhz=tuple(pstates), policy_min_mhz=pol_lo,
+                       policy_max_mhz=pol_hi)
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,190 @@
+"""Raw outputs of the host -> PowerFacts. Pure; never raises (broken output becomes facts.problems).
+
+Sysfs first (one `grep -H` command returns path:value lines); `cpupower` fills what sysfs did not give.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from gpuaudit.probes.core.models import Role
+from gpuaudit.probes.core.parsers.cpu import (
+    cpu_identity,
+    idle_states_from_sysfs,
+    parse_cpupower_frequency_info,
+    parse_cpupower_idle_info,
+    parse_grep_h,
+    parse_lscpu,
+)
+from gpuaudit.probes.core.parsers.nvidia_smi import csv_row_errors, parse_query_gpu_csv
+from gpuaudit.probes.core.parsing import first_line
+from gpuaudit.probes.core.spec import Outputs, usable_stdout
+from gpuaudit.probes.power.facts import GpuPower, GpuReading, IdleStateFact, PowerFacts
+
+SMI_POWER_FIELDS = (
+    "index", "pci.bus_id", "pstate", "utilization.gpu", "power.draw", "enforced.power.limit", "power.default_limit",
+    "power.max_limit", "clocks.sm", "clocks.max.sm", "clocks.mem", "clocks.max.mem", "clocks.applications.graphics",
+    "temperature.gpu", "clocks_event_reasons.hw_slowdown", "clocks_event_reasons.hw_thermal_slowdown",
+    "clocks_event_reasons.hw_power_brake_slowdown", "clocks_event_reasons.sw_thermal_slowdown",
+    "clocks_event_reasons.sw_power_cap",
+)
+REASON_FIELDS = tuple(f for f in SMI_POWER_FIELDS if f.startswith("clocks_event_reasons."))
+
+Fields = dict[str, Any]
+
+
+def parse_uniq_c(text: str) -> dict[str, int]:
+    """`... | sort | uniq -c` -> {value: count}.
+
+          192 performance
+    -> {"performance": 192}
+    """
+    out: dict[str, int] = {}
+    for line in (text or "").splitlines():
+        m = re.match(r"^\s*(\d+)\s+(\S.*)$", line)
+        if m:
+            out[m.group(2).strip()] = out.get(m.group(2).strip(), 0) + int(m.group(1))
+    return out
+
+
+def _num(v: str | None) -> float | None:
+    m = re.match(r"\s*(-?[0-9]+(?:\.[0-9]+)?)", v or "")
+    return float(m.group(1)) if m else None
+
+
+def parse_smi_power(text: str) -> tuple[list[GpuPower], list[GpuReading]]:
+    """`nvidia-smi --query-gpu=<SMI_POWER_FIELDS> --format=csv,noheader,nounits` -> (limits, readings) per GPU.
+
+        0, 00000000:01:00.0, P8, 0, 31.52, 600.00, 600.00, 600.00, 22, 3090, 405, 14001, [N/A], 30, Not Active, ...
+    Raises ParseError on a row of the wrong width; "[N/A]" cells become None (reasons: `unread_reasons`).
+    """
+    gpus, readings = [], []
+    for row in parse_query_gpu_csv(text, SMI_POWER_FIELDS):
+        idx = row.get("index") or "?"
+        errors = csv_row_errors(row)
+        state = {f: (row.get(f) or "").strip().lower() for f in REASON_FIELDS}
+        gpus.append(GpuPower(
+            index=idx, bus_id=row.get("pci.bus_id"), enforced_w=_num(row.get("enforced.power.limit")),
+            default_w=_num(row.get("power.default_limit")), max_w=_num(row.get("power.max_limit")),
+            sm_max_mhz=_num(row.get("clocks.max.sm")), mem_max_mhz=_num(row.get("clocks.max.mem")),
+            app_sm_mhz=_num(row.get("clocks.applications.graphics"))))
+        readings.append(GpuReading(
+            index=idx, pstate=row.get("pstate"), util=_num(row.get("utilization.gpu")),
+            draw_w=_num(row.get("power.draw")), sm_mhz=_num(row.get("clocks.sm")), mem_mhz=_num(row.get("clocks.mem")),
+            temp_c=_num(row.get("temperature.gpu")),
+            active_reasons=[f.split(".", 1)[1] for f in REASON_FIELDS if state[f] == "active"],
+            unread_reasons=[f.split(".", 1)[1] for f in REASON_FIELDS
+                            if f in errors or state[f] not in ("active", "not active")]))
+    return gpus, readings
+
+
+# --------------------------------------------------------------------------- one function per source
+
+def _lscpu(text: str, f: Fields, problems: dict[str, str]) -> None:
+    ident = cpu_identity(parse_lscpu(text))
+    if ident.vendor is None:
+        problems["lscpu_json"] = "unparsable lscpu output"
+    f.update(cpu_vendor=ident.vendor, cpu_family=ident.family, cpu_model=ident.model,
+             cpu_model_name=ident.model_name, cpu_has_cppc_flag=ident.has_cppc_flag)
+
+
+def _sys_cpufreq(text: str, f: Fields, problems: dict[str, str]) -> None:
+    """path:value lines of cpu0's cpufreq files and the global boost/pstate switches."""
+    one = {k.rsplit("/", 2)[-2] + "/" + k.rsplit("/", 1)[-1]: v[0] for k, v in parse_grep_h(text).items() if v}
+    f["scaling_driver"] = one.get("cpufreq/scaling_driver")
+    f["amd_pstate_status"] = one.get("amd_pstate/status")
+    if "cpufreq/boost" in one:
+        f["boost"], f["boost_source"] = one["cpufreq/boost"] == "1", "cpufreq/boost"
+    elif "intel_pstate/no_turbo" in one:
+        f["boost"], f["boost_source"] = one["intel_pstate/no_turbo"] == "0", "intel_pstate/no_turbo"
+    # cpu0's own governor/EPP only when the all-policies counts said nothing
+    if not f.get("governors") and one.get("cpufreq/scaling_governor"):
+        f["governors"] = {one["cpufreq/scaling_governor"]: 1}
+    if not f.get("epp") and one.get("cpufreq/energy_performance_preference"):
+        f["epp"] = {one["cpufreq/energy_performance_preference"]: 1}
+    smax, hmax = _num(one.get("cpufreq/scaling_max_freq")), _num(one.get("cpufreq/cpuinfo_max_freq"))
+    if smax and hmax:  # kHz in sysfs
+        f.update(policy_max_mhz=smax / 1000, hw_max_mhz=hmax / 1000, policy_source="cpu0 scaling_max_freq/cpuinfo_max_freq")
+
+
+def _cpupower_freq(text: str, f: Fields, problems: dict[str, str]) -> None:
+    """Fills only what sysfs did not give (a target with a restricted /sys)."""
+    info = parse_cpupower_frequency_info(text)
+    f["scaling_driver"] = f.get("scaling_driver") or info.driver
+    if not f.get("governors") and info.governor:
+        f["governors"] = {info.governor: 1}
+    if f.get("boost") is None and info.boost_active is not None:
+        f["boost"], f["boost_source"] = info.boost_active, "cpupower"
+    if f.get("policy_max_mhz") is None and info.policy_max_mhz and info.hw_max_mhz:
+        f.update(policy_max_mhz=info.policy_max_mhz, hw_max_mhz=info.hw_max_mhz,
+                 policy_source="cpupower current policy/hardware limits")
+
+
+def _sys_cpuidle(text: str, f: Fields, problems: dict[str, str]) -> None:
+    files = parse_grep_h(text)
+    for path, vals in files.items():
+        if path.endswith("cpuidle/current_driver") and vals:
+            f["idle_driver"] = vals[0]
+        elif path.endswith("pm_qos_resume_latency_us") and vals:
+            f["pm_qos_resume_latency_us"] = int(vals[0]) if vals[0].isdigit() else None
+    _set_states(f, [(cpu, s) for cpu, sts in idle_states_from_sysfs(files).items() for s in sts])
+
+
+def _cpupower_idle(text: str, f: Fields, problems: dict[str, str]) -> None:
+    info = parse_cpupower_idle_info(text)
+    f["idle_driver"] = f.get("idle_driver") or info.driver
+    _set_states(f, [(info.cpu or 0, s) for s in info.states])
+
+
+def _set_states(f: Fields, states: list[tuple[int, Any]]) -> None:
+    facts = [IdleStateFact(cpu=cpu, name=s.name, latency_us=s.latency_us, disabled=s.disabled) for cpu, s in states]
+    f["idle_states"] = facts
+    f["idle_usage"] = {st.key: s.usage for st, (_, s) in zip(facts, states) if s.usage is not None}
+
+
+def _smi_power(text: str, f: Fields, problems: dict[str, str]) -> None:
+    try:
+        f["gpus"], f["gpu_readings"] = parse_smi_power(text)
+    except Exception as exc:  # ParseError or an error banner: a fact, not a crash
+        problems["smi_query_power"] = f"unparsable nvidia-smi output: {exc}"
+
+
+def _rtd3(text: str, f: Fields, problems: dict[str, str]) -> None:
+    for path, lines in parse_grep_h(text).items():
+        status = [v.split(":", 1)[1].strip() for v in lines if v.startswith("Runtime D3 status:")]
+        if path.startswith("/proc/driver/nvidia/gpus/") and path.endswith("/power") and status:
+            f.setdefault("rtd3", {})[path.rsplit("/", 2)[-2]] = status[0]
+
+
+def _cmdline(text: str, f: Fields, problems: dict[str, str]) -> None:
+    f["cmdline"] = first_line(text)
+
+
+Reader = Callable[[str, Fields, dict[str, str]], None]
+
+# source -> reader, in order: a fallback comes after the source it completes, and runs only when `when` holds.
+READERS: tuple[tuple[str, Reader, Callable[[Fields], bool]], ...] = (
+    ("lscpu_json", _lscpu, lambda f: True),
+    ("sys_governors", lambda t, f, p: f.update(governors=parse_uniq_c(t)), lambda f: True),
+    ("sys_epp", lambda t, f, p: f.update(epp=parse_uniq_c(t)), lambda f: True),
+    ("sys_cpufreq", _sys_cpufreq, lambda f: True),
+    ("cpupower_freq", _cpupower_freq, lambda f: not f.get("scaling_driver") or f.get("boost") is None
+     or f.get("policy_max_mhz") is None),
+    ("sys_cppc", lambda t, f, p: f.update(cppc_present=bool(parse_grep_h(t))), lambda f: True),
+    ("sys_cpuidle", _sys_cpuidle, lambda f: True),
+    ("cpupower_idle", _cpupower_idle, lambda f: not f.get("idle_states")),
+    ("proc_cmdline", _cmdline, lambda f: True),
+    ("smi_query_power", _smi_power, lambda f: True),
+    ("nvidia_rtd3", _rtd3, lambda f: True),
+)
+
+
+def extract(outputs: Outputs, role: Role) -> PowerFacts:
+    problems: dict[str, str] = {}
+    f: Fields = {}
+    for cid, read, when in READERS:
+        if when(f) and (text := usable_stdout(outputs, cid, problems)) is not None:
+            read(text, f, problems)
+    return PowerFacts(**f, problems=problems)
