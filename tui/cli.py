@@ -103,6 +103,12 @@ def build_parser() -> OneLineParser:
     src.add_argument("--replay", metavar="FILE", help="re-judge a saved snapshot's raw outputs with today's rules (no machine contacted)")
     src.add_argument("--resume", metavar="FILE", help="re-run only what failed in a snapshot and save the merged result")
     src.add_argument("--demo", action="store_true", help="the bundled case-study recording (illustrative example)")
+    out.add_argument("--prom", metavar="FILE", type=lambda text: Path(text).expanduser(),
+                     help="also write the audit as Prometheus metrics for node_exporter's textfile collector "
+                     "(atomic; alone, runs headless and prints nothing; fleet mode: one file, a `node` label)")
+    out.add_argument("--health", action="store_true",
+                     help="print one line (worst finding, its owner and fix) for Slurm/NHC/Node Problem Detector; "
+                     "exit status as below")
     out.add_argument("--list-checks", action="store_true",
                      help="list every check (id, owner, title, sources) and exit; with --json every field")
     ui = p.add_argument_group("interface")
@@ -166,7 +172,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             from gpuaudit.tui import fleet
 
             return fleet.main(args)
-        if args.json or args.plan:
+        if args.json or args.plan or args.prom or args.health:
             from gpuaudit.tui import headless
 
             return headless.main(args)

@@ -229,6 +229,21 @@ def fleet_table(results: list[HostResult]) -> str:
     return "\n".join(lines) + "\n"
 
 
+def write_fleet_prom(results: list[HostResult], path: Path) -> None:
+    """--prom in fleet mode: ONE textfile for every host, each series labelled node="<inventory name>"."""
+    from gpuaudit.probes.core.prometheus import NodeAudit, from_snapshot, render, write_textfile
+    from gpuaudit.snapshots.schema import Snapshot
+
+    nodes: dict[str | None, NodeAudit] = {}
+    for r in results:
+        if r.snapshot_json is not None:
+            nodes[r.host.name] = from_snapshot(Snapshot.model_validate_json(r.snapshot_json))
+        else:
+            nodes[r.host.name] = NodeAudit(findings=(), targets={"host": False}, created_at=None, duration_s=None,
+                                           probe_durations={}, info={})
+    write_textfile(Path(path), render(nodes))
+
+
 def main(args: argparse.Namespace) -> int:
     from gpuaudit.tui.session_setup import ssh_options
 
@@ -238,6 +253,8 @@ def main(args: argparse.Namespace) -> int:
     ssh = dataclasses.replace(ssh_options(args), connections=1)
     results = asyncio.run(run_fleet(hosts, args, ssh))
     elapsed = time.monotonic() - t0
+    if getattr(args, "prom", None):
+        write_fleet_prom(results, args.prom)
     if args.json:
         sys.stdout.write(fleet_document(results, elapsed, args.max_connections))
     else:

@@ -76,6 +76,15 @@ def write_json(snapshot: Snapshot) -> None:
     sys.stdout.buffer.write(b"\n")
 
 
+def write_prom(snapshot: Snapshot, path: object) -> None:
+    """--prom FILE: the audit as node_exporter textfile metrics, written atomically."""
+    from pathlib import Path
+
+    from gpuaudit.probes.core.prometheus import from_snapshot, render, write_textfile
+
+    write_textfile(Path(str(path)), render({None: from_snapshot(snapshot)}))
+
+
 def main(args: argparse.Namespace) -> int:
     setup = build_setup(args)
     run = asyncio.run(collect(setup, progress=sys.stderr.isatty()))
@@ -95,11 +104,17 @@ def main(args: argparse.Namespace) -> int:
     for state in run.target_states.values():
         if state.state == "failed":
             print(f"gpuaudit-tui: target {state.role} failed: {state.reason}", file=sys.stderr)
-    if args.plan:
+    if getattr(args, "prom", None):
+        write_prom(snapshot, args.prom)
+    if getattr(args, "health", False):
+        from gpuaudit.tui.health import health_line
+
+        sys.stdout.write(health_line(run) + "\n")
+    elif args.plan:
         from gpuaudit.probes.core.plan import build_plan, plan_markdown
 
         sys.stdout.write(plan_markdown(build_plan(run), run))
-    else:
+    elif args.json or not getattr(args, "prom", None):
         write_json(snapshot)
     sys.stdout.flush()
     return exit_code(run, args.fail_on)
