@@ -345,3 +345,29 @@ def test_query_csv_keeps_error_tokens_apart_from_not_supported():
 
 def test_nvlink_errors_gpu_without_counter_lines():
     assert ns.parse_nvlink_errors("GPU 0: NVIDIA H100 80GB HBM3 (UUID: GPU-1)\n") == {0: {}}
+
+
+# ---------------------------------------------------------------- table classes (issue 12, item 6)
+
+@pytest.mark.parametrize("name", ["v100-sxm2-580-exclusive-process.txt", "t4-530-exclusive-process-mps.txt"])
+def test_table_e_process_is_exclusive_process(name):
+    assert [g.compute_mode for g in ns.parse_smi_table(read("nvidia-smi", name)).gpus] == ["Exclusive_Process"]
+
+
+def test_table_err_cells_are_sensor_errors():
+    fan = ns.parse_smi_table(read("nvidia-smi", "rtx4000ada-err-fan-gpu14-fragment.txt"))
+    assert [(g.index, g.bus_id, g.sensor_errors) for g in fan.gpus] == [(13, "00000000:C9:00.0", []),
+                                                                         (14, "00000000:CC:00.0", ["fan"])]
+    power = ns.parse_smi_table(read("nvidia-smi", "v100-pcie-azure-err-power-fragment.txt"))
+    assert power.gpus[0].sensor_errors == ["power"]
+    assert all(not g.sensor_errors for g in ns.parse_smi_table(read("nvidia-smi", "h100-sxm-hgx-8gpu-565.txt")).gpus)
+
+
+def test_query_csv_header_with_camel_case_names():
+    # header names as nvidia-smi prints them for these fields (camelCase parts are part of the name)
+    rows = ns.parse_query_gpu_csv("index, encoder.stats.sessionCount, encoder.stats.averageFps, fabric.cliqueId\n"
+                                  "0, 0, 0, 4294967295\n")
+    assert rows == [{"index": "0", "encoder.stats.sessionCount": "0", "encoder.stats.averageFps": "0",
+                     "fabric.cliqueId": "4294967295"}]
+    # a noheader row of capitalised values is still data, not a header
+    assert ns.parse_query_gpu_csv("Enabled, Default\n", ["persistence_mode", "compute_mode"])[0]["compute_mode"] == "Default"

@@ -162,7 +162,8 @@ def parse_query_gpu_csv(text: str, fields: list[str] | tuple[str, ...] | None = 
     head_cells = [c.strip() for c in lines[0].split(",")]
     head_names = [_field_key(_HEADER_UNIT.sub("", c).strip()) for c in head_cells]
     # A header is all field-name-shaped cells ("memory.total [MiB]"); data rows never are.
-    is_header = all(re.fullmatch(r"[a-z_][a-z0-9_.]*", n or "-") for n in head_names)
+    # camelCase parts are real ("encoder.stats.sessionCount", "fabric.cliqueId"); values never start lowercase.
+    is_header = all(re.fullmatch(r"[a-z_][A-Za-z0-9_.]*", n or "-") for n in head_names)
     units: list[str | None]
     if is_header:
         names = head_names
@@ -209,7 +210,13 @@ class SmiGpuRow:
     memory_used_mib: int | None = None
     memory_total_mib: int | None = None
     compute_mode: str | None = None
+    """As NVML names it: the table's "E. Process" / "E. Thread" read as Exclusive_Process / Exclusive_Thread."""
     mig_mode: str | None = None
+    sensor_errors: list[str] = field(default_factory=list)
+    """Cells printed as "ERR!" (a sensor read failure): "fan", "temperature", "power", "power_cap", "utilization"."""
+
+
+_TABLE_COMPUTE_MODES = {"E. Process": "Exclusive_Process", "E. Thread": "Exclusive_Thread"}
 
 
 @dataclass
@@ -277,12 +284,30 @@ def parse_smi_table(text: str) -> SmiTable:
             mem = _MEM.search(cells[1])
             if mem:
                 current.memory_used_mib, current.memory_total_mib = int(mem.group(1)), int(mem.group(2))
-            parts = cells[2].split()
-            current.compute_mode = parts[-1] if parts else None
+            util_mode = re.match(r"^(\S+)\s+(.+?)\s*$", cells[2])
+            mode = util_mode.group(2) if util_mode else (cells[2] or None)
+            current.compute_mode = _TABLE_COMPUTE_MODES.get(mode or "", mode)
+            current.sensor_errors = _sensor_errors(cells[0], util_mode.group(1) if util_mode else "")
         elif line_in_block == 3:
             current.mig_mode = cells[2] or None
             current = None
     return out
+
+
+def _sensor_errors(fan_temp_perf_power: str, util: str) -> list[str]:
+    """Which cells of a GPU's second table line read "ERR!": "ERR!   68C    P2    99W /  130W" -> ["fan"]."""
+    toks = fan_temp_perf_power.split()  # "N/A" is one token; the power cell's " / " stands alone
+    names: list[str] = []
+    if "/" in toks:  # power "draw / cap" closes the cell; fan, temperature, perf state precede it
+        slash = toks.index("/")
+        head, draw, cap = toks[:slash - 1], toks[slash - 1:slash], toks[slash + 1:slash + 2]
+        names += [n for n, t in zip(("fan", "temperature", "perf"), head) if t == "ERR!"]
+        names += ["power"] * (draw == ["ERR!"]) + ["power_cap"] * (cap == ["ERR!"])
+    else:
+        names += ["sensor"] * toks.count("ERR!")
+    if util == "ERR!":
+        names.append("utilization")
+    return names
 
 
 # --------------------------------------------------------------------------- nvidia-smi -q (text)
