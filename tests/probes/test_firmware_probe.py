@@ -1,47 +1,79 @@
-"""firmware probe: rules over facts (table-driven), manual checklist items, and the case-study replay."""
+"""firmware probe: verdicts through the checks framework (facts + records), real dmidecode/cpuinfo captures,
+and the case-study replay."""
 
 from __future__ import annotations
 
 from functools import partial
-
 from pathlib import Path
 
 import hw_helpers as hw
 import pytest
 
 from gpuaudit.probes import firmware
+from gpuaudit.probes.core.checks import judge_checks
 from gpuaudit.probes.core.models import CommandRecord
 from gpuaudit.probes.firmware import Dimm, FirmwareFacts
 
-sev = partial(hw.sev, firmware.PROBE)
 rec = partial(hw.rec, "firmware")
 run = partial(hw.run, firmware.PROBE)
 
-
 CASE = Path(__file__).parents[2] / "snapshots/examples/case-study"
 FX = Path(__file__).parents[1] / "fixtures/system"
+VM_FLAG = "hypervisor\n"
 
 
-@pytest.mark.parametrize("kw,expected", [
-    (dict(cpu_vendor="AMD", cppc={"highest_perf": "196"}), "ok"),
-    (dict(cpu_vendor="AMD", cppc={}), "warning"),
-    (dict(cpu_vendor="AMD", problems={"sys_cppc": "timed out"}), "unknown"),
-    (dict(cpu_vendor="Intel", cppc={}), "ok"),                       # not applicable
-    (dict(cpu_vendor="AMD", cppc={}, hypervisor="KVM"), "info"),           # a guest: the hypervisor host decides
-    (dict(cppc={}, problems={"lscpu_json": "timed out"}), "unknown"),      # vendor unread is not "not applicable"
+def judged(facts: FirmwareFacts, vm: bool = False, **stdout: str) -> dict:
+    """Every firmware check over these facts, every source answering (exit 0); `vm` sets the hypervisor flag."""
+    outputs = {c.id: rec(c.id, stdout.get(c.id, ""), 0) for c in firmware.COMMANDS}
+    outputs["cpu_hypervisor_flag"] = rec("cpu_hypervisor_flag", VM_FLAG if vm else "", 0 if vm else 1)
+    return {f.id: f for f in judge_checks(firmware.CHECKS, {"host": facts}, {"host": outputs})}
+
+
+def sev(facts: FirmwareFacts, fid: str, vm: bool = False) -> str:
+    return judged(facts, vm)[fid].severity.value
+
+
+@pytest.mark.parametrize("kw,vm,expected", [
+    (dict(cpu_vendor="AMD", cppc={"highest_perf": "196"}), False, "ok"),
+    (dict(cpu_vendor="AMD", cppc={}), False, "warning"),
+    (dict(cpu_vendor="AMD", problems={"sys_cppc": "timed out"}), False, "unknown"),
+    (dict(cpu_vendor="Intel", cppc={}), False, "ok"),                       # not applicable
+    (dict(cpu_vendor="AMD", cppc={}), True, "ok"),                          # a guest: not applicable, the host decides
+    (dict(cppc={}, problems={"lscpu_json": "timed out"}), False, "unknown"),  # vendor unread is not "not applicable"
 ])
-def test_cppc(kw, expected):
-    assert sev(FirmwareFacts(**kw), "firmware.cppc") == expected
+def test_cppc(kw, vm, expected):
+    f = judged(FirmwareFacts(**kw), vm)["firmware.cppc"]
+    assert f.severity.value == expected
+    if vm:
+        assert f.observed.startswith("not applicable: virtual machine")
 
 
-@pytest.mark.parametrize("nodes,sockets,expected", [
-    ({"node0": {"cpulist": "0-63", "memtotal_kb": "791181312"}, "node1": {"cpulist": "64-127", "memtotal_kb": "791181312"}}, 2, "ok"),
-    ({f"node{i}": {"cpulist": "0", "memtotal_kb": "99999999"} for i in range(8)}, 2, "info"),
-    ({"node0": {"cpulist": "0-7", "memtotal_kb": "99999999"}, "node1": {"cpulist": "8-15", "memtotal_kb": "0"}}, 1, "warning"),
-    ({}, 2, "unknown"),
+TWO_NODES = {"node0": {"cpulist": "0-63", "memtotal_kb": "791181312"}, "node1": {"cpulist": "64-127", "memtotal_kb": "791181312"}}
+
+
+@pytest.mark.parametrize("nodes,sockets,vm,expected", [
+    (TWO_NODES, 2, False, "ok"),
+    ({f"node{i}": {"cpulist": "0", "memtotal_kb": "99999999"} for i in range(8)}, 2, False, "info"),
+    ({"node0": {"cpulist": "0-7", "memtotal_kb": "99999999"}, "node1": {"cpulist": "8-15", "memtotal_kb": "0"}}, 1, False, "warning"),
+    ({"node0": {"cpulist": "0-127", "memtotal_kb": "1582362624"}}, 2, False, "warning"),   # 2 sockets, 1 node: interleaved
+    ({"node0": {"cpulist": "0-7", "memtotal_kb": "16000000"}}, 2, True, "ok"),             # a guest: not applicable
+    ({}, 2, False, "unknown"),
 ])
-def test_numa_mode(nodes, sockets, expected):
-    assert sev(FirmwareFacts(numa_nodes=nodes, sockets=sockets), "firmware.numa_mode") == expected
+def test_numa_mode(nodes, sockets, vm, expected):
+    problems = {} if nodes else {"sys_numa": "no NUMA node listed under /sys/devices/system/node"}
+    f = judged(FirmwareFacts(numa_nodes=nodes, sockets=sockets, cpu_vendor="AMD", problems=problems), vm)["firmware.numa_mode"]
+    assert f.severity.value == expected, f.observed
+    if len(nodes) == 1 and not vm:
+        assert "interleaved" in f.title and "0.5 node(s) per socket" in f.observed
+    if vm:
+        assert f.observed.startswith("not applicable: virtual machine")
+
+
+def test_numa_mode_two_sockets_one_node_from_real_lscpu():
+    """A real 2-socket EPYC 7601 lscpu with one NUMA node would need a BIOS in 'socket interleave' mode; the
+    rule is what matters: fewer nodes than sockets on bare metal is a warning, never 'NPS1 ok'."""
+    f = judged(FirmwareFacts(numa_nodes={"node0": {"cpulist": "0-63", "memtotal_kb": "263921456"}}, sockets=2, cpu_vendor="AMD"))
+    assert f["firmware.numa_mode"].severity.value == "warning"
 
 
 @pytest.mark.parametrize("units,types,expected", [
@@ -49,7 +81,6 @@ def test_numa_mode(nodes, sockets, expected):
     (["ivhd0"], {"0000:01:00.0": "DMA-FQ", "0000:21:00.0": "DMA-FQ"}, "warning"),
     (["ivhd0"], {"0000:01:00.0": "DMA"}, "info"),                    # single GPU
     ([], {"0000:01:00.0": ""}, "ok"),                                 # IOMMU off
-    (None, {}, "unknown"),
 ])
 def test_iommu(units, types, expected):
     assert sev(FirmwareFacts(iommu_units=units, gpu_iommu_types=types), "firmware.iommu_mode") == expected
@@ -59,14 +90,13 @@ def test_iommu(units, types, expected):
     ({"a": 131072, "b": 131072}, {"a": 97887, "b": 97887}, "ok"),
     ({"a": 256, "b": 256}, {"a": 97887, "b": 97887}, "warning"),
     ({"a": 256}, {"a": 97887}, "info"),
-    ({}, {}, "unknown"),
 ])
 def test_bar1(bar1, fb, expected):
     assert sev(FirmwareFacts(bar1_mib=bar1, fb_mib=fb), "firmware.bar1_large_bar") == expected
 
 
 def test_manual_items_say_manual():
-    found = {f.id: f for f in firmware.judge({"host": FirmwareFacts(cpu_vendor="AMD", sockets=2)})}
+    found = judged(FirmwareFacts(cpu_vendor="AMD", sockets=2))
     for fid in ("firmware.df_pstates", "firmware.socket_power", "firmware.xgmi_links"):
         assert found[fid].observed.startswith("manual: check BIOS"), fid
         assert found[fid].severity.value in ("info", "unknown")
@@ -75,9 +105,9 @@ def test_manual_items_say_manual():
 
 def test_vendor_unknown_is_not_not_applicable():
     f = FirmwareFacts(sockets=2, problems={"lscpu_json": "exit 1: lscpu: failed"})
+    found = judged(f)
     for fid in ("firmware.df_pstates", "firmware.xgmi_links", "firmware.cppc"):
-        found = [x for x in firmware.judge({"host": f}) if x.id == fid][0]
-        assert found.severity.value == "unknown" and "lscpu" in found.observed, fid
+        assert found[fid].severity.value == "unknown" and "lscpu" in found[fid].observed, fid
 
 
 def test_extract_bar1_and_fw_through_the_shared_smi_parsers():
@@ -89,17 +119,42 @@ def test_extract_bar1_and_fw_through_the_shared_smi_parsers():
     broken = firmware.extract({"smi_q_memory": rec("smi_q_memory", "Failed to initialize NVML: Driver/library version mismatch\n"),
                                "smi_query_fw": rec("smi_query_fw", "0, 1\n")}, "host")
     assert "nvidia-smi error" in broken.problems["smi_q_memory"] and "smi_query_fw" in broken.problems
-    assert sev(broken, "firmware.bar1_large_bar") == "unknown" and sev(broken, "firmware.gpu_firmware_consistency") == "unknown"
+    found = judged(broken)
+    assert found["firmware.bar1_large_bar"].severity.value == "unknown"
+    assert found["firmware.gpu_firmware_consistency"].severity.value == "unknown"
 
 
-def test_memory_population_from_real_dmidecode():
-    def facts(name, sockets):
-        rec = CommandRecord(target="host", probe_id="firmware", command_id="dmidecode_memory", command="x",
-                            exit_status=0, stdout=(FX / "dmidecode" / name).read_text(), stderr="")
-        f = firmware.extract({"dmidecode_memory": rec}, "host")
-        return f.model_copy(update={"cpu_vendor": "AMD", "cpu_family": 25, "sockets": sockets})
-    assert sev(facts("hpe-cray-xd665-full.txt", 2), "firmware.memory_population") == "ok"      # 24 of 24
-    assert sev(facts("dell-r7625-full.txt", 2), "firmware.memory_population") == "warning"     # 8 of 24 on SP5
+def dimm_facts(name: str, sockets: int, family: int = 25, vendor: str = "AMD") -> FirmwareFacts:
+    out = (FX / "dmidecode" / name).read_text()
+    f = firmware.extract({"dmidecode_memory": rec("dmidecode_memory", out)}, "host")
+    return f.model_copy(update={"cpu_vendor": vendor, "cpu_family": family, "sockets": sockets})
+
+
+@pytest.mark.parametrize("name,sockets,vendor,expected,needles", [
+    ("hpe-cray-xd665-full.txt", 2, "AMD", "ok", ["24 of 24"]),                                   # 12 channels x 2
+    ("dell-r7625-full.txt", 2, "AMD", "warning", ["8 of 24"]),                                   # SP5, 4 per socket
+    ("asrockrack-ep2c622d16-12of16-all-channels.txt", 2, "Intel", "ok", ["6 of 6 channels"]),   # 2DPC board, every channel
+    # Item 8: each of these was ok "Memory evenly populated" before
+    ("supermicro-x8dtn-3of18-uneven.txt", 2, "Intel", "warning", ["socket 1: 2 of 9", "socket 2: 1 of 9", "unevenly"]),
+    ("supermicro-sys-620u-tnr-6of32-uneven.txt", 2, "Intel", "warning", ["4 vs 2", "2 of 8 channels"]),
+    ("intel-m50cyp2sb-8of32-half-channels.txt", 2, "Intel", "warning", ["4 of 8 channels populated"]),
+    ("supermicro-sys-4029gp-trt-full.txt", 2, "Intel", "warning", ["2 of 6 channels"]),
+])
+def test_memory_population_from_real_dmidecode(name, sockets, vendor, expected, needles):
+    f = judged(dimm_facts(name, sockets, vendor=vendor, family=6 if vendor == "Intel" else 25))["firmware.memory_population"]
+    assert f.severity.value == expected, f.observed
+    for s in needles:
+        assert s in f.observed, f.observed
+
+
+def test_memory_population_in_a_vm_is_not_applicable():
+    facts = dimm_facts("qemu-standard-pc-kvm-guest.txt", 1)
+    assert facts.dimms and facts.dimms[0].size_mb
+    f = judged(facts, vm=True)["firmware.memory_population"]
+    assert f.severity.value == "ok" and f.observed.startswith("not applicable: virtual machine")
+
+
+def test_memory_population_speed_and_unknown():
     slow = FirmwareFacts(dimms=[Dimm(locator="A", size_mb=32768, speed_mts=5600, configured_mts=5200)], sockets=1)
     assert sev(slow, "firmware.memory_population") == "info"
     assert sev(FirmwareFacts(problems={"dmidecode_memory": "needs root (run with --sudo)"}), "firmware.memory_population") == "unknown"
@@ -107,14 +162,38 @@ def test_memory_population_from_real_dmidecode():
 
 def test_inventory_and_fw_consistency():
     assert sev(FirmwareFacts(bios={"bios_vendor": "Dell Inc.", "bios_version": "1.2.3"}), "firmware.inventory") == "info"
-    assert sev(FirmwareFacts(problems={"dmidecode_bios": "needs root"}), "firmware.inventory") == "unknown"
+    f = FirmwareFacts(problems={"dmidecode_bios": "needs root", "dmi_bios": "exit 1"})
+    assert sev(f, "firmware.inventory") == "unknown"
     assert sev(FirmwareFacts(gpu_fw={"0": ("98.1", "G1"), "1": ("98.1", "G1")}), "firmware.gpu_firmware_consistency") == "ok"
     assert sev(FirmwareFacts(gpu_fw={"0": ("98.1", "G1"), "1": ("98.2", "G1")}), "firmware.gpu_firmware_consistency") == "info"
 
 
-def test_cstate_exposure():
-    assert "only POLL/C1" in [f for f in firmware.judge({"host": FirmwareFacts(idle_state_names=["POLL:0", "C1:1"])})
-                              if f.id == "firmware.cstate_exposure"][0].title
+def test_cstate_exposure_uses_the_shared_deep_definition():
+    shallow = judged(FirmwareFacts(cpu_vendor="AMD", idle_state_names=["POLL:0", "C1:1"]))["firmware.cstate_exposure"]
+    assert "only shallow" in shallow.title
+    # item 7: AMD C2 at 30 µs (real EPYC idle-info) is deep, as power.cpu_cstates says
+    deep = judged(FirmwareFacts(cpu_vendor="AMD", idle_state_names=["POLL:0", "C1:1", "C2:30"]))["firmware.cstate_exposure"]
+    assert "deep C-states (C2)" in deep.title
+    assert sev(FirmwareFacts(cpu_vendor="AMD", idle_state_names=["POLL:0"]), "firmware.cstate_exposure", vm=True) == "ok"
+
+
+def test_no_gpu_makes_gpu_checks_not_applicable():
+    outputs = {c.id: rec(c.id, "", 0) for c in firmware.COMMANDS}
+    outputs["proc_driver_version"] = rec("proc_driver_version", "", 1, "cat: /proc/driver/nvidia/version: No such file or directory")
+    outputs["pci_nvidia_sysfs"] = rec("pci_nvidia_sysfs", "", 1)
+    found = {f.id: f for f in judge_checks(firmware.CHECKS, {"host": FirmwareFacts()}, {"host": outputs})}
+    for fid in ("firmware.bar1_large_bar", "firmware.gpu_firmware_consistency"):
+        assert found[fid].observed == "not applicable: no NVIDIA GPU or driver on this host", fid
+
+
+def test_missing_dmidecode_names_its_package():
+    r = CommandRecord(target="host", probe_id="firmware", command_id="dmidecode_memory", command="dmidecode -t memory",
+                      exit_status=127, stderr="sh: 1: dmidecode: not found")
+    outputs = {c.id: rec(c.id, "", 0) for c in firmware.COMMANDS} | {"dmidecode_memory": r}
+    f = firmware.extract(outputs, "host")
+    found = {x.id: x for x in judge_checks(firmware.CHECKS, {"host": f}, {"host": outputs})}
+    assert found["firmware.memory_population"].severity.value == "unknown"
+    assert "dmidecode not installed (package dmidecode)" in found["firmware.memory_population"].observed
 
 
 @pytest.mark.parametrize("phase", ["before", "after"])
@@ -125,3 +204,4 @@ def test_case_study(phase):
     assert by["firmware.cppc"] == "ok" and by["firmware.iommu_mode"] == "ok" and by["firmware.bar1_large_bar"] == "ok"
     assert by["firmware.memory_population"] == "ok" and by["firmware.numa_mode"] == "ok"
     assert r.summary == "AMI 1.2 (2025-03) · IOMMU pt"
+    assert all(f.owner for f in r.findings)

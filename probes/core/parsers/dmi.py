@@ -117,3 +117,62 @@ def memory_devices(records: list[DmiRecord]) -> list[MemoryDevice]:
                                 configured_mts=_mts(f.get("Configured Memory Speed") or f.get("Configured Clock Speed")),
                                 type=f.get("Type"), bank=f.get("Bank Locator")))
     return out
+
+
+# --------------------------------------------------------------------------------------------------
+# Which socket and memory channel a slot belongs to, from its Locator / Bank Locator strings.
+# Boards spell it many ways (linuxhw/DMI server dumps): "P1-DIMMA1" (Supermicro), "CPU1_DIMM_A1",
+# "PROC 1 DIMM 3" (HPE), "DIMM_P0_A1" (Gigabyte), "DIMM 0" + bank "P0 CHANNEL A" (AMD reference/ASRock),
+# "DIMM_A1" + bank "NODE 0 CHANNEL 0 DIMM 0" (Intel S2600), bank "P0_Node0_Channel0_Dimm0" (Intel Xeon SP),
+# Dell "A1".."B12" (the letter is the socket).
+
+_SOCKET_RES = (  # the locator first: boards fill the bank locator only for populated slots (Supermicro X11)
+    ("locator", re.compile(r"^P(\d+)[-_ ]")),
+    ("locator", re.compile(r"\bCPU[_ ]?(\d+)", re.I)),
+    ("locator", re.compile(r"\bPROC(?:ESSOR)?\s*(\d+)", re.I)),
+    ("locator", re.compile(r"_P(\d+)_")),
+    ("locator", re.compile(r"^Node(\d+)[_-]", re.I)),
+    ("bank", re.compile(r"^P(\d+)_Node\d+_Channel")),
+    ("bank", re.compile(r"^P(\d+)\s+CHANNEL\b", re.I)),
+    ("bank", re.compile(r"^NODE\s+(\d+)\s+CHANNEL\b", re.I)),
+    ("bank", re.compile(r"\bCPU[_ ]?(\d+)", re.I)),
+)
+_CHANNEL_RES = (
+    ("locator", re.compile(r"_([A-P])\d+$")),
+    ("locator", re.compile(r"DIMM[_ -]?([A-P])\d", re.I)),
+    ("locator", re.compile(r"Channel[_ -]?([A-P])\b", re.I)),
+    ("locator", re.compile(r"^CH([A-P])[_ -]")),
+    ("bank", re.compile(r"_Node(\d+)_Channel(\d+)_")),
+    ("bank", re.compile(r"\bCHANNEL\s+([A-Z0-9]+)\b", re.I)),
+)
+_DELL = re.compile(r"^([A-H])(\d{1,2})$")
+
+
+@dataclass(frozen=True)
+class SlotPlace:
+    socket: str | None
+    """Socket label as the board spells it ("1", "0", "B"); None when the strings don't say."""
+    channel: str | None
+    """Channel label within the socket ("A", "0.2"); None when the strings don't say."""
+
+
+def slot_place(locator: str, bank: str | None) -> SlotPlace:
+    """Socket and channel of one DIMM slot from its Locator and Bank Locator.
+
+        slot_place("P2-DIMMA1", "P1_Node1_Channel0_Dimm0") -> SlotPlace(socket="2", channel="A")
+        slot_place("DIMM 0", "P0 CHANNEL A")               -> SlotPlace(socket="0", channel="A")
+        slot_place("B3", "Not Specified")                   -> SlotPlace(socket="B", channel=None)   # Dell
+    """
+    fields = {"locator": (locator or "").strip(), "bank": (bank or "").strip()}
+    socket = channel = None
+    for where, rx in _SOCKET_RES:
+        if m := rx.search(fields[where]):
+            socket = m.group(1)
+            break
+    for where, rx in _CHANNEL_RES:
+        if m := rx.search(fields[where]):
+            channel = ".".join(m.groups()).upper()
+            break
+    if socket is None and (m := _DELL.match(fields["locator"])):
+        socket = m.group(1)
+    return SlotPlace(socket=socket, channel=channel)

@@ -1,0 +1,21 @@
+"""Firmware / UEFI probe: BIOS identity and the OS-visible effects of BIOS settings.
+
+facts (FirmwareFacts) <- extract (one reader per source) -> checks (CHECKS rows + verdicts) ; summary.
+"""
+
+from __future__ import annotations
+
+from gpuaudit.probes.core.sources import use
+from gpuaudit.probes.core.spec import Probe
+from gpuaudit.probes.firmware.checks import CHECKS
+from gpuaudit.probes.firmware.extract import READERS, extract, parse_iommu_state
+from gpuaudit.probes.firmware.facts import Dimm, FirmwareFacts
+from gpuaudit.probes.firmware.summary import summarize
+
+PROBE_ID = "firmware"
+COMMANDS = use(*(cid for cid, _ in READERS), "cpu_hypervisor_flag")
+
+PROBE = Probe(id=PROBE_ID, title="Firmware / UEFI", commands=COMMANDS, extract=extract, checks=CHECKS,
+              summarize=summarize)
+
+__all__ = ["CHECKS", "COMMANDS", "Dimm", "FirmwareFacts", "PROBE", "PROBE_ID", "extract", "parse_iommu_state", "summarize"]

@@ -1,0 +1,171 @@
+"""Raw outputs of one target -> FirmwareFacts: one small reader per source; never raises.
+
+A reader that finds its output unusable (an nvidia-smi error banner, no BIOS record, no NUMA node) notes why
+in `problems[command_id]`, which makes the checks that need it unknown.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from gpuaudit.probes.core.errors import ParseError
+from gpuaudit.probes.core.models import Role
+from gpuaudit.probes.core.parsers.cpu import cpu_identity, idle_states_from_sysfs, parse_grep_h, parse_lscpu
+from gpuaudit.probes.core.parsers.dmi import bios_info, memory_devices, parse_dmidecode, slot_place
+from gpuaudit.probes.core.parsers.nvidia_smi import parse_query_gpu_csv, parse_smi_q, q_get
+from gpuaudit.probes.core.parsing import first_line
+from gpuaudit.probes.core.spec import Outputs, usable_stdout
+from gpuaudit.probes.firmware.facts import Dimm, FirmwareFacts
+
+FW_FIELDS = ("index", "pci.bus_id", "vbios_version", "inforom.img")
+
+Data = dict[str, object]
+Problems = dict[str, str]
+
+
+def parse_iommu_state(text: str) -> tuple[list[str], dict[str, str]]:
+    """`iommu_state` output -> (IOMMU units, {GPU BDF: group type}).
+
+        units: ivhd0 ivhd1
+        gpu 0000:01:00.0 identity
+    A GPU without a type (no IOMMU group) maps to "".
+    """
+    units: list[str] = []
+    types: dict[str, str] = {}
+    for line in (text or "").splitlines():
+        parts = line.split()
+        if parts[:1] == ["units:"]:
+            units = parts[1:]
+        elif parts[:1] == ["gpu"] and len(parts) >= 2:
+            types[parts[1]] = parts[2] if len(parts) > 2 else ""
+    return units, types
+
+
+def parse_numa_nodes(text: str) -> dict[str, dict[str, str]]:
+    """`sys_numa` (grep -H of node*/cpulist and MemTotal) -> {"node0": {"cpulist": "0-63", "memtotal_kb": "..."}}."""
+    nodes: dict[str, dict[str, str]] = {}
+    for path, vals in parse_grep_h(text).items():
+        m = re.search(r"/(node\d+)/(cpulist|meminfo)$", path)
+        if m and vals:
+            if m.group(2) == "cpulist":
+                nodes.setdefault(m.group(1), {})["cpulist"] = vals[0]
+            elif (mm := re.search(r"MemTotal:\s*(\d+)", vals[0])):
+                nodes.setdefault(m.group(1), {})["memtotal_kb"] = mm.group(1)
+    return nodes
+
+
+def _mib(value: str | None) -> int | None:
+    m = re.match(r"\s*(\d+)\s*MiB", value or "")
+    return int(m.group(1)) if m else None
+
+
+def _bios(t: str, d: Data, p: Problems) -> None:
+    d["bios"] = bios_info(parse_dmidecode(t))
+    if not d["bios"]:
+        p["dmidecode_bios"] = "no BIOS record in dmidecode output"
+
+
+def _dmi_bios(t: str, d: Data, p: Problems) -> None:
+    lines = [ln.strip() for ln in t.splitlines() if ln.strip()]
+    if d.get("bios"):
+        return
+    if len(lines) == 3:
+        d["bios"] = {"bios_vendor": lines[0], "bios_version": lines[1], "bios_release_date": lines[2]}
+    else:
+        p["dmi_bios"] = f"expected 3 lines (vendor, version, date), got {len(lines)}"
+
+
+def _microcode(t: str, d: Data, p: Problems) -> None:
+    d["microcode"] = first_line(t).split(":", 1)[-1].strip() or None
+
+
+def _lscpu(t: str, d: Data, p: Problems) -> None:
+    ident = cpu_identity(parse_lscpu(t))
+    d.update(cpu_vendor=ident.vendor, cpu_family=ident.family, sockets=ident.sockets, hypervisor=ident.hypervisor)
+    if ident.vendor is None or not ident.sockets:
+        p["lscpu_json"] = "lscpu gave no CPU vendor or socket count"
+
+
+def _sys_numa(t: str, d: Data, p: Problems) -> None:
+    d["numa_nodes"] = parse_numa_nodes(t)
+    if not d["numa_nodes"]:  # the line ends in `; true`: an empty answer is the only sign of a failure
+        p["sys_numa"] = "no NUMA node listed under /sys/devices/system/node"
+
+
+def _iommu(t: str, d: Data, p: Problems) -> None:
+    d["iommu_units"], d["gpu_iommu_types"] = parse_iommu_state(t)
+
+
+def _cmdline(t: str, d: Data, p: Problems) -> None:
+    d["cmdline"] = first_line(t)
+
+
+def _cppc(t: str, d: Data, p: Problems) -> None:
+    d["cppc"] = {k.rsplit("/", 1)[-1]: v[0] for k, v in parse_grep_h(t).items() if v}
+
+
+def _cpuidle(t: str, d: Data, p: Problems) -> None:
+    states = idle_states_from_sysfs(parse_grep_h(t))
+    if states:
+        d["idle_state_names"] = [f"{s.name}:{s.latency_us}" for s in next(iter(states.values()))]
+
+
+def _smi_q_memory(t: str, d: Data, p: Problems) -> None:
+    try:
+        gpus = parse_smi_q(t)
+    except ParseError as exc:
+        p["smi_q_memory"] = str(exc)
+        return
+    for key, section in (("bar1_mib", "BAR1 Memory Usage"), ("fb_mib", "FB Memory Usage")):
+        d[key] = {g["_bus_id"]: v for g in gpus if (v := _mib(q_get(g, section, "Total"))) is not None}
+    if not d["bar1_mib"]:
+        p["smi_q_memory"] = "no BAR1 section in nvidia-smi -q"
+
+
+def _dimms(t: str, d: Data, p: Problems) -> None:
+    dimms = []
+    for m in memory_devices(parse_dmidecode(t)):
+        place = slot_place(m.locator, m.bank)
+        dimms.append(Dimm(locator=m.locator, size_mb=m.size_mb, speed_mts=m.speed_mts, configured_mts=m.configured_mts,
+                          bank=m.bank, socket=place.socket, channel=place.channel))
+    d["dimms"] = dimms
+    if not dimms:
+        p["dmidecode_memory"] = "no memory device (DMI type 17) listed"
+
+
+def _gpu_fw(t: str, d: Data, p: Problems) -> None:
+    try:
+        rows = parse_query_gpu_csv(t, FW_FIELDS)
+    except ParseError as exc:
+        p["smi_query_fw"] = str(exc)
+        return
+    d["gpu_fw"] = {r["index"]: (r["vbios_version"] or "N/A", r["inforom.img"] or "N/A") for r in rows if r["index"]}
+    if not d["gpu_fw"]:
+        p["smi_query_fw"] = "no GPU listed"
+
+
+READERS: tuple[tuple[str, Callable[[str, Data, Problems], None]], ...] = (
+    ("dmidecode_bios", _bios),
+    ("dmi_bios", _dmi_bios),
+    ("cpuinfo_microcode", _microcode),
+    ("lscpu_json", _lscpu),
+    ("sys_numa", _sys_numa),
+    ("iommu_state", _iommu),
+    ("proc_cmdline", _cmdline),
+    ("sys_cppc", _cppc),
+    ("sys_cpuidle", _cpuidle),
+    ("smi_q_memory", _smi_q_memory),
+    ("dmidecode_memory", _dimms),
+    ("smi_query_fw", _gpu_fw),
+)
+"""Source -> reader, in order (dmi_bios is the fallback for dmidecode_bios)."""
+
+
+def extract(outputs: Outputs, role: Role) -> FirmwareFacts:
+    problems: Problems = {}
+    data: Data = {}
+    for cid, read in READERS:
+        if (t := usable_stdout(outputs, cid, problems)) is not None:
+            read(t, data, problems)
+    return FirmwareFacts(**data, problems=problems)  # type: ignore[arg-type]
