@@ -5,6 +5,7 @@ Public API:
 * `parse_lspci_vvv(text) -> list[PciDevice]`   one entry per device block
 * `acs_flags(text) -> dict[str, bool]`          "SrcValid+ ReqRedir- ..." -> {"SrcValid": True, ...}
 * `parse_lspci_tree(text) -> dict[str, TreeNode]`  `lspci -tv`: BDF -> (parent BDF, name)
+* `bus_tree(devices) -> dict[str, TreeNode]`      the same tree from the bridges' `Bus: primary= secondary=` lines
 * `normalize_bdf(text) -> str`                  re-exported from `parsers.system` ("01:00.0" -> "0000:01:00.0")
 
 Pure; never raise on odd input (unknown lines are skipped; a block whose capabilities read
@@ -18,7 +19,8 @@ from dataclasses import dataclass, field
 
 from gpuaudit.probes.core.parsers.system import normalize_bdf
 
-__all__ = ["PciDevice", "TreeNode", "acs_flags", "normalize_bdf", "parse_lspci_tree", "parse_lspci_vvv", "tree_path"]
+__all__ = ["PciDevice", "TreeNode", "acs_flags", "bus_tree", "normalize_bdf", "parse_lspci_tree", "parse_lspci_vvv",
+           "tree_path"]
 
 _HEADER = re.compile(r"^(?P<bdf>(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\s+(?P<rest>.*)$")
 _IDS = re.compile(r"\[([0-9a-f]{4}):([0-9a-f]{4})\]")
@@ -84,6 +86,9 @@ class PciDevice:
     rebar_current: dict[int, int] = field(default_factory=dict)
     """Physical Resizable BAR: BAR index -> current size in bytes."""
     kernel_driver: str | None = None
+    secondary_bus: int | None = None
+    """A bridge's `Bus: primary=00, secondary=01, subordinate=06`: the bus right below it (readable without root)."""
+    subordinate_bus: int | None = None
 
     @property
     def is_nvidia(self) -> bool:
@@ -123,6 +128,8 @@ def _parse_block(header: re.Match[str], lines: list[str]) -> PciDevice:
             m = re.match(r"Region (\d+):.*\[size=(\d+)([KMGT]?)\]", line)
             if m:
                 dev.regions[int(m.group(1))] = int(m.group(2)) * _UNITS.get(m.group(3) or "bytes", 1)
+        elif key == "Bus" and (m := re.search(r"secondary=([0-9a-f]{2}), subordinate=([0-9a-f]{2})", val)):
+            dev.secondary_bus, dev.subordinate_bus = int(m.group(1), 16), int(m.group(2), 16)
         elif line.startswith("Kernel driver in use:"):
             dev.kernel_driver = val.strip()
         elif key == "DevCap":
@@ -246,6 +253,27 @@ def parse_lspci_tree(text: str) -> dict[str, TreeNode]:
             nodes[bdf] = TreeNode(bdf=bdf, parent=parent, name=(m.group("name") or "").strip())
             if m.group("sec"):
                 pending = (dom, m.group("sec"), bdf)
+    return nodes
+
+
+def bus_tree(devices: list[PciDevice]) -> dict[str, TreeNode]:
+    """The PCI tree from `lspci -vvv` alone, for when `lspci -tv` is missing or failed.
+
+        00:01.1 PCI bridge: ...                      (root port)
+                Bus: primary=00, secondary=01, subordinate=06, sec-latency=0
+        01:00.0 PCI bridge: ... PEX890xx ...         (switch upstream port)
+                Bus: primary=01, secondary=02, subordinate=06, sec-latency=0
+    -> {"0000:01:00.0": TreeNode(parent="0000:00:01.1", ...), ...}: a device's parent is the bridge (same domain)
+    whose secondary bus is the device's bus; a device on a bus no bridge leads to is on a root bus (parent None).
+    """
+    below: dict[tuple[str, int], str] = {}
+    for d in devices:
+        if d.secondary_bus is not None:
+            below[(d.bdf[:4], d.secondary_bus)] = d.bdf
+    nodes: dict[str, TreeNode] = {}
+    for d in devices:
+        parent = below.get((d.bdf[:4], int(d.bdf[5:7], 16)))
+        nodes[d.bdf] = TreeNode(bdf=d.bdf, parent=parent if parent != d.bdf else None, name=d.description)
     return nodes
 
 

@@ -1,0 +1,69 @@
+"""Typed facts of the pcie probe: lspci device blocks, nvidia-smi link rows, sysfs link/AER values, the GPU paths."""
+
+from __future__ import annotations
+
+from pydantic import BaseModel
+
+
+class PciDev(BaseModel, frozen=True):
+    bdf: str
+    description: str = ""
+    port_type: str | None = None
+    is_gpu: bool = False
+    devcap_mps: int | None = None
+    devctl_mps: int | None = None
+    devctl_mrrs: int | None = None
+    lnkcap_speed: float | None = None
+    lnkcap_width: int | None = None
+    lnksta_speed: float | None = None
+    lnksta_width: int | None = None
+    speed_downgraded: bool = False
+    width_downgraded: bool = False
+    aspm_ctl: str | None = None
+    acs_ctl: dict[str, bool] | None = None
+    tag10_req_cap: bool | None = None
+    tag10_req_en: bool | None = None
+    relaxed_ordering: bool | None = None
+    ue_status: list[str] | None = None
+    """AER UESta bits set; None = no UESta line read (no AER capability or access denied)."""
+    ce_status: list[str] | None = None
+    access_denied: bool = False
+
+
+class SmiLink(BaseModel, frozen=True):
+    index: str
+    bus_id: str
+    util: float | None = None
+    gen_cur: int | None = None
+    gen_gpumax: int | None = None
+    gen_hostmax: int | None = None
+    width_cur: int | None = None
+    width_max: int | None = None
+
+
+class SysPci(BaseModel, frozen=True):
+    bdf: str
+    upstream: str | None = None
+    values: dict[str, str] = {}
+    upstream_values: dict[str, str] = {}
+
+
+class PcieFacts(BaseModel, frozen=True):
+    devices: list[PciDev] = []
+    gpu_bdfs: list[str] = []
+    """GPU functions (display/3D class) from lspci, sysfs or nvidia-smi, normalised BDFs."""
+    parents: dict[str, list[str]] = {}
+    """GPU BDF -> upstream bridges from its parent up to the root port."""
+    tree_source: str | None = None
+    """Where `parents` came from: "lspci -tv", "lspci -vvv bus numbers" or "sysfs upstream port"."""
+    smi: list[SmiLink] = []
+    sysfs: list[SysPci] = []
+    aspm_policy: str | None = None
+    cmdline: str | None = None
+    problems: dict[str, str] = {}
+
+    def gpu_devs(self) -> list[PciDev]:
+        return [d for d in self.devices if d.is_gpu]
+
+    def by_bdf(self) -> dict[str, PciDev]:
+        return {d.bdf: d for d in self.devices}
