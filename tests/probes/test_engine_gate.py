@@ -12,6 +12,7 @@ from gpuaudit.probes import python as py
 from gpuaudit.probes.core.errors import ParseError
 from gpuaudit.probes.core.models import CommandRecord
 from gpuaudit.probes.core.parsers import engine as e
+from judge_facts import judge
 
 PROC = ("@@pid 7\n@@exe /usr/bin/python3\n@@cmdline\npython3\n-m\nsglang.launch_server\n--tp\n2\n\n@@environ\n"
         "NCCL_DEBUG=WARN\n@@maps\n/x/libnccl.so.2\n@@end\n")
@@ -53,7 +54,7 @@ def test_empty_discovery_output_is_unknown_not_no_engine():
     out = {"engine_procs": rec("container", "engine_procs", "")}
     facts = py.extract(out, "container")
     assert "engine_procs" in facts.problems
-    cg = [f for f in py.judge({"container": facts}) if f.id == "python.cuda_graphs"]
+    cg = [f for f in judge(py.PROBE, {"container": facts}) if f.id == "python.cuda_graphs"]
     assert [f.severity.value for f in cg] == ["unknown"]
     nf = nccl.extract({"engine_procs": rec("container", "engine_procs", "", probe="nccl")}, "container")
     assert "engine_procs" in nf.problems
@@ -70,14 +71,19 @@ def test_listing_problem_policy():
 
 def test_python_one_failed_listing_without_engine_is_unknown():
     """Host listed no engine, the container's listing failed: the engine may run there, so not "ok"."""
-    facts = {"host": py.PythonFacts(), "container": py.PythonFacts(problems={"engine_procs": "timed out"})}
+    facts = {"host": py.PythonFacts(engine_listed=True), "container": py.PythonFacts(problems={"engine_procs": "timed out"})}
     for fid in ("python.cuda_graphs", "python.dangerous_env", "python.attention_backend", "python.engine_threads",
                 "python.measured_throughput"):
-        assert [f.severity.value for f in py.judge(facts) if f.id == fid] == ["unknown"], fid
-    engine_host = {"host": py.PythonFacts(engine_kind="sglang", engine_pid=1, tp=1),
+        assert [f.severity.value for f in judge(py.PROBE, facts) if f.id == fid] == ["unknown"], fid
+    # the checks are judged on the container: its own listing failed, so unknown even with an engine on the host
+    engine_host = {"host": py.PythonFacts(engine_listed=True, engine_kind="sglang", engine_pid=1, tp=1),
                    "container": py.PythonFacts(problems={"engine_procs": "timed out"})}
-    assert [f.severity.value for f in py.judge(engine_host) if f.id == "python.cuda_graphs"] == ["ok"]
-    assert [f.severity.value for f in py.judge({"host": py.PythonFacts()}) if f.id == "python.cuda_graphs"] == ["ok"]
+    assert [f.severity.value for f in judge(py.PROBE, engine_host) if f.id == "python.cuda_graphs"] == ["unknown"]
+    # the container answered without an engine, the host's scan found one: that engine is judged
+    engine_host["container"] = py.PythonFacts(engine_listed=True)
+    assert [f.severity.value for f in judge(py.PROBE, engine_host) if f.id == "python.cuda_graphs"] == ["ok"]
+    no_engine = [f for f in judge(py.PROBE, {"host": py.PythonFacts(engine_listed=True)}) if f.id == "python.cuda_graphs"]
+    assert [(f.severity.value, f.observed) for f in no_engine] == [("ok", "not applicable: no serving engine found (no SGLang/vLLM/TGI server process)")]
 
 
 def test_nccl_one_failed_listing_without_engine_is_unknown():

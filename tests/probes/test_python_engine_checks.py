@@ -5,17 +5,17 @@ from __future__ import annotations
 import pytest
 
 from gpuaudit.probes import python as p
+from judge_facts import one as judged
 
-ENGINE = dict(engine_kind="sglang", engine_pid=1, tp=2, engine_env_readable=True)
+ENGINE = dict(engine_listed=True, engine_kind="sglang", engine_pid=1, tp=2, engine_env_readable=True)
 
 
 def eng(**kw) -> dict:
     return {"container": p.PythonFacts(**{**ENGINE, **kw})}
 
 
-def one(gen):
-    (x,) = list(gen)
-    return x
+def check(fid):
+    return lambda facts: judged(p.PROBE, facts, f"python.{fid}")
 
 
 @pytest.mark.parametrize("kw,severity,needle", [
@@ -30,12 +30,12 @@ def one(gen):
     (dict(proc_threads=[("x", 3, None)], cpus_online=256), "unknown", "unreadable"),
 ])
 def test_engine_threads(kw, severity, needle):
-    x = one(p._engine_threads(eng(**kw)))
+    x = check("engine_threads")(eng(**kw))
     assert x.severity.value == severity and needle in x.title + x.observed, x.observed
 
 
 def test_engine_threads_no_engine():
-    x = one(p._engine_threads({"container": p.PythonFacts()}))
+    x = check("engine_threads")({"container": p.PythonFacts(engine_listed=True)})
     assert x.severity.value == "ok" and x.observed.startswith("not applicable")
 
 
@@ -49,10 +49,11 @@ D = p.JitDir
     ([D(path="/root/.cache/flashinfer", fs="overlay", writable=False, entries=["120"])], "0.5.3", "info", "not writable"),
     ([D(path="/root/.cache/flashinfer", fs="ext2/ext3", writable=True, entries=["90_120"])], None, "ok", "ext2"),  # no FI installed
     ([], "0.5.3", "info", "no FlashInfer/Triton"),                                                             # nothing cached yet
-    (None, "0.5.3", "unknown", "not collected"),                                                               # unknown
+    (None, "0.5.3", "unknown", "timed out"),                                                                   # unknown
 ])
 def test_jit_caches(dirs, pk, severity, needle):
-    x = one(p._jit_caches(eng(jit_dirs=dirs, packages={"flashinfer-python": pk} if pk else {})))
+    problems = {"jit_cache_dirs": "timed out"} if dirs is None else {}
+    x = check("jit_caches")(eng(jit_dirs=dirs, packages={"flashinfer-python": pk} if pk else {}, problems=problems))
     assert x.severity.value == severity and needle in x.observed, x.observed
 
 
@@ -72,9 +73,9 @@ def test_parse_jit_dirs_synthetic():
     (dict(log_sources=None, problems={"engine_logs": "timed out"}), "unknown", "timed out"),
 ])
 def test_measured_throughput(kw, severity, needle):
-    x = one(p._measured_throughput(eng(**kw)))
+    x = check("measured_throughput")(eng(**kw))
     assert x.severity.value == severity and needle in x.observed, x.observed
 
 
 def test_measured_throughput_no_engine():
-    assert one(p._measured_throughput({"container": p.PythonFacts()})).severity.value == "ok"
+    assert check("measured_throughput")({"container": p.PythonFacts(engine_listed=True)}).severity.value == "ok"

@@ -11,19 +11,19 @@ from gpuaudit.probes import python as py
 from gpuaudit.probes.core.events import ProbeFinished
 from gpuaudit.probes.core.runner import Audit
 from gpuaudit.probes.core.session import directory_bindings
+from judge_facts import judge, one
 
 F = py.PythonFacts
 CASE = Path(__file__).resolve().parents[2] / "snapshots/examples/case-study"
 SM120 = dict(gpus=["NVIDIA RTX PRO 6000 Blackwell Server Edition"] * 8, compute_caps=["12.0"] * 8, driver="590.48.01")
 TORCH = dict(torch="2.9.1+cu130", torch_cuda="13.0", arch_list=["sm_90", "sm_100", "sm_120", "compute_120"],
              packages={"torch": "2.9.1+cu130", "triton": "3.5.1"})
-ENG = dict(engine_kind="sglang", engine_pid=1, tp=8, pp=1, engine_env_readable=True, engine_env={"OMP_NUM_THREADS": "8"})
+ENG = dict(engine_listed=True, engine_kind="sglang", engine_pid=1, tp=8, pp=1, engine_env_readable=True,
+           engine_env={"OMP_NUM_THREADS": "8"})
 
 
 def sev(facts, fid):
-    found = [f for f in py.judge(facts) if f.id == fid]
-    assert len(found) == 1, [f.id for f in py.judge(facts)]
-    return found[0].severity.value
+    return one(py.PROBE, facts, fid).severity.value
 
 
 @pytest.mark.parametrize("ctr,expected", [
@@ -42,7 +42,7 @@ def test_torch_arch_support(ctr, expected):
 @pytest.mark.parametrize("ctr,expected", [
     (F(**SM120, **ENG, cuda_graphs_disabled=False), "ok"),
     (F(**SM120, **ENG, cuda_graphs_disabled=True, graph_flag="--disable-cuda-graph"), "critical"),
-    (F(**SM120, engine_procs=0), "ok"),  # no engine: not applicable
+    (F(**SM120, engine_listed=True, engine_procs=0), "ok"),  # no engine: not applicable
     (F(**SM120, problems={"engine_procs": "timed out"}), "unknown"),
 ])
 def test_cuda_graphs(ctr, expected):
@@ -133,7 +133,8 @@ async def test_end_to_end_case_study_before():
     assert r.status == "done" and by["python.cuda_graphs"].severity.value == "critical"
     assert max(r.findings, key=lambda f: f.severity.rank).id == "python.cuda_graphs"
     assert by["python.torch_arch_support"].severity.value == "ok" and "sm_120" in by["python.torch_arch_support"].observed
-    assert by["python.cuda_runtime_vs_driver"].targets == ["host", "container"]
+    assert by["python.cuda_runtime_vs_driver"].targets == ["container"]  # judged on the engine's Python
+    assert [(e.target, e.command_id) for e in by["python.cuda_runtime_vs_driver"].evidence] == [("container", "pyenv"), ("host", "smi_gpu_cc")]
     assert "TP=8" in r.summary and len(by) == 10 and by["python.measured_throughput"].severity.value == "info"
 
 

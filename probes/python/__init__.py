@@ -1,0 +1,25 @@
+"""Python runtime and serving engine probe: torch build vs GPU arch, CUDA stack, engine flags and env.
+
+Never creates a CUDA context (PROBES.md §0.2): package metadata, torch's compiled arch flags and the
+engine's /proc entries only. The interpreter is `--python`, else the running engine's, else python3.
+The facts also carry what a decode roofline needs from the engine's command line and log (§13).
+"""
+
+from __future__ import annotations
+
+from gpuaudit.probes.core.sources import use
+from gpuaudit.probes.core.spec import Probe
+from gpuaudit.probes.python.checks import CHECKS
+from gpuaudit.probes.python.extract import extract
+from gpuaudit.probes.python.facts import VOLATILE, JitDir, PythonFacts
+from gpuaudit.probes.python.parsers import driver_max_cuda, parse_gpu_cc, parse_jit_dirs
+from gpuaudit.probes.python.summary import summarize
+
+PROBE_ID = "python"
+COMMANDS = use("smi_gpu_cc", "pyenv", "engine_procs", "engine_proc_status", "engine_logs", "jit_cache_dirs")
+
+PROBE = Probe(id=PROBE_ID, title="Python runtime", commands=COMMANDS, extract=extract, checks=CHECKS,
+              summarize=summarize, volatile_facts=VOLATILE)
+
+__all__ = ["CHECKS", "COMMANDS", "JitDir", "PROBE", "PROBE_ID", "PythonFacts", "driver_max_cuda", "extract",
+           "parse_gpu_cc", "parse_jit_dirs", "summarize"]
