@@ -104,7 +104,8 @@ SOURCES: dict[str, Source] = {s.id: s for s in (
     Source('journal_kernel_faults', (
             "journalctl -k -b --no-pager | grep -E 'IO_PAGE_FAULT|DMAR:.*fault|AER|PCIe Bus Error|Surprise Link "
             "Down|soft lockup|hung_task|NVRM|Linux version'"
-        ), on=HOST, needs_root=True),
+        ), on=HOST, needs_root=True, ok_exits=frozenset({0, 1}),
+        description="this boot's kernel log, fault lines only (grep exit 1 = nothing matched; the extract names a missing journalctl)"),
     Source('lspci_vvv', 'lspci -D -vvv', on=HOST, needs_root=True, description='config space of every device: DevCap/DevCtl, LnkCap/LnkSta, ASPM, ACS, AER (root)'),
     Source('lspci_tv', 'lspci -tv', on=HOST, description='PCI tree: which bridges lead to each GPU'),
     Source('sys_pci_nvidia', (
@@ -178,7 +179,8 @@ SOURCES: dict[str, Source] = {s.id: s for s in (
     Source('nvlink_errors', 'nvidia-smi nvlink --errorcounters', on=HOST),
     Source('smi_query_fabric', 'nvidia-smi --query-gpu=index,name,fabric.state,fabric.status --format=csv,noheader,nounits', on=BOTH),
     Source('smi_q_xml', 'nvidia-smi -q -x', on=HOST, description='fallback for fabric state on drivers without fabric.* fields'),
-    Source('fabricmanager_status', 'systemctl status nvidia-fabricmanager --no-pager', on=HOST),
+    Source('fabricmanager_status', 'systemctl status nvidia-fabricmanager --no-pager', on=HOST, ok_exits=frozenset({0, 3, 4}),
+           description='Fabric Manager unit state and last log lines (exit 3 = inactive, 4 = no such unit: both answers)'),
     Source('fabricmanager_version', 'nv-fabricmanager --version', on=HOST),
     Source('lspci_nvswitch', 'lspci -d 10de::0680', on=HOST, description='NVSwitch bridge functions (HGX A100/H100 generation)'),
     Source('ib_umad_loaded', "grep -E '^ib_umad ' /proc/modules || test $? -eq 1", on=HOST),

@@ -1,4 +1,4 @@
-"""nvlink probe: table-driven rules over facts, extract on real outputs, end to end over recordings."""
+"""nvlink probe: table-driven check rows over facts (judged by the framework), extract on real outputs, replay."""
 
 from __future__ import annotations
 
@@ -10,11 +10,22 @@ import hw_helpers as hw
 import pytest
 
 from gpuaudit.probes import nvlink
+from gpuaudit.probes.core.checks import judge_checks
 from gpuaudit.probes.nvlink import NvlinkFacts
 
-sev = partial(hw.sev, nvlink.PROBE)
 rec = partial(hw.rec, "nvlink")
 run = partial(hw.run, nvlink.PROBE)
+
+
+def judged(facts: dict) -> dict:
+    """Findings by id for role -> facts, every source of the probe collected and answered on each role
+    (facts.problems still make a source unusable)."""
+    outputs = {role: {c.id: rec(c.id, "x") for c in nvlink.COMMANDS if role in c.on} for role in facts}
+    return {f.id: f for f in judge_checks(nvlink.CHECKS, facts, outputs)}
+
+
+def sev(facts: dict, fid: str) -> str:
+    return judged(facts)[fid].severity.value
 
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -94,10 +105,9 @@ def test_rule_table(fid, facts, expected):
 
 
 @pytest.mark.parametrize("host,ctr,expected", [
-    (hgx(), None, "ok"),
     (hgx(), hgx(), "ok"),
     (hgx(), hgx(fabric=[(0, "In Progress", None)]), "warning"),
-    (hgx(), hgx(fabric=[], fabric_read=False), "unknown"),
+    (hgx(), hgx(fabric=[], fabric_read=False, problems={"smi_query_fabric": "timed out"}), "unknown"),
     (pcie(), pcie(fabric=[], fabric_read=False), "ok"),
 ])
 def test_fabric_vs_container(host, ctr, expected):
@@ -110,7 +120,7 @@ def test_extract_real_bridged_h100_pcie():
            "smi_topo_m": rec("smi_topo_m", (FIX / "nvidia-smi-topo-m" / "h100-pcie-2gpu-nv12-bridge.txt").read_text())}
     f = nvlink.extract(out, "host")
     assert f.gpu_names == ["NVIDIA H100 PCIe"] * 2 and f.topo_nv_pairs == 1
-    sevs = {x.id: x.severity.value for x in nvlink.judge({"host": f})}
+    sevs = {i: x.severity.value for i, x in judged({"host": f}).items()}
     assert sevs["nvlink.presence"] == "ok" and sevs["nvlink.link_state"] == "ok"  # 12 of 18 is normal for a bridge
     assert nvlink.summarize({"host": f}) == "12 links/GPU @ 26.562 GB/s"
 

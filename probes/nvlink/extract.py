@@ -1,0 +1,145 @@
+"""Raw outputs of one target -> NvlinkFacts. Pure; never raises (broken output becomes facts.problems)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Any
+
+from gpuaudit.probes.core.errors import ParseError
+from gpuaudit.probes.core.models import CommandRecord, Role
+from gpuaudit.probes.core.parsers.nvidia_misc import parse_systemctl_status, parse_xid_events
+from gpuaudit.probes.core.parsers.nvidia_smi import (
+    csv_row_errors,
+    detect_smi_error,
+    parse_nvlink_errors,
+    parse_nvlink_s,
+    parse_query_gpu_csv,
+    parse_smi_q_xml,
+    parse_topo_m,
+)
+from gpuaudit.probes.core.parsing import first_line
+from gpuaudit.probes.core.sources import SOURCES
+from gpuaudit.probes.core.spec import Outputs, record_problem, usable_record
+from gpuaudit.probes.nvlink.facts import NvlinkFacts
+
+FABRIC_FIELDS = ("index", "name", "fabric.state", "fabric.status")
+DRIVER_FIELDS = tuple(re.search(r"--query-gpu=(\S+)", SOURCES["smi_query_driver"].shell).group(1).split(","))  # type: ignore[union-attr]
+"""The columns of the shared per-GPU driver CSV (read here for mig.mode.current)."""
+MIG_REFUSED = re.compile(r"Nvlink queries are not supported for Devices in MIG mode", re.I)
+
+Fields = dict[str, Any]
+
+
+def _names(f: Fields, names: list[str]) -> None:
+    """GPU models from the first source that listed any (nvlink -s, fabric CSV, driver CSV, XML)."""
+    if names and not f.get("gpu_names"):
+        f["gpu_names"] = names
+
+
+def parse_mig_refusal(text: str) -> bool:
+    """`nvidia-smi nvlink -s` on GPUs in MIG mode (seen on an H200):
+
+        Nvlink queries are not supported for Devices in MIG mode
+    """
+    return bool(MIG_REFUSED.search(text or ""))
+
+
+def _nvlink_s(rec: CommandRecord, f: Fields) -> None:
+    text = rec.stdout + "\n" + rec.stderr
+    f["nvlink_mig_refused"] = parse_mig_refusal(text)
+    gpus = parse_nvlink_s(rec.stdout)
+    f.update(links={g.index: [(ln.link, ln.active, ln.speed_gbs) for ln in g.links] for g in gpus},
+             all_inactive_gpus=[g.index for g in gpus if g.all_inactive], links_read=bool(gpus))
+    _names(f, [g.name for g in gpus])
+
+
+def _topo(rec: CommandRecord, f: Fields) -> None:
+    f["topo_nv_pairs"] = len({tuple(sorted(p)) for p in parse_topo_m(rec.stdout).nvlink_pairs()})
+
+
+def _fabric_csv(rec: CommandRecord, f: Fields) -> None:
+    rows = parse_query_gpu_csv(rec.stdout, FABRIC_FIELDS)
+    fabric = [(int(r["index"] or i), r["fabric.state"], r["fabric.status"]) for i, r in enumerate(rows)]
+    f.update(fabric=fabric, fabric_read=True,
+             fabric_unreadable=[i for (i, _, _), r in zip(fabric, rows) if {"fabric.state", "fabric.status"} & csv_row_errors(r)])
+    _names(f, [r["name"] or "?" for r in rows])
+
+
+def _driver_csv(rec: CommandRecord, f: Fields) -> None:
+    rows = parse_query_gpu_csv(rec.stdout, DRIVER_FIELDS)
+    modes = [(int(r["index"] or i), (r.get("mig.mode.current") or "").strip().lower()) for i, r in enumerate(rows)]
+    if any(m in ("enabled", "disabled") for _, m in modes):
+        f["mig_enabled"] = [i for i, m in modes if m == "enabled"]
+    _names(f, [r["name"] or "?" for r in rows])
+
+
+def _xml(rec: CommandRecord, f: Fields) -> None:
+    xml = parse_smi_q_xml(rec.stdout)
+    if not f.get("fabric_read"):  # fallback for drivers without fabric.* query fields
+        f.update(fabric=[(g.index, g.fabric_state if g.fabric_state != "N/A" else None,
+                          g.fabric_status if g.fabric_status != "N/A" else None) for g in xml.gpus],
+                 fabric_read=bool(xml.gpus))
+    if f.get("mig_enabled") is None and any(g.mig_current for g in xml.gpus):
+        f["mig_enabled"] = [g.index for g in xml.gpus if (g.mig_current or "").lower() == "enabled"]
+    _names(f, [g.product_name or "?" for g in xml.gpus])
+
+
+def _fm_version(rec: CommandRecord, f: Fields) -> None:
+    m = re.search(r"(\d+\.\d+\.\d+)", rec.stdout)
+    f["fm_version"] = m.group(1) if m else None
+
+
+def _xid(rec: CommandRecord, f: Fields) -> None:
+    if "not permitted" not in rec.stderr.lower():
+        f["xid74"] = sum(1 for x in parse_xid_events(rec.stdout) if x.code == 74)
+
+
+Reader = Callable[[CommandRecord, Fields], None]
+
+# source -> reader, in order (names: nvlink -s first, then the CSVs, then the XML); a parse error -> problems[source].
+READERS: tuple[tuple[str, Reader], ...] = (
+    ("nvlink_s", _nvlink_s),
+    ("smi_topo_m", _topo),
+    ("smi_query_fabric", _fabric_csv),
+    ("smi_query_driver", _driver_csv),
+    ("smi_q_xml", _xml),
+    ("fabricmanager_version", _fm_version),
+    ("lspci_nvswitch", lambda r, f: f.update(nvswitch_functions=len([ln for ln in r.stdout.splitlines() if ln.strip()]))),
+    ("ib_umad_loaded", lambda r, f: f.update(ib_umad=bool(first_line(r.stdout)))),
+    ("nvlink_errors", lambda r, f: f.update(error_counters=parse_nvlink_errors(r.stdout))),
+    ("dmesg_nvrm", _xid),
+)
+SMI_TABLES = ("nvlink_s", "smi_query_fabric", "smi_topo_m", "smi_query_driver")
+
+
+def _fabric_manager(outputs: Outputs, f: Fields, problems: dict[str, str]) -> None:
+    """`systemctl status` exits 3 (inactive) / 4 (no unit): both are answers (the source's ok_exits)."""
+    rec = outputs.get("fabricmanager_status")
+    if rec is None or rec.missing_tool or rec.error is not None or rec.timed_out:
+        if rec is not None and (p := record_problem(rec)):
+            problems["fabricmanager_status"] = p
+        return
+    st = parse_systemctl_status(rec.stdout + "\n" + rec.stderr)
+    f.update(fm_present=st.present, fm_active=st.active if st.present else None, fm_messages=st.messages)
+
+
+def extract(outputs: Outputs, role: Role) -> NvlinkFacts:
+    problems: dict[str, str] = {}
+    f: Fields = {}
+    for cid in SMI_TABLES:  # an error banner instead of data (exit 0 on some drivers)
+        rec = outputs.get(cid)
+        if rec is not None and not rec.missing_tool and (err := detect_smi_error(rec.stdout + "\n" + rec.stderr)):
+            f.setdefault("smi_error", err)
+            problems[cid] = f"nvidia-smi: {err}"
+    for cid, read in READERS:
+        rec = outputs.get(cid)
+        if cid == "nvlink_s" and rec is not None and parse_mig_refusal(rec.stdout + rec.stderr):
+            f["nvlink_mig_refused"] = True  # whatever the exit status: MIG mode is the answer
+        if rec := usable_record(outputs, cid, problems):
+            try:
+                read(rec, f)
+            except (ParseError, ValueError) as exc:  # ValueError: a non-numeric index column
+                problems[cid] = str(exc)
+    _fabric_manager(outputs, f, problems)
+    return NvlinkFacts(**f, problems=problems)
