@@ -270,6 +270,12 @@ def _gate(check: Check, roles: tuple[Role, ...], facts: Mapping[Role, Any],
     return None, evidence
 
 
+def not_run_active(check: Check, roles: Iterable[Role], outputs: Mapping[Role, Mapping[str, CommandRecord]]) -> bool:
+    """A check over ACTIVE (load-generating) sources when none of them ran: an audit without --active judges nothing."""
+    active = [c for c in check.sources if c in SOURCES and SOURCES[c].active]
+    return bool(active) and not any(c in outputs.get(r, {}) for r in roles for c in active)
+
+
 def judge_checks(checks: Iterable[Check], facts: Mapping[Role, Any],
                  outputs: Mapping[Role, Mapping[str, CommandRecord]]) -> Iterator[Finding]:
     """Every check -> exactly one finding per target set it covers among the roles the probe ran on."""
@@ -278,7 +284,7 @@ def judge_checks(checks: Iterable[Check], facts: Mapping[Role, Any],
         roles = [r for r in ran if r in check.roles]
         if check.first_of:
             roles = [r for r in check.first_of if r in roles][:1]
-        if not roles:
+        if not roles or not_run_active(check, roles, outputs):
             continue
         groups: list[tuple[Role, ...]] = [tuple(roles)] if check.cross else [(r,) for r in roles]
         for group in groups:
