@@ -4,10 +4,15 @@ from __future__ import annotations
 
 import pytest
 
+from pathlib import Path
+
 from gpuaudit.probes import kernel as k
-from gpuaudit.probes.core.models import CommandRecord
+from gpuaudit.probes.core.checks import judge_checks
+from gpuaudit.probes.core.models import CommandRecord, Finding
 
 from case_study import CASE, run_case_study
+
+FX = Path(__file__).parents[1] / "fixtures/system"
 
 ZEN5 = dict(cpu_vendor="AuthenticAMD", cpu_family=26, cpu_model=2, cpu_model_name="AMD EPYC 9375F 32-Core Processor")
 GENOA = dict(cpu_vendor="AuthenticAMD", cpu_family=25, cpu_model=17, cpu_model_name="AMD EPYC 9374F 32-Core Processor")
@@ -17,6 +22,21 @@ NOARGS = [("BOOT_IMAGE", "/boot/vmlinuz"), ("ro", None), ("quiet", None)]
 
 def facts(**kw) -> k.KernelFacts:
     return k.KernelFacts(**kw)
+
+
+def judged(host: k.KernelFacts, container: k.KernelFacts | None = None, vm: bool = False, **records) -> dict[str, Finding]:
+    """Every kernel check over these facts, each source answering (exit 0) unless given in `records`."""
+    def outs(role):
+        o = {c.id: rec(c.id, "", 0) for c in k.COMMANDS if role in c.on}
+        o["cpu_hypervisor_flag"] = rec("cpu_hypervisor_flag", "hypervisor\n" if vm else "", 0 if vm else 1)
+        return o | records
+    facts_ = {"host": host} | ({"container": container} if container is not None else {})
+    outputs = {"host": outs("host")} | ({"container": outs("container")} if container is not None else {})
+    return {f.id: f for f in judge_checks(k.CHECKS, facts_, outputs)}
+
+
+def one(fid: str, f: k.KernelFacts, **kw) -> Finding:
+    return judged(f, **kw)[f"kernel.{fid}"]
 
 
 @pytest.mark.parametrize("kw,severity,needle", [
@@ -30,11 +50,9 @@ def facts(**kw) -> k.KernelFacts:
     (dict(release="6.8.12-9-pve", cmdline=NOARGS, **INTEL), "info", ""),          # precondition (AMD server) not met
     (dict(release="6.8.12-9-pve", cmdline=NOARGS, cpu_vendor="AuthenticAMD", cpu_family=26,
           cpu_model_name="AMD Ryzen 9 9950X 16-Core Processor"), "info", ""),     # client part: not the server rule
-    (dict(release="6.8.12-9-pve", cmdline=None, **ZEN5), "unknown", ""),
-    (dict(release=None), "unknown", ""),
 ])
 def test_version(kw, severity, needle):
-    f = k.judge_version(facts(**kw))
+    f = one("version", facts(**kw))
     assert f.id == "kernel.version" and f.severity.value == severity
     assert needle in f.observed + f.title + f.why
     if severity == "warning":
@@ -42,10 +60,10 @@ def test_version(kw, severity, needle):
 
 
 @pytest.mark.parametrize("bal,nodes,severity", [
-    (1, 2, "warning"), (2, 8, "warning"), (0, 2, "ok"), (1, 1, "ok"), (None, 2, "unknown"), (1, None, "unknown"),
+    (1, 2, "warning"), (2, 8, "warning"), (0, 2, "ok"), (1, 1, "ok"), (None, 2, "unknown"),
 ])
 def test_numa_balancing(bal, nodes, severity):
-    f = k.judge_numa_balancing(facts(numa_balancing=bal, numa_nodes=nodes))
+    f = one("numa_balancing", facts(numa_balancing=bal, numa_nodes=nodes))
     assert f.severity.value == severity
     if nodes == 1:
         assert f.observed.startswith("not applicable")
@@ -54,68 +72,66 @@ def test_numa_balancing(bal, nodes, severity):
 @pytest.mark.parametrize("zr,nodes,severity", [(1, 2, "warning"), (0, 2, "ok"), (1, 1, "ok"), (None, 2, "unknown"),
                                                    (1, None, "unknown")])  # node_list unreadable: not "not applicable"
 def test_zone_reclaim(zr, nodes, severity):
-    assert k.judge_zone_reclaim(facts(zone_reclaim=zr, numa_nodes=nodes)).severity.value == severity
+    problems = {"node_list": "exit 2"} if nodes is None else {}
+    assert one("zone_reclaim", facts(zone_reclaim=zr, numa_nodes=nodes, problems=problems)).severity.value == severity
 
 
 @pytest.mark.parametrize("en,de,severity", [("always", "always", "warning"), ("always", "madvise", "info"),
-                                            ("madvise", "madvise", "info"), (None, "always", "unknown")])
+                                            ("madvise", "madvise", "info")])
 def test_thp(en, de, severity):
-    assert k.judge_thp(facts(thp_enabled=en, thp_defrag=de)).severity.value == severity
+    assert one("thp", facts(thp_enabled=en, thp_defrag=de)).severity.value == severity
 
 
-@pytest.mark.parametrize("cs,severity", [("tsc", "ok"), ("hpet", "warning"), ("acpi_pm", "warning"), ("kvm-clock", "info"), (None, "unknown")])
+@pytest.mark.parametrize("cs,severity", [("tsc", "ok"), ("hpet", "warning"), ("acpi_pm", "warning"), ("kvm-clock", "info")])
 def test_clocksource(cs, severity):
-    assert k.judge_clocksource(facts(clocksource=cs)).severity.value == severity
+    assert one("clocksource", facts(clocksource=cs)).severity.value == severity
 
 
 def test_swap_tuned_hmm_mitigations():
-    assert k.judge_swap(facts(swap_devices=0)).severity.value == "ok"
-    assert k.judge_swap(facts(swap_devices=1)).severity.value == "info"
-    assert k.judge_swap(facts()).severity.value == "unknown"
-    assert k.judge_tuned(facts(tuned_profile="balanced")).severity.value == "warning"
-    assert k.judge_tuned(facts(tuned_profile="accelerator-performance")).severity.value == "ok"
-    assert k.judge_tuned(facts(problems={"tuned_active": "tool not installed"})).severity.value == "info"
-    assert k.judge_tuned(facts(problems={"tuned_active": "timed out"})).severity.value == "unknown"
-    assert k.judge_uvm_hmm(facts(uvm_disable_hmm="Y")).severity.value == "info"
-    assert k.judge_uvm_hmm(facts(problems={"uvm_disable_hmm": "exit 1: cat: x: No such file or directory"})).observed.startswith("not applicable")
-    m = k.judge_mitigations(facts(vulnerabilities={"meltdown": "Not affected", "mds": "Vulnerable"}, cmdline=[("mitigations", "off")]))
+    assert one("swap", facts(swap_devices=0)).severity.value == "ok"
+    assert one("swap", facts(swap_devices=1)).severity.value == "info"
+    assert one("tuned_profile", facts(tuned_profile="balanced")).severity.value == "warning"
+    assert one("tuned_profile", facts(tuned_profile="accelerator-performance")).severity.value == "ok"
+    assert one("tuned_profile", facts(problems={"tuned_active": "tool not installed"})).severity.value == "info"
+    assert one("tuned_profile", facts(problems={"tuned_active": "timed out"})).severity.value == "unknown"
+    assert one("uvm_hmm", facts(uvm_disable_hmm="Y")).severity.value == "info"
+    assert one("uvm_hmm", facts(problems={"uvm_disable_hmm": "exit 1: cat: x: No such file or directory"})).observed.startswith("not applicable")
+    m = one("cpu_vulnerability_mitigations", facts(vulnerabilities={"meltdown": "Not affected", "mds": "Vulnerable"}, cmdline=[("mitigations", "off")]))
     assert m.severity.value == "info" and "mitigations=off" in m.observed and "mds" in m.observed
 
 
 def test_cmdline_inventory_and_unapplied():
-    f = k.judge_cmdline(facts(cmdline=[("amd_iommu", "on"), ("iommu", "pt"), ("pci", "pcie_bus_perf")]))
+    f = one("cmdline", facts(cmdline=[("amd_iommu", "on"), ("iommu", "pt"), ("pci", "pcie_bus_perf")]))
     assert f.severity.value == "info" and "MaxReadReq" in f.observed
-    f = k.judge_cmdline(facts(cmdline=[("quiet", None)], grub_cmdline=["quiet", "amd_pstate=active"]))
+    f = one("cmdline", facts(cmdline=[("quiet", None)], grub_cmdline=["quiet", "amd_pstate=active"]))
     assert f.severity.value == "warning" and "amd_pstate=active" in f.observed and "/etc/default/grub" in f.observed
     # /etc/kernel/cmdline (systemd-boot) rules over grub when present
-    f = k.judge_cmdline(facts(cmdline=[("root", "ZFS=rpool"), ("iommu", "pt")], grub_cmdline=["amd_pstate=active"],
+    f = one("cmdline", facts(cmdline=[("root", "ZFS=rpool"), ("iommu", "pt")], grub_cmdline=["amd_pstate=active"],
                               etc_kernel_cmdline=["root=ZFS=rpool", "iommu=pt"]))
     assert f.severity.value == "info"
-    assert k.judge_cmdline(facts()).severity.value == "unknown"
 
 
 def test_journal_faults():
-    ok = k.judge_journal(facts(journal_read=True, journal_lines=[]))
+    ok = one("dmesg_faults", facts(journal_read=True, journal_lines=[]))
     assert ok.severity.value == "ok"
-    crit = k.judge_journal(facts(journal_read=True, journal_lines=["AMD-Vi: Event logged [IO_PAGE_FAULT domain=0x0012 address=0x0]"]))
+    crit = one("dmesg_faults", facts(journal_read=True, journal_lines=["AMD-Vi: Event logged [IO_PAGE_FAULT domain=0x0012 address=0x0]"]))
     assert crit.severity.value == "critical"
-    warn = k.judge_journal(facts(journal_read=True, journal_lines=["pcieport 0000:00:01.1: AER: Corrected error received"]))
+    warn = one("dmesg_faults", facts(journal_read=True, journal_lines=["pcieport 0000:00:01.1: AER: Corrected error received"]))
     assert warn.severity.value == "warning"
-    assert k.judge_journal(facts(journal_read=False, journal_lines=[])).severity.value == "unknown"
-    assert k.judge_journal(facts(problems={"journal_kernel_faults": "needs root"})).severity.value == "unknown"
+    assert one("dmesg_faults", facts(journal_read=False, journal_lines=[], problems={"journal_kernel_faults": "no 'Linux version'"})).severity.value == "unknown"
+    assert one("dmesg_faults", facts(), journal_kernel_faults=rec("journal_kernel_faults", error="needs root (x)")).severity.value == "unknown"
 
 
 def test_host_knobs_visible():
     host = facts(release="6.8.12-9-pve", numa_balancing=1)
-    same = k.judge_host_knobs_visible({"host": host, "container": facts(release="6.8.12-9-pve", numa_balancing=1)})
+    same = judged(host, facts(release="6.8.12-9-pve", numa_balancing=1))["kernel.host_knobs_visible"]
     assert same.severity.value == "info" and "host and in container" in same.observed
-    other = k.judge_host_knobs_visible({"host": host, "container": facts(release="5.15.0-46-generic", numa_balancing=0)})
+    other = judged(host, facts(release="5.15.0-46-generic", numa_balancing=0))["kernel.host_knobs_visible"]
     assert "6.8.12-9-pve" in other.observed and "5.15.0-46-generic" in other.observed
-    diff = k.judge_host_knobs_visible({"host": host, "container": facts(release="6.8.12-9-pve", numa_balancing=0)})
+    diff = judged(host, facts(release="6.8.12-9-pve", numa_balancing=0))["kernel.host_knobs_visible"]
     assert "host kernel.numa_balancing=1" in diff.observed and "container sees 0" in diff.observed
-    na = k.judge_host_knobs_visible({"host": host})
-    assert na.severity.value == "ok" and na.observed == "not applicable: no container target"
-    assert k.judge_host_knobs_visible({"host": host, "container": facts(release="6.8.12-9-pve")}).severity.value == "unknown"
+    assert "kernel.host_knobs_visible" not in judged(host)   # a host-only audit: the cross-target check has no pair
+    assert judged(host, facts(release="6.8.12-9-pve"))["kernel.host_knobs_visible"].severity.value == "unknown"
 
 
 def rec(cid: str, stdout: str = "", exit_status: int | None = 0, stderr: str = "", error: str | None = None) -> CommandRecord:
@@ -154,5 +170,4 @@ async def test_case_study_after():
 
 async def test_case_study_host_only():
     f = await run("before", ("host",))
-    assert f["kernel.host_knobs_visible"].observed == "not applicable: no container target"
-    assert len(f) == 12
+    assert "kernel.host_knobs_visible" not in f and len(f) == 11

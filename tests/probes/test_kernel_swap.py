@@ -5,6 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gpuaudit.probes import kernel as k
+from gpuaudit.probes.core.checks import judge_checks
 from gpuaudit.probes.core.models import CommandRecord
 
 
@@ -15,10 +16,12 @@ from gpuaudit.probes.core.models import CommandRecord
     (1, {"pid 1 sglang::scheduler_TP0": 1}, "warning", "1 kB"),               # boundary: any page in swap
     (1, {}, "info", "no engine process running"),                             # precondition: no engine
     (1, None, "info", "engine VmSwap not read"),                              # per-process part unreadable
-    (None, None, "unknown", "not collected"),                                 # unknown
 ])
 def test_swap(devices, engine, severity, needle):
-    f = k.judge_swap(k.KernelFacts(swap_devices=devices, engine_swap_kb=engine))
+    outputs = {c.id: CommandRecord(target="host", probe_id="kernel", command_id=c.id, command="x", exit_status=0)
+               for c in k.COMMANDS}
+    f = next(x for x in judge_checks(k.CHECKS, {"host": k.KernelFacts(swap_devices=devices, engine_swap_kb=engine)},
+                                     {"host": outputs}) if x.id == "kernel.swap")
     assert f.severity.value == severity and needle in f.observed, f.observed
 
 

@@ -1,0 +1,125 @@
+"""Raw outputs of one target -> KernelFacts: one small reader per source; never raises."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from gpuaudit.probes.core.checks import missing_tool_name, tool_hint
+from gpuaudit.probes.core.errors import ParseError
+from gpuaudit.probes.core.models import Role
+from gpuaudit.probes.core.parsers.engine import parse_engine_status
+from gpuaudit.probes.core.parsers.system import (
+    parse_bracketed_choice,
+    parse_cmdline,
+    parse_cpuinfo_id,
+    parse_grep_h,
+    parse_int,
+    parse_node_list,
+    parse_uname,
+)
+from gpuaudit.probes.core.parsing import first_line
+from gpuaudit.probes.core.spec import Outputs, usable_stdout
+from gpuaudit.probes.kernel.facts import KernelFacts
+
+Data = dict[str, object]
+Problems = dict[str, str]
+
+
+def parse_numa_balancing(text: str) -> int | None:
+    """`/proc/sys/kernel/numa_balancing`: "1" (on), "0" (off); None when not a number."""
+    return parse_int(text)
+
+
+def parse_grub_cmdline(text: str) -> list[str]:
+    """`grep -E '^GRUB_CMDLINE_LINUX(_DEFAULT)?=' /etc/default/grub` -> the tokens of both variables.
+
+        GRUB_CMDLINE_LINUX_DEFAULT="quiet amd_iommu=on iommu=pt"
+        GRUB_CMDLINE_LINUX=""
+    """
+    tokens: list[str] = []
+    for line in text.splitlines():
+        m = re.match(r'^GRUB_CMDLINE_LINUX(?:_DEFAULT)?=(["\']?)(.*)\1\s*$', line.strip())
+        if m:
+            tokens.extend(m.group(2).split())
+    return tokens
+
+
+def parse_tuned_active(text: str) -> str | None:
+    """`tuned-adm active` -> "throughput-performance"; "No current active profile." -> "none"."""
+    m = re.search(r"Current active profile:\s*(\S+)", text)
+    if m:
+        return m.group(1)
+    return "none" if "no current active profile" in text.lower() else None
+
+
+def _engine_swap(t: str, d: Data, p: Problems) -> None:
+    try:
+        d["engine_swap_kb"] = {f"pid {x.pid} {x.cmd.split(' ')[0] if x.cmd else ''}".strip(): x.swap_kb
+                               for x in parse_engine_status(t).procs if x.swap_kb is not None}
+    except ParseError as exc:
+        p["engine_proc_status"] = str(exc)
+
+
+def _journal(t: str, d: Data, p: Problems) -> None:
+    lines = [ln for ln in t.splitlines() if ln.strip()]
+    d["journal_read"] = any("Linux version" in ln for ln in lines)
+    d["journal_lines"] = [ln for ln in lines if "Linux version" not in ln]
+    if not d["journal_read"]:
+        p["journal_kernel_faults"] = "this boot's kernel log is not in the journal (no 'Linux version' line)"
+
+
+def _cpu(t: str, d: Data, p: Problems) -> None:
+    cpu = parse_cpuinfo_id(t)
+    d.update(cpu_vendor=cpu.vendor, cpu_family=cpu.family, cpu_model=cpu.model, cpu_model_name=cpu.model_name)
+    if cpu.vendor is None:
+        p["cpuinfo_id"] = "no vendor_id in /proc/cpuinfo"
+
+
+def _set(field: str, parse: Callable[[str], object]) -> Callable[[str, Data, Problems], None]:
+    def read(t: str, d: Data, p: Problems) -> None:
+        d[field] = parse(t)
+    return read
+
+
+READERS: tuple[tuple[str, Callable[[str, Data, Problems], None]], ...] = (
+    ("uname_r", _set("release", lambda t: parse_uname(t).release)),
+    ("proc_cmdline", _set("cmdline", parse_cmdline)),
+    ("cpuinfo_id", _cpu),
+    ("numa_balancing", _set("numa_balancing", parse_numa_balancing)),
+    ("node_list", _set("numa_nodes", lambda t: len(parse_node_list(t)) or None)),
+    ("zone_reclaim", _set("zone_reclaim", parse_int)),
+    ("thp_enabled", _set("thp_enabled", parse_bracketed_choice)),
+    ("thp_defrag", _set("thp_defrag", parse_bracketed_choice)),
+    ("clocksource", _set("clocksource", lambda t: first_line(t) or None)),
+    ("proc_swaps", _set("swap_devices", lambda t: len([ln for ln in t.splitlines()[1:] if ln.strip()]))),
+    ("engine_proc_status", _engine_swap),
+    ("uvm_disable_hmm", _set("uvm_disable_hmm", lambda t: first_line(t) or None)),
+    ("tuned_active", _set("tuned_profile", parse_tuned_active)),
+    ("cpu_vulnerabilities", _set("vulnerabilities", lambda t: {p.rsplit("/", 1)[-1]: v[0] for p, v in parse_grep_h(t).items() if v})),
+    ("grub_cmdline", _set("grub_cmdline", parse_grub_cmdline)),
+    ("etc_kernel_cmdline", _set("etc_kernel_cmdline", lambda t: first_line(t).split())),
+    ("journal_kernel_faults", _journal),
+)
+"""Source -> reader."""
+
+PIPED = ("journal_kernel_faults",)
+"""`tool | grep`: the pipe's status is grep's, so a missing tool only shows on stderr."""
+
+
+def extract(outputs: Outputs, role: Role) -> KernelFacts:
+    problems: Problems = {}
+    data: Data = {}
+    for cid in PIPED:
+        rec = outputs.get(cid)
+        if rec is not None and re.search(r"not found", rec.stderr) and not rec.stdout.strip():
+            problems[cid] = tool_hint(missing_tool_name(rec))
+    for cid, read in READERS:
+        if cid in problems:
+            continue
+        rec = outputs.get(cid)
+        if cid in PIPED and rec is not None and rec.exit_status == 1 and not rec.error and not rec.timed_out:
+            read(rec.stdout, data, problems)  # grep: no line matched is an answer (judged by the reader)
+        elif (t := usable_stdout(outputs, cid, problems)) is not None:
+            read(t, data, problems)
+    return KernelFacts(problems=problems, **data)  # type: ignore[arg-type]
