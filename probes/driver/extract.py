@@ -1,11 +1,18 @@
-"""Turns the driver probe's command outputs into DriverFacts (never raises on odd output)."""
+"""The driver probe's sources and how each becomes DriverFacts (pure; never raises on odd output).
+
+Per-GPU state comes from the first usable of `nvidia-smi -q -x` (machine-readable, primary), the csv query and the
+default table. Every nvidia-smi output is read for error banners first, whatever its exit status: a banner is the
+finding (a lost GPU, a mismatch), and the source it came from is marked unusable for the other checks.
+"""
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from typing import Any
 
 from gpuaudit.probes.core.errors import ParseError
-from gpuaudit.probes.core.models import Role
+from gpuaudit.probes.core.models import CommandRecord, Role
 from gpuaudit.probes.core.parsers.nvidia_misc import (
     parse_dkms_status,
     parse_lib_versions,
@@ -17,103 +24,236 @@ from gpuaudit.probes.core.parsers.nvidia_misc import (
     parse_xid_events,
 )
 from gpuaudit.probes.core.parsers.nvidia_smi import (
+    SmiXmlGpu,
+    csv_row_errors,
     detect_smi_error,
     nvml_library_version,
-    csv_row_errors,
+    parse_handle_errors,
     parse_query_gpu_csv,
+    parse_smi_q_xml,
     parse_smi_table,
     smi_error_kind,
 )
+from gpuaudit.probes.core.parsers.system import normalize_bdf
 from gpuaudit.probes.core.parsing import first_line
-from gpuaudit.probes.core.spec import Outputs, record_problem, usable_record
-from gpuaudit.probes.driver.commands import QUERY_FIELDS
-from gpuaudit.probes.driver.facts import DriverFacts, GpuState
+from gpuaudit.probes.core.sources import use
+from gpuaudit.probes.core.spec import Outputs, record_problem
+from gpuaudit.probes.driver.facts import DriverFacts, GpuState, HandleFailure
+
+COMMANDS = (
+    use('proc_driver_version', 'smi_table', 'smi_query_driver', 'uname_r', 'nvidia_lib_files', 'pci_nvidia_sysfs') +
+    use('smi_q_xml', 'modinfo_nvidia', 'dkms_status', 'dmesg_nvrm', 'persistenced_active', 'nvidia_modprobe_opts') +
+    use('nvcc_version')
+)
+SMI_SOURCES = ("smi_q_xml", "smi_query_driver", "smi_table")
+"""Per-GPU state, machine-readable first."""
+QUERY_FIELDS = ("index", "name", "pci.bus_id", "compute_cap", "driver_version", "persistence_mode", "compute_mode",
+                "mig.mode.current", "ecc.mode.current", "ecc.errors.uncorrected.volatile.total",
+                "remapped_rows.pending", "remapped_rows.failure")
+_XML_UNREADABLE = {"mig_current": "mig.mode.current", "ecc_current": "ecc.mode.current",
+                   "ecc_volatile_uncorrected": "ecc.errors.uncorrected.volatile.total",
+                   "remap_pending": "remapped_rows.pending", "remap_failure": "remapped_rows.failure",
+                   "persistence_mode": "persistence_mode", "compute_mode": "compute_mode"}
+"""XML field -> the csv field name the checks know (one vocabulary for "could not read")."""
 
 
 def _int(v: str | None) -> int | None:
     return int(v) if v is not None and v.strip().isdigit() else None
 
 
-def _gpus_from_csv(text: str) -> list[GpuState]:
+# --------------------------------------------------------------------------------------------------
+# Per-GPU state, one reader per source
+
+
+def gpus_from_xml(text: str) -> tuple[list[GpuState], dict[str, Any]]:
+    xml = parse_smi_q_xml(text)
+    gpus = [_xml_state(g, xml.driver_version) for g in xml.gpus]
+    return gpus, {"smi_driver_version": xml.driver_version, "cuda_version": xml.cuda_version}
+
+
+def _xml_state(g: SmiXmlGpu, driver_version: str | None) -> GpuState:
+    return GpuState(index=g.index, name=g.product_name or "?", bus_id=g.bus_id, architecture=g.product_architecture,
+                    driver_version=driver_version, persistence=g.persistence_mode, compute_mode=g.compute_mode,
+                    mig_mode=g.mig_current, mig_pending=g.mig_pending, ecc_mode=g.ecc_current,
+                    ecc_uncorrected=g.ecc_volatile_uncorrected, retired_pending=g.retired_pending,
+                    retired_dbe=g.retired_dbe, remap_pending=g.remap_pending, remap_failure=g.remap_failure,
+                    unreadable=sorted(_XML_UNREADABLE[k] for k in g.errors if k in _XML_UNREADABLE))
+
+
+def gpus_from_csv(text: str) -> tuple[list[GpuState], dict[str, Any]]:
     rows = parse_query_gpu_csv(text, QUERY_FIELDS)
-    return [GpuState(index=_int(r["index"]) or i, name=r["name"] or "?", bus_id=r["pci.bus_id"], compute_cap=r["compute_cap"],
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    lost = [("[gpu is lost]" in ln.lower()) for ln in lines] if len(lines) == len(rows) else [False] * len(rows)
+    return [GpuState(lost=lost[i], index=_int(r["index"]) or i, name=r["name"] or "?", bus_id=r["pci.bus_id"], compute_cap=r["compute_cap"],
                      driver_version=r["driver_version"], persistence=r["persistence_mode"], compute_mode=r["compute_mode"],
                      mig_mode=r["mig.mode.current"], ecc_mode=r["ecc.mode.current"],
                      ecc_uncorrected=_int(r["ecc.errors.uncorrected.volatile.total"]),
                      remap_pending=r["remapped_rows.pending"], remap_failure=r["remapped_rows.failure"],
                      unreadable=sorted(csv_row_errors(r)))
-            for i, r in enumerate(rows)]
+            for i, r in enumerate(rows)], {}
+
+
+_TABLE_ECC = {"Off": "Disabled", "On": "Enabled"}
+"""The table's "Volatile Uncorr. ECC" cell: a count (ECC on), "Off", or "On" (MIG mode hides the count)."""
+
+
+def gpus_from_table(text: str) -> tuple[list[GpuState], dict[str, Any]]:
+    table = parse_smi_table(text)
+    gpus = [GpuState(index=g.index, name=g.name, bus_id=g.bus_id, persistence=g.persistence, compute_mode=g.compute_mode,
+                     mig_mode=g.mig_mode,
+                     ecc_mode=_TABLE_ECC.get(g.ecc_uncorrected or "") or ("Enabled" if (g.ecc_uncorrected or "").isdigit() else None),
+                     ecc_uncorrected=_int(g.ecc_uncorrected), sensor_errors=g.sensor_errors) for g in table.gpus]
+    return gpus, {"smi_driver_version": table.driver_version, "cuda_version": table.cuda_version}
+
+
+GPU_READERS: dict[str, Callable[[str], tuple[list[GpuState], dict[str, Any]]]] = {
+    "smi_q_xml": gpus_from_xml, "smi_query_driver": gpus_from_csv, "smi_table": gpus_from_table}
+
+
+def _with_compute_caps(gpus: list[GpuState], csv_gpus: list[GpuState]) -> list[GpuState]:
+    """The XML has no compute capability: borrow it (and table-only facts) from the csv rows of the same bus id."""
+    by_bus = {normalize_bdf(g.bus_id or ""): g for g in csv_gpus}
+    out = []
+    for g in gpus:
+        other = by_bus.get(normalize_bdf(g.bus_id or ""))
+        out.append(g.model_copy(update={"compute_cap": other.compute_cap}) if other and not g.compute_cap else g)
+    return out
+
+
+# --------------------------------------------------------------------------------------------------
+# Health: banners, lost GPUs, hangs
+
+
+def _smi_banners(outputs: Outputs, problems: dict[str, str], f: dict[str, Any]) -> None:
+    """An error banner can come with any exit status: read every nvidia-smi output for one first."""
+    failures: dict[str, HandleFailure] = {}
+    for cid in ("smi_table", "smi_query_driver", "smi_q_xml"):
+        rec = outputs.get(cid)
+        if rec is None or rec.missing_tool or rec.error:
+            continue
+        if rec.timed_out:
+            f.setdefault("smi_hung", []).append(cid)
+            continue
+        text = rec.stdout + "\n" + rec.stderr
+        for h in parse_handle_errors(text):
+            failures.setdefault(normalize_bdf(h.bus_id), HandleFailure(bus_id=normalize_bdf(h.bus_id), reason=h.reason,
+                                                                       lost=h.lost, command_id=cid))
+        if err := detect_smi_error(text):
+            problems[cid] = f"nvidia-smi: {err}"
+            if "smi_error" not in f:
+                f.update(smi_error=err, smi_error_kind=smi_error_kind(text), smi_error_source=cid,
+                         nvml_lib_version=nvml_library_version(text))
+    f["handle_failures"] = list(failures.values())
+
+
+def _gpu_state(outputs: Outputs, problems: dict[str, str], f: dict[str, Any]) -> None:
+    parsed: dict[str, list[GpuState]] = {}
+    for cid, reader in GPU_READERS.items():
+        rec = outputs.get(cid)
+        if rec is None or cid in problems:
+            continue
+        try:
+            gpus, header = reader(rec.stdout)
+        except ParseError as exc:
+            problems[cid] = str(exc)
+            continue
+        parsed[cid] = gpus
+        for key, value in header.items():
+            if value and key not in f:  # versions from the most machine-readable source that has them
+                f[key] = value
+    for cid in GPU_READERS:  # first usable source wins
+        if parsed.get(cid):
+            gpus = parsed[cid]
+            f.update(gpus=_with_compute_caps(gpus, parsed.get("smi_query_driver", [])), gpu_source=cid)
+            table = {g.index: g for g in parsed.get("smi_table", [])}
+            if cid != "smi_table" and table:  # ERR! cells exist only in the table
+                f["gpus"] = [g.model_copy(update={"sensor_errors": table[g.index].sensor_errors})
+                             if g.index in table else g for g in f["gpus"]]
+            break
+
+
+# --------------------------------------------------------------------------------------------------
+# The rest: one small reader per source
+
+
+def _proc_version(rec: CommandRecord, f: dict[str, Any], problems: dict[str, str]) -> None:
+    parsed = parse_proc_driver_version(rec.stdout) if rec.ok else None
+    if parsed:
+        f.update(module_version=parsed.version, module_open=parsed.open_module, module_loaded=True)
+    elif rec.exit_status not in (None, 0) and "no such file" in rec.stderr.lower():
+        f["module_loaded"] = False  # the file exists exactly while the module is loaded
+    elif rec.ok:
+        problems["proc_driver_version"] = f"unrecognised content: {first_line(rec.stdout)[:80]!r}"
+
+
+def _modinfo(rec: CommandRecord, f: dict[str, Any], problems: dict[str, str]) -> None:
+    if rec.ok:
+        mi = parse_modinfo(rec.stdout)
+        kdir = re.search(r"/lib/modules/([^/]+)/", mi.filename or "")
+        f.update(modinfo_version=mi.version, modinfo_license=mi.license, modinfo_vermagic=mi.vermagic_kernel,
+                 modinfo_dir_kernel=kdir.group(1) if kdir else None)
+    elif "not found" in (rec.stderr + rec.stdout).lower() and not rec.missing_tool:
+        f["modinfo_missing"] = True  # "modinfo: ERROR: Module nvidia not found."
+        problems.pop("modinfo_nvidia", None)
+
+
+def _dmesg(rec: CommandRecord, f: dict[str, Any], problems: dict[str, str]) -> None:
+    low = rec.stderr.lower()
+    if "not permitted" in low or "permission denied" in low:
+        problems["dmesg_nvrm"] = "needs root (dmesg: operation not permitted)"
+        return
+    f.update(kernel_log_read=True, xids=[(x.pci, x.code) for x in parse_xid_events(rec.stdout)],
+             nvrm_problems=parse_nvrm_problems(rec.stdout))
+
+
+def _persistenced(rec: CommandRecord, f: dict[str, Any], problems: dict[str, str]) -> None:
+    word = first_line(rec.stdout)  # `is-active` exits 3 for inactive: the word is the answer
+    if word in ("active", "inactive", "failed", "activating", "deactivating", "unknown"):
+        f["persistenced"] = word
+        problems.pop("persistenced_active", None)
+
+
+def _libs(rec: CommandRecord, f: dict[str, Any], problems: dict[str, str]) -> None:
+    libs = parse_lib_versions(rec.stdout)
+    f.update(libcuda=libs["libcuda"], libnvml=libs["libnvidia-ml"], libs_read=True)
+
+
+def _functions(rec: CommandRecord, f: dict[str, Any], problems: dict[str, str]) -> None:
+    f["nvidia_functions"] = sorted({m.group(1) for m in re.finditer(r"/devices/([0-9a-fA-F:.]+)/vendor", rec.stdout)})
+
+
+Reader = Callable[[CommandRecord, dict[str, Any], dict[str, str]], None]
+# source -> (reader, read even when the record is not a normal answer)
+READERS: dict[str, tuple[Reader, bool]] = {
+    "proc_driver_version": (_proc_version, True),
+    "modinfo_nvidia": (_modinfo, True),
+    "persistenced_active": (_persistenced, True),
+    "uname_r": (lambda rec, f, p: f.update(kernel_release=first_line(rec.stdout) or None), False),
+    "dkms_status": (lambda rec, f, p: f.update(dkms=[(e.version, e.kernel, e.state) for e in parse_dkms_status(rec.stdout)
+                                                     if e.module.startswith("nvidia")]), False),
+    "dmesg_nvrm": (_dmesg, False),
+    "nvidia_modprobe_opts": (lambda rec, f, p: f.update(modprobe_read=True,
+                                                       modprobe_options=parse_modprobe_options(rec.stdout).get("nvidia", {})), False),
+    "nvidia_lib_files": (_libs, False),
+    "nvcc_version": (lambda rec, f, p: f.update(nvcc=parse_nvcc_version(rec.stdout)), False),
+    "pci_nvidia_sysfs": (_functions, False),
+}
 
 
 def extract(outputs: Outputs, role: Role) -> DriverFacts:
     problems = {cid: p for cid, rec in outputs.items() if (p := record_problem(rec))}
-    f: dict = {}
-    # A banner can come with any exit status: look at every nvidia-smi output first.
-    for cid in ("smi_table", "smi_query_driver"):
-        rec = outputs.get(cid)
-        if rec is not None and not rec.missing_tool:
-            text = rec.stdout + "\n" + rec.stderr
-            if (err := detect_smi_error(text)) and "smi_error" not in f:
-                f.update(smi_error=err, smi_error_kind=smi_error_kind(text), nvml_lib_version=nvml_library_version(text))
+    if (rec := outputs.get("pci_nvidia_sysfs")) is not None and rec.exit_status == 1 and not rec.error:
+        problems.pop("pci_nvidia_sysfs", None)  # grep found no NVIDIA function: an answer
+    f: dict[str, Any] = {}
+    _smi_banners(outputs, problems, f)
     if (rec := outputs.get("smi_table")) is not None and rec.error is None:
         f["smi_installed"] = not rec.missing_tool
-    if (rec := outputs.get("proc_driver_version")) is not None:
-        parsed = parse_proc_driver_version(rec.stdout) if rec.ok else None
-        if parsed:
-            f.update(module_version=parsed.version, module_open=parsed.open_module, module_loaded=True)
-        elif rec.exit_status not in (None, 0) and "no such file" in rec.stderr.lower():
-            f["module_loaded"] = False  # the file exists exactly while the module is loaded
-        elif rec.ok:
-            problems["proc_driver_version"] = f"unrecognised content: {first_line(rec.stdout)[:80]!r}"
-    if (rec := usable_record(outputs, "smi_table", problems)) and not f.get("smi_error"):
-        table = parse_smi_table(rec.stdout)
-        f.update(smi_driver_version=table.driver_version, cuda_version=table.cuda_version)
-        table_gpus = [GpuState(index=g.index, name=g.name, bus_id=g.bus_id, persistence=g.persistence,
-                               compute_mode=g.compute_mode, mig_mode=g.mig_mode,
-                               ecc_mode=("Disabled" if g.ecc_uncorrected == "Off" else
-                                         "Enabled" if (g.ecc_uncorrected or "").isdigit() else None),
-                               ecc_uncorrected=_int(g.ecc_uncorrected)) for g in table.gpus]
-        if table_gpus:
-            f.update(gpus=table_gpus, gpu_source="smi_table")
-    if (rec := usable_record(outputs, "smi_query_driver", problems)) and not f.get("smi_error"):
-        try:
-            gpus = _gpus_from_csv(rec.stdout)
-            if gpus:
-                f.update(gpus=gpus, gpu_source="smi_query_driver")
-        except ParseError as exc:
-            problems["smi_query_driver"] = str(exc)
-    if (rec := outputs.get("modinfo_nvidia")) is not None:
-        if rec.ok:
-            mi = parse_modinfo(rec.stdout)
-            kdir = re.search(r"/lib/modules/([^/]+)/", mi.filename or "")
-            f.update(modinfo_version=mi.version, modinfo_license=mi.license, modinfo_vermagic=mi.vermagic_kernel,
-                     modinfo_dir_kernel=kdir.group(1) if kdir else None)
-        elif "not found" in (rec.stderr + rec.stdout).lower() and not rec.missing_tool:
-            f["modinfo_missing"] = True  # "modinfo: ERROR: Module nvidia not found."
-            problems.pop("modinfo_nvidia", None)
-    if rec := usable_record(outputs, "uname_r", problems):
-        f["kernel_release"] = first_line(rec.stdout) or None
-    if rec := usable_record(outputs, "dkms_status", problems):
-        f["dkms"] = [(e.version, e.kernel, e.state) for e in parse_dkms_status(rec.stdout) if e.module.startswith("nvidia")]
-    if rec := usable_record(outputs, "dmesg_nvrm", problems):
-        low = rec.stderr.lower()
-        if "not permitted" in low or "permission denied" in low:
-            problems["dmesg_nvrm"] = "needs root (dmesg: operation not permitted)"
-        else:
-            f["kernel_log_read"] = True
-            f["xids"] = [(x.pci, x.code) for x in parse_xid_events(rec.stdout)]
-            f["nvrm_problems"] = parse_nvrm_problems(rec.stdout)
-    if (rec := outputs.get("persistenced_active")) is not None and not rec.missing_tool and rec.error is None:
-        word = first_line(rec.stdout)  # `is-active` exits 3 for inactive: the word is the answer
-        if word in ("active", "inactive", "failed", "activating", "deactivating", "unknown"):
-            f["persistenced"] = word
-            problems.pop("persistenced_active", None)
-    if rec := usable_record(outputs, "nvidia_modprobe_opts", problems):
-        f["modprobe_read"] = True
-        f["modprobe_options"] = parse_modprobe_options(rec.stdout).get("nvidia", {})
-    if rec := usable_record(outputs, "nvidia_lib_files", problems):
-        libs = parse_lib_versions(rec.stdout)
-        f.update(libcuda=libs["libcuda"], libnvml=libs["libnvidia-ml"], libs_read=True)
-    if rec := usable_record(outputs, "nvcc_version", problems):
-        f["nvcc"] = parse_nvcc_version(rec.stdout)
+    _gpu_state(outputs, problems, f)
+    for cid, (reader, always) in READERS.items():
+        rec = outputs.get(cid)
+        if rec is None or (rec.missing_tool and always) or (not always and cid in problems):
+            continue
+        if always and rec.error is not None:
+            continue
+        reader(rec, f, problems)
     return DriverFacts(**f, problems=problems)

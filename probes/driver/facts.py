@@ -1,4 +1,4 @@
-"""Typed facts of the driver probe: kernel module, per-GPU state, logs, libraries."""
+"""Typed facts of the driver probe: kernel module, per-GPU state, GPU health, logs, libraries."""
 
 from __future__ import annotations
 
@@ -6,21 +6,42 @@ from pydantic import BaseModel
 
 
 class GpuState(BaseModel, frozen=True):
+    """One GPU as the best available source printed it (`nvidia-smi -q -x`, else the csv query, else the table)."""
+
     index: int
     name: str
     bus_id: str | None = None
     compute_cap: str | None = None
+    architecture: str | None = None
+    """`product_architecture` of the XML ("Blackwell", "Ada Lovelace"); compute capability is csv-only."""
     driver_version: str | None = None
     persistence: str | None = None
-    """"Enabled"/"Disabled" (csv) or "On"/"Off" (table)."""
+    """"Enabled"/"Disabled" (xml, csv) or "On"/"Off" (table)."""
     compute_mode: str | None = None
     mig_mode: str | None = None
+    mig_pending: str | None = None
     ecc_mode: str | None = None
     ecc_uncorrected: int | None = None
+    """Volatile uncorrectable DRAM errors since the driver loaded."""
+    retired_pending: str | None = None
+    retired_dbe: int | None = None
     remap_pending: str | None = None
     remap_failure: str | None = None
     unreadable: list[str] = []
-    """Query fields nvidia-smi answered with an error token ("[Unknown Error]", ...): not read, not "not supported"."""
+    """Fields nvidia-smi answered with an error token ("[Unknown Error]", ...): not read, not "not supported"."""
+    lost: bool = False
+    """A query cell read "[GPU is lost]": the driver lost this GPU."""
+    sensor_errors: list[str] = []
+    """Table cells printed as "ERR!" (fan, temperature, power, ...): a sensor the driver could not read."""
+
+
+class HandleFailure(BaseModel, frozen=True):
+    """A GPU nvidia-smi could not open: bus id, the reason it printed, and which command said so."""
+
+    bus_id: str
+    reason: str
+    lost: bool
+    command_id: str
 
 
 class DriverFacts(BaseModel, frozen=True):
@@ -31,12 +52,19 @@ class DriverFacts(BaseModel, frozen=True):
     smi_installed: bool | None = None
     smi_error: str | None = None
     smi_error_kind: str | None = None
+    smi_error_source: str | None = None
+    """Command id whose output carried the banner."""
     nvml_lib_version: str | None = None
     smi_driver_version: str | None = None
     cuda_version: str | None = None
     gpus: list[GpuState] = []
     gpu_source: str | None = None
-    """Command id the GPU states came from (csv preferred, table as fallback)."""
+    """Command id the GPU states came from (xml preferred, then csv, then the table)."""
+    handle_failures: list[HandleFailure] = []
+    smi_hung: list[str] = []
+    """nvidia-smi commands that timed out (a hung driver answers no query)."""
+    nvidia_functions: list[str] = []
+    """NVIDIA PCI functions listed in sysfs (bus ids), whatever nvidia-smi says."""
     modinfo_version: str | None = None
     modinfo_license: str | None = None
     modinfo_vermagic: str | None = None
@@ -58,3 +86,7 @@ class DriverFacts(BaseModel, frozen=True):
     libnvml: list[tuple[str, str]] = []
     nvcc: str | None = None
     problems: dict[str, str] = {}
+
+
+VOLATILE_FACTS: frozenset[str] = frozenset()
+"""None: the facts kept are states and versions (no utilisation, temperatures, pids); a new Xid is a real change."""

@@ -4,13 +4,20 @@ from __future__ import annotations
 
 import re
 from collections import Counter
+from collections.abc import Callable
 
 from gpuaudit.probes.core.parsing import version_tuple
 from gpuaudit.probes.driver.facts import DriverFacts, GpuState
 
 
-def gpu_arch(compute_cap: str | None, name: str | None) -> str | None:
-    """Architecture from compute capability (preferred) or, failing that, the product name."""
+_XML_ARCH = {"ada lovelace": "Ada", "blackwell": "Blackwell", "hopper": "Hopper", "ampere": "Ampere",
+             "turing": "Turing", "volta": "Volta", "pascal": "Pascal"}
+
+
+def gpu_arch(compute_cap: str | None, name: str | None, architecture: str | None = None) -> str | None:
+    """Architecture from compute capability (preferred), the XML's product_architecture, or the product name."""
+    if not compute_cap and architecture and (arch := _XML_ARCH.get(architecture.strip().lower())):
+        return arch
     cc = version_tuple(compute_cap or "")
     if cc:
         major, minor = cc[0], (cc[1] if len(cc) > 1 else 0)
@@ -58,31 +65,36 @@ def short_name(name: str) -> str:
     return n
 
 
-def _enabled(v: str | None) -> bool | None:
+def enabled(v: str | None) -> bool | None:
     if v is None:
         return None
     low = v.strip().lower()
     return True if low in ("enabled", "on", "yes") else False if low in ("disabled", "off", "no") else None
 
 
-def _gpu_list(gpus: list[GpuState], pred) -> str:
+def gpu_list(gpus: list[GpuState], pred: Callable[[GpuState], object]) -> str:
     return ", ".join(f"GPU{g.index}" for g in gpus if pred(g))
 
 
-def _fleet(gpus: list[GpuState]) -> str:
+def fleet(gpus: list[GpuState]) -> str:
     names = Counter(short_name(g.name) for g in gpus)
     return ", ".join(f"{n}× {name}" for name, n in names.items())
 
 
-def _no_gpu_reason(f: DriverFacts) -> str:
+def no_gpu_reason(f: DriverFacts) -> str:
     if f.smi_error:
         return f"nvidia-smi: {f.smi_error}"
-    return f.problems.get("smi_query_driver") or f.problems.get("smi_table") or "no GPU rows in nvidia-smi output"
+    return (f.problems.get("smi_q_xml") or f.problems.get("smi_query_driver") or f.problems.get("smi_table")
+            or "no GPU rows in nvidia-smi output")
 
 
-def _host_version(h: DriverFacts) -> str | None:
+def archs(f: DriverFacts) -> set[str]:
+    return {a for g in f.gpus if (a := gpu_arch(g.compute_cap, g.name, g.architecture))}
+
+
+def host_version(h: DriverFacts) -> str | None:
     return h.module_version or h.smi_driver_version or (h.gpus[0].driver_version if h.gpus else None)
 
 
-def _is_compat(path: str) -> bool:
+def is_compat(path: str) -> bool:
     return "/compat/" in path

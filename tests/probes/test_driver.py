@@ -1,4 +1,4 @@
-"""driver probe: table-driven rules over facts, extract on real outputs, end to end over recordings."""
+"""Driver probe: rule table over facts, extraction on real outputs, the case study end to end, health classes."""
 
 from __future__ import annotations
 
@@ -11,9 +11,10 @@ import hw_helpers as hw
 import pytest
 
 from gpuaudit.probes import driver
+from gpuaudit.probes.core.checks import judge_checks
+from gpuaudit.probes.core.models import CommandRecord, Finding
 from gpuaudit.probes.driver import DriverFacts, GpuState
 
-sev = partial(hw.sev, driver.PROBE)
 rec = partial(hw.rec, "driver")
 run = partial(hw.run, driver.PROBE)
 
@@ -22,6 +23,29 @@ ROOT = Path(__file__).resolve().parents[2]
 CASE = ROOT / "snapshots" / "examples" / "case-study"
 FIX = ROOT / "tests" / "fixtures" / "nvidia"
 PRO = "NVIDIA RTX PRO 6000 Blackwell Server Edition"
+
+
+def answered(roles) -> dict:
+    """Every source of the probe answered (empty output) on each role: the framework's gates pass."""
+    return {r: {c.id: CommandRecord(target=r, probe_id="driver", command_id=c.id, command=c.shell, exit_status=0)
+                for c in driver.PROBE.commands_for(r)} for r in roles}
+
+
+def findings(facts, outputs=None) -> list[Finding]:
+    facts = facts if isinstance(facts, dict) else {"host": facts}
+    return list(judge_checks(driver.CHECKS, facts, outputs or answered(facts)))
+
+
+def sev(facts, fid: str) -> str:
+    found = [f for f in findings(facts) if f.id == fid]
+    assert len(found) == 1, (fid, [f.id for f in findings(facts)])
+    return found[0].severity.value
+
+
+def judged(outputs: dict) -> dict[str, Finding]:
+    """Extract and judge raw records of the host: check id -> finding."""
+    facts = {"host": driver.extract(outputs, "host")}
+    return {f.id: f for f in judge_checks(driver.CHECKS, facts, {"host": outputs})}
 
 
 def gpu(i=0, name=PRO, **kw) -> GpuState:
@@ -105,14 +129,25 @@ CASES = [
     # module_params
     ("driver.module_params", {}, "ok"),
     ("driver.module_params", {"modprobe_options": {"NVreg_DynamicPowerManagement": "0x02"}}, "info"),
-    ("driver.module_params", {"modprobe_read": False}, "unknown"),
+    ("driver.module_params", {"modprobe_read": False, "problems": {"nvidia_modprobe_opts": "exit 2"}}, "unknown"),
     # userspace_match / compat (host only: the host's own libraries)
     ("driver.userspace_match", {}, "ok"),
     ("driver.userspace_match", {"libcuda": [("/usr/lib/libcuda.so.580.95.05", "580.95.05")]}, "critical"),
     ("driver.cuda_compat_libs", {}, "ok"),
     ("driver.cuda_compat_libs", {"libcuda": [("/usr/local/cuda-13.0/compat/libcuda.so.580.65.06", "580.65.06")]}, "warning"),
-    ("driver.cuda_compat_libs", {"libs_read": False}, "unknown"),
-    ("driver.persistence_host_vs_container", {}, "ok"),  # no container: not applicable
+    ("driver.cuda_compat_libs", {"libs_read": False, "problems": {"nvidia_lib_files": "timed out"}}, "unknown"),
+    # gpu_health
+    ("driver.gpu_health", {}, "ok"),
+    ("driver.gpu_health", {"handle_failures": [{"bus_id": "0000:02:00.0", "reason": "GPU is lost", "lost": True,
+                                                "command_id": "smi_table"}]}, "critical"),
+    ("driver.gpu_health", {"smi_hung": ["smi_q_xml"]}, "critical"),
+    ("driver.gpu_health", {"gpus": [], "smi_error": "No devices were found", "smi_error_kind": "no_devices"}, "critical"),
+    ("driver.gpu_health", {"gpus": [gpu(sensor_errors=["fan"])]}, "warning"),
+    ("driver.gpu_health", {"gpus": [], "smi_error": "Failed to initialize NVML: Driver/library version mismatch",
+                           "smi_error_kind": "driver_library_mismatch"}, "unknown"),
+    ("driver.gpu_health", {"gpus": []}, "unknown"),
+    # mig pending
+    ("driver.mig_mode", {"gpus": [gpu(mig_pending="Enabled")]}, "warning"),
 ]
 
 
@@ -159,6 +194,7 @@ def test_extract_real_outputs():
     assert [c for _, c in f.xids][:3] == [31, 62, 45]
     assert sev({"host": f}, "driver.xid_history") == "warning"  # Xid 62
     assert sev({"host": f}, "driver.min_for_arch") == "ok"
+    assert sev({"host": f}, "driver.gpu_health") == "ok"
 
 
 @pytest.mark.parametrize("name,fid,expected", [
@@ -219,6 +255,15 @@ def test_broken_container_mismatch(tmp_path):
     assert "mismatch" in um.observed and "590.48.01" in um.observed and "570.124" in um.observed
 
 
+def test_persistence_host_vs_container_needs_both_targets():
+    assert "driver.persistence_host_vs_container" not in {f.id for f in findings(host())}
+
+
+def test_one_finding_per_check_and_target_set():
+    ids = [f.id for f in findings({"host": host(), "container": host()})]
+    assert sorted(ids) == sorted(c.id for c in driver.CHECKS) and len(ids) == len(set(ids))
+
+
 def test_gpu_less_machine_is_never_ok_for_data(tmp_path):
     for role in ("host", "container"):
         (tmp_path / role).mkdir()  # no files: every command "not found" (exit 127)
@@ -230,6 +275,7 @@ def test_gpu_less_machine_is_never_ok_for_data(tmp_path):
                 "driver.module_params", "driver.userspace_match", "driver.persistence_host_vs_container",
                 "driver.cuda_compat_libs"):
         assert sevs[fid] == "unknown", (fid, sevs[fid])
+    assert sevs["driver.gpu_health"] == "unknown"
 
 
 def test_no_driver_installed_is_unknown_but_installed_not_loaded_is_critical(tmp_path):

@@ -3,6 +3,7 @@
 Stable public API (other probes import these; names and return shapes do not change):
 
 * `detect_smi_error(text) -> str | None`        an error banner instead of data, canonical message
+* `parse_handle_errors(text) -> list[HandleError]`  GPUs nvidia-smi could not open (bus id, reason: lost, Unknown Error)
 * `smi_error_kind(text) -> str | None`          the same as a short key (`SMI_ERR_*` constants)
 * `parse_query_gpu_csv(text, fields=None) -> list[dict[str, str | None]]`
                                                 `--query-gpu=... --format=csv[,noheader][,nounits]`
@@ -58,6 +59,7 @@ SMI_ERR_MISMATCH = "driver_library_mismatch"
 SMI_ERR_NO_DRIVER = "no_driver"
 SMI_ERR_NO_DEVICES = "no_devices"
 SMI_ERR_DEVICE_HANDLE = "device_handle"
+SMI_ERR_GPU_LOST = "gpu_lost"
 SMI_ERR_NVML_INIT = "nvml_init"
 SMI_ERR_NO_PERMISSION = "no_permission"
 SMI_ERR_NOT_FOUND = "not_found"
@@ -67,6 +69,7 @@ _ERROR_PATTERNS: tuple[tuple[str, re.Pattern[str]], ...] = (
     (SMI_ERR_MISMATCH, re.compile(r"Driver/library version mismatch", re.I)),
     (SMI_ERR_NO_DRIVER, re.compile(r"couldn't communicate with the NVIDIA driver", re.I)),
     (SMI_ERR_NO_DEVICES, re.compile(r"^\s*No devices were found", re.I | re.M)),
+    (SMI_ERR_GPU_LOST, re.compile(r"(?<!\[)GPU is lost(?!\])|has fallen off the bus", re.I)),  # not a "[GPU is lost]" cell
     (SMI_ERR_DEVICE_HANDLE, re.compile(r"Unable to determine the device handle for GPU", re.I)),
     (SMI_ERR_NO_PERMISSION, re.compile(r"Failed to initialize NVML: Insufficient Permissions", re.I)),
     (SMI_ERR_NVML_INIT, re.compile(r"Failed to initialize NVML", re.I)),
@@ -100,6 +103,33 @@ def detect_smi_error(text: str) -> str | None:
             end = text.find("\n", m.end())
             return text[start:end if end != -1 else len(text)].strip()
     return None
+
+
+@dataclass(frozen=True, slots=True)
+class HandleError:
+    """One "Unable to determine the device handle for GPU <bus id>: <reason>" banner line."""
+
+    bus_id: str
+    reason: str
+    """As printed, unwrapped: "GPU is lost.  Reboot the system to recover this GPU", "Unknown Error"."""
+
+    @property
+    def lost(self) -> bool:
+        return "lost" in self.reason.lower()
+
+
+_HANDLE = re.compile(r"Unable to determine the device handle for GPU\s*([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d)"
+                     r":\s*([^\n]*(?:\n [^\n]+)*)")
+
+
+def parse_handle_errors(text: str) -> list[HandleError]:
+    """Every GPU nvidia-smi could not open, with its bus id and the reason (a console-wrapped reason rejoined).
+
+        Unable to determine the device handle for GPU 0000:02:00.0: GPU is lost. Reboot the system to recover this GPU
+        Unable to determine the device handle for GPU0000:07:00.0: Unknown Error
+    """
+    return [HandleError(bus_id=m.group(1), reason=" ".join(m.group(2).split()).rstrip("."))
+            for m in _HANDLE.finditer(strip_escapes(text))]
 
 
 def nvml_library_version(text: str) -> str | None:
