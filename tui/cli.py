@@ -14,7 +14,7 @@ from typing import NoReturn
 
 EXIT_USAGE = 2
 FAIL_ON = ("critical", "warning", "never")
-SUBCOMMANDS = ("diff", "snapshots")
+SUBCOMMANDS = ("diff", "snapshots", "fleet")
 
 
 class CliError(Exception):
@@ -156,6 +156,10 @@ def _check_combinations(args: argparse.Namespace) -> None:
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
+        if argv and argv[0] == "fleet":
+            from gpuaudit.tui import fleet_compare
+
+            return fleet_compare.main(argv[1:])
         if argv and argv[0] in SUBCOMMANDS:
             from gpuaudit.tui import snapshot_commands
 

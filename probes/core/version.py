@@ -1,3 +1,3 @@
 """The tool's version, read by the build and written into every snapshot."""
 
-__version__ = "0.1.0"
+__version__ = "0.2.0"
