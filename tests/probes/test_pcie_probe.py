@@ -1,20 +1,42 @@
-"""pcie probe: rules over facts (table-driven, incl. the idle-link and MPS-256 traps) and the case-study replay."""
+"""pcie probe: check rows over facts (table-driven, incl. the idle-link and MPS-256 traps), the framework's gates,
+topology without `lspci -tv`, and the case-study replay."""
 
 from __future__ import annotations
 
 from functools import partial
-
 from pathlib import Path
 
 import hw_helpers as hw
 import pytest
 
 from gpuaudit.probes import pcie
+from gpuaudit.probes.core.checks import judge_checks
+from gpuaudit.probes.core.models import CommandRecord
 from gpuaudit.probes.pcie import PcieFacts, PciDev, SmiLink
+from gpuaudit.probes.pcie.extract import ACCESS_DENIED
 
-sev = partial(hw.sev, pcie.PROBE)
 rec = partial(hw.rec, "pcie")
 run = partial(hw.run, pcie.PROBE)
+SOURCE_IDS = [c.id for c in pcie.COMMANDS]
+
+
+def answered(**over: CommandRecord | None) -> dict[str, CommandRecord]:
+    """Every pcie source answered (exit 0); an override replaces one record, None drops it (not collected)."""
+    outs = {cid: rec(cid, "") for cid in SOURCE_IDS}
+    for cid, r in over.items():
+        if r is None:
+            outs.pop(cid, None)
+        else:
+            outs[cid] = r
+    return outs
+
+
+def judge(f: PcieFacts, outputs: dict | None = None) -> dict:
+    return {x.id: x for x in judge_checks(pcie.CHECKS, {"host": f}, {"host": outputs or answered()})}
+
+
+def sev(f: PcieFacts, fid: str, outputs: dict | None = None) -> str:
+    return judge(f, outputs)[fid].severity.value
 
 
 CASE = Path(__file__).parents[2] / "snapshots/examples/case-study"
@@ -51,31 +73,35 @@ def test_max_read_req_bridges_do_not_count():
 
 def test_max_read_req_unknown_without_root_and_na_without_gpu():
     assert sev(PcieFacts(problems={"lspci_vvv": "needs root (run with --sudo)"}), "pcie.max_read_req") == "unknown"
-    denied = facts([gpu(devctl_mrrs=None, devctl_mps=None, access_denied=True)], lspci_access_denied=True)
-    f = [x for x in pcie.judge({"host": denied}) if x.id == "pcie.max_read_req"][0]
-    assert f.severity.value == "unknown" and "needs root" in f.observed
-    # "no NVIDIA GPU" is ok only on a positive reading (a bus source was read and found none)
-    assert sev(PcieFacts(gpu_sources=["lspci_vvv", "sys_pci_nvidia"]), "pcie.max_read_req") == "ok"
+    denied = facts([gpu(devctl_mrrs=None, devctl_mps=None, access_denied=True)], problems={"lspci_vvv": ACCESS_DENIED})
+    f = judge(denied)["pcie.max_read_req"]
+    assert f.severity.value == "unknown" and "needs root" in f.observed and "lspci_vvv" in f.observed
+    # "no NVIDIA GPU" is not applicable only on a positive reading (no module, no NVIDIA function in sysfs)
+    assert judge(PcieFacts(), NO_GPU)["pcie.max_read_req"].observed.startswith("not applicable: no NVIDIA GPU")
     assert sev(PcieFacts(), "pcie.max_read_req") == "unknown"
 
 
-ALL_GPU_SOURCES_FAILED = {"lspci_vvv": "needs root (permission denied)", "sys_pci_nvidia": "timed out",
-                          "smi_query_pcie": "exit 9: NVIDIA-SMI has failed"}
+NO_GPU = answered(proc_driver_version=rec("proc_driver_version", "", 1, "cat: /proc/driver/nvidia/version: No such file or directory"),
+                  pci_nvidia_sysfs=rec("pci_nvidia_sysfs", "", 1))
 
 
-@pytest.mark.parametrize("fid", ["pcie.port_pm", "pcie.link_errors", "pcie.tags_ordering", "pcie.max_payload",
-                                 "pcie.link_capability", "pcie.link_current_under_load", "pcie.topology_map",
-                                 "pcie.aspm", "pcie.acs", "pcie.max_read_req"])
-def test_no_gpu_is_unknown_when_every_gpu_source_failed(fid):
-    failed = PcieFacts(problems=ALL_GPU_SOURCES_FAILED)
-    assert sev(failed, fid) == "unknown"
-    proven = PcieFacts(gpu_sources=["sys_pci_nvidia"], problems={"smi_query_pcie": "tool not installed"})
-    assert sev(proven, fid) == "ok"
+ALL_GPU_SOURCES_FAILED = {"lspci_vvv": rec("lspci_vvv", "", 1, "lspci: Unable to read config space: Permission denied"),
+                          "sys_pci_nvidia": CommandRecord(target="host", probe_id="pcie", command_id="sys_pci_nvidia",
+                                                          command="x", exit_status=None, timed_out=True),
+                          "smi_query_pcie": rec("smi_query_pcie", "NVIDIA-SMI has failed", 9),
+                          "lspci_tv": None, "aspm_policy": None}
+
+
+@pytest.mark.parametrize("fid", [c.id for c in pcie.CHECKS])
+def test_no_gpu_is_unknown_when_every_gpu_source_failed_and_na_when_proven(fid):
+    f = judge(PcieFacts(), answered(**ALL_GPU_SOURCES_FAILED))[fid]
+    assert f.severity.value == "unknown" and f.observed, fid
+    proven = judge(PcieFacts(), NO_GPU)[fid]
+    assert proven.severity.value == "ok" and proven.observed == "not applicable: no NVIDIA GPU or driver on this host"
 
 
 def test_pcie_bus_perf_fingerprint():
-    f = [x for x in pcie.judge({"host": facts([gpu(devctl_mrrs=256), port()], cmdline="ro pci=pcie_bus_perf")})
-         if x.id == "pcie.max_read_req"][0]
+    f = judge(facts([gpu(devctl_mrrs=256), port()], cmdline="ro pci=pcie_bus_perf"))["pcie.max_read_req"]
     assert f.severity.value == "warning" and "pcie_bus_perf" in f.observed
 
 
@@ -120,7 +146,7 @@ def test_link_errors_lspci_fallback_counts_only_parsed_aer_status():
     # no sysfs counters; GPU block without an AER capability: not "AER counters 0"
     assert sev(facts([gpu(), port()]), "pcie.link_errors") == "unknown"
     assert sev(facts([gpu(ue_status=[], ce_status=[]), port()]), "pcie.link_errors") == "ok"
-    denied = facts([gpu(ue_status=[], ce_status=[])], lspci_access_denied=True)
+    denied = facts([gpu(ue_status=[], ce_status=[])], problems={"lspci_vvv": ACCESS_DENIED})
     assert sev(denied, "pcie.link_errors") == "unknown"
     text = ("0000:01:00.0 VGA compatible controller: NVIDIA Corporation Device [10de:2bb5] (rev a1)\n"
             "\tCapabilities: [100 v2] Advanced Error Reporting\n"
@@ -135,7 +161,8 @@ def test_link_errors_lspci_fallback_counts_only_parsed_aer_status():
 
 def test_link_unknown_when_smi_broken():
     f = PcieFacts(gpu_bdfs=["0000:01:00.0"], problems={"smi_query_pcie": "unparsable nvidia-smi output"})
-    assert sev(f, "pcie.link_current_under_load") == "unknown"
+    found = judge(f)["pcie.link_current_under_load"]
+    assert found.severity.value == "unknown" and "smi_query_pcie: unparsable" in found.observed
 
 
 @pytest.mark.parametrize("acs,ptype,expected", [
@@ -149,7 +176,8 @@ def test_acs(acs, ptype, expected):
 
 
 def test_acs_single_gpu_not_applicable():
-    assert sev(facts([gpu(), port(acs_ctl={"ReqRedir": True})]), "pcie.acs") == "ok"
+    f = judge(facts([gpu(), port(acs_ctl={"ReqRedir": True})]))["pcie.acs"]
+    assert f.severity.value == "ok" and f.observed == "not applicable: fewer than two GPUs"
 
 
 @pytest.mark.parametrize("aspm,policy,expected", [("Disabled", "default", "ok"), ("L1 Enabled", "default", "warning"),
@@ -179,7 +207,7 @@ def test_extract_real_corpus_gpu_block_idle_trap():
     assert f.devices[0].lnksta_speed == 2.5 and f.devices[0].speed_downgraded
     # the L40S capture uses the deprecated gen.current/gen.max names with a header: read by name
     assert len(f.smi) == 8 and (f.smi[0].gen_cur, f.smi[0].gen_gpumax, f.smi[0].width_max) == (1, 4, 16)
-    got = {x.id: x.severity.value for x in pcie.judge({"host": f})}
+    got = {k: x.severity.value for k, x in judge(f).items()}
     assert got["pcie.max_read_req"] == "warning" and got["pcie.max_payload"] == "ok"
     assert got["pcie.link_current_under_load"] == "info"   # idle Gen1 of Gen4: not a fault
     broken = pcie.extract({"smi_query_pcie": rec("smi_query_pcie", "0, 1, 2")}, "host")
@@ -200,3 +228,44 @@ def test_case_study_after():
     by = {f.id: f.severity.value for f in r.findings}
     assert by["pcie.max_read_req"] == "ok" and r.summary == "8 GPUs Gen5 x16 · MRRS 4096"
     assert by["pcie.acs"] == "warning"   # root-port ACS redirect stays (not part of the recorded fix)
+
+
+# ---------------------------------------------------------------- issue 12 item 14: topology without a tree
+
+HPE = (FX / "system/lspci-vvv-filtered/hpe-xd665-two-h100-behind-pex890xx-no-tree.txt").read_text()
+NO_TREE = rec("lspci_tv", "", 127, "sh: 1: lspci: not found")
+
+
+@pytest.mark.parametrize("tree", [NO_TREE, rec("lspci_tv", "", 1, "lspci: Cannot open /sys/bus/pci/devices"), None])
+def test_acs_and_topology_from_bus_lines_when_lspci_tv_fails(tree):
+    """Two H100s behind PEX890xx switches, no `lspci -tv`: the bridges' Bus: lines give the paths (real capture)."""
+    outs = answered(lspci_vvv=rec("lspci_vvv", HPE), lspci_tv=tree)
+    f = pcie.extract(outs, "host")
+    assert f.tree_source == "lspci -vvv bus numbers"
+    assert f.parents["0000:04:00.0"] == ["0000:02:01.0", "0000:01:00.0", "0000:00:01.1"]
+    found = judge(f, outs)
+    acs = found["pcie.acs"]
+    assert acs.severity.value == "critical", acs.observed  # ReqRedir+ on the switch downstream ports above the GPUs
+    assert "0000:02:01.0 (Downstream Port)" in acs.observed and "0000:62:01.0 (Downstream Port)" in acs.observed
+    topo = found["pcie.topology_map"]
+    assert topo.title == "2 GPU(s) on 2 root port(s)" and "lspci -vvv bus numbers" in topo.observed
+    assert "0000:00:01.1 > 0000:01:00.0 > 0000:02:01.0" in topo.observed
+
+
+def test_topology_unknown_names_what_is_missing():
+    f = PcieFacts(gpu_bdfs=["0000:04:00.0", "0000:64:00.0"], parents={"0000:04:00.0": [], "0000:64:00.0": []})
+    t = judge(f, answered(lspci_tv=NO_TREE))["pcie.topology_map"]
+    assert t.severity.value == "unknown" and "lspci not installed (package pciutils)" in t.observed
+
+
+def test_bus_numbers_parse_from_real_root_port_block():
+    from gpuaudit.probes.core.parsers.lspci import parse_lspci_vvv
+
+    d = parse_lspci_vvv((FX / "system/lspci-vvv/amd-rome-root-port-romed8-pve-8gt-downgraded-x4-ok-acs-enabled.txt").read_text())
+    assert (d[0].secondary_bus, d[0].subordinate_bus) == (1, 1)
+
+
+def test_every_row_has_an_owner_and_bar1_is_not_emitted():
+    assert {c.owner for c in pcie.CHECKS} <= {"bios", "host", "hardware"}
+    assert "pcie.bar1" not in {c.id for c in pcie.CHECKS}
+    assert {c.id: c.owner for c in pcie.CHECKS}["pcie.acs"] == "bios"
