@@ -8,7 +8,8 @@ from gpuaudit.probes.power import gpu_checks as gpu
 
 CPUFREQ = ("sys_cpufreq", "cpupower_freq")
 CPUIDLE = ("sys_cpuidle", "cpupower_idle")
-SMI = ("smi_query_power",)
+SMI = ("smi_query_power", "smi_q_xml")
+"""The CSV first (clocks), the XML where the CSV is unusable or silent (reasons, limits, slowdown temperature)."""
 
 CHECKS: tuple[Check, ...] = (
     Check("power.cpu_scaling_driver", "CPU frequency driver", "host",
@@ -49,22 +50,23 @@ CHECKS: tuple[Check, ...] = (
           why="A lowered cap mostly slows compute-bound prefill; single-stream decode is bandwidth-bound and barely"
               " changes.",
           fix="nvidia-smi -pl <default> (persisted by your boot tooling) if not deliberate.",
-          verdict=gpu.power_limit, sources=SMI, roles=HOST, needs_gpu=True),
+          verdict=gpu.power_limit, any_of=SMI, roles=HOST, needs_gpu=True),
     Check("power.gpu_clock_events", "GPU clock-event reasons", "hardware",
           why="HW slowdown/power brake cut clocks hard (often PSU, BMC or thermal signals).",
           fix="Check PSU capacity, cabling and cooling; see nvidia-smi -q -d PERFORMANCE.",
-          verdict=gpu.clock_events, sources=SMI, roles=HOST, needs_gpu=True),
+          verdict=gpu.clock_events, any_of=SMI, roles=HOST, needs_gpu=True),
     Check("power.gpu_thermal_headroom", "GPU temperatures", "hardware",
-          why="Passively cooled cards throttle near their slowdown temperature.", fix="Improve chassis airflow.",
-          verdict=gpu.thermal_headroom, sources=SMI, roles=HOST, needs_gpu=True),
+          why="Passively cooled cards throttle near their slowdown temperature.",
+          fix="Improve chassis airflow (fan profile, blanking panels, inlet temperature).",
+          verdict=gpu.thermal_headroom, any_of=SMI, roles=HOST, needs_gpu=True),
     Check("power.gpu_locked_clocks", "Locked or application GPU clocks", "host",
           why="-ac/-lgc settings survive in persistence mode and cap throughput.",
           fix="nvidia-smi -rac / -rgc unless deliberate.",
-          verdict=gpu.locked_clocks, sources=SMI, roles=HOST, needs_gpu=True),
+          verdict=gpu.locked_clocks, any_of=SMI, roles=HOST, needs_gpu=True),
     Check("power.gpu_pstate_under_load", "GPU performance state under load", "host",
           why="Decode is memory-bandwidth-bound: the memory clock must reach its maximum while busy.",
           fix="Check clock locks and power limits.",
-          verdict=gpu.pstate_under_load, sources=SMI, roles=HOST, needs_gpu=True),
+          verdict=gpu.pstate_under_load, any_of=SMI, roles=HOST, needs_gpu=True),
     Check("power.gpu_rtd3", "GPU runtime D3 (RTD3)", "host",
           why="RTD3 powers the GPU off when unused; waking adds latency and link retrains.",
           fix="NVreg_DynamicPowerManagement=0x00 in the nvidia module options.",

@@ -18,7 +18,7 @@ from gpuaudit.probes.core.parsers.cpu import (
     parse_grep_h,
     parse_lscpu,
 )
-from gpuaudit.probes.core.parsers.nvidia_smi import csv_row_errors, parse_query_gpu_csv
+from gpuaudit.probes.core.parsers.nvidia_smi import SmiXmlGpu, csv_row_errors, parse_query_gpu_csv, parse_smi_q_xml
 from gpuaudit.probes.core.parsing import first_line
 from gpuaudit.probes.core.spec import Outputs, usable_stdout
 from gpuaudit.probes.power.facts import GpuPower, GpuReading, IdleStateFact, PowerFacts
@@ -151,6 +151,43 @@ def _smi_power(text: str, f: Fields, problems: dict[str, str]) -> None:
         problems["smi_query_power"] = f"unparsable nvidia-smi output: {exc}"
 
 
+XML_REASONS = ("hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown", "sw_thermal_slowdown", "sw_power_cap")
+"""The reasons the checks judge (the CSV's set); the XML's gpu_idle/applications_clocks/sync_boost describe load."""
+
+
+def _from_xml(g: SmiXmlGpu) -> tuple[dict[str, Any], dict[str, Any]]:
+    """One `nvidia-smi -q -x` GPU -> (GpuPower fields, GpuReading fields); absent values left out."""
+    limits = dict(bus_id=g.bus_id, enforced_w=g.power_limit_w, default_w=g.power_default_limit_w,
+                  max_w=g.power_max_limit_w, mem_max_mhz=g.mem_clock_max_mhz, temp_slowdown_c=g.temp_slowdown_c)
+    events = {r: g.clock_events[r] for r in XML_REASONS if r in g.clock_events}
+    reading = dict(pstate=g.performance_state, util=g.utilization_gpu_pct, draw_w=g.power_draw_w, temp_c=g.temp_c,
+                   active_reasons=[r for r, v in events.items() if v] if events else None,
+                   unread_reasons=[r for r, v in events.items() if v is None] if events else None)
+    return ({k: v for k, v in limits.items() if v is not None}, {k: v for k, v in reading.items() if v is not None})
+
+
+def _smi_xml(text: str, f: Fields, problems: dict[str, str]) -> None:
+    """The XML fills what the CSV did not give (a driver without a CSV field, [N/A] cells) and adds the slowdown
+    temperature; without a usable CSV it is the only per-GPU source (no SM clocks then)."""
+    try:
+        xml = parse_smi_q_xml(text)
+    except Exception as exc:  # ParseError or an error banner
+        problems["smi_q_xml"] = f"unparsable nvidia-smi -q -x output: {exc}"
+        return
+    gpus = {g.index: g for g in f.get("gpus", [])}
+    readings = {r.index: r for r in f.get("gpu_readings", [])}
+    for x in xml.gpus:
+        idx = str(x.index)
+        limits, reading = _from_xml(x)
+        old_g, old_r = gpus.get(idx), readings.get(idx)
+        gpus[idx] = GpuPower(index=idx, **{**limits, **(old_g.model_dump(exclude_none=True, exclude={"index"}) if old_g else {})})
+        keep = old_r.model_dump(exclude_none=True, exclude={"index", "active_reasons", "unread_reasons"}) if old_r else {}
+        if old_r and (old_r.active_reasons or not old_r.unread_reasons):  # the CSV read the reasons
+            keep.update(active_reasons=old_r.active_reasons, unread_reasons=old_r.unread_reasons)
+        readings[idx] = GpuReading(index=idx, **{**reading, **keep})
+    f["gpus"], f["gpu_readings"] = list(gpus.values()), list(readings.values())
+
+
 def _rtd3(text: str, f: Fields, problems: dict[str, str]) -> None:
     for path, lines in parse_grep_h(text).items():
         status = [v.split(":", 1)[1].strip() for v in lines if v.startswith("Runtime D3 status:")]
@@ -177,6 +214,7 @@ READERS: tuple[tuple[str, Reader, Callable[[Fields], bool]], ...] = (
     ("cpupower_idle", _cpupower_idle, lambda f: not f.get("idle_states")),
     ("proc_cmdline", _cmdline, lambda f: True),
     ("smi_query_power", _smi_power, lambda f: True),
+    ("smi_q_xml", _smi_xml, lambda f: True),
     ("nvidia_rtd3", _rtd3, lambda f: True),
 )
 
@@ -186,5 +224,8 @@ def extract(outputs: Outputs, role: Role) -> PowerFacts:
     f: Fields = {}
     for cid, read, when in READERS:
         if when(f) and (text := usable_stdout(outputs, cid, problems)) is not None:
-            read(text, f, problems)
+            try:
+                read(text, f, problems)
+            except Exception as exc:  # a parser bug on odd output: that source is unusable, the rest still judged
+                problems[cid] = f"unparsable output: {exc.__class__.__name__}: {exc}"
     return PowerFacts(**f, problems=problems)

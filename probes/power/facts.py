@@ -34,6 +34,8 @@ class GpuPower(BaseModel, frozen=True):
     sm_max_mhz: float | None = None
     mem_max_mhz: float | None = None
     app_sm_mhz: float | None = None
+    temp_slowdown_c: float | None = None
+    """The GPU's own slowdown temperature (`nvidia-smi -q -x`), when reported."""
 
 
 class GpuReading(BaseModel, frozen=True):

@@ -10,6 +10,8 @@ from gpuaudit.probes.power.facts import GpuPower, GpuReading, PowerFacts
 BUSY_UTIL = 50
 """Utilisation (%) from which a GPU counts as under load."""
 HOT_C = 85
+"""Under load, without the GPU's own slowdown temperature: passively cooled cards throttle around here."""
+SLOWDOWN_MARGIN_C = 5
 HW_REASONS = ("hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown")
 """Reasons that cut clocks whatever the load: a PSU/BMC power-brake signal or a thermal alarm."""
 
@@ -91,11 +93,22 @@ def thermal_headroom(ctx: Ctx) -> Verdict:
     temps = [r for r in h.gpu_readings if r.temp_c is not None]
     if not temps:
         return unknown("temperature.gpu [N/A]", title="GPU temperatures not reported")
-    hot = [r for r in _busy(h) if r.temp_c is not None and r.temp_c >= HOT_C]
+    slowdown = {g.index: g.temp_slowdown_c for g in h.gpus if g.temp_slowdown_c}
+    over = [r for r in temps if r.index in slowdown and cast(float, r.temp_c) >= slowdown[r.index]]
+    if over:  # at any load: the GPU is already slowing itself down
+        return critical("; ".join(f"GPU {r.index}: {r.temp_c:.0f} °C, slowdown at {slowdown[r.index]:.0f} °C" for r in over),
+                        "below the slowdown temperature", title="GPUs at their slowdown temperature")
+    busy = _busy(h)
+    near = [r for r in busy if r.index in slowdown and cast(float, r.temp_c) >= slowdown[r.index] - SLOWDOWN_MARGIN_C]
+    hot = near or [r for r in busy if r.index not in slowdown and cast(float, r.temp_c) >= HOT_C]
     if hot:
-        return warning("; ".join(f"GPU {r.index}: {r.temp_c:.0f} °C" for r in hot), f"< {HOT_C} °C under load",
+        return warning("; ".join(f"GPU {r.index}: {r.temp_c:.0f} °C" + (f" (slowdown {slowdown[r.index]:.0f} °C)"
+                                                                          if r.index in slowdown else "") for r in hot),
+                       f"more than {SLOWDOWN_MARGIN_C} °C below the slowdown temperature (< {HOT_C} °C if not reported)",
                        title="GPUs hot under load")
-    return ok(f"max {max(r.temp_c or 0 for r in temps):.0f} °C", title="GPU temperatures fine")
+    top = max(temps, key=lambda r: r.temp_c or 0)
+    return ok(f"max {top.temp_c:.0f} °C" + (f" (slowdown {slowdown[top.index]:.0f} °C)" if top.index in slowdown else ""),
+              title="GPU temperatures fine")
 
 
 def locked_clocks(ctx: Ctx) -> Verdict:

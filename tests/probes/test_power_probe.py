@@ -152,7 +152,7 @@ def test_gpu_rules(g, fid, expected):
 
 
 def test_gpu_rules_unknown_without_smi():
-    f = PowerFacts(problems={"smi_query_power": "tool not installed"})
+    f = PowerFacts(problems={"smi_query_power": "tool not installed", "smi_q_xml": "tool not installed"})
     assert sev(f, "power.gpu_power_limit") == "unknown" and sev(f, "power.gpu_rtd3") == "info"
     assert "smi_query_power: tool not installed" in findings(f)["power.gpu_clock_events"].observed
 
@@ -269,3 +269,38 @@ def test_volatile_facts_hold_the_counters_and_readings():
     assert power.PROBE.volatile_facts == {"idle_usage", "gpu_readings"}
     facts = power.extract({"sys_cpuidle": rec("sys_cpuidle", (CASE / "before/host/sys_cpuidle.out").read_text())}, "host")
     assert all(not hasattr(s, "usage") for s in facts.idle_states) and facts.idle_usage
+
+
+XML = Path(__file__).parents[1] / "fixtures/nvidia/nvidia-smi-q-x"
+
+
+def test_xml_alone_judges_limits_reasons_and_slowdown_headroom():
+    """Real RTX 3080 capture (R595, v13 schema) at 65% utilisation, 27 °C, slowdown at 95 °C; no CSV collected."""
+    by = replay(smi_q_xml=(XML / "telegraf-rtx-3080-v13.xml").read_text())
+    assert by["power.gpu_power_limit"].severity.value == "ok" and "320 W" in by["power.gpu_power_limit"].observed
+    assert by["power.gpu_clock_events"].severity.value == "ok"
+    assert by["power.gpu_thermal_headroom"].observed == "max 27 °C (slowdown 95 °C)"
+    assert by["power.gpu_locked_clocks"].severity.value == "unknown"        # the XML has no SM max clock
+
+
+def test_xml_mig_gpu_without_utilisation_is_not_called_idle():
+    by = replay(smi_q_xml=(XML / "netdata-a100-sxm4-mig.xml").read_text())
+    assert by["power.gpu_pstate_under_load"].severity.value == "unknown"
+    assert by["power.gpu_clock_events"].severity.value == "ok"              # reasons read: Not Active
+
+
+def test_xml_fills_reasons_the_csv_could_not_read():
+    csv = ("0, 00000000:01:00.0, P8, 0, 31.52, 170.00, 170.00, 170.00, 210, 2100, 405, 7501, [N/A], 42, "
+           "[N/A], [N/A], [N/A], [N/A], [N/A]")
+    facts = power.extract({"smi_query_power": rec("smi_query_power", csv),
+                           "smi_q_xml": rec("smi_q_xml", (XML / "telegraf-rtx-3060-v12.xml").read_text())}, "host")
+    r = facts.gpu_readings[0]
+    assert r.unread_reasons == [] and r.active_reasons == [] and facts.gpus[0].temp_slowdown_c == 95
+    assert facts.gpus[0].sm_max_mhz == 2100                                  # the CSV's value kept
+
+
+def test_at_the_slowdown_temperature_is_critical_at_any_load():
+    f = PowerFacts(gpus=[GpuPower(index="0", temp_slowdown_c=90)], gpu_readings=[GpuReading(index="0", util=0, temp_c=91)])
+    assert sev(f, "power.gpu_thermal_headroom") == "critical"
+    near = PowerFacts(gpus=[GpuPower(index="0", temp_slowdown_c=90)], gpu_readings=[GpuReading(index="0", util=90, temp_c=86)])
+    assert sev(near, "power.gpu_thermal_headroom") == "warning"
