@@ -141,5 +141,7 @@ def extract(outputs: Outputs, role: Role) -> NvlinkFacts:
                 read(rec, f)
             except (ParseError, ValueError) as exc:  # ValueError: a non-numeric index column
                 problems[cid] = str(exc)
+            except Exception as exc:  # a parser bug on odd output: that source is unusable, the rest still judged
+                problems[cid] = f"unparsable output: {exc.__class__.__name__}: {exc}"
     _fabric_manager(outputs, f, problems)
     return NvlinkFacts(**f, problems=problems)

@@ -137,8 +137,9 @@ def cstates(ctx: Ctx) -> Verdict:
     deep = deep_states(h)
     enabled = [s for s in deep if not s.disabled]
     if not enabled:
-        return ok(f"deep states disabled: {_names(deep)}" if deep else f"only shallow states: {_names(h.idle_states)}",
-                  title="No deep C-state enabled")
+        basis = "" if h.cpu_vendor else f" (CPU vendor not read: deep = exit latency >= {DEEP_LATENCY_US} µs)"
+        return ok((f"deep states disabled: {_names(deep)}" if deep else f"only shallow states: {_names(h.idle_states)}")
+                  + basis, title="No deep C-state enabled")
     cap = cmdline_cstate_cap(h.cmdline)
     qos = h.pm_qos_resume_latency_us
     if cap or (qos and 0 < qos < min(s.latency_us or 0 for s in enabled)):
