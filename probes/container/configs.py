@@ -87,7 +87,7 @@ def coverage(cfg: CtConfig, host: ContainerFacts) -> Coverage:
     listed = ", ".join(r.label() for r in v2) or "none"
     majors = host.majors or {}
     frontend = majors.get("nvidia-frontend", 195)
-    wanted = [("nvidiactl", frontend, NVIDIACTL_MINOR, out.critical)]
+    wanted: list[tuple[str, int, int | None, list[str]]] = [("nvidiactl", frontend, NVIDIACTL_MINOR, out.critical)]
     wanted += [(f"nvidia{m}", frontend, m, out.critical) for m in sorted(_passed_gpu_minors(cfg, host))]
     if (uvm := majors.get("nvidia-uvm")) is not None:
         wanted.append(("nvidia-uvm", uvm, 0, out.critical))

@@ -13,15 +13,15 @@ from gpuaudit.probes.core.sources import use, with_presence
 from gpuaudit.probes.core.spec import Probe
 from gpuaudit.probes.pcie.checks import CHECKS
 from gpuaudit.probes.pcie.extract import extract
-from gpuaudit.probes.pcie.facts import PciDev, PcieFacts, SmiLink, SysPci
+from gpuaudit.probes.pcie.facts import LinkNow, PciDev, PcieFacts, SmiLink, SysPci
 from gpuaudit.probes.pcie.parse import SMI_PCIE_FIELDS, parse_smi_pcie, parse_sys_pci
 from gpuaudit.probes.pcie.summary import summarize
 
 PROBE_ID = "pcie"
 COMMANDS = use('lspci_vvv', 'lspci_tv', 'sys_pci_nvidia', 'smi_query_pcie', 'aspm_policy', 'proc_cmdline')
 
-__all__ = ["CHECKS", "COMMANDS", "PROBE", "PROBE_ID", "PciDev", "PcieFacts", "SMI_PCIE_FIELDS", "SmiLink", "SysPci",
+__all__ = ["CHECKS", "COMMANDS", "LinkNow", "PROBE", "PROBE_ID", "PciDev", "PcieFacts", "SMI_PCIE_FIELDS", "SmiLink", "SysPci",
            "extract", "parse_smi_pcie", "parse_sys_pci", "summarize"]
 
 PROBE = with_presence(Probe(id=PROBE_ID, title="PCIe", commands=COMMANDS, extract=extract, checks=CHECKS,
-                            summarize=summarize))
+                            summarize=summarize, volatile_facts=frozenset({"link_now"})))

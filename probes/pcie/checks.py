@@ -45,8 +45,10 @@ CHECKS: tuple[Check, ...] = (
           link.link_errors, any_of=("sys_pci_nvidia", "lspci_vvv"), roles=HOST, needs_gpu=True),
     Check("pcie.tags_ordering", "10-bit tags and relaxed ordering", "bios",
           "More outstanding tags help saturate Gen5 links; enable 'PCIe Ten Bit Tag Support' in BIOS if offered and the "
-          "GPU requests are disabled.", "", cfg.tags_ordering, sources=("lspci_vvv",), roles=HOST, needs_gpu=True),
+          "GPU requests are disabled.", "BIOS 'PCIe Ten Bit Tag Support' = Enabled/Auto on Gen5 platforms that offer it.",
+          cfg.tags_ordering, sources=("lspci_vvv",), roles=HOST, needs_gpu=True),
     Check("pcie.topology_map", "GPU topology", "host",
-          "Several GPUs behind one switch uplink share one x16 for host traffic (loads, KV offload).", "",
+          "Several GPUs behind one switch uplink share one x16 for host traffic (loads, KV offload).",
+          "Nothing to fix by itself; spread GPUs that load or offload heavily across root ports.",
           cfg.topology_map, any_of=("lspci_tv", "lspci_vvv", "sys_pci_nvidia"), roles=HOST, needs_gpu=True),
 )

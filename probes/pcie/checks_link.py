@@ -45,13 +45,14 @@ def link_capability(ctx: Ctx) -> Verdict:
 
 def link_current_under_load(ctx: Ctx) -> Verdict:
     h: PcieFacts = ctx.f
-    if not h.smi:
+    rows = h.smi_rows()
+    if not rows:
         return unknown("nvidia-smi listed no GPU")
-    busy = [s for s in h.smi if s.util is not None and s.util >= 50]
+    busy = [s for s in rows if s.util is not None and s.util >= 50]
     down_busy = [s for s in busy if (s.gen_cur and s.gen_gpumax and s.gen_cur < min(s.gen_gpumax, s.gen_hostmax or 99))
                  or (s.width_cur and s.width_max and s.width_cur < s.width_max)]
-    idle_down = [s for s in h.smi if s not in busy and s.gen_cur and s.gen_gpumax and s.gen_cur < s.gen_gpumax]
-    if not down_busy and not any(s.gen_cur and s.gen_gpumax for s in h.smi):
+    idle_down = [s for s in rows if s not in busy and s.gen_cur and s.gen_gpumax and s.gen_cur < s.gen_gpumax]
+    if not down_busy and not any(s.gen_cur and s.gen_gpumax for s in rows):
         return unknown("nvidia-smi gave no current and maximum link generation for any GPU")
     if down_busy:
         return critical("; ".join(f"GPU {s.index}: Gen{s.gen_cur} x{s.width_cur} of Gen{s.gen_gpumax} x{s.width_max}"
@@ -66,7 +67,9 @@ def link_current_under_load(ctx: Ctx) -> Verdict:
 
 
 def _aer_from_sysfs(h: PcieFacts) -> tuple[bool, list[str], list[str]]:
-    seen, fatal, corr = False, [], []
+    seen = False
+    fatal: list[str] = []
+    corr: list[str] = []
     for s in h.sysfs:
         for vals, who in ((s.values, s.bdf), (s.upstream_values, s.upstream)):
             for k, v in vals.items():

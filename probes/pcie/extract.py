@@ -13,10 +13,13 @@ from gpuaudit.probes.core.parsers.lspci import PciDevice, bus_tree, parse_lspci_
 from gpuaudit.probes.core.parsers.system import parse_bracketed_choice
 from gpuaudit.probes.core.parsing import first_line
 from gpuaudit.probes.core.spec import Outputs
-from gpuaudit.probes.pcie.facts import PciDev, PcieFacts, SysPci
+from gpuaudit.probes.pcie.facts import LinkNow, PciDev, PcieFacts, SmiLink, SysPci
 from gpuaudit.probes.pcie.parse import parse_smi_pcie, parse_sys_pci
 
 Fields = dict[str, Any]
+LIVE_SMI = ("util", "gen_cur", "width_cur")
+LIVE_LSPCI = ("lnksta_speed", "lnksta_width", "speed_downgraded", "width_downgraded")
+LIVE_SYSFS = ("current_link_speed", "current_link_width")
 ACCESS_DENIED = "needs root: lspci printed <access denied> for the capabilities (run as root or with --sudo)"
 
 
@@ -29,7 +32,7 @@ def read_lspci_vvv(text: str) -> Fields:
     devices = parse_lspci_vvv(text)
     if not devices and text.strip():
         raise ValueError("unparsable lspci output")
-    return {"devices": [_dev(d) for d in devices], "_bus_tree": bus_tree(devices)}
+    return {"devices": [_dev(d) for d in devices], "_raw_devices": devices, "_bus_tree": bus_tree(devices)}
 
 
 def read_lspci_tv(text: str) -> Fields:
@@ -76,6 +79,24 @@ def gpu_paths(f: Fields, gpus: list[str]) -> tuple[dict[str, list[str]], str | N
     return {g: [] for g in gpus}, None
 
 
+def split_live(devices: list[PciDevice], smi: list[SmiLink], sysfs: list[SysPci]
+               ) -> tuple[list[SmiLink], list[SysPci], dict[str, LinkNow]]:
+    """Move what changes with load and power state out of the stable facts into `link_now` (a volatile fact),
+    so two audits of an unchanged machine compare equal."""
+    now: dict[str, dict[str, Any]] = {}
+    for d in devices:
+        if d.is_gpu:
+            now.setdefault(d.bdf, {}).update({k: getattr(d, k) for k in LIVE_LSPCI})
+    for s in smi:
+        now.setdefault(s.bus_id, {}).update({k: getattr(s, k) for k in LIVE_SMI})
+    for p in sysfs:
+        if cur := {k: v for k, v in p.values.items() if k in LIVE_SYSFS}:
+            now.setdefault(p.bdf, {})["sysfs"] = cur
+    stable_smi = [s.model_copy(update=dict.fromkeys(LIVE_SMI)) for s in smi]
+    stable_sys = [p.model_copy(update={"values": {k: v for k, v in p.values.items() if k not in LIVE_SYSFS}}) for p in sysfs]
+    return stable_smi, stable_sys, {bdf: LinkNow(**v) for bdf, v in now.items()}
+
+
 def _read(rec: CommandRecord, read: Callable[[str], Fields]) -> tuple[Fields, str | None]:
     try:
         return read(rec.stdout), None
@@ -98,7 +119,7 @@ def extract(outputs: Outputs, role: Role) -> PcieFacts:
         problems["lspci_vvv"] = ACCESS_DENIED  # config space beyond 64 bytes unread: every capability check is unknown
     gpus = gpu_functions(f)
     parents, tree_source = gpu_paths(f, gpus)
-    sysfs: list[SysPci] = f.get("sysfs", [])
+    smi, sysfs, link_now = split_live(f.get("_raw_devices", []), f.get("smi", []), f.get("sysfs", []))
     return PcieFacts(devices=f.get("devices", []), gpu_bdfs=gpus, parents=parents, tree_source=tree_source,
-                     smi=f.get("smi", []), sysfs=sysfs, aspm_policy=f.get("aspm_policy"), cmdline=f.get("cmdline"),
+                     smi=smi, link_now=link_now, sysfs=sysfs, aspm_policy=f.get("aspm_policy"), cmdline=f.get("cmdline"),
                      problems=problems)

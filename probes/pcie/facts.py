@@ -15,10 +15,6 @@ class PciDev(BaseModel, frozen=True):
     devctl_mrrs: int | None = None
     lnkcap_speed: float | None = None
     lnkcap_width: int | None = None
-    lnksta_speed: float | None = None
-    lnksta_width: int | None = None
-    speed_downgraded: bool = False
-    width_downgraded: bool = False
     aspm_ctl: str | None = None
     acs_ctl: dict[str, bool] | None = None
     tag10_req_cap: bool | None = None
@@ -31,6 +27,8 @@ class PciDev(BaseModel, frozen=True):
 
 
 class SmiLink(BaseModel, frozen=True):
+    """nvidia-smi's PCIe row of one GPU; the current (volatile) values are in `PcieFacts.link_now`."""
+
     index: str
     bus_id: str
     util: float | None = None
@@ -39,6 +37,20 @@ class SmiLink(BaseModel, frozen=True):
     gen_hostmax: int | None = None
     width_cur: int | None = None
     width_max: int | None = None
+
+
+class LinkNow(BaseModel, frozen=True):
+    """What a link does right now (changes with load and power state on an unchanged machine: a volatile fact)."""
+
+    util: float | None = None
+    gen_cur: int | None = None
+    width_cur: int | None = None
+    lnksta_speed: float | None = None
+    lnksta_width: int | None = None
+    speed_downgraded: bool = False
+    width_downgraded: bool = False
+    sysfs: dict[str, str] = {}
+    """current_link_speed / current_link_width from sysfs."""
 
 
 class SysPci(BaseModel, frozen=True):
@@ -57,6 +69,9 @@ class PcieFacts(BaseModel, frozen=True):
     tree_source: str | None = None
     """Where `parents` came from: "lspci -tv", "lspci -vvv bus numbers" or "sysfs upstream port"."""
     smi: list[SmiLink] = []
+    """Stable per-GPU maxima (util, gen_cur and width_cur are None here: see link_now)."""
+    link_now: dict[str, LinkNow] = {}
+    """BDF -> the link's current state (volatile)."""
     sysfs: list[SysPci] = []
     aspm_policy: str | None = None
     cmdline: str | None = None
@@ -64,6 +79,11 @@ class PcieFacts(BaseModel, frozen=True):
 
     def gpu_devs(self) -> list[PciDev]:
         return [d for d in self.devices if d.is_gpu]
+
+    def smi_rows(self) -> list[SmiLink]:
+        """nvidia-smi rows with their current values put back (what the load check judges)."""
+        return [s.model_copy(update={k: getattr(now, k) for k in ("util", "gen_cur", "width_cur")})
+                if (now := self.link_now.get(s.bus_id)) is not None else s for s in self.smi]
 
     def by_bdf(self) -> dict[str, PciDev]:
         return {d.bdf: d for d in self.devices}

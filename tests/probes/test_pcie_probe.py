@@ -204,9 +204,12 @@ def test_extract_real_corpus_gpu_block_idle_trap():
     text = (FX / "system/lspci-vvv/rtx6000ada-esc8000a-idle-2.5gt-downgraded.txt").read_text()
     csv = (FX / "nvidia/nvidia-smi-query-gpu-csv/l40s-8gpu-idle-gen1-of-gen4-x16.txt").read_text()
     f = pcie.extract({"lspci_vvv": rec("lspci_vvv", text), "smi_query_pcie": rec("smi_query_pcie", csv)}, "host")
-    assert f.devices[0].lnksta_speed == 2.5 and f.devices[0].speed_downgraded
+    now = f.link_now[f.devices[0].bdf]
+    assert now.lnksta_speed == 2.5 and now.speed_downgraded
     # the L40S capture uses the deprecated gen.current/gen.max names with a header: read by name
-    assert len(f.smi) == 8 and (f.smi[0].gen_cur, f.smi[0].gen_gpumax, f.smi[0].width_max) == (1, 4, 16)
+    rows = f.smi_rows()
+    assert len(rows) == 8 and (rows[0].gen_cur, rows[0].gen_gpumax, rows[0].width_max) == (1, 4, 16)
+    assert f.smi[0].gen_cur is None and f.smi[0].util is None  # the current values live in the volatile link_now
     got = {k: x.severity.value for k, x in judge(f).items()}
     assert got["pcie.max_read_req"] == "warning" and got["pcie.max_payload"] == "ok"
     assert got["pcie.link_current_under_load"] == "info"   # idle Gen1 of Gen4: not a fault
@@ -269,3 +272,17 @@ def test_every_row_has_an_owner_and_bar1_is_not_emitted():
     assert {c.owner for c in pcie.CHECKS} <= {"bios", "host", "hardware"}
     assert "pcie.bar1" not in {c.id for c in pcie.CHECKS}
     assert {c.id: c.owner for c in pcie.CHECKS}["pcie.acs"] == "bios"
+
+
+def test_current_link_state_is_the_only_volatile_fact():
+    """Two audits of an unchanged idle machine differ only in link_now (idle downclock, utilisation)."""
+    text = (FX / "system/lspci-vvv/rtx6000ada-esc8000a-idle-2.5gt-downgraded.txt").read_text()
+    csv = (FX / "nvidia/nvidia-smi-query-gpu-csv/l40s-8gpu-idle-gen1-of-gen4-x16.txt").read_text()
+    idle = pcie.extract({"lspci_vvv": rec("lspci_vvv", text), "smi_query_pcie": rec("smi_query_pcie", csv)}, "host")
+    busy_csv = csv.replace(", 1, 4,", ", 4, 4,")
+    busy = pcie.extract({"lspci_vvv": rec("lspci_vvv", text.replace("2.5GT/s (downgraded)", "16GT/s")),
+                         "smi_query_pcie": rec("smi_query_pcie", busy_csv)}, "host")
+    a, b = idle.model_dump(), busy.model_dump()
+    assert a["link_now"] != b["link_now"]
+    assert {k: v for k, v in a.items() if k != "link_now"} == {k: v for k, v in b.items() if k != "link_now"}
+    assert pcie.PROBE.volatile_facts == frozenset({"link_now"})
