@@ -5,18 +5,32 @@ from __future__ import annotations
 import pytest
 
 from gpuaudit.probes import numa as n
-from gpuaudit.probes.core.models import CommandRecord
+from gpuaudit.probes.core.checks import judge_checks
+from gpuaudit.probes.core.models import CommandRecord, Finding
 
 from case_study import CASE, run_case_study
 
 BDFS = ["0000:01:00.0", "0000:21:00.0", "0000:41:00.0", "0000:61:00.0", "0000:81:00.0", "0000:a1:00.0", "0000:c1:00.0", "0000:e1:00.0"]
-NODES2 = [n.NodeInfo(id=0, cpus=list(range(32)), size_mb=773271, free_mb=678823),
-          n.NodeInfo(id=1, cpus=list(range(32, 64)), size_mb=774028, free_mb=684984)]
+NODES2 = [n.NodeInfo(id=0, cpus=list(range(32)), size_mb=773271),
+          n.NodeInfo(id=1, cpus=list(range(32, 64)), size_mb=774028)]
+FREE2 = {0: 678823, 1: 684984}
 
 
-def host(nodes=NODES2, numa=(0, 0, 0, 0, 1, 1, 1, 1), **kw) -> n.NumaFacts:
+def host(nodes=NODES2, numa=(0, 0, 0, 0, 1, 1, 1, 1), free=FREE2, **kw) -> n.NumaFacts:
     gpus = [n.GpuInfo(index=i, uuid=f"GPU-{i}", bus_id=b, numa_node=numa[i]) for i, b in enumerate(BDFS)]
-    return n.NumaFacts(nodes=nodes, gpus=gpus, gpu_numa={b: numa[i] for i, b in enumerate(BDFS) if numa[i] is not None}, **kw)
+    return n.NumaFacts(nodes=nodes, node_free_mb=free, gpus=gpus,
+                       gpu_numa={b: numa[i] for i, b in enumerate(BDFS) if numa[i] is not None}, **kw)
+
+
+def judged(facts: dict) -> dict[str, Finding]:
+    """Every NUMA check over these facts (role -> facts), each source answering (exit 0)."""
+    outputs = {role: {c.id: CommandRecord(target=role, probe_id="numa", command_id=c.id, command="x", exit_status=0)
+                      for c in n.COMMANDS if role in c.on} for role in facts}
+    return {f.id: f for f in judge_checks(n.CHECKS, facts, outputs)}
+
+
+def one(fid: str, facts) -> Finding | None:
+    return judged(facts if isinstance(facts, dict) else {"host": facts}).get(f"numa.{fid}")
 
 
 def ctr(cpus=tuple(range(64)), mems=(0, 1), gpus=8) -> n.NumaFacts:
@@ -31,7 +45,6 @@ def ctr(cpus=tuple(range(64)), mems=(0, 1), gpus=8) -> n.NumaFacts:
     (host(), ctr(cpus=range(32), gpus=4), "ok", ["0-31"]),                                # only node-0 GPUs in it: fine
     (host(), ctr(cpus=range(40, 48), gpus=4), "warning", ["40-47", "GPU0"]),              # cpuset on the other node
     (host(nodes=NODES2[:1]), ctr(), "ok", ["not applicable: single NUMA node"]),
-    (host(), None, "ok", ["not applicable: no container target"]),
     (host(), ctr(cpus=None), "unknown", []),
     (host(nodes=None), ctr(), "unknown", []),
     (host(numa=(None,) * 8), ctr(), "unknown", []),
@@ -39,7 +52,7 @@ def ctr(cpus=tuple(range(64)), mems=(0, 1), gpus=8) -> n.NumaFacts:
 ])
 def test_cpuset_vs_gpu(h, c, severity, needles):
     facts = {"host": h} if c is None else {"host": h, "container": c}
-    f = n.judge_cpuset_vs_gpu(facts)
+    f = one("cpuset_vs_gpu", facts)
     assert f.id == "numa.cpuset_vs_gpu" and f.severity.value == severity, f.observed
     for s in needles:
         assert s in f.observed
@@ -47,35 +60,34 @@ def test_cpuset_vs_gpu(h, c, severity, needles):
 
 @pytest.mark.parametrize("mems,severity", [((0, 1), "ok"), ((1,), "info"), (None, "unknown")])
 def test_mems_vs_gpu(mems, severity):
-    assert n.judge_mems_vs_gpu({"host": host(), "container": ctr(mems=mems)}).severity.value == severity
+    assert one("mems_vs_gpu", {"host": host(), "container": ctr(mems=mems)}).severity.value == severity
 
 
 def test_mems_remote_from_all_gpus():
-    f = n.judge_mems_vs_gpu({"host": host(), "container": ctr(mems=(1,), gpus=4)})
+    f = one("mems_vs_gpu", {"host": host(), "container": ctr(mems=(1,), gpus=4)})
     assert f.severity.value == "warning" and "memory nodes 1" in f.observed and "node(s) 0" in f.observed
-    assert n.judge_mems_vs_gpu({"host": host()}).observed == "not applicable: no container target"
+    assert one("mems_vs_gpu", {"host": host()}) is None   # host-only audit: no pair to compare
 
 
 def test_gpu_locality():
-    assert n.judge_gpu_locality(host()).severity.value == "ok"
-    bad = n.judge_gpu_locality(host(numa=(-1,) * 8))
+    assert one("gpu_locality", host()).severity.value == "ok"
+    bad = one("gpu_locality", host(numa=(-1,) * 8))
     assert bad.severity.value == "warning" and "node -1" in bad.observed
-    single = n.judge_gpu_locality(host(nodes=NODES2[:1], numa=(-1,) * 8))
+    single = one("gpu_locality", host(nodes=NODES2[:1], numa=(-1,) * 8))
     assert single.severity.value == "ok" and "single node" in single.observed  # trap 2: -1 is normal on one node
-    assert n.judge_gpu_locality(n.NumaFacts(problems={"pci_nvidia_numa": "exit 2"})).severity.value == "unknown"
-    assert n.judge_gpu_locality(n.NumaFacts(gpus=[], gpu_numa={})).observed.startswith("not applicable")
+    assert one("gpu_locality", n.NumaFacts(problems={"pci_nvidia_numa": "exit 2"})).severity.value == "unknown"
+    assert one("gpu_locality", n.NumaFacts(gpus=[], gpu_numa={})).observed.startswith("not applicable")
 
 
 def test_topology_pressure_span():
-    t = n.judge_topology(host())
+    t = one("topology", host())
     assert t.severity.value == "info" and "node 1: CPUs 32-63" in t.observed
-    assert n.judge_topology(n.NumaFacts()).severity.value == "unknown"
-    tight = [NODES2[0].model_copy(update={"free_mb": 1000}), NODES2[1]]
-    assert n.judge_node_pressure(host(nodes=tight)).severity.value == "warning"
-    assert n.judge_node_pressure(host()).severity.value == "ok"
-    assert n.judge_node_pressure(host(nodes=NODES2[:1])).observed.startswith("not applicable")
-    assert n.judge_tp_group_span(host()).severity.value == "info"
-    assert n.judge_tp_group_span(host(numa=(0,) * 8)).severity.value == "ok"
+    assert one("topology", n.NumaFacts(problems={"numactl_h": "x", "node_cpulists": "y"})).severity.value == "unknown"
+    assert one("node_pressure", host(free={0: 1000, 1: 684984})).severity.value == "warning"
+    assert one("node_pressure", host()).severity.value == "ok"
+    assert one("node_pressure", host(nodes=NODES2[:1])).observed.startswith("not applicable")
+    assert one("tp_group_span", host()).severity.value == "info"
+    assert one("tp_group_span", host(numa=(0,) * 8)).severity.value == "ok"
     assert n.ranges([0, 1, 2, 3, 8, 10, 11]) == "0-3,8,10-11"
 
 
@@ -86,7 +98,7 @@ def test_topology_pressure_span():
     (host(nodes=NODES2[:1], numa=(-1,) * 8), "ok"),               # single node: -1 is normal, one node by definition
 ])
 def test_tp_group_span_without_known_nodes(h, severity):
-    f = n.judge_tp_group_span(h)
+    f = one("tp_group_span", h)
     assert f.severity.value == severity, f.observed
     assert "(none)" not in f.observed
 
@@ -120,4 +132,4 @@ async def test_case_study(phase):
     assert f["numa.memory_placement"].severity.value == "ok"
     assert all(x.severity.rank < 3 for k, x in f.items() if k != "numa.worker_binding")
     h = await run(phase, ("host",))
-    assert h["numa.cpuset_vs_gpu"].observed == "not applicable: no container target"
+    assert "numa.cpuset_vs_gpu" not in h and h["numa.worker_binding"].severity.value == "warning"

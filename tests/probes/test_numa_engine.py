@@ -5,19 +5,27 @@ from __future__ import annotations
 import pytest
 
 from gpuaudit.probes import numa as n
+from gpuaudit.probes.core.checks import judge_checks
+from gpuaudit.probes.core.models import CommandRecord, Finding
 
 BDFS = ["0000:01:00.0", "0000:81:00.0"]
 NODE0, NODE1 = list(range(0, 4)) + list(range(8, 12)), list(range(4, 8)) + list(range(12, 16))
 NODES = [n.NodeInfo(id=0, cpus=NODE0), n.NodeInfo(id=1, cpus=NODE1)]
 
 
-def host(workers=None, nodes=NODES) -> n.NumaFacts:
+def host(workers=None, nodes=NODES, problems=None) -> n.NumaFacts:
     gpus = [n.GpuInfo(index=i, uuid=f"GPU-{i}", bus_id=b, numa_node=i) for i, b in enumerate(BDFS)]
-    return n.NumaFacts(nodes=nodes, gpus=gpus, engine_workers=workers)
+    return n.NumaFacts(nodes=nodes, gpus=gpus, engine_workers=workers, problems=problems or {})
 
 
 def w(rank, cpus, numa=None, uuid=None, pid=None) -> n.EngineWorker:
     return n.EngineWorker(pid=pid or 100 + rank, cmd=f"sglang::scheduler_TP{rank}", rank=rank, gpu_uuid=uuid, cpus=cpus, numa_kb=numa)
+
+
+def judge(fid: str, facts: dict) -> Finding:
+    outputs = {role: {c.id: CommandRecord(target=role, probe_id="numa", command_id=c.id, command="x", exit_status=0)
+                      for c in n.COMMANDS if role in c.on} for role in facts}
+    return next(f for f in judge_checks(n.CHECKS, facts, outputs) if f.id == f"numa.{fid}")
 
 
 def ctr(workers) -> n.NumaFacts:
@@ -31,18 +39,18 @@ def ctr(workers) -> n.NumaFacts:
     ({"host": host([w(0, [3], uuid="GPU-0")])}, "ok", "CPUs 3"),                                         # boundary: one local CPU
     ({"host": host([w(0, NODE1, uuid="GPU-0")], nodes=NODES[:1])}, "ok", "not applicable: single"),     # precondition
     ({"host": host([])}, "ok", "not applicable: no SGLang"),                                             # no engine
-    ({"host": host(None)}, "unknown", "not collected"),                                                  # unknown
+    ({"host": host(None, problems={"engine_proc_status": "timed out"})}, "unknown", "timed out"),                    # unknown
     ({"host": host([w(0, None, uuid="GPU-0")])}, "unknown", "TP0"),                                      # affinity unreadable
 ])
 def test_worker_binding(facts, severity, needle):
-    f = n.judge_worker_binding(facts)
+    f = judge("worker_binding", facts)
     assert f.severity.value == severity, f.observed
     assert needle in f.title + f.observed
 
 
 def test_worker_binding_title_and_targets():
-    f = n.judge_worker_binding({"host": host([]), "container": ctr([w(0, NODE0), w(1, NODE0)])})
-    assert f.severity.value == "warning" and "TP1" in f.observed and "GPU1" in f.observed and f.targets == ["container", "host"]
+    f = judge("worker_binding", {"host": host([]), "container": ctr([w(0, NODE0), w(1, NODE0)])})
+    assert f.severity.value == "warning" and "container pid" in f.observed and "TP1" in f.observed and "GPU1" in f.observed
 
 
 @pytest.mark.parametrize("numa,severity", [
@@ -52,16 +60,16 @@ def test_worker_binding_title_and_targets():
     ({0: 749, 1: 251}, "warning"),   # just over
 ])
 def test_memory_placement(numa, severity):
-    f = n.judge_memory_placement({"host": host([w(0, NODE0, numa=numa, uuid="GPU-0")])})
+    f = judge("memory_placement", {"host": host([w(0, NODE0, numa=numa, uuid="GPU-0")])})
     assert f.severity.value == severity, f.observed
 
 
 @pytest.mark.parametrize("facts,severity,needle", [
     ({"host": host([w(0, NODE0, numa={0: 1}, uuid="GPU-0")], nodes=NODES[:1])}, "ok", "not applicable"),  # precondition
     ({"host": host([w(0, NODE0, numa=None, uuid="GPU-0")])}, "unknown", "numa_maps unreadable"),
-    ({"host": host(None)}, "unknown", "not collected"),
+    ({"host": host(None, problems={"engine_proc_status": "timed out"})}, "unknown", "timed out"),
     ({"host": host([n.EngineWorker(pid=5, cmd="python3 -m sglang.launch_server", numa_kb={0: 1})])}, "unknown", "tied to a GPU"),
 ])
 def test_memory_placement_preconditions(facts, severity, needle):
-    f = n.judge_memory_placement(facts)
+    f = judge("memory_placement", facts)
     assert f.severity.value == severity and needle in f.observed

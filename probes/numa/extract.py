@@ -1,0 +1,112 @@
+"""Raw outputs of one target -> NumaFacts: one small reader per source; never raises."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+
+from gpuaudit.probes.core.errors import ParseError
+from gpuaudit.probes.core.models import Role
+from gpuaudit.probes.core.parsers.engine import parse_engine_status
+from gpuaudit.probes.core.parsers.nvidia_smi import detect_smi_error, parse_smi_gpu_ids
+from gpuaudit.probes.core.parsers.system import (
+    parse_cgroup_files,
+    parse_node_cpulists,
+    parse_numactl_h,
+    parse_pci_numa,
+    parse_status_allowed,
+)
+from gpuaudit.probes.core.spec import Outputs, partial_grep_ok, usable_stdout
+from gpuaudit.probes.numa.facts import EngineWorker, GpuInfo, NodeInfo, NumaFacts
+
+Data = dict[str, object]
+Problems = dict[str, str]
+
+GREP_PARTIAL = ("node_cpulists", "pci_nvidia_numa", "cgroup_limits")
+"""`grep -H` over several files: exit 2 with output means some files are absent, the rest is good."""
+
+
+def _numactl(t: str, d: Data, p: Problems) -> None:
+    topo = parse_numactl_h(t)
+    if not topo.nodes:
+        p["numactl_h"] = "no node in numactl -H output"
+        return
+    d["nodes"] = [NodeInfo(id=n.id, cpus=list(n.cpus), size_mb=n.size_mb) for n in topo.nodes.values()]
+    d["node_free_mb"] = {n.id: n.free_mb for n in topo.nodes.values() if n.free_mb is not None}
+    d["distances"] = topo.distances
+
+
+def _cpulists(t: str, d: Data, p: Problems) -> None:
+    cl = parse_node_cpulists(t)
+    if "nodes" not in d and cl:  # the fallback when numactl is missing
+        d["nodes"] = [NodeInfo(id=i, cpus=c) for i, c in sorted(cl.items())]
+
+
+def _pci(t: str, d: Data, p: Problems) -> None:
+    d["_pci"] = pci = parse_pci_numa(t)
+    d["gpu_numa"] = {b: x.numa_node for b, x in pci.items() if x.numa_node is not None}
+
+
+def _gpus(t: str, d: Data, p: Problems) -> None:
+    try:
+        gpus = [GpuInfo(index=g.index, uuid=g.uuid, bus_id=g.bus_id) for g in parse_smi_gpu_ids(t)]
+    except ParseError as exc:
+        p["smi_gpu_ids"] = str(exc)
+        return
+    pci = d.get("_pci")
+    if isinstance(pci, dict):
+        gpus = [g.model_copy(update={"numa_node": pci[g.bus_id].numa_node, "local_cpus": list(pci[g.bus_id].local_cpus)})
+                if g.bus_id in pci else g for g in gpus]
+    d["gpus"] = gpus
+
+
+def _cgroup(t: str, d: Data, p: Problems) -> None:
+    lim = parse_cgroup_files(t)
+    if lim.cpuset_cpus is not None:
+        d.update(cpuset_cpus=list(lim.cpuset_cpus), cpuset_source="cgroup cpuset.cpus.effective")
+    if lim.cpuset_mems is not None:
+        d["cpuset_mems"] = list(lim.cpuset_mems)
+
+
+def _status(t: str, d: Data, p: Problems) -> None:
+    cpus, mems = parse_status_allowed(t)
+    if "cpuset_cpus" not in d and cpus is not None:
+        d.update(cpuset_cpus=list(cpus), cpuset_source="/proc/self/status Cpus_allowed_list")
+    if "cpuset_mems" not in d and mems is not None:
+        d["cpuset_mems"] = list(mems)
+
+
+def _engine(t: str, d: Data, p: Problems) -> None:
+    try:
+        rep = parse_engine_status(t)
+    except ParseError as exc:
+        p["engine_proc_status"] = str(exc)
+        return
+    d["engine_workers"] = [EngineWorker(pid=x.pid, cmd=x.cmd, rank=x.rank, gpu_uuid=rep.apps.get(x.pid),
+                                        cpus=list(x.cpus) if x.cpus is not None else None, numa_kb=x.numa_kb)
+                           for x in rep.procs]
+
+
+READERS: tuple[tuple[str, Callable[[str, Data, Problems], None]], ...] = (
+    ("numactl_h", _numactl),
+    ("node_cpulists", _cpulists),
+    ("pci_nvidia_numa", _pci),
+    ("smi_gpu_ids", _gpus),
+    ("cgroup_limits", _cgroup),
+    ("status_allowed", _status),
+    ("engine_proc_status", _engine),
+)
+"""Source -> reader, in order (node_cpulists is numactl's fallback, pci_nvidia_numa feeds the GPU list)."""
+
+
+def extract(outputs: Outputs, role: Role) -> NumaFacts:
+    problems: Problems = {}
+    data: Data = {}
+    for cid, read in READERS:
+        if cid in GREP_PARTIAL and partial_grep_ok(outputs, cid):
+            read(outputs[cid].stdout, data, problems)
+        elif (t := usable_stdout(outputs, cid, problems)) is not None:
+            read(t, data, problems)
+        elif cid == "smi_gpu_ids" and (rec := outputs.get(cid)) is not None and (err := detect_smi_error(rec.stdout + rec.stderr)):
+            problems[cid] = f"nvidia-smi error: {err}"
+    data.pop("_pci", None)
+    return NumaFacts(problems=problems, **data)  # type: ignore[arg-type]
