@@ -152,3 +152,15 @@ def test_epyc_c2_at_30us_is_deep():
     assert (c2.name, c2.latency_us, c2.usage, c2.disabled) == ("C2", 30, 9864, False)
     assert c2.description == "ACPI IOPORT 0x814"
     assert [s.name for s in i.states if is_deep_cstate(s.name, s.latency_us, "AMD")] == ["C2"]
+
+
+@pytest.mark.parametrize("name,policy,hw", [
+    ("intel-cpufreq-policy-capped-1.32-of-3.30ghz-after-resume-EMAIL-WRAPPED.txt", (1200, 1320), (1200, 3300)),
+    ("intel-pstate-cometlake-policy-pinned-max.txt", (4300, 4300), None),
+    ("ampere-altra-no-cpufreq-driver.txt", (None, None), (None, None)),
+])
+def test_frequency_info_policy_range(name, policy, hw):
+    i = parse_cpupower_frequency_info((FX / "cpupower-frequency-info" / name).read_text())
+    assert (i.policy_min_mhz, i.policy_max_mhz) == policy
+    if hw is not None:
+        assert (i.hw_min_mhz, i.hw_max_mhz) == hw
