@@ -1,15 +1,16 @@
 """NCCL / GPU-to-GPU probe: P2P capability, topology, NCCL environment and library, IOMMU/ACS gate.
 
-Passive by default. The one ACTIVE command (nccl-tests `all_reduce_perf`) generates load and runs
-only with `--active`; its findings say so in their titles.
+Passive by default. The one ACTIVE source (nccl-tests `all_reduce_perf`) generates load and runs only with
+`--active`; its checks (nccl.allreduce_bw, nccl.allreduce_lat) say so in their titles and are not judged without it.
 """
 
 from __future__ import annotations
 
+from gpuaudit.probes.core.sources import use
 from gpuaudit.probes.core.spec import Probe
-from gpuaudit.probes.nccl.commands import ALL_REDUCE_SHELL, COMMANDS, PROBE_ID, SMI_GPU_CC
+from gpuaudit.probes.nccl.checks import CHECKS
 from gpuaudit.probes.nccl.extract import extract
-from gpuaudit.probes.nccl.facts import NcclFacts
+from gpuaudit.probes.nccl.facts import VOLATILE, NcclFacts
 from gpuaudit.probes.nccl.parsers import (
     nccl_version_from_path,
     parse_acsctl,
@@ -17,24 +18,16 @@ from gpuaudit.probes.nccl.parsers import (
     parse_iommu_groups,
     parse_ldconfig_nccl,
 )
-from gpuaudit.probes.nccl.rules import judge
 from gpuaudit.probes.nccl.summary import summarize
 
-__all__ = [
-    "ALL_REDUCE_SHELL",
-    "COMMANDS",
-    "NcclFacts",
-    "PROBE",
-    "PROBE_ID",
-    "SMI_GPU_CC",
-    "extract",
-    "judge",
-    "nccl_version_from_path",
-    "parse_acsctl",
-    "parse_gpu_matrix",
-    "parse_iommu_groups",
-    "parse_ldconfig_nccl",
-    "summarize",
-]
+PROBE_ID = "nccl"
+COMMANDS = (
+    use("smi_gpu_cc", "smi_topo_m", "smi_topo_p2p_r", "smi_topo_p2p_w", "engine_procs", "ldconfig_nccl", "pyenv", "engine_logs")
+    + use("proc_cmdline", "sys_iommu_groups", "lspci_acsctl", "cpuinfo_id", "nccl_all_reduce_perf")
+)
 
-PROBE = Probe(id=PROBE_ID, title="NCCL / GPU-to-GPU", commands=COMMANDS, extract=extract, judge=judge, summarize=summarize)
+PROBE = Probe(id=PROBE_ID, title="NCCL / GPU-to-GPU", commands=COMMANDS, extract=extract, checks=CHECKS,
+              summarize=summarize, volatile_facts=VOLATILE)
+
+__all__ = ["CHECKS", "COMMANDS", "NcclFacts", "PROBE", "PROBE_ID", "extract", "nccl_version_from_path", "parse_acsctl",
+           "parse_gpu_matrix", "parse_iommu_groups", "parse_ldconfig_nccl", "summarize"]

@@ -7,20 +7,25 @@ from pydantic import BaseModel
 
 class NcclFacts(BaseModel, frozen=True):
     gpu_names: list[str] = []
-    topo: dict[str, str] = {}
-    """"0-1" -> "SYS" / "NODE" / "PHB" / "PXB" / "PIX" / "NV18" (GPU pairs, i < j)."""
+    topo: dict[str, str] | None = None
+    """"0-1" -> "SYS" / "NODE" / "PHB" / "PXB" / "PIX" / "NV18" (GPU pairs, i < j); None = not read."""
+    gpu_count: int | None = None
+    """GPUs in the `topo -m` matrix (1 = no pair to judge)."""
     gpu_numa: list[str] = []
-    p2p_read: dict[str, str] = {}
-    p2p_write: dict[str, str] = {}
+    p2p_read: dict[str, str] | None = None
+    p2p_write: dict[str, str] | None = None
     cmdline: str | None = None
     iommu_groups: int | None = None
     iommu_types: dict[str, int] = {}
     acs_redirect: list[str] | None = None
     """PCIe functions with ACS request/completion redirect on; None = not read."""
     cpu_vendor: str | None = None
+    engine_listed: bool = False
+    """The process scan (engine_procs) answered: no engine_kind then proves no engine runs here."""
     engine_kind: str | None = None
     engine_tp: int | None = None
     custom_allreduce_disabled: bool | None = None
+    allreduce_flags: list[str] = []
     engine_env: dict[str, str] = {}
     engine_env_readable: bool | None = None
     engine_nccl_libs: list[str] = []
@@ -37,3 +42,7 @@ class NcclFacts(BaseModel, frozen=True):
     nccl_channels: list[tuple[int, int, str]] = []
     """(src device, dst device, transport "P2P"/"SHM"/"NET"/...) from NCCL_DEBUG=INFO lines."""
     problems: dict[str, str] = {}
+
+
+VOLATILE = frozenset({"allreduce", "allreduce_peak", "allreduce_note", "nccl_channels"})
+"""Measured or log-derived: differ between two runs on an unchanged machine."""

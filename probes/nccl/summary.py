@@ -5,19 +5,16 @@ from __future__ import annotations
 from collections import Counter
 
 from gpuaudit.probes.core.spec import FactsByTarget
-from gpuaudit.probes.nccl.rules_common import _interconnect, _pick
+from gpuaudit.probes.nccl.targets import interconnect
 
 
 def summarize(facts: FactsByTarget) -> str:
+    host_first = [facts[r] for r in ("host", "container") if r in facts]
     parts = []
-    role, topo = _pick(facts, "topo")
-    if topo:
-        c = Counter(topo.values())
-        parts.append(f"{_interconnect(topo)} " + "/".join(k for k, _ in c.most_common(3)))
-    _r, read = _pick(facts, "p2p_read")
-    if read:
+    if (topo := next((f.topo for f in host_first if f.topo), None)) is not None:
+        parts.append(f"{interconnect(topo)} " + "/".join(k for k, _ in Counter(topo.values()).most_common(3)))
+    if (read := next((f.p2p_read for f in host_first if f.p2p_read), None)) is not None:
         parts.append("P2P " + ("all OK" if all(v == "OK" for v in read.values()) else "partial"))
-    _r2, tn = _pick(facts, "torch_nccl", ("container", "host"))
-    if tn:
+    if tn := next((f.torch_nccl for f in reversed(host_first) if f.torch_nccl), None):
         parts.append(f"NCCL {tn} (torch)")
     return " · ".join(parts)

@@ -87,12 +87,13 @@ def test_python_one_failed_listing_without_engine_is_unknown():
 
 
 def test_nccl_one_failed_listing_without_engine_is_unknown():
-    facts = {"host": nccl.NcclFacts(), "container": nccl.NcclFacts(problems={"engine_procs": "timed out"})}
+    facts = {"host": nccl.NcclFacts(engine_listed=True), "container": nccl.NcclFacts(problems={"engine_procs": "timed out"})}
     for fid in ("nccl.env_overrides", "nccl.library_in_use", "nccl.custom_allreduce"):
-        assert [f.severity.value for f in nccl.judge(facts) if f.id == fid] == ["unknown"], fid
-    ok = {"host": nccl.NcclFacts(), "container": nccl.NcclFacts()}
+        assert [f.severity.value for f in judge(nccl.PROBE, facts) if f.id == fid] == ["unknown"], fid
+    ok = {"host": nccl.NcclFacts(engine_listed=True), "container": nccl.NcclFacts(engine_listed=True)}
     for fid in ("nccl.env_overrides", "nccl.library_in_use", "nccl.custom_allreduce"):
-        assert [f.severity.value for f in nccl.judge(ok) if f.id == fid] == ["ok"], fid
+        assert [(f.severity.value, f.observed) for f in judge(nccl.PROBE, ok) if f.id == fid] == \
+            [("ok", "not applicable: no serving engine found (no SGLang/vLLM/TGI server process)")], fid
 
 
 # ------------------------------------------------------------------ H: one summary of a listing

@@ -10,6 +10,7 @@ from gpuaudit.probes import nccl
 from gpuaudit.probes.core.events import ProbeFinished
 from gpuaudit.probes.core.runner import Audit, AuditOptions
 from gpuaudit.probes.core.session import directory_bindings
+from judge_facts import judge, one
 
 F = nccl.NcclFacts
 CASE = Path(__file__).resolve().parents[2] / "snapshots/examples/case-study"
@@ -18,14 +19,13 @@ OK8 = {f"{i}-{j}": "OK" for i in range(8) for j in range(i + 1, 8)}
 TOPO8 = {f"{i}-{j}": ("NODE" if i // 4 == j // 4 else "SYS") for i in range(8) for j in range(i + 1, 8)}
 HOST = dict(gpu_names=["NVIDIA RTX PRO 6000 Blackwell Server Edition"] * 8, topo=TOPO8, gpu_numa=["0"] * 4 + ["1"] * 4,
             p2p_read=OK8, p2p_write=OK8, cmdline="ro quiet iommu=pt", iommu_groups=112, iommu_types={"identity": 112},
-            acs_redirect=[], cpu_vendor="AuthenticAMD")
-ENG = dict(engine_kind="sglang", engine_tp=8, custom_allreduce_disabled=False, engine_env_readable=True, engine_env={})
+            acs_redirect=[], cpu_vendor="AuthenticAMD", gpu_count=8, engine_listed=True)
+ENG = dict(engine_listed=True, engine_kind="sglang", engine_tp=8, custom_allreduce_disabled=False, engine_env_readable=True,
+           engine_env={})
 
 
-def sev(facts, fid):
-    found = [f for f in nccl.judge(facts) if f.id == fid]
-    assert len(found) == 1, [f.id for f in nccl.judge(facts)]
-    return found[0].severity.value
+def sev(facts, fid, active=False):
+    return one(nccl.PROBE, facts, fid, active).severity.value
 
 
 @pytest.mark.parametrize("host,expected", [
@@ -67,7 +67,8 @@ def test_env_overrides(env, cmdline, expected):
 
 def test_env_overrides_unknown_and_no_engine():
     assert sev({"host": F(**HOST), "container": F(**(ENG | {"engine_env_readable": False}))}, "nccl.env_overrides") == "unknown"
-    assert sev({"host": F(**HOST), "container": F()}, "nccl.env_overrides") == "ok"
+    assert sev({"host": F(**HOST), "container": F(engine_listed=True)}, "nccl.env_overrides") == "ok"
+    assert sev({"host": F(**HOST), "container": F()}, "nccl.env_overrides") == "unknown"  # container scan not read
     assert sev({"host": F(problems={"engine_procs": "x"})}, "nccl.env_overrides") == "unknown"
 
 
@@ -100,7 +101,7 @@ def test_iommu_gate_off_and_unknown():
 def test_env_vs_topology(env, gate_host, expected):
     facts = {"host": F(**(HOST | gate_host)), "container": F(**(ENG | {"engine_env": env}))}
     assert sev(facts, "nccl.env_vs_topology") == expected
-    assert sev({"host": F(**HOST)}, "nccl.env_vs_topology") == "ok"  # precondition: no container
+    assert not [f for f in judge(nccl.PROBE, {"host": F(**HOST)}) if f.id == "nccl.env_vs_topology"]  # needs a container
 
 
 @pytest.mark.parametrize("disabled,tp,topo,expected", [
@@ -143,14 +144,14 @@ def _perf_facts(name: str, topo: dict, p2p: dict) -> dict:
 def test_active_allreduce_rows_from_the_corpus():
     # 2× RTX 2080 Ti without P2P: 4 GB/s is what host staging gives; small-message latency ≈ 12 µs
     facts = _perf_facts("rtx2080ti-2gpu-pcie-no-p2p.txt", {"0-1": "PIX"}, {"0-1": "NS"})
-    assert sev(facts, "nccl.allreduce_bw") == "ok" and sev(facts, "nccl.allreduce_lat") == "ok"
+    assert sev(facts, "nccl.allreduce_bw", True) == "ok" and sev(facts, "nccl.allreduce_lat", True) == "ok"
     # the same numbers where P2P is reported OK: far below a P2P PCIe figure
     facts = _perf_facts("rtx2080ti-2gpu-pcie-no-p2p.txt", {"0-1": "PIX"}, {"0-1": "OK"})
-    bw = [f for f in nccl.judge(facts) if f.id == "nccl.allreduce_bw"][0]
+    bw = one(nccl.PROBE, facts, "nccl.allreduce_bw", active=True)
     assert bw.severity.value == "warning" and "load-generating" in bw.title and "peak busbw 4.0" in bw.observed
     facts = _perf_facts("v100-sxm2-8gpu-single-node-nvlink-1size.txt", {"0-1": "NV2"}, {"0-1": "OK"})
-    assert sev(facts, "nccl.allreduce_bw") == "ok"
-    assert not [f for f in nccl.judge({"host": F(**HOST)}) if f.id.startswith("nccl.allreduce")]  # passive: none
+    assert sev(facts, "nccl.allreduce_bw", True) == "ok"
+    assert not [f for f in judge(nccl.PROBE, {"host": F(**HOST)}) if f.id.startswith("nccl.allreduce")]  # passive: none
 
 
 def test_active_command_is_declared_active_and_labelled():

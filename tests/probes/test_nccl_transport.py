@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gpuaudit.probes import nccl as c
-from gpuaudit.probes.nccl.rules_topology import _transport_observed
+from judge_facts import one
 
 OK = {"0-1": "OK"}
 
@@ -27,13 +27,13 @@ def facts(channels=(), sources=("journal sglang.service",), p2p=OK, env=None, re
     (facts(sources=("none (pipe:[7])",)), "unknown", "not a file"),                             # log not reachable
 ])
 def test_transport_observed(f, severity, needle):
-    (x,) = list(_transport_observed(f))
+    x = one(c.PROBE, f, "nccl.transport_observed")
     assert x.severity.value == severity and needle in x.observed + x.fix, x.observed
 
 
 def test_transport_not_read_and_no_engine():
     f = {"host": c.NcclFacts(problems={"engine_logs": "needs root"}), "container": c.NcclFacts(problems={"engine_logs": "exit 2"})}
-    (x,) = list(_transport_observed(f))
-    assert x.severity.value == "unknown" and "needs root" in x.observed
-    (y,) = list(_transport_observed({"host": c.NcclFacts(log_sources=[]), "container": c.NcclFacts(log_sources=[])}))
-    assert y.severity.value == "ok" and y.observed.startswith("not applicable")
+    x = one(c.PROBE, f, "nccl.transport_observed")  # judged on the engine's container: its own log scan failed
+    assert x.severity.value == "unknown" and "engine_logs: exit 2" in x.observed
+    y = one(c.PROBE, {"host": c.NcclFacts(log_sources=[]), "container": c.NcclFacts(log_sources=[])}, "nccl.transport_observed")
+    assert y.severity.value == "ok" and y.observed == "not applicable: no SGLang/vLLM/TGI API server found"

@@ -1,0 +1,107 @@
+"""What the NCCL checks share: the engine's target, the interconnect class, P2P state and the IOMMU/ACS gate."""
+
+from __future__ import annotations
+
+import re
+
+from gpuaudit.probes.core.checks import Ctx
+from gpuaudit.probes.core.models import Role
+from gpuaudit.probes.core.parsers.engine import engine_listing_problem
+from gpuaudit.probes.nccl.facts import NcclFacts
+
+ENGINE_FIRST: tuple[Role, ...] = ("container", "host")
+HOST_FIRST: tuple[Role, ...] = ("host", "container")
+NO_ENGINE = "no serving engine found (no SGLang/vLLM/TGI server process)"
+INTERCONNECTS = ("nvlink", "mixed", "pcie")
+
+
+def ordered(ctx: Ctx, prefer: tuple[Role, ...] = ENGINE_FIRST) -> list[tuple[Role, NcclFacts]]:
+    """The judged target first, then the others that ran, in `prefer` order."""
+    judged: Role = ctx.role or "host"
+    first = [(judged, ctx.facts[judged])] if judged in ctx.facts else []
+    return first + [(r, ctx.facts[r]) for r in prefer if r != judged and r in ctx.facts]
+
+
+def engine(ctx: Ctx) -> tuple[Role, NcclFacts] | None:
+    """The target whose process scan found the engine's API server (the judged one first)."""
+    return next(((r, f) for r, f in ordered(ctx) if f.engine_kind), None)
+
+
+def engine_env(ctx: Ctx) -> dict[str, str]:
+    found = engine(ctx)
+    return found[1].engine_env if found else {}
+
+
+def no_engine(ctx: Ctx) -> str | None:
+    """`applies`: "not applicable" only when every target's process scan answered and none found an engine."""
+    return NO_ENGINE if all(f.engine_listed and not f.engine_kind for _r, f in ordered(ctx)) else None
+
+
+def engine_missing(ctx: Ctx) -> str:
+    listings = {r: (f.problems.get("engine_procs") or (None if f.engine_listed else "not collected")) for r, f in ordered(ctx)}
+    return engine_listing_problem(listings, found=False) or NO_ENGINE
+
+
+def interconnect(topo: dict[str, str] | None) -> str | None:
+    """"nvlink" (every pair NV#), "mixed", "pcie"; None when the topology was not read (never a guess)."""
+    if topo is None:
+        return None
+    if topo and all(v.startswith("NV") for v in topo.values()):
+        return "nvlink"
+    if any(v.startswith("NV") for v in topo.values()):
+        return "mixed"
+    return "pcie"
+
+
+def topology(ctx: Ctx) -> tuple[Role, dict[str, str]] | None:
+    """The GPU pair matrix, the host's first (the container sees the same GPUs)."""
+    return next(((r, f.topo) for r, f in ordered(ctx, HOST_FIRST) if f.topo is not None), None)
+
+
+def topology_problem(ctx: Ctx) -> str:
+    return "; ".join(f"{r}: smi_topo_m {f.problems['smi_topo_m']}" for r, f in ordered(ctx, HOST_FIRST)
+                     if "smi_topo_m" in f.problems) or "smi_topo_m: not collected"
+
+
+def p2p_all_ok(f: NcclFacts | None) -> bool:
+    return f is not None and bool(f.p2p_read) and all(v == "OK" for v in (f.p2p_read or {}).values())
+
+
+def iommu_translated(f: NcclFacts) -> bool | None:
+    """True when DMA is translated by the IOMMU (not passthrough), False when off/pt, None when unknown."""
+    if f.cmdline is not None and re.search(r"\biommu=pt\b|\b(?:amd_iommu|intel_iommu)=off\b|\biommu=off\b", f.cmdline):
+        return False
+    if f.iommu_groups is None:
+        return None
+    if f.iommu_groups == 0:
+        return False
+    if f.iommu_types:
+        return any(t.startswith("DMA") for t in f.iommu_types)
+    return True
+
+
+def iommu_gate(ctx: Ctx) -> tuple[str, str]:
+    """The `nccl.iommu_acs_gate` verdict (severity, observed), shared with `nccl.env_vs_topology`."""
+    host = ctx.of("host")
+    if host is None:
+        return "unknown", "host not audited"
+    translated = iommu_translated(host)
+    found = engine(ctx)
+    env = found[1].engine_env if found else {}
+    p2p_off = env.get("NCCL_P2P_DISABLE") == "1"
+    tp = (found[1].engine_tp if found else None) or 0
+    if translated is False:
+        return "ok", "IOMMU off or passthrough: GPU peer traffic is not translated"
+    if translated is None:
+        why = "; ".join(f"{c}: {host.problems[c]}" for c in ("proc_cmdline", "sys_iommu_groups") if c in host.problems)
+        return "unknown", f"IOMMU state unreadable ({why or 'no iommu= on the kernel command line, groups not read'})"
+    types = ", ".join(f"{k}×{v}" for k, v in host.iommu_types.items()) or "types unread"
+    base = f"IOMMU translating ({host.iommu_groups} groups, {types})"
+    redirect = host.acs_redirect
+    if redirect is None:
+        return "warning", f"{base}; ACS state unknown ({host.problems.get('lspci_acsctl', 'not collected')})"
+    if redirect and not p2p_off and tp > 1:
+        return "critical", f"{base}; ACS redirect on {len(redirect)} function(s) ({', '.join(redirect[:4])}); engine TP={tp} with P2P allowed"
+    if redirect:
+        return "warning", f"{base}; ACS redirect on {len(redirect)} function(s); P2P {'disabled' if p2p_off else 'allowed'}, TP={tp or 'n/a'}"
+    return "warning", f"{base}; no ACS redirect found"
