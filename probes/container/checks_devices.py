@@ -6,7 +6,7 @@ import re
 
 from gpuaudit.probes.container.configs import coverage, host_majors_text, match_config, scope, why_unusable
 from gpuaudit.probes.container.facts import ContainerFacts, CtConfig, Node
-from gpuaudit.probes.core.checks import Ctx, Verdict, critical, info, ok, unknown, warning
+from gpuaudit.probes.core.checks import Ctx, Verdict, critical, info, ok, unknown, unreachable_reason, warning
 
 
 def _pair(ctx: Ctx) -> tuple[ContainerFacts, ContainerFacts | None]:
@@ -22,6 +22,8 @@ def detect(ctx: Ctx) -> Verdict:
                      f"{', '.join('CT ' + v for v in gpu_cts) or 'none'}")
     if ctr is None:
         parts.append("no container target")
+    elif reason := unreachable_reason(ctx.outputs.get("container", {})):
+        parts.append(f"container unreachable ({reason}): its kind is not known")
     else:
         cfg, how = match_config(host, ctr)
         parts.append(f"container: {ctr.kind or 'unknown kind'}" + (f", hostname {ctr.hostname}" if ctr.hostname else "")
@@ -172,6 +174,13 @@ def _closed_nodes(host: ContainerFacts, ctr: ContainerFacts, nodes: dict[str, No
     return [p for p, n in nodes.items() if not p.startswith("/dev/nvidia-caps") and n.mode[7:9] != "rw"]
 
 
+def _host_lacks(host: ContainerFacts, ctr: ContainerFacts) -> list[str]:
+    """Nodes the container's config passes that the host itself does not have (an optional mount then skips them)."""
+    cfg = match_config(host, ctr)[0] if host.configs else None
+    have = host.char_nodes()
+    return [p for p in (cfg.nvidia_paths if cfg else []) if p not in have and not p.startswith("/dev/nvidia-caps")]
+
+
 def device_nodes(ctx: Ctx) -> Verdict:
     host, ctr = _pair(ctx)
     assert ctr is not None
@@ -183,6 +192,8 @@ def device_nodes(ctx: Ctx) -> Verdict:
     placeholders = ctr.placeholders()
     obs = (f"container has {seen}" + (f"; placeholder files (not devices): {', '.join(placeholders)}" if placeholders else "")
            + f"; expected nvidiactl, nvidia-uvm and nvidia{{{','.join(map(str, sorted(want)))}}} ({src})")
+    if lacking := _host_lacks(host, ctr):
+        obs += f"; the host itself lacks {', '.join(lacking)} (an optional mount skipped it at container start)"
     if crit:
         short = ", ".join(p.split(" ")[0] for p in crit[:4]) + ("..." if len(crit) > 4 else "")
         return critical(f"missing in container: {', '.join(crit)}; {obs}",

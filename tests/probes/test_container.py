@@ -448,3 +448,18 @@ async def test_case_study(phase):
     h = await run_case_study(c.PROBE, phase, ("host",))
     assert sorted(h) == ["container.detect", "container.device_cgroup"]  # container checks need the container
     assert h["container.device_cgroup"].severity.value == "ok"  # host checks still run over the GPU containers' configs
+
+
+def test_device_nodes_names_the_host_side_cause():
+    """The config passes /dev/nvidia-uvm but the host has no such node yet: the finding says so."""
+    host_ls = without_lines("host", "dev_nvidia", "/dev/nvidia-uvm\n")
+    ctr_ls = without_lines("container", "dev_nvidia", "/dev/nvidia-uvm\n")
+    f = judge(host={"dev_nvidia": host_ls}, ctr={"dev_nvidia": ctr_ls})["container.device_nodes"]
+    assert f.severity.value == "critical" and "the host itself lacks /dev/nvidia-uvm" in f.observed
+
+
+def test_detect_says_unreachable_container():
+    down = {cid: rec("container", cid, exit_status=None, error="target failed: ssh: connect to host 127.0.0.1 port 9: refused")
+            for cid in outputs("container")}
+    f = judge(ctr=down)["container.detect"]
+    assert "container unreachable" in f.observed and "lxc" not in f.observed.split("container unreachable")[1]

@@ -123,3 +123,17 @@ def test_tree_lenovo_h100_behind_switch_chain():
     n = parse_lspci_tree((TV / "lenovo-sd665n-v3-genoa-4x-h100-sxm5-behind-cx7-switch.txt").read_text())
     path = tree_path(n, "0000:c6:00.0")
     assert path[0] == "0000:c5:00.0" and path[-1] == "0000:c0:01.1" and len(path) == 5
+
+
+def test_bus_tree_from_bridge_bus_lines_real_hpe_capture():
+    """`lspci -vvv` alone gives the GPU paths: each bridge's `Bus: secondary=` is the bus below it."""
+    from gpuaudit.probes.core.parsers.lspci import bus_tree
+
+    text = (Path(__file__).parents[1] / "fixtures/system/lspci-vvv-filtered/hpe-xd665-two-h100-behind-pex890xx-no-tree.txt").read_text()
+    devs = parse_lspci_vvv(text)
+    up = next(d for d in devs if d.bdf == "0000:01:00.0")
+    assert (up.secondary_bus, up.subordinate_bus) == (2, 6) and up.port_type == "Upstream Port"
+    tree = bus_tree(devs)
+    assert tree_path(tree, "0000:64:00.0") == ["0000:62:01.0", "0000:61:00.0", "0000:60:01.1"]
+    assert tree["0000:00:01.1"].parent is None  # a root port sits on a root bus
+    assert tree_path(tree, "0000:03:00.0") == ["0000:02:00.0", "0000:01:00.0", "0000:00:01.1"]

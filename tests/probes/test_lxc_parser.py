@@ -54,3 +54,12 @@ def test_conf_dump_from_grep():
     d = parse_conf_dump(text)
     assert sorted(d) == ["100", "116"] and d["116"].vmid == "116" and d["116"].has_nvidia and d["100"].hostname == "other"
     assert parse_conf_dump("") == {}
+
+
+def test_allow_list_by_minor_and_nodes_from_a_host_folder():
+    """Real frigate #8652 config: only c 195:0 and c 195:1; nodes bind-mounted from /lxc/102010/devices."""
+    c = conf("2051-frigate-unprivileged-nvidia-minors-195-0-1.conf.txt")
+    nv = [r for r in c.allow if r.major == 195]
+    assert [r.label() for r in nv] == ["c 195:0", "c 195:1"]
+    assert nv[0].covers(195, 0) and not any(r.covers(195, 255) for r in nv)  # nvidiactl stays blocked
+    assert c.nvidia_paths == ["/dev/nvidia0", "/dev/nvidia1"] and c.has_nvidia and c.unprivileged

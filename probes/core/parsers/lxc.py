@@ -87,9 +87,11 @@ class LxcConfig:
 
     @property
     def nvidia_paths(self) -> list[str]:
-        """Host device paths passed in (mount sources and devN paths) that are NVIDIA nodes."""
-        paths = [m.source for m in self.mounts] + [d.path for d in self.devs]
-        return [p for p in paths if p.startswith("/dev/nvidia")]
+        """NVIDIA device paths passed in: mount sources, where a mount lands in the container (a node bind-mounted
+        from another host folder, `/lxc/102010/devices/nvidia0 dev/nvidia0`, still becomes /dev/nvidia0), devN paths."""
+        paths = [m.source for m in self.mounts] + ["/" + m.target.lstrip("/") for m in self.mounts]
+        paths += [d.path for d in self.devs]
+        return list(dict.fromkeys(p for p in paths if p.startswith("/dev/nvidia")))
 
     @property
     def has_nvidia(self) -> bool:
