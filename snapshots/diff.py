@@ -8,7 +8,8 @@ path; raw outputs by (role, command id).
 from __future__ import annotations
 
 import difflib
-from collections.abc import Iterable, Iterator
+import re
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, Field
@@ -19,6 +20,17 @@ from gpuaudit.snapshots.schema import Snapshot
 PROBLEM = (Severity.WARNING, Severity.CRITICAL)
 RAW_DIFF_MAX_LINES = 4000
 """Beyond this many lines per side the unified diff is skipped: difflib is quadratic on big inputs."""
+TIMING_KEYS = frozenset({"duration_s", "started_at", "finished_at", "elapsed_s"})
+"""Fact keys (at any depth) that time a run rather than describe the machine: never a change by default."""
+VolatileFacts = Mapping[str, Iterable[str]]
+"""probe id -> fact names that change on an unchanged machine (`Probe.volatile_facts`)."""
+
+
+def registry_volatile_facts() -> dict[str, frozenset[str]]:
+    """Every registered probe's declared volatile facts (imported lazily: the registry loads every probe)."""
+    from gpuaudit.probes import REGISTRY
+
+    return {p.id: frozenset(p.volatile_facts) for p in REGISTRY if p.volatile_facts}
 
 
 class FactChange(BaseModel):
@@ -100,6 +112,8 @@ class SnapshotDiff(BaseModel):
     targets: list[TargetChange] = Field(default_factory=list)
     probes: list[ProbeDiff] = Field(default_factory=list)
     """Only the probes with a change, in the new snapshot's order."""
+    hidden: int = 0
+    """Changes left out as noise: volatile facts, timings, raw text whose status did not change (`all_facts` shows them)."""
 
     @property
     def identical(self) -> bool:
@@ -115,23 +129,48 @@ class SnapshotDiff(BaseModel):
         return kinds
 
 
-def diff_snapshots(old: Snapshot, new: Snapshot, *, raw_diff: bool = False) -> SnapshotDiff:
-    """Everything that changed from `old` to `new`; `raw_diff` adds unified diffs of changed outputs."""
+def diff_snapshots(old: Snapshot, new: Snapshot, *, raw_diff: bool = False, all_facts: bool = False,
+                   volatile: VolatileFacts | None = None) -> SnapshotDiff:
+    """Everything that changed from `old` to `new`; `raw_diff` adds unified diffs of changed outputs.
+
+    Two audits of an unchanged machine differ in counters, pids, temperatures: by default the facts a probe
+    declares volatile (`volatile`, default: the registry's `Probe.volatile_facts`), timing keys and raw
+    outputs whose text alone changed (same exit status, no timeout/truncation/error) are counted in
+    `hidden`, not listed. `all_facts` lists them; `raw_diff` lists the raw text changes (the user asked for them).
+    """
+    if volatile is None:
+        volatile = {} if all_facts else registry_volatile_facts()
+    quiet = {pid: frozenset(names) for pid, names in volatile.items()} if not all_facts else {}
     old_probes = {p.probe_id: p for p in old.probes}
     new_probes = {p.probe_id: p for p in new.probes}
     order = [p.probe_id for p in new.probes] + [pid for pid in old_probes if pid not in new_probes]
-    raw_by_probe = _raw_changes(old, new, order, raw_diff)
+    raw_by_probe, hidden = _raw_changes(old, new, order, raw_diff, text_changes=raw_diff or all_facts)
     probes = []
     for pid in order:
         a, b = old_probes.get(pid), new_probes.get(pid)
+        facts = list(_fact_changes(a, b))
+        kept = facts if all_facts else [f for f in facts if not is_noise(f.path, quiet.get(pid, frozenset()))]
+        hidden += len(facts) - len(kept)
         pd = ProbeDiff(
             probe_id=pid, title=(b or a).title,  # type: ignore[union-attr]
             old_status=a.status if a else None, new_status=b.status if b else None,
-            facts=list(_fact_changes(a, b)), findings=list(_finding_changes(a, b)), raw=raw_by_probe.get(pid, []),
+            facts=kept, findings=list(_finding_changes(a, b)), raw=raw_by_probe.get(pid, []),
         )
         if pd.changed:
             probes.append(pd)
-    return SnapshotDiff(old=_side(old), new=_side(new), targets=_target_changes(old, new), probes=probes)
+    return SnapshotDiff(old=_side(old), new=_side(new), targets=_target_changes(old, new), probes=probes, hidden=hidden)
+
+
+_SEGMENT = re.compile(r"[.\[\]]+")
+
+
+def is_noise(path: str, volatile: frozenset[str]) -> bool:
+    """`<probe>.<path>` of a fact change: is it a declared volatile fact (or below one) or a timing key?"""
+    inner = path.split(".", 1)[1] if "." in path else path
+    parts = [p for p in _SEGMENT.split(inner) if p and not p.isdigit()]
+    if any(p in TIMING_KEYS for p in parts):
+        return True
+    return any(inner == v or inner.startswith((v + ".", v + "[")) for v in volatile)
 
 
 def _side(s: Snapshot) -> SideInfo:
@@ -261,15 +300,24 @@ def _by_key(s: Snapshot) -> tuple[dict[tuple[str, str], CommandRecord], dict[tup
     return recs, owner
 
 
-def _raw_changes(old: Snapshot, new: Snapshot, order: list[str], raw_diff: bool) -> dict[str, list[RawChange]]:
+_TEXT_FIELDS = ("stdout", "stderr")
+
+
+def _raw_changes(old: Snapshot, new: Snapshot, order: list[str], raw_diff: bool, *,
+                 text_changes: bool = True) -> tuple[dict[str, list[RawChange]], int]:
+    """Raw changes by owning probe, and how many text-only changes were left out (`text_changes=False`)."""
     ra, oa = _by_key(old)
     rb, ob = _by_key(new)
     out: dict[str, list[RawChange]] = {}
+    hidden = 0
     for key in dict.fromkeys([*rb, *ra]):
         a, b = ra.get(key), rb.get(key)
         if a is not None and b is not None:
             fields = [f for f in _RAW_FIELDS if getattr(a, f) != getattr(b, f)]
             if not fields:
+                continue
+            if not text_changes and all(f in _TEXT_FIELDS for f in fields):
+                hidden += 1
                 continue
             change = RawChange(role=key[0], command_id=key[1], kind="changed", fields=fields,
                                old_status=status_of(a), new_status=status_of(b),
@@ -283,7 +331,7 @@ def _raw_changes(old: Snapshot, new: Snapshot, order: list[str], raw_diff: bool)
                                unified=unified(a, None) if raw_diff else None)
         owner = ob.get(key) or oa[key]
         out.setdefault(owner, []).append(change)
-    return out
+    return out, hidden
 
 
 def unified(a: CommandRecord | None, b: CommandRecord | None) -> str:

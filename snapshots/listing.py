@@ -68,10 +68,13 @@ def read_info(path: Path, *, example: bool = False) -> SnapshotInfo:
         return summarize(path, store.load(path), example=example)
     except SnapshotError as exc:
         return SnapshotInfo(path=path, name=path.stem, example=example, error=str(exc))
+    except (RecursionError, ValueError, OSError) as exc:  # one hostile file must never hide the others
+        return SnapshotInfo(path=path, name=path.stem, example=example, error=f"{path}: unreadable ({exc.__class__.__name__})")
 
 
 def list_snapshots(directory: Path | None = None, *, examples: bool = False) -> list[SnapshotInfo]:
-    """Saved snapshots, newest first (unreadable ones last); the bundled examples after them if asked."""
+    """Saved snapshots, newest first; unreadable ones last, marked by `error` (the picker and `snapshots` show
+    them as such); the bundled examples after them if asked."""
     directory = directory or store.default_dir()
     files = sorted(directory.glob("*.json")) if directory.is_dir() else []
     infos = [read_info(p) for p in files if not p.name.startswith(".")]

@@ -107,7 +107,7 @@ def load(path: Path) -> Snapshot:
     if m and int(m[1]) == SCHEMA_VERSION and b'"probes"' in raw:  # current schema: pydantic's parser, no intermediate dicts
         try:
             return Snapshot.model_validate_json(raw)
-        except ValidationError:
+        except (ValidationError, ValueError, RecursionError):
             pass  # fall through for a precise message
     return parse_document(raw, path)
 
@@ -118,6 +118,8 @@ def parse_document(raw: bytes, path: Path) -> Snapshot:
         data = json.loads(raw)
     except UnicodeDecodeError:
         raise SnapshotError(f"{path}: not a snapshot (binary, not UTF-8 JSON)") from None
+    except RecursionError:  # hostile: `[[[[...` thousands deep blows Python's JSON parser's stack
+        raise SnapshotError(f"{path}: not a snapshot (JSON nested too deeply)") from None
     except json.JSONDecodeError as exc:
         # an error at the very end of the text means the file stops early (an interrupted copy)
         what = "truncated JSON" if exc.pos >= len(exc.doc.rstrip()) else "not valid JSON"
@@ -130,6 +132,8 @@ def parse_document(raw: bytes, path: Path) -> Snapshot:
         raise SnapshotError(f"{path}: JSON but not a gpuaudit-tui snapshot (no probes)")
     try:
         return Snapshot.model_validate(doc)
+    except RecursionError:
+        raise SnapshotError(f"{path}: not a snapshot (JSON nested too deeply)") from None
     except ValidationError as exc:
         first = exc.errors()[0]
         loc = ".".join(str(p) for p in first["loc"])

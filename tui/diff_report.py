@@ -52,14 +52,29 @@ def header(diff: SnapshotDiff) -> Text:
     return t
 
 
+def hidden_note(diff: SnapshotDiff) -> str:
+    """What the default view left out, and how to see it ("" when nothing was)."""
+    if not diff.hidden:
+        return ""
+    return (f"{diff.hidden} change(s) of volatile facts, timings or raw text hidden "
+            "(--all-facts shows them, --raw the raw outputs)")
+
+
 def summary_line(diff: SnapshotDiff) -> Text:
+    note = hidden_note(diff)
     if diff.identical:
-        return Text("identical: no facts, findings or raw outputs changed", style="green")
+        t = Text("identical: no facts, findings or raw outputs changed", style="green")
+        if note:
+            t.append(f"\n{note}", style="dim")
+        return t
     c = diff.counts()
     parts = [f"{len(diff.probes)} probe(s) changed"]
     parts += [f"{c[k]} {k}" for k in ("resolved", "new", "severity", "observed", "added", "removed") if c.get(k)]
     parts += [f"{c['facts']} fact(s)", f"{c['raw']} raw output(s)"]
-    return Text(" · ".join(parts), style="bold")
+    t = Text(" · ".join(parts), style="bold")
+    if note:
+        t.append(f"\n{note}", style="dim")
+    return t
 
 
 def finding_line(fc: FindingChange, palette: SeverityStyles = SEVERITY_STYLE) -> Text:

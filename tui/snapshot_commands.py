@@ -15,10 +15,14 @@ def _parser(name: str):
     if name == "diff":
         p = OneLineParser(prog="gpuaudit-tui diff",
                           description="What changed from snapshot A to snapshot B (by name in the store, or by path). "
-                          "Exit 0 identical, 1 different, 2 error.")
+                          "Exit 0 identical, 1 different, 2 error (an unreadable file included). Volatile facts "
+                          "(declared per probe), timings and raw text alone do not count unless --all-facts/--raw.")
         p.add_argument("old", metavar="A")
         p.add_argument("new", metavar="B")
         p.add_argument("--raw", action="store_true", help="show unified diffs of the raw outputs that differ")
+        p.add_argument("--all-facts", action="store_true",
+                       help="also show volatile facts (counters, pids, temperatures), timings and raw text changes; "
+                       "by default they are hidden and do not make snapshots differ")
         p.add_argument("--json", action="store_true", help="print the diff as JSON on stdout")
     else:
         p = OneLineParser(prog="gpuaudit-tui snapshots",
@@ -41,7 +45,7 @@ def run_diff(args, directory: Path | None) -> int:
 
     _, old = store.load_ref(args.old, directory)
     _, new = store.load_ref(args.new, directory)
-    diff = diff_snapshots(old, new, raw_diff=args.raw)
+    diff = diff_snapshots(old, new, raw_diff=args.raw, all_facts=args.all_facts)
     if args.json:
         payload = diff.model_dump(mode="json", exclude_none=False)
         payload["identical"] = diff.identical

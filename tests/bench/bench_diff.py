@@ -57,7 +57,7 @@ def measure(total_mb: float, directory: Path, record_kb: int = 20) -> dict[str, 
     t0 = time.perf_counter()
     sa, sb = store.load(a), store.load(b)
     t1 = time.perf_counter()
-    d = diff_snapshots(sa, sb)
+    d = diff_snapshots(sa, sb, all_facts=True)  # the full diff: raw text changes listed too
     t2 = time.perf_counter()
     return {"size_a_mb": a.stat().st_size / 2**20, "size_b_mb": b.stat().st_size / 2**20, "load_s": t1 - t0,
             "diff_s": t2 - t1, "total_s": t2 - t0, "records": len(sa.records), "changed_probes": len(d.probes),

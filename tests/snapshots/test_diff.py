@@ -26,6 +26,8 @@ def test_kernel_upgrade_and_numa_fix() -> None:
                      ("kernel.numa_balancing", "host"): (1, 0)}
     (fc,) = pd.findings
     assert (fc.id, fc.kind, fc.old_severity, fc.new_severity) == ("kernel.numa_balancing", "resolved", Severity.WARNING, Severity.OK)
+    assert pd.raw == [] and d.hidden == 2  # raw text alone is noise unless asked for
+    (pd,) = diff_snapshots(before, after, raw_diff=True).probes
     assert {(r.role, r.command_id, tuple(r.fields)) for r in pd.raw} == {
         ("host", "uname_r", ("stdout",)), ("host", "numa_balancing", ("stdout",))}
     text = render(d).plain
@@ -83,7 +85,7 @@ def test_raw_outputs_added_removed_status_and_unified_diff() -> None:
 def test_shared_command_shows_once_under_its_first_probe() -> None:
     a = snap(probe("driver", records=[rec("smi", "1", probe="driver")]), probe("pcie", records=[rec("smi", "1", probe="pcie")]))
     b = snap(probe("driver", records=[rec("smi", "2", probe="driver")]), probe("pcie", records=[rec("smi", "2", probe="pcie")]))
-    d = diff_snapshots(a, b)
+    d = diff_snapshots(a, b, raw_diff=True)
     assert [(p.probe_id, len(p.raw)) for p in d.probes] == [("driver", 1)]
 
 

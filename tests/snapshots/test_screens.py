@@ -63,9 +63,12 @@ async def test_picker_escape_dismisses_with_none(tmp_path: Path) -> None:
 
 
 async def test_diff_screen_lists_changed_probes_and_shows_the_cli_report() -> None:
-    before = snap(kernel_probe("6.8.12-9-pve", "1", "warning"), probe("power", records=[rec("drv", "acpi-cpufreq\n", probe="power")]),
+    # raw text alone is noise by default (issue 14): the power change shows through its fact
+    before = snap(kernel_probe("6.8.12-9-pve", "1", "warning"), probe("power", records=[rec("drv", "acpi-cpufreq\n", probe="power")],
+                                                                     facts={"host": {"driver": "acpi-cpufreq"}}),
                   probe("numa"))
-    after = snap(kernel_probe("6.14.11-1-pve", "0", "ok"), probe("power", records=[rec("drv", "amd-pstate-epp\n", probe="power")]),
+    after = snap(kernel_probe("6.14.11-1-pve", "0", "ok"), probe("power", records=[rec("drv", "amd-pstate-epp\n", probe="power")],
+                                                                facts={"host": {"driver": "amd-pstate-epp"}}),
                  probe("numa"), container="root@127.0.0.1:2")
     app = Host()
     async with app.run_test(size=(140, 40)) as pilot:
