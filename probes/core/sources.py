@@ -178,7 +178,7 @@ SOURCES: dict[str, Source] = {s.id: s for s in (
     Source('nvlink_s', 'nvidia-smi nvlink -s', on=HOST, description='per-link state and speed'),
     Source('nvlink_errors', 'nvidia-smi nvlink --errorcounters', on=HOST),
     Source('smi_query_fabric', 'nvidia-smi --query-gpu=index,name,fabric.state,fabric.status --format=csv,noheader,nounits', on=BOTH),
-    Source('smi_q_xml', 'nvidia-smi -q -x', on=HOST, description='fallback for fabric state on drivers without fabric.* fields'),
+    Source('smi_q_xml', 'nvidia-smi -q -x', on=HOST, description='the primary per-GPU record (modes, MIG, ECC/remap, clock event reasons, power, temperatures, PCIe, firmware; fabric state on drivers without fabric.* fields)'),
     Source('fabricmanager_status', 'systemctl status nvidia-fabricmanager --no-pager', on=HOST, ok_exits=frozenset({0, 3, 4}),
            description='Fabric Manager unit state and last log lines (exit 3 = inactive, 4 = no such unit: both answers)'),
     Source('fabricmanager_version', 'nv-fabricmanager --version', on=HOST),
