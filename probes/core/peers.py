@@ -183,7 +183,7 @@ def compare(nodes: Iterable[Node]) -> list[ClassReport]:
     for klass, members in sorted(by_class.items()):
         rep = ClassReport(klass=klass, nodes=[m.name for m in members])
         for key in FACTS:
-            read = [(m, m.facts.get(key)) for m in members if m.facts.get(key) is not None]
+            read = [(m, v) for m in members if (v := m.facts.get(key)) is not None]
             if len(read) < 3:
                 continue  # two nodes that disagree have no majority to name
             (value, count), *_ = Counter(v for _, v in read).most_common(1)

@@ -172,7 +172,7 @@ def from_snapshot(snapshot: Any) -> NodeAudit:
     """A NodeAudit from a `Snapshot` (duck-typed: the engine does not import snapshots/)."""
     records = [r for p in snapshot.probes for r in p.records]
     states = snapshot.target_states or {}
-    targets = {t.role: (states.get(t.role).state != "failed" if states.get(t.role) else True) for t in snapshot.targets}
+    targets = {t.role: getattr(states.get(t.role), "state", None) != "failed" for t in snapshot.targets}
     starts = [p.started_at for p in snapshot.probes if p.started_at]
     ends = [p.started_at.timestamp() + p.duration_s for p in snapshot.probes if p.started_at]
     duration = (max(ends) - min(s.timestamp() for s in starts)) if starts else None

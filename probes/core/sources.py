@@ -18,6 +18,7 @@ from gpuaudit.probes.core.parsers.engine import (
     ENGINE_PROCS_SHELL,
     ENGINE_STATUS_SHELL,
 )
+from gpuaudit.probes.core.parsers.model_files import MODEL_FILES_SHELL
 from gpuaudit.probes.core.parsers.nvidia_smi import SMI_GPU_IDS
 from gpuaudit.probes.core.parsers.pyenv import PYENV_SHELL
 from gpuaudit.probes.core.parsers.system import CGROUP_FILES
@@ -184,6 +185,8 @@ SOURCES: dict[str, Source] = {s.id: s for s in (
     Source('fabricmanager_version', 'nv-fabricmanager --version', on=HOST),
     Source('lspci_nvswitch', 'lspci -d 10de::0680', on=HOST, description='NVSwitch bridge functions (HGX A100/H100 generation)'),
     Source('ib_umad_loaded', "grep -E '^ib_umad ' /proc/modules || test $? -eq 1", on=HOST),
+    Source('engine_model_files', MODEL_FILES_SHELL, on=BOTH,
+           description="the serving engine's config.json, hf_quant_config.json and safetensors index head (roofline)"),
     # Shared facts (probes/core/combiners.py): GPU presence on every role, virtualisation.
     Source('pci_nvidia_sysfs', 'grep -s -l -x 0x10de /sys/bus/pci/devices/*/vendor', on=BOTH, ok_exits=frozenset({0, 1}),
            description='NVIDIA PCI functions from sysfs (no tool needed): is there NVIDIA hardware at all'),

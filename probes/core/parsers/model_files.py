@@ -1,0 +1,91 @@
+"""The serving engine's model files (config.json, hf_quant_config.json, the head of the safetensors index).
+
+The shell finds the first SGLang/vLLM server process, takes its --model-path / --model / `serve` argument, resolves a
+relative path against the process's cwd and a Hugging Face repo id against the hub cache (HF_HOME of the process,
+root's and users' caches), then prints each file capped (1 MiB; the index only its first 4 KiB, where
+`metadata.total_size` sits). Its own shell is skipped by the `@@p` marker every engine scan carries.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+
+from gpuaudit.probes.core.errors import ParseError
+
+MODEL_FILES_SHELL = (
+    'for d in /proc/[0-9]*; do c=$(tr \'\\0\' \'\\n\' 2>/dev/null < $d/cmdline); case "$c" in *@@p*) continue;;'
+    ' *sglang.launch_server*|*sglang.srt.entrypoints*|*vllm.entrypoints*|*vllm*serve*) ;; *) continue;; e'
+    'sac; m=$(printf \'%s\\n\' "$c" | awk \'f { print; exit } $0 == "--model-path" || $0 == "--model" || $0 ='
+    '= "serve" { f = 1 } /^--model(-path)?=/ { sub(/^--model(-path)?=/, ""); print; exit }\'); [ -n "$m" ]'
+    ' || continue; echo "@@model $m"; case "$m" in /*) p=$m;; *) p=$(readlink $d/cwd 2>/dev/null)/$m;; es'
+    'ac; if [ ! -d "$p" ]; then h=$(tr \'\\0\' \'\\n\' 2>/dev/null < $d/environ | grep -m1 \'^HF_HOME=\' | cut -d'
+    '= -f2-); r=models--$(printf %s "$m" | sed \'s#/#--#g\'); for hub in "${h:-/nonexistent}/hub" /root/.ca'
+    'che/huggingface/hub /home/*/.cache/huggingface/hub; do s=$(ls -d "$hub/$r"/snapshots/* 2>/dev/null |'
+    ' head -n1); if [ -n "$s" ]; then p=$s; break; fi; done; fi; echo "@@path $p"; for f in config.json h'
+    'f_quant_config.json; do if [ -f "$p/$f" ]; then echo "@@file $f"; head -c 1048576 "$p/$f"; echo; fi;'
+    ' done; if [ -f "$p/model.safetensors.index.json" ]; then echo \'@@file model.safetensors.index.json ('
+    'head)\'; head -c 4096 "$p/model.safetensors.index.json"; echo; fi; echo \'@@end\'; break; done'
+)
+
+
+@dataclass(frozen=True, slots=True)
+class ModelFiles:
+    model: str
+    """What the engine was given (a path or a Hugging Face repo id)."""
+    path: str
+    files: dict[str, str] = field(default_factory=dict)
+    """file name -> text ("model.safetensors.index.json (head)" holds only the first 4 KiB)."""
+
+    def json(self, name: str) -> dict | None:
+        """A file parsed as a JSON object; None when absent. Raises ParseError when present but unreadable."""
+        text = self.files.get(name)
+        if text is None:
+            return None
+        try:
+            doc = json.loads(text)
+        except (ValueError, RecursionError) as exc:
+            raise ParseError(f"{name}: not JSON ({str(exc)[:80]})") from None
+        if not isinstance(doc, dict):
+            raise ParseError(f"{name}: not a JSON object")
+        return doc
+
+    @property
+    def total_size(self) -> int | None:
+        """`metadata.total_size` of the safetensors index: the checkpoint's exact bytes on disk."""
+        m = re.search(r'"total_size"\s*:\s*(\d+)', self.files.get("model.safetensors.index.json (head)", ""))
+        return int(m.group(1)) if m else None
+
+
+def parse_model_files(text: str) -> ModelFiles | None:
+    """Output of MODEL_FILES_SHELL -> the files, or None when no engine with a model argument runs.
+
+        @@model zai-org/GLM-5
+        @@path /root/.cache/huggingface/hub/models--zai-org--GLM-5/snapshots/0a1b2c
+        @@file config.json
+        {"architectures": ["GlmMoeDsaForCausalLM"], ...}
+        @@end
+    """
+    model = path = None
+    files: dict[str, str] = {}
+    current: str | None = None
+    ended = False
+    for line in text.splitlines():
+        if line.startswith("@@model "):
+            model = line[8:].strip()
+        elif line.startswith("@@path "):
+            path = line[7:].strip()
+        elif line.startswith("@@file "):
+            current = line[7:].strip()
+            files[current] = ""
+        elif line == "@@end":
+            ended = True
+            current = None
+        elif current is not None:
+            files[current] += line + "\n"
+    if model is None:
+        return None
+    if not ended:
+        raise ParseError("model files: output ends before @@end (cut short)")
+    return ModelFiles(model=model, path=path or "", files=files)
