@@ -246,6 +246,14 @@ def gpu_health(ctx: Ctx) -> Verdict:
                         title=f"GPU {'lost' if lost else 'not responding'}: {', '.join(x.bus_id for x in failures)}",
                         why="The driver has lost contact with the GPU (fallen off the bus, GSP hang or a failed read): it serves nothing until the host is rebooted, and the audit's other GPU checks cannot read it.",
                         fix=_HEALTH_FIX, evidence=tuple(dict.fromkeys(("host", x.command_id) for x in failures)) + log_ev)
+    recover = [g for g in h.gpus if g.recovery_action and g.recovery_action.lower() not in ("none", "")]
+    if recover:
+        return critical("driver asks for recovery: " + ", ".join(f"GPU{g.index} {g.bus_id or ''} {g.recovery_action}".replace("  ", " ")
+                                                                  for g in recover) + klog,
+                        "GPU Recovery Action None on every GPU", title="GPU needs recovery (driver's recovery action)",
+                        why="NVIDIA's driver sets the recovery action after a fault it cannot contain: the GPU must be reset (or the node rebooted / drained) before it is trusted again.",
+                        fix="Drain the GPU and do what the action says (nvidia-smi -r -i <gpu> for Reset, reboot for Reboot); then "
+                            + _HEALTH_FIX[0].lower() + _HEALTH_FIX[1:], evidence=_smi_ev(h) + log_ev)
     if h.smi_hung:
         return critical(f"nvidia-smi hung: {', '.join(h.smi_hung)} timed out{klog}", "nvidia-smi answers within seconds",
                         title="nvidia-smi hangs (driver not answering)",
@@ -264,6 +272,11 @@ def gpu_health(ctx: Ctx) -> Verdict:
                        evidence=(("host", h.smi_error_source or "smi_table"),))
     if not h.gpus:
         return unknown(f"no GPU state read: {no_gpu_reason(h)}", evidence=tuple(("host", c) for c in SMI_SOURCES))
+    reset = [g for g in h.gpus if g.reset_required == "Yes"]
+    if reset:
+        return warning(f"GPU reset required on {gpu_list(h.gpus, lambda g: g in reset)}", "no reset pending",
+                       title="GPU reset required", fix="Reset the GPU (nvidia-smi -r -i <gpu>) in a maintenance window.",
+                       evidence=_smi_ev(h))
     errs = [g for g in h.gpus if g.sensor_errors]
     obs = f"nvidia-smi answered for all {len(h.gpus)} GPU(s)"
     if errs:

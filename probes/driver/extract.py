@@ -75,9 +75,16 @@ def _xml_state(g: SmiXmlGpu, driver_version: str | None) -> GpuState:
     return GpuState(index=g.index, name=g.product_name or "?", bus_id=g.bus_id, architecture=g.product_architecture,
                     driver_version=driver_version, persistence=g.persistence_mode, compute_mode=g.compute_mode,
                     mig_mode=g.mig_current, mig_pending=g.mig_pending, ecc_mode=g.ecc_current,
-                    ecc_uncorrected=g.ecc_volatile_uncorrected, retired_pending=g.retired_pending,
+                    ecc_uncorrected=_sum_known(g.ecc_volatile_uncorrected, g.ecc_volatile_sram_uncorrected),
+                    retired_pending=g.retired_pending, recovery_action=g.recovery_action,
+                    reset_required="Yes" if "Yes" in (g.reset_required, g.drain_and_reset_recommended) else g.reset_required,
                     retired_dbe=g.retired_dbe, remap_pending=g.remap_pending, remap_failure=g.remap_failure,
                     unreadable=sorted(_XML_UNREADABLE[k] for k in g.errors if k in _XML_UNREADABLE))
+
+
+def _sum_known(dram: int | None, sram: int | None) -> int | None:
+    """Uncorrectable DRAM + SRAM (what the csv's ecc.errors.uncorrected.volatile.total counts); None if DRAM unread."""
+    return None if dram is None else dram + (sram or 0)
 
 
 def gpus_from_csv(text: str) -> tuple[list[GpuState], dict[str, Any]]:

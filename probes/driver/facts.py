@@ -29,6 +29,9 @@ class GpuState(BaseModel, frozen=True):
     remap_failure: str | None = None
     unreadable: list[str] = []
     """Fields nvidia-smi answered with an error token ("[Unknown Error]", ...): not read, not "not supported"."""
+    recovery_action: str | None = None
+    """XML `gpu_recovery_action` (R550+): "None", or what the driver says the GPU needs ("Reset", "Reboot", ...)."""
+    reset_required: str | None = None
     lost: bool = False
     """A query cell read "[GPU is lost]": the driver lost this GPU."""
     sensor_errors: list[str] = []

@@ -131,3 +131,20 @@ def test_host_without_nvidia_hardware():
     assert flavour.severity.value == "info" and "no NVIDIA GPU or driver on this host" in flavour.observed
     assert all(f.severity.value == "ok" and f.observed.startswith("not applicable: no NVIDIA GPU") for f in found.values()), \
         {k: f.observed for k, f in found.items()}
+
+
+def test_xml_recovery_action_is_critical():
+    # a real R595 capture (RTX 4000 Ada) with <gpu_recovery_action> set the way nvidia_gpu_exporter issue #393's
+    # ERR! GPU reported it ("GPU Recovery Action : Reset"); the unmodified capture says None and is ok
+    text = (FIX / "nvidia-smi-q-x" / "telegraf-rtx-4000-sff-ada-v13.xml").read_text()
+    assert judged(smi_q_xml=rec("smi_q_xml", text))["driver.gpu_health"].severity.value == "ok"
+    bad = text.replace("<gpu_recovery_action>None</gpu_recovery_action>", "<gpu_recovery_action>Reset</gpu_recovery_action>")
+    f = judged(smi_q_xml=rec("smi_q_xml", bad))["driver.gpu_health"]
+    assert f.severity.value == "critical" and "00000000:06:00.0 Reset" in f.observed
+
+
+def test_xml_sram_uncorrectable_counts():
+    text = (FIX / "nvidia-smi-q-x" / "telegraf-a100-sxm4-v12.xml").read_text()
+    # MIG A100 of R535: volatile DRAM 0 and SRAM 0 -> 0 uncorrectable
+    f = driver.extract({"smi_q_xml": rec("smi_q_xml", text)}, "host")
+    assert f.gpus[0].ecc_uncorrected == 0

@@ -488,6 +488,10 @@ class SmiXmlGpu:
     ecc_volatile_uncorrected: int | None = None
     ecc_aggregate_corrected: int | None = None
     ecc_aggregate_uncorrected: int | None = None
+    """DRAM (device memory) counts; the older single/double-bit totals before R450."""
+    ecc_volatile_sram_uncorrected: int | None = None
+    ecc_aggregate_sram_uncorrected: int | None = None
+    """On-chip SRAM uncorrectable errors (R570+ split into parity + SECDED: summed here)."""
     retired_sbe: int | None = None
     retired_dbe: int | None = None
     retired_pending: str | None = None
@@ -569,6 +573,8 @@ _XML_NUMBER: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("ecc_volatile_uncorrected", ("ecc_errors/volatile/dram_uncorrectable", "ecc_errors/volatile/double_bit/total")),
     ("ecc_aggregate_corrected", ("ecc_errors/aggregate/dram_correctable", "ecc_errors/aggregate/single_bit/total")),
     ("ecc_aggregate_uncorrected", ("ecc_errors/aggregate/dram_uncorrectable", "ecc_errors/aggregate/double_bit/total")),
+    ("ecc_volatile_sram_uncorrected", ("ecc_errors/volatile/sram_uncorrectable",)),
+    ("ecc_aggregate_sram_uncorrected", ("ecc_errors/aggregate/sram_uncorrectable",)),
     ("retired_sbe", ("retired_pages/multiple_single_bit_retirement/retired_count",)),
     ("retired_dbe", ("retired_pages/double_bit_retirement/retired_count",)),
     ("remap_correctable", ("remapped_rows/remapped_row_corr",)),
@@ -684,6 +690,10 @@ def _xml_gpu(g: Any, index: int, txt: Callable[[Any, str], str | None]) -> SmiXm
             setattr(rec, name, float(m.group(1)) if name in _FLOAT_FIELDS else int(float(m.group(1))))
         else:
             note(name, value)
+    for scope in ("volatile", "aggregate"):  # R570+: sram_uncorrectable_parity + sram_uncorrectable_secded
+        parts = [txt(g, f"ecc_errors/{scope}/sram_uncorrectable_{kind}") for kind in ("parity", "secded")]
+        if all(p is not None and p.isdigit() for p in parts):
+            setattr(rec, f"ecc_{scope}_sram_uncorrected", sum(int(p) for p in parts if p))
     remap = g.find("remapped_rows")
     if remap is not None and len(remap) == 0 and (tok := _xml_token(remap.text or "")):
         note("remap_pending", tok)  # "<remapped_rows>N/A</remapped_rows>": no row remapper (or MIG mode)
