@@ -11,6 +11,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from gpuaudit.probes.core.checks import source_problem
 from gpuaudit.probes.core.errors import ParseError
 from gpuaudit.probes.core.models import CommandRecord, Role
 from gpuaudit.probes.core.parsers.nvidia_misc import (
@@ -37,7 +38,7 @@ from gpuaudit.probes.core.parsers.nvidia_smi import (
 from gpuaudit.probes.core.parsers.system import normalize_bdf
 from gpuaudit.probes.core.parsing import first_line
 from gpuaudit.probes.core.sources import use
-from gpuaudit.probes.core.spec import Outputs, record_problem
+from gpuaudit.probes.core.spec import Outputs
 from gpuaudit.probes.driver.facts import DriverFacts, GpuState, HandleFailure
 
 COMMANDS = (
@@ -248,9 +249,9 @@ READERS: dict[str, tuple[Reader, bool]] = {
 
 
 def extract(outputs: Outputs, role: Role) -> DriverFacts:
-    problems = {cid: p for cid, rec in outputs.items() if (p := record_problem(rec))}
-    if (rec := outputs.get("pci_nvidia_sysfs")) is not None and rec.exit_status == 1 and not rec.error:
-        problems.pop("pci_nvidia_sysfs", None)  # grep found no NVIDIA function: an answer
+    # The framework's reasons (a missing tool names its package; grep's exit 1 is an answer), kept in the facts so
+    # the checks that read failures themselves say the same.
+    problems = {cid: p for cid, rec in outputs.items() if (p := source_problem(rec))}
     f: dict[str, Any] = {}
     _smi_banners(outputs, problems, f)
     if (rec := outputs.get("smi_table")) is not None and rec.error is None:
