@@ -13,6 +13,10 @@ from typing import NoReturn
 
 
 EXIT_USAGE = 2
+EXIT_RULE = ("Exit status: 0 audited, nothing reached --fail-on; 1 a finding reached --fail-on; 2 bad usage or input "
+             "(nothing audited); 3 a requested target could not be audited (unreachable, refused, container not found), "
+             "even when findings were made too: an incomplete audit never passes. --hosts exits with the worst host's status.")
+"""The one exit rule of every mode (--json, --plan, --prom, --health, --resume, --replay, --hosts): tui/headless.py applies it."""
 FAIL_ON = ("critical", "warning", "never")
 SUBCOMMANDS = ("diff", "snapshots", "fleet")
 
@@ -64,7 +68,7 @@ def build_parser() -> OneLineParser:
         description="Read-only, parallel audit of a GPU inference server (host + container): "
         "ten probes, live TUI or headless JSON. Subcommands: `diff A B`, `snapshots`.",
         epilog="Examples: gpuaudit-tui --json | gpuaudit-tui --host root@10.0.0.5 --container pct:101 | "
-        "gpuaudit-tui --demo | gpuaudit-tui diff before.json after.json",
+        "gpuaudit-tui --demo | gpuaudit-tui diff before.json after.json. " + EXIT_RULE,
     )
     p.add_argument("--version", action=_LazyVersion, nargs=0, help="show program's version number and exit")
     out = p.add_argument_group("output")
@@ -147,6 +151,8 @@ def _check_combinations(args: argparse.Namespace) -> None:
         raise CliError("--replay/--demo contact no machine; drop --host/--container")
     if args.json and args.plan:
         raise CliError("--json and --plan are two outputs; choose one")
+    if args.container is not None and not args.container.strip():
+        raise CliError("--container is empty: give pct:ID, lxc:NAME, docker:NAME or [user@]host[:port]")
     if args.hosts and (args.host or args.container):
         raise CliError("--hosts audits the inventory's hosts; drop --host/--container")
     if args.hosts and (args.plan or args.save is not None):
@@ -189,6 +195,11 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("gpuaudit-tui: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # `--json | head -c 100`: the reader left; no traceback, no "Exception ignored" at exit
+        import os
+
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 141  # 128 + SIGPIPE, what a shell reports for a pipeline writer killed by the signal
     except Exception as exc:  # noqa: BLE001 - map domain errors, never a traceback
         from gpuaudit.probes.core.errors import GpuAuditError
 

@@ -11,13 +11,13 @@ the others. `--json` prints ONE document on stdout:
 
     {"fleet": [{"target": "root@10.0.0.5:22", "name": "gpu01", "groups": ["gpu"], "exit_status": 0,
                 "duration_s": 1.9, "error": null, "snapshot": {...Snapshot...}},
-               {"target": "10.0.0.6", "name": "10.0.0.6", "groups": [], "exit_status": 2,
+               {"target": "10.0.0.6", "name": "10.0.0.6", "groups": [], "exit_status": 3,
                 "duration_s": 5.0, "error": "10.0.0.6: connection refused", "snapshot": null}],
-     "summary": {"targets": 2, "reachable": 1, "failed": 1, "exit_status": 2, "duration_s": 5.1,
+     "summary": {"targets": 2, "reachable": 1, "failed": 1, "exit_status": 3, "duration_s": 5.1,
                  "max_connections": 32, "findings": {"critical": 0, "warning": 3, ...}}}
 
 `fleet` keeps the inventory's order. `exit_status` per host follows the headless rules (0 fine, 1 a finding
-reached --fail-on, 2 unreachable); the process exits with the worst of them. Without --json a short
+reached --fail-on, 3 could not be audited); the process exits with the worst of them. Without --json a short
 per-host table goes to stdout.
 """
 
@@ -173,7 +173,7 @@ async def audit_host(host: FleetHost, args: argparse.Namespace, ssh: object, lim
     from gpuaudit.probes.core.targets import parse_host_spec
     from gpuaudit.snapshots.listing import severity_counts
     from gpuaudit.snapshots.schema import Snapshot
-    from gpuaudit.tui.headless import EXIT_ERROR, collect, exit_code
+    from gpuaudit.tui.headless import EXIT_TARGET_FAILED, collect, exit_code
     from gpuaudit.tui.session_setup import AuditSetup, audit_options, selected_probes
 
     async with limit:
@@ -183,7 +183,7 @@ async def audit_host(host: FleetHost, args: argparse.Namespace, ssh: object, lim
             setup = AuditSetup(Audit(bindings, selected_probes(args), audit_options(args)), "live")
             run = await collect(setup)
         except Exception as exc:  # a bug or odd host must not stop the fleet
-            return HostResult(host, EXIT_ERROR, time.monotonic() - t0, error=f"{exc.__class__.__name__}: {exc}")
+            return HostResult(host, EXIT_TARGET_FAILED, time.monotonic() - t0, error=f"{exc.__class__.__name__}: {exc}")
         duration = time.monotonic() - t0
     failed = [s.reason or "failed" for s in run.target_states.values() if s.state == "failed"]
     snapshot = Snapshot.from_run(run)
@@ -207,8 +207,8 @@ def fleet_document(results: Iterable[HostResult], duration_s: float, max_connect
         head = json.dumps({"target": r.host.spec, "name": r.host.name, "groups": list(r.host.groups),
                            "exit_status": r.exit_status, "duration_s": round(r.duration_s, 3), "error": r.error})
         entries.append(head[:-1] + ', "snapshot": ' + (r.snapshot_json or "null") + "}")
-    summary = {"targets": len(results), "reachable": sum(r.snapshot_json is not None and r.exit_status != 2 for r in results),
-               "failed": sum(r.exit_status == 2 for r in results),
+    summary = {"targets": len(results), "reachable": sum(r.snapshot_json is not None and r.exit_status != 3 for r in results),
+               "failed": sum(r.exit_status == 3 for r in results),
                "exit_status": max((r.exit_status for r in results), default=0),
                "duration_s": round(duration_s, 3), "max_connections": max_connections, "findings": totals}
     return '{"fleet": [\n' + ",\n".join(entries) + '\n], "summary": ' + json.dumps(summary) + "}\n"
@@ -224,7 +224,7 @@ def fleet_table(results: list[HostResult]) -> str:
         lines.append(f"{r.host.spec:<{width}}  {r.exit_status:>4}  {c.get('critical', 0):>4}  {c.get('warning', 0):>4}  "
                      f"{r.duration_s:5.1f}s  {note[:100]}")
     worst = max((r.exit_status for r in results), default=0)
-    failed = sum(r.exit_status == 2 for r in results)
+    failed = sum(r.exit_status == 3 for r in results)
     lines.append(f"{len(results)} host(s), {failed} unreachable, exit {worst}")
     return "\n".join(lines) + "\n"
 
@@ -260,7 +260,7 @@ def main(args: argparse.Namespace) -> int:
     else:
         sys.stdout.write(fleet_table(results))
     for r in results:
-        if r.exit_status == 2:
+        if r.exit_status == 3:
             print(f"gpuaudit-tui: {r.host.spec} failed: {r.error}", file=sys.stderr)
     sys.stdout.flush()
     return max((r.exit_status for r in results), default=0)

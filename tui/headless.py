@@ -11,7 +11,8 @@ from gpuaudit.probes.core.models import AuditRun, Severity
 from gpuaudit.snapshots.schema import Snapshot
 from gpuaudit.tui.session_setup import AuditSetup, build_setup, stamp
 
-EXIT_OK, EXIT_FINDINGS, EXIT_ERROR = 0, 1, 2
+EXIT_OK, EXIT_FINDINGS, EXIT_ERROR, EXIT_TARGET_FAILED = 0, 1, 2, 3
+# The one exit rule of every mode: tui/cli.py EXIT_RULE (--help's epilog).
 
 
 async def collect(setup: AuditSetup, progress: bool = False) -> AuditRun:
@@ -56,10 +57,9 @@ class _Progress:
 
 
 def exit_code(run: AuditRun, fail_on: str) -> int:
-    """2 when no target was reachable, 1 when a finding reaches --fail-on, else 0."""
-    states = run.target_states.values()
-    if states and all(s.state == "failed" for s in states):
-        return EXIT_ERROR
+    """EXIT_RULE: 3 when any requested target could not be audited, 1 when a finding reaches --fail-on, else 0."""
+    if any(s.state == "failed" for s in run.target_states.values()):
+        return EXIT_TARGET_FAILED
     if fail_on != "never":
         threshold = Severity(fail_on).rank
         if any(f.severity.rank >= threshold for f in run.findings):  # unknown ranks below warning

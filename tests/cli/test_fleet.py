@@ -74,14 +74,14 @@ def test_fleet_json_over_real_ssh_one_host_down(sshd, tmp_path, capsys):
                      "--max-connections", "1", *sshd.cli_args()])
     out = capsys.readouterr()
     doc = json.loads(out.out)
-    assert code == 2  # the worst host: unreachable
+    assert code == 3  # the worst host: could not be audited
     first, second = doc["fleet"]
     assert first["target"] == sshd.spec and first["name"] == "up" and first["groups"] == ["gpu"]
     assert first["exit_status"] == 0 and first["error"] is None
     assert [p["probe_id"] for p in first["snapshot"]["probes"]] == ["kernel", "power"]
-    assert second["target"] == down and second["exit_status"] == 2 and second["snapshot"] is not None
+    assert second["target"] == down and second["exit_status"] == 3 and second["snapshot"] is not None
     assert "refused" in second["error"]
-    assert doc["summary"]["targets"] == 2 and doc["summary"]["failed"] == 1 and doc["summary"]["exit_status"] == 2
+    assert doc["summary"]["targets"] == 2 and doc["summary"]["failed"] == 1 and doc["summary"]["exit_status"] == 3
     assert doc["summary"]["max_connections"] == 1
     assert f"{down} failed" in out.err
 

@@ -90,7 +90,7 @@ def test_unreachable_target_exit_2(sshd, tmp_path):
     from sshd_server import free_port
 
     proc = run_cli("--json", "--host", f"{sshd.user}@127.0.0.1:{free_port()}", *sshd.cli_args(), env_home=tmp_path)
-    assert proc.returncode == 2
+    assert proc.returncode == 3  # a requested target could not be audited
     assert "connection refused" in proc.stderr
     doc = json.loads(proc.stdout)  # the document is still printed: nothing is lost
     assert doc["target_states"]["host"]["state"] == "failed"

@@ -24,7 +24,7 @@ QUICK = fake_probe("quick", Command("rel_echo", "echo hello", on=frozenset({"hos
 
 def test_refused_connection_is_one_line_exit_2(sshd, home):
     res = run_cli(["--json", "--host", f"{sshd.user}@127.0.0.1:{free_port()}", "--probes", "kernel", *sshd.cli_args()], home)
-    assert res.returncode == 2
+    assert res.returncode == 3  # a requested target could not be audited (issue 14's exit rule)
     assert "Traceback" not in res.stderr
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and "connection refused" in lines[0], res.stderr
@@ -57,7 +57,7 @@ def test_changed_host_key_is_refused_even_with_accept_new(sshd, home, tmp_path, 
     before = kh.read_text()
     args = ["--json", "--host", sshd.spec, "--probes", "kernel", "--known-hosts", str(kh), "--identity", sshd.client_key]
     res = run_cli(args + (["--accept-new-host-keys"] if accept_new else []), home)
-    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert res.returncode == 3 and "Traceback" not in res.stderr
     line = res.stderr.strip()
     assert len(line.splitlines()) == 1
     assert f"127.0.0.1:{sshd.port}" in line and f"{kh}:2" in line and "host key" in line, line
@@ -69,7 +69,7 @@ def test_unknown_key_accepted_only_with_accept_new(sshd, home, tmp_path):
     kh.write_text("")
     args = ["--json", "--host", sshd.spec, "--probes", "kernel", "--known-hosts", str(kh), "--identity", sshd.client_key]
     refused = run_cli(args, home)
-    assert refused.returncode == 2 and "not verifiable" in refused.stderr and kh.read_text() == ""
+    assert refused.returncode == 3 and "not verifiable" in refused.stderr and kh.read_text() == ""
     accepted = run_cli(args + ["--accept-new-host-keys"], home)
     assert accepted.returncode in (0, 1), accepted.stderr
     assert f"[127.0.0.1]:{sshd.port} ssh-ed25519" in kh.read_text()
@@ -79,7 +79,7 @@ def test_authentication_failure_is_clear(sshd, home, tmp_path):
     keygen(tmp_path / "stranger", "stranger")
     res = run_cli(["--json", "--host", sshd.spec, "--probes", "kernel", "--known-hosts", sshd.known_hosts,
                    "--identity", str(tmp_path / "stranger")], home)
-    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert res.returncode == 3 and "Traceback" not in res.stderr
     assert len(res.stderr.strip().splitlines()) == 1 and "authentication failed" in res.stderr
 
 

@@ -40,7 +40,7 @@ def test_blackholed_address_fails_fast_with_one_line(sshd, home):
                        *sshd.cli_args()], home)
         elapsed = time.monotonic() - t0
         assert ns.name
-    assert res.returncode == 2 and "Traceback" not in res.stderr
+    assert res.returncode == 3 and "Traceback" not in res.stderr
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and "10.200.250.9:22: no route to host" in lines[0], res.stderr
     assert elapsed < 12
