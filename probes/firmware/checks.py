@@ -205,14 +205,15 @@ CHECKS: tuple[Check, ...] = (
           "A small BAR1 limits P2P and CPU access to VRAM.",
           "manual: check BIOS Above 4G Decoding = Enabled and Re-Size BAR Support = Enabled; RTX PRO Workstation "
           "cards: switch display mode to compute/headless.", bar1_large_bar,
-          sources=("smi_q_memory",), needs_gpu=True),
+          sources=("smi_q_memory",), needs_gpu=True, aliases=("pcie.bar1",)),
     Check("firmware.cppc", "ACPI CPPC exposed (prerequisite for amd-pstate)", "bios",
           "amd-pstate needs the ACPI _CPC objects; without them the kernel falls back to acpi-cpufreq.",
           "manual: BIOS > AMD CBS > NBIO/SMU Common Options > CPPC = Enabled.", cppc,
           sources=("lscpu_json", "sys_cppc"), applies=amd_host),
     Check("firmware.cstate_exposure", "C-states exposed by the firmware", "bios",
           "AMD keeps Global C-state Control = Auto and disables C2 from the OS; the policy rule is power.cpu_cstates.",
-          "", cstate_exposure, sources=("sys_cpuidle", "lscpu_json"), applies=in_vm),
+          "Policy lives in power.cpu_cstates: on AMD keep BIOS Global C-state Control = Auto and disable C2 from the OS "
+          "(cpupower idle-set -d 2) where latency matters.", cstate_exposure, sources=("sys_cpuidle", "lscpu_json"), applies=in_vm),
     Check("firmware.df_pstates", "Data-fabric P-states (APBDIS), fixed SoC P-state, DF C-states", "bios",
           "DF clock/power transitions add latency to memory and I/O paths.",
           "BIOS > AMD CBS > NBIO > SMU Common Options > APBDIS = 1, Fixed SOC P-state = P0, DF C-states = Disabled.",

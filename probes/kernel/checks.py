@@ -269,9 +269,10 @@ def host_knobs_visible(ctx: Ctx) -> Verdict:
 CHECKS: tuple[Check, ...] = (
     Check("kernel.version", "Running kernel and what it implies for the CPU power driver", "host",
           "The version alone is not a defect; what matters is which drivers and defaults it implies for this CPU.",
-          "", version, sources=("uname_r", "cpuinfo_id", "proc_cmdline")),
+          PSTATE_FIX, version, sources=("uname_r", "cpuinfo_id", "proc_cmdline")),
     Check("kernel.cmdline", "Kernel command line", "host", "Boot parameters feed the pcie, power, numa and firmware checks.",
-          "", cmdline, sources=("proc_cmdline",)),
+          "Change boot parameters in /etc/kernel/cmdline (systemd-boot) or /etc/default/grub, regenerate the boot "
+          "entries (proxmox-boot-tool refresh / update-grub) and reboot.", cmdline, sources=("proc_cmdline",)),
     Check("kernel.numa_balancing", "Automatic NUMA balancing", "host",
           "The kernel periodically unmaps pages to sample accesses and migrates them; on a GPU server that adds page "
           "faults and jitter on the threads and pinned buffers that feed the GPUs.",
@@ -298,7 +299,9 @@ CHECKS: tuple[Check, ...] = (
           clocksource, sources=("clocksource",), expected="tsc"),
     Check("kernel.uvm_hmm", "NVIDIA UVM Heterogeneous Memory Management", "host",
           "HMM has caused CUDA init failures and fault-service deadlocks on some driver/kernel pairs; disabling it is "
-          "a documented workaround, needed only when those symptoms appear.", "", uvm_hmm, needs_gpu=True),
+          "a documented workaround, needed only when those symptoms appear.",
+          "options nvidia_uvm uvm_disable_hmm=1 in /etc/modprobe.d/uvm.conf, only if CUDA init failures or P2P hangs are seen.",
+          uvm_hmm, needs_gpu=True),
     Check("kernel.tuned_profile", "System tuning daemon profile", "host",
           "Power-oriented profiles allow deep C-states and slow frequency ramps on the CPUs that launch GPU work.",
           "tuned-adm profile accelerator-performance", tuned_profile),
@@ -307,8 +310,10 @@ CHECKS: tuple[Check, ...] = (
           "See pcie.link_errors and driver.xid_history.", dmesg_faults, sources=("journal_kernel_faults",)),
     Check("kernel.cpu_vulnerability_mitigations", "CPU vulnerability mitigations", "host",
           "GPU-bound serving is syscall-light; turning mitigations off is a security decision, not a tuning step.",
-          "", mitigations, sources=("cpu_vulnerabilities",)),
+          "Keep the kernel defaults unless a security review accepts mitigations=off for an isolated GPU server.",
+          mitigations, sources=("cpu_vulnerabilities",)),
     Check("kernel.host_knobs_visible", "Host kernel knobs seen from the container", "host",
           "Kernel knobs are global: fix them on the host, they cannot be changed from inside the container.",
-          "", host_knobs_visible, sources=("uname_r",), roles=BOTH, cross=True),
+          "Change kernel knobs on the host (sysctl, boot parameters); if the kernels differ, re-check which machine the "
+          "container target points at.", host_knobs_visible, sources=("uname_r",), roles=BOTH, cross=True),
 )

@@ -241,7 +241,8 @@ def memory_placement(ctx: Ctx) -> Verdict:
 # --------------------------------------------------------------------------- the catalogue rows
 
 CHECKS: tuple[Check, ...] = (
-    Check("numa.topology", "NUMA nodes, CPUs, memory, distances", "host", "Feeds the GPU-locality and cpuset checks.", "",
+    Check("numa.topology", "NUMA nodes, CPUs, memory, distances", "host", "Feeds the GPU-locality and cpuset checks.",
+          "See firmware.numa_mode for the NUMA-per-socket setting; bind ranks to their GPU's node (numa.worker_binding).",
           topology, any_of=("numactl_h", "node_cpulists")),
     Check("numa.gpu_locality", "Which node each GPU is attached to", "bios",
           "Without proximity data (numa_node -1) NCCL and the serving engine cannot pick CPUs and memory local to each GPU.",
