@@ -26,6 +26,7 @@ from gpuaudit.probes.core.checks import (
 from gpuaudit.probes.core.combiners import nvidia_presence
 from gpuaudit.probes.core.models import Role
 from gpuaudit.probes.core.parsers.nvidia_smi import SMI_ERR_MISMATCH, SMI_ERR_NO_DEVICES, SMI_ERR_NO_DRIVER
+from gpuaudit.probes.core.parsers.system import normalize_bdf
 from gpuaudit.probes.core.parsing import version_tuple
 from gpuaudit.probes.driver.extract import SMI_SOURCES
 from gpuaudit.probes.driver.facts import DriverFacts, HandleFailure
@@ -254,6 +255,15 @@ def gpu_health(ctx: Ctx) -> Verdict:
                         why="NVIDIA's driver sets the recovery action after a fault it cannot contain: the GPU must be reset (or the node rebooted / drained) before it is trusted again.",
                         fix="Drain the GPU and do what the action says (nvidia-smi -r -i <gpu> for Reset, reboot for Reboot); then "
                             + _HEALTH_FIX[0].lower() + _HEALTH_FIX[1:], evidence=_smi_ev(h) + log_ev)
+    answering = {normalize_bdf(g.bus_id or "").rsplit(".", 1)[0] for g in h.gpus}
+    gone = [b for b in h.fallen_off_bus if normalize_bdf(b).rsplit(".", 1)[0] not in answering]
+    if gone:
+        listed = f"nvidia-smi lists {len(h.gpus)} GPU(s), not {', '.join(gone)}" if h.gpus else \
+            f"nvidia-smi: {h.smi_error or no_gpu_reason(h)}"
+        return critical(f"kernel log: GPU {', '.join(gone)} fell off the bus; {listed}{klog}", "every GPU on the bus and answering",
+                        title=f"GPU fell off the bus: {', '.join(gone)}",
+                        why="A GPU that fell off the bus stays gone until the host is rebooted: the engine runs on fewer GPUs or fails to start.",
+                        fix=_HEALTH_FIX, evidence=(("host", "dmesg_nvrm"), *_smi_ev(h)))
     if h.smi_hung:
         return critical(f"nvidia-smi hung: {', '.join(h.smi_hung)} timed out{klog}", "nvidia-smi answers within seconds",
                         title="nvidia-smi hangs (driver not answering)",

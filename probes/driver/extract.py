@@ -16,6 +16,7 @@ from gpuaudit.probes.core.errors import ParseError
 from gpuaudit.probes.core.models import CommandRecord, Role
 from gpuaudit.probes.core.parsers.nvidia_misc import (
     parse_dkms_status,
+    parse_fallen_off_bus,
     parse_lib_versions,
     parse_modinfo,
     parse_modprobe_options,
@@ -211,7 +212,7 @@ def _dmesg(rec: CommandRecord, f: dict[str, Any], problems: dict[str, str]) -> N
         problems["dmesg_nvrm"] = "needs root (dmesg: operation not permitted)"
         return
     f.update(kernel_log_read=True, xids=[(x.pci, x.code) for x in parse_xid_events(rec.stdout)],
-             nvrm_problems=parse_nvrm_problems(rec.stdout))
+             nvrm_problems=parse_nvrm_problems(rec.stdout), fallen_off_bus=parse_fallen_off_bus(rec.stdout))
 
 
 def _persistenced(rec: CommandRecord, f: dict[str, Any], problems: dict[str, str]) -> None:

@@ -81,6 +81,8 @@ class DriverFacts(BaseModel, frozen=True):
     kernel_log_read: bool = False
     xids: list[tuple[str, int]] = []
     nvrm_problems: list[str] = []
+    fallen_off_bus: list[str] = []
+    """Bus ids ("0000:b3:00") the kernel log says fell off the bus since boot (NVRM message or Xid 79)."""
     persistenced: str | None = None
     modprobe_read: bool = False
     modprobe_options: dict[str, str] = {}

@@ -148,3 +148,19 @@ def test_xml_sram_uncorrectable_counts():
     # MIG A100 of R535: volatile DRAM 0 and SRAM 0 -> 0 uncorrectable
     f = driver.extract({"smi_q_xml": rec("smi_q_xml", text)}, "host")
     assert f.gpus[0].ecc_uncorrected == 0
+
+
+def test_gpu_fallen_off_the_bus_and_missing_from_nvidia_smi_is_critical():
+    # the kernel log names 0000:b3:00.0 (570 open module, three-line message); nvidia-smi lists another GPU only
+    dmesg = (FIX / "dmesg-xid" / "fallen-off-bus-570-open-multiline-no-xid.txt").read_text()
+    table = (FIX / "nvidia-smi" / "rtx5090-570-single.txt").read_text()
+    found = judged(dmesg_nvrm=rec("dmesg_nvrm", dmesg), smi_table=rec("smi_table", table))
+    f = found["driver.gpu_health"]
+    assert f.severity.value == "critical" and "0000:b3:00" in f.observed
+    assert found["driver.xid_history"].severity.value == "critical"  # the history check says it too, as before
+
+
+def test_fallen_off_bus_parser():
+    from gpuaudit.probes.core.parsers.nvidia_misc import parse_fallen_off_bus
+    assert parse_fallen_off_bus((FIX / "dmesg-xid" / "fallen-off-bus-old-2014.txt").read_text()) == ["0000:01:00"]
+    assert parse_fallen_off_bus((FIX / "dmesg-xid" / "xid63-row-remapper-a100.txt").read_text()) == []

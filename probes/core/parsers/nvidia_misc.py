@@ -135,6 +135,25 @@ def parse_nvrm_problems(text: str) -> list[str]:
     return [label for label, pat in _NVRM_PROBLEMS if pat.search(text or "")]
 
 
+_FALLEN = re.compile(r"NVRM: (?:The NVIDIA )?GPU (?:at )?(?:PCI:)?(?P<bus>[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}(?:\.\d)?)"
+                     r"(?P<rest>.{0,400}?)fallen off the bus", re.I | re.S)
+
+
+def parse_fallen_off_bus(text: str) -> list[str]:
+    """Bus ids ("0000:b3:00") the kernel log says fell off the bus, each once: the NVRM line (one or three lines
+    long) and Xid 79.
+
+        [   49.261458] NVRM: GPU at 0000:01:00.0 has fallen off the bus.
+        [ 1843.308145] NVRM: The NVIDIA GPU 0000:b3:00.0
+                       NVRM: (PCI ID: 10de:26b5) installed in this system has
+                       NVRM: fallen off the bus and is not responding to commands.
+    """
+    found = [m["bus"].lower() for m in _FALLEN.finditer(text or "")
+             if "NVRM: GPU" not in m["rest"] and "NVRM: The" not in m["rest"]]  # the message of this GPU, not a later one
+    found += [x.pci for x in parse_xid_events(text) if x.code == 79]
+    return list(dict.fromkeys(b.split(".")[0] for b in found))
+
+
 def parse_nvrm_loaded_version(text: str) -> str | None:
     """The last "NVRM: loading NVIDIA UNIX ... Kernel Module  570.148.06" version in a kernel log."""
     found = re.findall(r"NVRM: loading NVIDIA UNIX .*?Kernel Module(?: for \S+)?\s+(\d+(?:\.\d+)+)", text or "")
