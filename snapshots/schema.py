@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from datetime import datetime, timezone
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import BaseModel, Field
 
@@ -11,6 +11,16 @@ from gpuaudit.probes.core.models import AuditRun, Finding, ProbeResult, Target, 
 from gpuaudit.probes.core.version import __version__
 
 SCHEMA_VERSION = 1
+
+
+def roofline_dict(run: AuditRun) -> dict[str, Any] | None:
+    """The run's roofline as plain data; None when computing it failed (it never stops a snapshot)."""
+    from gpuaudit.probes.core.roofline.report import roofline_for_run
+
+    try:
+        return roofline_for_run(run).model_dump(mode="json")
+    except Exception:  # noqa: BLE001 - a derived figure must not cost the audit its snapshot
+        return None
 
 
 class Snapshot(BaseModel):
@@ -28,6 +38,9 @@ class Snapshot(BaseModel):
     probes: list[ProbeResult] = Field(default_factory=list)
     findings: list[Finding] = Field(default_factory=list)
     """Flat list of every probe's findings, in probe order."""
+    roofline: dict[str, Any] | None = None
+    """The decode roofline (probes.core.roofline.report.Roofline as a dict): derived from the records, so a replay
+    recomputes it; absent in snapshots written before 0.2.0."""
 
     @classmethod
     def from_run(cls, run: AuditRun, *, name: str | None = None, created_at: datetime | None = None) -> "Snapshot":
@@ -35,6 +48,7 @@ class Snapshot(BaseModel):
             created_at=created_at or run.finished_at or datetime.now(timezone.utc),
             name=name, mode=run.mode, note=run.note, targets=run.targets,
             target_states=run.target_states, probes=run.probes, findings=run.findings,
+            roofline=roofline_dict(run),
         )
 
     def to_run(self) -> AuditRun:

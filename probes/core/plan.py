@@ -164,9 +164,36 @@ def evidence_line(run: AuditRun, ref: EvidenceRef) -> str:
 SEV_WORD = {Severity.CRITICAL: "CRITICAL", Severity.WARNING: "WARNING"}
 
 
+def roofline_markdown(run: AuditRun) -> list[str]:
+    """The decode roofline strip and its gap, first in the plan (PROBES.md §13)."""
+    from gpuaudit.probes.core.roofline.report import roofline_for_run
+
+    rf = roofline_for_run(run)
+    lines = [f"**{_clean(rf.strip)}**", ""]
+    if rf.bounds:
+        named = {"naive": "naive (all GPUs' bandwidth)", "tp_aware": "TP-aware, η = 1",
+                 "tp_aware_eta": "TP-aware, η = 0.8", "comm_aware": "with all-reduce latency"}
+        lines += [f"- bound {named.get(k, k)}: {v:.0f} tok/s" + (f" (measured is {100 * rf.ratios[k]:.0f}%)" if k in rf.ratios else "")
+                  for k, v in rf.bounds.items()]
+        if rf.unexplained_ms_per_token is not None:
+            lines.append(f"- unexplained time per token: {rf.unexplained_ms_per_token:.1f} ms")
+        if rf.reference:
+            ref = rf.reference
+            lines.append(f"- published on the same hardware: {ref['tok_s']} tok/s ({_clean(str(ref['setup']))}; {_clean(str(ref['source']))})")
+        if rf.explanations:
+            lines.append("- findings that plausibly explain the gap, in the order to check them: "
+                         + ", ".join(f"`{e['id']}`" for e in rf.explanations))
+        lines.append("")
+    for m in rf.missing:
+        lines.append(f"- roofline input missing: {_clean(m)}")
+    if rf.missing:
+        lines.append("")
+    return lines
+
+
 def plan_markdown(plan: list[PlanStep], run: AuditRun) -> str:
     """The plan as Markdown, the same content the TUI's plan screen shows."""
-    lines = ["# gpuaudit-tui action plan", ""]
+    lines = ["# gpuaudit-tui action plan", "", *roofline_markdown(run)]
     if run.note:
         lines += [f"> {_clean(run.note)}", ""]
     for t in run.targets:

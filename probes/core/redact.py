@@ -54,6 +54,8 @@ def is_secret_name(name: str) -> bool:
     words = [w for w in re.split(r"[_.\-]+", low) if w]
     if not words:
         return False
+    if len(words) >= 2 and words[-2] in ("token", "tokens") and words[-1] in ("id", "ids", "index"):
+        return False  # a vocabulary index (eos_token_id, pad_token_id, image_token_index in config.json)
     if any(_word_is_secret(w) for w in words):
         return True
     return words[-1] in _LAST_KEY or (len(words) >= 2 and words[-2] in _LAST_KEY and words[-1] == "id")

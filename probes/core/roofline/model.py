@@ -171,6 +171,9 @@ def _quant_from(algo: str, excluded: list[Any], source: str, layers: Any = None)
 def model_spec(config: dict[str, Any], hf_quant: dict[str, Any] | None = None, kv_cache_dtype: str | None = None) -> ModelSpec:
     """Components, precisions and KV cost of a decoder from its config files. Raises ModelConfigError."""
     cfg = text_config(config)
+    kinds = {str(t) for t in cfg.get("layer_types") or []} - {"full_attention", "sliding_attention", "attention"}
+    if kinds:
+        raise ModelConfigError(f"hybrid layers ({', '.join(sorted(kinds))}) are not modelled by this calculator")
     L = _int(cfg, "num_hidden_layers", "n_layer", "num_layers", required=True)
     h = _int(cfg, "hidden_size", "d_model", "n_embd", required=True)
     V = _int(cfg, "vocab_size", required=True)
@@ -225,7 +228,8 @@ def model_spec(config: dict[str, Any], hf_quant: dict[str, Any] | None = None, k
 
     quant = parse_quant(cfg, hf_quant)
     comps = [_priced(c, quant, dtype, dtype_name) for c in comps]
-    kv_dtype = (kv_cache_dtype or "auto").lower()
+    ckpt_kv = ((hf_quant or {}).get("quantization") or {}).get("kv_cache_quant_algo") if isinstance(hf_quant, dict) else None
+    kv_dtype = (kv_cache_dtype if kv_cache_dtype and kv_cache_dtype != "auto" else str(ckpt_kv or "auto")).lower()
     kv_bytes = 1.0 if kv_dtype.startswith("fp8") else 0.5 if "fp4" in kv_dtype else dtype
     return ModelSpec(family=str(cfg.get("model_type") or "unknown"), layers=L, hidden=h, vocab=V,
                      components=tuple(comps), kv_bytes_per_token=kv_per_token_elems * kv_bytes, kv_split=kv_split,
@@ -233,7 +237,10 @@ def model_spec(config: dict[str, Any], hf_quant: dict[str, Any] | None = None, k
 
 
 def _priced(c: Component, quant: Quant | None, dtype: float, dtype_name: str) -> Component:
-    fmt = quant.format_of(c.module) if quant is not None and c.name != "router" else None
+    # routers and the LM head stay at the model dtype unless a per-module map names them (checkpoints keep them
+    # in BF16: ModelOpt excludes lm_head, DeepSeek's FP8 and AWQ/GPTQ checkpoints leave it unquantized)
+    keep = c.name in ("router", "LM head") and not (quant is not None and quant.per_module)
+    fmt = quant.format_of(c.module) if quant is not None and not keep else None
     if fmt is not None:
         return Component(c.name, c.module, c.params, c.all_params, c.tp, QUANT_BYTES[fmt], fmt)
     precision = "bf16" if dtype == 2.0 and "16" in dtype_name or dtype_name == "auto" else dtype_name
@@ -245,6 +252,8 @@ def _dense_layers(cfg: dict[str, Any], L: int, experts: int) -> int:
         return L
     if cfg.get("first_k_dense_replace") is not None:
         return min(L, _int(cfg, "first_k_dense_replace"))
+    if cfg.get("interleave_moe_layer_step"):  # Llama 4: every step-th layer is MoE
+        return L - L // max(_int(cfg, "interleave_moe_layer_step"), 1)
     if isinstance(cfg.get("mlp_only_layers"), list):
         return len(cfg["mlp_only_layers"])
     step = _int(cfg, "decoder_sparse_step", default=1) or 1
@@ -252,6 +261,8 @@ def _dense_layers(cfg: dict[str, Any], L: int, experts: int) -> int:
 
 
 def _shared(cfg: dict[str, Any], h: int, moe_inter: int) -> int:
+    if str(cfg.get("model_type", "")).startswith("llama4"):
+        return 3 * h * moe_inter  # Llama 4: every MoE layer has one shared expert as wide as a routed one
     if cfg.get("shared_expert_intermediate_size"):
         return 3 * h * _int(cfg, "shared_expert_intermediate_size")
     return 3 * h * moe_inter * _int(cfg, "n_shared_experts", "num_shared_experts", default=0)
