@@ -3,6 +3,7 @@ and the case-study replay."""
 
 from __future__ import annotations
 
+import re
 from functools import partial
 from pathlib import Path
 
@@ -69,11 +70,29 @@ def test_numa_mode(nodes, sockets, vm, expected):
         assert f.observed.startswith("not applicable: virtual machine")
 
 
-def test_numa_mode_two_sockets_one_node_from_real_lscpu():
-    """A real 2-socket EPYC 7601 lscpu with one NUMA node would need a BIOS in 'socket interleave' mode; the
-    rule is what matters: fewer nodes than sockets on bare metal is a warning, never 'NPS1 ok'."""
-    f = judged(FirmwareFacts(numa_nodes={"node0": {"cpulist": "0-63", "memtotal_kb": "263921456"}}, sockets=2, cpu_vendor="AMD"))
-    assert f["firmware.numa_mode"].severity.value == "warning"
+def lscpu_facts(name: str) -> tuple[FirmwareFacts, dict]:
+    """Facts from a real text lscpu capture: identity through the probe's extract, nodes from its NUMA lines."""
+    text = (FX / "lscpu" / name).read_text()
+    f = firmware.extract({"lscpu_json": rec("lscpu_json", text)}, "host")
+    nodes = {f"node{m[0]}": {"cpulist": m[1], "memtotal_kb": "67108864"}
+             for m in re.findall(r"^NUMA node(\d+) CPU\(s\):\s+(\S+)", text, re.M)}
+    return f.model_copy(update={"numa_nodes": nodes}), {"lscpu_json": text}
+
+
+@pytest.mark.parametrize("name,vm,expected,needle", [
+    # item 9: a dual E5-2680 v3 with node interleaving on (1 node) was ok "One NUMA node per socket (NPS1)"
+    ("xeon-e5-2680v3-2s-1numa-interleaved.txt", False, "warning", "0.5 node(s) per socket"),
+    ("xeon-e5-2680v3-2s-1numa-interleaved.txt", True, "ok", "not applicable: virtual machine"),
+    ("epyc-7702-2s-smt-2numa.txt", False, "ok", "1 node(s) per socket"),
+    ("epyc-7742-2s-nps4-8numa-boost.txt", False, "info", "4 node(s) per socket"),
+])
+def test_numa_mode_from_real_lscpu(name, vm, expected, needle):
+    facts, out = lscpu_facts(name)
+    assert facts.sockets == 2 and facts.numa_nodes
+    f = judged(facts, vm, **out)["firmware.numa_mode"]
+    assert f.severity.value == expected and needle in f.observed, f.observed
+    if expected == "warning":
+        assert "interleaved" in f.title
 
 
 @pytest.mark.parametrize("units,types,expected", [
