@@ -1,10 +1,8 @@
 """Fleet mode: `--hosts FILE` audits every host of an inventory, a global cap on connections at once.
 
 Inventory: either one `[user@]host[:port]` per line (`#` comments, blank lines), or an Ansible-style INI
-inventory: `[group]` headers, host lines `alias ansible_host=10.0.0.5 ansible_port=2222 ansible_user=root`,
-`[group:vars]` sections whose `ansible_user`/`ansible_port` apply to the group's hosts (`[all:vars]` to
-every host), `[group:children]` sections (ignored: the children list their own hosts), `;`/`#` comments.
-A host listed twice (same user, address, port) is audited once.
+inventory (parsed by probes/core/inventory.py: groups, vars, children, the SSH variables under both
+Ansible spellings; other ansible_* variables are named as ignored). A host listed twice is audited once.
 
 Each host is audited alone (host role only) with the probes of a normal audit; a failing host never stops
 the others. `--json` prints ONE document on stdout:
@@ -27,133 +25,13 @@ import argparse
 import asyncio
 import dataclasses
 import json
-import re
 import sys
 import time
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-_GROUP = re.compile(r"^\[(?P<name>[A-Za-z_][A-Za-z0-9_.-]*)(?::(?P<kind>vars|children))?\]$")
-_VAR = re.compile(r"^(?P<key>[A-Za-z_][A-Za-z0-9_]*)=(?P<value>\S*)$")
-
-
-@dataclass(frozen=True, slots=True)
-class FleetHost:
-    """One inventory entry resolved to an SSH spec (`[user@]host[:port]`)."""
-
-    spec: str
-    name: str
-    groups: tuple[str, ...] = ()
-
-
-@dataclass(slots=True)
-class _Pending:
-    name: str
-    user: str | None
-    host: str
-    port: int | None
-    hostvars: dict[str, str]
-    groups: list[str]
-    line: int
-
-
-def _strip_comment(line: str) -> str:
-    # `#` and `;` start comments in Ansible INI; inside a host line only after whitespace
-    stripped = line.strip()
-    if stripped.startswith(("#", ";")):
-        return ""
-    return re.split(r"\s[#;]", stripped, maxsplit=1)[0].strip()
-
-
-def _join_spec(address: str, user: str | None, port: str | None) -> str:
-    host = f"[{address}]" if ":" in address else address
-    return f"{user + '@' if user else ''}{host}{':' + port if port else ''}"
-
-
-def parse_inventory(text: str, source: str = "inventory") -> list[FleetHost]:
-    """Inventory text -> hosts in file order, duplicates dropped; UsageError on a malformed line.
-
-    >>> [h.spec for h in parse_inventory("[gpu]\\nnode1 ansible_host=10.0.0.5 ansible_user=root\\n10.0.0.6:2222\\n")]
-    ['root@10.0.0.5', '10.0.0.6:2222']
-    """
-    from gpuaudit.probes.core.errors import UsageError
-    from gpuaudit.probes.core.targets import parse_ssh_address
-
-    pending: dict[str, _Pending] = {}
-    group_vars: dict[str, dict[str, str]] = {}
-    section: tuple[str, str] = ("ungrouped", "hosts")
-    for n, raw in enumerate(text.splitlines(), 1):
-        line = _strip_comment(raw)
-        if not line:
-            continue
-        m = _GROUP.match(line)
-        if m:
-            section = (m["name"], m["kind"] or "hosts")
-            continue
-        where = f"{source}:{n}"
-        if section[1] == "children":
-            continue
-        if section[1] == "vars":
-            key, sep, value = line.partition("=")
-            if sep:
-                group_vars.setdefault(section[0], {})[key.strip()] = value.strip().strip("'\"")
-            continue
-        first, *rest = line.split()
-        hvars: dict[str, str] = {}
-        for token in rest:
-            vm = _VAR.match(token)
-            if not vm:
-                raise UsageError(f"{where}: cannot read {token!r}: expected key=value after the host")
-            hvars[vm["key"]] = vm["value"].strip("'\"")
-        if re.search(r"\[[^\]]*:[^\]]*\]", first) and not first.startswith("["):
-            raise UsageError(f"{where}: host ranges like {first!r} are not supported; list the hosts")
-        try:
-            addr = parse_ssh_address(first)
-        except UsageError as exc:
-            raise UsageError(f"{where}: {exc}") from None
-        group = [] if section[0] == "ungrouped" else [section[0]]
-        if first in pending:  # the same inventory name in two groups is one host (Ansible's rule)
-            p = pending[first]
-            p.groups = list(dict.fromkeys(p.groups + group))
-            p.hostvars.update(hvars)
-        else:
-            pending[first] = _Pending(name=first, user=addr.user, host=addr.host, port=addr.port, hostvars=hvars,
-                                      groups=group, line=n)
-
-    hosts: list[FleetHost] = []
-    seen: set[str] = set()
-    for p in pending.values():
-        merged: dict[str, str] = dict(group_vars.get("all", {}))
-        for g in p.groups:  # a group's vars beat [all:vars]; host vars beat both
-            merged.update(group_vars.get(g, {}))
-        merged.update(p.hostvars)
-        user = p.user or merged.get("ansible_user") or None
-        port = str(p.port) if p.port else (merged.get("ansible_port") or None)
-        spec = _join_spec(merged.get("ansible_host", p.host), user, port)
-        try:
-            parse_ssh_address(spec)
-        except UsageError as exc:
-            raise UsageError(f"{source}:{p.line}: {exc}") from None
-        if spec in seen:  # two names for one address: audit it once
-            continue
-        seen.add(spec)
-        hosts.append(FleetHost(spec=spec, name=p.name, groups=tuple(p.groups)))
-    return hosts
-
-
-def load_inventory(path: str) -> list[FleetHost]:
-    from gpuaudit.probes.core.errors import UsageError
-
-    try:
-        text = Path(path).read_text(encoding="utf-8", errors="replace")
-    except OSError as exc:
-        raise UsageError(f"--hosts {path}: {exc.strerror or exc}") from None
-    hosts = parse_inventory(text, source=path)
-    if not hosts:
-        raise UsageError(f"--hosts {path}: no hosts in the inventory")
-    return hosts
-
+from gpuaudit.probes.core.inventory import FleetHost, load_inventory, parse_inventory  # noqa: F401 - re-exported
 
 @dataclass(slots=True)
 class HostResult:
@@ -179,6 +57,8 @@ async def audit_host(host: FleetHost, args: argparse.Namespace, ssh: object, lim
     async with limit:
         t0 = time.monotonic()
         try:
+            if host.identity:  # the inventory's ansible_private_key_file for this host
+                ssh = dataclasses.replace(ssh, identity=host.identity)  # type: ignore[type-var]
             bindings = live_bindings(parse_host_spec(host.spec), None, ssh)  # type: ignore[arg-type]
             setup = AuditSetup(Audit(bindings, selected_probes(args), audit_options(args)), "live")
             run = await collect(setup)
@@ -247,7 +127,10 @@ def write_fleet_prom(results: list[HostResult], path: Path) -> None:
 def main(args: argparse.Namespace) -> int:
     from gpuaudit.tui.session_setup import ssh_options
 
-    hosts = load_inventory(args.hosts)
+    inventory = load_inventory(args.hosts)
+    hosts = inventory.hosts
+    if inventory.ignored_note():
+        print(f"gpuaudit-tui: {inventory.ignored_note()}", file=sys.stderr)
     t0 = time.monotonic()
     # one connection per host: in a fleet the handshakes, not the channel cap, are the cost
     ssh = dataclasses.replace(ssh_options(args), connections=1)
