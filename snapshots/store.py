@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import stat
 import tempfile
 from pathlib import Path
 
@@ -36,8 +37,46 @@ def safe_name(name: str) -> str:
     return cleaned[:120] or "snapshot"
 
 
+def store_problem(directory: Path) -> str | None:
+    """Why an existing directory must not hold snapshots (raw outputs of a machine), or None.
+
+    A symlink may point anywhere (`/etc`); a directory of another user or writable by others lets them
+    read, replace or plant snapshots. Only the last component is judged: parents are the system's.
+    """
+    try:
+        st = os.lstat(directory)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        return f"cannot inspect it ({exc.strerror or exc})"
+    if stat.S_ISLNK(st.st_mode):
+        return f"is a symbolic link (to {os.readlink(directory)}); give the real directory"
+    if not stat.S_ISDIR(st.st_mode):
+        return "exists and is not a directory"
+    if hasattr(os, "geteuid") and st.st_uid != os.geteuid():
+        return f"is owned by uid {st.st_uid}, not by you (uid {os.geteuid()})"
+    if st.st_mode & 0o002 or (st.st_mode & 0o020 and not _private_group(st.st_gid)):
+        return f"is writable by others (mode {stat.S_IMODE(st.st_mode):o}); chmod go-w it or choose another"
+    return None
+
+
+def _private_group(gid: int) -> bool:
+    """A user-private group (umask 002 systems): the user's primary group with no other listed member."""
+    try:
+        import grp
+
+        return gid == os.getegid() and not grp.getgrgid(gid).gr_mem
+    except (ImportError, KeyError):
+        return False
+
+
 def ensure_dir(directory: Path) -> None:
-    """Create the store (and missing parents) private to the user: snapshots hold raw outputs."""
+    """Create the store (and missing parents) private to the user: snapshots hold raw outputs.
+
+    An existing store is refused (SnapshotError) when store_problem() names a reason.
+    """
+    if (why := store_problem(directory)) is not None:
+        raise SnapshotError(f"snapshot store {directory} {why}")
     missing = []
     d = directory
     while not d.exists() and d != d.parent:
@@ -72,13 +111,14 @@ def write_atomic(path: Path, data: bytes) -> None:
 
 def save(snapshot: Snapshot, name: str, directory: Path | None = None, *, overwrite: bool = False) -> Path:
     """Store a snapshot as `<dir>/<name>.json` (`<name>-2.json`... if taken); SnapshotError on failure."""
-    directory = directory or default_dir()
+    directory = Path(os.path.abspath(directory or default_dir()))  # the path said back to the user is absolute
     stem = safe_name(name)
     path = directory / f"{stem}.json"
     n = 2
     while not overwrite and path.exists():
         path = directory / f"{stem}-{n}.json"
         n += 1
+    ensure_dir(directory)  # refuses a symlinked, foreign or world-writable store before anything is written
     try:
         write_atomic(path, snapshot.model_dump_json(indent=1).encode())
     except OSError as exc:
