@@ -7,12 +7,12 @@ import sys
 from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import TYPE_CHECKING
 
 from textual.app import App, SystemCommand
 from textual.binding import Binding
-from textual.screen import Screen
 from textual.notifications import SeverityLevel
+from textual.reactive import reactive
+from textual.screen import Screen
 from textual.theme import BUILTIN_THEMES
 
 from gpuaudit.probes.core.events import initial_run
@@ -20,15 +20,20 @@ from gpuaudit.probes.core.models import AuditRun, Severity
 from gpuaudit.probes.core.runner import Audit
 from gpuaudit.probes.core.text import neutralise
 from gpuaudit.themes import DEFAULT_THEME, STATUS_DEFAULTS, STYLESHEETS, THEMES
-from gpuaudit.tui.render import palette_from
-from gpuaudit.tui.snapshot_actions import SnapshotActions
+from gpuaudit.tui.filtering import ALL, FindingFilter
+from gpuaudit.tui.render import palette_from, sev_label
+from gpuaudit.tui.screens.dashboard import DashboardScreen
+from gpuaudit.tui.screens.diff import SnapshotDiffScreen
+from gpuaudit.tui.screens.drilldown import DrilldownScreen
+from gpuaudit.tui.screens.help import HelpScreen, binding_rows, key_display
+from gpuaudit.tui.screens.not_checked import NotCheckedScreen
+from gpuaudit.tui.screens.plan import PlanScreen
+from gpuaudit.tui.screens.snapshot_picker import SnapshotPickerScreen
+from gpuaudit.tui.session_setup import build_setup
+from gpuaudit.tui import snapshot_actions
 from gpuaudit.tui.theme_store import ThemeStore
 
-if TYPE_CHECKING:
-    from gpuaudit.tui.screens.dashboard import DashboardScreen
-
 Clock = Callable[[], datetime]
-FILTERS: tuple[Severity | None, ...] = (None, Severity.INFO, Severity.WARNING, Severity.CRITICAL)
 KNOWN_THEMES = (*THEMES, *BUILTIN_THEMES)
 
 
@@ -36,19 +41,36 @@ def utc_now() -> datetime:
     return datetime.now(timezone.utc)
 
 
-class GpuAuditApp(SnapshotActions, App[int]):
+class GpuAuditApp(App[int]):
     CSS_PATH = STYLESHEETS  # type: ignore[assignment]
     TITLE = "gpuaudit-tui"
+    ENABLE_COMMAND_PALETTE = True
     BINDINGS = [
         Binding("q", "quit_app", "Quit"),
-        Binding("question_mark", "help", "Help"),
-        Binding("a", "plan", "Plan"),
-        Binding("s", "save", "Save"),
-        Binding("d", "diff", "Diff"),
-        Binding("R", "rerun_all", "Re-run all"),
-        Binding("f", "filter", "Filter"),
-        Binding("t", "cycle_theme", "Theme"),
+        Binding("ctrl+c", "quit_app", "Quit", show=False, priority=True),
+        Binding("question_mark", "help", "Help", key_display="?"),
+        Binding("a", "plan", "Plan", show=False),
+        Binding("s", "save", "Save", show=False),
+        Binding("d", "diff", "Diff", show=False),
+        Binding("R", "rerun_all", "Re-run all", show=False),
+        Binding("f", "filter", "Filter", show=False),
+        Binding("u", "not_checked", "Not checked", show=False),
+        Binding("t", "cycle_theme", "Theme", show=False),
     ]
+    PALETTE_TEXT = {
+        "quit_app": None,  # the palette's own "Quit" entry already does it
+        "help": ("Help: every key", "All key bindings of every screen"),
+        "plan": ("Action plan", "Every finding at warning or worse, ranked into steps, plus what couldn't be checked"),
+        "save": ("Save a snapshot", "Store this audit (0600) in the snapshot directory"),
+        "diff": ("Diff with a saved snapshot", "Pick a saved snapshot and show what changed since"),
+        "rerun_all": ("Re-run all probes", "Audit every probe again (live audits only)"),
+        "filter": ("Cycle the severity filter", "all → info → warning → critical → unknown only"),
+        "not_checked": ("What couldn't be checked", "Unknown findings with their reasons, unreachable targets"),
+        "cycle_theme": ("Next gpuaudit theme", "dark → light → high contrast"),
+    }
+
+    finding_filter: reactive[FindingFilter] = reactive(ALL)
+    """What the panes and drill-downs show; screens watch it."""
 
     def __init__(self, run: AuditRun, audit: Audit | None, *, clock: Clock = utc_now, snapshot_dir: Path | None = None,
                  theme_store: ThemeStore | None = None, theme: str | None = None, replay_file: Path | None = None,
@@ -56,11 +78,18 @@ class GpuAuditApp(SnapshotActions, App[int]):
         super().__init__()
         self.audit_run, self.audit, self.clock = run, audit, clock
         self.snapshot_dir, self.theme_store, self.replay_file, self.autostart = snapshot_dir, theme_store, replay_file, autostart
-        self.min_severity: Severity | None = None
+        self.saved_name: str | None = None
+        """The name of the last snapshot saved from this run (a diff's B side shows it)."""
         for t in THEMES.values():
             self.register_theme(t)
         self.theme = theme if theme in self.available_themes else DEFAULT_THEME
         self.palette = palette_from(self.get_css_variables())
+
+    @property
+    def min_severity(self) -> Severity | None:
+        """The severity floor of the filter (None: all, or unknown-only)."""
+        level = self.finding_filter.level
+        return None if level in ("all", "unknown") else Severity(level)
 
     def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
                timeout: float | None = None, markup: bool = False) -> None:
@@ -75,8 +104,6 @@ class GpuAuditApp(SnapshotActions, App[int]):
 
     def on_mount(self) -> None:
         self.theme_changed_signal.subscribe(self, self._theme_changed)
-        from gpuaudit.tui.screens.dashboard import DashboardScreen
-
         self.push_screen(DashboardScreen())
         if self.audit is None:
             self.audit_finished()
@@ -87,10 +114,12 @@ class GpuAuditApp(SnapshotActions, App[int]):
             self.theme_store.save(self.theme)
         self.run_changed(all_panes=True)
 
+    def watch_finding_filter(self) -> None:
+        if self.is_running and any(isinstance(s, DashboardScreen) for s in self.screen_stack):
+            self.run_changed(all_panes=True)
+
     # --- state the screens share ---------------------------------------------------------------------
     def dashboard(self) -> DashboardScreen:
-        from gpuaudit.tui.screens.dashboard import DashboardScreen
-
         return next(s for s in self.screen_stack if isinstance(s, DashboardScreen))
 
     def run_changed(self, all_panes: bool = False, probe_id: str | None = None) -> None:
@@ -98,8 +127,6 @@ class GpuAuditApp(SnapshotActions, App[int]):
 
         `probe_id`: only that probe changed, so an open drill-down reloads only if it shows that probe.
         """
-        from gpuaudit.tui.screens.drilldown import DrilldownScreen
-
         if all_panes:
             self.dashboard().refresh_all()
         if isinstance(self.screen, DrilldownScreen) and (probe_id is None or self.screen.probe_id == probe_id):
@@ -113,10 +140,8 @@ class GpuAuditApp(SnapshotActions, App[int]):
             self.notify(f"{', '.join(failed)} failed in this recording; re-run only those with:\n"
                         f"gpuaudit-tui --resume {self.replay_file}", title="Resume", timeout=20)
 
-    def open_drilldown(self, probe_id: str) -> None:
-        from gpuaudit.tui.screens.drilldown import DrilldownScreen
-
-        self.push_screen(DrilldownScreen(probe_id))
+    def open_drilldown(self, probe_id: str, finding_id: str | None = None) -> None:
+        self.push_screen(DrilldownScreen(probe_id, finding_id=finding_id))
 
     def rerun(self, probe_ids: list[str] | None) -> bool:
         return self.dashboard().rerun(probe_ids)
@@ -128,28 +153,38 @@ class GpuAuditApp(SnapshotActions, App[int]):
         self.exit(0)
 
     def action_help(self) -> None:
-        from gpuaudit.tui.screens.dashboard import DashboardScreen
-        from gpuaudit.tui.screens.drilldown import DrilldownScreen
-        from gpuaudit.tui.screens.help import HelpScreen, binding_rows
-
         if self.screen.id != "help":
-            self.push_screen(HelpScreen(binding_rows([("app", self.BINDINGS), ("dashboard", DashboardScreen.BINDINGS),
-                                                      ("dashboard", [Binding("enter", "", "Open the probe's drill-down")]),
-                                                      ("drill-down", DrilldownScreen.BINDINGS)])))
+            self.push_screen(HelpScreen(binding_rows([
+                ("app", self.BINDINGS), ("dashboard", DashboardScreen.BINDINGS),
+                ("dashboard", [Binding("enter", "", "Open the probe's drill-down")]),
+                ("drill-down", DrilldownScreen.BINDINGS), ("plan", PlanScreen.BINDINGS),
+                ("not checked", NotCheckedScreen.BINDINGS), ("diff", SnapshotDiffScreen.BINDINGS),
+                ("snapshot picker", [*SnapshotPickerScreen.BINDINGS, Binding("enter", "", "Compare with this snapshot")]),
+            ])))
 
     def action_plan(self) -> None:
-        from gpuaudit.tui.screens.plan import PlanScreen
-
         if self.screen.id != "plan":
             self.push_screen(PlanScreen(self.audit_run, self.palette))
+
+    def action_not_checked(self) -> None:
+        if self.screen.id != "not-checked":
+            self.push_screen(NotCheckedScreen(self.audit_run, self.palette))
+
+    def action_save(self) -> None:
+        snapshot_actions.save(self)
+
+    def action_diff(self) -> None:
+        snapshot_actions.diff(self)
 
     def action_rerun_all(self) -> None:
         self.rerun(None)
 
     def action_filter(self) -> None:
-        self.min_severity = FILTERS[(FILTERS.index(self.min_severity) + 1) % len(FILTERS)]
-        self.notify(f"showing {'all findings' if self.min_severity is None else f'{self.min_severity.value} and worse'}")
-        self.run_changed(all_panes=True)
+        self.finding_filter = self.finding_filter.next_level()
+        self.notify(self.finding_filter.describe())
+
+    def set_text_filter(self, text: str) -> None:
+        self.finding_filter = self.finding_filter.with_text(text)
 
     def action_cycle_theme(self) -> None:
         names = list(THEMES)
@@ -160,10 +195,22 @@ class GpuAuditApp(SnapshotActions, App[int]):
         yield from super().get_system_commands(screen)
         for b in self.BINDINGS:
             assert isinstance(b, Binding)
-            yield SystemCommand(f"{b.description} ({b.key})", f"gpuaudit-tui: {b.description.lower()}",
+            text = self.PALETTE_TEXT.get(b.action, (b.description, b.description))
+            if text is None or b.key == "ctrl+c":
+                continue
+            title, help_ = text
+            yield SystemCommand(f"{title}  [{b.key_display or key_display(b.key)}]", help_,
                                 lambda action=b.action: self.run_action(action))
-        yield SystemCommand("Re-run focused probe (r)", "re-run the probe of the focused pane or drill-down",
+        yield SystemCommand("Re-run the focused probe  [r]", "Audit the probe of the focused pane or drill-down again",
                             lambda: self.run_action("screen.rerun"))
+        for p in self.audit_run.probes:
+            yield SystemCommand(f"Open probe: {p.title}", f"The {p.probe_id} drill-down: findings, facts, raw outputs",
+                                lambda pid=p.probe_id: self.open_drilldown(pid))
+        for f in sorted(self.audit_run.findings, key=lambda f: -f.severity.rank):
+            if f.severity != Severity.OK:
+                yield SystemCommand(f"Finding: {sev_label(f.severity)} {neutralise(f.title)}",
+                                    f"{f.id} on {', '.join(f.targets) or '-'}: open it in its drill-down",
+                                    lambda pid=f.probe, fid=f.id: self.open_drilldown(pid, fid))
 
 
 def make_app(source: Audit | AuditRun, *, note: str | None = None, mode: str = "live", clock: Clock = utc_now,
@@ -181,8 +228,6 @@ def make_app(source: Audit | AuditRun, *, note: str | None = None, mode: str = "
 
 def run_app(args: argparse.Namespace) -> int:
     """`gpuaudit-tui` without --json: build the audit, open the dashboard; exit status 0 (2 on bad --theme)."""
-    from gpuaudit.tui.session_setup import build_setup
-
     store = ThemeStore()
     if args.theme and args.theme not in KNOWN_THEMES:
         print(f"gpuaudit-tui: error: --theme {args.theme!r}: unknown; known: {', '.join(KNOWN_THEMES)}", file=sys.stderr)

@@ -7,15 +7,18 @@ markup: a remote `[red]` or `\\x1b]0;title\\x07` is shown, not interpreted.
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 
 from rich.text import Text
 
-from gpuaudit.probes.core.models import SEVERITY_ORDER, AuditRun, CommandRecord, Finding, ProbeResult, Severity
+from gpuaudit.probes.core.models import SEVERITY_ORDER, AuditRun, CommandRecord, Finding, ProbeResult, Severity, TargetState
+from gpuaudit.probes.core.plan import PlanStep, fix_commands
 from gpuaudit.probes.core.text import neutralise
+from gpuaudit.tui.filtering import FindingFilter, as_filter, visible
 
-__all__ = ["neutralise"]  # re-exported: screens and widgets import it from here
+__all__ = ["neutralise", "visible"]  # re-exported: screens and widgets import them from here
 
 SEV_ICON = {Severity.CRITICAL: "✖", Severity.WARNING: "▲", Severity.INFO: "●", Severity.OK: "✔", Severity.UNKNOWN: "?"}
 SEV_WORD = {Severity.CRITICAL: "CRIT", Severity.WARNING: "WARN", Severity.INFO: "INFO", Severity.OK: "OK", Severity.UNKNOWN: "UNKN"}
@@ -37,12 +40,6 @@ def sev_label(sev: Severity) -> str:
 
 def sev_text(sev: Severity, palette: Palette = PLAIN, width: int = 6) -> Text:
     return Text(sev_label(sev).ljust(width), style=palette.get(sev, ""))
-
-
-def visible(findings: Iterable[Finding], min_severity: Severity | None) -> list[Finding]:
-    """Findings at or above the filter (None = all), worst first, stable within a severity."""
-    keep = [f for f in findings if min_severity is None or f.severity.rank >= min_severity.rank]
-    return sorted(keep, key=lambda f: -f.severity.rank)
 
 
 def counts(findings: Iterable[Finding], role: str | None) -> dict[Severity, int]:
@@ -113,10 +110,24 @@ def _counts_line(findings: list[Finding], roles: Sequence[str], palette: Palette
     return line
 
 
+def _unreachable_line(roles: Sequence[str], unreachable: Mapping[str, str]) -> Text:
+    """"not audited: host unreachable" -- one line instead of a list of unknowns that only say so."""
+    gone = [r for r in roles if r in unreachable]
+    return Text("not audited: " + ", ".join(f"{r} unreachable" for r in gone), style="dim")
+
+
 def pane_body(result: ProbeResult, *, roles: Sequence[str], now: datetime,
-              running: Sequence[tuple[str, str]] = (), min_severity: Severity | None = None,
-              palette: Palette = PLAIN, height: int | None = None, width: int | None = None) -> Text:
-    """What a dashboard pane shows: live progress, or counts per target, key facts and top findings."""
+              running: Sequence[tuple[str, str]] = (), min_severity: FindingFilter | Severity | None = None,
+              palette: Palette = PLAIN, height: int | None = None, width: int | None = None,
+              unreachable: Mapping[str, str] | None = None) -> Text:
+    """What a dashboard pane shows: live progress, or counts per target, key facts and top findings.
+
+    `unreachable`: role -> reason for targets that were never reached; their findings are all
+    "unknown: target unreachable", so the pane says that once instead of listing them.
+    """
+    flt = as_filter(min_severity)
+    gone = {r: why for r, why in (unreachable or {}).items() if r in roles}
+    reached = [r for r in roles if r not in gone]
     lines: list[Text] = []
     if result.status == "pending":
         lines.append(Text("waiting to start", style="dim"))
@@ -124,14 +135,19 @@ def pane_body(result: ProbeResult, *, roles: Sequence[str], now: datetime,
         lines.append(Text(f"{running_line(result, now)} · {len(result.records)} command(s) done"))
         for role, cid in running[:3]:
             lines.append(Text.assemble((f"{role}: ", "dim"), neutralise(cid)))
+    elif gone and not reached:
+        lines.append(_unreachable_line(roles, gone))
     else:
+        findings = [f for f in result.findings if not f.targets or set(f.targets) & set(reached)]
         if result.status == "failed":
             lines.append(Text.assemble(("✖ FAILED ", palette.get(Severity.CRITICAL, "")), neutralise(result.error or "")))
         if result.summary:
             lines.append(Text(neutralise(result.summary)))
-        if result.findings or result.status != "failed":
-            lines.append(_counts_line(result.findings, roles, palette))
-        shown = [f for f in visible(result.findings, min_severity) if f.severity != Severity.OK]
+        if gone:
+            lines.append(_unreachable_line(roles, gone))
+        if findings or result.status != "failed":
+            lines.append(_counts_line(findings, reached, palette))
+        shown = [f for f in visible(findings, flt, result) if f.severity != Severity.OK]
         room = max(1, (height or len(lines) + 3) - len(lines))
         if len(shown) > room:
             room -= 1
@@ -139,41 +155,124 @@ def pane_body(result: ProbeResult, *, roles: Sequence[str], now: datetime,
             lines.append(Text.assemble(sev_text(f.severity, palette), " ", neutralise(f.title)))
         if len(shown) > room:
             lines.append(Text(f"… {len(shown) - room} more (Enter)", style="dim"))
-        if not shown and result.findings:
-            lines.append(Text("nothing at or above the filter" if min_severity else "all checks ok", style="dim"))
+        if not shown and findings:
+            lines.append(Text("nothing matches the filter" if flt.active else "all checks ok", style="dim"))
     if width:  # one line per fact: cut with an ellipsis rather than wrap into the next line
         for line in lines:
             line.truncate(width, overflow="ellipsis")
     return Text("\n").join(lines)
 
 
-def header_text(run: AuditRun, palette: Palette = PLAIN, min_severity: Severity | None = None) -> Text:
-    """The target line (state + reason per target) and, for demo/replay, the note stated plainly."""
-    text = Text.assemble(("gpuaudit-tui ", "bold"), (f"[{run.mode.upper()}] ", "reverse bold" if run.mode != "live" else "bold"))
-    for t in run.targets:
-        st = run.target_states.get(t.role)
-        state = st.state if st else "pending"
-        icon = {"connected": "✔", "failed": "✖", "connecting": "…"}.get(state, "·")
-        style = {"connected": palette.get(Severity.OK, ""), "failed": palette.get(Severity.CRITICAL, "")}.get(state, "")
-        text.append("  ")
-        text.append(neutralise(t.label), style="bold")
-        text.append(f" {icon} {state}", style=style)
-        if st and st.hostname:
-            text.append(f" ({neutralise(st.hostname)}{', root' if st.is_root else ''})")
-        if st and st.reason:
-            text.append(f": {neutralise(st.reason)}", style=style)
-    if min_severity is not None:
-        text.append(f"   filter ≥ {sev_label(min_severity)}", style="italic")
+def compact_pane_body(result: ProbeResult, *, roles: Sequence[str], now: datetime, title: str,
+                      min_severity: FindingFilter | Severity | None = None, palette: Palette = PLAIN,
+                      width: int | None = None, unreachable: Mapping[str, str] | None = None) -> Text:
+    """Two lines for small terminals: "▲ WARN PCIe · <key facts>", then the worst finding's title."""
+    flt = as_filter(min_severity)
+    worst = result.worst if result.status == "done" else None
+    head = Text()
+    if worst is not None:
+        head.append_text(sev_text(worst, palette))
+        head.append(" ")
+    head.append(title, style="bold")
+    gone = {r: why for r, why in (unreachable or {}).items() if r in roles}
+    if result.status == "running":
+        second = Text(running_line(result, now), style="dim")
+    elif result.status == "pending":
+        second = Text("waiting to start", style="dim")
+    elif gone and len(gone) == len(roles):
+        second = _unreachable_line(roles, gone)
+    else:
+        if result.summary:
+            head.append(" · " + neutralise(result.summary), style="dim")
+        reached = {r for r in roles if r not in gone}
+        shown = [f for f in visible(result.findings, flt, result) if f.severity != Severity.OK
+                 and (not f.targets or set(f.targets) & reached)]
+        if result.status == "failed":
+            second = Text.assemble(("✖ FAILED ", palette.get(Severity.CRITICAL, "")), neutralise(result.error or ""))
+        elif shown:
+            more = f"  +{len(shown) - 1} more" if len(shown) > 1 else ""
+            second = Text.assemble(sev_text(shown[0].severity, palette), " ", neutralise(shown[0].title), (more, "dim"))
+        else:
+            second = Text("nothing matches the filter" if flt.active and result.findings else "all checks ok", style="dim")
+    for line in (head, second):
+        if width:
+            line.truncate(width, overflow="ellipsis")
+    return Text("\n").join([head, second])
+
+
+def unreachable_roles(run: AuditRun) -> dict[str, str]:
+    """role -> reason, for every target that failed to connect."""
+    return {role: st.reason or "unreachable" for role, st in run.target_states.items() if st.state == "failed"}
+
+
+RECORDED_MODES = ("demo", "replay")
+
+
+def _target_state(run: AuditRun, st: TargetState | None) -> tuple[str, str]:
+    """(icon, word) of a target's state; recordings say "recorded", never "connected"."""
+    state = st.state if st else "pending"
+    if state == "connected" and run.mode in RECORDED_MODES:
+        return "●", "recorded"
+    if state == "failed":
+        return "✖", "unreachable"
+    return {"connected": "✔", "connecting": "…"}.get(state, "·"), state
+
+
+def _short_reason(label: str, spec: str, reason: str) -> str:
+    """"root@10.0.0.9:22: connection refused" under a target already labelled with that address -> the cause."""
+    for prefix in (f"{label}: ", f"{spec}: "):
+        if reason.startswith(prefix):
+            reason = reason[len(prefix):]
+    return reason.replace("host host unreachable", "host unreachable")
+
+
+def _target_part(run: AuditRun, role: str, full: bool, palette: Palette) -> Text:
+    t = next(x for x in run.targets if x.role == role)
+    st = run.target_states.get(role)
+    icon, word = _target_state(run, st)
+    style = {"✔": palette.get(Severity.OK, ""), "✖": palette.get(Severity.CRITICAL, "")}.get(icon, "")
+    who = (st.hostname if st and st.hostname and not full else t.spec) or t.spec
+    part = Text.assemble((f"{role} ", "bold"), neutralise(who))
+    if full and st and st.hostname:
+        part.append(f" ({neutralise(st.hostname)}{', root' if st.is_root else ''})", style="dim")
+    part.append(f" {icon} {word}", style=style)
+    if st and st.reason and st.state == "failed":
+        part.append(": " + neutralise(_short_reason(t.label, t.spec, st.reason)), style=style)
+    return part
+
+
+def header_text(run: AuditRun, palette: Palette = PLAIN, min_severity: FindingFilter | Severity | None = None,
+                width: int | None = None) -> Text:
+    """The targets (state and cause, all on one line when it fits, else one line each) and, for a demo or
+    a replay, its note: wrapped by the widget, never cut."""
+    tag = Text.assemble(("gpuaudit ", "bold"), (f"[{run.mode.upper()}]", "reverse bold" if run.mode != "live" else "bold"))
+    roles = [t.role for t in run.targets]
+    room = (width or 10_000) - tag.cell_len - 2
+    text = tag.copy()
+    for full in (True, False):
+        parts = [_target_part(run, r, full, palette) for r in roles]
+        one_line = Text(" │ ", style="dim").join(parts)
+        if one_line.cell_len <= room or not full and len(parts) < 2:
+            text.append("  ")
+            text.append_text(one_line)
+            break
+    else:
+        for n, part in enumerate(parts):
+            text.append("\n  " if n else "  ")
+            text.append_text(part)
+    flt = as_filter(min_severity)
+    if flt.active:
+        text.append(f"\n  filter: {flt.describe()}", style="italic")
     if run.note:
         text.append("\n")
-        text.append(f" {neutralise(run.note)} ", style="reverse")
+        text.append(neutralise(run.note), style="reverse")
     return text
 
 
 def finding_detail(f: Finding, palette: Palette = PLAIN, evidence_lines: Sequence[str] = ()) -> Text:
     """Severity, title, observed vs expected, why, fix and evidence of one finding."""
     text = Text.assemble(sev_text(f.severity, palette), " ", (neutralise(f.title), "bold"), "\n", (f.id, "dim"),
-                         (f"  targets: {', '.join(f.targets) or '-'}", "dim"), "\n\n")
+                         (f"  on: {', '.join(f.targets) or '-'}", "dim"), (f"  who fixes it: {f.owner}" if f.owner else "", "dim"), "\n\n")
     for label, value in (("observed", f.observed), ("expected", f.expected), ("why", f.why), ("fix", f.fix)):
         if value:
             text.append(f"{label:>9}: ", style="bold")
@@ -184,8 +283,56 @@ def finding_detail(f: Finding, palette: Palette = PLAIN, evidence_lines: Sequenc
     return text
 
 
+UNIT_SUFFIXES = {"_mib": "MiB", "_gib": "GiB", "_mb": "MB", "_kb": "kB", "_bytes": "B", "_b": "B", "_s": "s",
+                 "_ms": "ms", "_us": "µs", "_w": "W", "_mhz": "MHz", "_ghz": "GHz", "_pct": "%", "_percent": "%",
+                 "_gts": "GT/s", "_c": "°C"}
+"""Fact-name suffix -> unit, so `max_power_w: 600` reads "600 W"."""
+
+
+def fact_value(name: str, value: object, limit: int = 120) -> str:
+    """A fact's value for a table cell: scalars with their unit, collections summarised in one line."""
+    if value is None:
+        return "—"
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, (int, float)):
+        unit = next((u for suffix, u in UNIT_SUFFIXES.items() if name.endswith(suffix)), "")
+        return f"{value} {unit}".strip()
+    if isinstance(value, str):
+        text = value
+    elif isinstance(value, list) and all(not isinstance(v, (dict, list)) for v in value):
+        text = ", ".join(str(v) for v in value) if value else "(none)"
+    elif isinstance(value, (list, dict)):
+        kind = "item" if isinstance(value, list) else "key"
+        text = f"{len(value)} {kind}(s): " + json.dumps(value, default=str, ensure_ascii=False)
+    else:
+        text = str(value)
+    text = neutralise(text)
+    return text if len(text) <= limit else text[:limit - 1] + "…"
+
+
+def fact_source(value: object, records: Sequence[CommandRecord]) -> str:
+    """The command whose output shows this value (first one that contains it), or "derived"."""
+    if value is None or isinstance(value, (bool, list, dict)) or value == "":
+        return "derived"
+    needle = str(value)
+    if len(needle) < 2:
+        return "derived"
+    return next((r.command_id for r in records if needle in r.stdout), "derived")
+
+
+def facts_rows(facts: Mapping[str, Mapping[str, object]], records: Sequence[CommandRecord]) -> list[tuple[str, str, str, str]]:
+    """(target, fact, value with unit, seen in) for the Facts table, one row per top-level fact."""
+    rows = []
+    for role, data in facts.items():
+        mine = [r for r in records if r.target == role]
+        for name, value in data.items():
+            rows.append((role, name, fact_value(name, value), fact_source(value, mine)))
+    return rows
+
+
 def facts_text(facts: Mapping[str, Mapping[str, object]]) -> Text:
-    """Each target's facts as indented JSON (neutralised)."""
+    """Each target's facts as indented JSON (neutralised): the whole structure, for the `j` toggle."""
     text = Text()
     for role, data in facts.items():
         text.append(f"{role}\n", style="bold underline")
@@ -200,7 +347,14 @@ def record_cells(rec: CommandRecord) -> tuple[Text, ...]:
     if rec.error and not flags:
         flags.append(neutralise(rec.error)[:40])
     return (Text(rec.target), Text(neutralise(rec.command_id)), Text(exit_, justify="right"),
-            Text(f"{rec.duration_s:.2f}s", justify="right"), Text(", ".join(flags)))
+            Text(format_duration(rec.duration_s), justify="right"), Text(", ".join(flags)))
+
+
+def format_duration(seconds: float) -> str:
+    """"0.12 s", "12.3 s", "2m05s": the unit always shows, in five or six cells."""
+    if seconds < 10:
+        return f"{seconds:.2f} s"
+    return f"{seconds:.1f} s" if seconds < 60 else format_elapsed(seconds)
 
 
 def record_output(rec: CommandRecord) -> str:
@@ -212,26 +366,84 @@ def record_output(rec: CommandRecord) -> str:
     return neutralise("\n".join(body))
 
 
-def plan_text(plan: Sequence[object], palette: Palette = PLAIN) -> Text:
-    """The action plan (list of probes.core.plan.PlanStep) as Text for the plan screen."""
+def plan_text(plan: Sequence[PlanStep], palette: Palette = PLAIN, run: AuditRun | None = None) -> Text:
+    """The action plan for the plan screen; with `run`, also what couldn't be checked."""
     text = Text()
     if not plan:
-        return Text("Nothing at warning or worse. Check the unknown findings before trusting that.")
+        text.append("Nothing at warning or worse. Check what couldn't be checked (below) before trusting that.\n\n")
     for step in plan:
-        text.append_text(Text.assemble((f"{step.rank:>2}. ", "bold"), sev_text(step.severity, palette), " ",  # type: ignore[attr-defined]
-                                       (neutralise(step.title), "bold"), "\n"))  # type: ignore[attr-defined]
-        if step.relation:  # type: ignore[attr-defined]
-            text.append(f"    grouped: {neutralise(step.relation)}\n", style="italic")  # type: ignore[attr-defined]
-        if step.fix:  # type: ignore[attr-defined]
-            text.append("    fix: ", style="bold")
-            text.append(neutralise(step.fix).replace("\n", "\n         ") + "\n")  # type: ignore[attr-defined]
-        for f in step.findings:  # type: ignore[attr-defined]
-            text.append("    • ")
-            text.append_text(sev_text(f.severity, palette))
-            text.append(f" {f.id} ({', '.join(f.targets) or '-'}): {neutralise(f.title)}\n")
-            if f.observed or f.expected:
-                text.append(f"        observed {neutralise(f.observed) or '-'} · expected {neutralise(f.expected) or '-'}\n", style="dim")
-            for e in f.evidence:
-                text.append(f"        evidence: {e.target} {neutralise(e.command_id)}\n", style="dim")
+        text.append_text(plan_step_text(step, palette))
         text.append("\n")
+    if run is not None:
+        text.append_text(not_checked_text(run, palette))
     return text
+
+
+def plan_step_text(step: PlanStep, palette: Palette = PLAIN) -> Text:
+    text = Text.assemble((f"{step.rank:>2}. ", "bold"), sev_text(step.severity, palette), " ",
+                         (neutralise(step.title), "bold"), "\n")
+    if step.owners:
+        text.append(f"    who: {', '.join(step.owners)}\n", style="italic")
+    if step.relation:
+        text.append(f"    grouped: {neutralise(step.relation)}\n", style="italic")
+    if step.fix:
+        text.append("    fix: ", style="bold")
+        text.append(neutralise(step.fix).replace("\n", "\n         ") + "\n")
+    for cmd in fix_commands(step.fix):
+        text.append("      $ ", style="dim")
+        text.append(neutralise(cmd) + "\n", style="bold")
+    for f in step.findings:
+        text.append("    • ")
+        text.append_text(sev_text(f.severity, palette))
+        text.append(f" {f.id} ({', '.join(f.targets) or '-'}{', ' + f.owner if f.owner else ''}): {neutralise(f.title)}\n")
+        if f.observed or f.expected:
+            text.append(f"        observed {neutralise(f.observed) or '-'} · expected {neutralise(f.expected) or '-'}\n", style="dim")
+        for e in f.evidence:
+            text.append(f"        evidence: {e.target} {neutralise(e.command_id)}\n", style="dim")
+    return text
+
+
+def not_checked(run: AuditRun) -> list[Finding]:
+    """Unknown findings, except the ones that only repeat "target unreachable" (the header says it once)."""
+    gone = unreachable_roles(run)
+    return [f for f in run.findings if f.severity == Severity.UNKNOWN and not (f.targets and set(f.targets) <= set(gone))]
+
+
+def not_checked_text(run: AuditRun, palette: Palette = PLAIN) -> Text:
+    """What couldn't be checked, with the reason: unreachable targets, failed probes, unknown findings."""
+    text = Text("Not checked\n", style="bold underline")
+    gone = unreachable_roles(run)
+    failed = [p for p in run.probes if p.status == "failed" and not gone]
+    unknown = not_checked(run)
+    for role, why in gone.items():
+        text.append(f"  ✖ target {role} unreachable: {neutralise(why)} (none of its checks ran)\n")
+    for p in failed:
+        text.append(f"  ✖ probe {p.probe_id} failed: {neutralise(p.error or 'unknown error')}\n")
+    for f in unknown:
+        text.append("  ")
+        text.append_text(sev_text(f.severity, palette))
+        text.append(f" {f.id} ({', '.join(f.targets) or '-'}): ", style="bold")
+        text.append(neutralise(f.observed or f.title) + "\n")
+    if not (gone or failed or unknown):
+        text.append("  everything was checked\n", style="dim")
+    return text
+
+
+_TOKEN = re.compile(r"[A-Za-z_][\w.-]{2,}|\d+(?:\.\d+)*")
+_STOP = {"the", "and", "with", "not", "on", "for", "gpu", "gpus", "from", "than", "are", "was", "none", "all", "any",
+         "cpu", "cpus", "host", "container", "enabled", "disabled", "expected", "bytes"}
+
+
+def evidence_row(text: str, finding: Finding) -> int | None:
+    """The line of a raw output that best shows a finding: the one holding most of the words and numbers
+    of its observed value (lspci's `DevCtl ... MaxReadReq 512 bytes` for "MaxReadReq 512 B on 8 GPUs")."""
+    tokens = {t.lower().rstrip(".") for t in _TOKEN.findall(finding.observed)} - _STOP
+    if not tokens:
+        return None
+    best, best_score = None, 0.0
+    for n, line in enumerate(text.lower().split("\n")):
+        words = set(_TOKEN.findall(line))
+        score = sum(len(t) if t in words else 0.5 * len(t) if t in line else 0 for t in tokens)
+        if score > best_score:
+            best, best_score = n, score
+    return best

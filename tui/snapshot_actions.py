@@ -2,71 +2,65 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
+from gpuaudit.probes.core.errors import SnapshotError
+from gpuaudit.snapshots import store
+from gpuaudit.snapshots.naming import default_name
+from gpuaudit.snapshots.schema import Snapshot
 from gpuaudit.tui.messages import SnapshotSaved
+from gpuaudit.tui.screens.diff import SnapshotDiffScreen
+from gpuaudit.tui.screens.save_prompt import SavePromptScreen
+from gpuaudit.tui.screens.snapshot_picker import SnapshotPickerScreen
 
 if TYPE_CHECKING:
-    from gpuaudit.tui.screens.dashboard import DashboardScreen
+    from gpuaudit.tui.app import GpuAuditApp
 
 
-class SnapshotActions:
-    """Mixed into GpuAuditApp; uses its audit_run, clock, snapshot_dir, palette, dashboard, notify and push_screen."""
+def save(app: GpuAuditApp) -> None:
+    """Ask for a name (default: host, kernel, driver, time), store the snapshot, tell an open diff its B name."""
+    snapshot = Snapshot.from_run(app.audit_run, created_at=app.clock())
 
-    audit_run: Any
-    clock: Any
-    palette: Any
-    snapshot_dir: Path | None
-    dashboard: Callable[[], DashboardScreen]
+    def saved(name: str | None) -> None:
+        if name is None:
+            return
+        try:
+            path = store.save(snapshot.model_copy(update={"name": name}), name, app.snapshot_dir)
+        except SnapshotError as exc:
+            app.notify(str(exc), severity="error", timeout=10)
+            return
+        app.notify(f"saved snapshot: {path}")
+        app.saved_name = name
+        for screen in app.screen_stack:
+            if isinstance(screen, SnapshotDiffScreen):
+                screen.rename_new(name)
+        app.post_message(SnapshotSaved(path))
 
-    def action_save(self) -> None:
-        from gpuaudit.snapshots.naming import default_name
-        from gpuaudit.snapshots.schema import Snapshot
-        from gpuaudit.tui.screens.save_prompt import SavePromptScreen
+    app.push_screen(SavePromptScreen(default_name(snapshot)), saved)
 
-        snapshot = Snapshot.from_run(self.audit_run, created_at=self.clock())
 
-        def save(name: str | None) -> None:
-            if name is None:
-                return
-            from gpuaudit.probes.core.errors import SnapshotError
-            from gpuaudit.snapshots import store
+def diff(app: GpuAuditApp) -> None:
+    """Pick a saved snapshot (A) and show what changed in the current run (B)."""
 
-            try:
-                path = store.save(snapshot.model_copy(update={"name": name}), name, self.snapshot_dir)
-            except SnapshotError as exc:
-                self.notify(str(exc), severity="error", timeout=10)
-                return
-            self.notify(f"saved snapshot: {path}")
-            self.post_message(SnapshotSaved(path))
+    def picked(path: Path | None) -> None:
+        if path is None:
+            return
+        try:
+            old = store.load(path)
+        except Exception as exc:  # a bad file is a notification, not a crash
+            app.notify(str(exc), severity="error", timeout=10)
+            return
+        new = Snapshot.from_run(app.audit_run, created_at=app.clock()).model_copy(update={"name": app.saved_name})
+        screen = SnapshotDiffScreen(old, new, app.palette)  # computes the diff, once
+        mark_changed_probes(app, screen.changed_probes)
+        app.push_screen(screen)
 
-        self.push_screen(SavePromptScreen(default_name(snapshot)), save)
+    app.push_screen(SnapshotPickerScreen(app.snapshot_dir or store.default_dir()), picked)
 
-    def action_diff(self) -> None:
-        from gpuaudit.snapshots import store
-        from gpuaudit.snapshots.schema import Snapshot
-        from gpuaudit.tui.screens.diff import SnapshotDiffScreen
-        from gpuaudit.tui.screens.snapshot_picker import SnapshotPickerScreen
 
-        def picked(path: Path | None) -> None:
-            if path is None:
-                return
-            try:
-                old = store.load(path)
-            except Exception as exc:  # a bad file is a notification, not a crash
-                self.notify(str(exc), severity="error", timeout=10)
-                return
-            new = Snapshot.from_run(self.audit_run, created_at=self.clock())
-            screen = SnapshotDiffScreen(old, new, self.palette)  # computes the diff, once
-            self.mark_changed_probes(screen.changed_probes)
-            self.push_screen(screen)
-
-        self.push_screen(SnapshotPickerScreen(self.snapshot_dir or store.default_dir()), picked)
-
-    def mark_changed_probes(self, changed: list[str]) -> None:
-        """Highlight, on the dashboard, the probes that differ from the snapshot just compared against."""
-        ids = set(changed)
-        for pane in self.dashboard().panes():
-            pane.changed = pane.probe_id in ids
+def mark_changed_probes(app: GpuAuditApp, changed: list[str]) -> None:
+    """Highlight, on the dashboard, the probes that differ from the snapshot just compared against."""
+    ids = set(changed)
+    for pane in app.dashboard().panes():
+        pane.changed = pane.probe_id in ids

@@ -83,7 +83,7 @@ async def test_diff_screen_lists_changed_probes_and_shows_the_cli_report() -> No
         assert "kernel.release" in body and "6.14.11-1-pve" in body
         header = str(screen.query_one("#diff-header", Static).render())
         assert "matched by role" in header
-        await pilot.press("r")  # unified diffs of the raw outputs
+        await pilot.press("v")  # unified diffs of the raw outputs (r re-runs everywhere else)
         await pilot.pause()
         assert "+amd-pstate-epp" in str(screen.query_one("#diff-power", Static).render())
         await pilot.press("down")

@@ -33,6 +33,28 @@ def test_default_theme_store_lives_in_the_user_config_dir(tmp_path: Path) -> Non
 async def test_every_action_is_in_the_command_palette() -> None:
     app = make_app(synthetic_run(), clock=FixedClock())
     async with app.run_test(size=(120, 40)):
-        titles = {c.title for c in app.get_system_commands(app.screen)}
-        for key in ("q", "a", "s", "d", "R", "f", "t", "r"):
-            assert any(t.endswith(f"({key})") for t in titles), key
+        titles = [c.title for c in app.get_system_commands(app.screen)]
+        for key in ("?", "a", "s", "d", "R", "f", "t", "r", "u"):
+            assert any(t.endswith(f"[{key}]") for t in titles), key
+        assert sum(t.lower().startswith("quit") for t in titles) == 1, titles  # Textual's own entry, once
+        assert not any("question_mark" in t or "gpuaudit-tui:" in t for t in titles)
+        assert "Open probe: PCIe" in titles
+        assert any(t.startswith("Finding: ✖ CRIT") for t in titles)
+
+
+async def test_palette_finding_entry_opens_its_drilldown_on_that_finding() -> None:
+    app = make_app(synthetic_run(), clock=FixedClock())
+    async with app.run_test(size=(120, 40)) as pilot:
+        entry = next(c for c in app.get_system_commands(app.screen) if c.title.startswith("Finding: ✖ CRIT"))
+        entry.callback()
+        await pilot.pause()
+        assert app.screen.id == "drilldown" and app.screen.probe_id == "python"
+        assert app.screen.query_one("#findings").current.severity.value == "critical"
+
+
+async def test_ctrl_c_quits() -> None:
+    app = make_app(synthetic_run(), clock=FixedClock())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+    assert app.return_code == 0 and not app.is_running

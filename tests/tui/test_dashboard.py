@@ -61,7 +61,7 @@ async def test_live_audit_fills_ten_panes_in_registry_order(clock, tmp_path: Pat
         assert len(events(seen, AuditFinished)) == 1
         assert app.audit_run.finished_at is not None
         header = str(app.screen.query_one("#targets").render())
-        assert "connected" in header and "REPLAY of synthetic" in header
+        assert "recorded" in header and "connected" not in header and "REPLAY of synthetic" in header
         assert app.focused is panes[0]
 
 
@@ -181,7 +181,7 @@ async def test_failed_target_shows_reason_and_other_target_carries_on(clock) -> 
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(app, pilot)
         header = str(app.screen.query_one("#targets").render())
-        assert "failed" in header and "connection refused" in header
+        assert "unreachable: 10.0.0.9:22: connection refused" in header and "host replay ✔ connected" in header
         assert app.audit_run.target_states["host"].state == "connected"
         assert all(p.status in ("done", "failed") for p in app.audit_run.probes)
 
@@ -221,10 +221,17 @@ async def test_filter_dims_panes_below_threshold(clock) -> None:
         await pilot.press("f", "f", "f")
         await pilot.pause()
         assert app.min_severity is not None and app.min_severity.value == "critical"
+        assert app._notifications and list(app._notifications)[-1].message == "showing critical only"
         dimmed = {p.probe_id for p in app.screen.query(ProbePane) if p.has_class("-dimmed")}
         assert "python" not in dimmed and {"kernel", "power", "pcie", "driver"} <= dimmed
+        await pilot.press("f")  # unknown only: what couldn't be checked
+        await pilot.pause()
+        assert app.finding_filter.level == "unknown" and app.min_severity is None
+        assert "unknown only" in list(app._notifications)[-1].message
+        dimmed = {p.probe_id for p in app.screen.query(ProbePane) if p.has_class("-dimmed")}
+        assert "nccl" not in dimmed and "python" in dimmed
         await pilot.press("f")
-        assert app.min_severity is None
+        assert app.finding_filter.level == "all"
 
 
 async def test_help_lists_every_binding_and_closes(clock) -> None:
@@ -234,7 +241,9 @@ async def test_help_lists_every_binding_and_closes(clock) -> None:
         await pilot.pause()
         assert app.screen.id == "help"
         keys = {row[1] for row in app.screen.rows}
-        assert {"q", "?", "a", "s", "d", "R", "f", "t", "r", "/", "esc", "e"} <= keys
+        assert {"q", "?", "a", "s", "d", "R", "f", "t", "r", "/", "esc", "e", "n", "N", "c", "C", "m", "v", "u"} <= keys
+        wheres = {row[0] for row in app.screen.rows}
+        assert {"plan", "diff", "snapshot picker", "drill-down", "dashboard", "app"} <= wheres
         await pilot.press("escape")
         assert isinstance(app.screen, DashboardScreen)
 
@@ -292,7 +301,7 @@ async def test_small_terminal_panes_do_not_overlap(clock) -> None:
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         regions = [p.region for p in app.screen.query(ProbePane)]
-        assert len(regions) == 10 and all(r.height >= 3 and r.width >= 20 for r in regions)
+        assert len(regions) == 10 and all(r.height == 2 and r.width >= 70 for r in regions)
         assert not any(a.overlaps(b) for i, a in enumerate(regions) for b in regions[i + 1:])
 
 

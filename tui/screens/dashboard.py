@@ -8,27 +8,44 @@ from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Grid
+from textual.events import Resize
 from textual.screen import Screen
-from textual.widgets import Footer
+from textual.widgets import Footer, Input
 
 from gpuaudit.probes.core.events import AuditFinished, CommandFinished, CommandStarted, ProbeFinished, ProbeStarted, apply_event
 from gpuaudit.tui.messages import AuditCompleted, AuditEventReceived
+from gpuaudit.tui.render import unreachable_roles
 from gpuaudit.tui.widgets.probe_pane import ProbePane
 from gpuaudit.tui.widgets.target_header import TargetHeader
 
 if TYPE_CHECKING:
     from gpuaudit.tui.app import GpuAuditApp
 
-COLUMNS = 2
+COMPACT_BELOW = (100, 34)
+"""Below this width or height, one column of two-line panes (80×24 shows all ten); above, a grid."""
+
+
+def layout_for(width: int, height: int) -> tuple[int, bool]:
+    """(columns, compact) for a terminal size."""
+    if width < COMPACT_BELOW[0] or height < COMPACT_BELOW[1]:
+        return 1, True
+    return (3 if width >= 180 and height < 50 else 2), False
 
 
 class DashboardScreen(Screen[None]):
     BINDINGS = [
         Binding("r", "rerun", "Re-run"),
-        Binding("up", "move(-2)", "Up", show=False),
-        Binding("down", "move(2)", "Down", show=False),
-        Binding("left", "move(-1)", "Left", show=False),
-        Binding("right", "move(1)", "Right", show=False),
+        Binding("a", "app.plan", "Plan"),
+        Binding("f", "app.filter", "Filter"),
+        Binding("slash", "text_filter", "Find", key_display="/"),
+        Binding("u", "app.not_checked", "Unknowns"),
+        Binding("s", "app.save", "Save", show=False),
+        Binding("d", "app.diff", "Diff", show=False),
+        Binding("escape", "clear_text_filter", "Clear filter", show=False),
+        Binding("up", "move('up')", "Up", show=False),
+        Binding("down", "move('down')", "Down", show=False),
+        Binding("left", "move('left')", "Left", show=False),
+        Binding("right", "move('right')", "Right", show=False),
     ]
     app: GpuAuditApp
 
@@ -37,6 +54,10 @@ class DashboardScreen(Screen[None]):
         self.in_flight: dict[str, list[tuple[str, str]]] = {}
         self._panes: list[ProbePane] = []
         """The panes, cached at mount: the grid is fixed (one pane per probe) and `_tick` runs 5×/s."""
+        self.cursor = 0
+        """Index of the pane that has (or is about to get) focus: focus() lands later, so a second
+        arrow key pressed before it does must not read the old focus."""
+        self.columns = 2
 
     def compose(self) -> ComposeResult:
         run = self.app.audit_run
@@ -45,17 +66,34 @@ class DashboardScreen(Screen[None]):
         with Grid(id="panes"):
             for result in run.probes:
                 yield ProbePane(result, roles, self.app.clock)
-        yield Footer()
+        yield Input(placeholder="filter findings by title or id (Enter: keep, Esc: clear)", id="text-filter",
+                    select_on_focus=False)
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
         self._panes = list(self.query(ProbePane))
-        self.refresh_header()
+        self.apply_layout(self.app.size.width, self.app.size.height)
+        self.refresh_all()
         panes = self.panes()
         if panes:
             panes[0].focus()
         self.set_interval(0.2, self._tick)
         if self.app.audit is not None and self.app.autostart:
             self.start_audit(None)
+
+    def on_resize(self, event: Resize) -> None:
+        self.apply_layout(event.size.width, event.size.height)
+        self.refresh_header()
+
+    def apply_layout(self, width: int, height: int) -> None:
+        columns, compact = layout_for(width, height)
+        self.columns = columns
+        grid = self.query_one("#panes", Grid)
+        grid.styles.grid_size_columns = columns
+        grid.styles.grid_columns = " ".join(["1fr"] * columns)
+        self.set_class(compact, "-compact")
+        for pane in self._panes:
+            pane.compact = compact
 
     def panes(self) -> list[ProbePane]:
         return list(self._panes)
@@ -64,7 +102,7 @@ class DashboardScreen(Screen[None]):
         return self.query_one(f"#pane-{probe_id}", ProbePane)
 
     def refresh_header(self) -> None:
-        self.query_one(TargetHeader).show(self.app.audit_run, self.app.min_severity)
+        self.query_one(TargetHeader).show(self.app.audit_run, self.app.finding_filter)
 
     # --- the audit worker: it only posts messages; the screen owns state -------------------------
     @work(exclusive=True, group="audit", exit_on_error=False, description="Running audit")
@@ -104,8 +142,11 @@ class DashboardScreen(Screen[None]):
             app.run_changed(probe_id=pid)  # its status (and, when finished, findings and facts) changed
         elif isinstance(ev, AuditFinished):
             app.audit_finished()
-        else:
+        else:  # target state changes
             self.refresh_header()
+            gone = unreachable_roles(app.audit_run)
+            for pane in self._panes:
+                pane.unreachable = gone
 
     @on(AuditCompleted)
     def _completed(self, message: AuditCompleted) -> None:
@@ -121,8 +162,10 @@ class DashboardScreen(Screen[None]):
         pane.result = result
 
     def refresh_all(self) -> None:
+        gone = unreachable_roles(self.app.audit_run)
         for pane in self.panes():
-            pane.min_severity = self.app.min_severity
+            pane.finding_filter = self.app.finding_filter
+            pane.unreachable = gone
             pane.result = self.app.audit_run.probe(pane.probe_id)
         self.refresh_header()
 
@@ -139,11 +182,44 @@ class DashboardScreen(Screen[None]):
     def focused_probe(self) -> str | None:
         return self.focused.probe_id if isinstance(self.focused, ProbePane) else None
 
-    def action_move(self, delta: int) -> None:
-        panes = self.panes()
-        current = self.focused if isinstance(self.focused, ProbePane) else None
-        idx = panes.index(current) if current in panes else 0
-        panes[max(0, min(len(panes) - 1, idx + delta))].focus()
+    def on_descendant_focus(self) -> None:
+        if isinstance(self.focused, ProbePane) and self.focused in self._panes:
+            self.cursor = self._panes.index(self.focused)
+
+    def action_move(self, direction: str) -> None:
+        """Arrows move within the grid from `cursor` (not from the focus, which may not have landed yet)."""
+        step = {"up": -self.columns, "down": self.columns, "left": -1, "right": 1}[direction]
+        if self.columns == 1 and direction in ("left", "right"):
+            return
+        self.cursor = max(0, min(len(self._panes) - 1, self.cursor + step))
+        self._panes[self.cursor].focus()
+
+    def action_text_filter(self) -> None:
+        box = self.query_one("#text-filter", Input)
+        box.add_class("-visible")
+        box.focus()
+        self.call_after_refresh(box.focus)  # it was display: none a moment ago
+
+    @on(Input.Changed, "#text-filter")
+    def _filter_typed(self, event: Input.Changed) -> None:
+        self.app.set_text_filter(event.value)
+
+    @on(Input.Submitted, "#text-filter")
+    def _filter_kept(self, event: Input.Submitted) -> None:
+        self.app.set_text_filter(event.value)
+        if not event.value.strip():
+            event.input.remove_class("-visible")
+        matching = [p for p in self._panes if not p.has_class("-dimmed")]
+        target = matching[0] if matching else self._panes[self.cursor]
+        target.focus()
+
+    def action_clear_text_filter(self) -> None:
+        box = self.query_one("#text-filter", Input)
+        if box.has_class("-visible") or self.app.finding_filter.text:
+            box.value = ""
+            box.remove_class("-visible")
+            self.app.set_text_filter("")
+            self._panes[self.cursor].focus()
 
     def action_rerun(self) -> None:
         pid = self.focused_probe()

@@ -11,6 +11,7 @@ from textual.screen import Screen
 from textual.widgets import Footer, OptionList, Static
 from textual.widgets.option_list import Option
 
+from gpuaudit.probes.core.models import Severity
 from gpuaudit.snapshots.diff import ProbeDiff, SnapshotDiff, diff_snapshots
 from gpuaudit.snapshots.schema import Snapshot
 from gpuaudit.tui.diff_report import KIND_MARK, SEVERITY_STYLE, SeverityStyles, header, probe_block, summary_line
@@ -18,6 +19,19 @@ from gpuaudit.tui.diff_report import KIND_MARK, SEVERITY_STYLE, SeverityStyles, 
 _WORST_KIND = ("new", "severity", "resolved", "observed", "added", "removed")
 _STYLED_KINDS = ("new", "severity", "resolved")
 """The kinds that colour a probe's list entry (its worst one wins), in KIND_MARK's colour."""
+
+
+def without_ok_churn(diff: SnapshotDiff) -> SnapshotDiff:
+    """Drop `observed` changes of a check that is ok on both sides (a new pid, a reworded ok): not a change
+    anyone acts on. Counted in `hidden`; a probe left with nothing else drops out of the list."""
+    probes, hidden = [], diff.hidden
+    for pd in diff.probes:
+        kept = [f for f in pd.findings if not (f.kind == "observed" and f.old_severity == f.new_severity == Severity.OK)]
+        hidden += len(pd.findings) - len(kept)
+        pd = pd.model_copy(update={"findings": kept})
+        if pd.changed:
+            probes.append(pd)
+    return diff.model_copy(update={"probes": probes, "hidden": hidden})
 
 
 def probe_label(pd: ProbeDiff) -> Text:
@@ -39,13 +53,14 @@ class SnapshotDiffScreen(Screen[None]):
 
     DEFAULT_CSS = """
     SnapshotDiffScreen #diff-header { height: auto; padding: 0 1; border-bottom: solid $primary; }
-    SnapshotDiffScreen #diff-probes { width: 38; height: 1fr; }
+    SnapshotDiffScreen #diff-probes { width: 30%; max-width: 38; height: 1fr; }
     SnapshotDiffScreen #diff-body { height: 1fr; padding: 0 1; }
     """
     BINDINGS = [
         Binding("escape", "app.pop_screen", "Back"),
-        Binding("r", "toggle_raw", "Raw diffs"),
+        Binding("v", "toggle_raw", "View raw diffs"),
     ]
+    """`v`, not `r`: everywhere else `r` re-runs a probe."""
 
     def __init__(self, old: Snapshot, new: Snapshot, palette: SeverityStyles = SEVERITY_STYLE) -> None:
         super().__init__(id="snapshot-diff")
@@ -53,14 +68,23 @@ class SnapshotDiffScreen(Screen[None]):
         self.palette = palette
         """Severity styles: the app passes its theme palette."""
         self.show_raw = False
-        self.diff: SnapshotDiff = diff_snapshots(old, new)
+        self.diff: SnapshotDiff = without_ok_churn(diff_snapshots(old, new))
         self._with_raw: SnapshotDiff | None = None
         """Computed on the first `r`: unified diffs of big outputs cost time the first view need not pay."""
 
-    def compose(self) -> ComposeResult:
+    def head(self) -> Text:
         head = header(self.diff)
         head.append_text(summary_line(self.diff))
-        yield Static(head, id="diff-header")
+        return head
+
+    def rename_new(self, name: str) -> None:
+        """B was just saved under `name`: say so in the header."""
+        self.new = self.new.model_copy(update={"name": name})
+        self.diff = self.diff.model_copy(update={"new": self.diff.new.model_copy(update={"name": name})})
+        self.query_one("#diff-header", Static).update(self.head())
+
+    def compose(self) -> ComposeResult:
+        yield Static(self.head(), id="diff-header")
         with Horizontal():
             yield OptionList(*[Option(probe_label(pd), id=pd.probe_id) for pd in self.diff.probes], id="diff-probes")
             with VerticalScroll(id="diff-body"):
@@ -68,7 +92,7 @@ class SnapshotDiffScreen(Screen[None]):
                     yield Static(probe_block(pd, palette=self.palette), id=f"diff-{pd.probe_id}", classes="diff-probe")
                 if not self.diff.probes:
                     yield Static(Text("No probe changed.", style="green"))
-        yield Footer()
+        yield Footer(compact=True)
 
     @property
     def changed_probes(self) -> list[str]:
@@ -85,7 +109,7 @@ class SnapshotDiffScreen(Screen[None]):
         shown = self.diff
         if self.show_raw:
             if self._with_raw is None:
-                self._with_raw = diff_snapshots(self.old, self.new, raw_diff=True)
+                self._with_raw = without_ok_churn(diff_snapshots(self.old, self.new, raw_diff=True))
             shown = self._with_raw
         for pd in shown.probes:
             block = probe_block(pd, show_unified=self.show_raw, palette=self.palette)

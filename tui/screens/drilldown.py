@@ -9,32 +9,50 @@ from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
+from textual.events import Resize
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Input, Static, TabbedContent, TabPane
+from textual.widgets import DataTable, Footer, Input, Label, Static, TabbedContent, TabPane
 
-from gpuaudit.probes.core.models import CommandRecord, EvidenceRef, ProbeResult
-from gpuaudit.probes.core.plan import evidence_line
-from gpuaudit.tui.render import facts_text, finding_detail, neutralise, pane_subtitle, record_cells, record_output, visible
+from gpuaudit.probes.core.models import CommandRecord, EvidenceRef, Finding, ProbeResult
+from gpuaudit.probes.core.plan import evidence_line, fix_commands
+from gpuaudit.tui.render import (evidence_row, facts_rows, finding_detail, neutralise, pane_subtitle, record_cells,
+                                 record_output, unreachable_roles, visible)
 from gpuaudit.tui.widgets.command_output import CommandOutput
 from gpuaudit.tui.widgets.findings_table import FindingsTable
 
 if TYPE_CHECKING:
     from gpuaudit.tui.app import GpuAuditApp
 
+NARROW_BELOW = 110
+"""Narrower than this, findings and raw output take the whole width in turn (`o` switches)."""
+
+
+def finding_as_text(f: Finding) -> str:
+    """A finding as plain text for the clipboard (a ticket, a chat)."""
+    lines = [f"[{f.severity.value}] {f.title}", f"check: {f.id} · on: {', '.join(f.targets) or '-'} · owner: {f.owner or '?'}"]
+    lines += [f"{label}: {value}" for label, value in (("observed", f.observed), ("expected", f.expected),
+                                                       ("why", f.why), ("fix", f.fix)) if value]
+    lines += [f"  $ {c}" for c in fix_commands(f.fix)]
+    return neutralise("\n".join(lines))
+
 
 class DrilldownScreen(Screen[None]):
     BINDINGS = [
         Binding("escape", "back", "Back"),
         Binding("r", "rerun", "Re-run"),
-        Binding("slash", "search", "Search"),
+        Binding("slash", "search", "Search", key_display="/"),
         Binding("n", "find_next", "Next match", show=False),
+        Binding("N", "find_previous", "Previous match", show=False),
         Binding("e", "evidence", "Evidence"),
+        Binding("o", "toggle_side", "Other side"),
+        Binding("c", "copy_finding", "Copy"),
     ]
     app: GpuAuditApp
 
-    def __init__(self, probe_id: str) -> None:
+    def __init__(self, probe_id: str, finding_id: str | None = None) -> None:
         super().__init__(id="drilldown")
         self.probe_id = probe_id
+        self.finding_id = finding_id
         self.records: list[CommandRecord] = []
         self.query_text = ""
         self.shown: CommandRecord | None = None
@@ -48,18 +66,32 @@ class DrilldownScreen(Screen[None]):
                     with TabPane("Finding", id="tab-finding"):
                         yield VerticalScroll(Static(id="finding-detail"))
                     with TabPane("Facts", id="tab-facts"):
-                        yield VerticalScroll(Static(id="facts"))
+                        facts = DataTable[Text](id="facts", cursor_type="row", zebra_stripes=True)
+                        facts.add_columns("on", "fact", "value", "seen in")
+                        yield facts
             with Vertical(id="dd-right"):
                 commands = DataTable[Text](id="commands", cursor_type="row")
                 commands.add_columns("on", "command", "exit", "time", "flags")
                 yield commands
-                yield Input(placeholder="search the raw output (Enter: next, Esc: close)", id="search")
+                with Horizontal(id="search-bar"):
+                    yield Input(placeholder="search raw output, any case (Enter: go, then n / N)", id="search", select_on_focus=False)
+                    yield Label("", id="search-count")
                 yield CommandOutput(id="output")
-        yield Footer()
+        yield Footer(compact=True)
 
     def on_mount(self) -> None:
+        self.set_class(self.app.size.width < NARROW_BELOW, "-narrow")
         self.reload()
-        self.query_one(FindingsTable).focus()
+        table = self.query_one(FindingsTable)
+        if self.finding_id is not None:
+            index = next((n for n, f in enumerate(table.findings) if f.id == self.finding_id), None)
+            if index is not None:
+                table.move_cursor(row=index)
+                self._show_finding()
+        table.focus()
+
+    def on_resize(self, event: Resize) -> None:
+        self.set_class(event.size.width < NARROW_BELOW, "-narrow")
 
     @property
     def result(self) -> ProbeResult | None:
@@ -73,11 +105,17 @@ class DrilldownScreen(Screen[None]):
         palette = self.app.palette
         title = Text.assemble((result.title, "bold"), f"  ·  {pane_subtitle(result, self.app.clock())}  ·  ",
                               neutralise(result.summary or ""))
-        if result.error:
+        gone = unreachable_roles(self.app.audit_run)
+        if gone:
+            title.append("\n" + " · ".join(f"{r} not audited: unreachable" for r in gone), style="italic")
+        elif result.error:
             title.append(f"\n✖ FAILED: {neutralise(result.error)}")
         self.query_one("#dd-title", Static).update(title)
-        self.query_one(FindingsTable).set_findings(visible(result.findings, self.app.min_severity), palette)
-        self.query_one("#facts", Static).update(facts_text(result.facts))
+        self.query_one(FindingsTable).set_findings(visible(result.findings, self.app.finding_filter, result), palette)
+        facts = self.query_one("#facts", DataTable)
+        facts.clear()
+        for role, name, value, source in facts_rows(result.facts, result.records):
+            facts.add_row(Text(role), Text(name), Text(value), Text(source, style="dim"))
         table = self.query_one("#commands", DataTable)
         row = table.cursor_row
         if [r.command_id for r in result.records] != [r.command_id for r in self.records] or not table.row_count:
@@ -95,7 +133,7 @@ class DrilldownScreen(Screen[None]):
         f = self.query_one(FindingsTable).current
         detail = self.query_one("#finding-detail", Static)
         if f is None:
-            detail.update(Text("no findings at or above the filter", style="dim"))
+            detail.update(Text("no findings match the filter", style="dim"))
             return
         detail.update(finding_detail(f, self.app.palette, [evidence_line(self.app.audit_run, e) for e in f.evidence]))
 
@@ -128,7 +166,7 @@ class DrilldownScreen(Screen[None]):
             self._load(event.cursor_row)
 
     def action_evidence(self) -> None:
-        """Jump from the highlighted finding to the command output that is its evidence."""
+        """Jump from the highlighted finding to its evidence and scroll to the line that shows it."""
         f = self.query_one(FindingsTable).current
         if f is None or not f.evidence:
             self.notify("this finding names no evidence", severity="warning")
@@ -138,27 +176,64 @@ class DrilldownScreen(Screen[None]):
             self.notify(f"no record for {f.evidence[0].target}:{f.evidence[0].command_id}", severity="warning")
             return
         self.show_record(index)
-        self.query_one(CommandOutput).focus()
+        output = self.query_one(CommandOutput)
+        row = evidence_row(output.text, f)
+        self.set_class(True, "-show-output")
+        if row is not None:  # after the layout: on a narrow screen the viewer was hidden (no size to scroll in)
+            output.call_after_refresh(output.goto_line, row)
+        output.focus()
+
+    def action_toggle_side(self) -> None:
+        """On narrow terminals: switch between the findings side and the raw-output side."""
+        showing = self.has_class("-show-output")
+        self.set_class(not showing, "-show-output")
+        if showing:
+            self.query_one(FindingsTable).focus()
+        else:
+            self.query_one(CommandOutput).focus()
+
+    def action_copy_finding(self) -> None:
+        f = self.query_one(FindingsTable).current
+        if f is None:
+            return
+        self.app.copy_to_clipboard(finding_as_text(f))
+        self.notify(f"copied {f.id} (OSC 52)")
 
     def action_search(self) -> None:
+        self.set_class(True, "-show-output")
         box = self.query_one("#search", Input)
-        box.add_class("-visible")
+        self.query_one("#search-bar").add_class("-visible")
         box.focus()
+        self.call_after_refresh(box.focus)  # the bar was display: none a moment ago
 
     @on(Input.Submitted, "#search")
     def _search(self, event: Input.Submitted) -> None:
         self.query_text = event.value
-        self.action_find_next()
+        if self.action_find_next():
+            self.query_one(CommandOutput).focus()  # so n / N navigate instead of typing
 
-    def action_find_next(self) -> None:
-        if self.query_text and not self.query_one(CommandOutput).find(self.query_text):
+    def action_find_next(self, backwards: bool = False) -> bool:
+        if not self.query_text:
+            return False
+        output = self.query_one(CommandOutput)
+        found = output.find(self.query_text, backwards=backwards)
+        current, total = output.match_position(self.query_text)
+        self.query_one("#search-count", Label).update(f"{current}/{total}" if found else "0/0")
+        if not found:
             self.notify(f"not found: {self.query_text}", severity="warning")  # the app neutralises, markup off
+        return found
+
+    def action_find_previous(self) -> None:
+        self.action_find_next(backwards=True)
 
     def action_back(self) -> None:
-        box = self.query_one("#search", Input)
-        if box.has_class("-visible"):
-            box.remove_class("-visible")
+        bar = self.query_one("#search-bar")
+        if bar.has_class("-visible"):
+            bar.remove_class("-visible")
             self.query_one(CommandOutput).focus()
+            return
+        if self.has_class("-narrow") and self.has_class("-show-output"):
+            self.action_toggle_side()
             return
         self.dismiss()
 

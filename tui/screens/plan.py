@@ -1,35 +1,111 @@
-"""PlanScreen: the audit converged into one ranked action plan (probes.core.plan)."""
+"""PlanScreen: the audit converged into one ranked action plan (probes.core.plan), plus what couldn't be checked.
+
+Enter opens a step's first finding in its drill-down; `c` copies the step's fix command (OSC 52),
+`C` the whole plan as Markdown, `m` saves that Markdown to a file.
+"""
 
 from __future__ import annotations
 
+from pathlib import Path
+from typing import TYPE_CHECKING
+
 from rich.text import Text
+from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import VerticalScroll
 from textual.screen import Screen
-from textual.widgets import Footer, Static
+from textual.widgets import Footer, OptionList, Static
+from textual.widgets.option_list import Option
 
 from gpuaudit.probes.core.models import AuditRun
-from gpuaudit.probes.core.plan import build_plan
-from gpuaudit.tui.render import PLAIN, Palette, plan_text
+from gpuaudit.probes.core.plan import build_plan, fix_commands, plan_markdown
+from gpuaudit.tui.render import PLAIN, Palette, not_checked_text, plan_step_text
+
+if TYPE_CHECKING:
+    from gpuaudit.tui.app import GpuAuditApp
+
+
+def plan_file_name(run: AuditRun) -> str:
+    host = next((s.hostname for s in run.target_states.values() if s.hostname), None) or "audit"
+    return f"gpuaudit-plan-{''.join(c if c.isalnum() or c in '-_.' else '_' for c in host)}.md"
 
 
 class PlanScreen(Screen[None]):
-    BINDINGS = [Binding("escape,a", "dismiss", "Back")]
+    BINDINGS = [
+        Binding("escape,a", "dismiss", "Back"),
+        Binding("enter", "open", "Open finding"),
+        Binding("c", "copy_fix", "Copy fix"),
+        Binding("C", "copy_plan", "Copy plan"),
+        Binding("m", "save_markdown", "Save .md"),
+    ]
+    app: GpuAuditApp
 
-    def __init__(self, run: AuditRun, palette: Palette = PLAIN) -> None:
+    def __init__(self, run: AuditRun, palette: Palette = PLAIN, save_dir: Path | None = None) -> None:
         super().__init__(id="plan")
+        self.run = run
         self.plan = build_plan(run)
         self.palette = palette
+        self.save_dir = save_dir
         self.running = run.finished_at is None and any(p.status in ("running", "pending") for p in run.probes)
 
     def compose(self) -> ComposeResult:
         n = sum(len(s.findings) for s in self.plan)
-        head = Text(f"Action plan: {len(self.plan)} step(s) resolving {n} finding(s) at warning or worse"
-                    " · `gpuaudit-tui --plan` prints it as Markdown", style="bold")
+        head = Text(f"Action plan: {len(self.plan)} step(s) resolving {n} finding(s) at warning or worse", style="bold")
         if self.running:
             head.append("  (audit still running: partial)", style="italic")
         yield Static(head, id="plan-title")
         with VerticalScroll(id="plan-body"):
-            yield Static(plan_text(self.plan, self.palette))
-        yield Footer()
+            if self.plan:
+                yield OptionList(*[Option(plan_step_text(s, self.palette), id=str(n)) for n, s in enumerate(self.plan)],
+                                 id="plan-steps")
+            else:
+                yield Static(Text("Nothing at warning or worse. Check what couldn't be checked (below) before trusting that."))
+            yield Static(not_checked_text(self.run, self.palette), id="plan-not-checked")
+        yield Footer(compact=True)
+
+    def on_mount(self) -> None:
+        if self.plan:
+            self.query_one("#plan-steps", OptionList).focus()
+
+    @property
+    def current(self) -> int | None:
+        if not self.plan:
+            return None
+        highlighted = self.query_one("#plan-steps", OptionList).highlighted
+        return 0 if highlighted is None else highlighted
+
+    @on(OptionList.OptionSelected, "#plan-steps")
+    def _selected(self) -> None:
+        self.action_open()
+
+    def action_open(self) -> None:
+        if self.current is None:
+            return
+        f = self.plan[self.current].findings[0]
+        self.app.open_drilldown(f.probe, f.id)
+
+    def action_copy_fix(self) -> None:
+        if self.current is None:
+            return
+        step = self.plan[self.current]
+        commands = fix_commands(step.fix)
+        text = "\n".join(commands) if commands else step.fix
+        self.app.copy_to_clipboard(text)
+        self.notify(f"copied {'the fix command' if commands else 'the fix text'} of step {step.rank} (OSC 52)")
+
+    def markdown(self) -> str:
+        return plan_markdown(self.plan, self.run)
+
+    def action_copy_plan(self) -> None:
+        self.app.copy_to_clipboard(self.markdown())
+        self.notify("copied the plan as Markdown (OSC 52)")
+
+    def action_save_markdown(self) -> None:
+        path = (self.save_dir or Path.cwd()) / plan_file_name(self.run)
+        try:
+            path.write_text(self.markdown(), encoding="utf-8")
+        except OSError as exc:
+            self.notify(f"could not save the plan: {exc}", severity="error", timeout=10)
+            return
+        self.notify(f"saved the plan: {path}")

@@ -2,6 +2,8 @@
 
 A TextArea took 6 s to load 10 MB (per-line Python work in its document and wrap maps); this keeps
 the text as one str plus its `split("\\n")` (C speed) and renders rows on demand via the Line API.
+Tabs are expanded once when the text is loaded (lspci -vvv indents with them), so a match's column
+is a screen column and the highlighted row never leaves stale cells behind.
 """
 
 from __future__ import annotations
@@ -13,6 +15,7 @@ from textual.scroll_view import ScrollView
 from textual.strip import Strip
 
 MATCH = Style(reverse=True, bold=True)
+LINE = Style(underline=True, bold=True)
 GUTTER = Style(dim=True)
 
 
@@ -22,40 +25,77 @@ class CommandOutput(ScrollView, can_focus=True):
     def __init__(self, **kw: object) -> None:
         super().__init__(**kw)  # type: ignore[arg-type]
         self.text = ""
+        self._folded = ""
+        """`text.lower()`, built on the first search: searches are case-insensitive."""
         self.lines: list[str] = [""]
         self.match: tuple[int, int, int] | None = None
-        """(row, column, length) of the current search match."""
+        """(row, column, length) of the current search match (or the whole evidence line)."""
         self._pos = 0
+        """Text index where the current match starts."""
         self._gutter = 2
+        self._match_style = MATCH
 
     @property
     def line_count(self) -> int:
         return len(self.lines)
 
     def show(self, text: str) -> None:
-        self.text, self.lines, self.match, self._pos = text, text.split("\n"), None, 0
+        self.text = text.expandtabs(8) if "\t" in text else text
+        self._folded, self.lines, self.match, self._pos = "", self.text.split("\n"), None, 0
         self._gutter = len(str(len(self.lines))) + 2
         width = max(map(len, self.lines), default=0)
         self.virtual_size = Size(width + self._gutter, len(self.lines))
         self.scroll_to(0, 0, animate=False)
         self.refresh()
 
-    def find(self, query: str) -> bool:
-        """Select the next occurrence after the last match (wrapping); False if absent. str.find/count: C speed."""
+    @property
+    def folded(self) -> str:
+        if not self._folded and self.text:
+            self._folded = self.text.lower()
+        return self._folded
+
+    def find(self, query: str, backwards: bool = False) -> bool:
+        """Select the next (or previous) case-insensitive occurrence, wrapping; False if absent."""
         if not query:
             return False
-        idx = self.text.find(query, self._pos)
-        if idx < 0:
-            idx = self.text.find(query)
+        q, hay = query.lower(), self.folded
+        at = self._pos if self.match else -1  # next looks after the current match, previous strictly before it
+        if backwards:
+            idx = hay.rfind(q, 0, at + len(q) - 1) if at > 0 else -1
+            if idx < 0:
+                idx = hay.rfind(q)
+        else:
+            idx = hay.find(q, at + 1)
+            if idx < 0:
+                idx = hay.find(q)
         if idx < 0:
             return False
-        self._pos = idx + len(query)
-        row = self.text.count("\n", 0, idx)
-        col = idx - (self.text.rfind("\n", 0, idx) + 1)
-        self.match = (row, col, len(query))
-        self.scroll_to(max(0, col - self.size.width // 2), max(0, row - self.size.height // 2), animate=False)
-        self.refresh()
+        self._pos = idx
+        row = hay.count("\n", 0, idx)
+        col = idx - (hay.rfind("\n", 0, idx) + 1)
+        self._select(row, col, len(q), MATCH)
         return True
+
+    def match_position(self, query: str) -> tuple[int, int]:
+        """(index of the current match counting from 1, total matches) for the search box's counter."""
+        q = query.lower()
+        if not q:
+            return 0, 0
+        total = self.folded.count(q)
+        current = self.folded.count(q, 0, self._pos) + 1 if self.match else 0
+        return min(current, total), total
+
+    def goto_line(self, row: int) -> None:
+        """Underline a whole line and bring it to the middle of the view (the evidence jump)."""
+        row = max(0, min(row, len(self.lines) - 1))
+        self._pos = sum(len(line) + 1 for line in self.lines[:row])
+        self._select(row, 0, len(self.lines[row]), LINE)
+
+    def _select(self, row: int, col: int, length: int, style: Style) -> None:
+        self.match, self._match_style = (row, col, length), style
+        self.scroll_to(max(0, col - self.size.width // 2) if col + length > self.size.width - self._gutter else 0,
+                       max(0, row - self.size.height // 2), animate=False)
+        self.refresh()
 
     @property
     def selected_text(self) -> str:
@@ -74,9 +114,9 @@ class CommandOutput(ScrollView, can_focus=True):
         line = self.lines[row]
         if self.match and self.match[0] == row:
             _, col, n = self.match
-            parts = [Segment(line[:col], base), Segment(line[col:col + n], base + MATCH), Segment(line[col + n:], base)]
+            parts = [Segment(line[:col], base), Segment(line[col:col + n], base + self._match_style), Segment(line[col + n:], base)]
         else:
-            parts = [Segment(line.expandtabs(8), base)]
+            parts = [Segment(line, base)]
         gutter = Segment(f"{row + 1:>{self._gutter - 1}} ", base + GUTTER)
         body = Strip(parts).crop(scroll_x, scroll_x + max(0, width - self._gutter))
         return Strip([gutter, *body]).extend_cell_length(width, base)

@@ -11,8 +11,9 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widget import Widget
 
-from gpuaudit.probes.core.models import ProbeResult, Severity
-from gpuaudit.tui.render import PLAIN, pane_body, pane_subtitle, sev_label, state_class
+from gpuaudit.probes.core.models import ProbeResult
+from gpuaudit.tui.filtering import ALL, FindingFilter
+from gpuaudit.tui.render import PLAIN, compact_pane_body, pane_body, pane_subtitle, sev_label, state_class
 
 STATE_CLASSES = ("-pending", "-running", "-ok", "-warn", "-fail", "-unknown", "-error", "-skipped")
 
@@ -20,11 +21,15 @@ STATE_CLASSES = ("-pending", "-running", "-ok", "-warn", "-fail", "-unknown", "-
 class ProbePane(Widget, can_focus=True):
     """Shows spinner + elapsed + running commands, then counts per target, key facts and top findings."""
 
-    BINDINGS = [Binding("enter", "select", "Details", show=True)]
+    BINDINGS = [Binding("enter", "select", "Open", show=False)]
 
     result: reactive[ProbeResult | None] = reactive(None, always_update=True)
     running: reactive[tuple[tuple[str, str], ...]] = reactive((), always_update=True)
-    min_severity: reactive[Severity | None] = reactive(None)
+    finding_filter: reactive[FindingFilter] = reactive(ALL)
+    unreachable: reactive[dict[str, str]] = reactive(dict, always_update=True)
+    """role -> reason for targets never reached: the pane says "not audited" instead of listing unknowns."""
+    compact: reactive[bool] = reactive(False)
+    """Two borderless lines (small terminals): title + key facts, then the worst finding."""
     changed: reactive[bool] = reactive(False)
     """Set after a snapshot diff: this probe differs from the snapshot compared against."""
 
@@ -57,8 +62,11 @@ class ProbePane(Widget, can_focus=True):
     def watch_changed(self) -> None:
         self._update_chrome()
 
-    def watch_min_severity(self) -> None:
+    def watch_finding_filter(self) -> None:
         self._update_chrome()  # the reactive repaints the body itself
+
+    def watch_compact(self, compact: bool) -> None:
+        self.set_class(compact, "-compact")
 
     def _update_chrome(self) -> None:
         result = self.result
@@ -70,8 +78,11 @@ class ProbePane(Widget, can_focus=True):
         self.border_title = Text(f"{mark}{changed}{result.title}")
         self.set_class(self.changed, "-changed")
         self.border_subtitle = Text(pane_subtitle(result, self.clock()))
-        below = self.min_severity is not None and (worst is None or worst.rank < self.min_severity.rank)
-        self.set_class(below and result.status == "done", "-dimmed")
+        flt = self.finding_filter
+        below = flt.active and not any(flt.admits(f, result) for f in result.findings)
+        settled = result.status in ("done", "failed")
+        self.set_class(below and settled, "-dimmed")
+        self.set_class(below and settled and bool(flt.text), "-filtered-out")  # a text filter hides, k9s-style
 
     def tick(self) -> None:
         """Called by the dashboard's timer while this probe runs (spinner + elapsed)."""
@@ -82,9 +93,14 @@ class ProbePane(Widget, can_focus=True):
         if self.result is None:
             return Text("")
         palette = getattr(self.app, "palette", PLAIN)
+        if self.compact:
+            title = ("Δ " if self.changed else "") + self.result.title
+            return compact_pane_body(self.result, roles=self.roles, now=self.clock(), title=title,
+                                     min_severity=self.finding_filter, palette=palette, width=self.content_size.width,
+                                     unreachable=self.unreachable)
         return pane_body(self.result, roles=self.roles, now=self.clock(), running=self.running,
-                         min_severity=self.min_severity, palette=palette, height=self.content_size.height,
-                         width=self.content_size.width)
+                         min_severity=self.finding_filter, palette=palette, height=self.content_size.height,
+                         width=self.content_size.width, unreachable=self.unreachable)
 
     def action_select(self) -> None:
         self.post_message(self.Selected(self.probe_id))

@@ -1,13 +1,15 @@
-"""The header: every target with its connection state and reason; the demo/replay note, plainly."""
+"""The header: every target with its state (recorded, connected, unreachable) and the demo/replay note, wrapped."""
 
 from __future__ import annotations
 
 from textual.widgets import Static
 
-from gpuaudit.probes.core.models import AuditRun, Severity
+from gpuaudit.probes.core.models import AuditRun
+from gpuaudit.tui.filtering import ALL, FindingFilter
 from gpuaudit.tui.render import PLAIN, header_text
 
 
 class TargetHeader(Static):
-    def show(self, run: AuditRun, min_severity: Severity | None = None) -> None:
-        self.update(header_text(run, getattr(self.app, "palette", PLAIN), min_severity))
+    def show(self, run: AuditRun, finding_filter: FindingFilter = ALL) -> None:
+        width = self.app.size.width - 2 if self.is_attached else None
+        self.update(header_text(run, getattr(self.app, "palette", PLAIN), finding_filter, width=width))
