@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from gpuaudit.probes.core.checks import HOST, Check, Ctx, Verdict, info, ok, unknown, warning
+from gpuaudit.probes.core.checks import HOST, Check, Ctx, Verdict, info, ok, source_problem, unknown, warning
 from gpuaudit.probes.core.combiners import vm_reason
 from gpuaudit.probes.core.parsers.cpu import is_deep_cstate
 from gpuaudit.probes.firmware.facts import FirmwareFacts
@@ -157,6 +157,9 @@ def xgmi_links(ctx: Ctx) -> Verdict:
 
 def memory_population(ctx: Ctx) -> Verdict:
     h: FirmwareFacts = ctx.f
+    # dmidecode_memory is required here, not in the row: a VM is "not applicable" even without dmidecode (applies first)
+    if problem := source_problem(ctx.outputs.get(ctx.role or "host", {}).get("dmidecode_memory"), h):
+        return unknown(f"dmidecode_memory: {problem}", evidence=(("host", "dmidecode_memory"),))
     sockets = h.sockets if ctx.usable("lscpu_json") else None
     pop = population(h.dimms, sockets)
     sp5 = is_amd(h) and (h.cpu_family or 0) >= 0x19
@@ -225,7 +228,7 @@ CHECKS: tuple[Check, ...] = (
     Check("firmware.memory_population", "DIMM channels populated and speed", "hardware",
           "Host memory bandwidth scales with populated channels; it bounds pinned staging, KV offload and cross-socket P2P.",
           "Populate every channel of every socket symmetrically with identical DIMMs.", memory_population,
-          sources=("dmidecode_memory",), applies=in_vm),
+          applies=in_vm),
     Check("firmware.xgmi_links", "Inter-socket xGMI link width/speed", "bios",
           "Dynamic link-width management narrows xGMI at low utilisation, hurting bursty cross-socket P2P.",
           "BIOS: xGMI Link Width Control = Manual, Force Link Width = x16, max link speed.", xgmi_links,

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from gpuaudit.probes.core.errors import ParseError
 from gpuaudit.probes.core.models import Role
 from gpuaudit.probes.core.parsers.cpu import cpu_identity, idle_states_from_sysfs, parse_grep_h, parse_lscpu
-from gpuaudit.probes.core.parsers.dmi import bios_info, memory_devices, parse_dmidecode, slot_place
+from gpuaudit.probes.core.parsers.dmi import bios_info, is_system_dimm, memory_devices, parse_dmidecode, slot_place
 from gpuaudit.probes.core.parsers.nvidia_smi import parse_query_gpu_csv, parse_smi_q, q_get
 from gpuaudit.probes.core.parsing import first_line
 from gpuaudit.probes.core.spec import Outputs, usable_stdout
@@ -125,7 +125,7 @@ def _smi_q_memory(t: str, d: Data, p: Problems) -> None:
 
 def _dimms(t: str, d: Data, p: Problems) -> None:
     dimms = []
-    for m in memory_devices(parse_dmidecode(t)):
+    for m in filter(is_system_dimm, memory_devices(parse_dmidecode(t))):
         place = slot_place(m.locator, m.bank)
         dimms.append(Dimm(locator=m.locator, size_mb=m.size_mb, speed_mts=m.speed_mts, configured_mts=m.configured_mts,
                           bank=m.bank, socket=place.socket, channel=place.channel))

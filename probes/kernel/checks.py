@@ -42,7 +42,7 @@ def cpu_label(f: KernelFacts) -> str:
 
 def multi_node(ctx: Ctx) -> str | None:
     f: KernelFacts = ctx.f
-    return f"1 NUMA node ({f.numa_nodes} listed)" if (f.numa_nodes or 0) <= 1 else None
+    return "single NUMA node" if (f.numa_nodes or 0) <= 1 else None
 
 
 # --------------------------------------------------------------------------- verdicts

@@ -224,3 +224,18 @@ def test_case_study(phase):
     assert by["firmware.memory_population"] == "ok" and by["firmware.numa_mode"] == "ok"
     assert r.summary == "AMI 1.2 (2025-03) · IOMMU pt"
     assert all(f.owner for f in r.findings)
+
+
+def test_memory_population_in_a_vm_without_dmidecode_is_still_not_applicable():
+    outputs = {c.id: rec(c.id, "", 0) for c in firmware.COMMANDS}
+    outputs["dmidecode_memory"] = CommandRecord(target="host", probe_id="firmware", command_id="dmidecode_memory",
+                                                command="dmidecode -t memory", exit_status=127, stderr="sh: 1: dmidecode: not found")
+    outputs["cpu_hypervisor_flag"] = rec("cpu_hypervisor_flag", VM_FLAG, 0)
+    f = firmware.extract(outputs, "host")
+    found = {x.id: x for x in judge_checks(firmware.CHECKS, {"host": f}, {"host": outputs})}
+    assert found["firmware.memory_population"].observed.startswith("not applicable: virtual machine")
+
+
+def test_bios_flash_chip_does_not_make_mixed_sizes():
+    f = judged(dimm_facts("supermicro-x8dtl-bios-flash-as-type17.txt", 2, vendor="Intel", family=6))["firmware.memory_population"]
+    assert f.severity.value == "ok" and "6 of 6 slots" in f.observed, f.observed

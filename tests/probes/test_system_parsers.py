@@ -263,3 +263,36 @@ def test_shared_gpu_id_and_cgroup_commands_and_helpers():
     assert not partial_grep_ok(rec(2, "x\n", error="boom"), "g")
     assert problem_text({"a": "exit 2", "b": "timed out"}, "b", "c", "a") == "b: timed out; a: exit 2"
     assert problem_text({}, "a") == "not collected"
+
+
+# --------------------------------------------------------------------------- dmidecode: socket and channel of a slot
+
+from gpuaudit.probes.core.parsers.dmi import is_system_dimm, memory_devices, parse_dmidecode, slot_place  # noqa: E402
+
+DMI = Path(__file__).parents[1] / "fixtures/system/dmidecode"
+
+
+@pytest.mark.parametrize("name,sockets,channels_per_socket", [
+    ("supermicro-sys-4029gp-trt-full.txt", ["1", "2"], 6),         # P1-DIMMA1; bank locator only on populated slots
+    ("supermicro-sys-620u-tnr-6of32-uneven.txt", ["1", "2"], 8),
+    ("supermicro-x8dtn-3of18-uneven.txt", ["1", "2"], 3),          # P1-DIMM2B: channel 2, slot B
+    ("hpe-cray-xd665-full.txt", ["1", "2"], 12),                   # CPU1_DIMM_A1 + bank "P1 CHANNEL A"
+    ("gigabyte-g482-z54-full.txt", ["0", "1"], 8),                 # DIMM_P0_A0 (P is the socket, not a channel)
+    ("intel-m50cyp2sb-8of32-half-channels.txt", ["0", "1"], 8),    # CPU0_DIMM_A1
+    ("asrockrack-ep2c622d16-12of16-all-channels.txt", ["1", "2"], 6),
+    ("dell-r7625-full.txt", ["A", "B"], None),                     # Dell: the letter is the socket, no channel
+    ("hpe-dl380-gen11-full.txt", ["1", "2"], None),                # PROC 1 DIMM 3: no channel in the strings
+])
+def test_slot_place_on_real_dmidecode(name, sockets, channels_per_socket):
+    places = [slot_place(d.locator, d.bank) for d in memory_devices(parse_dmidecode((DMI / name).read_text()))]
+    assert sorted({p.socket for p in places}, key=str) == sockets
+    for sock in sockets:
+        chans = {p.channel for p in places if p.socket == sock}
+        assert (len(chans) if None not in chans else None) == channels_per_socket, (sock, chans)
+
+
+def test_bios_flash_is_not_a_dimm():
+    devices = memory_devices(parse_dmidecode((DMI / "supermicro-x8dtl-bios-flash-as-type17.txt").read_text()))
+    flash = [d for d in devices if not is_system_dimm(d)]
+    assert [(d.locator, d.type, d.size_mb) for d in flash] == [("BIOS", "Flash", 4)]
+    assert len([d for d in devices if is_system_dimm(d)]) == 6

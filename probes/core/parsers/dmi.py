@@ -4,7 +4,8 @@ Public API:
 
 * `parse_dmidecode(text) -> list[DmiRecord]`    every `Handle ..., DMI type N` record
 * `bios_info(records) -> dict[str, str]`         type 0 (Vendor, Version, Release Date) + type 1/2 names
-* `memory_devices(records) -> list[MemoryDevice]` type 17, populated or not
+* `memory_devices(records) -> list[MemoryDevice]` type 17, populated or not (`is_system_dimm` drops BIOS flash)
+* `slot_place(locator, bank) -> SlotPlace`        which socket and channel a slot belongs to
 
 Pure; never raises (a record without a recognisable header is skipped). Works with tab or space
 indentation (some captures were pasted with spaces).
@@ -105,6 +106,15 @@ def _mts(v: str | None) -> int | None:
     return int(m.group(1)) if m else None
 
 
+NON_DRAM_TYPES = frozenset({"Flash", "ROM", "EPROM", "EEPROM", "FEPROM"})
+"""Type 17 records that are not system DIMMs: Supermicro X8 boards list the 4 MB BIOS flash chip ("Locator: BIOS",
+"Type: Flash") as a memory device of a "Use: Flash Memory" array."""
+
+
+def is_system_dimm(d: MemoryDevice) -> bool:
+    return d.type not in NON_DRAM_TYPES
+
+
 def memory_devices(records: list[DmiRecord]) -> list[MemoryDevice]:
     """Type 17 records -> MemoryDevice (size None for empty slots)."""
     out = []
@@ -124,7 +134,7 @@ def memory_devices(records: list[DmiRecord]) -> list[MemoryDevice]:
 # Boards spell it many ways (linuxhw/DMI server dumps): "P1-DIMMA1" (Supermicro), "CPU1_DIMM_A1",
 # "PROC 1 DIMM 3" (HPE), "DIMM_P0_A1" (Gigabyte), "DIMM 0" + bank "P0 CHANNEL A" (AMD reference/ASRock),
 # "DIMM_A1" + bank "NODE 0 CHANNEL 0 DIMM 0" (Intel S2600), bank "P0_Node0_Channel0_Dimm0" (Intel Xeon SP),
-# Dell "A1".."B12" (the letter is the socket).
+# Supermicro X8 "P1-DIMM2B" (channel 2, slot B), Dell "A1".."B12" (the letter is the socket).
 
 _SOCKET_RES = (  # the locator first: boards fill the bank locator only for populated slots (Supermicro X11)
     ("locator", re.compile(r"^P(\d+)[-_ ]")),
@@ -140,6 +150,7 @@ _SOCKET_RES = (  # the locator first: boards fill the bank locator only for popu
 _CHANNEL_RES = (
     ("locator", re.compile(r"_([A-P])\d+$")),
     ("locator", re.compile(r"DIMM[_ -]?([A-P])\d", re.I)),
+    ("locator", re.compile(r"-DIMM(\d)[A-F]$")),  # Supermicro X8: P1-DIMM2B = channel 2, slot B
     ("locator", re.compile(r"Channel[_ -]?([A-P])\b", re.I)),
     ("locator", re.compile(r"^CH([A-P])[_ -]")),
     ("bank", re.compile(r"_Node(\d+)_Channel(\d+)_")),
