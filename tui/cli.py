@@ -106,6 +106,8 @@ def build_parser() -> OneLineParser:
     src = p.add_argument_group("recordings")
     src.add_argument("--replay", metavar="FILE", help="re-judge a saved snapshot's raw outputs with today's rules (no machine contacted)")
     src.add_argument("--resume", metavar="FILE", help="re-run only what failed in a snapshot and save the merged result")
+    src.add_argument("--yes", action="store_true",
+                     help="--resume: connect to the targets the snapshot names without giving them as --host/--container")
     src.add_argument("--demo", action="store_true", help="the bundled case-study recording (illustrative example)")
     out.add_argument("--prom", metavar="FILE", type=lambda text: Path(text).expanduser(),
                      help="also write the audit as Prometheus metrics for node_exporter's textfile collector "

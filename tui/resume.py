@@ -38,6 +38,23 @@ def target_specs(snapshot: Snapshot, args: argparse.Namespace) -> tuple[TargetSp
     return host, container
 
 
+def confirm_targets(snap: Snapshot, plan: dict[str, list[str]], args: argparse.Namespace, name: str) -> None:
+    """A snapshot may come from anyone: the machines it names are contacted only when the user named them
+    too (--host/--container) or confirmed them (--yes). This machine (`local`) needs no confirmation."""
+    roles = {r for r, ids in plan.items() if ids}
+    by_role = {t.role: t for t in snap.targets}
+    cont = by_role.get("container")
+    if "container" in roles and cont is not None and cont.kind in ("pct", "lxc", "docker"):
+        roles.add("host")  # entered through the host
+    given = {"host": args.host, "container": args.container}
+    unconfirmed = [by_role[r] for r in ("host", "container") if r in roles and r in by_role
+                   and by_role[r].kind != "local" and not given[r]]
+    if unconfirmed and not getattr(args, "yes", False):
+        shown = ", ".join(f"{t.role} {t.spec}" for t in unconfirmed)
+        raise UsageError(f"{name} would connect to {shown} (named by the file, not by you); "
+                         "give them with --host/--container, or --yes to connect")
+
+
 def build_resume_setup(args: argparse.Namespace):
     """An AuditSetup whose transports answer from the snapshot and reach the machine only for failures."""
     from gpuaudit.tui.session_setup import AuditSetup, audit_options, selected_probes, ssh_options
@@ -59,6 +76,7 @@ def build_resume_setup(args: argparse.Namespace):
             raise UsageError(f"{path.name}: cannot reach the {missing[0]} again (recorded as "
                              f"{next(t.spec for t in snap.targets if t.role == missing[0])}); give --host/--container")
         assert host is not None
+        confirm_targets(snap, plan, args, path.name)
         live = live_bindings(host, container, ssh_options(args))
     bindings = resume_bindings(snap.targets, snap.records, plan, live, snap.target_states)
     todo = sum(len(ids) for ids in plan.values())

@@ -9,6 +9,7 @@ from pathlib import Path
 
 import pytest
 from snapfactory import REPO, T0, fnd, probe, rec, snap
+from sshd_server import free_port
 
 from gpuaudit.probes import get
 from gpuaudit.probes.core.events import apply_event, initial_run
@@ -162,3 +163,22 @@ def test_unreachable_recorded_targets_need_an_address(tmp_path: Path, kind: str)
     path = store.save(s, "dir", tmp_path)
     r = _cli("--resume", str(path), "--probes", "kernel", "--json")
     assert r.returncode == 2 and "cannot reach the host again" in r.stderr
+
+
+def _ssh_snapshot_with_a_failure(tmp_path: Path) -> Path:
+    records = _kernel_records(numa_balancing={"exit_status": None, "error": "connection lost: reset"})
+    s = snap(probe("kernel", records=records), container=None, host=f"root@127.0.0.1:{free_port()}")
+    return store.save(s, "foreign", tmp_path)
+
+
+def test_a_foreign_snapshot_names_its_targets_and_needs_consent(tmp_path: Path) -> None:
+    """issue 14 item 7: the file names root@127.0.0.1:PORT; nothing is contacted until the user says so."""
+    path = _ssh_snapshot_with_a_failure(tmp_path)
+    spec = json.loads(path.read_text())["targets"][0]["spec"]
+    r = _cli("--resume", str(path), "--probes", "kernel", "--json", "--snapshot-dir", str(tmp_path))
+    assert r.returncode == 2 and r.stdout == "" and len(r.stderr.strip().splitlines()) == 1, r.stderr
+    assert f"would connect to host {spec}" in r.stderr and "--yes" in r.stderr
+    assert len(list(tmp_path.glob("*.json"))) == 1  # nothing stored
+    for consent in (["--yes"], ["--host", spec]):  # confirmed: it connects (nothing listens: exit 3)
+        r = _cli("--resume", str(path), "--probes", "kernel", "--json", "--snapshot-dir", str(tmp_path), *consent)
+        assert r.returncode == 3 and "connection refused" in r.stderr, r.stderr
