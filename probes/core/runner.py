@@ -160,7 +160,7 @@ class Audit:
             if binding.via is not None:
                 host_info = await self._ensure_connect(binding.via, queue)
                 if not host_info.ok:
-                    raise TransportError(f"host {binding.via} unreachable: {host_info.reason}")
+                    raise TransportError(f"the {binding.via} it is entered through is unreachable: {host_info.reason}")
             else:
                 await binding.transport.connect()
             line = build_command_line(PREFLIGHT.shell, wrap_prefix=binding.wrap_prefix, sudo=self._wrap_needs_sudo(role))

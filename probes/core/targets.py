@@ -24,6 +24,17 @@ WRAP_PREFIX = {
     "lxc": "lxc-attach -n {name} --",
     "docker": "docker exec {name}",
 }
+UNSUPPORTED_KINDS = ("podman", "lxd", "incus", "nspawn", "machinectl", "kubectl", "k8s", "qm", "vm", "ct", "crictl", "nerdctl")
+"""Container-ish prefixes we do not enter: refused by name, never looked up as a host called `podman`."""
+
+
+def container_prefix(text: str) -> str | None:
+    """`PCT:101` -> "pct": the lower-cased prefix when `text` looks like a container spec (known or not)."""
+    prefix, sep, rest = text.partition(":")
+    low = prefix.strip().lower()
+    if sep and (low in WRAP_PREFIX or (low in UNSUPPORTED_KINDS and not rest.isdigit())):
+        return low
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -77,7 +88,9 @@ def parse_host_spec(text: str | None) -> TargetSpec:
     if text is None or text in ("local", "localhost-local"):
         return TargetSpec(role="host", raw="local", kind="local")
     text = text.strip()
-    if text.split(":", 1)[0] in WRAP_PREFIX:
+    if not text:
+        raise UsageError("--host is empty: give [user@]host[:port], or leave it out for this machine")
+    if container_prefix(text):
         raise UsageError(f"--host {text!r}: pct:/lxc:/docker: specs are for --container")
     return TargetSpec(role="host", raw=text, kind="ssh", ssh=parse_ssh_address(text))
 
@@ -85,8 +98,15 @@ def parse_host_spec(text: str | None) -> TargetSpec:
 def parse_container_spec(text: str, *, host: TargetSpec) -> TargetSpec:
     """--container: `pct:ID`, `lxc:NAME`, `docker:NAME` (through the host) or `[user@]host[:port]`."""
     text = text.strip()
-    prefix, sep, rest = text.partition(":")
-    if sep and prefix in WRAP_PREFIX:
+    if not text:
+        raise UsageError("--container is empty: give pct:ID, lxc:NAME, docker:NAME or [user@]host[:port]")
+    prefix = container_prefix(text)
+    rest = text.partition(":")[2]
+    if prefix in UNSUPPORTED_KINDS:
+        raise UsageError(f"--container {text!r}: {prefix}: containers are not supported; give pct:ID, lxc:NAME, "
+                         "docker:NAME, or the container's own SSH address")
+    if prefix is not None:
+        text = f"{prefix}:{rest}"  # PCT:101 == pct:101: the kind is case-insensitive, the name is not
         valid = _PCT_ID if prefix == "pct" else _CONTAINER_NAME
         if not valid.match(rest):
             what = "a numeric VMID" if prefix == "pct" else "a name of letters, digits, '_', '.', '-'"

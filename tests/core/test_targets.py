@@ -44,3 +44,34 @@ def test_wrapped_line_quotes_and_times_out():
     assert argv[:5] == ["exec", "timeout", "-s", "KILL", "20"]
     assert argv[5:10] == ["pct", "exec", "101", "--", "sh"]
     assert argv[-1] == "LC_ALL=C; export LC_ALL; cat '/x y'; echo $HOME"
+
+
+# --- issue 14 item 5: container specs are never host names; prefixes are case-insensitive ---
+
+@pytest.mark.parametrize("text, kind, name", [("PCT:101", "pct", "101"), ("Lxc:web", "lxc", "web"),
+                                              ("DOCKER:vllm", "docker", "vllm"), (" pct:7 ", "pct", "7")])
+def test_container_prefixes_are_case_insensitive(text, kind, name):
+    from gpuaudit.probes.core.targets import parse_container_spec, parse_host_spec
+
+    spec = parse_container_spec(text, host=parse_host_spec(None))
+    assert (spec.kind, spec.name, spec.ssh) == (kind, name, None)
+    assert spec.raw == f"{kind}:{name}"
+
+
+@pytest.mark.parametrize("text", ["PCT:101", "Docker:x", "LXC:web", "pct:101"])
+def test_container_specs_are_refused_as_host(text):
+    from gpuaudit.probes.core.errors import UsageError
+    from gpuaudit.probes.core.targets import parse_host_spec
+
+    with pytest.raises(UsageError, match="specs are for --container"):
+        parse_host_spec(text)
+
+
+@pytest.mark.parametrize("text, message", [("", "is empty"), ("   ", "is empty"), ("podman:web", "not supported"),
+                                           ("LXD:c1", "not supported"), ("PCT:abc", "numeric VMID")])
+def test_bad_container_specs(text, message):
+    from gpuaudit.probes.core.errors import UsageError
+    from gpuaudit.probes.core.targets import parse_container_spec, parse_host_spec
+
+    with pytest.raises(UsageError, match=message):
+        parse_container_spec(text, host=parse_host_spec(None))

@@ -67,3 +67,18 @@ def test_firmware_and_kernel_agree_on_the_guest():
     kv = {f.id: f for f in judge_checks(k.CHECKS, {"host": k.extract(outputs, "host")}, {"host": outputs})}
     assert fw["firmware.cppc"].observed.startswith("not applicable: virtual machine")
     assert kv["kernel.version"].severity.value == "info" and "virtual machine" in kv["kernel.version"].observed
+
+
+def test_plan_of_the_guest_has_no_amd_pstate_step():
+    """The reported --plan on the KVM guest was exactly one wrong step (add amd_pstate=active): now it has none."""
+    from gpuaudit.probes.core.models import AuditRun
+    from gpuaudit.probes.core.plan import build_plan
+    from gpuaudit.probes.core.runner import judge_probe
+
+    outputs = host_outputs("ollama-5554-epyc-9754-kvm-guest-cpu0.txt")
+    records = [r.model_copy(update={"probe_id": "kernel"}) for r in outputs.values()]
+    run = AuditRun(probes=[judge_probe(k.PROBE, {"host": records})])
+    assert not [s for s in build_plan(run) if "amd_pstate" in s.fix or "amd-pstate" in s.title], build_plan(run)
+    bare = host_outputs("ollama-5554-epyc-9754-bare-metal-cpu0.txt")
+    run = AuditRun(probes=[judge_probe(k.PROBE, {"host": list(bare.values())})])
+    assert [s for s in build_plan(run) if "amd_pstate" in s.fix]          # bare metal keeps the step
