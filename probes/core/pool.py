@@ -5,7 +5,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 
-from gpuaudit.probes.core.transport import RawResult, Transport
+from gpuaudit.probes.core.transport import Gate, RawResult, Transport, not_run
 
 
 class PooledTransport:
@@ -16,6 +16,8 @@ class PooledTransport:
     alone (host-key prompts, accept-new recording and auth errors surface once); the extra ones are
     best effort: if they fail the audit runs on the first.
     """
+
+    executes_lines = True
 
     def __init__(self, members: Sequence[Transport]) -> None:
         if not members:
@@ -41,19 +43,31 @@ class PooledTransport:
             return None
         return min(self._alive, key=lambda m: self._in_flight[id(m)])
 
-    async def run(self, line: str, *, command_id: str, timeout_s: float, max_bytes: int) -> RawResult:
-        result = RawResult(exit_status=None, error="connection lost: not connected")
-        for _ in range(len(self.members)):  # a dead connection's refusal is retried on a live one
+    @property
+    def lost(self) -> bool:
+        """Every connection of the pool died."""
+        return bool(self.members) and all(getattr(m, "lost", False) for m in (self._alive or self.members))
+
+    @property
+    def lost_reason(self) -> str | None:
+        reasons = [getattr(m, "lost_reason", None) for m in self.members]
+        return next((r for r in reasons if r), None)
+
+    async def run(self, line: str, *, command_id: str, timeout_s: float, max_bytes: int,
+                  gate: Gate | None = None) -> RawResult:
+        """Run on the least busy live member; a command that never started moves to another live member at once."""
+        result = not_run("connection lost: not connected")
+        for _ in range(len(self.members)):
             member = self._pick()
             if member is None:
                 return result
             self._in_flight[id(member)] += 1
             try:
-                result = await member.run(line, command_id=command_id, timeout_s=timeout_s, max_bytes=max_bytes)
+                result = await member.run(line, command_id=command_id, timeout_s=timeout_s, max_bytes=max_bytes,
+                                          gate=gate)  # type: ignore[call-arg]
             finally:
                 self._in_flight[id(member)] -= 1
-            started = result.stdout or result.stderr or result.duration_s > 0.5
-            if not (result.error or "").startswith("connection lost") or started:
+            if not (result.not_started and getattr(member, "lost", False)):
                 return result  # a command that ran (even partly) is never run twice
         return result
 

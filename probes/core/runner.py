@@ -23,8 +23,8 @@ from gpuaudit.probes.core.events import (
 )
 from gpuaudit.probes.core.models import CommandRecord, ProbeResult, Role, Target
 from gpuaudit.probes.core.redact import redact_text
+from gpuaudit.probes.core.remote_line import cut_at_marker, new_marker, remote_line, sudo_refusal
 from gpuaudit.probes.core.spec import Command, Probe
-from gpuaudit.probes.core.targets import build_command_line
 from gpuaudit.probes.core.transport import (
     DEFAULT_MAX_BYTES,
     PREFLIGHT_ID,
@@ -34,6 +34,14 @@ from gpuaudit.probes.core.transport import (
 from pydantic import BaseModel
 
 DEFAULT_TIMEOUT_S = 20.0
+RC_ROOM = 64 * 1024
+"""Extra bytes a stream may bring before the cap: what the login shell printed before the start marker."""
+DEFAULT_OUTPUT_BUDGET = 256 * 1024 * 1024
+"""Bytes of command output one audit keeps in all (stdout + stderr, every target); past it outputs are cut and
+marked truncated. Commands in flight when it runs out may each still bring up to --max-output."""
+HANG_PRONE_TOOLS = ("nvidia-smi", "dcgmi")
+"""Tools that hang as a whole when the GPU or driver is wedged: after one call times out on a target, its other
+calls there are not started (each would wait out the full timeout too)."""
 
 PREFLIGHT = Command(
     PREFLIGHT_ID,
@@ -55,6 +63,8 @@ class AuditOptions:
     """Run load-generating (ACTIVE) commands such as nccl-tests; never on by default."""
     python: str | None = None
     """Interpreter the python probe inspects; None lets the probe find the engine's, else python3."""
+    output_budget: int = DEFAULT_OUTPUT_BUDGET
+    """Audit-wide cap on kept output bytes (see DEFAULT_OUTPUT_BUDGET)."""
 
 
 @dataclass(slots=True)
@@ -75,6 +85,8 @@ class _TargetInfo:
     is_root: bool = False
     has_timeout: bool = False
     hostname: str | None = None
+    inner_timeout: bool = False
+    """A container entered through its host has timeout(1) inside (killing the wrapper does not kill its command)."""
 
 
 def decode_output(data: bytes | bytearray) -> str:
@@ -88,6 +100,11 @@ def render_shell(command: Command, options: AuditOptions) -> str:
     if "{python}" in shell:
         shell = shell.replace("{python}", shlex.quote(options.python or "python3"))
     return shell
+
+
+def hang_prone_tool(shell: str) -> str | None:
+    """The hang-prone tool a command line calls, if any."""
+    return next((t for t in HANG_PRONE_TOOLS if t in shell), None)
 
 
 def parse_preflight(stdout: str) -> tuple[bool, bool, str | None]:
@@ -108,6 +125,11 @@ class Audit:
         self.options = options or AuditOptions()
         self._connect_tasks: dict[Role, asyncio.Task[_TargetInfo]] = {}
         self._closed = False
+        self._marker = new_marker()
+        self._hung: dict[Role, tuple[str, str]] = {}
+        """role -> (tool, command id) of a hang-prone tool that timed out there."""
+        self._lost: set[Role] = set()
+        self._budget_left = self.options.output_budget
 
     @property
     def targets(self) -> list[Target]:
@@ -163,15 +185,20 @@ class Audit:
                     raise TransportError(f"the {binding.via} it is entered through is unreachable: {host_info.reason}")
             else:
                 await binding.transport.connect()
-            line = build_command_line(PREFLIGHT.shell, wrap_prefix=binding.wrap_prefix, sudo=self._wrap_needs_sudo(role))
-            raw = await binding.transport.run(line, command_id=PREFLIGHT.id, timeout_s=PREFLIGHT.timeout_s or 15,
-                                              max_bytes=64 * 1024)
+            host_timeout = (await self._connect_tasks[binding.via]).has_timeout if binding.via is not None else False
+            line = remote_line(PREFLIGHT.shell, marker=self._marker, wrap_prefix=binding.wrap_prefix,
+                               wrap_sudo=self._wrap_needs_sudo(role), inner_timeout=False,
+                               timeout_s=PREFLIGHT.timeout_s if host_timeout else None)
+            raw = self._unmark(binding, await binding.transport.run(
+                line, command_id=PREFLIGHT.id, timeout_s=min(PREFLIGHT.timeout_s or 15, self.options.timeout_s + 10),
+                max_bytes=64 * 1024))
             if raw.exit_status != 0:
                 detail = (decode_output(raw.stderr).strip() or raw.error or f"exit {raw.exit_status}").splitlines()
                 raise TransportError(f"{binding.target.spec}: cannot run commands: {detail[0][:200] if detail else 'no output'}")
             is_root, has_timeout, hostname = parse_preflight(decode_output(raw.stdout))
-            if binding.via is not None:  # the remote timeout(1) runs on the host, outside the container
-                has_timeout = (await self._connect_tasks[binding.via]).has_timeout
+            inner_timeout = False
+            if binding.via is not None:  # the outer timeout(1) runs on the host, the inner one in the container
+                inner_timeout, has_timeout = has_timeout, host_timeout
         except TransportError as exc:
             queue.put_nowait(TargetFailed(role=role, reason=str(exc)))
             return _TargetInfo(ok=False, reason=str(exc))
@@ -180,7 +207,7 @@ class Audit:
             queue.put_nowait(TargetFailed(role=role, reason=reason))
             return _TargetInfo(ok=False, reason=reason)
         queue.put_nowait(TargetConnected(role=role, is_root=is_root, hostname=hostname))
-        return _TargetInfo(ok=True, is_root=is_root, has_timeout=has_timeout, hostname=hostname)
+        return _TargetInfo(ok=True, is_root=is_root, has_timeout=has_timeout, hostname=hostname, inner_timeout=inner_timeout)
 
     async def _run_probe(self, probe: Probe, cache: dict[tuple[Role, str], asyncio.Task[tuple[RawResult, str, str]]],
                          queue: asyncio.Queue[BaseModel | None]) -> None:
@@ -202,10 +229,11 @@ class Audit:
                        cache: dict[tuple[Role, str], asyncio.Task[tuple[RawResult, str, str]]], queue: asyncio.Queue[BaseModel | None]) -> CommandRecord:
         binding = self.bindings[role]
         shell = render_shell(command, self.options)
-        timeout_s = command.timeout_s or self.options.timeout_s
+        timeout_s = command_timeout(command, self.options)
         use_sudo = command.needs_root and self.options.sudo and not info.is_root
-        line = build_command_line(shell, wrap_prefix=binding.wrap_prefix, sudo=use_sudo or self._wrap_needs_sudo(role),
-                                  remote_timeout_s=timeout_s + 2 if info.has_timeout else None)  # remote kill is the backstop
+        line = remote_line(shell, marker=self._marker, wrap_prefix=binding.wrap_prefix, sudo=use_sudo,
+                           wrap_sudo=self._wrap_needs_sudo(role), timeout_s=timeout_s if info.has_timeout else None,
+                           inner_timeout=info.inner_timeout)
         base: dict[str, Any] = dict(target=role, probe_id=probe.id, command_id=command.id, command=shell, executed=line,
                     needs_root=command.needs_root)
         if not info.ok:
@@ -219,16 +247,78 @@ class Audit:
             key = (role, line)
             task = cache.get(key)
             if task is None:  # the same line asked by two probes runs once, and its text is shared
-                task = asyncio.create_task(self._fetch(binding, line, command.id, timeout_s))
+                task = asyncio.create_task(self._fetch(binding, role, line, command.id, timeout_s))
                 cache[key] = task
             raw, stdout, stderr = await asyncio.shield(task)
-            rec = record_from_text(base, raw, stdout, stderr, sudo=use_sudo, timeout_s=timeout_s)
+            rec = record_from_text(base, raw, stdout, stderr, sudo=use_sudo or self._wrap_needs_sudo(role), timeout_s=timeout_s)
+            self._note_lost(role, queue)
         queue.put_nowait(CommandFinished(record=rec))
         return rec
 
-    async def _fetch(self, binding: TargetBinding, line: str, command_id: str, timeout_s: float) -> tuple[RawResult, str, str]:
+    def _note_lost(self, role: Role, queue: asyncio.Queue[BaseModel | None]) -> None:
+        """Once every connection to a target died, its state says so (and that of a container entered through it)."""
+        binding = self.bindings[role]
+        transport_role = binding.via or role
+        if transport_role in self._lost or not getattr(self.bindings[transport_role].transport, "lost", False):
+            return
+        reason = getattr(self.bindings[transport_role].transport, "lost_reason", None) or "connection closed"
+        for r, b in self.bindings.items():
+            if r == transport_role or b.via == transport_role:
+                self._lost.add(r)
+                queue.put_nowait(TargetFailed(role=r, reason=f"{b.target.spec}: connection lost during the audit: {reason}"))
+
+    def _gate(self, role: Role, shell_line: str) -> str | None:
+        """Why not to start a command now (a hang-prone tool already hung on this target), or None."""
+        tool = hang_prone_tool(shell_line)
+        hung = self._hung.get(role)
+        if tool and hung and hung[0] == tool:
+            return f"{tool} hung in {hung[1]} (not started: it would wait out its timeout too)"
+        return None
+
+    def _unmark(self, binding: TargetBinding, raw: RawResult) -> RawResult:
+        """Cut what the login shell printed before the command's marker; no marker from a live run = never started."""
+        out, seen = cut_at_marker(raw.stdout, self._marker)
+        err, _ = cut_at_marker(raw.stderr, self._marker)
+        if seen:
+            raw.stdout, raw.stderr = out, err
+        elif getattr(binding.transport, "executes_lines", False) and not raw.not_started and raw.error is None:
+            why = "did not reach it before the timeout" if raw.timed_out else f"ended first (exit {raw.exit_status})"
+            first = decode_output(raw.stderr).strip().splitlines()[:1]
+            raw.error = f"not run: the login shell {why}" + (f": {first[0][:160]}" if first else "")
+            raw.timed_out, raw.not_started, raw.exit_status = False, True, None
+        return raw
+
+    async def _fetch(self, binding: TargetBinding, role: Role, line: str, command_id: str,
+                     timeout_s: float) -> tuple[RawResult, str, str]:
         """Run one line and turn its bytes into redacted text; the bytes are dropped so only the text stays alive."""
-        raw = await binding.transport.run(line, command_id=command_id, timeout_s=timeout_s, max_bytes=self.options.max_bytes)
+        gate_role = binding.via or role
+        if self._budget_left <= 0:
+            raw = RawResult(exit_status=None, truncated=True, not_started=True,
+                            error=f"not run: the audit's output budget ({self.options.output_budget} bytes) is spent")
+            return raw, "", ""
+        reason = self._gate(gate_role, line)
+        max_bytes = max(1, min(self.options.max_bytes, self._budget_left))
+        room = max_bytes + RC_ROOM  # the login shell's banner counts against the stream cap until it is cut
+        if reason:
+            raw = RawResult(exit_status=None, error=f"not run: {reason}", not_started=True)
+        elif getattr(binding.transport, "executes_lines", False):
+            raw = await binding.transport.run(line, command_id=command_id, timeout_s=timeout_s, max_bytes=room,
+                                              gate=lambda: self._gate(gate_role, line))  # type: ignore[call-arg]
+        else:
+            raw = await binding.transport.run(line, command_id=command_id, timeout_s=timeout_s, max_bytes=room)
+        raw = self._unmark(binding, raw)
+        for stream in ("stdout", "stderr"):
+            data = getattr(raw, stream)
+            if len(data) > max_bytes:
+                setattr(raw, stream, data[:max_bytes])
+                raw.truncated = True
+        self._budget_left -= len(raw.stdout) + len(raw.stderr)
+        if raw.truncated and max_bytes < self.options.max_bytes and not raw.error:
+            raw.error = (f"output truncated: the audit's output budget ({self.options.output_budget} bytes) ran out "
+                         f"({len(raw.stdout)} bytes kept)")
+        tool = hang_prone_tool(line)
+        if raw.timed_out and tool and gate_role not in self._hung:
+            self._hung[gate_role] = (tool, command_id)
         if len(raw.stdout) + len(raw.stderr) > REDACT_CHUNK:  # redacting MBs takes seconds: keep the loop free
             stdout, stderr = await asyncio.to_thread(_text_of, raw)
         else:
@@ -327,15 +417,22 @@ def _text_of(raw: RawResult) -> tuple[str, str]:
     return stdout, stderr
 
 
+def command_timeout(command: Command, options: AuditOptions) -> float:
+    """A command's own timeout, capped by --timeout (load-generating --active commands keep theirs)."""
+    own = command.timeout_s or options.timeout_s
+    return own if command.active else min(own, options.timeout_s)
+
+
 def record_from_text(base: dict[str, object], raw: RawResult, stdout: str, stderr: str, *, sudo: bool = False,
                      timeout_s: float | None = None) -> CommandRecord:
     """Freeze a transport result whose outputs are already decoded and redacted into a CommandRecord."""
     exit_status, timed_out = raw.exit_status, raw.timed_out
-    if timeout_s and exit_status == 137 and raw.duration_s >= timeout_s:  # killed by the remote timeout(1)
+    if timeout_s and exit_status in (124, 137, 143) and raw.duration_s >= timeout_s:  # killed by the remote timeout(1)
         exit_status, timed_out = None, True
     error = raw.error
-    if sudo and raw.exit_status == 1 and stderr.lstrip().startswith("sudo:"):
-        error = f"needs root (sudo -n refused: {stderr.strip().splitlines()[0][:120]})"
+    refusal = sudo_refusal(stderr) if sudo and not error else None
+    if refusal:
+        error = f"needs root (sudo -n refused: {refusal[:120]})"
     return CommandRecord(
         **base,  # type: ignore[arg-type]
         exit_status=exit_status, stdout=stdout, stderr=stderr, started_at=raw.started_at,

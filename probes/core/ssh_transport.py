@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import errno
 import os
+import random
 import time
 from dataclasses import dataclass
 from datetime import datetime, timezone
@@ -13,7 +14,7 @@ from typing import Any
 
 from gpuaudit.probes.core.errors import TransportError
 from gpuaudit.probes.core.targets import SshAddress
-from gpuaudit.probes.core.transport import RawResult, StreamCap, read_capped
+from gpuaudit.probes.core.transport import Gate, RawResult, StreamCap, not_run, read_capped
 
 DEFAULT_MAX_CHANNELS = 8  # OpenSSH MaxSessions is 10; sshd frees slots a little late, 8 never raced (TESTING.md)
 EXIT_GRACE_S = 0.5
@@ -71,14 +72,24 @@ class ChannelLimiter:
         self.limit = max(1, min(self.limit, self.active - 1))
 
 
-def _describe_connect_error(exc: BaseException, where: str, known_hosts: str) -> str:
+def _describe_connect_error(exc: BaseException, where: str, known_hosts: str, accept_new: bool = False,
+                            revoked: bool = False) -> str:
     import asyncssh
 
     if isinstance(exc, asyncssh.HostKeyNotVerifiable):
-        return (f"{where}: host key not verifiable against {known_hosts} ({exc.reason or 'unknown key'}); "
-                "check the key, or use --accept-new-host-keys for a host never seen before")
+        reason = exc.reason or "unknown key"
+        if revoked or "revoked" in reason.lower():  # --accept-new-host-keys can never help: say so, never suggest it
+            return f"{where}: host key is marked @revoked in {known_hosts} ({reason}); refused"
+        hint = ("a known host's changed key is never accepted, not even with --accept-new-host-keys" if accept_new
+                else "check the key, or use --accept-new-host-keys for a host never seen before")
+        return f"{where}: host key not verifiable against {known_hosts} ({reason}); {hint}"
     if isinstance(exc, asyncssh.PermissionDenied):
         return f"{where}: authentication failed ({exc.reason or 'permission denied'}); check --identity / agent / user"
+    if isinstance(exc, asyncssh.KeyImportError) and "assphrase" in str(exc):
+        return f"{where}: key is encrypted: load it with ssh-add (the agent's copy is used), or give an unencrypted key"
+    if isinstance(exc, asyncssh.ConnectionLost) or isinstance(exc, (ConnectionResetError, BrokenPipeError)):
+        return (f"{where}: connection dropped by the server before login ({exc.__class__.__name__}; "
+                "likely sshd's MaxStartups limit of unauthenticated connections: lower --max-connections)")
     if isinstance(exc, ConnectionRefusedError):
         return f"{where}: connection refused"
     if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
@@ -95,8 +106,37 @@ def _describe_connect_error(exc: BaseException, where: str, known_hosts: str) ->
     return f"{where}: {exc.__class__.__name__}: {exc}"
 
 
+def _dropped_before_login(exc: BaseException) -> bool:
+    """sshd closed an unauthenticated connection (MaxStartups, a restart): worth another try after a pause."""
+    import asyncssh
+
+    return isinstance(exc, (asyncssh.ConnectionLost, ConnectionResetError, BrokenPipeError)) or (
+        isinstance(exc, asyncssh.DisconnectError) and "closed" in str(exc.reason).lower())
+
+
+CONNECT_RETRIES = 4
+"""Tries for a connection the server drops before login (MaxStartups drops at random: 30 % at 10 pending)."""
+OPEN_TIMEOUT_S = 10.0
+"""How long a channel open may wait for the server's answer before the connection counts as dead."""
+KILL_GRACE_S = 0.3
+"""TERM first (sudo and container wrappers pass it on to what they started), KILL this much later."""
+
+
+def _make_client(owner: "SshTransport") -> Any:
+    """An asyncssh client that tells the transport the moment its connection dies."""
+    import asyncssh
+
+    class _Client(asyncssh.SSHClient):
+        def connection_lost(self, exc: Exception | None) -> None:
+            owner.mark_lost(f"{exc.__class__.__name__}: {exc}" if exc else "connection closed")
+
+    return _Client
+
+
 class SshTransport:
     """Runs shell lines over one asyncssh connection."""
+
+    executes_lines = True
 
     def __init__(self, address: SshAddress, options: SshOptions, label: str | None = None) -> None:
         self.address = address
@@ -105,11 +145,20 @@ class SshTransport:
         self._conn: Any = None
         self._limiter = ChannelLimiter(options.max_channels)
         self._lost: str | None = None
+        self._closing = False
 
     @property
     def lost(self) -> bool:
         """The connection died: every further command would fail at once."""
         return self._lost is not None
+
+    @property
+    def lost_reason(self) -> str | None:
+        return self._lost
+
+    def mark_lost(self, reason: str) -> None:
+        if self._conn is not None and not self._closing and self._lost is None:
+            self._lost = reason
 
     @property
     def where(self) -> str:
@@ -122,7 +171,7 @@ class SshTransport:
 
     def _connect_kwargs(self) -> dict[str, Any]:
         kw: dict[str, Any] = {"connect_timeout": self.options.connect_timeout_s, "login_timeout": self.options.connect_timeout_s,
-                              "keepalive_interval": 15, "keepalive_count_max": 3}
+                              "keepalive_interval": 5, "keepalive_count_max": 3, "client_factory": _make_client(self)}
         if self.address.port:
             kw["port"] = self.address.port
         if self.address.user:
@@ -137,30 +186,97 @@ class SshTransport:
             kw["agent_path"] = None
         return kw
 
+    async def _identity_keys(self, kw: dict[str, Any]) -> None:
+        """--identity of an encrypted key: use the agent's copy of it (as OpenSSH does), else say so clearly."""
+        import asyncssh
+
+        path = self.options.identity
+        if not path:
+            return
+        try:
+            asyncssh.read_private_key(path)
+            return
+        except asyncssh.KeyImportError as exc:
+            if "assphrase" not in str(exc):
+                raise TransportError(f"{self.where}: cannot read key {path}: {exc}") from None
+        except OSError as exc:
+            raise TransportError(f"{self.where}: cannot read key {path}: {exc.strerror or exc}") from None
+        hint = f"{self.where}: key {path} is encrypted: load it with ssh-add (the agent's copy is used)"
+        if not self.options.use_agent or not os.environ.get("SSH_AUTH_SOCK"):
+            raise TransportError(hint + "; no SSH agent is running (SSH_AUTH_SOCK unset)")
+        try:
+            public = asyncssh.read_public_key(path + ".pub").public_data
+        except (OSError, asyncssh.KeyImportError):
+            raise TransportError(hint + f"; {path}.pub is missing, so its copy in the agent cannot be found") from None
+        try:
+            async with asyncssh.connect_agent() as agent:
+                keys = [k for k in await agent.get_keys() if k.public_data == public]
+        except (OSError, asyncssh.Error) as exc:
+            raise TransportError(hint + f"; the agent did not answer ({exc})") from None
+        if not keys:
+            raise TransportError(hint + "; the agent does not hold it")
+        kw["client_keys"] = keys
+
+    async def _connect_once(self, kw: dict[str, Any]) -> Any:
+        """asyncssh.connect, tried again with backoff when the server drops the connection before login."""
+        import asyncssh
+
+        for attempt in range(CONNECT_RETRIES):
+            try:
+                return await asyncssh.connect(self.address.host, **kw)
+            except (OSError, asyncssh.Error) as exc:
+                if attempt + 1 >= CONNECT_RETRIES or not _dropped_before_login(exc):
+                    raise
+            await asyncio.sleep(0.3 * 2 ** attempt + random.random() * 0.3)
+        raise AssertionError("unreachable")
+
     async def connect(self) -> None:
         import asyncssh
 
         kw = self._connect_kwargs()
         kh = self._known_hosts_path()
+        await self._identity_keys(kw)
         try:
-            self._conn = await asyncssh.connect(self.address.host, **kw)
+            self._conn = await self._connect_once(kw)
             return
         except asyncssh.HostKeyNotVerifiable as exc:
-            if not self.options.accept_new_host_keys or self._host_is_known(kh):
-                raise TransportError(_describe_connect_error(exc, self.where, kh) + self._known_line_hint(kh)) from None
+            # a key marked @revoked is known, never trusted on first use
+            revoked = "revoked" in str(exc.reason).lower() or self._host_is_known(kh, revoked=True)
+            if not self.options.accept_new_host_keys or revoked or self._host_is_known(kh):
+                raise TransportError(_describe_connect_error(exc, self.where, kh, self.options.accept_new_host_keys, revoked)
+                                     + ("" if revoked else self._known_line_hint(kh))) from None
+        except asyncssh.PermissionDenied as exc:
+            raise TransportError(await self._auth_failure(exc, kw, kh)) from None
         except (OSError, asyncssh.Error, asyncio.TimeoutError) as exc:
             raise TransportError(_describe_connect_error(exc, self.where, kh)) from None
         await self._connect_accepting_new_key(kw, kh)
 
-    def _host_is_known(self, known_hosts: str) -> bool:
-        """True when known_hosts already holds a key for this host: a changed key is always refused."""
+    async def _auth_failure(self, exc: BaseException, kw: dict[str, Any], known_hosts: str) -> str:
+        """A failed login, naming the cause when the server offers no key login at all."""
+        import asyncssh
+
+        try:
+            opts = {k: v for k, v in kw.items() if k in ("port", "username", "config")}
+            conn_opts = asyncssh.SSHClientConnectionOptions(known_hosts=kw.get("known_hosts", ()))
+            methods = await asyncio.wait_for(asyncssh.get_server_auth_methods(self.address.host, options=conn_opts, **opts),
+                                             self.options.connect_timeout_s)
+        except (OSError, asyncssh.Error, asyncio.TimeoutError):
+            methods = []
+        if methods and "publickey" not in methods:
+            return (f"{self.where}: authentication failed: the server accepts only password authentication "
+                    f"({', '.join(methods)}); gpuaudit logs in with keys only")
+        return _describe_connect_error(exc, self.where, known_hosts)
+
+    def _host_is_known(self, known_hosts: str, revoked: bool = False) -> bool:
+        """True when known_hosts already holds a key for this host: a changed key is always refused.
+        `revoked`: a key marked @revoked for it instead."""
         import asyncssh
 
         try:
             db = asyncssh.read_known_hosts(known_hosts)
         except (OSError, ValueError):
             return False
-        keys = db.match(self.address.host, "", self.address.port or 22)[0]
+        keys = db.match(self.address.host, "", self.address.port or 22)[2 if revoked else 0]
         return bool(keys)
 
     def _known_line_hint(self, known_hosts: str) -> str:
@@ -183,7 +299,7 @@ class SshTransport:
 
         kw = dict(kw, known_hosts=None)
         try:
-            self._conn = await asyncssh.connect(self.address.host, **kw)
+            self._conn = await self._connect_once(kw)
         except (OSError, asyncssh.Error, asyncio.TimeoutError) as exc:
             raise TransportError(_describe_connect_error(exc, self.where, known_hosts)) from None
         key = self._conn.get_server_host_key()
@@ -195,38 +311,52 @@ class SshTransport:
             with os.fdopen(fd, "a") as fh:
                 fh.write(line)
 
-    async def run(self, line: str, *, command_id: str, timeout_s: float, max_bytes: int) -> RawResult:
+    async def run(self, line: str, *, command_id: str, timeout_s: float, max_bytes: int,
+                  gate: Gate | None = None) -> RawResult:
+        """Wait for a channel, then run; the deadline starts when the command does, never while queued."""
         import asyncssh
 
-        started = datetime.now(timezone.utc)
-        t0 = time.monotonic()
-        deadline = t0 + timeout_s
         if self._conn is None or self._lost:
-            return RawResult(exit_status=None, started_at=started, error=f"connection lost: {self._lost or 'not connected'}")
+            return not_run(f"connection lost: {self._lost or 'not connected'}")
         attempt = 0
+        queued = time.monotonic()
         while True:
             await self._limiter.acquire()
             try:
+                if self._lost:
+                    return not_run(f"connection lost: {self._lost}")
+                reason = gate() if gate is not None else None
+                if reason:
+                    return not_run(reason)
                 try:
-                    proc = await self._conn.create_process(line, encoding=None, stdin=asyncssh.DEVNULL)
+                    proc = await asyncio.wait_for(
+                        self._conn.create_process(line, encoding=None, stdin=asyncssh.DEVNULL), OPEN_TIMEOUT_S)
+                except asyncio.TimeoutError:
+                    self._lost = self._lost or f"no answer to a channel open in {OPEN_TIMEOUT_S:.0f} s (connection not responding)"
+                    return not_run(f"connection lost: {self._lost}")
                 except asyncssh.ChannelOpenError as exc:
+                    if self._lost or self._conn.is_closed() or "connection closed" in str(exc.reason).lower():
+                        self._lost = self._lost or f"connection closed ({exc.reason})"
+                        return not_run(f"connection lost: {self._lost}")
                     attempt += 1
-                    if time.monotonic() + 0.05 * attempt > deadline or attempt > 200:
-                        return RawResult(exit_status=None, started_at=started, duration_s=time.monotonic() - t0,
-                                         error=f"channel refused by server: {exc.reason}")
+                    waited = time.monotonic() - queued
+                    if waited > max(timeout_s, OPEN_TIMEOUT_S) or attempt > 200:
+                        return not_run(f"channel refused by server for {waited:.1f} s: {exc.reason} (MaxSessions?)")
                     self._limiter.shrink()
                     retry_delay = min(0.5, 0.02 * attempt)
                 else:
-                    return await self._collect(proc, started, t0, deadline, max_bytes)
+                    return await self._collect(proc, timeout_s, max_bytes)
             except (asyncssh.Error, OSError, BrokenPipeError) as exc:
-                self._lost = f"{exc.__class__.__name__}: {getattr(exc, 'reason', exc) or exc}"
-                return RawResult(exit_status=None, started_at=started, duration_s=time.monotonic() - t0,
-                                 error=f"connection lost: {self._lost}")
+                self._lost = self._lost or f"{exc.__class__.__name__}: {getattr(exc, 'reason', exc) or exc}"
+                return not_run(f"connection lost: {self._lost}")
             finally:
                 await self._limiter.release()
             await asyncio.sleep(retry_delay)
 
-    async def _collect(self, proc: Any, started: datetime, t0: float, deadline: float, max_bytes: int) -> RawResult:
+    async def _collect(self, proc: Any, timeout_s: float, max_bytes: int) -> RawResult:
+        started = datetime.now(timezone.utc)
+        t0 = time.monotonic()
+        deadline = t0 + timeout_s
         out, err = StreamCap(max_bytes), StreamCap(max_bytes)
         overflow = asyncio.Event()
 
@@ -234,6 +364,7 @@ class SshTransport:
             asyncio.gather(read_capped(proc.stdout, out, overflow), read_capped(proc.stderr, err, overflow)))
         waiter = asyncio.ensure_future(overflow.wait())
         timed_out = killed = held_open = False
+        read_error: BaseException | None = None
         exited_at: float | None = None
         try:
             while True:
@@ -247,13 +378,17 @@ class SshTransport:
                     # the command exited but a child it left in the background still holds stdout/stderr
                     held_open = True
                     break
+                if self._lost:
+                    break
                 step = min(deadline - now, POLL_S if exited_at is None else EXIT_GRACE_S - (now - exited_at))
                 done, _ = await asyncio.wait({readers, waiter}, timeout=max(0.01, step),
                                              return_when=asyncio.FIRST_COMPLETED)
                 if waiter in done:
                     break
                 if readers in done:
-                    readers.result()  # re-raise a connection error
+                    read_error = readers.exception()
+                    if read_error is not None:
+                        break
                     try:
                         await asyncio.wait_for(proc.wait_closed(), timeout=max(0.5, deadline - time.monotonic()))
                     except asyncio.TimeoutError:
@@ -271,10 +406,10 @@ class SshTransport:
             waiter.cancel()
             if not readers.done():
                 readers.cancel()
-                try:
-                    await readers
-                except BaseException:
-                    pass
+            try:
+                await readers  # always retrieved: no "exception was never retrieved" on stderr
+            except BaseException:
+                pass
         status = proc.exit_status
         error = None
         if killed:
@@ -282,6 +417,8 @@ class SshTransport:
         elif status == -1 or (status is None and proc.exit_signal):
             status = 128 + _signal_number(proc.exit_signal[0] if proc.exit_signal else "")
         elif status is None:
+            if read_error is not None:
+                self._lost = self._lost or f"{read_error.__class__.__name__}: {getattr(read_error, 'reason', read_error)}"
             self._lost = self._lost or "channel closed without an exit status (server or connection died)"
             error = f"connection lost: {self._lost}"
         return RawResult(
@@ -290,19 +427,36 @@ class SshTransport:
         )
 
     async def _kill(self, proc: Any) -> None:
-        """KILL over the channel (reaches the remote process group), then close with a bounded wait."""
-        try:
-            proc.send_signal("KILL")
-        except Exception:
-            pass
+        """TERM, then KILL over the channel (sshd signals the session's process group), then close, bounded.
+
+        TERM first because root and container commands sit outside the user's reach: sudo and the
+        container wrappers relay TERM to them (and their own timeout(1) passes it to the whole tree).
+        A close that the server never acknowledges means the connection is dead.
+        """
+        for sig in ("TERM", "KILL"):
+            try:
+                proc.send_signal(sig)
+            except Exception:
+                break
+            if sig == "TERM":
+                try:
+                    await asyncio.wait_for(asyncio.shield(proc.wait_closed()), timeout=KILL_GRACE_S)
+                    return
+                except asyncio.TimeoutError:
+                    pass
+                except Exception:
+                    break
         proc.close()
         try:
             await asyncio.wait_for(proc.wait_closed(), timeout=2)
-        except (asyncio.TimeoutError, Exception):
+        except asyncio.TimeoutError:
+            self._lost = self._lost or "the server did not acknowledge closing a channel in 2 s (connection not responding)"
+        except Exception:
             pass
 
     async def aclose(self) -> None:
         if self._conn is not None:
+            self._closing = True
             self._conn.close()
             try:
                 await asyncio.wait_for(self._conn.wait_closed(), timeout=2)

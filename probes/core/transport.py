@@ -8,6 +8,7 @@ import signal
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
+from collections.abc import Callable
 from typing import Any, Protocol
 
 DEFAULT_MAX_BYTES = 8 * 1024 * 1024
@@ -28,6 +29,17 @@ class RawResult:
     timed_out: bool = False
     truncated: bool = False
     error: str | None = None
+    not_started: bool = False
+    """The command never ran (no channel, connection gone, gate closed): safe to run elsewhere; `error` says why."""
+
+
+Gate = Callable[[], "str | None"]
+"""Asked right before a command starts (after waiting for a channel): a reason not to start it, or None."""
+
+
+def not_run(reason: str) -> RawResult:
+    """A command that never started: "not run: why" (never "timed out", never a duration)."""
+    return RawResult(exit_status=None, error=f"not run: {reason}", not_started=True)
 
 
 class Transport(Protocol):
@@ -39,7 +51,10 @@ class Transport(Protocol):
         """Open the connection (raise TransportError with a clear reason on failure)."""
 
     async def run(self, line: str, *, command_id: str, timeout_s: float, max_bytes: int) -> RawResult:
-        """Run one shell line; never raise for command failures (they are data)."""
+        """Run one shell line; never raise for command failures (they are data).
+
+        Transports that run lines for real also accept `gate: Gate | None` (see `executes_lines`).
+        """
 
     async def aclose(self) -> None:
         """Close the connection; idempotent."""
@@ -86,13 +101,20 @@ async def read_capped(stream: Any, cap: StreamCap, on_overflow: asyncio.Event) -
 class LocalTransport:
     """The embedded default: runs commands on this machine with /bin/sh, no SSH involved."""
 
+    executes_lines = True
+    """Runs the exact line (so the runner's output markers are in the output); recordings do not."""
+
     def __init__(self, label: str = "local") -> None:
         self.label = label
 
     async def connect(self) -> None:
         return None
 
-    async def run(self, line: str, *, command_id: str, timeout_s: float, max_bytes: int) -> RawResult:
+    async def run(self, line: str, *, command_id: str, timeout_s: float, max_bytes: int,
+                  gate: Gate | None = None) -> RawResult:
+        reason = gate() if gate is not None else None
+        if reason:
+            return not_run(reason)
         started = datetime.now(timezone.utc)
         t0 = time.monotonic()
         try:

@@ -46,7 +46,7 @@ def test_audit_reaches_the_container_through_lxc_attach(lxc_container, tmp_path)
     assert doc["target_states"]["container"]["hostname"] == lxc_container
     container_records = [r for p in doc["probes"] for r in p["records"] if r["target"] == "container"]
     assert container_records
-    assert all(f"lxc-attach -n {lxc_container} -- sh -c" in r["executed"] for r in container_records)
+    assert all(f"lxc-attach -n {lxc_container} -- timeout -s KILL" in r["executed"] for r in container_records)
 
 
 def test_missing_container_is_a_failed_target_not_a_crash(tmp_path):

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import re
+
 import pytest
 from pydantic import BaseModel
 
@@ -81,9 +83,10 @@ async def test_timeout_is_recorded_and_other_commands_finish():
 
 async def test_needs_root_is_skipped_without_root(monkeypatch):
     async def not_root(self, line, **kw):
+        marker = re.search(r"@@gpuaudit-[0-9a-f]+@@", line)[0].encode() + b"\n"  # what the wrapper prints first
         if kw.get("command_id") == "preflight":
-            return RawResult(exit_status=0, stdout=b"1000\nbox\n")
-        return RawResult(exit_status=0, stdout=b"ran\n")
+            return RawResult(exit_status=0, stdout=marker + b"1000\nbox\n", stderr=marker)
+        return RawResult(exit_status=0, stdout=marker + b"ran\n", stderr=marker)
 
     monkeypatch.setattr(LocalTransport, "run", not_root)
     p = make_probe("p", Command("root_only", "cat /root/x", needs_root=True))

@@ -45,7 +45,7 @@ async def test_sudo_refused_is_needs_root_not_a_prompt(sshd):
     SUDOERS.unlink(missing_ok=True)
     recs = await records(sshd, sudo=True)
     rec = recs["whoami_root"]
-    assert rec.executed.startswith("exec timeout -s KILL") and "sudo -n sh -c" in rec.executed
+    assert "exec timeout -s TERM -k 1" in rec.executed and "sudo -n id -u" in rec.executed  # no sh -c under sudo
     assert rec.error and rec.error.startswith("needs root (sudo -n refused")
     assert "sudo" not in recs["plain"].executed
 

@@ -19,7 +19,8 @@ from sshd_server import leftover_processes
 
 pytestmark = pytest.mark.sshd
 
-_TIMEOUT_PREFIX = re.compile(r"^exec timeout -s KILL [0-9]+ ")
+_TIMEOUT_PREFIX = re.compile(r"^(?:printf '%s\\n' @@gpuaudit-[0-9a-f]+@@; printf '%s\\n' @@gpuaudit-[0-9a-f]+@@ >&2; )?"
+                             r"exec (?:timeout -s KILL [0-9]+ )?")
 
 
 def declared_lines(options: AuditOptions) -> set[str]:

@@ -1,0 +1,133 @@
+"""The exact line sent to a target for one command: output markers, sudo, container wrapper, remote deadlines.
+
+Why each piece is there:
+* A start marker printed (on stdout and stderr) right before `exec`: whatever the login shell's rc files
+  print (`Welcome to gpu01`, `bash: warning: setlocale...`) comes before it and is cut off, and after
+  `exec` the login shell is gone, so nothing can follow the command's own output.
+* `timeout` on the remote side is the backstop that also holds when the client is gone (a cut network, a
+  killed audit): it fires one second after the client's own deadline.
+* Root commands run under sudo are not reachable by the user's signals (sudo runs them in their own
+  session with use_pty). A simple first stage runs as `sudo -n TOOL ARGS` (a restricted sudoers entry
+  listing the tool works; sudo relays TERM to it); anything else runs as `sudo -n timeout -s KILL N sh -c`
+  so a root-owned timeout kills the root-owned tree. The outer timeout then sends TERM first (relayed by
+  sudo), KILL one second later.
+* A container wrapper (pct exec / lxc-attach / docker exec) gets a timeout inside the container as well:
+  killing the wrapper on the host does not kill what it started inside.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import secrets
+import shlex
+
+LOCALE = "LC_ALL=C; export LC_ALL; "
+_SIMPLE_STAGE = re.compile(r"^\s*(?P<cmd>[A-Za-z0-9_./-]+(?:\s+[A-Za-z0-9_./=:,@%+*-]+)*)(?P<err>\s+2>/dev/null)?\s*$")
+_SUDO_REFUSALS = ("a password is required", "a terminal is required", "is not allowed to execute", "not in the sudoers",
+                  "may not run sudo", "no tty present", "is not in the sudoers")
+
+
+def new_marker() -> str:
+    """A per-audit random start marker: nothing a login shell prints can contain it by chance."""
+    return f"@@gpuaudit-{secrets.token_hex(8)}@@"
+
+
+def _first_pipe(shell: str) -> int:
+    """Index of the first unquoted single `|` (not `||`), or -1."""
+    quote = None
+    i = 0
+    while i < len(shell):
+        ch = shell[i]
+        if quote:
+            if ch == quote:
+                quote = None
+            elif ch == "\\" and quote == '"':
+                i += 1
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "\\":
+            i += 1
+        elif ch == "|":
+            if shell[i + 1:i + 2] == "|":
+                return -1  # `a || b` first: not a plain pipeline stage
+            return i
+        i += 1
+    return -1
+
+
+def sudo_first_stage(shell: str) -> str | None:
+    """`dmesg | grep x` -> `sudo -n dmesg | grep x` when the first stage is a plain tool call, else None.
+
+    Only the stage that reads root-only data runs as root, as `sudo -n TOOL ARGS` with no shell in
+    between, so a sudoers entry that lists just the tools (journalctl, dmesg, dmidecode, lspci) works.
+    A glob in the arguments is expanded by the user's shell first (as with any sudo call).
+    """
+    cut = _first_pipe(shell)
+    head, tail = (shell, "") if cut < 0 else (shell[:cut], shell[cut:])
+    m = _SIMPLE_STAGE.match(head)
+    if not m:
+        return None
+    return f"sudo -n {m['cmd']}{m['err'] or ''}{' ' + tail.lstrip() if tail else ''}"
+
+
+def remote_line(shell: str, *, marker: str | None = None, wrap_prefix: str | None = None, sudo: bool = False,
+                wrap_sudo: bool = False, timeout_s: float | None = None, inner_timeout: bool = True) -> str:
+    """The line for one declared shell command.
+
+    `timeout_s` None: the target has no timeout(1); `inner_timeout` False: the container has none.
+    `sudo`: the command needs root on a non-root login; `wrap_sudo`: the container wrapper needs it.
+    """
+    body = LOCALE + shell
+    secs = max(1, math.ceil(timeout_s)) + 1 if timeout_s is not None else None
+    term_first = False
+    if wrap_prefix:
+        inner = f"sh -c {shlex.quote(body)}"
+        if secs is not None and inner_timeout:
+            inner = f"timeout -s KILL {secs} {inner}"
+        cmd = f"{wrap_prefix} {inner}"
+        if sudo or wrap_sudo:
+            cmd = "sudo -n " + cmd
+        term_first = True  # lets the wrapper (and sudo) pass the signal on before the KILL
+    elif sudo:
+        staged = sudo_first_stage(shell)
+        if staged is not None:
+            cmd = f"sh -c {shlex.quote(LOCALE + staged)}"
+        elif secs is not None:
+            cmd = f"sudo -n timeout -s KILL {secs} sh -c {shlex.quote(body)}"
+        else:
+            cmd = f"sudo -n sh -c {shlex.quote(body)}"
+        term_first = True
+    else:
+        cmd = f"sh -c {shlex.quote(body)}"
+    if secs is not None:
+        cmd = (f"timeout -s TERM -k 1 {secs} " if term_first else f"timeout -s KILL {secs} ") + cmd
+    # exec: the login shell is replaced (nothing it runs can print after the command); timeout(1) stays the
+    # session leader, so a signal the client sends over the channel reaches the whole process group.
+    line = f"exec {cmd}"
+    if marker:
+        line = f"printf '%s\\n' {marker}; printf '%s\\n' {marker} >&2; {line}"
+    return line
+
+
+def cut_at_marker(data: bytes | bytearray, marker: str) -> tuple[bytes | bytearray, bool]:
+    """What follows the marker line (the command's own output) and whether the marker was there."""
+    tag = marker.encode() + b"\n"
+    at = data.find(tag)
+    if at < 0:
+        return data, False
+    return data[at + len(tag):], True
+
+
+def sudo_refusal(stderr: str) -> str | None:
+    """The `sudo: ...` line when sudo refused to run the command (wherever it sits in stderr)."""
+    for ln in stderr.splitlines():
+        s = ln.strip()
+        if s.startswith("sudo:") and any(r in s for r in _SUDO_REFUSALS):
+            return s
+    return None
+
+
+def strip_marker_prefix(line: str) -> str:
+    """The line without the marker printfs (for logs and lints that compare lines)."""
+    return re.sub(r"^printf '%s\\n' @@gpuaudit-[0-9a-f]+@@; printf '%s\\n' @@gpuaudit-[0-9a-f]+@@ >&2; ", "", line)
