@@ -248,10 +248,16 @@ def test_policy_at_nominal_with_boost_off_is_one_warning_not_two():
 
 
 def test_hw_slowdown_on_idle_gpus_is_critical():
-    """Issue 12 item 5. Reasons as in the real Dell C4130 V100-SXM2 capture (HW Slowdown + HW Power Brake Slowdown
-    Active, SM stuck at 382 MHz; github.com/l4rz/reverse-engineering-dell-idrac-to-get-rid-of-gpu-throttling), on GPUs at
+    """Issue 12 item 5. The reasons are read from the real Dell C4130 V100-SXM2 capture (HW Slowdown + HW Power Brake
+    Slowdown Active, SM stuck at 382 MHz: tests/fixtures/nvidia/nvidia-smi-q, source in its SOURCES.md), on a GPU at
     0% utilisation as in the HGX H100 capture of the issue: was ok "GPUs idle: clock reductions not judged"."""
-    facts = PowerFacts(**gpu(util=0, sm_mhz=382, active_reasons=["hw_slowdown", "hw_power_brake_slowdown"]))
+    text = (Path(__file__).parents[1] / "fixtures/nvidia/nvidia-smi-q/v100-sxm2-32gb-c4130-hw-power-brake-fragment.txt").read_text()
+    names = {"HW Slowdown": "hw_slowdown", "HW Thermal Slowdown": "hw_thermal_slowdown",
+             "HW Power Brake Slowdown": "hw_power_brake_slowdown", "SW Power Cap": "sw_power_cap"}
+    active = [names[k.strip()] for k, v in (ln.split(":", 1) for ln in text.splitlines() if ":" in ln)
+              if k.strip() in names and v.strip() == "Active"]
+    assert active == ["hw_slowdown", "hw_power_brake_slowdown"]
+    facts = PowerFacts(**gpu(util=0, sm_mhz=382, active_reasons=active))
     f = findings(facts)["power.gpu_clock_events"]
     assert f.severity.value == "critical" and "idle" in f.title and "hw_power_brake_slowdown" in f.observed
     assert f.owner == "hardware"
