@@ -237,7 +237,10 @@ def _target_part(run: AuditRun, role: str, full: bool, palette: Palette) -> Text
         part.append(f" ({neutralise(st.hostname)}{', root' if st.is_root else ''})", style="dim")
     part.append(f" {icon} {word}", style=style)
     if st and st.reason and st.state == "failed":
-        part.append(": " + neutralise(_short_reason(t.label, t.spec, st.reason)), style=style)
+        host = run.target_states.get("host")
+        through_host = role != "host" and host is not None and host.state == "failed"
+        why = "not reached, the host is unreachable" if through_host else _short_reason(t.label, t.spec, st.reason)
+        part.append(": " + neutralise(why), style=style)
     return part
 
 
@@ -257,8 +260,9 @@ def header_text(run: AuditRun, palette: Palette = PLAIN, min_severity: FindingFi
             text.append_text(one_line)
             break
     else:
-        for n, part in enumerate(parts):
+        for n, part in enumerate(parts):  # one line per target, cut rather than wrapped
             text.append("\n  " if n else "  ")
+            part.truncate(max(20, (width or 10_000) - (2 if n else tag.cell_len + 2)), overflow="ellipsis")
             text.append_text(part)
     flt = as_filter(min_severity)
     if flt.active:

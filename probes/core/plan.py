@@ -136,6 +136,30 @@ def build_plan(run: AuditRun) -> list[PlanStep]:
     return [s.model_copy(update={"rank": n}) for n, s in enumerate(steps, 1)]
 
 
+COMMAND_WORDS = ("systemctl", "sysctl", "nvidia-smi", "modprobe", "setpci", "cpupower", "numactl", "taskset",
+                 "tuned-adm", "update-grub", "update-initramfs", "pct set", "docker run", "lxc-", "echo ", "ulimit",
+                 "nvidia-persistenced", "proxmox-boot-tool", "apt ", "apt-get ", "pip install")
+_COMMAND = re.compile(r"(?<![\w/-])(?:" + "|".join(re.escape(w) for w in COMMAND_WORDS) + r")[^;()]*")
+_PROSE_AFTER = re.compile(r"\s(?:and|or|on|in|if|unless|then|to|for|per|when|with(?= the))\s.*$|[.,]\s*$|[.,]\s.*$")
+
+
+def fix_commands(fix: str) -> list[str]:
+    """The shell commands quoted in a fix text ("... systemctl enable --now nvidia-persistenced on the host"),
+    cut where the prose resumes, so they can go into code blocks and the clipboard on their own."""
+    out: list[str] = []
+    for m in _COMMAND.finditer(fix):
+        words = _PROSE_AFTER.sub("", m.group(0)).split()
+        while len(words) > 2 and all(w.isalpha() and w.islower() for w in words[-2:]):
+            words.pop()  # trailing prose
+        args = words[1:]
+        if not any(a[0] in "-<" or "=" in a or "/" in a or ":" in a or a in ("enable", "disable", "restart", "start", "install") for a in args):
+            continue  # a command named in prose ("setpci changes are ..."), not a command line
+        cmd = " ".join(words)
+        if cmd not in out:
+            out.append(cmd)
+    return out
+
+
 def _clean(text: str) -> str:
     """Target text made inert for Markdown/terminals: control characters as visible escapes, one line."""
     return neutralise(text).replace("\n", " ⏎ ").replace("`", "'")
@@ -212,8 +236,13 @@ def plan_markdown(plan: list[PlanStep], run: AuditRun) -> str:
             lines += [f"_Grouped: {_clean(step.relation)}._", ""]
         if step.owners:
             lines += [f"**Who:** {', '.join(step.owners)}", ""]
-        if step.fix:
-            lines += ["**Fix:** " + _clean(step.fix).replace(" ⏎ ", "; "), ""]
+        if step.fix:  # one paragraph per fix line (grouped steps join several), commands fenced to copy cleanly
+            fixes = [_clean(line) for line in step.fix.splitlines() if line.strip()]
+            lines += [f"**Fix:** {fixes[0]}", ""] + [x for line in fixes[1:] for x in (line, "")]
+            commands = fix_commands(step.fix)
+            if commands:
+                lines += ["```sh", *(neutralise(c) for c in commands), "```", ""]
+        lines += ["**Findings:**", ""]
         for f in step.findings:
             where = ", ".join(f.targets) or "-"
             owner = f", owner {f.owner}" if f.owner else ""

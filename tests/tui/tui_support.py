@@ -41,3 +41,27 @@ def running_run() -> AuditRun:
     return run.model_copy(update={"probes": probes, "finished_at": None})
 
 
+
+CASE_STUDY = Path(__file__).resolve().parents[2] / "snapshots" / "examples" / "case-study-before.json"
+
+
+def case_study_run() -> AuditRun:
+    """The bundled demo (raw outputs built from real captures, e.g. a real `lspci -vvv` with its tabs)."""
+    return Snapshot.model_validate_json(CASE_STUDY.read_text()).to_run()
+
+
+def failed_run() -> AuditRun:
+    """The synthetic run as if neither target had been reached (SYNTHETIC: the host refused the connection)."""
+    from gpuaudit.probes.core.models import Finding, Severity, TargetState
+
+    run = synthetic_run()
+    states = {"host": TargetState(role="host", state="failed", reason="root@10.0.0.5: connection refused"),
+              "container": TargetState(role="container", state="failed",
+                                       reason="the host it is entered through is unreachable: root@10.0.0.5: connection refused")}
+    probes = []
+    for p in run.probes:
+        unknown = [Finding(id=f.id, severity=Severity.UNKNOWN, probe=p.probe_id, targets=f.targets, title=f.title,
+                           observed="not checked: target unreachable") for f in p.findings]
+        probes.append(p.model_copy(update={"status": "failed", "error": "every target failed", "records": [],
+                                           "facts": {}, "summary": "", "findings": unknown}))
+    return run.model_copy(update={"target_states": states, "probes": probes, "mode": "live", "note": None})
