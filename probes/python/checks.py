@@ -58,7 +58,7 @@ CHECKS: tuple[Check, ...] = (
           why="OpenMP/torch pools sized to the whole machine inside a small cpuset oversubscribe the allowed CPUs: the "
               "threads that launch GPU work wait for a CPU between steps.",
           fix="Set OMP_NUM_THREADS (e.g. allowed CPUs / ranks) in the engine's environment.",
-          verdict=eng.engine_threads, sources=("engine_procs",), applies=no_engine, **_ON),
+          verdict=eng.engine_threads, sources=("engine_procs", "engine_proc_status"), applies=no_engine, **_ON),
     Check("python.jit_caches", "Persistent JIT/compile caches", "container",
           why="A cache on tmpfs or read-only is rebuilt on every start (slow restarts, not slow decode); caches kept across "
               "an image upgrade can serve kernels built by the old version (community: wipe the JIT cache after upgrading).",
@@ -70,5 +70,5 @@ CHECKS: tuple[Check, ...] = (
               "them (a '~9 tok/s' report was 30-35 tok/s decode).",
           fix="Compare single-stream decode with the roofline (PROBES.md §13); keep the engine's log readable.",
           expected="compare single-stream decode with the roofline (§13); aggregate tok/s grows with concurrency",
-          verdict=eng.measured_throughput, sources=("engine_procs",), applies=no_engine, **_ON),
+          verdict=eng.measured_throughput, sources=("engine_procs", "engine_logs"), applies=no_engine, **_ON),
 )

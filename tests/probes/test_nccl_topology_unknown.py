@@ -66,3 +66,11 @@ async def test_no_nvidia_gpu_and_no_engine_means_not_applicable():
         assert by[fid].observed == "not applicable: no serving engine found (no SGLang/vLLM/TGI server process)", fid
     assert by["nccl.transport_observed"].observed == "not applicable: no SGLang/vLLM/TGI API server found"
     assert not [f.id for f in r.findings if f.severity.value == "unknown"]
+
+
+def test_volatile_facts_are_fields_of_the_models():
+    from gpuaudit.probes import python as py
+
+    assert nccl.PROBE.volatile_facts <= set(nccl.NcclFacts.model_fields)
+    assert py.PROBE.volatile_facts <= set(py.PythonFacts.model_fields)
+    assert {"allreduce", "allreduce_peak", "nccl_channels"} <= nccl.PROBE.volatile_facts
