@@ -78,3 +78,12 @@ def test_every_row_of_the_probe_is_judged_once_and_owned():
     by = judge(nvlink_s=MIG_REFUSED, smi_q_xml=(XML / "netdata-a100-sxm4-mig.xml").read_text())
     assert set(by) == {c.id for c in nvlink.CHECKS if not c.cross}
     assert all(f.owner in ("bios", "host", "container", "engine", "hardware") for f in by.values())
+
+
+def test_a_gpu_in_mig_mode_is_left_out_of_the_link_count():
+    """One of eight H100s in MIG mode lists no links: the other seven are judged, the MIG one is not 'missing'."""
+    from test_nvlink import H100, hgx, links, sev
+    facts = hgx(links={**{i: links(18, 18) for i in range(8)}, 3: []}, mig_enabled=[3])
+    assert sev({"host": facts}, "nvlink.link_state") == "ok"
+    assert sev({"host": facts.model_copy(update={"mig_enabled": []})}, "nvlink.link_state") == "critical"
+    assert sev({"host": facts}, "nvlink.presence") == "ok" and facts.gpu_names == [H100] * 8
