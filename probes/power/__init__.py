@@ -15,7 +15,8 @@ from gpuaudit.probes.power.summary import summarize
 
 PROBE_ID = "power"
 COMMANDS = use('lscpu_json', 'sys_cpufreq', 'sys_governors', 'sys_epp', 'sys_cpuidle', 'sys_cppc', 'cpupower_freq',
-               'cpupower_idle', 'proc_cmdline', 'smi_query_power', 'smi_q_xml', 'nvidia_rtd3')
+               'cpupower_idle', 'proc_cmdline', 'smi_query_power', 'smi_q_xml', 'nvidia_rtd3',
+               'cpu_hypervisor_flag')
 
 PROBE = Probe(id=PROBE_ID, title="Power management", commands=COMMANDS, extract=extract, checks=CHECKS,
               summarize=summarize, volatile_facts=VOLATILE_FACTS)

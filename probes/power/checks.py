@@ -16,36 +16,36 @@ CHECKS: tuple[Check, ...] = (
           why="acpi-cpufreq exposes only a few coarse ACPI P-states; amd-pstate (CPPC) and intel_pstate (HWP) let the"
               " firmware pick frequency on a continuous scale.",
           fix="Boot with amd_pstate=active (or move to kernel >= 6.13 on Zen 5); keep BIOS CPPC enabled.",
-          verdict=cpu.scaling_driver, any_of=CPUFREQ, roles=HOST),
+          verdict=cpu.scaling_driver, any_of=CPUFREQ, roles=HOST, applies=cpu.in_vm),
     Check("power.cpu_governor", "CPU scaling governor", "host",
           why="Load-following governors ramp frequency after load appears; short host steps between GPU kernels"
               " finish before the clock rises.",
           fix="cpupower frequency-set -g performance at boot (systemd unit or tuned accelerator-performance).",
-          verdict=cpu.governor, any_of=("sys_governors", *CPUFREQ), roles=HOST, expected="performance"),
+          verdict=cpu.governor, any_of=("sys_governors", *CPUFREQ), roles=HOST, applies=cpu.in_vm, expected="performance"),
     Check("power.cpu_epp", "Energy-performance preference", "host",
           why="The energy-performance preference tells the CPU's own frequency controller how eagerly to boost.",
           fix="Set EPP to performance (tuned accelerator-performance, or cpupower set --epp performance).",
-          verdict=cpu.epp, sources=("sys_epp",), any_of=CPUFREQ, roles=HOST, expected="performance"),
+          verdict=cpu.epp, sources=("sys_epp",), any_of=CPUFREQ, roles=HOST, applies=cpu.in_vm, expected="performance"),
     Check("power.cpu_boost", "CPU boost (Core Performance Boost / Turbo)", "bios",
           why="Without Core Performance Boost / Turbo the CPU stays at base clock, slowing the single-threaded"
               " host steps of each decode iteration.",
           fix="Enable Core Performance Boost in BIOS and echo 1 into /sys/devices/system/cpu/cpufreq/boost"
               " (unless capped on purpose for power).",
-          verdict=cpu.boost, any_of=CPUFREQ, roles=HOST),
+          verdict=cpu.boost, any_of=CPUFREQ, roles=HOST, applies=cpu.in_vm),
     Check("power.cpu_cstates", "Deep CPU idle states", "host",
           why="Every wake from a deep state adds its exit latency to the next host-side step (scheduling, sampling,"
               " kernel launch); with tensor parallelism all ranks wait for the slowest. Measure A/B: the effect"
               " depends on the per-token step time.",
           fix="cpupower idle-set -D 10 (or -d <state>) from a boot-time unit, or tuned accelerator-performance;"
               " AMD keeps BIOS Global C-state Control on Auto and disables C2 from the OS.",
-          verdict=cpu.cstates, any_of=CPUIDLE, roles=HOST,
+          verdict=cpu.cstates, any_of=CPUIDLE, roles=HOST, applies=cpu.in_vm,
           expected=f"deep idle states (AMD C2+, Intel C3+ or exit latency >= {cpu.DEEP_LATENCY_US} µs) disabled on"
                    " the CPUs that run engine/NCCL threads"),
     Check("power.cpu_effective_freq", "Effective CPU clocks and the frequency policy ceiling", "host",
           why="Validates the combined effect of socket power, governor/EPP, boost and the policy ceiling:"
               " busy engine cores should reach ~85% of the all-core boost.",
           fix="Find the cap: scaling_max_freq (cpupower frequency-set -u), tuned profile, BIOS power cap/cTDP.",
-          verdict=cpu.effective_freq, roles=HOST, expected="busy engine cores >= ~85% of the all-core boost"),
+          verdict=cpu.effective_freq, roles=HOST, applies=cpu.in_vm, expected="busy engine cores >= ~85% of the all-core boost"),
     Check("power.gpu_power_limit", "GPU board power limit", "host",
           why="A lowered cap mostly slows compute-bound prefill; single-stream decode is bandwidth-bound and barely"
               " changes.",

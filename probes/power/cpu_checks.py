@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import re
 
-from gpuaudit.probes.core.checks import Ctx, Verdict, info, not_applicable, ok, unknown, warning, critical
+from gpuaudit.probes.core.checks import Ctx, Verdict, critical, info, not_applicable, ok, unknown, warning
+from gpuaudit.probes.core.combiners import vm_reason
 from gpuaudit.probes.core.parsers.cpu import DEEP_LATENCY_US, is_deep_cstate
 from gpuaudit.probes.power.facts import IdleStateFact, PowerFacts
 
@@ -12,6 +13,11 @@ EPP_DRIVERS = ("amd-pstate-epp", "intel_pstate")
 POLICY_CAP_RATIO = 0.85
 """A policy ceiling below this share of the CPU's own maximum caps every busy core (PROBES.md's 85% bar)."""
 NO_DRIVER = "no cpufreq driver (VM, ARM server or BIOS-controlled frequency)"
+
+
+def in_vm(ctx: Ctx) -> str | None:
+    """CPU frequency and idle policy of a guest are the hypervisor host's (the same reason every probe gives)."""
+    return vm_reason(ctx.outputs.get(ctx.role or "host", {}))
 
 
 def _is_zen2_plus(h: PowerFacts) -> bool:
@@ -174,4 +180,4 @@ def effective_freq(ctx: Ctx) -> Verdict:
 
 
 __all__ = ["DEEP_LATENCY_US", "EPP_DRIVERS", "boost", "cmdline_cstate_cap", "cstates", "deep_states", "effective_freq",
-           "epp", "governor", "scaling_driver"]
+           "epp", "governor", "in_vm", "scaling_driver"]

@@ -310,3 +310,15 @@ def test_at_the_slowdown_temperature_is_critical_at_any_load():
     assert sev(f, "power.gpu_thermal_headroom") == "critical"
     near = PowerFacts(gpus=[GpuPower(index="0", temp_slowdown_c=90)], gpu_readings=[GpuReading(index="0", util=90, temp_c=86)])
     assert sev(near, "power.gpu_thermal_headroom") == "warning"
+
+
+def test_cpu_policy_checks_are_not_applicable_in_a_virtual_machine():
+    """Real Hyper-V guest captures (cpuidle driver none, empty cpupower frequency-info) with the CPU's hypervisor flag:
+    the guest's frequency/idle policy belongs to the hypervisor host (one virtualisation fact, issue 12 item 12)."""
+    by = replay(cpu_hypervisor_flag="hypervisor\n",
+                sys_cpuidle="/sys/devices/system/cpu/cpuidle/current_driver:"
+                            + (FX / "sysfs-cpuidle/hyperv-vm-current_driver-none.txt").read_text(),
+                sys_cpufreq="", cpupower_freq=(FX / "cpupower-frequency-info/hyperv-vm-empty-output.txt").read_text())
+    for fid in ("power.cpu_scaling_driver", "power.cpu_governor", "power.cpu_boost", "power.cpu_cstates",
+                "power.cpu_effective_freq"):
+        assert by[fid].observed.startswith("not applicable: virtual machine"), (fid, by[fid].observed)
