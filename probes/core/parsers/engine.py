@@ -525,32 +525,40 @@ def parse_engine_status(text: str) -> EngineStatusReport:
             pid, _, uuid = s.partition(",")
             if pid.isdigit() and uuid:
                 apps[int(pid)] = uuid
-        elif cur is None:
-            continue
-        elif s.startswith("@@cmd"):
-            cur["cmd"] = s[5:].strip()
-        elif s == "@@numa":
-            section = "numa"
-        elif s == "@@numa-unreadable":
-            cur["numa_kb"] = None
-        elif s == "@@end":
+        elif cur is not None and s == "@@end":
             procs.append(ProcStatus(**cur))
             cur, section = None, ""
-        elif section == "numa":
-            m = re.fullmatch(r"N(\d+)\s+(\d+)(?:\.\d+)?", s)
-            if m and cur["numa_kb"] is not None:
-                cur["numa_kb"][int(m.group(1))] = int(m.group(2))
-        elif ":" in s:
-            k, v = (x.strip() for x in s.split(":", 1))
-            num = re.match(r"(\d+)", v)
-            if k == "Cpus_allowed_list":
-                cur["cpus"] = _cpus(v)
-            elif k == "Mems_allowed_list":
-                cur["mems"] = _cpus(v)
-            elif k in ("VmRSS", "VmSwap", "Threads") and num:
-                cur[{"VmRSS": "rss_kb", "VmSwap": "swap_kb", "Threads": "threads"}[k]] = int(num.group(1))
+        elif cur is not None:
+            section = _status_line(cur, s, section)
     require_sections(text, "engine status", len(procs), "@@apps", "@@online")
     return EngineStatusReport(apps=apps, online=online, procs=procs)
+
+
+_STATUS_KEYS = {"VmRSS": "rss_kb", "VmSwap": "swap_kb", "Threads": "threads"}
+
+
+def _status_line(cur: dict, s: str, section: str) -> str:
+    """One line inside a process section (@@cmd, @@numa lines, /proc/<pid>/status fields) -> the next section."""
+    if s.startswith("@@cmd"):
+        cur["cmd"] = s[5:].strip()
+    elif s == "@@numa":
+        return "numa"
+    elif s == "@@numa-unreadable":
+        cur["numa_kb"] = None
+    elif section == "numa":
+        m = re.fullmatch(r"N(\d+)\s+(\d+)(?:\.\d+)?", s)
+        if m and cur["numa_kb"] is not None:
+            cur["numa_kb"][int(m.group(1))] = int(m.group(2))
+    elif ":" in s:
+        k, v = (x.strip() for x in s.split(":", 1))
+        num = re.match(r"(\d+)", v)
+        if k == "Cpus_allowed_list":
+            cur["cpus"] = _cpus(v)
+        elif k == "Mems_allowed_list":
+            cur["mems"] = _cpus(v)
+        elif k in _STATUS_KEYS and num:
+            cur[_STATUS_KEYS[k]] = int(num.group(1))
+    return section
 
 
 # ------------------------------------------------------------------ engine logs (NCCL transport, throughput)
