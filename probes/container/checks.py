@@ -15,7 +15,7 @@ CHECKS: tuple[Check, ...] = (
     Check("container.detect", "Container detection", "host",
           "Selects which LXC/Docker checks apply.",
           "Nothing to fix; if the kind is unknown, name it in the target (--container pct:ID, lxc:NAME or docker:NAME).",
-          dev.detect, roles=HOST),
+          dev.detect, roles=BOTH, cross=True),
     Check("container.lxc_privilege", "LXC privilege", "host",
           "Both work; unprivileged containers see host device nodes as nobody:nogroup, so the nodes must be world "
           "read-write (0666) on the host or gid-mapped.",

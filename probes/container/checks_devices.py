@@ -6,7 +6,7 @@ import re
 
 from gpuaudit.probes.container.configs import coverage, host_majors_text, match_config, scope, why_unusable
 from gpuaudit.probes.container.facts import ContainerFacts, CtConfig, Node
-from gpuaudit.probes.core.checks import Ctx, Verdict, critical, info, ok, unknown, unreachable_reason, warning
+from gpuaudit.probes.core.checks import Ctx, Verdict, critical, info, ok, unknown, warning
 
 
 def _pair(ctx: Ctx) -> tuple[ContainerFacts, ContainerFacts | None]:
@@ -20,11 +20,7 @@ def detect(ctx: Ctx) -> Verdict:
         gpu_cts = sorted(c.vmid for c in host.configs.values() if c.has_nvidia)
         parts.append(f"host: Proxmox, {len(host.configs)} LXC config(s), GPU passthrough in "
                      f"{', '.join('CT ' + v for v in gpu_cts) or 'none'}")
-    if ctr is None:
-        parts.append("no container target")
-    elif reason := unreachable_reason(ctx.outputs.get("container", {})):
-        parts.append(f"container unreachable ({reason}): its kind is not known")
-    else:
+    if ctr is not None:
         cfg, how = match_config(host, ctr)
         parts.append(f"container: {ctr.kind or 'unknown kind'}" + (f", hostname {ctr.hostname}" if ctr.hostname else "")
                      + (f", matched {how}" if cfg else ""))

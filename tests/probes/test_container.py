@@ -446,7 +446,7 @@ async def test_case_study(phase):
                 "container.shm", "container.memlock", "container.cpu_quota"):
         assert f[cid].severity.value == "ok", cid
     h = await run_case_study(c.PROBE, phase, ("host",))
-    assert sorted(h) == ["container.detect", "container.device_cgroup"]  # container checks need the container
+    assert sorted(h) == ["container.device_cgroup"]  # every other check needs the container
     assert h["container.device_cgroup"].severity.value == "ok"  # host checks still run over the GPU containers' configs
 
 
@@ -458,8 +458,17 @@ def test_device_nodes_names_the_host_side_cause():
     assert f.severity.value == "critical" and "the host itself lacks /dev/nvidia-uvm" in f.observed
 
 
-def test_detect_says_unreachable_container():
+def test_detect_is_a_cross_target_row():
     down = {cid: rec("container", cid, exit_status=None, error="target failed: ssh: connect to host 127.0.0.1 port 9: refused")
             for cid in outputs("container")}
     f = judge(ctr=down)["container.detect"]
-    assert "container unreachable" in f.observed and "lxc" not in f.observed.split("container unreachable")[1]
+    assert f.severity.value == "unknown" and f.observed.startswith("container unreachable")
+    assert BASE["container.detect"].targets == ["host", "container"]
+
+
+def test_partial_listing_with_permission_denied_is_not_an_answer():
+    """grep -H over the configs: one file unreadable -> the list is incomplete, the check is unknown (not judged)."""
+    conf = (BEFORE / "host" / "pve_lxc_confs.out").read_text()
+    partial = rec("host", "pve_lxc_confs", conf, 2, "grep: /etc/pve/lxc/103.conf: Permission denied")
+    f = judge(host={"pve_lxc_confs": partial})["container.device_cgroup"]
+    assert f.severity.value == "unknown" and "Permission denied" in f.observed
