@@ -159,6 +159,11 @@ def _check_combinations(args: argparse.Namespace) -> None:
         raise CliError("--hosts audits the inventory's hosts; drop --host/--container")
     if args.hosts and (args.plan or args.save is not None):
         raise CliError("--hosts prints a fleet report (table or --json); --plan/--save are per-host")
+    if args.host or args.container or args.hosts or args.resume:  # checked once, before any target is contacted
+        from gpuaudit.probes.core.targets import known_hosts_problem
+
+        if (why := known_hosts_problem(args.known_hosts, accept_new=args.accept_new_host_keys)) is not None:
+            raise CliError(why)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

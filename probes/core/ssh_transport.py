@@ -241,7 +241,7 @@ class SshTransport:
             return
         except asyncssh.HostKeyNotVerifiable as exc:
             # a key marked @revoked is known, never trusted on first use
-            revoked = "revoked" in str(exc.reason).lower() or self._host_is_known(kh, revoked=True)
+            revoked = "revoked" in str(exc.reason).lower() or self._revoked_for_host(kh)
             if not self.options.accept_new_host_keys or revoked or self._host_is_known(kh):
                 raise TransportError(_describe_connect_error(exc, self.where, kh, self.options.accept_new_host_keys, revoked)
                                      + ("" if revoked else self._known_line_hint(kh))) from None
@@ -267,16 +267,35 @@ class SshTransport:
                     f"({', '.join(methods)}); gpuaudit logs in with keys only")
         return _describe_connect_error(exc, self.where, known_hosts)
 
-    def _host_is_known(self, known_hosts: str, revoked: bool = False) -> bool:
-        """True when known_hosts already holds a key for this host: a changed key is always refused.
-        `revoked`: a key marked @revoked for it instead."""
+    def _revoked_for_host(self, known_hosts: str) -> bool:
+        """A `@revoked` line names this host (or a pattern matching it). Read here: asyncssh's match misses
+        `@revoked [host]:port` lines, and a revoked key must never be trusted on first use."""
+        import re
+
+        names = {self._known_hosts_name(), self.address.host}
+        try:
+            lines = Path(known_hosts).read_text(errors="replace").splitlines()
+        except OSError:
+            return False
+        for line in lines:
+            parts = line.split()
+            if len(parts) >= 2 and parts[0] == "@revoked":
+                pats = [p for p in parts[1].split(",") if not p.startswith("!")]
+                # known_hosts patterns know only * and ?: `[127.0.0.1]:22` is literal, not a character class
+                rx = [re.escape(p).replace(r"\*", ".*").replace(r"\?", ".") for p in pats]
+                if any(re.fullmatch(r, n) for n in names for r in rx):
+                    return True
+        return False
+
+    def _host_is_known(self, known_hosts: str) -> bool:
+        """True when known_hosts already holds a key for this host: a changed key is always refused."""
         import asyncssh
 
         try:
             db = asyncssh.read_known_hosts(known_hosts)
         except (OSError, ValueError):
             return False
-        keys = db.match(self.address.host, "", self.address.port or 22)[2 if revoked else 0]
+        keys = db.match(self.address.host, "", self.address.port or 22)[0]
         return bool(keys)
 
     def _known_line_hint(self, known_hosts: str) -> str:

@@ -140,3 +140,47 @@ def build_command_line(
         # client-side KILL (sent to the session's group) still reaches the whole command tree.
         line = f"exec timeout -s KILL {max(1, math.ceil(remote_timeout_s))} {line}"
     return line
+
+
+MAX_KNOWN_HOSTS_BYTES = 64 * 1024 * 1024
+
+
+def known_hosts_problem(path: str | None, *, accept_new: bool = False) -> str | None:
+    """Why a known_hosts file cannot be used, as one line, or None (checked before any connection).
+
+    `path` None means the user's ~/.ssh/known_hosts, which may be absent. A given file must exist unless
+    --accept-new-host-keys may start it; it must be a regular file (never /dev/zero) of text: asyncssh
+    otherwise fails on every target with a raw UnicodeDecodeError or a "No such file" that reads like a
+    network error.
+    """
+    import os
+    import stat
+    from pathlib import Path
+
+    explicit = path is not None
+    file = Path(path).expanduser() if path is not None else Path.home() / ".ssh" / "known_hosts"
+    what = f"--known-hosts {file}" if explicit else f"known_hosts {file}"
+    try:
+        st = os.stat(file)
+    except FileNotFoundError:
+        if explicit and not accept_new:
+            return f"{what}: no such file (give an existing known_hosts, or --accept-new-host-keys to start one)"
+        return None
+    except OSError as exc:
+        return f"{what}: cannot read: {exc.strerror or exc}"
+    if not stat.S_ISREG(st.st_mode):
+        return f"{what}: not a regular file"
+    if st.st_size > MAX_KNOWN_HOSTS_BYTES:
+        return f"{what}: too large ({st.st_size} bytes)"
+    try:
+        data = file.read_bytes()
+    except OSError as exc:
+        return f"{what}: cannot read: {exc.strerror or exc}"
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = data.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
+        return (f"{what}: line {line} is not text (byte 0x{data[exc.start]:02x} at column {column}); "
+                "fix or delete that line")
+    return None
