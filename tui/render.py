@@ -248,7 +248,8 @@ def header_text(run: AuditRun, palette: Palette = PLAIN, min_severity: FindingFi
                 width: int | None = None) -> Text:
     """The targets (state and cause, all on one line when it fits, else one line each) and, for a demo or
     a replay, its note: wrapped by the widget, never cut."""
-    tag = Text.assemble(("gpuaudit ", "bold"), (f"[{run.mode.upper()}]", "reverse bold" if run.mode != "live" else "bold"))
+    tag = Text.assemble(("gpuaudit " if (width or 200) >= 100 else "", "bold"),
+                        (f"[{run.mode.upper()}]", "reverse bold" if run.mode != "live" else "bold"))
     roles = [t.role for t in run.targets]
     room = (width or 10_000) - tag.cell_len - 2
     text = tag.copy()

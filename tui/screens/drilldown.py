@@ -40,11 +40,11 @@ class DrilldownScreen(Screen[None]):
     BINDINGS = [
         Binding("escape", "back", "Back"),
         Binding("r", "rerun", "Re-run"),
-        Binding("slash", "search", "Search", key_display="/"),
+        Binding("slash", "search", "Find", key_display="/"),
         Binding("n", "find_next", "Next match", show=False),
         Binding("N", "find_previous", "Previous match", show=False),
         Binding("e", "evidence", "Evidence"),
-        Binding("o", "toggle_side", "Other side"),
+        Binding("o", "toggle_side", "Side"),
         Binding("c", "copy_finding", "Copy"),
     ]
     app: GpuAuditApp

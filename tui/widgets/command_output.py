@@ -93,8 +93,9 @@ class CommandOutput(ScrollView, can_focus=True):
 
     def _select(self, row: int, col: int, length: int, style: Style) -> None:
         self.match, self._match_style = (row, col, length), style
-        self.scroll_to(max(0, col - self.size.width // 2) if col + length > self.size.width - self._gutter else 0,
-                       max(0, row - self.size.height // 2), animate=False)
+        visible = max(1, self.size.width - self._gutter - 2)
+        x = 0 if col + length <= visible else col + length - visible + 4  # keep line starts in view when possible
+        self.scroll_to(x, max(0, row - self.size.height // 2), animate=False)
         self.refresh()
 
     @property
