@@ -12,6 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from gpuaudit.probes.core.checks import source_problem
+from gpuaudit.probes.core.combiners import nvidia_presence
 from gpuaudit.probes.core.errors import ParseError
 from gpuaudit.probes.core.models import CommandRecord, Role
 from gpuaudit.probes.core.parsers.nvidia_misc import (
@@ -253,7 +254,7 @@ def extract(outputs: Outputs, role: Role) -> DriverFacts:
     # The framework's reasons (a missing tool names its package; grep's exit 1 is an answer), kept in the facts so
     # the checks that read failures themselves say the same.
     problems = {cid: p for cid, rec in outputs.items() if (p := source_problem(rec))}
-    f: dict[str, Any] = {}
+    f: dict[str, Any] = {"nvidia_present": nvidia_presence(outputs)[0]}
     _smi_banners(outputs, problems, f)
     if (rec := outputs.get("smi_table")) is not None and rec.error is None:
         f["smi_installed"] = not rec.missing_tool

@@ -66,6 +66,8 @@ class DriverFacts(BaseModel, frozen=True):
     handle_failures: list[HandleFailure] = []
     smi_hung: list[str] = []
     """nvidia-smi commands that timed out (a hung driver answers no query)."""
+    nvidia_present: bool | None = None
+    """The GPU-presence combiner: False only when sysfs lists no NVIDIA function and no module is loaded."""
     nvidia_functions: list[str] = []
     """NVIDIA PCI functions listed in sysfs (bus ids), whatever nvidia-smi says."""
     modinfo_version: str | None = None

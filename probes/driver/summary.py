@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from gpuaudit.probes.core.checks import NO_GPU
 from gpuaudit.probes.core.spec import FactsByTarget
 from gpuaudit.probes.driver.facts import DriverFacts
 from gpuaudit.probes.driver.knowledge import fleet, host_version
@@ -11,6 +12,8 @@ def summarize(facts: FactsByTarget) -> str:
     h: DriverFacts | None = facts.get("host") or facts.get("container")
     if h is None:
         return ""
+    if h.nvidia_present is False:
+        return NO_GPU
     if h.handle_failures:
         return "GPU lost: " + ", ".join(x.bus_id for x in h.handle_failures)
     if h.smi_error and not h.module_version:

@@ -131,6 +131,7 @@ def test_host_without_nvidia_hardware():
     assert flavour.severity.value == "info" and "no NVIDIA GPU or driver on this host" in flavour.observed
     assert all(f.severity.value == "ok" and f.observed.startswith("not applicable: no NVIDIA GPU") for f in found.values()), \
         {k: f.observed for k, f in found.items()}
+    assert driver.summarize(facts) == "no NVIDIA GPU or driver on this host"
 
 
 def test_xml_recovery_action_is_critical():
