@@ -29,5 +29,5 @@ COMMANDS = (
 PROBE = Probe(id=PROBE_ID, title="NCCL / GPU-to-GPU", commands=COMMANDS, extract=extract, checks=CHECKS,
               summarize=summarize, volatile_facts=VOLATILE)
 
-__all__ = ["CHECKS", "COMMANDS", "NcclFacts", "PROBE", "PROBE_ID", "extract", "nccl_version_from_path", "parse_acsctl",
-           "parse_gpu_matrix", "parse_iommu_groups", "parse_ldconfig_nccl", "summarize"]
+__all__ = ["CHECKS", "COMMANDS", "PROBE", "PROBE_ID", "NcclFacts", "extract", "nccl_version_from_path",
+           "parse_acsctl", "parse_gpu_matrix", "parse_iommu_groups", "parse_ldconfig_nccl", "summarize"]

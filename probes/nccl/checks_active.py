@@ -8,7 +8,13 @@ from __future__ import annotations
 
 from gpuaudit.probes.core.checks import Ctx, Verdict, unknown
 from gpuaudit.probes.core.parsers.nccl_tests import human_size
-from gpuaudit.probes.nccl.targets import INTERCONNECTS, interconnect, p2p_all_ok, topology, topology_problem
+from gpuaudit.probes.nccl.targets import (
+    INTERCONNECTS,
+    interconnect,
+    p2p_all_ok,
+    topology,
+    topology_problem,
+)
 
 TITLE = "(active, load-generating) "
 _SIZES = (8, 65536, 1048576, 16777216, 268435456)

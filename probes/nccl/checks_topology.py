@@ -5,7 +5,15 @@ from __future__ import annotations
 
 from collections import Counter
 
-from gpuaudit.probes.core.checks import Ctx, Verdict, critical, info, ok, unknown, warning
+from gpuaudit.probes.core.checks import (
+    Ctx,
+    Verdict,
+    critical,
+    info,
+    ok,
+    unknown,
+    warning,
+)
 from gpuaudit.probes.nccl.targets import (
     engine,
     engine_env,
@@ -13,8 +21,6 @@ from gpuaudit.probes.nccl.targets import (
     iommu_gate,
     ordered,
     p2p_all_ok,
-    topology,
-    topology_problem,
 )
 
 _NOT_P2P = "not applicable: fewer than two GPUs"

@@ -22,7 +22,12 @@ from gpuaudit.probes.core.parsers.pyenv import parse_pyenv_json
 from gpuaudit.probes.core.parsers.system import parse_cpuinfo_id
 from gpuaudit.probes.core.spec import Outputs
 from gpuaudit.probes.nccl.facts import NcclFacts
-from gpuaudit.probes.nccl.parsers import parse_acsctl, parse_gpu_matrix, parse_iommu_groups, parse_ldconfig_nccl
+from gpuaudit.probes.nccl.parsers import (
+    parse_acsctl,
+    parse_gpu_matrix,
+    parse_iommu_groups,
+    parse_ldconfig_nccl,
+)
 
 
 def gpu_names(text: str) -> dict[str, Any]:

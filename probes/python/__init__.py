@@ -22,5 +22,5 @@ COMMANDS = use("smi_gpu_cc", "pyenv", "engine_procs", "engine_proc_status", "eng
 PROBE = Probe(id=PROBE_ID, title="Python runtime", commands=COMMANDS, extract=extract, checks=CHECKS,
               summarize=summarize, volatile_facts=VOLATILE)
 
-__all__ = ["CHECKS", "COMMANDS", "JitDir", "PROBE", "PROBE_ID", "PythonFacts", "driver_max_cuda", "extract",
+__all__ = ["CHECKS", "COMMANDS", "PROBE", "PROBE_ID", "JitDir", "PythonFacts", "driver_max_cuda", "extract",
            "parse_gpu_cc", "parse_jit_dirs", "summarize"]

@@ -8,7 +8,15 @@ from __future__ import annotations
 
 import re
 
-from gpuaudit.probes.core.checks import Ctx, Verdict, critical, info, ok, unknown, warning
+from gpuaudit.probes.core.checks import (
+    Ctx,
+    Verdict,
+    critical,
+    info,
+    ok,
+    unknown,
+    warning,
+)
 from gpuaudit.probes.python.parsers import median, sm_of
 from gpuaudit.probes.python.targets import engine, engine_missing, gpus
 

@@ -4,7 +4,15 @@ from __future__ import annotations
 
 import re
 
-from gpuaudit.probes.core.checks import Ctx, Verdict, critical, info, ok, unknown, warning
+from gpuaudit.probes.core.checks import (
+    Ctx,
+    Verdict,
+    critical,
+    info,
+    ok,
+    unknown,
+    warning,
+)
 from gpuaudit.probes.core.parsers.pyenv import arch_sms, cuda_major_minor
 from gpuaudit.probes.python.parsers import driver_max_cuda, sm_of
 from gpuaudit.probes.python.targets import engine, gpu_problem, gpus

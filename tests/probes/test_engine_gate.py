@@ -6,7 +6,6 @@ import re
 import subprocess
 
 import pytest
-
 from gpuaudit.probes import nccl
 from gpuaudit.probes import python as py
 from gpuaudit.probes.core.errors import ParseError

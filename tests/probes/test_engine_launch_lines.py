@@ -11,7 +11,6 @@ import shlex
 from pathlib import Path
 
 import pytest
-
 from gpuaudit.probes.core.parsers.engine import parse_engine_args
 
 LINES = Path(__file__).resolve().parents[1] / "fixtures/engine/launch-lines"

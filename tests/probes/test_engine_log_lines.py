@@ -5,8 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from gpuaudit.probes.core.parsers.engine import ENGINE_LOGS_SHELL, parse_throughput_lines
+from gpuaudit.probes.core.parsers.engine import (
+    ENGINE_LOGS_SHELL,
+    parse_throughput_lines,
+)
 
 LOGS = Path(__file__).resolve().parents[1] / "fixtures/engine/logs"
 

@@ -12,7 +12,6 @@ import subprocess
 from pathlib import Path
 
 import pytest
-
 from gpuaudit.probes.core.parsers.engine import (
     ENGINE_LOGS_SHELL,
     ENGINE_PROCS_SHELL,

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from gpuaudit.probes import nccl
 from gpuaudit.probes.core.events import ProbeFinished
 from gpuaudit.probes.core.runner import Audit, AuditOptions

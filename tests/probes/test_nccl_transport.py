@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from gpuaudit.probes import nccl as c
 from judge_facts import one
 

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from gpuaudit.probes import python as p
 from judge_facts import one as judged
 

@@ -2,16 +2,14 @@
 
 from __future__ import annotations
 
-import asyncio
 from pathlib import Path
 
 import pytest
-
 from gpuaudit.probes import python as py
 from gpuaudit.probes.core.events import ProbeFinished
 from gpuaudit.probes.core.runner import Audit
 from gpuaudit.probes.core.session import directory_bindings
-from judge_facts import judge, one
+from judge_facts import one
 
 F = py.PythonFacts
 CASE = Path(__file__).resolve().parents[2] / "snapshots/examples/case-study"
