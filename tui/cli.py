@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import textwrap
 from pathlib import Path
 from collections.abc import Sequence
 from typing import NoReturn
@@ -62,13 +63,38 @@ class _LazyVersion(argparse.Action):
         parser.exit()
 
 
+THEME_NAMES = ("gpuaudit-dark", "gpuaudit-light", "gpuaudit-high-contrast")
+"""Kept here, not imported: `--help` must not import Textual (a test holds it equal to themes.THEMES)."""
+PROBE_NAMES = ("firmware", "container", "driver", "kernel", "pcie", "power", "nccl", "numa", "python", "nvlink")
+"""Kept here, not imported: loading the catalogue costs ~0.3 s (a test holds it equal to probes.PROBE_IDS)."""
+HELP_EPILOG = f"""\
+examples:
+  gpuaudit-tui                              audit this machine in the TUI
+  gpuaudit-tui --demo                       the bundled case study, illustrative
+  gpuaudit-tui --json > audit.json          headless: the snapshot as JSON
+  gpuaudit-tui --host root@10.0.0.5 --container pct:101
+  gpuaudit-tui --host pve1 --container docker:sglang --plan
+  gpuaudit-tui diff before.json after.json  what changed between two snapshots
+  gpuaudit-tui snapshots                    list saved snapshots
+
+ssh: --host/--container take [user@]host[:port] or an alias of ~/.ssh/config
+  (HostName, User, Port, IdentityFile, ProxyJump and the agent are honoured);
+  host keys are checked against ~/.ssh/known_hosts (or --known-hosts).
+probes (--probes): {", ".join(PROBE_NAMES[:6])},
+  {", ".join(PROBE_NAMES[6:])}
+themes (--theme): {", ".join(THEME_NAMES)},
+  or a built-in Textual theme
+
+"""
+
+
 def build_parser() -> OneLineParser:
     p = OneLineParser(
         prog="gpuaudit-tui",
-        description="Read-only, parallel audit of a GPU inference server (host + container): "
+        description="Read-only, parallel audit of a GPU inference server (host + container):\n"
         "ten probes, live TUI or headless JSON. Subcommands: `diff A B`, `snapshots`.",
-        epilog="Examples: gpuaudit-tui --json | gpuaudit-tui --host root@10.0.0.5 --container pct:101 | "
-        "gpuaudit-tui --demo | gpuaudit-tui diff before.json after.json. " + EXIT_RULE,
+        epilog=HELP_EPILOG + textwrap.fill(EXIT_RULE, width=78, break_on_hyphens=False),
+        formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     p.add_argument("--version", action=_LazyVersion, nargs=0, help="show program's version number and exit")
     out = p.add_argument_group("output")
@@ -164,6 +190,10 @@ def _check_combinations(args: argparse.Namespace) -> None:
 
         if (why := known_hosts_problem(args.known_hosts, accept_new=args.accept_new_host_keys)) is not None:
             raise CliError(why)
+        from gpuaudit.probes.core.ssh_config import config_override
+
+        if (note := config_override()[1]) is not None:  # said once here, not once per failing target
+            print(f"gpuaudit-tui: warning: {note}", file=sys.stderr)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

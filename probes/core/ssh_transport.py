@@ -182,6 +182,12 @@ class SshTransport:
             kw["client_keys"] = [self.options.identity]
         if not self.options.use_ssh_config:
             kw["config"] = None
+        else:  # `Match localnetwork` without ifaddr: a private copy that asyncssh can read (ssh_config.py)
+            from gpuaudit.probes.core.ssh_config import config_override
+
+            override, _ = config_override()
+            if override:
+                kw["config"] = [override]
         if not self.options.use_agent:
             kw["agent_path"] = None
         return kw
