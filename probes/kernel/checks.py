@@ -202,7 +202,7 @@ def tuned_profile(ctx: Ctx) -> Verdict:
     if f.tuned_profile is None:
         problem = f.problems.get("tuned_active")
         if problem == "tool not installed":  # no tuned is an answer: no daemon overrides the power.* settings
-            return info("tuned not installed (Proxmox does not ship it); the individual power.* checks decide",
+            return info("tuned not installed (Proxmox VE does not ship it): no profile overrides the power.* settings",
                         title="No tuning daemon", fix="")
         return unknown(f"tuned_active: {problem or 'no profile in the output'}")
     obs = f"active profile: {f.tuned_profile}"
