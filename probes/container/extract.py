@@ -40,13 +40,13 @@ def _no_such_file(rec: CommandRecord) -> bool:
 
 
 def _exit_means_none(rec: CommandRecord) -> None:
-    """ls/grep exit 2: "No such file" is an answer (nothing there); any other exit-2 cause (a permission denied
+    """ls/grep exit 1/2: "No such file" is an answer (nothing there); any other exit-2 cause (a permission denied
     beside files that were read, say) makes the listing incomplete, so not an answer."""
-    if rec.exit_status != 2:
+    if rec.exit_status not in (1, 2):  # GNU ls says "No such file" with exit 2, busybox ls with exit 1
         return
     other = [ln.strip() for ln in rec.stderr.splitlines() if ln.strip() and "No such file" not in ln]
-    if other or not (rec.stderr.strip() or rec.stdout.strip()):
-        raise ValueError(f"exit 2: {(other or ['no output'])[0][:160]}")
+    if other or (rec.exit_status == 2 and not (rec.stderr.strip() or rec.stdout.strip())):
+        raise ValueError(f"exit {rec.exit_status}: {(other or ['no output'])[0][:160]}")
 
 
 def read_virt(rec: CommandRecord) -> Fields:

@@ -56,7 +56,7 @@ SOURCES: dict[str, Source] = {s.id: s for s in (
     Source('virt', 'systemd-detect-virt -c', on=BOTH, ok_exits=frozenset({0, 1}), description='container kind (exit 1 with "none": not a container)'),
     Source('pve_lxc_confs', 'grep -H . /etc/pve/lxc/*.conf', on=HOST, needs_root=True, ok_exits=frozenset({0, 1, 2}), description="every container config on a Proxmox host (exit 2 'No such file': not Proxmox; other failures are noted by extract)"),
     Source('proc_devices', 'cat /proc/devices', on=HOST),
-    Source('dev_nvidia', 'ls -l /dev/nvidia*', on=BOTH, ok_exits=frozenset({0, 2}), description="NVIDIA device nodes (exit 2 'No such file': none; other failures are noted by extract)"),
+    Source('dev_nvidia', 'ls -l /dev/nvidia*', on=BOTH, ok_exits=frozenset({0, 1, 2}), description="NVIDIA device nodes ('No such file', exit 2 GNU / 1 busybox: none; other failures are noted by extract)"),
     Source('smi_gpu_ids', SMI_GPU_IDS, on=BOTH),
     Source('df_shm', 'df -h /dev/shm', on=BOTH),
     Source('uname_n', 'uname -n', on=CONTAINER),
@@ -66,8 +66,8 @@ SOURCES: dict[str, Source] = {s.id: s for s in (
     Source('cgroup_limits', (
             CGROUP_FILES
         ), on=CONTAINER),
-    Source('dev_infiniband', 'ls /dev/infiniband', on=CONTAINER, ok_exits=frozenset({0, 2}), description="RDMA device nodes (exit 2 'No such file': none)"),
-    Source('libcuda_files', 'ls /usr/lib/x86_64-linux-gnu/libcuda.so.* /usr/lib64/libcuda.so.* /usr/lib/aarch64-linux-gnu/libcuda.so.*', on=CONTAINER, ok_exits=frozenset({0, 2}), description='user-space driver copies (exit 2: some of the three folders hold none)'),
+    Source('dev_infiniband', 'ls /dev/infiniband', on=CONTAINER, ok_exits=frozenset({0, 1, 2}), description="RDMA device nodes ('No such file', exit 2 GNU / 1 busybox: none)"),
+    Source('libcuda_files', 'ls /usr/lib/x86_64-linux-gnu/libcuda.so.* /usr/lib64/libcuda.so.* /usr/lib/aarch64-linux-gnu/libcuda.so.*', on=CONTAINER, ok_exits=frozenset({0, 1, 2}), description='user-space driver copies (exit 2 GNU / 1 busybox: some of the three folders hold none)'),
     Source('proc_driver_version', 'cat /proc/driver/nvidia/version', on=BOTH, description="loaded kernel module version and flavour (the host's, even inside a container)"),
     Source('smi_table', 'nvidia-smi', on=BOTH, description='header versions (max CUDA) and error banners'),
     Source('smi_query_driver', (

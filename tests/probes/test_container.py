@@ -472,3 +472,13 @@ def test_partial_listing_with_permission_denied_is_not_an_answer():
     partial = rec("host", "pve_lxc_confs", conf, 2, "grep: /etc/pve/lxc/103.conf: Permission denied")
     f = judge(host={"pve_lxc_confs": partial})["container.device_cgroup"]
     assert f.severity.value == "unknown" and "Permission denied" in f.observed
+
+
+def test_busybox_ls_no_such_file_exit_1_is_an_answer():
+    """busybox ls exits 1 (GNU ls 2) for a missing path: "no RDMA devices" / "no nodes", not unknown."""
+    ib = rec("container", "dev_infiniband", "", 1, "ls: /dev/infiniband: No such file or directory")
+    assert c.extract({"dev_infiniband": ib}, "container").infiniband is False
+    nodes = rec("container", "dev_nvidia", "", 1, "ls: /dev/nvidia*: No such file or directory")
+    assert c.extract({"dev_nvidia": nodes}, "container").nodes == []
+    other = rec("container", "dev_nvidia", "", 1, "ls: /dev/nvidia-caps: Permission denied")
+    assert "Permission denied" in c.extract({"dev_nvidia": other}, "container").problems["dev_nvidia"]
