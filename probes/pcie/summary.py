@@ -27,6 +27,6 @@ def summarize(facts: FactsByTarget) -> str:
     mrrs = sorted({d.devctl_mrrs for d in gpus if d.devctl_mrrs})
     if mrrs:
         parts.append("MRRS " + "/".join(map(str, mrrs)))
-    elif "lspci_vvv" in h.problems:
-        parts.append("MRRS ? (needs root)")
+    elif problem := h.problems.get("lspci_vvv"):
+        parts.append("MRRS ? (needs root)" if "root" in problem else "MRRS ?")
     return " · ".join(p.strip() for p in parts)
