@@ -58,3 +58,21 @@ async def test_ctrl_c_quits() -> None:
         await pilot.press("ctrl+c")
         await pilot.pause()
     assert app.return_code == 0 and not app.is_running
+
+
+def test_help_lists_examples_one_per_line_themes_probes_and_ssh_config(capsys) -> None:
+    from gpuaudit.probes import PROBE_IDS
+    from gpuaudit.themes import THEMES
+    from gpuaudit.tui.cli import PROBE_NAMES, THEME_NAMES, main
+
+    assert PROBE_NAMES == tuple(PROBE_IDS) and THEME_NAMES == tuple(THEMES)
+    try:
+        main(["--help"])
+    except SystemExit:
+        pass
+    out = capsys.readouterr().out
+    examples = out[out.index("examples:"):out.index("ssh: --host")]
+    assert " | " not in examples and examples.count("\n  gpuaudit-tui") >= 5
+    assert "~/.ssh/config" in out and "Exit status: 0" in out
+    assert all(name in out for name in (*THEME_NAMES, *PROBE_NAMES))
+    assert max(len(line) for line in out.splitlines()) <= 80
