@@ -131,7 +131,8 @@ _MAJOR_FIX = "Re-derive the majors from the host's /proc/devices (or switch to d
 def device_major_match(ctx: Ctx) -> Verdict:
     host, ctr = _pair(ctx)
     assert ctr is not None
-    rule_crit, rule_warn = _stale_rules(host, scope(host, ctr)[0] if host.configs else [])
+    lxc_configs = scope(host, ctr)[0] if host.configs and not not_lxc(ctx) else []  # a Docker target has no LXC config
+    rule_crit, rule_warn = _stale_rules(host, lxc_configs)
     crit = _stale_nodes(ctr, host.majors or {}) + rule_crit
     expected = f"host majors: {host_majors_text(host)}"
     if crit:

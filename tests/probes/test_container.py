@@ -482,3 +482,10 @@ def test_busybox_ls_no_such_file_exit_1_is_an_answer():
     assert c.extract({"dev_nvidia": nodes}, "container").nodes == []
     other = rec("container", "dev_nvidia", "", 1, "ls: /dev/nvidia-caps: Permission denied")
     assert "Permission denied" in c.extract({"dev_nvidia": other}, "container").problems["dev_nvidia"]
+
+
+def test_docker_target_is_not_judged_against_the_hosts_lxc_configs():
+    stale = (BEFORE / "host" / "pve_lxc_confs.out").read_text().replace("c 510:* rwm", "c 511:* rwm")
+    lxc = judge(host={"pve_lxc_confs": stale})["container.device_major_match"]
+    docker = judge(host={"pve_lxc_confs": stale}, ctr={"virt": "docker\n"})["container.device_major_match"]
+    assert lxc.severity.value == "critical" and docker.severity.value == "ok", docker.observed
