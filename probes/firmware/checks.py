@@ -216,7 +216,8 @@ CHECKS: tuple[Check, ...] = (
     Check("firmware.cstate_exposure", "C-states exposed by the firmware", "bios",
           "AMD keeps Global C-state Control = Auto and disables C2 from the OS; the policy rule is power.cpu_cstates.",
           "Policy lives in power.cpu_cstates: on AMD keep BIOS Global C-state Control = Auto and disable C2 from the OS "
-          "(cpupower idle-set -d 2) where latency matters.", cstate_exposure, sources=("sys_cpuidle", "lscpu_json"), applies=in_vm),
+          "(cpupower idle-set -d 2) where latency matters.", cstate_exposure, sources=("lscpu_json",),
+          any_of=("sys_cpuidle", "cpupower_idle"), applies=in_vm),
     Check("firmware.df_pstates", "Data-fabric P-states (APBDIS), fixed SoC P-state, DF C-states", "bios",
           "DF clock/power transitions add latency to memory and I/O paths.",
           "BIOS > AMD CBS > NBIO > SMU Common Options > APBDIS = 1, Fixed SOC P-state = P0, DF C-states = Disabled.",

@@ -11,7 +11,13 @@ from collections.abc import Callable
 
 from gpuaudit.probes.core.errors import ParseError
 from gpuaudit.probes.core.models import Role
-from gpuaudit.probes.core.parsers.cpu import cpu_identity, idle_states_from_sysfs, parse_grep_h, parse_lscpu
+from gpuaudit.probes.core.parsers.cpu import (
+    cpu_identity,
+    idle_states_from_sysfs,
+    parse_cpupower_idle_info,
+    parse_grep_h,
+    parse_lscpu,
+)
 from gpuaudit.probes.core.parsers.dmi import bios_info, is_system_dimm, memory_devices, parse_dmidecode, slot_place
 from gpuaudit.probes.core.parsers.nvidia_smi import parse_query_gpu_csv, parse_smi_q, q_get
 from gpuaudit.probes.core.parsing import first_line
@@ -111,6 +117,12 @@ def _cpuidle(t: str, d: Data, p: Problems) -> None:
         d["idle_state_names"] = [f"{s.name}:{s.latency_us}" for s in next(iter(states.values()))]
 
 
+def _cpupower_idle(t: str, d: Data, p: Problems) -> None:
+    """Fallback when cpuidle sysfs is unreadable (the same line the power probe runs)."""
+    if not d.get("idle_state_names"):
+        d["idle_state_names"] = [f"{s.name}:{s.latency_us}" for s in parse_cpupower_idle_info(t).states]
+
+
 def _smi_q_memory(t: str, d: Data, p: Problems) -> None:
     try:
         gpus = parse_smi_q(t)
@@ -155,6 +167,7 @@ READERS: tuple[tuple[str, Callable[[str, Data, Problems], None]], ...] = (
     ("proc_cmdline", _cmdline),
     ("sys_cppc", _cppc),
     ("sys_cpuidle", _cpuidle),
+    ("cpupower_idle", _cpupower_idle),
     ("smi_q_memory", _smi_q_memory),
     ("dmidecode_memory", _dimms),
     ("smi_query_fw", _gpu_fw),

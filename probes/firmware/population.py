@@ -79,13 +79,14 @@ def socket_name(label: str) -> str:
 
 
 def describe(p: Population) -> str:
-    """"3 of 16 slots populated; socket 1: 2 of 8 (2 of 4 channels), socket 2: 1 of 8 (...); 32 GB (by locators)"."""
-    per = ", ".join(
-        f"{socket_name(s.label)}: {s.populated} of {s.slots}"
-        + (f" ({s.populated_channels} of {s.channels} channels)" if s.channels is not None else "")
+    """"3 of 18 slots populated (socket 1: 2/9 slots, 2/3 channels; socket 2: 1/9 slots, 1/3 channels); 4 GB DIMMs"."""
+    per = "; ".join(
+        f"{socket_name(s.label)}: {s.populated}/{s.slots} slots"
+        + (f", {s.populated_channels}/{s.channels} channels" if s.channels is not None else "")
         for s in p.sockets)
-    sizes = ", ".join(f"{m // 1024} GB" if m >= 1024 else f"{m} MB" for m in p.sizes_mb) or "none"
-    return f"{p.populated} of {p.slots} slots populated; {per}; DIMM sizes {sizes} (sockets by {p.method})"
+    sizes = ", ".join(f"{m // 1024} GB" if m >= 1024 else f"{m} MB" for m in p.sizes_mb) or "no"
+    guess = "; sockets assumed from the slot order" if p.method == "slot order" and len(p.sockets) > 1 else ""
+    return f"{p.populated} of {p.slots} slots populated ({per}); {sizes} DIMMs{guess}"
 
 
 def defects(p: Population, sp5: bool) -> list[str]:

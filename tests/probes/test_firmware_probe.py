@@ -152,9 +152,9 @@ def dimm_facts(name: str, sockets: int, family: int = 25, vendor: str = "AMD") -
 @pytest.mark.parametrize("name,sockets,vendor,expected,needles", [
     ("hpe-cray-xd665-full.txt", 2, "AMD", "ok", ["24 of 24"]),                                   # 12 channels x 2
     ("dell-r7625-full.txt", 2, "AMD", "warning", ["8 of 24"]),                                   # SP5, 4 per socket
-    ("asrockrack-ep2c622d16-12of16-all-channels.txt", 2, "Intel", "ok", ["6 of 6 channels"]),   # 2DPC board, every channel
+    ("asrockrack-ep2c622d16-12of16-all-channels.txt", 2, "Intel", "ok", ["6/6 channels"]),   # 2DPC board, every channel
     # Item 8: each of these was ok "Memory evenly populated" before
-    ("supermicro-x8dtn-3of18-uneven.txt", 2, "Intel", "warning", ["socket 1: 2 of 9", "socket 2: 1 of 9", "unevenly"]),
+    ("supermicro-x8dtn-3of18-uneven.txt", 2, "Intel", "warning", ["socket 1: 2/9 slots", "socket 2: 1/9 slots", "unevenly"]),
     ("supermicro-sys-620u-tnr-6of32-uneven.txt", 2, "Intel", "warning", ["4 vs 2", "2 of 8 channels"]),
     ("intel-m50cyp2sb-8of32-half-channels.txt", 2, "Intel", "warning", ["4 of 8 channels populated"]),
     ("supermicro-sys-4029gp-trt-full.txt", 2, "Intel", "warning", ["2 of 6 channels"]),
@@ -239,3 +239,14 @@ def test_memory_population_in_a_vm_without_dmidecode_is_still_not_applicable():
 def test_bios_flash_chip_does_not_make_mixed_sizes():
     f = judged(dimm_facts("supermicro-x8dtl-bios-flash-as-type17.txt", 2, vendor="Intel", family=6))["firmware.memory_population"]
     assert f.severity.value == "ok" and "6 of 6 slots" in f.observed, f.observed
+
+
+def test_cstate_exposure_real_epyc_c2_at_30us_is_deep():
+    """Item 7 (firmware side): a real EPYC `cpupower idle-info` with C2 (ACPI IOPORT) at 30 µs, entered 9,864 times.
+    power.cpu_cstates and firmware.cstate_exposure share is_deep_cstate: both call it deep."""
+    text = (FX / "cpupower-idle-info/epyc-acpi-idle-c2-ioport-lat30-entered.txt").read_text()
+    outputs = {"sys_cpuidle": rec("sys_cpuidle", ""), "cpupower_idle": rec("cpupower_idle", text)}
+    f = firmware.extract(outputs, "host").model_copy(update={"cpu_vendor": "AMD"})
+    assert f.idle_state_names == ["POLL:0", "C1:1", "C2:30"]
+    v = judged(f, **{"cpupower_idle": text})["firmware.cstate_exposure"]
+    assert "deep C-states (C2)" in v.title and "C2 (30 µs)" in v.observed
