@@ -121,7 +121,7 @@ GPU_READERS: dict[str, Callable[[str], tuple[list[GpuState], dict[str, Any]]]] =
 
 
 def _with_compute_caps(gpus: list[GpuState], csv_gpus: list[GpuState]) -> list[GpuState]:
-    """The XML has no compute capability: borrow it (and table-only facts) from the csv rows of the same bus id."""
+    """The XML has no compute capability: borrow it from the csv row of the same bus id."""
     by_bus = {normalize_bdf(g.bus_id or ""): g for g in csv_gpus}
     out = []
     for g in gpus:
