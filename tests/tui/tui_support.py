@@ -6,7 +6,7 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 
-from gpuaudit.probes.core.models import AuditRun
+from gpuaudit.probes.core.models import AuditRun, Finding, Severity, TargetState
 from gpuaudit.snapshots.schema import Snapshot
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "tui" / "synthetic-done.json"
@@ -52,8 +52,6 @@ def case_study_run() -> AuditRun:
 
 def failed_run() -> AuditRun:
     """The synthetic run as if neither target had been reached (SYNTHETIC: the host refused the connection)."""
-    from gpuaudit.probes.core.models import Finding, Severity, TargetState
-
     run = synthetic_run()
     states = {"host": TargetState(role="host", state="failed", reason="root@10.0.0.5: connection refused"),
               "container": TargetState(role="container", state="failed",
