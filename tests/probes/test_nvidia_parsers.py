@@ -371,3 +371,22 @@ def test_query_csv_header_with_camel_case_names():
                      "fabric.cliqueId": "4294967295"}]
     # a noheader row of capitalised values is still data, not a header
     assert ns.parse_query_gpu_csv("Enabled, Default\n", ["persistence_mode", "compute_mode"])[0]["compute_mode"] == "Default"
+
+
+def _underlined(text: str) -> str:
+    """Every line wrapped in SGR bold/reset, as a colouring terminal (or a 590+ header row) writes it."""
+    return "".join(f"\x1b[1m{ln.rstrip(chr(10))}\x1b[0m\n" if ln.strip() else ln for ln in text.splitlines(keepends=True))
+
+
+@pytest.mark.parametrize("folder,parse", [
+    ("nvidia-smi", lambda t: ns.parse_smi_table(t)),
+    ("nvidia-smi-q", lambda t: (ns.parse_smi_q(t), ns.parse_q_tree(t))),
+    ("nvidia-smi-topo-m", lambda t: ns.parse_topo_m(t)),
+    ("nvidia-smi-topo-p2p", lambda t: ns.parse_topo_m(t)),
+    ("nvidia-smi-nvlink-s", lambda t: ns.parse_nvlink_s(t)),
+    ("nvidia-smi-query-gpu-csv", lambda t: ns.parse_query_gpu_csv(t)),
+])
+def test_every_text_parser_reads_through_escapes(folder, parse):
+    for path in files(folder):
+        text = path.read_text()
+        assert parse(_underlined(text)) == parse(text), path.name
