@@ -165,3 +165,20 @@ def test_fallen_off_bus_parser():
     from gpuaudit.probes.core.parsers.nvidia_misc import parse_fallen_off_bus
     assert parse_fallen_off_bus((FIX / "dmesg-xid" / "fallen-off-bus-old-2014.txt").read_text()) == ["0000:01:00"]
     assert parse_fallen_off_bus((FIX / "dmesg-xid" / "xid63-row-remapper-a100.txt").read_text()) == []
+
+
+def test_hung_nvidia_smi_through_the_replay_path(tmp_path):
+    import shutil
+    import sys
+    sys.path.insert(0, str(Path(__file__).parent))
+    import hw_helpers as hw
+
+    case = Path(__file__).resolve().parents[2] / "snapshots" / "examples" / "case-study" / "after"
+    shutil.copytree(case, tmp_path / "hung")
+    for cid in ("smi_table", "smi_query_driver"):
+        (tmp_path / "hung" / "host" / f"{cid}.out").write_text("")
+        (tmp_path / "hung" / "host" / f"{cid}.exit").write_text("timeout\n")
+    r = hw.run(driver.PROBE, tmp_path / "hung")
+    sevs = {(f.id, tuple(f.targets)): f.severity.value for f in r.findings}
+    assert sevs[("driver.gpu_health", ("host",))] == "critical"
+    assert [k for k, v in sevs.items() if v == "critical"] == [("driver.gpu_health", ("host",))]
