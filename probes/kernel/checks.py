@@ -42,7 +42,7 @@ def cpu_label(f: KernelFacts) -> str:
 
 def multi_node(ctx: Ctx) -> str | None:
     f: KernelFacts = ctx.f
-    return "single NUMA node" if (f.numa_nodes or 0) <= 1 else None
+    return "single NUMA node" if f.numa_nodes is not None and f.numa_nodes <= 1 else None
 
 
 # --------------------------------------------------------------------------- verdicts
@@ -123,6 +123,8 @@ def numa_balancing(ctx: Ctx) -> Verdict:
     obs = f"kernel.numa_balancing={f.numa_balancing} with {f.numa_nodes} NUMA nodes"
     if f.numa_balancing is None:
         return unknown("/proc/sys/kernel/numa_balancing is not a number")
+    if f.numa_nodes is None:
+        return unknown("no node listed under /sys/devices/system/node")
     if f.numa_balancing != 0:
         return warning(obs, "kernel.numa_balancing=0 on a multi-node GPU server", title="Automatic NUMA balancing is on")
     return ok(obs, "0", title="Automatic NUMA balancing is off")
