@@ -265,3 +265,17 @@ def test_diff_lists_no_ok_to_ok_rows() -> None:
     newer = snap.model_copy(update={"probes": [*snap.probes[:3], kernel.model_copy(update={"findings": reworded}), *snap.probes[4:]]})
     screen = SnapshotDiffScreen(snap, newer)
     assert screen.changed_probes == [] and screen.diff.hidden >= 1
+
+
+async def test_picker_marks_recorded_snapshots(clock, tmp_path: Path) -> None:
+    from gpuaudit.tui.screens.snapshot_picker import SnapshotPickerScreen
+
+    demo = Snapshot.from_run(case_study_run())
+    store.save(demo.model_copy(update={"name": "saved-from-demo"}), "saved-from-demo", tmp_path)
+    app = make_app(synthetic_run(), clock=clock, snapshot_dir=tmp_path)
+    async with app.run_test(size=(160, 40)) as pilot:
+        app.push_screen(SnapshotPickerScreen(tmp_path))
+        await pilot.pause()
+        table = app.screen.query_one(DataTable)
+        rows = {str(table.get_row_at(i)[0]): str(table.get_row_at(i)[5]) for i in range(table.row_count)}
+        assert rows["saved-from-demo"] == "recorded (demo)"

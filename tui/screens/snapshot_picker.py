@@ -23,6 +23,13 @@ def cell(text: str) -> Text:
     return Text(neutralise(text))
 
 
+def taken_cell(mode: str) -> Text:
+    """"live" for an audit of a machine; demos and replays are marked as recordings, never as live."""
+    if mode in ("demo", "replay"):
+        return Text(f"recorded ({mode})", style="italic")
+    return Text(mode or "?")
+
+
 class SnapshotPickerScreen(ModalScreen[Path | None]):
     """Saved snapshots (newest first) and the two case-study examples; enter picks, escape cancels."""
 
@@ -46,12 +53,12 @@ class SnapshotPickerScreen(ModalScreen[Path | None]):
     def on_mount(self) -> None:
         self.infos = [i for i in list_snapshots(self.directory, examples=True) if i.error is None]
         table: DataTable[Text] = self.query_one(DataTable)
-        table.add_columns("name", "date (UTC)", "kernel", "driver", "findings")
+        table.add_columns("name", "date (UTC)", "kernel", "driver", "findings", "taken")
         for n, info in enumerate(self.infos):
             name = f"{info.name} (example)" if info.example else info.name
             date = info.created_at.strftime("%Y-%m-%d %H:%M") if info.created_at else ""
             table.add_row(cell(name), Text(date), cell(info.kernel or "?"), cell(info.driver or "?"),
-                          Text(counts_text(info.counts)), key=str(n))
+                          Text(counts_text(info.counts)), taken_cell(info.mode), key=str(n))
         if not self.infos:
             self.query_one("#picker-title", Label).update(Text(f"No snapshots in {neutralise(str(self.directory))} (press s on the dashboard to save one)"))
         table.focus()
