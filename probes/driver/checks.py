@@ -25,11 +25,11 @@ from gpuaudit.probes.core.checks import (
 )
 from gpuaudit.probes.core.combiners import nvidia_presence
 from gpuaudit.probes.core.models import Role
-from gpuaudit.probes.core.parsers.nvidia_smi import SMI_ERR_MISMATCH, SMI_ERR_NO_DEVICES, SMI_ERR_NO_DRIVER
-from gpuaudit.probes.core.parsers.system import normalize_bdf
+from gpuaudit.probes.core.parsers.nvidia_smi import SMI_ERR_MISMATCH, SMI_ERR_NO_DRIVER
 from gpuaudit.probes.core.parsing import version_tuple
 from gpuaudit.probes.driver.extract import SMI_SOURCES
-from gpuaudit.probes.driver.facts import DriverFacts, HandleFailure
+from gpuaudit.probes.driver.facts import DriverFacts
+from gpuaudit.probes.driver.health import HEALTH_FIX, gpu_health
 from gpuaudit.probes.driver.knowledge import (
     DATACENTER,
     MIN_BRANCH,
@@ -223,81 +223,6 @@ def compute_mode(ctx: Ctx) -> Verdict:
     return ok(obs, "Default")
 
 
-# --------------------------------------------------------------------------------------------------
-# GPU health: a GPU the driver lost is the one critical
-
-
-_HEALTH_FIX = ("Reboot the host (a lost GPU rarely comes back with nvidia-smi -r); then read `dmesg | grep -E 'Xid|fallen off'`"
-               " for Xid 79 (fallen off the bus) or 119/120 (GSP timeout/error); check the PCIe power cables, the PSU"
-               " capacity and the card's seating (riser), and update the system BIOS; RMA the board if it repeats.")
-
-
-def gpu_health(ctx: Ctx) -> Verdict:
-    h: DriverFacts = ctx.f
-    kernel = [f"Xid {c} on {pci}" for pci, c in h.xids if c in (79, 119, 120)] + [
-        p for p in h.nvrm_problems if "fallen off" in p]
-    log_ev: Ev = (("host", "dmesg_nvrm"),) if kernel else ()
-    klog = f"; kernel log: {', '.join(dict.fromkeys(kernel))}" if kernel else ""
-    cells = [HandleFailure(bus_id=g.bus_id or f"GPU{g.index}", reason="[GPU is lost]", lost=True,
-                           command_id=h.gpu_source or "smi_query_driver") for g in h.gpus if g.lost]
-    if failures := [*h.handle_failures, *cells]:
-        lost = [x for x in failures if x.lost]
-        what = ", ".join(f"{x.bus_id} ({x.reason})" for x in failures)
-        return critical(f"nvidia-smi cannot open GPU {what}{klog}", "every GPU answers nvidia-smi",
-                        title=f"GPU {'lost' if lost else 'not responding'}: {', '.join(x.bus_id for x in failures)}",
-                        why="The driver has lost contact with the GPU (fallen off the bus, GSP hang or a failed read): it serves nothing until the host is rebooted, and the audit's other GPU checks cannot read it.",
-                        fix=_HEALTH_FIX, evidence=tuple(dict.fromkeys(("host", x.command_id) for x in failures)) + log_ev)
-    recover = [g for g in h.gpus if g.recovery_action and g.recovery_action.lower() not in ("none", "")]
-    if recover:
-        return critical("driver asks for recovery: " + ", ".join(f"GPU{g.index} {g.bus_id or ''} {g.recovery_action}".replace("  ", " ")
-                                                                  for g in recover) + klog,
-                        "GPU Recovery Action None on every GPU", title="GPU needs recovery (driver's recovery action)",
-                        why="NVIDIA's driver sets the recovery action after a fault it cannot contain: the GPU must be reset (or the node rebooted / drained) before it is trusted again.",
-                        fix="Drain the GPU and do what the action says (nvidia-smi -r -i <gpu> for Reset, reboot for Reboot); then "
-                            + _HEALTH_FIX[0].lower() + _HEALTH_FIX[1:], evidence=_smi_ev(h) + log_ev)
-    answering = {normalize_bdf(g.bus_id or "").rsplit(".", 1)[0] for g in h.gpus}
-    gone = [b for b in h.fallen_off_bus if normalize_bdf(b).rsplit(".", 1)[0] not in answering]
-    if gone:
-        listed = f"nvidia-smi lists {len(h.gpus)} GPU(s), not {', '.join(gone)}" if h.gpus else \
-            f"nvidia-smi: {h.smi_error or no_gpu_reason(h)}"
-        return critical(f"kernel log: GPU {', '.join(gone)} fell off the bus; {listed}{klog}", "every GPU on the bus and answering",
-                        title=f"GPU fell off the bus: {', '.join(gone)}",
-                        why="A GPU that fell off the bus stays gone until the host is rebooted: the engine runs on fewer GPUs or fails to start.",
-                        fix=_HEALTH_FIX, evidence=(("host", "dmesg_nvrm"), *_smi_ev(h)))
-    if h.smi_hung:
-        return critical(f"nvidia-smi hung: {', '.join(h.smi_hung)} timed out{klog}", "nvidia-smi answers within seconds",
-                        title="nvidia-smi hangs (driver not answering)",
-                        why="A query that never returns means the driver is stuck on a GPU (a lost GPU, a GSP timeout, a hung reset): CUDA calls hang the same way.",
-                        fix=_HEALTH_FIX, evidence=tuple(("host", c) for c in h.smi_hung) + log_ev)
-    if h.smi_error_kind == SMI_ERR_NO_DEVICES and h.module_loaded:
-        funcs = f"; NVIDIA PCI functions in sysfs: {', '.join(h.nvidia_functions)}" if h.nvidia_functions else ""
-        return critical(f"nvidia-smi: {h.smi_error} while the nvidia module {h.module_version or ''} is loaded{funcs}{klog}",
-                        "every installed GPU initialised by the driver", title="Driver loaded but no GPU initialised",
-                        why="The module is loaded yet no GPU came up: the GPU failed initialisation (RmInitAdapter), fell off the bus, or is hidden by firmware settings.",
-                        fix=_HEALTH_FIX + " On new boards also check Above 4G Decoding / Resizable BAR in the BIOS.",
-                        evidence=(("host", h.smi_error_source or "smi_table"), ("host", "proc_driver_version"),
-                                  ("host", "pci_nvidia_sysfs")) + log_ev)
-    if h.smi_error_kind in (SMI_ERR_NO_DRIVER, SMI_ERR_MISMATCH) or (h.smi_error and not h.gpus):
-        return unknown(f"GPU state not readable: nvidia-smi: {h.smi_error} (see driver.dkms_kernel_match / driver.userspace_match)",
-                       evidence=(("host", h.smi_error_source or "smi_table"),))
-    if not h.gpus:
-        return unknown(f"no GPU state read: {no_gpu_reason(h)}", evidence=tuple(("host", c) for c in SMI_SOURCES))
-    reset = [g for g in h.gpus if g.reset_required == "Yes"]
-    if reset:
-        return warning(f"GPU reset required on {gpu_list(h.gpus, lambda g: g in reset)}", "no reset pending",
-                       title="GPU reset required", fix="Reset the GPU (nvidia-smi -r -i <gpu>) in a maintenance window.",
-                       evidence=_smi_ev(h))
-    errs = [g for g in h.gpus if g.sensor_errors]
-    obs = f"nvidia-smi answered for all {len(h.gpus)} GPU(s)"
-    if errs:
-        return warning(obs + "; sensor reads failed (ERR!): " + ", ".join(f"GPU{g.index} {'/'.join(g.sensor_errors)}" for g in errs),
-                       "every sensor readable", title="GPU sensor read failures (ERR!)",
-                       why="ERR! means NVML could not read that sensor: a transient failure, or a fan/power-sensor fault that precedes a GPU dropping out.",
-                       fix="Re-run nvidia-smi; if ERR! persists, check nvidia-smi -q for the GPU Recovery Action and the kernel log for Xids, then reset or service the GPU.",
-                       evidence=(("host", "smi_table"),))
-    return ok(obs, "every GPU answers nvidia-smi", evidence=_smi_ev(h))
-
-
 def xid_history(ctx: Ctx) -> Verdict:
     h: DriverFacts = ctx.f
     if not h.kernel_log_read:
@@ -456,7 +381,7 @@ CHECKS: tuple[Check, ...] = (
           verdict=persistence, any_of=SMI_SOURCES, roles=HOST, needs_gpu=True),
     Check("driver.gpu_health", "Every GPU answers the driver", "hardware",
           why="A GPU the driver lost (fallen off the bus, GSP hang) serves nothing and makes every other GPU reading unknown.",
-          fix=_HEALTH_FIX, verdict=gpu_health, roles=HOST, needs_gpu=True, expected="every GPU answers nvidia-smi"),
+          fix=HEALTH_FIX, verdict=gpu_health, roles=HOST, needs_gpu=True, expected="every GPU answers nvidia-smi"),
     Check("driver.xid_history", "Xid events and driver failures since boot", "hardware",
           why="Xids are the driver's own fault log; NVIDIA's Xid catalog maps each code to immediate and investigatory actions.",
           fix="Follow NVIDIA's Xid catalog for each code.",
