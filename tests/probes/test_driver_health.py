@@ -182,3 +182,16 @@ def test_hung_nvidia_smi_through_the_replay_path(tmp_path):
     sevs = {(f.id, tuple(f.targets)): f.severity.value for f in r.findings}
     assert sevs[("driver.gpu_health", ("host",))] == "critical"
     assert [k for k, v in sevs.items() if v == "critical"] == [("driver.gpu_health", ("host",))]
+
+
+def test_unknown_names_the_missing_tool_and_its_package():
+    # an NVIDIA GPU in sysfs, the module loaded, but no nvidia-smi (the driver's utilities package not installed)
+    missing = {cid: rec(cid, "", 127, "sh: 1: nvidia-smi: not found\n") for cid in ("smi_table", "smi_query_driver", "smi_q_xml")}
+    for cid, r in missing.items():
+        missing[cid] = r.model_copy(update={"command": {"smi_table": "nvidia-smi", "smi_query_driver": "nvidia-smi --query-gpu=...",
+                                                        "smi_q_xml": "nvidia-smi -q -x"}[cid]})
+    found = judged(**missing)
+    for fid in ("driver.persistence", "driver.mig_mode", "driver.compute_mode", "driver.ecc_rowremap"):
+        f = found[fid]
+        assert f.severity.value == "unknown" and "nvidia-smi not installed (package" in f.observed, (fid, f.observed)
+    assert "nvidia-smi not installed (package" in found["driver.gpu_health"].observed
