@@ -32,11 +32,11 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def ensure_user(name: str = TEST_USER) -> None:
+def ensure_user(name: str = TEST_USER, shell: str = "/bin/sh") -> None:
     try:
         pwd.getpwnam(name)
     except KeyError:
-        subprocess.run(["useradd", "-m", "-s", "/bin/sh", name], check=True, capture_output=True)
+        subprocess.run(["useradd", "-m", "-s", shell, name], check=True, capture_output=True)
     # useradd leaves the account locked ('!'); sshd refuses locked accounts even for keys
     subprocess.run(["usermod", "-p", "*", name], check=True, capture_output=True)
 
@@ -120,7 +120,9 @@ def start_sshd(directory: Path, *, max_sessions: int = 10, extra_config: str = "
     (directory / "authorized_keys").write_text((directory / "client_key.pub").read_text())
     port = port or free_port()
     cfg = directory / "sshd_config"
-    cfg.write_text(f"""Port {port}
+    # extra_config first: sshd keeps the first value it reads for a keyword, so the test's settings win
+    cfg.write_text(f"""{extra_config}
+Port {port}
 ListenAddress {listen}
 HostKey {directory}/host_key
 PidFile none
@@ -136,7 +138,6 @@ StrictModes no
 MaxSessions {max_sessions}
 MaxStartups 200:30:400
 LogLevel VERBOSE
-{extra_config}
 """)
     (directory / "known_hosts").write_text(
         f"[{listen}]:{port} {' '.join((directory / 'host_key.pub').read_text().split()[:2])}\n")

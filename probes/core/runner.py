@@ -307,13 +307,16 @@ class Audit:
         else:
             raw = await binding.transport.run(line, command_id=command_id, timeout_s=timeout_s, max_bytes=room)
         raw = self._unmark(binding, raw)
+        over_budget = False
         for stream in ("stdout", "stderr"):
             data = getattr(raw, stream)
-            if len(data) > max_bytes:
-                setattr(raw, stream, data[:max_bytes])
+            keep = min(max_bytes, max(0, self._budget_left))  # checked again now: others may have spent it meanwhile
+            if len(data) > keep:
+                setattr(raw, stream, data[:keep])
                 raw.truncated = True
-        self._budget_left -= len(raw.stdout) + len(raw.stderr)
-        if raw.truncated and max_bytes < self.options.max_bytes and not raw.error:
+                over_budget = over_budget or keep < max_bytes
+            self._budget_left -= len(getattr(raw, stream))
+        if over_budget and not raw.error:
             raw.error = (f"output truncated: the audit's output budget ({self.options.output_budget} bytes) ran out "
                          f"({len(raw.stdout)} bytes kept)")
         tool = hang_prone_tool(line)
