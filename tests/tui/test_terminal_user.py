@@ -279,3 +279,19 @@ async def test_picker_marks_recorded_snapshots(clock, tmp_path: Path) -> None:
         table = app.screen.query_one(DataTable)
         rows = {str(table.get_row_at(i)[0]): str(table.get_row_at(i)[5]) for i in range(table.row_count)}
         assert rows["saved-from-demo"] == "recorded (demo)"
+
+
+async def test_owner_shows_in_the_drilldown_and_the_plan(clock) -> None:
+    run = synthetic_run()
+    python = run.probe("python")
+    run.probes[8] = python.model_copy(update={"findings": [f.model_copy(update={"owner": "engine"}) for f in python.findings]})
+    app = make_app(run, clock=clock)
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.open_drilldown("python")
+        await pilot.pause()
+        table = app.screen.query_one("#findings", DataTable)
+        assert [str(c) for c in table.get_row_at(0)][3] == "engine"
+        assert "who fixes it: engine" in str(app.screen.query_one("#finding-detail", Static).render())
+        await pilot.press("escape", "a")
+        await pilot.pause()
+        assert "who: engine" in str(app.screen.query_one("#plan-steps", OptionList).get_option_at_index(0).prompt)

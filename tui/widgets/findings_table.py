@@ -1,4 +1,4 @@
-"""A table of findings (severity, title, targets, check id); the row key is the finding's index."""
+"""A table of findings (severity, title, targets, who fixes it, check id); the row key is the finding's index."""
 
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ class FindingsTable(DataTable[Text]):
 
     def on_mount(self) -> None:
         # the title first: in a half-width pane it is what must stay readable (the id is in the detail)
-        self.add_columns("severity", "title", "on", "check")
+        self.add_columns("severity", "title", "on", "owner", "check")
 
     def set_findings(self, findings: Sequence[Finding], palette: Palette = PLAIN) -> None:
         """Refill, keeping the cursor on the same row index (findings keep their order)."""
@@ -27,7 +27,7 @@ class FindingsTable(DataTable[Text]):
         self.clear()
         for n, f in enumerate(self.findings):
             self.add_row(sev_text(f.severity, palette), Text(neutralise(f.title)), Text(",".join(f.targets) or "-"),
-                         Text(f.id), key=str(n))
+                         Text(f.owner or "-"), Text(f.id, style="dim"), key=str(n))
         if self.findings:
             self.move_cursor(row=min(max(row, 0), len(self.findings) - 1))
 
