@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import signal
 import sys
 
 from gpuaudit.probes.core.events import CommandFinished, ProbeFinished, TargetFailed, apply_event, initial_run
@@ -15,14 +16,16 @@ EXIT_OK, EXIT_FINDINGS, EXIT_ERROR, EXIT_TARGET_FAILED = 0, 1, 2, 3
 # The one exit rule of every mode: tui/cli.py EXIT_RULE (--help's epilog).
 
 
-async def collect(setup: AuditSetup, progress: bool = False) -> AuditRun:
-    """Run the audit to completion and fold its events."""
+async def collect(setup: AuditSetup, progress: bool = False, partial: list[AuditRun] | None = None) -> AuditRun:
+    """Run the audit to completion and fold its events (`partial` holds the run so far, for an interrupted --save)."""
     audit = setup.audit
     run = initial_run(audit.targets, [(p.id, p.title) for p in audit.probes])
     reporter = _Progress(len(audit.probes)) if progress else None
     try:
         async for event in audit.events():
             run = apply_event(run, event)
+            if partial is not None:
+                partial[:] = [run]
             if reporter:
                 reporter.update(event)
     finally:
@@ -85,9 +88,31 @@ def write_prom(snapshot: Snapshot, path: object) -> None:
     write_textfile(Path(str(path)), render({None: from_snapshot(snapshot)}))
 
 
+INCOMPLETE_NOTE = "incomplete: interrupted before the audit finished; --resume runs what is missing"
+
+
+def _save_incomplete(run: AuditRun, setup: AuditSetup, args: argparse.Namespace) -> None:
+    """--save of an interrupted audit: what was collected, marked incomplete, so --resume can finish it."""
+    from gpuaudit.snapshots import store
+    from gpuaudit.snapshots.naming import default_name
+
+    snapshot = Snapshot.from_run(stamp(run, setup))
+    snapshot = snapshot.model_copy(update={"note": INCOMPLETE_NOTE})
+    name = args.save or default_name(snapshot)
+    path = store.save(snapshot.model_copy(update={"name": name}), name, args.snapshot_dir)
+    print(f"saved incomplete snapshot: {path}", file=sys.stderr)
+
+
 def main(args: argparse.Namespace) -> int:
     setup = build_setup(args)
-    run = asyncio.run(collect(setup, progress=sys.stderr.isatty()))
+    signal.signal(signal.SIGTERM, signal.default_int_handler)  # SIGTERM stops like Ctrl-C: remote commands are killed
+    partial: list[AuditRun] = []
+    try:
+        run = asyncio.run(collect(setup, progress=sys.stderr.isatty(), partial=partial))
+    except KeyboardInterrupt:
+        if args.save is not None and partial and setup.mode != "resume":
+            _save_incomplete(partial[0], setup, args)
+        raise
     snapshot = Snapshot.from_run(run)
     if setup.mode == "resume":  # always stored as a new snapshot (tui/resume.py)
         from gpuaudit.tui.resume import finish
