@@ -16,7 +16,9 @@ the others. `--json` prints ONE document on stdout:
 
 `fleet` keeps the inventory's order. `exit_status` per host follows the headless rules (0 fine, 1 a finding
 reached --fail-on, 3 could not be audited); the process exits with the worst of them. Without --json a short
-per-host table goes to stdout.
+per-host table goes to stdout. On a terminal (stdin and stdout TTYs) without --json/--prom/--health, the fleet
+screen (tui/screens/fleet.py) shows the audit live instead, and the table is printed when it closes; quitting
+before every host finished exits 3.
 """
 
 from __future__ import annotations
@@ -27,7 +29,7 @@ import dataclasses
 import json
 import sys
 import time
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -44,8 +46,12 @@ class HostResult:
     counts: dict[str, int] = field(default_factory=dict)
 
 
-async def audit_host(host: FleetHost, args: argparse.Namespace, ssh: object, limit: asyncio.Semaphore) -> HostResult:
-    """One host's audit under the fleet-wide connection cap; every failure becomes data."""
+async def audit_host(host: FleetHost, args: argparse.Namespace, ssh: object, limit: asyncio.Semaphore,
+                     on_start: Callable[[FleetHost], None] | None = None) -> HostResult:
+    """One host's audit under the fleet-wide connection cap; every failure becomes data.
+
+    `on_start(host)` is called once the cap lets this host's audit begin (the TUI's "auditing").
+    """
     from gpuaudit.probes.core.runner import Audit
     from gpuaudit.probes.core.session import live_bindings
     from gpuaudit.probes.core.targets import parse_host_spec
@@ -55,6 +61,8 @@ async def audit_host(host: FleetHost, args: argparse.Namespace, ssh: object, lim
     from gpuaudit.tui.session_setup import AuditSetup, audit_options, selected_probes
 
     async with limit:
+        if on_start is not None:
+            on_start(host)
         t0 = time.monotonic()
         try:
             if host.identity:  # the inventory's ansible_private_key_file for this host
@@ -71,9 +79,19 @@ async def audit_host(host: FleetHost, args: argparse.Namespace, ssh: object, lim
                       error=failed[0] if failed else None, counts=severity_counts(snapshot))
 
 
-async def run_fleet(hosts: list[FleetHost], args: argparse.Namespace, ssh: object) -> list[HostResult]:
+async def run_fleet(hosts: list[FleetHost], args: argparse.Namespace, ssh: object,
+                    on_start: Callable[[FleetHost], None] | None = None,
+                    on_done: Callable[[HostResult], None] | None = None) -> list[HostResult]:
+    """Every host's audit, at most --max-connections at once; `on_done(result)` as each one ends."""
     limit = asyncio.Semaphore(args.max_connections)
-    return list(await asyncio.gather(*(audit_host(h, args, ssh, limit) for h in hosts)))
+
+    async def one(host: FleetHost) -> HostResult:
+        result = await audit_host(host, args, ssh, limit, on_start)
+        if on_done is not None:
+            on_done(result)
+        return result
+
+    return list(await asyncio.gather(*(one(h) for h in hosts)))
 
 
 def fleet_document(results: Iterable[HostResult], duration_s: float, max_connections: int) -> str:
@@ -124,6 +142,41 @@ def write_fleet_prom(results: list[HostResult], path: Path) -> None:
     write_textfile(Path(path), render(nodes))
 
 
+def wants_screen(args: argparse.Namespace) -> bool:
+    """The fleet screen on a terminal; --json, --prom, --health or a pipe keep the text/JSON output."""
+    if args.json or getattr(args, "prom", None) or getattr(args, "health", False):
+        return False
+    return sys.stdin.isatty() and sys.stdout.isatty()
+
+
+def run_screen(hosts: list[FleetHost], args: argparse.Namespace, ssh: object) -> list[HostResult]:
+    """The live fleet screen: rows go pending -> auditing -> done/unreachable while the audit runs.
+
+    Returns the hosts that finished (all of them unless the user quit early, which cancels the rest).
+    """
+    from gpuaudit.tui.app import KNOWN_THEMES
+    from gpuaudit.tui.fleet_app import FleetApp
+    from gpuaudit.tui.fleet_model import FleetModel
+    from gpuaudit.tui.theme_store import ThemeStore
+
+    model = FleetModel.for_hosts(hosts, title=f"fleet {Path(args.hosts).name}", max_connections=args.max_connections)
+    done: list[HostResult] = []
+
+    def finished(result: HostResult) -> None:
+        done.append(result)
+        model.host_finished(result)
+
+    async def runner(m: FleetModel) -> None:
+        await run_fleet(hosts, args, ssh, on_start=m.host_started, on_done=finished)
+
+    store = ThemeStore()
+    theme = args.theme if args.theme in KNOWN_THEMES else store.load()
+    FleetApp(model, runner, theme=theme, theme_store=store,
+             snapshot_dir=Path(args.snapshot_dir) if args.snapshot_dir else None).run()
+    order = {h.spec: i for i, h in enumerate(hosts)}
+    return sorted(done, key=lambda r: order[r.host.spec])
+
+
 def main(args: argparse.Namespace) -> int:
     from gpuaudit.tui.session_setup import ssh_options
 
@@ -134,6 +187,16 @@ def main(args: argparse.Namespace) -> int:
     t0 = time.monotonic()
     # one connection per host: in a fleet the handshakes, not the channel cap, are the cost
     ssh = dataclasses.replace(ssh_options(args), connections=1)
+    if wants_screen(args):
+        results = run_screen(hosts, args, ssh)
+        sys.stdout.write(fleet_table(results))  # the terminal keeps the result once the screen closes
+        for r in results:
+            if r.exit_status == 3:
+                print(f"gpuaudit-tui: {r.host.spec} failed: {r.error}", file=sys.stderr)
+        if len(results) < len(hosts):
+            print(f"gpuaudit-tui: fleet audit stopped: {len(hosts) - len(results)} host(s) not audited", file=sys.stderr)
+            return 3  # an incomplete audit never passes
+        return max((r.exit_status for r in results), default=0)
     results = asyncio.run(run_fleet(hosts, args, ssh))
     elapsed = time.monotonic() - t0
     if getattr(args, "prom", None):

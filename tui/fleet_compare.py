@@ -1,6 +1,7 @@
 """`gpuaudit-tui fleet [SNAPSHOT|DIR ...]`: which node differs from its peers (files, directories, or the store).
 
-Text by default, `--json` for scripts. Exit 0 when every class agrees, 1 when a node is an outlier, 2 on a
+On a terminal (stdin and stdout TTYs) without --json or --text it opens the fleet screen (`--tui` forces it);
+otherwise text, `--json` for scripts. Exit 0 when every class agrees, 1 when a node is an outlier, 2 on a
 usage error (an unreadable snapshot is listed as skipped, one line each, and does not stop the others).
 """
 
@@ -9,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from collections.abc import Iterator
 from pathlib import Path
 
 from gpuaudit.probes.core.peers import ClassReport, Node, compare, node_from_records
@@ -28,6 +30,11 @@ def parser() -> argparse.ArgumentParser:
     p.add_argument("paths", nargs="*", metavar="SNAPSHOT|DIR",
                    help="snapshot files or directories of them (default: the snapshot store)")
     p.add_argument("--json", action="store_true", help="print the report as JSON")
+    view = p.add_mutually_exclusive_group()
+    view.add_argument("--tui", action="store_true",
+                      help="open the fleet screen (one row per node: worst severity per probe, outlier marks; "
+                      "sort with o, filter with /, Enter opens a node's dashboard); the default on a terminal")
+    view.add_argument("--text", action="store_true", help="print the text report even on a terminal")
     p.add_argument("--snapshot-dir", metavar="DIR", type=lambda t: Path(t).expanduser(), help="the store to read by default")
     return p
 
@@ -60,7 +67,8 @@ def host_records(doc: dict) -> dict[str, str]:
     return out
 
 
-def load_node(path: Path) -> Node:
+def load_document(path: Path) -> dict:
+    """A snapshot file as a dict; ValueError (one line) for what is not one."""
     if path.stat().st_size > MAX_SNAPSHOT_BYTES:
         raise ValueError("larger than 256 MiB")
     try:
@@ -69,9 +77,18 @@ def load_node(path: Path) -> Node:
         raise ValueError("nested too deeply to be a snapshot") from None
     if not isinstance(doc, dict) or "probes" not in doc:
         raise ValueError("not a gpuaudit snapshot")
+    return doc
+
+
+def node_name(doc: dict, path: str) -> str:
+    """The host's recorded hostname, else the snapshot's name, else the file's stem."""
     state = (doc.get("target_states") or {}).get("host") or {}
-    name = state.get("hostname") or doc.get("name") or path.stem
-    return node_from_records(str(name), str(path), host_records(doc))
+    return str(state.get("hostname") or doc.get("name") or Path(path).stem)
+
+
+def load_node(path: Path) -> Node:
+    doc = load_document(path)
+    return node_from_records(node_name(doc, str(path)), str(path), host_records(doc))
 
 
 def render_text(reports: list[ClassReport], skipped: list[str]) -> str:
@@ -94,6 +111,11 @@ def main(argv: list[str]) -> int:
     except ValueError as exc:
         print(f"gpuaudit-tui fleet: error: {exc}", file=sys.stderr)
         return 2
+    if args.tui and args.json:
+        print("gpuaudit-tui fleet: error: --tui and --json are two outputs; choose one", file=sys.stderr)
+        return 2
+    if args.tui or (not args.json and not args.text and sys.stdin.isatty() and sys.stdout.isatty()):
+        return show_screen(files)
     nodes, skipped = [], []
     seen: dict[str, int] = {}
     for path in files:
@@ -118,3 +140,29 @@ def main(argv: list[str]) -> int:
     for s in skipped:
         print(f"gpuaudit-tui fleet: skipped {s}", file=sys.stderr)
     return 1 if any(r.outliers for r in reports) else 0
+
+
+def show_screen(files: list[Path]) -> int:
+    """The fleet screen over saved snapshots; the exit status is the text report's (1 when any outlier)."""
+    from gpuaudit.tui.app import KNOWN_THEMES
+    from gpuaudit.tui.fleet_app import FleetApp
+    from gpuaudit.tui.fleet_model import FleetModel
+    from gpuaudit.tui.theme_store import ThemeStore
+
+    skipped: list[str] = []
+
+    def documents() -> Iterator[tuple[str, dict]]:  # one at a time: 1,000 parsed snapshots need not coexist
+        for path in files:
+            try:
+                yield str(path), load_document(path)
+            except (OSError, ValueError) as exc:
+                skipped.append(f"{path}: {exc}")
+
+    model = FleetModel.from_documents(documents(), title="fleet")
+    model.skipped = skipped
+    store = ThemeStore()
+    theme = store.load()
+    status = FleetApp(model, theme=theme if theme in KNOWN_THEMES else None, theme_store=store).run()
+    for s in skipped:
+        print(f"gpuaudit-tui fleet: skipped {s}", file=sys.stderr)
+    return model.exit_status() if status is None else status
