@@ -42,6 +42,9 @@ marked truncated. Commands in flight when it runs out may each still bring up to
 HANG_PRONE_TOOLS = ("nvidia-smi", "dcgmi")
 """Tools that hang as a whole when the GPU or driver is wedged: after one call times out on a target, its other
 calls there are not started (each would wait out the full timeout too)."""
+HANG_PRONE_PARALLEL = 4
+"""At most this many calls of one hang-prone tool in flight per target: if the tool hangs, the other channels keep
+serving quick reads instead of all waiting out the timeout (the driver serialises nvidia-smi calls anyway)."""
 
 PREFLIGHT = Command(
     PREFLIGHT_ID,
@@ -130,6 +133,7 @@ class Audit:
         """role -> (tool, command id) of a hang-prone tool that timed out there."""
         self._lost: set[Role] = set()
         self._budget_left = self.options.output_budget
+        self._tool_slots: dict[tuple[Role, str], asyncio.Semaphore] = {}
 
     @property
     def targets(self) -> list[Target]:
@@ -302,8 +306,16 @@ class Audit:
         if reason:
             raw = RawResult(exit_status=None, error=f"not run: {reason}", not_started=True)
         elif getattr(binding.transport, "executes_lines", False):
-            raw = await binding.transport.run(line, command_id=command_id, timeout_s=timeout_s, max_bytes=room,
-                                              gate=lambda: self._gate(gate_role, line))  # type: ignore[call-arg]
+            tool = hang_prone_tool(line)
+            slots = self._tool_slots.setdefault((gate_role, tool), asyncio.Semaphore(HANG_PRONE_PARALLEL)) if tool else None
+            if slots is not None:
+                await slots.acquire()
+            try:
+                raw = await binding.transport.run(line, command_id=command_id, timeout_s=timeout_s, max_bytes=room,
+                                                  gate=lambda: self._gate(gate_role, line))  # type: ignore[call-arg]
+            finally:
+                if slots is not None:
+                    slots.release()
         else:
             raw = await binding.transport.run(line, command_id=command_id, timeout_s=timeout_s, max_bytes=room)
         raw = self._unmark(binding, raw)
