@@ -71,12 +71,16 @@ class GpuAuditApp(App[int]):
 
     finding_filter: reactive[FindingFilter] = reactive(ALL)
     """What the panes and drill-downs show; screens watch it."""
+    audit_run: reactive[AuditRun] = reactive(AuditRun, always_update=True)
+    """The folded audit. The dashboard's worker folds events into it; screens watch it (no push from here).
+    always_update: a new run object is always a change, and comparing two runs field by field would cost."""
 
     def __init__(self, run: AuditRun, audit: Audit | None, *, clock: Clock = utc_now, snapshot_dir: Path | None = None,
                  theme_store: ThemeStore | None = None, theme: str | None = None, replay_file: Path | None = None,
                  autostart: bool = True) -> None:
         super().__init__()
-        self.audit_run, self.audit, self.clock = run, audit, clock
+        self.set_reactive(GpuAuditApp.audit_run, run)
+        self.audit, self.clock = audit, clock
         self.snapshot_dir, self.theme_store, self.replay_file, self.autostart = snapshot_dir, theme_store, replay_file, autostart
         self.saved_name: str | None = None
         """The name of the last snapshot saved from this run (a diff's B side shows it)."""
@@ -114,16 +118,12 @@ class GpuAuditApp(App[int]):
             self.theme_store.save(self.theme)
         self.run_changed(all_panes=True)
 
-    def watch_finding_filter(self) -> None:
-        if self.is_running and any(isinstance(s, DashboardScreen) for s in self.screen_stack):
-            self.run_changed(all_panes=True)
-
     # --- state the screens share ---------------------------------------------------------------------
     def dashboard(self) -> DashboardScreen:
         return next(s for s in self.screen_stack if isinstance(s, DashboardScreen))
 
     def run_changed(self, all_panes: bool = False, probe_id: str | None = None) -> None:
-        """The AuditRun (or the filter/theme) changed: refresh what shows it.
+        """Repaint after a theme change (the run and the filter are watched by the screens themselves).
 
         `probe_id`: only that probe changed, so an open drill-down reloads only if it shows that probe.
         """

@@ -78,6 +78,7 @@ class DashboardScreen(Screen[None]):
         if panes:
             panes[0].focus()
         self.set_interval(0.2, self._tick)
+        self.watch(self.app, "finding_filter", self.refresh_all, init=False)
         if self.app.audit is not None and self.app.autostart:
             self.start_audit(None)
 
@@ -125,7 +126,7 @@ class DashboardScreen(Screen[None]):
     def _fold(self, message: AuditEventReceived) -> None:
         ev = message.event
         app = self.app
-        app.audit_run = apply_event(app.audit_run, ev)
+        app.audit_run = apply_event(app.audit_run, ev)  # open drill-downs watch it
         if isinstance(ev, CommandStarted):
             self.in_flight.setdefault(ev.probe_id, []).append((ev.role, ev.command_id))
             self._show(ev.probe_id)
@@ -134,12 +135,10 @@ class DashboardScreen(Screen[None]):
             if key in self.in_flight.get(pid, []):
                 self.in_flight[pid].remove(key)
             self._show(pid)
-            app.run_changed(probe_id=pid)  # an open drill-down of this probe gains a record
         elif isinstance(ev, (ProbeStarted, ProbeFinished)):
             pid = ev.probe_id if isinstance(ev, ProbeStarted) else ev.result.probe_id
             self.in_flight[pid] = []
             self._show(pid)
-            app.run_changed(probe_id=pid)  # its status (and, when finished, findings and facts) changed
         elif isinstance(ev, AuditFinished):
             app.audit_finished()
         else:  # target state changes

@@ -13,7 +13,7 @@ from textual.events import Resize
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Label, Static, TabbedContent, TabPane
 
-from gpuaudit.probes.core.models import CommandRecord, EvidenceRef, Finding, ProbeResult
+from gpuaudit.probes.core.models import AuditRun, CommandRecord, EvidenceRef, Finding, ProbeResult
 from gpuaudit.probes.core.plan import evidence_line, fix_commands
 from gpuaudit.tui.render import (evidence_row, facts_rows, finding_detail, neutralise, pane_subtitle, record_cells,
                                  record_output, unreachable_roles, visible)
@@ -56,6 +56,7 @@ class DrilldownScreen(Screen[None]):
         self.records: list[CommandRecord] = []
         self.query_text = ""
         self.shown: CommandRecord | None = None
+        self._shown_key: tuple[object, ...] = ()
 
     def compose(self) -> ComposeResult:
         yield Static(id="dd-title")
@@ -82,6 +83,8 @@ class DrilldownScreen(Screen[None]):
     def on_mount(self) -> None:
         self.set_class(self.app.size.width < NARROW_BELOW, "-narrow")
         self.reload()
+        self.watch(self.app, "audit_run", self._run_changed, init=False)
+        self.watch(self.app, "finding_filter", lambda: self.reload(), init=False)
         table = self.query_one(FindingsTable)
         if self.finding_id is not None:
             index = next((n for n, f in enumerate(table.findings) if f.id == self.finding_id), None)
@@ -93,6 +96,17 @@ class DrilldownScreen(Screen[None]):
     def on_resize(self, event: Resize) -> None:
         self.set_class(event.size.width < NARROW_BELOW, "-narrow")
 
+    def _run_changed(self, run: AuditRun) -> None:
+        """Reload only when what this screen shows changed: a start elsewhere (or here) changes nothing."""
+        if self.shown_key(run.probe(self.probe_id)) != self._shown_key:
+            self.reload()
+
+    @staticmethod
+    def shown_key(result: ProbeResult | None) -> tuple[object, ...]:
+        if result is None:
+            return ()
+        return (result.status, len(result.records), result.summary, tuple((f.id, f.severity, f.observed) for f in result.findings))
+
     @property
     def result(self) -> ProbeResult | None:
         return self.app.audit_run.probe(self.probe_id)
@@ -100,6 +114,7 @@ class DrilldownScreen(Screen[None]):
     def reload(self) -> None:
         """Re-read this probe from the app's AuditRun (after a re-run or a filter change)."""
         result = self.result
+        self._shown_key = self.shown_key(result)
         if result is None:
             return
         palette = self.app.palette

@@ -94,7 +94,7 @@ class CommandOutput(ScrollView, can_focus=True):
     def _select(self, row: int, col: int, length: int, style: Style) -> None:
         self.match, self._match_style = (row, col, length), style
         visible = max(1, self.size.width - self._gutter - 2)
-        x = 0 if col + length <= visible else col + length - visible + 4  # keep line starts in view when possible
+        x = 0 if col + length <= visible else min(col, col + length - visible + 12)  # line starts in view when possible
         self.scroll_to(x, max(0, row - self.size.height // 2), animate=False)
         self.refresh()
 
