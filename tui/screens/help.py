@@ -20,12 +20,13 @@ def key_display(key: str) -> str:
 
 
 def binding_rows(groups: Iterable[tuple[str, Iterable[BindingType]]]) -> list[tuple[str, str, str]]:
-    """(where, key, what) for every declared Binding, in declaration order."""
+    """(where, key, what) for every declared Binding, in declaration order (each action once)."""
     rows = []
     for where, bindings in groups:
         for b in bindings:
-            if isinstance(b, Binding):
-                rows.append((where, b.key_display or key_display(b.key), b.description or b.action))
+            if not isinstance(b, Binding) or b.action.startswith(("app.", "move(")):
+                continue  # shortcuts to app actions are listed under "app"; arrows have their own row
+            rows.append((where, b.key_display or key_display(b.key), b.description or b.action))
     return rows
 
 
