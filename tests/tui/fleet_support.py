@@ -72,9 +72,14 @@ def live_model(clock: TickClock) -> FleetModel:
 class ReplayedFleet:
     """A runner for FleetApp: hosts start and finish when the test says so (`step`), like a real run."""
 
+    width = 2
+    """Hosts audited at once (the model's max_connections)."""
+
     def __init__(self, clock: TickClock) -> None:
         self.clock = clock
         self.go: asyncio.Queue[int] = asyncio.Queue()
+        self.settled = asyncio.Event()
+        """Set once the steps asked for so far have been applied to the model."""
         self.results = {h.spec: host_result(h, 1.0 + i / 10) for i, h in enumerate(HOSTS)}
 
     async def __call__(self, model: FleetModel) -> None:
@@ -82,13 +87,16 @@ class ReplayedFleet:
         running: list[FleetHost] = []
         while pending or running:
             n = await self.go.get()
-            for _ in range(n):
-                if running:
+            for _ in range(n):  # one step: the oldest audit ends, the next hosts start, two at a time
+                if running and (len(running) >= self.width or not pending):
                     model.host_finished(self.results[running.pop(0).spec])
-                if pending:
+                while pending and len(running) < self.width:
                     running.append(pending.pop(0))
                     model.host_started(running[-1])
             self.clock.now += 0.7 * n
+            if self.go.empty():
+                self.settled.set()
 
     def step(self, n: int = 1) -> None:
+        self.settled.clear()
         self.go.put_nowait(n)

@@ -35,8 +35,11 @@ SORT_NAMES = {"inventory": "inventory order" , "worst": "worst first", "name": "
 STATE_WORD = {"pending": "pending", "auditing": "auditing", "done": "done", "unreachable": "unreachable"}
 
 
-def fixed_widths(width: int) -> dict[str, int]:
-    """Column widths for a terminal width; the node column takes what is left (cells carry their own spacing)."""
+def fixed_widths(width: int, longest: int = 26) -> dict[str, int]:
+    """Column widths for a terminal width; the node column takes what is left (cells carry their own spacing).
+
+    Wide: the node column fits the `longest` name (12..28) and the note column takes the rest.
+    """
     wide = width >= WIDE
     cols = {"state": 12 if wide else 9, **{p: 3 for p in PROBES}, "critical": 4, "warning": 4, "unknown": 4,
             "outliers": 4}
@@ -44,7 +47,7 @@ def fixed_widths(width: int) -> dict[str, int]:
         cols["time"] = 8
     fixed = sum(cols.values()) + 2  # the vertical scrollbar, when there are more rows than lines
     if wide:
-        name = min(28, max(12, width - fixed - 30))
+        name = min(28, max(12, longest + 2), max(12, width - fixed - 30))
         cols = {"name": name, **cols, "note": max(10, width - fixed - name)}
     else:
         cols = {"name": max(10, width - fixed), **cols}
@@ -197,12 +200,12 @@ class FleetScreen(Screen[None]):
         self._shown = state
         table = self.query_one(DataTable)
         keep = self.current_key()
-        widths = fixed_widths(width)
+        widths = fixed_widths(width, max((len(r.name) for r in self.model.rows.values()), default=0))
         table.clear(columns=True)
         for col, w in widths.items():
             label = HEADERS[col]
             if col == self.sort or (col == "name" and self.sort == "name"):
-                label = (label.rstrip() + "▾").rjust(w) if col != "name" else label + " ▾"
+                label = (label.strip() + "▾").rjust(w) if col != "name" else label + " ▾"
             table.add_column(label, width=w, key=col)
         rows = self.model.visible(self.sort, self.text)
         self._keys = [r.key for r in rows]
