@@ -8,6 +8,7 @@ from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
 from pathlib import Path
 
+from rich.markup import escape
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.notifications import SeverityLevel
@@ -199,16 +200,16 @@ class GpuAuditApp(App[int]):
             if text is None or b.key == "ctrl+c":
                 continue
             title, help_ = text
-            yield SystemCommand(f"{title}  [{b.key_display or key_display(b.key)}]", help_,
+            yield SystemCommand(f"{title} ({b.key_display or key_display(b.key)})", help_,  # "[a]" would be markup
                                 lambda action=b.action: self.run_action(action))
-        yield SystemCommand("Re-run the focused probe  [r]", "Audit the probe of the focused pane or drill-down again",
+        yield SystemCommand("Re-run the focused probe (r)", "Audit the probe of the focused pane or drill-down again",
                             lambda: self.run_action("screen.rerun"))
         for p in self.audit_run.probes:
             yield SystemCommand(f"Open probe: {p.title}", f"The {p.probe_id} drill-down: findings, facts, raw outputs",
                                 lambda pid=p.probe_id: self.open_drilldown(pid))
         for f in sorted(self.audit_run.findings, key=lambda f: -f.severity.rank):
             if f.severity != Severity.OK:
-                yield SystemCommand(f"Finding: {sev_label(f.severity)} {neutralise(f.title)}",
+                yield SystemCommand(f"Finding: {sev_label(f.severity)} {escape(neutralise(f.title))}",  # palette uses markup
                                     f"{f.id} on {', '.join(f.targets) or '-'}: open it in its drill-down",
                                     lambda pid=f.probe, fid=f.id: self.open_drilldown(pid, fid))
 

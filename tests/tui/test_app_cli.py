@@ -35,7 +35,7 @@ async def test_every_action_is_in_the_command_palette() -> None:
     async with app.run_test(size=(120, 40)):
         titles = [c.title for c in app.get_system_commands(app.screen)]
         for key in ("?", "a", "s", "d", "R", "f", "t", "r", "u"):
-            assert any(t.endswith(f"[{key}]") for t in titles), key
+            assert any(t.endswith(f"({key})") for t in titles), key
         assert sum(t.lower().startswith("quit") for t in titles) == 1, titles  # Textual's own entry, once
         assert not any("question_mark" in t or "gpuaudit-tui:" in t for t in titles)
         assert "Open probe: PCIe" in titles
