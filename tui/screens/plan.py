@@ -54,6 +54,8 @@ class PlanScreen(Screen[None]):
         head = Text(f"Action plan: {len(self.plan)} step(s) resolving {n} finding(s) at warning or worse", style="bold")
         if self.running:
             head.append("  (audit still running: partial)", style="italic")
+        head.append("\nEnter opens a step's finding · c copies its fix command · C the plan · m saves it as Markdown",
+                    style="dim")
         yield Static(head, id="plan-title")
         with VerticalScroll(id="plan-body"):
             if self.plan:
