@@ -118,8 +118,8 @@ def save(snapshot: Snapshot, name: str, directory: Path | None = None, *, overwr
     while not overwrite and path.exists():
         path = directory / f"{stem}-{n}.json"
         n += 1
-    ensure_dir(directory)  # refuses a symlinked, foreign or world-writable store before anything is written
     try:
+        ensure_dir(directory)  # refuses a symlinked, foreign or world-writable store before anything is written
         write_atomic(path, snapshot.model_dump_json(indent=1).encode())
     except OSError as exc:
         raise SnapshotError(f"cannot save snapshot to {path}: {exc.strerror or exc}") from None

@@ -102,7 +102,7 @@ async def test_a_container_only_failure_connects_through_the_host() -> None:
             TargetBinding(s.targets[1], fake, wrap_prefix="pct exec 101 --", via="host")]
     run = await _run(Audit(resume_bindings(s.targets, s.records, plan, live, s.target_states), [KERNEL]))
     assert fake.connected and "uname_r" in fake.asked
-    assert any(line.startswith("exec timeout") and "pct exec 101 --" in line for line in fake.lines)
+    assert any("pct exec 101 --" in line for line in fake.lines)
     (cont,) = [r for r in run.probe("kernel").records if r.target == "container" and r.command_id == "uname_r"]
     assert cont.stdout == "6.14.11-1-pve\n"
 
