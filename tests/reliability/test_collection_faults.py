@@ -30,6 +30,13 @@ from reliability.faultkit import fake_probe, kill_sshd_tree, run_audit
 from sshd_server import ensure_user, keygen
 
 pytestmark = pytest.mark.sshd
+COLL_USER = "gpuaudit-coll"
+"""Its own login: other suites' cleanup (pkill -u gpuaudit-test) must not cut these connections mid-test."""
+
+
+@pytest.fixture
+def sshd(sshd_factory):  # noqa: F811 - shadows the session server on purpose
+    return sshd_factory(user=COLL_USER)
 SUDOERS = Path("/etc/sudoers.d/gpuaudit-test-collection")
 needs_sudo = pytest.mark.skipif(shutil.which("sudo") is None, reason="sudo not installed")
 
@@ -179,7 +186,7 @@ async def test_login_banner_on_stdout_and_stderr_changes_no_output(banner_server
 # 4. a dead connection: fail over at once; all dead = target lost ------------------------------------------
 
 async def test_one_of_two_pooled_connections_killed_fails_over_at_once(sshd_factory):
-    a, b = sshd_factory(), sshd_factory()
+    a, b = sshd_factory(user=COLL_USER), sshd_factory(user=COLL_USER)
     spec = parse_host_spec(a.spec)
     members = [SshTransport(parse_host_spec(a.spec).ssh, a.options()), SshTransport(parse_host_spec(b.spec).ssh, b.options())]
     target = Target(role="host", spec=a.spec, kind="ssh", label="host")
@@ -247,7 +254,7 @@ def hung_smi_server(sshd_factory):
     os.chmod(bin_dir, 0o755)
     (bin_dir / "nvidia-smi").write_text("#!/bin/sh\nexec sleep 4831\n")
     (bin_dir / "nvidia-smi").chmod(0o755)
-    yield sshd_factory(extra_config=f"SetEnv PATH={bin_dir}:/usr/local/bin:/usr/bin:/bin")
+    yield sshd_factory(user=COLL_USER, extra_config=f"SetEnv PATH={bin_dir}:/usr/local/bin:/usr/bin:/bin")
     shutil.rmtree(bin_dir, ignore_errors=True)
 
 
@@ -293,7 +300,7 @@ async def test_thirty_concurrent_logins_through_maxstartups_10_30_100(sshd_facto
     # a login that takes 0.3 s (LDAP, a loaded host) keeps startups pending long enough for sshd to drop some
     keys_dir = Path(tempfile.mkdtemp(prefix="gpuaudit-slowkeys-"))
     os.chmod(keys_dir, 0o755)
-    server = sshd_factory(extra_config=f'MaxStartups 10:30:100\n'
+    server = sshd_factory(user=COLL_USER, extra_config=f'MaxStartups 10:30:100\n'
                                        f'AuthorizedKeysCommand /bin/sh -c "sleep 0.3; exec /bin/cat {keys_dir}/authorized_keys"')
     shutil.copy(Path(server.directory) / "authorized_keys", keys_dir / "authorized_keys")
     os.chmod(keys_dir / "authorized_keys", 0o644)
@@ -367,7 +374,7 @@ async def test_encrypted_identity_without_agent_says_load_it_with_ssh_add(sshd, 
 async def test_password_only_server_is_named(sshd_factory, tmp_path):
     from gpuaudit.probes.core.errors import TransportError
 
-    server = sshd_factory(extra_config="PubkeyAuthentication no\nPasswordAuthentication yes")
+    server = sshd_factory(user=COLL_USER, extra_config="PubkeyAuthentication no\nPasswordAuthentication yes")
     keygen(tmp_path / "k", "k")
     t = SshTransport(parse_host_spec(server.spec).ssh, server.options())
     with pytest.raises(TransportError, match="accepts only password authentication"):

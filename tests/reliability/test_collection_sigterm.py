@@ -27,7 +27,7 @@ def slow_smi_server(sshd_factory):
     os.chmod(bin_dir, 0o755)
     (bin_dir / "nvidia-smi").write_text("#!/bin/sh\nexec sleep 4851\n")
     (bin_dir / "nvidia-smi").chmod(0o755)
-    yield sshd_factory(extra_config=f"SetEnv PATH={bin_dir}:/usr/local/bin:/usr/bin:/bin")
+    yield sshd_factory(user="gpuaudit-coll", extra_config=f"SetEnv PATH={bin_dir}:/usr/local/bin:/usr/bin:/bin")
     shutil.rmtree(bin_dir, ignore_errors=True)
 
 
