@@ -85,11 +85,12 @@ _KNOWN_TOKENS = re.compile(
     r"|eyJ[A-Za-z0-9_-]{10,2000}\.eyJ[A-Za-z0-9_-]{10,4000}\.[A-Za-z0-9_-]{10,2000})(?![A-Za-z0-9])")
 _QUERY = re.compile(r"(?P<name>[?&](?:token|access_token|api_key|apikey|key|sig|signature|password|secret)=)(?P<val>[^&\s]{1,4096})",
                     re.IGNORECASE)
-# Proxmox guest config free text: `#` note lines and `description:`, bare or behind `grep -H`'s
-# `/etc/pve/.../101.conf:` prefix. Bare `#` lines elsewhere (nvidia-smi dmon headers) are left alone
-# unless percent-encoded (Proxmox's encoding of notes).
+# Proxmox guest config free text: `#` note lines and `description:` behind `grep -H`'s
+# `/etc/pve/.../101.conf:` prefix are hidden whole. Without the prefix (nvidia-smi dmon's `#` headers,
+# modinfo's `description:`) only when it reads like a note about logins (and `#` only percent-encoded).
 _PVE_FREE_TEXT = re.compile(
     r"(?m)^(?P<pre>/etc/pve/[^\s:]{0,256}\.conf:)?(?P<key>description:[ \t]?|#)(?P<val>[^\n]{1,65536})$")
+_FREE_TEXT_HINT = re.compile(r"(?i)pass|pw|login|user|root|admin|secret|token|key|cred|auth|account")
 _ENCODED = re.compile(r"(?<!\S)(?P<tok>[^\s%]{0,4096}%[0-9A-Fa-f]{2}\S{0,4096})")
 
 
@@ -155,8 +156,9 @@ def _flag(m: re.Match[str]) -> str:
 
 def _free_text(m: re.Match[str]) -> str:
     key = m["key"]
-    if key == "#" and not m["pre"] and "%" not in m["val"]:
-        return m[0]
+    if not m["pre"]:  # not known to be a Proxmox config (modinfo prints `description:` too): only when it looks like one
+        if (key == "#" and "%" not in m["val"]) or not _FREE_TEXT_HINT.search(unquote(m["val"], errors="replace")):
+            return m[0]
     if m["val"].strip() in ("", REDACTED):
         return m[0]
     return f"{m['pre'] or ''}{key}{REDACTED}"

@@ -175,7 +175,8 @@ ENGINE_PLANTED = ["vllmKeyPlanted36", "engineS3Planted37", "engineSpacedPlanted3
 ALL_PLANTED = [s for d in (PVE_LINES, PLAIN_LINES) for v in d.values() for s in v] + ENGINE_PLANTED
 LOOKALIKES = ["KEY_SIZE=3", "TOKENIZERS_PARALLELISM=false", "NCCL_IB_GID_INDEX=3", "PWD=/root", "OLDPWD=/srv",
               "NCCL_P2P_PASSTHROUGH=1", "CREDIT_LIMIT=5", "MAX_TOKENS=4096", "Description:\tUbuntu 22.04.4 LTS",
-              "# gpu   pwr gtemp mtemp"]
+              "# gpu   pwr gtemp mtemp",
+              "description:    NVIDIA core GPU kernel module"]  # modinfo (tests/fixtures/nvidia/modinfo-nvidia)
 
 
 def all_leaks(text: str) -> list[str]:
