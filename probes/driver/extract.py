@@ -134,11 +134,18 @@ def _with_compute_caps(gpus: list[GpuState], csv_gpus: list[GpuState]) -> list[G
 # Health: banners, lost GPUs, hangs
 
 
+_GATED = re.compile(r"nvidia-smi hung in (\S+)")
+"""The runner's "not run: nvidia-smi hung in <command id> (...)" for nvidia-smi lines after one timed out."""
+
+
 def _smi_banners(outputs: Outputs, problems: dict[str, str], f: dict[str, Any]) -> None:
     """An error banner can come with any exit status: read every nvidia-smi output for one first."""
     failures: dict[str, HandleFailure] = {}
     for cid in ("smi_table", "smi_query_driver", "smi_q_xml"):
         rec = outputs.get(cid)
+        if rec is not None and rec.error and (m := _GATED.search(rec.error)):
+            f.setdefault("smi_hung", []).append(m.group(1))  # the runner did not start it: nvidia-smi hung elsewhere
+            continue
         if rec is None or rec.missing_tool or rec.error:
             continue
         if rec.timed_out:
@@ -154,6 +161,8 @@ def _smi_banners(outputs: Outputs, problems: dict[str, str], f: dict[str, Any]) 
                 f.update(smi_error=err, smi_error_kind=smi_error_kind(text), smi_error_source=cid,
                          nvml_lib_version=nvml_library_version(text))
     f["handle_failures"] = list(failures.values())
+    if f.get("smi_hung"):
+        f["smi_hung"] = list(dict.fromkeys(f["smi_hung"]))
 
 
 def _gpu_state(outputs: Outputs, problems: dict[str, str], f: dict[str, Any]) -> None:

@@ -195,3 +195,11 @@ def test_unknown_names_the_missing_tool_and_its_package():
         f = found[fid]
         assert f.severity.value == "unknown" and "nvidia-smi not installed (package" in f.observed, (fid, f.observed)
     assert "nvidia-smi not installed (package" in found["driver.gpu_health"].observed
+
+
+def test_nvidia_smi_hung_in_another_probe_is_critical():
+    # the runner starts no nvidia-smi line after one timed out on the target (here the power probe's query)
+    gated = "not run: nvidia-smi hung in smi_query_power (not started: it would wait out its timeout too)"
+    found = judged(smi_table=rec("smi_table", "", None, error=gated), smi_query_driver=rec("smi_query_driver", "", None, error=gated))
+    f = found["driver.gpu_health"]
+    assert f.severity.value == "critical" and "smi_query_power" in f.observed
