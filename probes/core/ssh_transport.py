@@ -7,6 +7,7 @@ import errno
 import os
 import random
 import time
+import weakref
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from pathlib import Path
@@ -116,9 +117,22 @@ def _dropped_before_login(exc: BaseException) -> bool:
 
 CONNECT_RETRIES = 4
 """Tries for a connection the server drops before login (MaxStartups drops at random: 30 % at 10 pending)."""
-OPEN_TIMEOUT_S = 10.0
+OPEN_TIMEOUT_S = 5.0
 """How long a channel open may wait for the server's answer before the connection counts as dead."""
 KILL_GRACE_S = 0.3
+"""TERM first (sudo and container wrappers pass it on to what they started), KILL this much later."""
+MAX_PENDING_LOGINS = 8
+"""Logins in progress at once in this process. A stock sshd (MaxStartups 10:30:100) starts dropping new
+connections at random once 10 are unauthenticated; a fleet through one ProxyJump host would trip it."""
+_login_slots: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore]" = weakref.WeakKeyDictionary()
+
+
+def _login_slot() -> asyncio.Semaphore:
+    loop = asyncio.get_running_loop()
+    slot = _login_slots.get(loop)
+    if slot is None:
+        slot = _login_slots[loop] = asyncio.Semaphore(MAX_PENDING_LOGINS)
+    return slot
 """TERM first (sudo and container wrappers pass it on to what they started), KILL this much later."""
 
 
@@ -229,7 +243,8 @@ class SshTransport:
 
         for attempt in range(CONNECT_RETRIES):
             try:
-                return await asyncssh.connect(self.address.host, **kw)
+                async with _login_slot():
+                    return await asyncssh.connect(self.address.host, **kw)
             except (OSError, asyncssh.Error) as exc:
                 if attempt + 1 >= CONNECT_RETRIES or not _dropped_before_login(exc):
                     raise
@@ -357,7 +372,7 @@ class SshTransport:
                     proc = await asyncio.wait_for(
                         self._conn.create_process(line, encoding=None, stdin=asyncssh.DEVNULL), OPEN_TIMEOUT_S)
                 except asyncio.TimeoutError:
-                    self._lost = self._lost or f"no answer to a channel open in {OPEN_TIMEOUT_S:.0f} s (connection not responding)"
+                    self._declare_dead(f"no answer to a channel open in {OPEN_TIMEOUT_S:.0f} s (connection not responding)")
                     return not_run(f"connection lost: {self._lost}")
                 except asyncssh.ChannelOpenError as exc:
                     if self._lost or self._conn.is_closed() or "connection closed" in str(exc.reason).lower():
@@ -475,9 +490,18 @@ class SshTransport:
         try:
             await asyncio.wait_for(proc.wait_closed(), timeout=2)
         except asyncio.TimeoutError:
-            self._lost = self._lost or "the server did not acknowledge closing a channel in 2 s (connection not responding)"
+            self._declare_dead("the server did not acknowledge closing a channel in 2 s (connection not responding)")
         except Exception:
             pass
+
+    def _declare_dead(self, reason: str) -> None:
+        """An unresponsive connection is dropped at once: every command waiting on it fails now, not at keepalive."""
+        self._lost = self._lost or reason
+        if self._conn is not None:
+            try:
+                self._conn.abort()
+            except Exception:
+                pass
 
     async def aclose(self) -> None:
         if self._conn is not None:

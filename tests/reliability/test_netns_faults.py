@@ -44,3 +44,43 @@ def test_blackholed_address_fails_fast_with_one_line(sshd, home):
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and "10.200.250.9:22: no route to host" in lines[0], res.stderr
     assert elapsed < 12
+
+
+async def test_network_cut_mid_audit_is_a_lost_target_nonzero_exit_no_traceback(sshd_factory):
+    """Packets silently dropped mid-run (the namespace's link goes down): lost within timeout + a few s, not at keepalive."""
+    import asyncio
+    import subprocess
+
+    from gpuaudit.probes.core.events import CommandFinished, fold_events, initial_run
+    from gpuaudit.probes.core.runner import Audit
+    from gpuaudit.probes.core.session import live_bindings
+    from gpuaudit.probes.core.targets import parse_host_spec
+    from gpuaudit.tui.headless import exit_code
+
+    loop_errors: list[dict] = []
+    asyncio.get_running_loop().set_exception_handler(lambda loop, ctx: loop_errors.append(ctx))
+    probe = fake_probe("netcut", Command("rel_quick", "echo quick"),
+                       *[Command(f"rel_slow{i}", f"sleep 1.{i}; echo s{i}") for i in range(30)])
+    with Netns(43) as ns:
+        server = sshd_factory(listen=ns.address, netns=ns.name, user="gpuaudit-coll")
+        audit = Audit(live_bindings(parse_host_spec(server.spec), None, server.options(connections=2)), [probe],
+                      AuditOptions(timeout_s=3))
+        events, cut_at = [], None
+        t0 = time.monotonic()
+        try:
+            async for ev in audit.events():
+                events.append(ev)
+                if cut_at is None and isinstance(ev, CommandFinished):
+                    subprocess.run(["ip", "-n", ns.name, "link", "set", "eth0", "down"], check=True)
+                    cut_at = time.monotonic()
+        finally:
+            await audit.aclose()
+        wall = time.monotonic() - t0
+        server.stop()
+    print(f"\nnetwork cut: lost {wall - (cut_at - t0):.1f} s after the cut (--timeout 3), wall {wall:.1f} s")
+    run = fold_events(initial_run(audit.targets, [("netcut", "netcut")]), events)
+    state = run.target_states["host"]
+    assert state.state == "failed" and "connection lost" in state.reason, state
+    assert exit_code(run, "never") != 0
+    assert cut_at is not None and wall - (cut_at - t0) < 3 + 4, wall
+    assert not [c for c in loop_errors if "never retrieved" in str(c.get("message"))], loop_errors
