@@ -53,7 +53,7 @@ RELATIONS: tuple[Relation, ...] = (
 
 # Expected impact on inference throughput (0-10), for ranking within one severity. Unlisted: per probe.
 IMPACT: dict[str, int] = {
-    "python.cuda_graphs": 10, "python.measured_throughput": 9, "nccl.p2p_matrix": 9, "nccl.iommu_acs_gate": 9,
+    "driver.gpu_health": 10, "python.cuda_graphs": 10, "python.measured_throughput": 9, "nccl.p2p_matrix": 9, "nccl.iommu_acs_gate": 9,
     "pcie.link_capability": 8, "pcie.link_current_under_load": 8, "python.torch_arch_support": 8,
     "python.flashinfer_sm120": 8, "driver.min_for_arch": 8, "nvlink.link_state": 8, "nvlink.fabric_state": 8,
     "power.gpu_clock_events": 7, "power.gpu_power_limit": 7, "power.cpu_scaling_driver": 6, "kernel.version": 5,
