@@ -134,6 +134,7 @@ class Audit:
         self._lost: set[Role] = set()
         self._budget_left = self.options.output_budget
         self._tool_slots: dict[tuple[Role, str], asyncio.Semaphore] = {}
+        self._runs: set[asyncio.Task[None]] = set()
 
     @property
     def targets(self) -> list[Target]:
@@ -145,6 +146,8 @@ class Audit:
         probes = [p for p in self.probes if wanted is None or p.id in wanted]
         queue: asyncio.Queue[BaseModel | None] = asyncio.Queue()
         task = asyncio.create_task(self._run(probes, queue))
+        self._runs.add(task)
+        task.add_done_callback(self._runs.discard)
         try:
             while True:
                 event = await queue.get()
@@ -168,8 +171,11 @@ class Audit:
             await asyncio.gather(*(self._run_probe(p, cache, queue) for p in probes))
             queue.put_nowait(AuditFinished(at=datetime.now(timezone.utc)))
         finally:
-            for t in cache.values():
+            pending = [t for t in cache.values() if not t.done()]
+            for t in pending:
                 t.cancel()
+            if pending:  # each one kills its remote command (TERM, then KILL) before the connection may close
+                await asyncio.wait(pending, timeout=3)
             queue.put_nowait(None)
 
     def _ensure_connect(self, role: Role, queue: asyncio.Queue[BaseModel | None]) -> asyncio.Task[_TargetInfo]:
@@ -354,6 +360,13 @@ class Audit:
         if self._closed:
             return
         self._closed = True
+        # cancel what still runs first: each command then kills its remote process tree (TERM, KILL) before the
+        # connection goes; closing the connection alone would leave them running (a TUI quit mid-run)
+        running = [r for r in self._runs if not r.done()]
+        for r in running:
+            r.cancel()
+        if running:
+            await asyncio.wait(running, timeout=3)
         for t in self._connect_tasks.values():
             if not t.done():
                 t.cancel()

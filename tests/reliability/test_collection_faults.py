@@ -379,3 +379,35 @@ async def test_password_only_server_is_named(sshd_factory, tmp_path):
     t = SshTransport(parse_host_spec(server.spec).ssh, server.options())
     with pytest.raises(TransportError, match="accepts only password authentication"):
         await t.connect()
+
+
+# 6. quitting mid-run (what the TUI's quit does: Audit.aclose() while the dashboard's worker still consumes events)
+
+@needs_sudo
+async def test_aclose_mid_run_kills_remote_commands_root_included(sshd, sudoers):
+    sudoers(f"{sshd.user} ALL=(root) NOPASSWD: ALL")
+    probe = fake_probe("quit", Command("c_q_user", "sleep 4871"), Command("c_q_root", "sleep 4872", needs_root=True),
+                       Command("c_q_root_sh", "sleep 4873; echo never", needs_root=True))
+    spec = parse_host_spec(sshd.spec)
+    audit = Audit([TargetBinding(spec.to_target(), SshTransport(spec.ssh, sshd.options()))], [probe],
+                  AuditOptions(sudo=True, timeout_s=60))
+
+    async def consume() -> None:
+        async for _ in audit.events():
+            pass
+
+    worker = asyncio.create_task(consume())
+    try:
+        deadline = time.monotonic() + 10
+        while len(processes("sleep 487")) < 3 and time.monotonic() < deadline:
+            await asyncio.sleep(0.1)
+        t0 = time.monotonic()
+        await audit.aclose()
+        quit_s = time.monotonic() - t0
+        worker.cancel()
+        await asyncio.gather(worker, return_exceptions=True)
+        await asyncio.sleep(1.0)
+        left = processes("sleep 487")
+    finally:
+        kill_all("sleep 487")
+    assert quit_s < 2.5 and left == [], (quit_s, left)
