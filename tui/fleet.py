@@ -154,6 +154,7 @@ def run_screen(hosts: list[FleetHost], args: argparse.Namespace, ssh: object) ->
 
     Returns the hosts that finished (all of them unless the user quit early, which cancels the rest).
     """
+    print(f"gpuaudit-tui: {len(hosts)} host(s): opening the fleet screen…", file=sys.stderr, flush=True)  # Textual loads in seconds
     from gpuaudit.tui.app import KNOWN_THEMES
     from gpuaudit.tui.fleet_app import FleetApp
     from gpuaudit.tui.fleet_model import FleetModel

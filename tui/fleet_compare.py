@@ -149,6 +149,7 @@ def show_screen(files: list[Path]) -> int:
     from gpuaudit.tui.fleet_model import FleetModel
     from gpuaudit.tui.theme_store import ThemeStore
 
+    print(f"gpuaudit-tui fleet: reading {len(files)} snapshot(s)…", file=sys.stderr, flush=True)
     skipped: list[str] = []
 
     def documents() -> Iterator[tuple[str, dict]]:  # one at a time: 1,000 parsed snapshots need not coexist

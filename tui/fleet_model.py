@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
@@ -21,6 +22,8 @@ PROBES = ("firmware", "container", "driver", "kernel", "pcie", "power", "nccl", 
 """The ten probe columns, in the dashboard's order."""
 PROBE_ABBR = dict(zip(PROBES, ("fw", "ct", "dr", "kn", "pc", "pw", "nc", "nu", "py", "nv")))
 STATES = ("pending", "auditing", "done", "unreachable")
+MIN_PEERS = 3
+"""probes/core/peers.compare names outliers only in a class of 3+ nodes that read the fact."""
 STATE_ORDER = {"unreachable": 0, "done": 1, "auditing": 2, "pending": 3}
 """Sorting by state puts what needs attention first, then what is known, then what is still to come."""
 
@@ -39,6 +42,8 @@ class NodeRow:
     counts: Mapping[Severity, int] = field(default_factory=dict)
     outliers: tuple[Outlier, ...] = ()
     klass: str = ""
+    class_size: int = 0
+    """Finished nodes of its class, itself included: peers are compared from 3 on."""
     reason: str | None = None
     duration_s: float | None = None
     exit_status: int | None = None
@@ -205,10 +210,16 @@ class FleetModel:
         for rep in compare(self._nodes.values()):
             for o in rep.outliers:
                 found.setdefault(o.node, []).append(o)
+        sizes = Counter(n.klass for n in self._nodes.values())
         for key, row in self.rows.items():
-            new = tuple(found.get(key, ()))
-            if new != row.outliers:
-                self.rows[key] = replace(row, outliers=new)
+            new, size = tuple(found.get(key, ())), sizes.get(row.klass, 0) if key in self._nodes else 0
+            if new != row.outliers or size != row.class_size:
+                self.rows[key] = replace(row, outliers=new, class_size=size)
+
+    @property
+    def compared(self) -> bool:
+        """Whether any class has enough finished nodes (3) for a majority."""
+        return any(r.class_size >= MIN_PEERS for r in self.rows.values())
 
     # --- reading --------------------------------------------------------------------------------------
     @property
@@ -226,7 +237,7 @@ class FleetModel:
         return out
 
     def progress_parts(self) -> list[str]:
-        """["3/8 finished", "2 auditing", "3 pending", "1 unreachable", "2 outlier nodes", "4.2s", ...]: zero counts left
+        """["3/8 done", "2 auditing", "3 pending", "1 unreachable", "4.2s", "2 differ", ...]: zero counts left
         out; the screen shows as many as fit, in this order."""
         t = self.tally()
         n = len(self.rows)
@@ -235,7 +246,7 @@ class FleetModel:
         parts = []
         if self.live:
             finished = t["done"] + t["unreachable"]
-            parts.append(f"{finished}/{n} finished" if not self.finished else f"{n} host(s) audited")
+            parts.append(f"{finished}/{n} done" if not self.finished else f"{n} host(s) audited")
             parts += [f"{t[s]} {s}" for s in ("auditing", "pending") if t[s]]
         else:
             parts.append(f"{n} snapshot(s)")
@@ -245,7 +256,8 @@ class FleetModel:
             parts.append(f"{t['unreachable']} unreachable")
         if self.live:
             parts.append(f"{end - self.started_at:.1f}s")
-        parts.append(f"{odd} outlier node(s)" if odd else "peers agree")
+        if odd or self.compared:
+            parts.append((f"{odd} differs" if odd == 1 else f"{odd} differ") if odd else "peers agree")
         if self.skipped:
             parts.append(f"{len(self.skipped)} file(s) skipped")
         if self.live:
@@ -254,7 +266,8 @@ class FleetModel:
         return parts
 
     def progress_line(self, width: int = 10_000) -> str:
-        """"fleet hosts.ini: 3/8 finished · 2 auditing · 3 pending · 1 unreachable · 4.2s", cut at whole parts."""
+        """"fleet hosts.ini: 3/8 done · 2 auditing · 3 pending · 1 unreachable · 4.2s · 1 differs", cut at whole
+        parts ("differ": nodes with an outlier fact)."""
         line = f"{self.title}:"
         for i, part in enumerate(self.progress_parts()):
             more = (" " if i == 0 else " · ") + part

@@ -66,14 +66,14 @@ async def test_rows_go_pending_auditing_done_unreachable_while_the_fleet_runs() 
     async with app.run_test(size=(80, 24)) as pilot:
         assert isinstance(app.screen, FleetScreen)
         assert set(states(model).values()) == {"pending"}  # rows are there before any host answered
-        assert "0/8 finished" in text_of(app, "#fleet-progress") and "8 pending" in text_of(app, "#fleet-progress")
+        assert "0/8 done" in text_of(app, "#fleet-progress") and "8 pending" in text_of(app, "#fleet-progress")
         await advance(pilot, rep, 1)
         assert [s for s in states(model).values()].count("auditing") == 2
         await advance(pilot, rep, 4)
         st = states(model)
         assert [st[h.name] for h in HOSTS] == ["done"] * 4 + ["auditing"] * 2 + ["pending"] * 2
         progress = text_of(app, "#fleet-progress")
-        assert "4/8 finished · 2 auditing · 2 pending · 3.5s" in progress
+        assert "4/8 done · 2 auditing · 2 pending · 3.5s" in progress
         await advance(pilot, rep, 2)
         assert states(model)[DOWN] == "unreachable" and "1 unreachable" in text_of(app, "#fleet-progress")
         await advance(pilot, rep, 20)
@@ -101,7 +101,8 @@ async def test_outliers_are_marked_and_named_with_the_majority() -> None:
         detail = text_of(app, "#fleet-detail")
         assert "gpu03" in detail and "kernel = 6.8.12-9-pve (majority 6.14.11-2-pve, 6 of 7)" in detail
         await pilot.press("down", "down", "down")
-        assert REFUSED in text_of(app, "#fleet-detail")
+        detail = text_of(app, "#fleet-detail")
+        assert "root@10.0.0.6" in detail and REFUSED.split(": ")[1] in detail
 
 
 # --- sort and filter --------------------------------------------------------------------------------
@@ -247,7 +248,7 @@ def test_columns_fit_the_terminal(width: int) -> None:
 def test_progress_line_is_cut_at_whole_parts() -> None:
     model = live_model(TickClock())
     line = model.progress_line(60)
-    assert len(line) <= 60 and line.startswith("fleet hosts.ini: 0/8 finished · 8 pending")
+    assert len(line) <= 60 and line.startswith("fleet hosts.ini: 0/8 done · 8 pending")
     assert not line.endswith("·")
 
 

@@ -19,7 +19,7 @@ from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
 
 from gpuaudit.probes.core.models import Severity
-from gpuaudit.tui.fleet_model import PROBE_ABBR, PROBES, FleetModel, NodeRow, next_sort
+from gpuaudit.tui.fleet_model import MIN_PEERS, PROBE_ABBR, PROBES, FleetModel, NodeRow, next_sort
 from gpuaudit.tui.render import PLAIN, SEV_ICON, Palette, format_elapsed, neutralise
 from gpuaudit.tui.screens.dashboard import DashboardScreen
 
@@ -94,9 +94,15 @@ def row_cells(row: NodeRow, widths: dict[str, int], palette: Palette) -> list[Te
     return cells
 
 
+def reason_of(row: NodeRow) -> str:
+    """Why it was not audited, without the spec the reason starts with (the row already names it)."""
+    reason = row.reason or "unreachable"
+    return reason[len(row.spec) + 2:] if reason.startswith(f"{row.spec}: ") else reason
+
+
 def note_of(row: NodeRow) -> str:
     if row.state == "unreachable":
-        return row.reason or "unreachable"
+        return reason_of(row)
     texts = row.outlier_texts()
     if texts:
         return texts[0] + (f"; +{len(texts) - 1} more" if len(texts) > 1 else "")
@@ -119,12 +125,14 @@ def detail_text(row: NodeRow | None, palette: Palette = PLAIN) -> Text:
                 head.append(f"  {SEV_ICON[sev]}{row.counts[sev]}", style=palette.get(sev, ""))
     body = Text(no_wrap=True, overflow="ellipsis")
     if row.state == "unreachable":
-        body.append(neutralise(row.reason or "unreachable"), style=palette.get(Severity.CRITICAL, ""))
+        body.append(neutralise(reason_of(row)), style=palette.get(Severity.CRITICAL, ""))
     elif row.outliers:
         body.append("≠ ", style=palette.get(Severity.WARNING, ""))
         body.append("; ".join(neutralise(t) for t in row.outlier_texts()))
     elif row.state == "done":
-        body.append("agrees with its peers", style="dim")
+        peers = row.class_size - 1
+        body.append(f"agrees with its {peers} peers" if row.class_size >= MIN_PEERS
+                    else f"{peers} peer(s) so far: too few to compare", style="dim")
         if row.klass:
             body.append(f" ({neutralise(row.klass)})", style="dim")
     else:
