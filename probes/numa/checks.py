@@ -247,7 +247,7 @@ CHECKS: tuple[Check, ...] = (
     Check("numa.gpu_locality", "Which node each GPU is attached to", "bios",
           "Without proximity data (numa_node -1) NCCL and the serving engine cannot pick CPUs and memory local to each GPU.",
           "Update the BIOS / enable ACPI SRAT/SLIT proximity reporting; check the NUMA-per-socket setting.", gpu_locality,
-          needs_gpu=True),
+          any_of=("pci_nvidia_numa", "smi_gpu_ids"), needs_gpu=True),
     Check("numa.node_pressure", "One node full, allocations spilling remote", "host",
           "Allocations on a full node spill to a remote node; page cache from model files usually fills the node that read them.",
           "Drop caches after model load in a maintenance window, bind memory (--membind) or interleave the page cache.",
@@ -256,7 +256,7 @@ CHECKS: tuple[Check, ...] = (
           "Cross-socket GPU pairs go through the inter-socket link (community: dual Turin ~51 vs ~56 GB/s same-node; "
           "dual Genoa ~39 vs ~54 GB/s).",
           "Prefer TP groups within one node when the model fits; otherwise tune NCCL for the cross-socket path.",
-          tp_group_span, needs_gpu=True),
+          tp_group_span, any_of=("pci_nvidia_numa", "smi_gpu_ids"), needs_gpu=True),
     Check("numa.cpuset_vs_gpu", "Container CPUs near its GPUs", "container",
           "Ranks whose GPU sits on another node launch kernels and stage copies from remote CPUs and memory, crossing "
           "the socket link on every host-device transfer.",
@@ -273,10 +273,10 @@ CHECKS: tuple[Check, ...] = (
           "(GB200, CPU-offload run).",
           "Use the engine's NUMA binding (SGLang --numa-node, vLLM --numa-bind), numactl --cpunodebind=N --membind=N "
           "per rank, or a container cpuset aligned with the GPUs' nodes.", worker_binding,
-          needs_gpu=True, applies=host_layout_applies),
+          any_of=("numactl_h", "node_cpulists"), needs_gpu=True, applies=host_layout_applies),
     Check("numa.memory_placement", "Where engine memory actually lives", "engine",
           "Pinned staging buffers and the CPU-side KV/offload pool on a remote node make every host-device copy cross "
           "the socket interconnect.",
           "Bind each rank's memory to its GPU's node (numactl --membind, engine NUMA binding) and restart the engine.",
-          memory_placement, needs_gpu=True, applies=host_layout_applies),
+          memory_placement, any_of=("numactl_h", "node_cpulists"), needs_gpu=True, applies=host_layout_applies),
 )
