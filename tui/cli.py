@@ -109,7 +109,8 @@ def build_parser() -> OneLineParser:
     tg.add_argument("--host", metavar="[USER@]HOST[:PORT]", help="the GPU host over SSH (default: this machine, no SSH)")
     tg.add_argument("--container", metavar="SPEC",
                     help="the container: [user@]host[:port] (own SSH), pct:ID, lxc:NAME or docker:NAME (through the host)")
-    tg.add_argument("--hosts", metavar="FILE", help="fleet: audit every host of an inventory (one [user@]host[:port] per line or Ansible INI)")
+    tg.add_argument("--hosts", metavar="FILE", help="fleet: audit every host of an inventory (one [user@]host[:port] per line or Ansible INI); "
+                    "on a terminal a live fleet screen (Enter: a node's dashboard), else a table or --json")
     tg.add_argument("--max-connections", type=positive_int, default=32, metavar="N",
                     help="fleet: targets connected at once (default 32)")
     ssh = p.add_argument_group("ssh")

@@ -9,11 +9,14 @@ plan and filters then work as for one run. A live `--hosts` audit runs as a work
 
 from __future__ import annotations
 
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 
 from textual import work
+from textual.app import App, SystemCommand
+from textual.binding import Binding
 from textual.events import Mount
+from textual.screen import Screen
 
 from gpuaudit.probes.core.events import initial_run
 from gpuaudit.snapshots.schema import Snapshot
@@ -23,6 +26,7 @@ from gpuaudit.tui.fleet_model import FleetModel, NodeRow
 from gpuaudit.tui.render import palette_from
 from gpuaudit.tui.screens.dashboard import DashboardScreen
 from gpuaudit.tui.screens.fleet import FleetScreen, NodeDashboardScreen
+from gpuaudit.tui.screens.help import HelpScreen, binding_rows
 from gpuaudit.tui.theme_store import ThemeStore
 
 Runner = Callable[[FleetModel], Awaitable[object]]
@@ -100,3 +104,20 @@ class FleetApp(GpuAuditApp):
 
     async def action_quit_app(self) -> None:
         self.exit(self.fleet.exit_status())
+
+    def action_help(self) -> None:
+        if not isinstance(self.screen, FleetScreen):
+            super().action_help()
+        elif self.screen.id != "help":
+            self.push_screen(HelpScreen(binding_rows([
+                ("fleet", FleetScreen.BINDINGS),
+                ("fleet", [Binding("enter", "", "Open the node's dashboard (Esc comes back)")]),
+                ("fleet", [Binding("q", "", "Quit (exit status: the worst host's; 3 if one was not audited)")]),
+                ("node", NodeDashboardScreen.BINDINGS), ("node", DashboardScreen.BINDINGS),
+            ])))
+
+    def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
+        if isinstance(screen, FleetScreen):  # no node open: only Textual's own commands (theme, keys, quit)
+            yield from App.get_system_commands(self, screen)
+        else:
+            yield from super().get_system_commands(screen)

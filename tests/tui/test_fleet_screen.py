@@ -184,6 +184,10 @@ async def test_run_actions_are_off_on_the_fleet_screen_and_theme_cycles() -> Non
         await pilot.press("a", "u", "R", "t")
         await pilot.pause()
         assert isinstance(app.screen, FleetScreen) and app.theme == "gpuaudit-light"
+        await pilot.press("question_mark")
+        await pilot.pause()
+        assert any(r[0] == "fleet" and "Sort" in r[2] for r in app.screen.rows)
+        await pilot.press("escape")
         await pilot.press("enter", "a")
         await pilot.pause()
         assert isinstance(app.screen, PlanScreen)  # on a node, the plan is that node's
