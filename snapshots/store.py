@@ -132,7 +132,10 @@ def load(path: Path) -> Snapshot:
     try:
         if path.is_dir():
             raise SnapshotError(f"{path}: is a directory, not a snapshot file")
-        size = path.stat().st_size
+        st = path.stat()
+        if not stat.S_ISREG(st.st_mode):  # /dev/zero, a FIFO: never opened (endless or blocking)
+            raise SnapshotError(f"{path}: not a regular file, not a snapshot")
+        size = st.st_size
     except OSError as exc:
         raise SnapshotError(f"{path}: cannot read: {exc.strerror or exc}") from None
     if size > MAX_SNAPSHOT_BYTES:

@@ -101,7 +101,8 @@ def cases(f: dict[str, Path], tmp: Path) -> dict[str, list[str]]:
         if name != "demo":
             c[f"replay:{name}"] = ["--json", "--replay", str(f[name])]
     c.update({"replay:dir": ["--json", "--replay", str(tmp)], "replay:missing": ["--json", "--replay", str(tmp / "x.json")],
-              "replay:fifo": ["--json", "--replay", str(f["fifo"])]})
+              "replay:fifo": ["--json", "--replay", str(f["fifo"])], "replay:dev-zero": ["--json", "--replay", "/dev/zero"],
+              "diff:dev-zero": ["diff", "/dev/zero", str(f["demo"])]})
     for name in ("deep-list.json", "truncated.json", "newer.json"):
         c[f"diff:{name}"] = ["diff", str(f["demo"]), str(f[name])]
     c.update({"diff:missing-arg": ["diff", str(f["demo"])], "diff:bogus-flag": ["diff", "a", "b", "--bogus"],
