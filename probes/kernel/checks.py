@@ -83,7 +83,8 @@ def version(ctx: Ctx) -> Verdict:
         return info(f"{detail}; virtual machine ({why_vm}): the CPU frequency driver is the hypervisor host's",
                     title=f"Kernel {f.release} (virtual machine)",
                     why="In a guest the host's kernel and BIOS drive the CPU clocks; amd-pstate settings here change nothing.",
-                    fix="Audit the hypervisor host itself for amd-pstate / CPPC.")
+                    fix="Audit the hypervisor host itself for amd-pstate / CPPC.",
+                    evidence=((ctx.role or "host", "cpu_hypervisor_flag"),))
     if advice := pstate_advice(f, cpu, pstate):
         return advice
     return info(detail, "a kernel whose defaults suit the CPU (for Zen 5 EPYC: >= 6.13 or amd_pstate= set)",
