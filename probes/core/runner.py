@@ -196,7 +196,7 @@ class Audit:
             else:
                 await binding.transport.connect()
             host_timeout = (await self._connect_tasks[binding.via]).has_timeout if binding.via is not None else False
-            line = remote_line(PREFLIGHT.shell, marker=self._marker, wrap_prefix=binding.wrap_prefix,
+            line = remote_line(PREFLIGHT.shell, marker=self._marker_for(binding), wrap_prefix=binding.wrap_prefix,
                                wrap_sudo=self._wrap_needs_sudo(role), inner_timeout=False,
                                timeout_s=PREFLIGHT.timeout_s if host_timeout else None)
             raw = self._unmark(binding, await binding.transport.run(
@@ -241,7 +241,7 @@ class Audit:
         shell = render_shell(command, self.options)
         timeout_s = command_timeout(command, self.options)
         use_sudo = command.needs_root and self.options.sudo and not info.is_root
-        line = remote_line(shell, marker=self._marker, wrap_prefix=binding.wrap_prefix, sudo=use_sudo,
+        line = remote_line(shell, marker=self._marker_for(binding), wrap_prefix=binding.wrap_prefix, sudo=use_sudo,
                            wrap_sudo=self._wrap_needs_sudo(role), timeout_s=timeout_s if info.has_timeout else None,
                            inner_timeout=info.inner_timeout)
         base: dict[str, Any] = dict(target=role, probe_id=probe.id, command_id=command.id, command=shell, executed=line,
@@ -284,6 +284,14 @@ class Audit:
         if tool and hung and hung[0] == tool:
             return f"{tool} hung in {hung[1]} (not started: it would wait out its timeout too)"
         return None
+
+    def _marker_for(self, binding: TargetBinding) -> str | None:
+        """The start marker for lines that really run somewhere (a resume's live part included); recordings get none,
+        so a replayed or rebuilt snapshot keeps the same executed lines."""
+        transport = binding.transport
+        live = getattr(transport, "live", None)
+        runs = getattr(transport, "executes_lines", False) or getattr(live, "executes_lines", False)
+        return self._marker if runs else None
 
     def _unmark(self, binding: TargetBinding, raw: RawResult) -> RawResult:
         """Cut what the login shell printed before the command's marker; no marker from a live run = never started."""
