@@ -141,3 +141,14 @@ def test_load_inventory_returns_hosts_and_ignored(tmp_path):
     f.write_text("[g]\nn1 ansible_host=10.0.0.1 ansible_become=yes\n")
     got = load_inventory(str(f))
     assert [h.spec for h in got.hosts] == ["10.0.0.1"] and got.ignored == ("ansible_become",)
+
+
+def test_fleet_names_the_ignored_variables_once(tmp_path, capsys):
+    from reliability.faultkit import free_port
+
+    f = tmp_path / "hosts.ini"
+    f.write_text(f"[g]\nn1 ansible_host=127.0.0.1 ansible_port={free_port()} ansible_become=yes\n[g:vars]\nansible_connection=ssh\n")
+    code = main(["--hosts", str(f), "--probes", "kernel", "--known-hosts", str(tmp_path / "kh"), "--accept-new-host-keys"])
+    err = capsys.readouterr().err
+    assert code == 3
+    assert err.count("ignored variable(s) ansible_become, ansible_connection") == 1, err
