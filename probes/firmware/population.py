@@ -90,24 +90,35 @@ def describe(p: Population) -> str:
 
 
 def defects(p: Population, sp5: bool) -> list[str]:
-    """What is wrong with the population (empty list: every socket's channels evenly populated)."""
+    """What is wrong with the population (empty list: every socket's channels evenly populated).
+
+    Per-socket claims need sockets read from the locators; with sockets only assumed from the slot order the
+    board is judged as a whole (a wrong split must not invent an empty socket).
+    """
     out: list[str] = []
-    multi = len(p.sockets) > 1
-    counts = {s.populated for s in p.sockets}
-    if multi and 0 in counts:
-        out.append("a socket has no memory: " + ", ".join(socket_name(s.label) for s in p.sockets if not s.populated))
-    elif multi and len(counts) > 1:
-        out.append("sockets populated unevenly (" + " vs ".join(str(s.populated) for s in p.sockets) + " DIMMs)")
     if len(p.sizes_mb) > 1:
         out.append("mixed DIMM sizes")
+    if p.method != "locators" and len(p.sockets) > 1:
+        whole = SocketPopulation(label="all", slots=p.slots, populated=p.populated)
+        return out + channel_defects(whole, sp5, len(p.sockets))
+    counts = {s.populated for s in p.sockets}
+    if len(p.sockets) > 1 and 0 in counts:
+        out.append("a socket has no memory: " + ", ".join(socket_name(s.label) for s in p.sockets if not s.populated))
+    elif len(counts) > 1:
+        out.append("sockets populated unevenly (" + " vs ".join(str(s.populated) for s in p.sockets) + " DIMMs)")
     for s in p.sockets:
-        if not s.populated:
-            continue
-        if s.channels is not None and s.populated_channels is not None:
-            if s.populated_channels < s.channels:
-                out.append(f"{socket_name(s.label)}: {s.populated_channels} of {s.channels} channels populated")
-        elif sp5 and s.slots >= 12 and s.populated < 12:
-            out.append(f"{socket_name(s.label)}: {s.populated} of 12 SP5 channels populated")
-        elif s.populated * MAX_DIMMS_PER_CHANNEL < s.slots:
-            out.append(f"{socket_name(s.label)}: {s.populated} DIMM(s) in {s.slots} slots leave channels empty")
+        if s.populated:
+            out.extend(channel_defects(s, sp5, 1))
     return out
+
+
+def channel_defects(s: SocketPopulation, sp5: bool, sockets: int) -> list[str]:
+    """Empty channels of one socket (or of the whole board over `sockets` sockets)."""
+    if s.channels is not None and s.populated_channels is not None:
+        return [f"{socket_name(s.label)}: {s.populated_channels} of {s.channels} channels populated"] \
+            if s.populated_channels < s.channels else []
+    if sp5 and s.slots >= 12 * sockets and s.populated < 12 * sockets:
+        return [f"{socket_name(s.label)}: {s.populated} of {12 * sockets} SP5 channels populated"]
+    if s.populated * MAX_DIMMS_PER_CHANNEL < s.slots:
+        return [f"{socket_name(s.label)}: {s.populated} DIMM(s) in {s.slots} slots leave channels empty"]
+    return []
