@@ -250,3 +250,14 @@ def test_cstate_exposure_real_epyc_c2_at_30us_is_deep():
     assert f.idle_state_names == ["POLL:0", "C1:1", "C2:30"]
     v = judged(f, **{"cpupower_idle": text})["firmware.cstate_exposure"]
     assert "deep C-states (C2)" in v.title and "C2 (30 µs)" in v.observed
+
+
+@pytest.mark.parametrize("name,expected,needles,absent", [
+    ("intel-s2600wttr-2of24-sockets-by-slot-order.txt", "warning", ["2 DIMM(s) in 24 slots leave channels empty",
+                                                                     "sockets assumed from the slot order"], ["unevenly"]),
+    ("dell-cs24-ty-9of18-sockets-by-slot-order.txt", "ok", ["sockets assumed from the slot order"], ["unevenly", "no memory"]),
+])
+def test_memory_population_when_locators_name_no_socket(name, expected, needles, absent):
+    f = judged(dimm_facts(name, 2, vendor="Intel", family=6))["firmware.memory_population"]
+    assert f.severity.value == expected, f.observed
+    assert all(s in f.observed for s in needles) and not any(s in f.observed for s in absent), f.observed
