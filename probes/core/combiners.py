@@ -9,6 +9,7 @@ import re
 from collections.abc import Mapping
 
 from gpuaudit.probes.core.models import CommandRecord
+from gpuaudit.probes.core.parsers.lspci import bus_tree, parse_lspci_tree, parse_lspci_vvv, tree_path
 
 Outputs = Mapping[str, CommandRecord]
 
@@ -67,3 +68,107 @@ def vm_reason(outputs: Outputs) -> str | None:
     so every probe says the same thing about the same VM (kernel.version, firmware.cppc, numa_mode...)."""
     vm, why = virtual_machine(outputs)
     return f"virtual machine ({why}): the hypervisor host's firmware and hardware decide this" if vm else None
+
+
+# --- IOMMU translation of the GPU functions (firmware.iommu_mode, nccl.iommu_acs_gate) ---------------------------
+
+IOMMU_SOURCES = ("iommu_state", "proc_cmdline")
+"""The one reading of the IOMMU state: the live domain type of each NVIDIA function, the boot line as a fallback."""
+
+_IOMMU_OFF_ARGS = re.compile(r"\biommu=(?:pt|off)\b|\b(?:amd_iommu|intel_iommu)=off\b")
+
+
+def parse_iommu_state(text: str) -> tuple[list[str], dict[str, str]]:
+    """`iommu_state` output -> (IOMMU units, {NVIDIA function BDF: IOMMU domain type}).
+
+        units: ivhd0 ivhd1
+        gpu 0000:01:00.0 identity
+    A function without a readable type (no IOMMU group, or a kernel before 5.11 without `type`) maps to "".
+    Raises ValueError when the `units:` line is missing (not this command's output).
+    """
+    units: list[str] | None = None
+    types: dict[str, str] = {}
+    for line in (text or "").splitlines():
+        parts = line.split()
+        if parts[:1] == ["units:"]:
+            units = parts[1:]
+        elif parts[:1] == ["gpu"] and len(parts) >= 2:
+            types[parts[1]] = parts[2] if len(parts) > 2 else ""
+    if units is None:
+        raise ValueError(f"no 'units:' line: {(text or '').strip()[:80]!r}")
+    return units, types
+
+
+def type_counts(types: Mapping[str, str]) -> str:
+    """{"0000:01:00.0": "identity", ...} -> "identity×16" (most common first; "" reads "no type")."""
+    counted: dict[str, int] = {}
+    for t in types.values():
+        counted[t or "no type"] = counted.get(t or "no type", 0) + 1
+    return ", ".join(f"{t}×{n}" for t, n in sorted(counted.items(), key=lambda kv: -kv[1]))
+
+
+def gpu_iommu_translation(outputs: Outputs) -> tuple[bool | None, str]:
+    """Does the IOMMU translate the NVIDIA functions' DMA (peer traffic detours through it)? (answer, why).
+
+    From the live state first (`iommu_state`): no IOMMU unit and no typed GPU group -> False; a GPU function in a
+    DMA/DMA-FQ domain -> True; every GPU function identity -> False. The boot line (`proc_cmdline`) decides only
+    when the live state is unreadable or inconclusive: iommu=pt / iommu=off / amd_iommu=off / intel_iommu=off ->
+    False. Anything else -> None (never a guess).
+    """
+    rec = outputs.get("iommu_state")
+    live_why = "iommu_state not read"
+    if _answered(rec) and rec is not None:
+        try:
+            units, types = parse_iommu_state(rec.stdout)
+        except ValueError as exc:
+            live_why = f"iommu_state unreadable: {exc}"
+        else:
+            typed = {b: t for b, t in types.items() if t}
+            if not units and not typed:
+                return False, "no IOMMU unit"
+            if any(t.startswith("DMA") for t in typed.values()):
+                return True, f"{len(units)} IOMMU unit(s); GPU functions' domains: {type_counts(types)}"
+            if typed and len(typed) == len(types):
+                return False, f"GPU functions' domains: {type_counts(types)}"
+            live_why = (f"{len(units)} IOMMU unit(s); GPU functions' domains: {type_counts(types) or 'no NVIDIA function'}")
+    cmd = outputs.get("proc_cmdline")
+    if _answered(cmd) and cmd is not None and (m := _IOMMU_OFF_ARGS.search(cmd.stdout)):
+        return False, f"kernel command line {m.group(0)}"
+    return None, live_why
+
+
+# --- ACS redirect on the GPUs' upstream bridges (pcie.acs, nccl.iommu_acs_gate) -----------------------------------
+
+ACS_SOURCES = ("lspci_vvv", "lspci_tv")
+"""`lspci -D -vvv` (root) is the one reading of ACS; `lspci -tv` (else the bridges' Bus: lines) gives the paths."""
+
+
+def acs_redirects(acs_ctl: Mapping[str, bool] | None) -> bool:
+    """An ACSCtl with request or completion redirect on: peer requests go up to the root complex (and its IOMMU)."""
+    return bool(acs_ctl and (acs_ctl.get("ReqRedir") or acs_ctl.get("CmpltRedir")))
+
+
+def gpu_acs_redirect(outputs: Outputs) -> tuple[list[str] | None, str]:
+    """The bridges on the NVIDIA GPUs' upstream paths whose ACS redirects (BDFs, sorted), and why.
+
+    None when it cannot be told: lspci -vvv unread or <access denied> (needs root), no GPU in it, or no bridge
+    found above the GPUs. Paths come from `lspci -tv`, else from the bridges' `Bus: secondary=` lines.
+    """
+    rec = outputs.get("lspci_vvv")
+    if not _answered(rec) or rec is None:
+        return None, "lspci_vvv not read"
+    devices = parse_lspci_vvv(rec.stdout)
+    if any(d.access_denied for d in devices):
+        return None, "needs root: lspci printed <access denied> for the capabilities"
+    gpus = [d.bdf for d in devices if d.is_gpu]
+    if not gpus:
+        return None, f"no NVIDIA GPU in lspci_vvv ({len(devices)} function(s))"
+    tv = outputs.get("lspci_tv")
+    trees = ([parse_lspci_tree(tv.stdout)] if _answered(tv) and tv is not None else []) + [bus_tree(devices)]
+    tree = next((t for t in trees if any(tree_path(t, g) for g in gpus)), None)
+    by = {d.bdf: d for d in devices}
+    bridges = sorted({p for g in gpus for p in (tree_path(tree, g) if tree else []) if p in by})
+    if not bridges:
+        return None, "no bridge found above the GPUs (no lspci -tv path, no Bus: line leads to them)"
+    redirect = [b for b in bridges if acs_redirects(by[b].acs_ctl)]
+    return redirect, f"{len(redirect)} of {len(bridges)} bridge(s) above {len(gpus)} GPU(s) redirect"

@@ -77,7 +77,7 @@ def _iommu(r: Records) -> str | None:
 
 
 def _acs(r: Records) -> str | None:
-    text = r.get("lspci_acsctl", "")
+    text = r.get("lspci_vvv", "") or r.get("lspci_acsctl", "")  # lspci_acsctl: snapshots before the merge
     if not text:
         return None
     redirect = sum(1 for ln in text.splitlines() if "ACSCtl:" in ln and "ReqRedir+" in ln)

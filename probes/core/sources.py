@@ -145,8 +145,6 @@ SOURCES: dict[str, Source] = {s.id: s for s in (
     Source('smi_topo_m', 'nvidia-smi topo -m', on=BOTH, description='path type per GPU pair, NUMA affinity'),
     Source('smi_topo_p2p_r', 'nvidia-smi topo -p2p r', on=BOTH, description='driver-reported P2P read capability'),
     Source('smi_topo_p2p_w', 'nvidia-smi topo -p2p w', on=BOTH, description='driver-reported P2P write capability'),
-    Source('sys_iommu_groups', 'ls /sys/kernel/iommu_groups | wc -l; cat /sys/kernel/iommu_groups/*/type 2>/dev/null | sort | uniq -c', on=HOST, description='IOMMU group count and domain types (DMA = translated, identity = passthrough)'),
-    Source('lspci_acsctl', "lspci -vvv 2>/dev/null | grep -E '^[0-9a-f]|ACSCtl'", on=HOST, needs_root=True, description='ACS control bits of every PCIe function (redirect forces P2P through the root complex)'),
     Source('engine_procs', (
             ENGINE_PROCS_SHELL
         ), on=BOTH, description='serving engine processes: command line, NCCL/CUDA environment, mapped libnccl'),

@@ -55,7 +55,7 @@ CHECKS: tuple[Check, ...] = (
           fix="Kernel cmdline iommu=pt (AMD keeps the IOMMU on for x2APIC); disable ACS redirect in BIOS for GPU ports, or "
               "NCCL_P2P_DISABLE=1 as a stop-gap.",
           expected="iommu=pt (or IOMMU off) and no ACS redirect on GPU paths when TP uses P2P",
-          verdict=topo.iommu_acs_gate, any_of=("proc_cmdline", "sys_iommu_groups"), roles=HOST, needs_gpu=True),
+          verdict=topo.iommu_acs_gate, any_of=("iommu_state", "proc_cmdline"), roles=HOST, needs_gpu=True),
     Check("nccl.env_vs_topology", "Container NCCL environment vs host P2P capability", "container",
           why="A stale NCCL_P2P_DISABLE=1 costs every hop a trip through host memory; forcing P2P through an "
               "IOMMU-translated, ACS-redirected path is the reported recipe for hung collectives.",

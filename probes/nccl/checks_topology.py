@@ -102,7 +102,7 @@ _GATE_TITLES = {"ok": "GPU peer traffic not translated by the IOMMU", "unknown":
 def iommu_acs_gate(ctx: Ctx) -> Verdict:
     sev, obs = iommu_gate(ctx)
     found = engine(ctx)
-    ev = (("host", "lspci_acsctl"),) + (((found[0], "engine_procs"),) if found else ())
+    ev = (("host", "iommu_state"), ("host", "lspci_vvv")) + (((found[0], "engine_procs"),) if found else ())
     return Verdict(sev, obs, title=_GATE_TITLES[sev], evidence=ev)
 
 

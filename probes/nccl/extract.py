@@ -7,6 +7,7 @@ from collections.abc import Callable
 from typing import Any
 
 from gpuaudit.probes.core.checks import source_problem
+from gpuaudit.probes.core.combiners import ACS_SOURCES, IOMMU_SOURCES, gpu_acs_redirect, gpu_iommu_translation, parse_iommu_state
 from gpuaudit.probes.core.errors import ParseError
 from gpuaudit.probes.core.models import CommandRecord, Role
 from gpuaudit.probes.core.parsers.engine import (
@@ -22,12 +23,7 @@ from gpuaudit.probes.core.parsers.pyenv import parse_pyenv_json
 from gpuaudit.probes.core.parsers.system import parse_cpuinfo_id
 from gpuaudit.probes.core.spec import Outputs
 from gpuaudit.probes.nccl.facts import NcclFacts
-from gpuaudit.probes.nccl.parsers import (
-    parse_acsctl,
-    parse_gpu_matrix,
-    parse_iommu_groups,
-    parse_ldconfig_nccl,
-)
+from gpuaudit.probes.nccl.parsers import parse_gpu_matrix, parse_ldconfig_nccl
 
 
 def gpu_names(text: str) -> dict[str, Any]:
@@ -46,17 +42,19 @@ def matrix(field: str) -> Callable[[str], dict[str, Any]]:
     return lambda text: {field: parse_gpu_matrix(text)[0]}
 
 
-def acs_fields(text: str) -> dict[str, Any]:
-    if "ACSCtl" not in text and not re.search(r"^[0-9a-f]{2,4}:", text, re.M):
-        raise ParseError("no PCIe functions listed")
-    return {"acs_redirect": parse_acsctl(text)}
+def iommu_state_fields(text: str) -> dict[str, Any]:
+    """Only proves the output is `iommu_state`'s: the fact itself is the shared combiner's (see `derived`)."""
+    try:
+        parse_iommu_state(text)
+    except ValueError as exc:
+        raise ParseError(str(exc)) from exc
+    return {}
 
 
-def iommu_fields(text: str) -> dict[str, Any]:
-    groups, types = parse_iommu_groups(text)
-    if groups is None:
-        raise ParseError(f"no group count: {text.strip()[:80]!r}")
-    return {"iommu_groups": groups, "iommu_types": types}
+def lspci_fields(text: str) -> dict[str, Any]:
+    if not re.search(r"^(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7] ", text, re.M):
+        raise ParseError("no PCI function listed")
+    return {}
 
 
 def engine_fields(text: str) -> dict[str, Any]:
@@ -91,9 +89,8 @@ FIELDS: tuple[tuple[str, Callable[[str], dict[str, Any]]], ...] = (
     ("smi_topo_m", topo_fields),
     ("smi_topo_p2p_r", matrix("p2p_read")),
     ("smi_topo_p2p_w", matrix("p2p_write")),
-    ("proc_cmdline", lambda t: {"cmdline": t.strip()}),
-    ("sys_iommu_groups", iommu_fields),
-    ("lspci_acsctl", acs_fields),
+    ("iommu_state", iommu_state_fields),
+    ("lspci_vvv", lspci_fields),
     ("cpuinfo_id", lambda t: {"cpu_vendor": parse_cpuinfo_id(t).vendor}),
     ("engine_procs", engine_fields),
     ("engine_logs", log_fields),
@@ -113,6 +110,15 @@ def _parse(rec: CommandRecord, parse: Callable[[str], dict[str, Any]]) -> dict[s
         return f"unreadable: {exc}"
 
 
+def derived(outputs: Outputs) -> dict[str, Any]:
+    """The IOMMU/ACS facts, derived by the shared combiners exactly as pcie.acs and firmware.iommu_mode read them."""
+    if not any(cid in outputs for cid in IOMMU_SOURCES + ACS_SOURCES):
+        return {}
+    translated, iommu_why = gpu_iommu_translation(outputs)
+    redirect, acs_why = gpu_acs_redirect(outputs)
+    return {"iommu_translated": translated, "iommu_detail": iommu_why, "acs_redirect": redirect, "acs_detail": acs_why}
+
+
 def extract(outputs: Outputs, role: Role) -> NcclFacts:
     problems: dict[str, str] = {}
     fields: dict[str, Any] = {}
@@ -124,4 +130,4 @@ def extract(outputs: Outputs, role: Role) -> NcclFacts:
             problems[cid] = got
         else:
             fields.update(got)
-    return NcclFacts(**fields, problems=problems)
+    return NcclFacts(**fields, **derived(outputs), problems=problems)

@@ -14,11 +14,14 @@ class NcclFacts(BaseModel, frozen=True):
     gpu_numa: list[str] = []
     p2p_read: dict[str, str] | None = None
     p2p_write: dict[str, str] | None = None
-    cmdline: str | None = None
-    iommu_groups: int | None = None
-    iommu_types: dict[str, int] = {}
+    iommu_translated: bool | None = None
+    """The IOMMU translates the GPU functions' DMA (combiners.gpu_iommu_translation); None = not known."""
+    iommu_detail: str = ""
+    """What `iommu_translated` was read from ("GPU functions' domains: identity×16", "kernel command line iommu=pt")."""
     acs_redirect: list[str] | None = None
-    """PCIe functions with ACS request/completion redirect on; None = not read."""
+    """Bridges above the GPUs with ACS request/completion redirect on (combiners.gpu_acs_redirect); None = not known."""
+    acs_detail: str = ""
+    """How many bridges were judged, or why ACS could not be told."""
     cpu_vendor: str | None = None
     engine_listed: bool = False
     """The process scan (engine_procs) answered: no engine_kind then proves no engine runs here."""

@@ -1,4 +1,4 @@
-"""Pure parsers for the NCCL probe's commands (topology matrices, IOMMU groups, ACS, ldconfig)."""
+"""Pure parsers for the NCCL probe's commands (topology matrices, ldconfig); IOMMU and ACS are shared combiners."""
 
 from __future__ import annotations
 
@@ -24,39 +24,6 @@ def parse_gpu_matrix(text: str) -> tuple[dict[str, str], list[str], int]:
         raise ParseError("no GPU header row")
     cells = {f"{idx[a]}-{idx[b]}": v for (a, b), v in m.links.items() if a in idx and b in idx and idx[a] < idx[b]}
     return cells, [m.numa_affinity.get(g, "") for g in m.gpus], len(idx)
-
-
-def parse_iommu_groups(text: str) -> tuple[int | None, dict[str, int]]:
-    """`ls /sys/kernel/iommu_groups | wc -l; cat .../type | sort | uniq -c` -> (count, {type: n}).
-
-        96
-             96 DMA-FQ
-    """
-    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
-    if not lines or not lines[0].isdigit():
-        return None, {}
-    types: dict[str, int] = {}
-    for ln in lines[1:]:
-        m = re.match(r"(\d+)\s+(\S+)", ln)
-        if m:
-            types[m.group(2)] = int(m.group(1))
-    return int(lines[0]), types
-
-
-def parse_acsctl(text: str) -> list[str]:
-    """`lspci -vvv | grep -E '^[0-9a-f]|ACSCtl'` -> functions whose ACSCtl has ReqRedir+ or CmpltRedir+.
-
-        40:01.1 PCI bridge: Advanced Micro Devices, Inc. [AMD] Device 150a (rev 01)
-        		ACSCtl:	SrcValid+ TransBlk- ReqRedir+ CmpltRedir+ UpstreamFwd+ EgressCtrl- DirectTrans-
-    """
-    out: list[str] = []
-    dev = None
-    for ln in text.splitlines():
-        if re.match(r"^[0-9a-f]{2,4}:", ln):
-            dev = ln.split()[0]
-        elif "ACSCtl:" in ln and dev and re.search(r"\b(?:ReqRedir|CmpltRedir)\+", ln):
-            out.append(dev)
-    return list(dict.fromkeys(out))
 
 
 def parse_ldconfig_nccl(text: str) -> list[str]:

@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import re
-
-from gpuaudit.probes.core.checks import Ctx
+from gpuaudit.probes.core.checks import Ctx, source_problem
 from gpuaudit.probes.core.models import Role
 from gpuaudit.probes.core.parsers.engine import engine_listing_problem
 from gpuaudit.probes.nccl.facts import NcclFacts
@@ -67,17 +65,11 @@ def p2p_all_ok(f: NcclFacts | None) -> bool:
     return f is not None and bool(f.p2p_read) and all(v == "OK" for v in (f.p2p_read or {}).values())
 
 
-def iommu_translated(f: NcclFacts) -> bool | None:
-    """True when DMA is translated by the IOMMU (not passthrough), False when off/pt, None when unknown."""
-    if f.cmdline is not None and re.search(r"\biommu=pt\b|\b(?:amd_iommu|intel_iommu)=off\b|\biommu=off\b", f.cmdline):
-        return False
-    if f.iommu_groups is None:
-        return None
-    if f.iommu_groups == 0:
-        return False
-    if f.iommu_types:
-        return any(t.startswith("DMA") for t in f.iommu_types)
-    return True
+def host_problem(ctx: Ctx, command_id: str) -> str:
+    """Why a host source gave no usable data ("not collected", "needs root ...", a parse problem)."""
+    host = ctx.of("host")
+    return (source_problem(ctx.outputs.get("host", {}).get(command_id), host)
+            or (host.problems.get(command_id) if host is not None else None) or "no data")
 
 
 def iommu_gate(ctx: Ctx) -> tuple[str, str]:
@@ -85,7 +77,7 @@ def iommu_gate(ctx: Ctx) -> tuple[str, str]:
     host = ctx.of("host")
     if host is None:
         return "unknown", "host not audited"
-    translated = iommu_translated(host)
+    translated = host.iommu_translated
     found = engine(ctx)
     env = found[1].engine_env if found else {}
     p2p_off = env.get("NCCL_P2P_DISABLE") == "1"
@@ -93,15 +85,17 @@ def iommu_gate(ctx: Ctx) -> tuple[str, str]:
     if translated is False:
         return "ok", "IOMMU off or passthrough: GPU peer traffic is not translated"
     if translated is None:
-        why = "; ".join(f"{c}: {host.problems[c]}" for c in ("proc_cmdline", "sys_iommu_groups") if c in host.problems)
-        return "unknown", f"IOMMU state unreadable ({why or 'no iommu= on the kernel command line, groups not read'})"
-    types = ", ".join(f"{k}×{v}" for k, v in host.iommu_types.items()) or "types unread"
-    base = f"IOMMU translating ({host.iommu_groups} groups, {types})"
+        return "unknown", (f"IOMMU state of the GPU functions not known ({host.iommu_detail or 'not read'}; "
+                           f"iommu_state: {host_problem(ctx, 'iommu_state')}; no iommu=pt/off on the kernel command line)")
+    base = f"IOMMU translating ({host.iommu_detail})"
     redirect = host.acs_redirect
     if redirect is None:
-        return "warning", f"{base}; ACS state unknown ({host.problems.get('lspci_acsctl', 'not collected')})"
+        why = host.acs_detail if ctx.usable("lspci_vvv", "host") else f"lspci_vvv: {host_problem(ctx, 'lspci_vvv')}"
+        return "warning", f"{base}; ACS state unknown ({why})"
     if redirect and not p2p_off and tp > 1:
-        return "critical", f"{base}; ACS redirect on {len(redirect)} function(s) ({', '.join(redirect[:4])}); engine TP={tp} with P2P allowed"
+        return "critical", (f"{base}; ACS redirect on {len(redirect)} bridge(s) above the GPUs ({', '.join(redirect[:4])}); "
+                            f"engine TP={tp} with P2P allowed")
     if redirect:
-        return "warning", f"{base}; ACS redirect on {len(redirect)} function(s); P2P {'disabled' if p2p_off else 'allowed'}, TP={tp or 'n/a'}"
-    return "warning", f"{base}; no ACS redirect found"
+        return "warning", (f"{base}; ACS redirect on {len(redirect)} bridge(s) above the GPUs; "
+                           f"P2P {'disabled' if p2p_off else 'allowed'}, TP={tp or 'n/a'}")
+    return "warning", f"{base}; no ACS redirect above the GPUs ({host.acs_detail})"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from gpuaudit.probes.core.checks import Ctx, Verdict, critical, info, ok, unknown, warning
+from gpuaudit.probes.core.combiners import acs_redirects
 from gpuaudit.probes.pcie.common import counts, first_upstream, no_gpu_found, why_unusable
 from gpuaudit.probes.pcie.facts import PcieFacts
 
@@ -63,7 +64,7 @@ def acs(ctx: Ctx) -> Verdict:
     if not bridges:
         return unknown(f"no bridge found above the GPUs (lspci_tv: {why_unusable(ctx, 'lspci_tv')}; "
                        "no `Bus: secondary=` line leads to them)")
-    redir = [by[b] for b in sorted(bridges) if (a := by[b].acs_ctl) and (a.get("ReqRedir") or a.get("CmpltRedir"))]
+    redir = [by[b] for b in sorted(bridges) if acs_redirects(by[b].acs_ctl)]
     via = f" (paths from {h.tree_source})" if h.tree_source != "lspci -tv" else ""
     if not redir:
         return ok(f"{len(bridges)} bridge(s) on GPU paths, ReqRedir-/CmpltRedir- or no ACS capability{via}",

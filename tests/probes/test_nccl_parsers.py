@@ -8,7 +8,7 @@ import pytest
 
 from gpuaudit.probes.core.errors import ParseError
 from gpuaudit.probes.core.parsers.nccl_tests import human_size, parse_all_reduce_perf
-from gpuaudit.probes.nccl import nccl_version_from_path, parse_acsctl, parse_gpu_matrix, parse_iommu_groups, parse_ldconfig_nccl
+from gpuaudit.probes.nccl import nccl_version_from_path, parse_gpu_matrix, parse_ldconfig_nccl
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures/nvidia"
 
@@ -70,16 +70,7 @@ def test_matrix_rejects_garbage():
         parse_gpu_matrix("NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver.\n")
 
 
-def test_iommu_acs_ldconfig():
-    assert parse_iommu_groups("112\n    112 identity\n") == (112, {"identity": 112})
-    assert parse_iommu_groups("0\n") == (0, {})
-    assert parse_iommu_groups("ls: cannot access\n") == (None, {})
-    # line shapes of corpus system/lspci-vvv (amd-rome ... acs-enabled, esc8000a grep ACSCtl), combined synthetically
-    text = ("00:03.1 PCI bridge [0604]: Advanced Micro Devices, Inc. [AMD] Starship/Matisse GPP Bridge [1022:1483]\n"
-            "\t\tACSCtl:\tSrcValid+ TransBlk- ReqRedir+ CmpltRedir+ UpstreamFwd+ EgressCtrl- DirectTrans-\n"
-            "40:01.1 PCI bridge: x\n"
-            "                ACSCtl: SrcValid- TransBlk- ReqRedir- CmpltRedir- UpstreamFwd- EgressCtrl- DirectTrans-\n")
-    assert parse_acsctl(text) == ["00:03.1"]
+def test_ldconfig():
     libs = parse_ldconfig_nccl("\tlibnccl.so.2 (libc6,x86-64) => /lib/x86_64-linux-gnu/libnccl.so.2\n")
     assert libs == ["/lib/x86_64-linux-gnu/libnccl.so.2"]
     assert nccl_version_from_path("/usr/lib/libnccl.so.2.27.7") == "2.27.7" and nccl_version_from_path(libs[0]) is None

@@ -17,8 +17,8 @@ FIX = Path(__file__).resolve().parents[1] / "fixtures/nvidia"
 OK8 = {f"{i}-{j}": "OK" for i in range(8) for j in range(i + 1, 8)}
 TOPO8 = {f"{i}-{j}": ("NODE" if i // 4 == j // 4 else "SYS") for i in range(8) for j in range(i + 1, 8)}
 HOST = dict(gpu_names=["NVIDIA RTX PRO 6000 Blackwell Server Edition"] * 8, topo=TOPO8, gpu_numa=["0"] * 4 + ["1"] * 4,
-            p2p_read=OK8, p2p_write=OK8, cmdline="ro quiet iommu=pt", iommu_groups=112, iommu_types={"identity": 112},
-            acs_redirect=[], cpu_vendor="AuthenticAMD", gpu_count=8, engine_listed=True)
+            p2p_read=OK8, p2p_write=OK8, iommu_translated=False,
+            iommu_detail="GPU functions' domains: identity×16", acs_redirect=[], cpu_vendor="AuthenticAMD", gpu_count=8, engine_listed=True)
 ENG = dict(engine_listed=True, engine_kind="sglang", engine_tp=8, custom_allreduce_disabled=False, engine_env_readable=True,
            engine_env={})
 
@@ -50,16 +50,16 @@ def test_topology_class(vendor, env, topo, expected):
     assert sev({"host": F(problems={"smi_topo_m": "x"})}, "nccl.topology_class") == "unknown"
 
 
-@pytest.mark.parametrize("env,cmdline,expected", [
-    ({}, "iommu=pt", "ok"),
-    ({"NCCL_P2P_DISABLE": "1"}, "iommu=pt", "warning"),  # stale workaround
-    ({"NCCL_SHM_DISABLE": "1"}, "iommu=pt", "warning"),
-    ({"NCCL_DEBUG": "INFO"}, "iommu=pt", "info"),
-    ({"NCCL_MIN_NCHANNELS": "8"}, "iommu=pt", "info"),
-    ({"NCCL_P2P_DISABLE": "1"}, "quiet", "info"),  # IOMMU translating + ACS: the disable may be the fix
+@pytest.mark.parametrize("env,translated,expected", [
+    ({}, False, "ok"),
+    ({"NCCL_P2P_DISABLE": "1"}, False, "warning"),  # stale workaround
+    ({"NCCL_SHM_DISABLE": "1"}, False, "warning"),
+    ({"NCCL_DEBUG": "INFO"}, False, "info"),
+    ({"NCCL_MIN_NCHANNELS": "8"}, False, "info"),
+    ({"NCCL_P2P_DISABLE": "1"}, True, "info"),  # IOMMU translating + ACS: the disable may be the fix
 ])
-def test_env_overrides(env, cmdline, expected):
-    host = F(**(HOST | {"cmdline": cmdline, "iommu_types": {"DMA-FQ": 112}, "acs_redirect": ["00:01.1"]}))
+def test_env_overrides(env, translated, expected):
+    host = F(**(HOST | {"iommu_translated": translated, "acs_redirect": ["0000:00:01.1"]}))
     facts = {"host": host, "container": F(**(ENG | {"engine_env": env}))}
     assert sev(facts, "nccl.env_overrides") == expected
 
@@ -71,30 +71,31 @@ def test_env_overrides_unknown_and_no_engine():
     assert sev({"host": F(problems={"engine_procs": "x"})}, "nccl.env_overrides") == "unknown"
 
 
-@pytest.mark.parametrize("cmdline,types,acs,env,tp,expected", [
-    ("iommu=pt", {"identity": 112}, [], {}, 8, "ok"),
-    ("quiet", {"DMA-FQ": 112}, ["00:01.1"], {}, 8, "critical"),
-    ("quiet", {"DMA-FQ": 112}, ["00:01.1"], {"NCCL_P2P_DISABLE": "1"}, 8, "warning"),
-    ("quiet", {"DMA-FQ": 112}, ["00:01.1"], {}, 1, "warning"),  # boundary: TP=1 uses no P2P
-    ("quiet", {"DMA-FQ": 112}, [], {}, 8, "warning"),
-    ("quiet", {"DMA-FQ": 112}, None, {}, 8, "warning"),  # ACS unread
-    ("quiet", {}, [], {}, 8, "warning"),
+@pytest.mark.parametrize("translated,acs,env,tp,expected", [
+    (False, [], {}, 8, "ok"),
+    (False, ["0000:00:01.1"], {}, 8, "ok"),  # passthrough: redirected peer traffic is not translated
+    (True, ["0000:00:01.1"], {}, 8, "critical"),
+    (True, ["0000:00:01.1"], {"NCCL_P2P_DISABLE": "1"}, 8, "warning"),
+    (True, ["0000:00:01.1"], {}, 1, "warning"),  # boundary: TP=1 uses no P2P
+    (True, [], {}, 8, "warning"),
+    (True, None, {}, 8, "warning"),  # ACS unread
+    (None, [], {}, 8, "unknown"),  # IOMMU state not known: never ok
 ])
-def test_iommu_acs_gate(cmdline, types, acs, env, tp, expected):
-    host = F(**(HOST | {"cmdline": cmdline, "iommu_types": types, "acs_redirect": acs}))
+def test_iommu_acs_gate(translated, acs, env, tp, expected):
+    host = F(**(HOST | {"iommu_translated": translated, "acs_redirect": acs}))
     facts = {"host": host, "container": F(**(ENG | {"engine_env": env, "engine_tp": tp}))}
     assert sev(facts, "nccl.iommu_acs_gate") == expected
 
 
 def test_iommu_gate_off_and_unknown():
-    assert sev({"host": F(cmdline="ro", iommu_groups=0)}, "nccl.iommu_acs_gate") == "ok"
-    assert sev({"host": F(problems={"sys_iommu_groups": "x"})}, "nccl.iommu_acs_gate") == "unknown"
+    assert sev({"host": F(iommu_translated=False, iommu_detail="no IOMMU unit")}, "nccl.iommu_acs_gate") == "ok"
+    assert sev({"host": F(problems={"iommu_state": "x", "proc_cmdline": "y"})}, "nccl.iommu_acs_gate") == "unknown"
 
 
 @pytest.mark.parametrize("env,gate_host,expected", [
     ({}, {}, "ok"),
     ({"NCCL_P2P_DISABLE": "1"}, {}, "warning"),
-    ({"NCCL_P2P_LEVEL": "SYS"}, {"cmdline": "quiet", "iommu_types": {"DMA": 9}, "acs_redirect": ["00:01.1"]}, "critical"),
+    ({"NCCL_P2P_LEVEL": "SYS"}, {"iommu_translated": True, "acs_redirect": ["0000:00:01.1"]}, "critical"),
     ({"NCCL_P2P_LEVEL": "SYS"}, {}, "ok"),
 ])
 def test_env_vs_topology(env, gate_host, expected):
