@@ -176,6 +176,25 @@ def host_layout_applies(ctx: Ctx) -> str | None:
     return single_node(ctx)
 
 
+def binding_groups(found: list[Worker], node_cpus: dict[int, set[int]]) -> dict[str, list[str]]:
+    """Workers by where they may run: "away" (no CPU near their GPU), "unpinned" (several nodes), "near", "unread"."""
+    groups: dict[str, list[str]] = {"away": [], "unpinned": [], "near": [], "unread": []}
+    for x in found:
+        if x.w.cpus is None:
+            groups["unread"].append(x.label)
+            continue
+        allowed = set(x.w.cpus)
+        spans = sorted(n for n, c in node_cpus.items() if c & allowed)
+        desc = f"{x.label}: CPUs {ranges(x.w.cpus)}"
+        if x.local and not allowed & set(x.local):
+            groups["away"].append(f"{desc}, GPU-local CPUs {ranges(x.local)}")
+        elif len(spans) > 1:
+            groups["unpinned"].append(f"{desc} (nodes {ranges(spans)})")
+        else:
+            groups["near"].append(desc)
+    return groups
+
+
 def worker_binding(ctx: Ctx) -> Verdict:
     host = host_of(ctx)
     if host.nodes is None:
@@ -183,22 +202,8 @@ def worker_binding(ctx: Ctx) -> Verdict:
     got = engine_workers(ctx)
     if isinstance(got, Verdict):
         return got
-    _role, found = got
-    node_cpus = {n.id: set(n.cpus) for n in host.nodes}
-    away, unpinned, near, unread = [], [], [], []
-    for x in found:
-        if x.w.cpus is None:
-            unread.append(x.label)
-            continue
-        allowed = set(x.w.cpus)
-        spans = sorted(n for n, c in node_cpus.items() if c & allowed)
-        desc = f"{x.label}: CPUs {ranges(x.w.cpus)}"
-        if x.local and not allowed & set(x.local):
-            away.append(f"{desc}, GPU-local CPUs {ranges(x.local)}")
-        elif len(spans) > 1:
-            unpinned.append(f"{desc} (nodes {ranges(spans)})")
-        else:
-            near.append(desc)
+    g = binding_groups(got[1], {n.id: set(n.cpus) for n in host.nodes})
+    away, unpinned, near, unread = g["away"], g["unpinned"], g["near"], g["unread"]
     if away:
         return warning(more(away), "each rank's allowed CPUs on its GPU's NUMA node",
                        title=f"{len(away)} engine worker(s) pinned away from their GPU")
