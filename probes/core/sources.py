@@ -141,7 +141,6 @@ SOURCES: dict[str, Source] = {s.id: s for s in (
             '--format=csv,noheader,nounits'
         ), on=HOST, description='GPU power limits, clocks, temperatures, clock-event reasons'),
     Source('nvidia_rtd3', 'grep -s -H . /proc/driver/nvidia/gpus/*/power; true', on=HOST, description='NVIDIA runtime D3 status per GPU'),
-    Source('smi_gpu_cc', 'nvidia-smi --query-gpu=index,name,compute_cap,driver_version --format=csv,noheader', on=BOTH, description='GPU names, compute capability, driver version'),
     Source('smi_topo_m', 'nvidia-smi topo -m', on=BOTH, description='path type per GPU pair, NUMA affinity'),
     Source('smi_topo_p2p_r', 'nvidia-smi topo -p2p r', on=BOTH, description='driver-reported P2P read capability'),
     Source('smi_topo_p2p_w', 'nvidia-smi topo -p2p w', on=BOTH, description='driver-reported P2P write capability'),

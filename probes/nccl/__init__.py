@@ -16,7 +16,7 @@ from gpuaudit.probes.nccl.summary import summarize
 
 PROBE_ID = "nccl"
 COMMANDS = (
-    use("smi_gpu_cc", "smi_topo_m", "smi_topo_p2p_r", "smi_topo_p2p_w", "engine_procs", "ldconfig_nccl", "pyenv", "engine_logs")
+    use("smi_gpu_ids", "smi_topo_m", "smi_topo_p2p_r", "smi_topo_p2p_w", "engine_procs", "ldconfig_nccl", "pyenv", "engine_logs")
     + use("iommu_state", "proc_cmdline", "lspci_vvv", "lspci_tv", "cpuinfo_id", "nccl_all_reduce_perf")
 )
 

@@ -18,7 +18,7 @@ from gpuaudit.probes.core.parsers.engine import (
     summarize_engine,
 )
 from gpuaudit.probes.core.parsers.nccl_tests import parse_all_reduce_perf
-from gpuaudit.probes.core.parsers.nvidia_smi import parse_query_gpu_csv
+from gpuaudit.probes.core.parsers.nvidia_smi import SMI_GPU_IDS, parse_query_gpu_csv
 from gpuaudit.probes.core.parsers.pyenv import parse_pyenv_json
 from gpuaudit.probes.core.parsers.system import parse_cpuinfo_id
 from gpuaudit.probes.core.spec import Outputs
@@ -26,8 +26,12 @@ from gpuaudit.probes.nccl.facts import NcclFacts
 from gpuaudit.probes.nccl.parsers import parse_gpu_matrix, parse_ldconfig_nccl
 
 
+GPU_ID_FIELDS = SMI_GPU_IDS.split("--query-gpu=")[1].split()[0].split(",")
+
+
 def gpu_names(text: str) -> dict[str, Any]:
-    names = [r["name"] for r in parse_query_gpu_csv(text, ("index", "name", "compute_cap", "driver_version")) if r.get("name")]
+    """`smi_gpu_ids` (index, uuid, pci.bus_id, name: the line the container and numa probes read) -> names."""
+    names = [r["name"] for r in parse_query_gpu_csv(text, GPU_ID_FIELDS) if r.get("name")]
     if not names:
         raise ParseError((text.strip().splitlines() or ["empty output"])[0][:120])
     return {"gpu_names": names}
@@ -85,7 +89,7 @@ def allreduce_fields(text: str) -> dict[str, Any]:
 
 
 FIELDS: tuple[tuple[str, Callable[[str], dict[str, Any]]], ...] = (
-    ("smi_gpu_cc", gpu_names),
+    ("smi_gpu_ids", gpu_names),
     ("smi_topo_m", topo_fields),
     ("smi_topo_p2p_r", matrix("p2p_read")),
     ("smi_topo_p2p_w", matrix("p2p_write")),

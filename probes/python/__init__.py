@@ -16,7 +16,7 @@ from gpuaudit.probes.python.parsers import driver_max_cuda, parse_gpu_cc, parse_
 from gpuaudit.probes.python.summary import summarize
 
 PROBE_ID = "python"
-COMMANDS = use("smi_gpu_cc", "pyenv", "engine_procs", "engine_proc_status", "engine_logs", "jit_cache_dirs",
+COMMANDS = use("smi_query_driver", "pyenv", "engine_procs", "engine_proc_status", "engine_logs", "jit_cache_dirs",
                "engine_model_files")  # engine_model_files: the roofline (probes/core/roofline)
 
 PROBE = Probe(id=PROBE_ID, title="Python runtime", commands=COMMANDS, extract=extract, checks=CHECKS,

@@ -14,7 +14,7 @@ from gpuaudit.probes.core.checks import (
     warning,
 )
 from gpuaudit.probes.core.parsers.pyenv import arch_sms, cuda_major_minor
-from gpuaudit.probes.python.parsers import driver_max_cuda, sm_of
+from gpuaudit.probes.python.parsers import GPU_SOURCE, driver_max_cuda, sm_of
 from gpuaudit.probes.python.targets import engine, gpu_problem, gpus
 
 _ARCH_TITLES = {"ok": "torch carries kernels for every GPU architecture",
@@ -45,7 +45,7 @@ def torch_arch_support(ctx: Ctx) -> Verdict:
     if g is None:
         return unknown(gpu_problem(ctx), title="GPU compute capability unknown")
     grole, gf = g
-    ev = ((grole, "smi_gpu_cc"),)
+    ev = ((grole, GPU_SOURCE),)
     if rt.torch is None:
         return info(f"not applicable: {rt.interpreter or 'python3'} has no torch ({(rt.torch_error or '')[:120]})",
                     title="torch not installed in the inspected Python", evidence=ev,
@@ -134,7 +134,7 @@ def cuda_runtime_vs_driver(ctx: Ctx) -> Verdict:
     drv_role = "host" if host is not None and host.driver else ("container" if ctx.of("container") and ctx.of("container").driver else None)
     driver = ctx.of(drv_role).driver if drv_role else None
     maxc = driver_max_cuda(driver)
-    ev = ((drv_role, "smi_gpu_cc"),) if drv_role else ()
+    ev = ((drv_role, GPU_SOURCE),) if drv_role else ()
     if driver is None or maxc is None:
         return unknown(f"torch CUDA {rt.torch_cuda}; driver {driver or 'not read'} ({gpu_problem(ctx)})",
                        title="Driver's CUDA support unknown", evidence=ev)

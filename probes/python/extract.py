@@ -20,7 +20,7 @@ from gpuaudit.probes.core.parsers.engine import (
 from gpuaudit.probes.core.parsers.pyenv import parse_pyenv_json
 from gpuaudit.probes.core.spec import Outputs
 from gpuaudit.probes.python.facts import PythonFacts
-from gpuaudit.probes.python.parsers import median, parse_gpu_cc, parse_jit_dirs
+from gpuaudit.probes.python.parsers import GPU_SOURCE, median, parse_gpu_cc, parse_jit_dirs
 
 
 def gpu_fields(text: str) -> dict[str, Any]:
@@ -81,7 +81,7 @@ def jit_fields(text: str) -> dict[str, Any]:
 
 
 FIELDS: tuple[tuple[str, Callable[[str], dict[str, Any]]], ...] = (
-    ("smi_gpu_cc", gpu_fields),
+    (GPU_SOURCE, gpu_fields),
     ("pyenv", pyenv_fields),
     ("engine_procs", engine_fields),
     ("engine_proc_status", status_fields),

@@ -5,9 +5,12 @@ from __future__ import annotations
 import re
 
 from gpuaudit.probes.core.parsers.nvidia_smi import parse_query_gpu_csv
+from gpuaudit.probes.core.sources import SOURCES
 from gpuaudit.probes.python.facts import JitDir
 
-SMI_GPU_CC_FIELDS = ("index", "name", "compute_cap", "driver_version")
+GPU_SOURCE = "smi_query_driver"
+"""The driver probe's per-GPU line (it holds name, compute_cap, driver_version): read once, not a second query."""
+GPU_FIELDS = tuple(m.group(1).split(",")) if (m := re.search(r"--query-gpu=(\S+)", SOURCES[GPU_SOURCE].shell)) else ()
 
 # Newest CUDA each driver branch supports (nvidia-smi's "CUDA Version"; CUDA release notes, table 3).
 _DRIVER_CUDA = ((590, (13, 1)), (580, (13, 0)), (575, (12, 9)), (570, (12, 8)), (565, (12, 7)), (560, (12, 6)),
@@ -16,14 +19,14 @@ _DRIVER_CUDA = ((590, (13, 1)), (580, (13, 0)), (575, (12, 9)), (570, (12, 8)), 
 
 
 def parse_gpu_cc(text: str) -> list[tuple[str, str | None, str | None]]:
-    """`nvidia-smi --query-gpu=index,name,compute_cap,driver_version --format=csv,noheader` -> rows.
+    """`smi_query_driver` (`nvidia-smi --query-gpu=index,name,pci.bus_id,compute_cap,driver_version,...`) -> rows.
 
-        0, NVIDIA RTX PRO 6000 Blackwell Server Edition, 12.0, 590.48.01
+        0, NVIDIA RTX PRO 6000 Blackwell Server Edition, 00000000:01:00.0, 12.0, 590.48.01, Enabled, ...
     -> [("NVIDIA RTX PRO 6000 Blackwell Server Edition", "12.0", "590.48.01")]
     Raises ParseError on an nvidia-smi error banner or a row of the wrong width.
     """
     rows = []
-    for r in parse_query_gpu_csv(text, SMI_GPU_CC_FIELDS):
+    for r in parse_query_gpu_csv(text, GPU_FIELDS):
         cc, drv = r.get("compute_cap") or "", r.get("driver_version") or ""
         rows.append((r.get("name") or "?", cc if re.fullmatch(r"\d+\.\d+", cc) else None, drv if re.match(r"\d+\.", drv) else None))
     return rows

@@ -10,6 +10,7 @@ from gpuaudit.probes.core.checks import Ctx
 from gpuaudit.probes.core.models import Role
 from gpuaudit.probes.core.parsers.engine import engine_listing_problem
 from gpuaudit.probes.python.facts import PythonFacts
+from gpuaudit.probes.python.parsers import GPU_SOURCE
 
 FIRST_OF: tuple[Role, ...] = ("container", "host")
 NO_ENGINE = "no serving engine found (no SGLang/vLLM/TGI server process)"
@@ -27,7 +28,7 @@ def gpus(ctx: Ctx) -> tuple[Role, PythonFacts] | None:
 
 
 def gpu_problem(ctx: Ctx) -> str:
-    return "; ".join(f"{r}: smi_gpu_cc {f.problems['smi_gpu_cc']}" for r, f in _ordered(ctx) if "smi_gpu_cc" in f.problems) \
+    return "; ".join(f"{r}: {GPU_SOURCE} {f.problems[GPU_SOURCE]}" for r, f in _ordered(ctx) if GPU_SOURCE in f.problems) \
         or "no GPU listed by nvidia-smi"
 
 

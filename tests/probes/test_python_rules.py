@@ -132,7 +132,7 @@ async def test_end_to_end_case_study_before():
     assert max(r.findings, key=lambda f: f.severity.rank).id == "python.cuda_graphs"
     assert by["python.torch_arch_support"].severity.value == "ok" and "sm_120" in by["python.torch_arch_support"].observed
     assert by["python.cuda_runtime_vs_driver"].targets == ["container"]  # judged on the engine's Python
-    assert [(e.target, e.command_id) for e in by["python.cuda_runtime_vs_driver"].evidence] == [("container", "pyenv"), ("host", "smi_gpu_cc")]
+    assert [(e.target, e.command_id) for e in by["python.cuda_runtime_vs_driver"].evidence] == [("container", "pyenv"), ("host", "smi_query_driver")]
     assert "TP=8" in r.summary and len(by) == 10 and by["python.measured_throughput"].severity.value == "info"
 
 
