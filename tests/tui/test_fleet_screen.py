@@ -14,6 +14,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from textual.events import Key
 from textual.widgets import DataTable, Input, Static
 
 from fleet_support import DOWN, HOSTS, REFUSED, ReplayedFleet, TickClock, live_model, write_snapshots
@@ -141,6 +142,16 @@ async def test_slash_filters_by_name_and_outlier_fact_escape_clears() -> None:
         assert len(shown(app)) == 8
         await pilot.press(*"7", "escape")
         assert len(shown(app)) == 8
+
+
+async def test_keys_typed_in_one_burst_with_slash_land_in_the_filter() -> None:
+    app, rep, model = replayed()
+    async with app.run_test(size=(80, 24)) as pilot:
+        await advance(pilot, rep, 20)
+        for key, ch in [("slash", "/"), ("k", "k"), ("e", "e"), ("r", "r"), ("n", "n"), ("o", "o")]:
+            app.post_message(Key(key, ch))  # as a terminal delivers a paste: all queued before any is handled
+        await pilot.pause()
+        assert app.screen.query_one(Input).value == "kerno" and "sort: inventory order" in text_of(app, "#fleet-sort")
 
 
 # --- Enter opens the node's dashboard, Escape returns -----------------------------------------------

@@ -13,7 +13,7 @@ from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
 from textual.binding import Binding
-from textual.events import Resize
+from textual.events import Key, Resize
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
@@ -171,6 +171,7 @@ class FleetScreen(Screen[None]):
         self._shown: tuple[int, str, str, int] | None = None
         """(model version, sort, filter, width) of what the table shows: re-rendered only when one changes."""
         self._keys: list[str] = []
+        self._typing = False
 
     def compose(self) -> ComposeResult:
         yield Static(id="fleet-progress")
@@ -269,8 +270,24 @@ class FleetScreen(Screen[None]):
         self.sort = next_sort(self.sort, step)
         self.refresh_view()
 
+    def on_key(self, event: Key) -> None:
+        """Keys typed in one burst with `/` reach the table before the binding moves the focus: put them in
+        the box (a paste, or a fast typist over a slow link)."""
+        box = self.query_one("#fleet-filter", Input)
+        if box.has_focus:
+            self._typing = False
+        elif event.key == "slash":
+            self._typing = True
+        elif self._typing and event.is_printable and event.character:
+            box.insert_text_at_cursor(event.character)
+            event.stop()
+            event.prevent_default()
+        else:
+            self._typing = False
+
     def action_text_filter(self) -> None:
-        self.query_one("#fleet-filter", Input).focus()  # always shown: keys typed right after / are not lost
+        # at once, not through focus() (a queued callback): keys typed right after / must land in the box
+        self.set_focus(self.query_one("#fleet-filter", Input))
 
     @on(Input.Changed, "#fleet-filter")
     def _typed(self, event: Input.Changed) -> None:
