@@ -18,6 +18,12 @@ EXIT_OK, EXIT_FINDINGS, EXIT_ERROR, EXIT_TARGET_FAILED = 0, 1, 2, 3
 
 async def collect(setup: AuditSetup, progress: bool = False, partial: list[AuditRun] | None = None) -> AuditRun:
     """Run the audit to completion and fold its events (`partial` holds the run so far, for an interrupted --save)."""
+    task = asyncio.current_task()
+    if task is not None:  # SIGTERM cancels like Ctrl-C does: every remote command is killed before we exit
+        try:
+            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+        except (ValueError, RuntimeError, NotImplementedError):  # not the main thread, or no signals here
+            pass
     audit = setup.audit
     run = initial_run(audit.targets, [(p.id, p.title) for p in audit.probes])
     reporter = _Progress(len(audit.probes)) if progress else None
@@ -105,14 +111,13 @@ def _save_incomplete(run: AuditRun, setup: AuditSetup, args: argparse.Namespace)
 
 def main(args: argparse.Namespace) -> int:
     setup = build_setup(args)
-    signal.signal(signal.SIGTERM, signal.default_int_handler)  # SIGTERM stops like Ctrl-C: remote commands are killed
     partial: list[AuditRun] = []
     try:
         run = asyncio.run(collect(setup, progress=sys.stderr.isatty(), partial=partial))
-    except KeyboardInterrupt:
+    except (KeyboardInterrupt, asyncio.CancelledError):  # Ctrl-C, or SIGTERM (collect's handler)
         if args.save is not None and partial and setup.mode != "resume":
             _save_incomplete(partial[0], setup, args)
-        raise
+        raise KeyboardInterrupt from None
     snapshot = Snapshot.from_run(run)
     if setup.mode == "resume":  # always stored as a new snapshot (tui/resume.py)
         from gpuaudit.tui.resume import finish

@@ -54,7 +54,7 @@ class PooledTransport:
         return next((r for r in reasons if r), None)
 
     async def run(self, line: str, *, command_id: str, timeout_s: float, max_bytes: int,
-                  gate: Gate | None = None) -> RawResult:
+                  gate: Gate | None = None, marker: str | None = None) -> RawResult:
         """Run on the least busy live member; a command that never started moves to another live member at once."""
         result = not_run("connection lost: not connected")
         for _ in range(len(self.members)):
@@ -64,7 +64,7 @@ class PooledTransport:
             self._in_flight[id(member)] += 1
             try:
                 result = await member.run(line, command_id=command_id, timeout_s=timeout_s, max_bytes=max_bytes,
-                                          gate=gate)  # type: ignore[call-arg]
+                                          gate=gate, marker=marker)  # type: ignore[call-arg]
             finally:
                 self._in_flight[id(member)] -= 1
             if not (result.not_started and getattr(member, "lost", False)):

@@ -199,9 +199,13 @@ class Audit:
             line = remote_line(PREFLIGHT.shell, marker=self._marker_for(binding), wrap_prefix=binding.wrap_prefix,
                                wrap_sudo=self._wrap_needs_sudo(role), inner_timeout=False,
                                timeout_s=PREFLIGHT.timeout_s if host_timeout else None)
-            raw = self._unmark(binding, await binding.transport.run(
-                line, command_id=PREFLIGHT.id, timeout_s=min(PREFLIGHT.timeout_s or 15, self.options.timeout_s + 10),
-                max_bytes=64 * 1024))
+            preflight_timeout = min(PREFLIGHT.timeout_s or 15, self.options.timeout_s + 10)
+            if getattr(binding.transport, "executes_lines", False):
+                raw = await binding.transport.run(line, command_id=PREFLIGHT.id, timeout_s=preflight_timeout, max_bytes=64 * 1024,
+                                                  marker=self._marker_for(binding))  # type: ignore[call-arg]
+            else:
+                raw = await binding.transport.run(line, command_id=PREFLIGHT.id, timeout_s=preflight_timeout, max_bytes=64 * 1024)
+            raw = self._unmark(binding, raw)
             if raw.exit_status != 0:
                 detail = (decode_output(raw.stderr).strip() or raw.error or f"exit {raw.exit_status}").splitlines()
                 raise TransportError(f"{binding.target.spec}: cannot run commands: {detail[0][:200] if detail else 'no output'}")
@@ -326,7 +330,8 @@ class Audit:
                 await slots.acquire()
             try:
                 raw = await binding.transport.run(line, command_id=command_id, timeout_s=timeout_s, max_bytes=room,
-                                                  gate=lambda: self._gate(gate_role, line))  # type: ignore[call-arg]
+                                                  gate=lambda: self._gate(gate_role, line),
+                                                  marker=self._marker_for(binding))  # type: ignore[call-arg]
             finally:
                 if slots is not None:
                     slots.release()

@@ -9,18 +9,20 @@ import random
 import time
 import weakref
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
 from gpuaudit.probes.core.errors import TransportError
 from gpuaudit.probes.core.targets import SshAddress
-from gpuaudit.probes.core.transport import Gate, RawResult, StreamCap, not_run, read_capped
+from gpuaudit.probes.core.transport import Gate, MarkedCap, RawResult, StreamCap, not_run, read_capped
 
 DEFAULT_MAX_CHANNELS = 8  # OpenSSH MaxSessions is 10; sshd frees slots a little late, 8 never raced (TESTING.md)
 EXIT_GRACE_S = 0.5
 """After the exit status, how long to wait for stdout/stderr EOF before closing (a background child may hold them)."""
 POLL_S = 0.25
+LOGIN_WAIT_S = 30.0
+"""How long the login shell (rc files) may take before a command starts; its own --timeout starts after that."""
 
 
 def _signal_number(name: str) -> int:
@@ -133,7 +135,6 @@ def _login_slot() -> asyncio.Semaphore:
     if slot is None:
         slot = _login_slots[loop] = asyncio.Semaphore(MAX_PENDING_LOGINS)
     return slot
-"""TERM first (sudo and container wrappers pass it on to what they started), KILL this much later."""
 
 
 def _make_client(owner: "SshTransport") -> Any:
@@ -352,7 +353,7 @@ class SshTransport:
                 fh.write(line)
 
     async def run(self, line: str, *, command_id: str, timeout_s: float, max_bytes: int,
-                  gate: Gate | None = None) -> RawResult:
+                  gate: Gate | None = None, marker: str | None = None) -> RawResult:
         """Wait for a channel, then run; the deadline starts when the command does, never while queued."""
         import asyncssh
 
@@ -385,7 +386,7 @@ class SshTransport:
                     self._limiter.shrink()
                     retry_delay = min(0.5, 0.02 * attempt)
                 else:
-                    return await self._collect(proc, timeout_s, max_bytes)
+                    return await self._collect(proc, timeout_s, max_bytes, marker)
             except (asyncssh.Error, OSError, BrokenPipeError) as exc:
                 self._lost = self._lost or f"{exc.__class__.__name__}: {getattr(exc, 'reason', exc) or exc}"
                 return not_run(f"connection lost: {self._lost}")
@@ -393,24 +394,32 @@ class SshTransport:
                 await self._limiter.release()
             await asyncio.sleep(retry_delay)
 
-    async def _collect(self, proc: Any, timeout_s: float, max_bytes: int) -> RawResult:
-        started = datetime.now(timezone.utc)
-        t0 = time.monotonic()
-        deadline = t0 + timeout_s
-        out, err = StreamCap(max_bytes), StreamCap(max_bytes)
+    async def _collect(self, proc: Any, timeout_s: float, max_bytes: int, marker: str | None = None) -> RawResult:
+        """Read a started channel. With a start marker, the deadline and the duration count from the marker (the
+        command itself), and the login shell before it gets LOGIN_WAIT_S of its own."""
+        opened_at = datetime.now(timezone.utc)
+        t_open = time.monotonic()
+        out, err = MarkedCap(max_bytes, marker), StreamCap(max_bytes)
+        deadline = t_open + (timeout_s if out.seen_at is not None else LOGIN_WAIT_S)
         overflow = asyncio.Event()
+        login_timed_out = False
+        clock_set = out.seen_at is not None
 
         readers: asyncio.Future[Any] = asyncio.ensure_future(
             asyncio.gather(read_capped(proc.stdout, out, overflow), read_capped(proc.stderr, err, overflow)))
         waiter = asyncio.ensure_future(overflow.wait())
+        start_seen = asyncio.ensure_future(out.seen.wait())
         timed_out = killed = held_open = False
         read_error: BaseException | None = None
         exited_at: float | None = None
         try:
             while True:
                 now = time.monotonic()
+                if not clock_set and out.seen_at is not None:
+                    deadline, clock_set = out.seen_at + timeout_s, True  # the command started: its own clock from here
                 if now >= deadline:
                     timed_out = True
+                    login_timed_out = out.seen_at is None
                     break
                 if proc.exit_status is not None and exited_at is None:
                     exited_at = now
@@ -421,8 +430,10 @@ class SshTransport:
                 if self._lost:
                     break
                 step = min(deadline - now, POLL_S if exited_at is None else EXIT_GRACE_S - (now - exited_at))
-                done, _ = await asyncio.wait({readers, waiter}, timeout=max(0.01, step),
-                                             return_when=asyncio.FIRST_COMPLETED)
+                wake = {readers, waiter} if start_seen.done() else {readers, waiter, start_seen}
+                done, _ = await asyncio.wait(wake, timeout=max(0.01, step), return_when=asyncio.FIRST_COMPLETED)
+                if start_seen in done and not (readers in done or waiter in done):
+                    continue
                 if waiter in done:
                     break
                 if readers in done:
@@ -444,12 +455,12 @@ class SshTransport:
             raise
         finally:
             waiter.cancel()
+            start_seen.cancel()
             if not readers.done():
                 readers.cancel()
-            try:
-                await readers  # always retrieved: no "exception was never retrieved" on stderr
-            except BaseException:
-                pass
+            # every helper task ends here (also when the loop is being shut down by a signal): nothing is left
+            # pending for "Task was destroyed" or "exception was never retrieved" on stderr
+            await asyncio.gather(readers, waiter, start_seen, return_exceptions=True)
         status = proc.exit_status
         error = None
         if killed:
@@ -461,9 +472,13 @@ class SshTransport:
                 self._lost = self._lost or f"{read_error.__class__.__name__}: {getattr(read_error, 'reason', read_error)}"
             self._lost = self._lost or "channel closed without an exit status (server or connection died)"
             error = f"connection lost: {self._lost}"
+        if login_timed_out:
+            return not_run(f"the login shell did not start the command within {LOGIN_WAIT_S:.0f} s (slow or hanging rc files)")
+        t_start = out.seen_at if out.seen_at is not None else t_open
+        started = opened_at + timedelta(seconds=t_start - t_open)
         return RawResult(
             exit_status=status, stdout=out.value(), stderr=err.value(), started_at=started,
-            duration_s=time.monotonic() - t0, timed_out=timed_out, truncated=out.truncated or err.truncated, error=error,
+            duration_s=time.monotonic() - t_start, timed_out=timed_out, truncated=out.truncated or err.truncated, error=error,
         )
 
     async def _kill(self, proc: Any) -> None:
@@ -473,26 +488,24 @@ class SshTransport:
         container wrappers relay TERM to them (and their own timeout(1) passes it to the whole tree).
         A close that the server never acknowledges means the connection is dead.
         """
-        for sig in ("TERM", "KILL"):
-            try:
-                proc.send_signal(sig)
-            except Exception:
-                break
-            if sig == "TERM":
+        closed: asyncio.Future[Any] = asyncio.ensure_future(proc.wait_closed())
+        try:
+            for sig in ("TERM", "KILL"):
                 try:
-                    await asyncio.wait_for(asyncio.shield(proc.wait_closed()), timeout=KILL_GRACE_S)
-                    return
-                except asyncio.TimeoutError:
-                    pass
+                    proc.send_signal(sig)
                 except Exception:
                     break
-        proc.close()
-        try:
-            await asyncio.wait_for(proc.wait_closed(), timeout=2)
-        except asyncio.TimeoutError:
-            self._declare_dead("the server did not acknowledge closing a channel in 2 s (connection not responding)")
-        except Exception:
-            pass
+                if sig == "TERM":
+                    await asyncio.wait({closed}, timeout=KILL_GRACE_S)
+                    if closed.done():
+                        return
+            proc.close()
+            await asyncio.wait({closed}, timeout=2)
+            if not closed.done():
+                self._declare_dead("the server did not acknowledge closing a channel in 2 s (connection not responding)")
+        finally:
+            closed.cancel()
+            await asyncio.gather(closed, return_exceptions=True)
 
     def _declare_dead(self, reason: str) -> None:
         """An unresponsive connection is dropped at once: every command waiting on it fails now, not at keepalive."""

@@ -87,6 +87,30 @@ class StreamCap:
         return self.buf
 
 
+class MarkedCap(StreamCap):
+    """A StreamCap that notes when the runner's start marker arrives: the moment the command itself starts.
+
+    Everything before it is the login shell (rc files): the command's clock starts here, not at channel open.
+    """
+
+    def __init__(self, limit: int, marker: str | None) -> None:
+        super().__init__(limit)
+        self.tag = (marker + "\n").encode() if marker else b""
+        self.seen = asyncio.Event()
+        self.seen_at: float | None = None
+        if not marker:
+            self.seen_at = time.monotonic()
+            self.seen.set()
+
+    def add(self, chunk: bytes) -> bool:
+        before = len(self.buf)
+        kept = super().add(chunk)
+        if self.seen_at is None and self.tag in self.buf[max(0, before - len(self.tag)):]:
+            self.seen_at = time.monotonic()
+            self.seen.set()
+        return kept
+
+
 async def read_capped(stream: Any, cap: StreamCap, on_overflow: asyncio.Event) -> None:
     """Read a stream in chunks into a cap; signal overflow so the command can be killed."""
     while True:
@@ -111,7 +135,7 @@ class LocalTransport:
         return None
 
     async def run(self, line: str, *, command_id: str, timeout_s: float, max_bytes: int,
-                  gate: Gate | None = None) -> RawResult:
+                  gate: Gate | None = None, marker: str | None = None) -> RawResult:
         reason = gate() if gate is not None else None
         if reason:
             return not_run(reason)
