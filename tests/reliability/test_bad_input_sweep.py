@@ -10,7 +10,6 @@ import os
 from collections import Counter
 from pathlib import Path
 
-import pytest
 
 from gpuaudit.snapshots import store
 from gpuaudit.snapshots.schema import SCHEMA_VERSION, Snapshot
