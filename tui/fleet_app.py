@@ -12,15 +12,9 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 
-from textual import work
-from textual.app import App, SystemCommand
-from textual.binding import Binding
-from textual.events import Mount
-from textual.screen import Screen
-
 from gpuaudit.probes.core.events import initial_run
 from gpuaudit.snapshots.schema import Snapshot
-from gpuaudit.tui.app import GpuAuditApp, utc_now, Clock
+from gpuaudit.tui.app import Clock, GpuAuditApp, utc_now
 from gpuaudit.tui.fleet_compare import MAX_SNAPSHOT_BYTES
 from gpuaudit.tui.fleet_model import FleetModel, NodeRow
 from gpuaudit.tui.render import palette_from
@@ -28,6 +22,11 @@ from gpuaudit.tui.screens.dashboard import DashboardScreen
 from gpuaudit.tui.screens.fleet import FleetScreen, NodeDashboardScreen
 from gpuaudit.tui.screens.help import HelpScreen, binding_rows
 from gpuaudit.tui.theme_store import ThemeStore
+from textual import work
+from textual.app import App, SystemCommand
+from textual.binding import Binding
+from textual.events import Mount
+from textual.screen import Screen
 
 Runner = Callable[[FleetModel], Awaitable[object]]
 NODE_ACTIONS = frozenset({"plan", "save", "diff", "rerun_all", "filter", "not_checked"})
@@ -73,7 +72,7 @@ class FleetApp(GpuAuditApp):
         error = None
         try:
             await self.runner(self.fleet)
-        except Exception as exc:  # an engine bug shows in the progress line, never a crash
+        except Exception as exc:  # noqa: BLE001 - an engine bug shows in the progress line, never a crash
             error = f"{exc.__class__.__name__}: {exc}"
         self.fleet.finish(error)
 

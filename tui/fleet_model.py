@@ -147,13 +147,13 @@ class FleetModel:
         self._nodes: dict[str, Node] = {}
 
     @classmethod
-    def for_hosts(cls, hosts: Iterable[Any], **kw: Any) -> "FleetModel":
+    def for_hosts(cls, hosts: Iterable[Any], **kw: Any) -> FleetModel:
         """Live mode: one pending row per inventory host (FleetHost: spec, name)."""
         rows = [NodeRow(key=h.spec, name=h.name, spec=h.spec, index=i) for i, h in enumerate(hosts)]
         return cls(rows, live=True, **kw)
 
     @classmethod
-    def from_documents(cls, docs: Iterable[tuple[str, Mapping[str, Any]]], **kw: Any) -> "FleetModel":
+    def from_documents(cls, docs: Iterable[tuple[str, Mapping[str, Any]]], **kw: Any) -> FleetModel:
         """Snapshot mode from (path, document) pairs; outliers computed once."""
         model = cls([], live=False, **kw)
         for i, (path, doc) in enumerate(docs):
@@ -260,9 +260,8 @@ class FleetModel:
             parts.append((f"{odd} differs" if odd == 1 else f"{odd} differ") if odd else "peers agree")
         if self.skipped:
             parts.append(f"{len(self.skipped)} file(s) skipped")
-        if self.live:
-            if self.max_connections and not self.finished:
-                parts.append(f"at most {self.max_connections} at once")
+        if self.live and self.max_connections and not self.finished:
+            parts.append(f"at most {self.max_connections} at once")
         return parts
 
     def progress_line(self, width: int = 10_000) -> str:

@@ -14,18 +14,30 @@ import sys
 from pathlib import Path
 
 import pytest
-from textual.events import Key
-from textual.widgets import DataTable, Input, Static
-
-from fleet_support import DOWN, HOSTS, REFUSED, ReplayedFleet, TickClock, live_model, write_snapshots
+from fleet_support import (
+    DOWN,
+    HOSTS,
+    REFUSED,
+    ReplayedFleet,
+    TickClock,
+    live_model,
+    write_snapshots,
+)
 from gpuaudit.tui import fleet, fleet_compare
 from gpuaudit.tui.fleet_app import FleetApp
 from gpuaudit.tui.fleet_compare import load_document
-from gpuaudit.tui.fleet_model import FleetModel, next_sort, SORT_ORDER
+from gpuaudit.tui.fleet_model import SORT_ORDER, FleetModel, next_sort
 from gpuaudit.tui.screens.drilldown import DrilldownScreen
-from gpuaudit.tui.screens.fleet import FleetScreen, NodeDashboardScreen, fixed_widths, row_cells
+from gpuaudit.tui.screens.fleet import (
+    FleetScreen,
+    NodeDashboardScreen,
+    fixed_widths,
+    row_cells,
+)
 from gpuaudit.tui.screens.plan import PlanScreen
 from sshd_server import free_port
+from textual.events import Key
+from textual.widgets import DataTable, Input, Static
 
 SIZES = pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
 
@@ -145,7 +157,7 @@ async def test_slash_filters_by_name_and_outlier_fact_escape_clears() -> None:
 
 
 async def test_keys_typed_in_one_burst_with_slash_land_in_the_filter() -> None:
-    app, rep, model = replayed()
+    app, rep, _ = replayed()
     async with app.run_test(size=(80, 24)) as pilot:
         await advance(pilot, rep, 20)
         for key, ch in [("slash", "/"), ("k", "k"), ("e", "e"), ("r", "r"), ("n", "n"), ("o", "o")]:
@@ -179,7 +191,7 @@ async def test_enter_opens_the_nodes_dashboard_and_escape_returns_to_the_fleet()
 
 
 async def test_enter_on_a_pending_node_says_so_and_stays() -> None:
-    app, rep, model = replayed()
+    app, rep, _ = replayed()
     async with app.run_test(size=(80, 24)) as pilot:
         await advance(pilot, rep, 1)
         await pilot.press(*["down"] * 7, "enter")
@@ -189,7 +201,7 @@ async def test_enter_on_a_pending_node_says_so_and_stays() -> None:
 
 
 async def test_run_actions_are_off_on_the_fleet_screen_and_theme_cycles() -> None:
-    app, rep, model = replayed()
+    app, rep, _ = replayed()
     async with app.run_test(size=(80, 24)) as pilot:
         await advance(pilot, rep, 20)
         await pilot.press("a", "u", "R", "t")

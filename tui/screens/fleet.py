@@ -9,6 +9,17 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from gpuaudit.probes.core.models import Severity
+from gpuaudit.tui.fleet_model import (
+    MIN_PEERS,
+    PROBE_ABBR,
+    PROBES,
+    FleetModel,
+    NodeRow,
+    next_sort,
+)
+from gpuaudit.tui.render import PLAIN, SEV_ICON, Palette, format_elapsed, neutralise
+from gpuaudit.tui.screens.dashboard import DashboardScreen
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -17,11 +28,6 @@ from textual.events import Key, Resize
 from textual.message import Message
 from textual.screen import Screen
 from textual.widgets import DataTable, Footer, Input, Static
-
-from gpuaudit.probes.core.models import Severity
-from gpuaudit.tui.fleet_model import MIN_PEERS, PROBE_ABBR, PROBES, FleetModel, NodeRow, next_sort
-from gpuaudit.tui.render import PLAIN, SEV_ICON, Palette, format_elapsed, neutralise
-from gpuaudit.tui.screens.dashboard import DashboardScreen
 
 if TYPE_CHECKING:
     from gpuaudit.tui.app import GpuAuditApp
