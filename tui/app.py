@@ -157,7 +157,6 @@ class GpuAuditApp(App[int]):
         if self.screen.id != "help":
             self.push_screen(HelpScreen(binding_rows([
                 ("app", self.BINDINGS), ("dashboard", DashboardScreen.BINDINGS),
-                ("dashboard", [Binding("enter", "", "Open the probe's drill-down")]),
                 ("drill-down", DrilldownScreen.BINDINGS), ("plan", PlanScreen.BINDINGS),
                 ("not checked", NotCheckedScreen.BINDINGS), ("diff", SnapshotDiffScreen.BINDINGS),
                 ("snapshot picker", [*SnapshotPickerScreen.BINDINGS, Binding("enter", "", "Compare with this snapshot")]),

@@ -130,6 +130,15 @@ async def test_fast_arrow_keys_are_not_dropped(clock) -> None:
         assert app.focused.id == "pane-kernel"
 
 
+async def test_enter_right_after_arrows_opens_the_pane_they_reached(clock) -> None:
+    app = make_app(synthetic_run(), clock=clock)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        await pilot.press("down", "down", "enter")  # as fast as tmux send-keys: focus lands after Enter
+        await pilot.pause()
+        assert isinstance(app.screen, DrilldownScreen) and app.screen.probe_id == "pcie"
+
+
 async def test_80x24_arrows_walk_the_single_column(clock) -> None:
     app = make_app(synthetic_run(), clock=clock)
     async with app.run_test(size=(80, 24)) as pilot:

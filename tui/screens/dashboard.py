@@ -34,6 +34,7 @@ def layout_for(width: int, height: int) -> tuple[int, bool]:
 
 class DashboardScreen(Screen[None]):
     BINDINGS = [
+        Binding("enter", "open", "Open the probe's drill-down", show=False),
         Binding("r", "rerun", "Re-run"),
         Binding("a", "app.plan", "Plan"),
         Binding("f", "app.filter", "Filter"),
@@ -179,7 +180,8 @@ class DashboardScreen(Screen[None]):
         self.app.open_drilldown(message.probe_id)
 
     def focused_probe(self) -> str | None:
-        return self.focused.probe_id if isinstance(self.focused, ProbePane) else None
+        """The probe under the cursor (the focus may still be landing after a fast arrow key)."""
+        return self._panes[self.cursor].probe_id if isinstance(self.focused, ProbePane) and self._panes else None
 
     def on_descendant_focus(self) -> None:
         if isinstance(self.focused, ProbePane) and self.focused in self._panes:
@@ -192,6 +194,10 @@ class DashboardScreen(Screen[None]):
             return
         self.cursor = max(0, min(len(self._panes) - 1, self.cursor + step))
         self._panes[self.cursor].focus()
+
+    def action_open(self) -> None:
+        if self._panes:
+            self.app.open_drilldown(self._panes[self.cursor].probe_id)
 
     def action_text_filter(self) -> None:
         box = self.query_one("#text-filter", Input)

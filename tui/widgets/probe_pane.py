@@ -6,7 +6,6 @@ from collections.abc import Callable, Sequence
 from datetime import datetime
 
 from rich.text import Text
-from textual.binding import Binding
 from textual.message import Message
 from textual.reactive import reactive
 from textual.widget import Widget
@@ -21,7 +20,8 @@ STATE_CLASSES = ("-pending", "-running", "-ok", "-warn", "-fail", "-unknown", "-
 class ProbePane(Widget, can_focus=True):
     """Shows spinner + elapsed + running commands, then counts per target, key facts and top findings."""
 
-    BINDINGS = [Binding("enter", "select", "Open", show=False)]
+    # Enter is the dashboard's binding: it opens the pane under its cursor, which is right even when
+    # the focus of a just-pressed arrow key has not landed yet.
 
     result: reactive[ProbeResult | None] = reactive(None, always_update=True)
     running: reactive[tuple[tuple[str, str], ...]] = reactive((), always_update=True)
