@@ -106,6 +106,21 @@ class SideInfo(BaseModel):
     note: str | None = None
 
 
+class RooflineChange(BaseModel):
+    """The decode roofline before and after (bounds change with the model, GPUs or layout; the speed with fixes)."""
+
+    old_strip: str = ""
+    new_strip: str = ""
+    old_bounds: dict[str, float] = Field(default_factory=dict)
+    new_bounds: dict[str, float] = Field(default_factory=dict)
+    old_measured: float | None = None
+    new_measured: float | None = None
+
+    @property
+    def bounds_changed(self) -> bool:
+        return self.old_bounds != self.new_bounds
+
+
 class SnapshotDiff(BaseModel):
     old: SideInfo
     new: SideInfo
@@ -114,10 +129,14 @@ class SnapshotDiff(BaseModel):
     """Only the probes with a change, in the new snapshot's order."""
     hidden: int = 0
     """Changes left out as noise: volatile facts, timings, raw text whose status did not change (`all_facts` shows them)."""
+    roofline: RooflineChange | None = None
+    """Set when the roofline's line differs; only changed bounds make two snapshots differ (a measured speed moves
+    between two audits of an unchanged machine)."""
 
     @property
     def identical(self) -> bool:
-        return not self.probes and not any(t.structural for t in self.targets)
+        return (not self.probes and not any(t.structural for t in self.targets)
+                and not (self.roofline is not None and self.roofline.bounds_changed))
 
     def counts(self) -> dict[str, int]:
         kinds: dict[str, int] = {}
@@ -158,7 +177,18 @@ def diff_snapshots(old: Snapshot, new: Snapshot, *, raw_diff: bool = False, all_
         )
         if pd.changed:
             probes.append(pd)
-    return SnapshotDiff(old=_side(old), new=_side(new), targets=_target_changes(old, new), probes=probes, hidden=hidden)
+    return SnapshotDiff(old=_side(old), new=_side(new), targets=_target_changes(old, new), probes=probes, hidden=hidden,
+                        roofline=_roofline_change(old, new))
+
+
+def _roofline_change(old: Snapshot, new: Snapshot) -> RooflineChange | None:
+    a, b = old.roofline or {}, new.roofline or {}
+    if not a and not b:
+        return None
+    change = RooflineChange(old_strip=str(a.get("strip", "")), new_strip=str(b.get("strip", "")),
+                            old_bounds=dict(a.get("bounds") or {}), new_bounds=dict(b.get("bounds") or {}),
+                            old_measured=a.get("measured_tok_s"), new_measured=b.get("measured_tok_s"))
+    return change if change.old_strip != change.new_strip or change.bounds_changed else None
 
 
 _SEGMENT = re.compile(r"[.\[\]]+")

@@ -141,6 +141,9 @@ def render(diff: SnapshotDiff, *, show_unified: bool = False, palette: SeverityS
     t = header(diff)
     t.append_text(summary_line(diff))
     t.append("\n")
+    if diff.roofline is not None:
+        t.append("\nroofline: ", style="bold")
+        t.append(f"{diff.roofline.old_strip or '-'}  →  {diff.roofline.new_strip or '-'}\n")
     for pd in diff.probes:
         t.append("\n")
         t.append_text(probe_block(pd, show_unified=show_unified, palette=palette))
