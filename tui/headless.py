@@ -18,7 +18,7 @@ EXIT_OK, EXIT_FINDINGS, EXIT_ERROR, EXIT_TARGET_FAILED = 0, 1, 2, 3
 
 async def collect(setup: AuditSetup, progress: bool = False, partial: list[AuditRun] | None = None) -> AuditRun:
     """Run the audit to completion and fold its events (`partial` holds the run so far, for an interrupted --save)."""
-    task = asyncio.current_task()
+    task = asyncio.current_task() if partial is not None else None  # the one-target audit of main() only
     if task is not None:  # SIGTERM cancels like Ctrl-C does: every remote command is killed before we exit
         try:
             asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
