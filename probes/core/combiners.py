@@ -70,7 +70,7 @@ def vm_reason(outputs: Outputs) -> str | None:
     return f"virtual machine ({why}): the hypervisor host's firmware and hardware decide this" if vm else None
 
 
-# --- IOMMU translation of the GPU functions (firmware.iommu_mode, nccl.iommu_acs_gate) ---------------------------
+# --- IOMMU translation of the GPU functions (nccl.iommu_acs_gate; firmware.iommu_mode reads the same source) -------
 
 IOMMU_SOURCES = ("iommu_state", "proc_cmdline")
 """The one reading of the IOMMU state: the live domain type of each NVIDIA function, the boot line as a fallback."""

@@ -115,7 +115,7 @@ def _parse(rec: CommandRecord, parse: Callable[[str], dict[str, Any]]) -> dict[s
 
 
 def derived(outputs: Outputs) -> dict[str, Any]:
-    """The IOMMU/ACS facts, derived by the shared combiners exactly as pcie.acs and firmware.iommu_mode read them."""
+    """The IOMMU/ACS facts from the shared combiners, over the very records pcie.acs and firmware.iommu_mode read."""
     if not any(cid in outputs for cid in IOMMU_SOURCES + ACS_SOURCES):
         return {}
     translated, iommu_why = gpu_iommu_translation(outputs)
