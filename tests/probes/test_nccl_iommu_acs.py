@@ -112,3 +112,31 @@ def test_case_study_recordings_agree(phase):
     outs = {cid: rec(cid, (host / f"{cid}.out").read_text()) for cid in ("lspci_vvv", "lspci_tv", "iommu_state", "proc_cmdline")}
     f = nccl.extract(outs, "host")
     assert f.iommu_translated is False and f.acs_redirect is not None and len(f.acs_redirect) == 8
+
+
+async def _replay(snap, probe):
+    from gpuaudit.probes.core.events import ProbeFinished
+    from gpuaudit.probes.core.runner import Audit
+    from gpuaudit.probes.core.session import replay_bindings
+
+    async for ev in Audit(replay_bindings(snap.targets, snap.records), [probe]).events():
+        if isinstance(ev, ProbeFinished):
+            return ev.result
+
+
+@pytest.mark.parametrize("phase", ["before", "after"])
+async def test_snapshots_written_before_the_merge_replay_with_the_same_verdicts(phase):
+    """The committed demo snapshots were written with lspci_acsctl / sys_iommu_groups / smi_gpu_cc: they also hold
+    lspci_vvv, lspci_tv, iommu_state, smi_gpu_ids and smi_query_driver (other probes declared them), so nccl and
+    python replay them to the verdicts recorded then."""
+    from gpuaudit.probes import python
+    from gpuaudit.snapshots import store
+
+    snap = store.load(CASE.parent / f"case-study-{phase}.json")
+    assert {r.command_id for r in snap.records} >= {"lspci_acsctl", "sys_iommu_groups", "smi_gpu_cc"}
+    recorded = {f.id: f.severity.value for f in snap.findings if f.probe in ("nccl", "python")}
+    for probe in (nccl.PROBE, python.PROBE):
+        result = await _replay(snap, probe)
+        got = {f.id: f.severity.value for f in result.findings}  # by id: which targets a row names may change
+        assert got == {k: v for k, v in recorded.items() if k in got} and len(got) >= 8, probe.id
+        assert not any("not recorded" in f.observed for f in result.findings), probe.id
