@@ -9,6 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
+from gpuaudit.probes.core.combiners import parse_iommu_state
 from gpuaudit.probes.core.errors import ParseError
 from gpuaudit.probes.core.models import Role
 from gpuaudit.probes.core.parsers.cpu import (
@@ -18,8 +19,18 @@ from gpuaudit.probes.core.parsers.cpu import (
     parse_grep_h,
     parse_lscpu,
 )
-from gpuaudit.probes.core.parsers.dmi import bios_info, is_system_dimm, memory_devices, parse_dmidecode, slot_place
-from gpuaudit.probes.core.parsers.nvidia_smi import parse_query_gpu_csv, parse_smi_q, q_get
+from gpuaudit.probes.core.parsers.dmi import (
+    bios_info,
+    is_system_dimm,
+    memory_devices,
+    parse_dmidecode,
+    slot_place,
+)
+from gpuaudit.probes.core.parsers.nvidia_smi import (
+    parse_query_gpu_csv,
+    parse_smi_q,
+    q_get,
+)
 from gpuaudit.probes.core.parsing import first_line
 from gpuaudit.probes.core.spec import Outputs, usable_stdout
 from gpuaudit.probes.firmware.facts import Dimm, FirmwareFacts
@@ -28,24 +39,6 @@ FW_FIELDS = ("index", "pci.bus_id", "vbios_version", "inforom.img")
 
 Data = dict[str, object]
 Problems = dict[str, str]
-
-
-def parse_iommu_state(text: str) -> tuple[list[str], dict[str, str]]:
-    """`iommu_state` output -> (IOMMU units, {GPU BDF: group type}).
-
-        units: ivhd0 ivhd1
-        gpu 0000:01:00.0 identity
-    A GPU without a type (no IOMMU group) maps to "".
-    """
-    units: list[str] = []
-    types: dict[str, str] = {}
-    for line in (text or "").splitlines():
-        parts = line.split()
-        if parts[:1] == ["units:"]:
-            units = parts[1:]
-        elif parts[:1] == ["gpu"] and len(parts) >= 2:
-            types[parts[1]] = parts[2] if len(parts) > 2 else ""
-    return units, types
 
 
 def parse_numa_nodes(text: str) -> dict[str, dict[str, str]]:
@@ -100,7 +93,10 @@ def _sys_numa(t: str, d: Data, p: Problems) -> None:
 
 
 def _iommu(t: str, d: Data, p: Problems) -> None:
-    d["iommu_units"], d["gpu_iommu_types"] = parse_iommu_state(t)
+    try:  # the shared parser (nccl reads the same record)
+        d["iommu_units"], d["gpu_iommu_types"] = parse_iommu_state(t)
+    except ValueError as exc:
+        raise ParseError(str(exc)) from None
 
 
 def _cmdline(t: str, d: Data, p: Problems) -> None:
@@ -180,5 +176,8 @@ def extract(outputs: Outputs, role: Role) -> FirmwareFacts:
     data: Data = {}
     for cid, read in READERS:
         if (t := usable_stdout(outputs, cid, problems)) is not None:
-            read(t, data, problems)
+            try:
+                read(t, data, problems)
+            except (ParseError, ValueError) as exc:  # odd output makes this source unusable, never the probe fail
+                problems[cid] = str(exc)
     return FirmwareFacts(**data, problems=problems)  # type: ignore[arg-type]
