@@ -23,6 +23,9 @@ import secrets
 import shlex
 
 LOCALE = "LC_ALL=C; export LC_ALL; "
+WRAPPER_SLACK_S = 10
+"""The host-side backstop of a wrapped command allows for the wrapper's start-up; the timeout inside the
+container (whose clock starts with the command) is the one that fires first."""
 _SIMPLE_STAGE = re.compile(r"^\s*(?P<cmd>[A-Za-z0-9_./-]+(?:\s+[A-Za-z0-9_./=:,@%+*-]+)*)(?P<err>\s+2>/dev/null)?\s*$")
 _SUDO_REFUSALS = ("a password is required", "a terminal is required", "is not allowed to execute", "not in the sudoers",
                   "may not run sudo", "no tty present", "is not in the sudoers")
@@ -81,14 +84,19 @@ def remote_line(shell: str, *, marker: str | None = None, wrap_prefix: str | Non
     body = LOCALE + shell
     secs = max(1, math.ceil(timeout_s)) + 1 if timeout_s is not None else None
     term_first = False
+    outer_secs = secs
     if wrap_prefix:
-        inner = f"sh -c {shlex.quote(body)}"
+        # the marker is printed inside the container: the wrapper's own start-up (pct exec is a Perl program) is
+        # not the command's time, and what the wrapper prints before it is cut like a banner
+        inner_body = (_mark(marker) if marker else "") + body
+        inner = f"sh -c {shlex.quote(inner_body)}"
         if secs is not None and inner_timeout:
             inner = f"timeout -s KILL {secs} {inner}"
         cmd = f"{wrap_prefix} {inner}"
         if sudo or wrap_sudo:
             cmd = "sudo -n " + cmd
         term_first = True  # lets the wrapper (and sudo) pass the signal on before the KILL
+        outer_secs = secs + WRAPPER_SLACK_S if secs is not None else None
     elif sudo:
         staged = sudo_first_stage(shell)
         if staged is not None:
@@ -100,14 +108,18 @@ def remote_line(shell: str, *, marker: str | None = None, wrap_prefix: str | Non
         term_first = True
     else:
         cmd = f"sh -c {shlex.quote(body)}"
-    if secs is not None:
-        cmd = (f"timeout -s TERM -k 1 {secs} " if term_first else f"timeout -s KILL {secs} ") + cmd
+    if outer_secs is not None:
+        cmd = (f"timeout -s TERM -k 1 {outer_secs} " if term_first else f"timeout -s KILL {outer_secs} ") + cmd
     # exec: the login shell is replaced (nothing it runs can print after the command); timeout(1) stays the
     # session leader, so a signal the client sends over the channel reaches the whole process group.
     line = f"exec {cmd}"
-    if marker:
-        line = f"printf '%s\\n' {marker}; printf '%s\\n' {marker} >&2; {line}"
+    if marker and not wrap_prefix:
+        line = _mark(marker) + line
     return line
+
+
+def _mark(marker: str) -> str:
+    return f"printf '%s\\n' {marker}; printf '%s\\n' {marker} >&2; "
 
 
 def cut_at_marker(data: bytes | bytearray, marker: str) -> tuple[bytes | bytearray, bool]:
@@ -130,4 +142,4 @@ def sudo_refusal(stderr: str) -> str | None:
 
 def strip_marker_prefix(line: str) -> str:
     """The line without the marker printfs (for logs and lints that compare lines)."""
-    return re.sub(r"^printf '%s\\n' @@gpuaudit-[0-9a-f]+@@; printf '%s\\n' @@gpuaudit-[0-9a-f]+@@ >&2; ", "", line)
+    return re.sub(r"printf '%s\\n' @@gpuaudit-[0-9a-f]+@@; printf '%s\\n' @@gpuaudit-[0-9a-f]+@@ >&2; ", "", line)

@@ -206,7 +206,7 @@ class Audit:
             else:
                 raw = await binding.transport.run(line, command_id=PREFLIGHT.id, timeout_s=preflight_timeout, max_bytes=64 * 1024)
             raw = self._unmark(binding, raw)
-            if raw.exit_status != 0:
+            if raw.exit_status != 0 or raw.not_started:
                 detail = (decode_output(raw.stderr).strip() or raw.error or f"exit {raw.exit_status}").splitlines()
                 raise TransportError(f"{binding.target.spec}: cannot run commands: {detail[0][:200] if detail else 'no output'}")
             is_root, has_timeout, hostname = parse_preflight(decode_output(raw.stdout))
@@ -305,9 +305,12 @@ class Audit:
             raw.stdout, raw.stderr = out, err
         elif getattr(binding.transport, "executes_lines", False) and not raw.not_started and raw.error is None:
             why = "did not reach it before the timeout" if raw.timed_out else f"ended first (exit {raw.exit_status})"
-            first = decode_output(raw.stderr).strip().splitlines()[:1]
-            raw.error = f"not run: the login shell {why}" + (f": {first[0][:160]}" if first else "")
-            raw.timed_out, raw.not_started, raw.exit_status = False, True, None
+            text = decode_output(raw.stderr)
+            first = text.strip().splitlines()[:1]
+            refusal = sudo_refusal(text)
+            raw.error = (f"needs root (sudo -n refused: {refusal[:120]})" if refusal else
+                         f"not run: the login shell or container wrapper {why}" + (f": {first[0][:160]}" if first else ""))
+            raw.timed_out, raw.not_started = False, True
         return raw
 
     async def _fetch(self, binding: TargetBinding, role: Role, line: str, command_id: str,
