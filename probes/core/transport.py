@@ -162,7 +162,7 @@ class LocalTransport:
             if not done:
                 timed_out = True
             if timed_out or overflow.is_set():
-                _kill_group(proc.pid)
+                await _stop_group(proc)
             try:
                 await asyncio.wait_for(proc.wait(), timeout=5)
             except asyncio.TimeoutError:
@@ -174,7 +174,7 @@ class LocalTransport:
                 pass
             await _drain(proc)
         except asyncio.CancelledError:
-            _kill_group(proc.pid)
+            await _stop_group(proc)
             raise
         finally:
             overflow_wait.cancel()
@@ -208,8 +208,18 @@ async def _drain(proc: asyncio.subprocess.Process) -> None:
             pass
 
 
-def _kill_group(pid: int) -> None:
+def _kill_group(pid: int, sig: int = signal.SIGKILL) -> None:
     try:
-        os.killpg(pid, signal.SIGKILL)
+        os.killpg(pid, sig)
     except (ProcessLookupError, PermissionError):
         pass
+
+
+async def _stop_group(proc: asyncio.subprocess.Process) -> None:
+    """TERM first (sudo relays it to a root command the user cannot kill), KILL 0.3 s later."""
+    _kill_group(proc.pid, signal.SIGTERM)
+    try:
+        await asyncio.wait_for(asyncio.shield(proc.wait()), timeout=0.3)
+    except (asyncio.TimeoutError, asyncio.CancelledError):
+        pass
+    _kill_group(proc.pid)
