@@ -170,15 +170,23 @@ def diff_snapshots(old: Snapshot, new: Snapshot, *, raw_diff: bool = False, all_
         facts = list(_fact_changes(a, b))
         kept = facts if all_facts else [f for f in facts if not is_noise(f.path, quiet.get(pid, frozenset()))]
         hidden += len(facts) - len(kept)
+        changes = list(_finding_changes(a, b))
+        # an ok check whose observed text moved (a counter, a count of processes) is not a change worth listing
+        shown = changes if all_facts else [c for c in changes if not _ok_to_ok(c)]
+        hidden += len(changes) - len(shown)
         pd = ProbeDiff(
             probe_id=pid, title=(b or a).title,  # type: ignore[union-attr]
             old_status=a.status if a else None, new_status=b.status if b else None,
-            facts=kept, findings=list(_finding_changes(a, b)), raw=raw_by_probe.get(pid, []),
+            facts=kept, findings=shown, raw=raw_by_probe.get(pid, []),
         )
         if pd.changed:
             probes.append(pd)
     return SnapshotDiff(old=_side(old), new=_side(new), targets=_target_changes(old, new), probes=probes, hidden=hidden,
                         roofline=_roofline_change(old, new))
+
+
+def _ok_to_ok(change: FindingChange) -> bool:
+    return change.kind == "observed" and change.old_severity == change.new_severity == Severity.OK
 
 
 def _roofline_change(old: Snapshot, new: Snapshot) -> RooflineChange | None:

@@ -17,8 +17,9 @@ def _parser(name: str):
                           description="What changed from snapshot A to snapshot B (by name in the store, or by path). "
                           "Exit 0 identical, 1 different, 2 error (an unreadable file included). Volatile facts "
                           "(declared per probe), timings and raw text alone do not count unless --all-facts/--raw.")
-        p.add_argument("old", metavar="A")
-        p.add_argument("new", metavar="B")
+        p.add_argument("old", metavar="A", help="the earlier snapshot: a name in the store (see `gpuaudit-tui snapshots`) "
+                       "or a path to a snapshot file")
+        p.add_argument("new", metavar="B", help="the later snapshot, the same way")
         p.add_argument("--raw", action="store_true", help="show unified diffs of the raw outputs that differ")
         p.add_argument("--all-facts", action="store_true",
                        help="also show volatile facts (counters, pids, temperatures), timings and raw text changes; "
@@ -57,6 +58,17 @@ def run_diff(args, directory: Path | None) -> int:
     return EXIT_SAME if diff.identical else EXIT_DIFFERENT
 
 
+def _columns() -> int | None:
+    """$COLUMNS when it is a sane width, else None."""
+    import os
+
+    try:
+        width = int(os.environ.get("COLUMNS", ""))
+    except ValueError:
+        return None
+    return width if 20 <= width <= 1000 else None
+
+
 def run_list(args, directory: Path | None) -> int:
     from gpuaudit.snapshots import store
     from gpuaudit.probes.core.text import neutralise
@@ -71,8 +83,8 @@ def run_list(args, directory: Path | None) -> int:
     from rich.markup import escape
     from rich.table import Table
 
-    # piped output is read by scripts and people alike: don't fold names at 80 columns
-    console = Console(highlight=False, width=None if sys.stdout.isatty() else 200)
+    # COLUMNS wins; piped output without it is read by scripts and people alike: don't fold names at 80 columns
+    console = Console(highlight=False, width=_columns() or (None if sys.stdout.isatty() else 200))
     if not infos:
         console.print(f"no snapshots in {directory} (save one with: gpuaudit-tui --json --save)")
         return 0
@@ -86,7 +98,9 @@ def run_list(args, directory: Path | None) -> int:
         if i.error:
             table.add_row(plain(i.name), "", "", "", "", f"[red]unreadable: {plain(i.error.split(': ', 1)[-1])}[/]")
             continue
-        name = f"{plain(i.name)} [dim](example)[/]" if i.example else plain(i.name)
+        recorded = " [dim](example)[/]" if i.example else " [dim](recorded: demo)[/]" if i.mode == "demo" else (
+            " [dim](recorded: replay)[/]" if i.mode == "replay" else "")
+        name = plain(i.name) + recorded
         table.add_row(name, i.created_at.strftime("%Y-%m-%d %H:%M") if i.created_at else "",
                       plain(", ".join(t.split("=", 1)[-1] for t in i.targets)),
                       plain(i.kernel or "?"), plain(i.driver or "?"), counts_text(i.counts, short=True))

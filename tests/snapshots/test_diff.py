@@ -40,10 +40,13 @@ def test_finding_kinds() -> None:
                                 fnd("pcie.d", "ok", "x"), fnd("pcie.e", "info"), fnd("pcie.g", "unknown")])
     b = probe("pcie", findings=[fnd("pcie.a", "critical"), fnd("pcie.b", "warning"), fnd("pcie.d", "ok", "y"),
                                 fnd("pcie.f", "critical"), fnd("pcie.h", "ok"), fnd("pcie.g", "ok")])
-    (pd,) = diff_snapshots(snap(a), snap(b)).probes
+    (pd,) = diff_snapshots(snap(a), snap(b), all_facts=True).probes
     kinds = {f.id: f.kind for f in pd.findings}
     assert kinds == {"pcie.a": "severity", "pcie.b": "new", "pcie.c": "resolved", "pcie.d": "observed",
                      "pcie.e": "removed", "pcie.f": "new", "pcie.g": "severity", "pcie.h": "added"}
+    default = diff_snapshots(snap(a), snap(b))  # ok -> ok with another observed text: hidden, counted
+    (pd,) = default.probes
+    assert "pcie.d" not in {f.id for f in pd.findings} and default.hidden >= 1
 
 
 def test_repeated_finding_ids_are_told_apart_by_targets() -> None:
