@@ -26,7 +26,8 @@ LOCALE = "LC_ALL=C; export LC_ALL; "
 WRAPPER_SLACK_S = 10
 """The host-side backstop of a wrapped command allows for the wrapper's start-up; the timeout inside the
 container (whose clock starts with the command) is the one that fires first."""
-_SIMPLE_STAGE = re.compile(r"^\s*(?P<cmd>[A-Za-z0-9_./-]+(?:\s+[A-Za-z0-9_./=:,@%+*-]+)*)(?P<err>\s+2>/dev/null)?\s*$")
+_SIMPLE_STAGE = re.compile(r"^\s*(?P<cmd>[A-Za-z0-9_./-]+(?:\s+[A-Za-z0-9_./=:,@%+-]+)*)(?P<err>\s+2>/dev/null)?\s*$")
+"""A tool and plain words: no quotes, globs or expansions (a glob must be expanded by root, e.g. /etc/pve/lxc/*)."""
 _SUDO_REFUSALS = ("a password is required", "a terminal is required", "is not allowed to execute", "not in the sudoers",
                   "may not run sudo", "no tty present", "is not in the sudoers")
 
@@ -64,7 +65,7 @@ def sudo_first_stage(shell: str) -> str | None:
 
     Only the stage that reads root-only data runs as root, as `sudo -n TOOL ARGS` with no shell in
     between, so a sudoers entry that lists just the tools (journalctl, dmesg, dmidecode, lspci) works.
-    A glob in the arguments is expanded by the user's shell first (as with any sudo call).
+    A glob is not simple: the user may not list the directory it names (/etc/pve/lxc/*.conf), root must expand it.
     """
     cut = _first_pipe(shell)
     head, tail = (shell, "") if cut < 0 else (shell[:cut], shell[cut:])

@@ -59,3 +59,14 @@ async def test_sudo_allowed_runs_as_root(sshd):
         SUDOERS.unlink(missing_ok=True)
     assert recs["whoami_root"].stdout.strip() == "0" and recs["whoami_root"].error is None
     assert recs["plain"].stdout.strip() != "0"
+
+
+def test_only_a_plain_first_stage_runs_as_sudo_tool():
+    from gpuaudit.probes.core.remote_line import sudo_first_stage
+
+    assert sudo_first_stage("dmidecode -t bios -t system") == "sudo -n dmidecode -t bios -t system"
+    assert sudo_first_stage("dmesg | grep -E 'NVRM|nvidia' || test $? -eq 1") == "sudo -n dmesg | grep -E 'NVRM|nvidia' || test $? -eq 1"
+    assert sudo_first_stage("lspci -vvv 2>/dev/null | grep -E '^[0-9a-f]|ACSCtl'") == "sudo -n lspci -vvv 2>/dev/null | grep -E '^[0-9a-f]|ACSCtl'"
+    assert sudo_first_stage("grep -H . /etc/pve/lxc/*.conf") is None  # root expands the glob: sudo sh -c
+    assert sudo_first_stage("id -u; id -u") is None and sudo_first_stage("a || b") is None
+    assert sudo_first_stage("cat \"$HOME/x\"") is None
