@@ -90,7 +90,7 @@ def _describe_connect_error(exc: BaseException, where: str, known_hosts: str, ac
         return f"{where}: authentication failed ({exc.reason or 'permission denied'}); check --identity / agent / user"
     if isinstance(exc, asyncssh.KeyImportError) and "assphrase" in str(exc):
         return f"{where}: key is encrypted: load it with ssh-add (the agent's copy is used), or give an unencrypted key"
-    if isinstance(exc, asyncssh.ConnectionLost) or isinstance(exc, (ConnectionResetError, BrokenPipeError)):
+    if isinstance(exc, (asyncssh.ConnectionLost, ConnectionResetError, BrokenPipeError)):
         return (f"{where}: connection dropped by the server before login ({exc.__class__.__name__}; "
                 "likely sshd's MaxStartups limit of unauthenticated connections: lower --max-connections)")
     if isinstance(exc, ConnectionRefusedError):

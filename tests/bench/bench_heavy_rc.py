@@ -29,8 +29,8 @@ ROOT = BENCH.parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(BENCH))
 
-from bench_audit import prepare_standins  # noqa: E402
-from sshd_server import ensure_user, start_sshd  # noqa: E402
+from bench_audit import prepare_standins
+from sshd_server import ensure_user, start_sshd
 
 RC_USER = "gpuaudit-bench-rc"
 HEAVY_RC = 'i=0; while [ "$i" -lt 60000 ]; do i=$((i+1)); done  # ~0.3 s of CPU, like conda/pyenv init\n'

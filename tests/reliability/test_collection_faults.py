@@ -18,8 +18,12 @@ import time
 from pathlib import Path
 
 import pytest
-
-from gpuaudit.probes.core.events import CommandFinished, CommandStarted, fold_events, initial_run
+from gpuaudit.probes.core.events import (
+    CommandFinished,
+    CommandStarted,
+    fold_events,
+    initial_run,
+)
 from gpuaudit.probes.core.models import Target
 from gpuaudit.probes.core.pool import PooledTransport
 from gpuaudit.probes.core.runner import Audit, AuditOptions, TargetBinding
@@ -35,7 +39,7 @@ COLL_USER = "gpuaudit-coll"
 
 
 @pytest.fixture
-def sshd(sshd_factory):  # noqa: F811 - shadows the session server on purpose
+def sshd(sshd_factory):  # shadows the session server on purpose
     return sshd_factory(user=COLL_USER)
 SUDOERS = Path("/etc/sudoers.d/gpuaudit-test-collection")
 needs_sudo = pytest.mark.skipif(shutil.which("sudo") is None, reason="sudo not installed")
@@ -43,7 +47,7 @@ needs_sudo = pytest.mark.skipif(shutil.which("sudo") is None, reason="sudo not i
 
 def processes(tag: str) -> list[str]:
     """Every process on this machine whose command line holds `tag` (any user: root commands included)."""
-    res = subprocess.run(["pgrep", "-af", tag], capture_output=True, text=True)
+    res = subprocess.run(["pgrep", "-af", tag], capture_output=True, text=True, check=False)
     return [ln for ln in res.stdout.splitlines() if "pgrep" not in ln and "pytest" not in ln]
 
 
@@ -231,7 +235,7 @@ async def test_all_connections_killed_is_a_lost_target_without_tracebacks(sshd):
             events.append(ev)
             if isinstance(ev, CommandStarted) and len(events) == 10:
                 for m in transport.members:  # both connections die (as on a network cut noticed by keepalive)
-                    m._conn._transport.abort()  # noqa: SLF001 - the socket, not the protocol: a real loss
+                    m._conn._transport.abort()  # the socket, not the protocol: a real loss
     finally:
         await audit.aclose()
     wall = time.monotonic() - t0

@@ -13,7 +13,6 @@ import time
 from pathlib import Path
 
 import pytest
-
 from reliability.faultkit import REPO, cli_env, home  # noqa: F401
 from sshd_server import leftover_processes
 
@@ -52,7 +51,7 @@ def test_sigterm_mid_run_kills_remote_commands_and_saves_incomplete(slow_smi_ser
         time.sleep(0.5)
         t0 = time.monotonic()
         proc.send_signal(signal.SIGTERM)
-        out, err = proc.communicate(timeout=10)
+        _, err = proc.communicate(timeout=10)
         exit_s = time.monotonic() - t0
         time.sleep(2)
         left = remote("sleep 4851", server.user)
