@@ -15,6 +15,7 @@ from gpuaudit.probes.core.combiners import gpu_acs_redirect, gpu_iommu_translati
 
 FX = Path(__file__).parents[1] / "fixtures"
 CASE = Path(__file__).parents[2] / "snapshots/examples/case-study"
+RELEASE_0_1 = Path(__file__).parents[1] / "fixtures/snapshots/release-0.1.0"  # written by the previous release
 # Real capture: two H100 SXM5 behind PEX890xx switches (HPE XD665), ACS redirect on the root and switch ports.
 HPE = (FX / "system/lspci-vvv-filtered/hpe-xd665-two-h100-behind-pex890xx-no-tree.txt").read_text()
 HPE_GPU_PATH_REDIRECT = ["0000:00:01.1", "0000:02:01.0", "0000:60:01.1", "0000:62:01.0"]
@@ -126,13 +127,13 @@ async def _replay(snap, probe):
 
 @pytest.mark.parametrize("phase", ["before", "after"])
 async def test_snapshots_written_before_the_merge_replay_with_the_same_verdicts(phase):
-    """The committed demo snapshots were written with lspci_acsctl / sys_iommu_groups / smi_gpu_cc: they also hold
+    """The previous release's demo snapshots were written with lspci_acsctl / sys_iommu_groups / smi_gpu_cc: they also hold
     lspci_vvv, lspci_tv, iommu_state, smi_gpu_ids and smi_query_driver (other probes declared them), so nccl and
     python replay them to the verdicts recorded then."""
     from gpuaudit.probes import python
     from gpuaudit.snapshots import store
 
-    snap = store.load(CASE.parent / f"case-study-{phase}.json")
+    snap = store.load(RELEASE_0_1 / f"case-study-{phase}.json")
     assert {r.command_id for r in snap.records} >= {"lspci_acsctl", "sys_iommu_groups", "smi_gpu_cc"}
     recorded = {f.id: f.severity.value for f in snap.findings if f.probe in ("nccl", "python")}
     for probe in (nccl.PROBE, python.PROBE):

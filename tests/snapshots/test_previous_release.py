@@ -1,0 +1,31 @@
+"""A snapshot written by the previous release (0.1.0) replays with today's rules: same verdicts except the
+changes made on purpose, findings gain owners, the roofline says what the old recording lacks."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+OLD = ROOT / "tests" / "fixtures" / "snapshots" / "release-0.1.0"
+# Intended since 0.1.0: a new check (driver.gpu_health); two host+container rows judged once on the container.
+NEW_IDS = {"driver.gpu_health"}
+
+
+@pytest.mark.parametrize("phase", ["before", "after"])
+def test_previous_release_snapshot_replays(phase):
+    old = json.loads((OLD / f"case-study-{phase}.json").read_text())
+    proc = subprocess.run([sys.executable, "-m", "gpuaudit.tui", "--replay", str(OLD / f"case-study-{phase}.json"),
+                           "--json", "--fail-on", "never"], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert proc.returncode == 0, proc.stderr
+    new = json.loads(proc.stdout)
+    before = {f["id"]: f["severity"] for f in old["findings"]}
+    after = {f["id"]: f["severity"] for f in new["findings"]}
+    assert set(after) - set(before) == NEW_IDS and set(before) <= set(after)
+    assert {i: s for i, s in after.items() if i in before} == before  # same verdicts
+    assert all(f["owner"] for f in new["findings"])
+    assert new["roofline"]["status"] == "unknown" and "engine_model_files" in new["roofline"]["missing"][0]
