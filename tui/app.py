@@ -25,7 +25,7 @@ from gpuaudit.tui.filtering import ALL, FindingFilter
 from gpuaudit.tui.render import palette_from, sev_label
 from gpuaudit.tui.screens.dashboard import DashboardScreen
 from gpuaudit.tui.screens.diff import SnapshotDiffScreen
-from gpuaudit.tui.screens.drilldown import DrilldownScreen
+from gpuaudit.tui.screens.drilldown import ROOFLINE_PROBE, DrilldownScreen
 from gpuaudit.tui.screens.help import HelpScreen, binding_rows, key_display
 from gpuaudit.tui.screens.not_checked import NotCheckedScreen
 from gpuaudit.tui.screens.plan import PlanScreen
@@ -57,6 +57,7 @@ class GpuAuditApp(App[int]):
         Binding("f", "filter", "Filter", show=False),
         Binding("u", "not_checked", "Not checked", show=False),
         Binding("t", "cycle_theme", "Theme", show=False),
+        Binding("p", "roofline", "Roofline", show=False),
     ]
     PALETTE_TEXT = {
         "quit_app": None,  # the palette's own "Quit" entry already does it
@@ -68,6 +69,7 @@ class GpuAuditApp(App[int]):
         "filter": ("Cycle the severity filter", "all → info → warning → critical → unknown only"),
         "not_checked": ("What couldn't be checked", "Unknown findings with their reasons, unreachable targets"),
         "cycle_theme": ("Next gpuaudit theme", "dark → light → high contrast"),
+        "roofline": ("Decode roofline", "Measured decode speed against its physical bounds: every input and step"),
     }
 
     finding_filter: reactive[FindingFilter] = reactive(ALL)
@@ -141,8 +143,8 @@ class GpuAuditApp(App[int]):
             self.notify(f"{', '.join(failed)} failed in this recording; re-run only those with:\n"
                         f"gpuaudit-tui --resume {self.replay_file}", title="Resume", timeout=20)
 
-    def open_drilldown(self, probe_id: str, finding_id: str | None = None) -> None:
-        self.push_screen(DrilldownScreen(probe_id, finding_id=finding_id))
+    def open_drilldown(self, probe_id: str, finding_id: str | None = None, tab: str | None = None) -> None:
+        self.push_screen(DrilldownScreen(probe_id, finding_id=finding_id, tab=tab))
 
     def rerun(self, probe_ids: list[str] | None) -> bool:
         return self.dashboard().rerun(probe_ids)
@@ -169,6 +171,16 @@ class GpuAuditApp(App[int]):
     def action_not_checked(self) -> None:
         if self.screen.id != "not-checked":
             self.push_screen(NotCheckedScreen(self.audit_run, self.palette))
+
+    def action_roofline(self) -> None:
+        """The decode roofline's inputs and steps: the python probe's drill-down, on its Roofline tab."""
+        if isinstance(self.screen, DrilldownScreen) and self.screen.probe_id == ROOFLINE_PROBE:
+            self.screen.show_tab("roofline")
+        elif self.audit_run.probe(ROOFLINE_PROBE) is None:
+            self.notify("the roofline's details live in the python probe's drill-down; this audit has no python probe",
+                        severity="warning")
+        else:
+            self.open_drilldown(ROOFLINE_PROBE, tab="roofline")
 
     def action_save(self) -> None:
         snapshot_actions.save(self)

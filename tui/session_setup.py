@@ -13,7 +13,8 @@ from gpuaudit.probes.core.session import live_bindings, replay_bindings
 from gpuaudit.probes.core.ssh_transport import SshOptions
 from gpuaudit.probes.core.targets import parse_container_spec, parse_host_spec
 
-DEMO_NOTE = "DEMO: illustrative example modelled on the case study (not a capture of a real machine)"
+DEMO_NOTE = "DEMO: illustrative example (case study), not a capture of a real machine"
+"""One line at 80 columns: the 80x24 dashboard has room for the note, the roofline strip and all ten panes."""
 
 
 @dataclass

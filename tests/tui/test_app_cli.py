@@ -7,6 +7,7 @@ from pathlib import Path
 
 from gpuaudit.tui.app import make_app, run_app
 from gpuaudit.tui.cli import build_parser
+from gpuaudit.tui.screens.drilldown import DrilldownScreen
 from gpuaudit.tui.theme_store import ThemeStore
 from tui_support import FixedClock, synthetic_run
 
@@ -48,7 +49,7 @@ async def test_palette_finding_entry_opens_its_drilldown_on_that_finding() -> No
         entry = next(c for c in app.get_system_commands(app.screen) if c.title.startswith("Finding: ✖ CRIT"))
         entry.callback()
         await pilot.pause()
-        assert app.screen.id == "drilldown" and app.screen.probe_id == "python"
+        assert isinstance(app.screen, DrilldownScreen) and app.screen.probe_id == "python"
         assert app.screen.query_one("#findings").current.severity.value == "critical"
 
 

@@ -1,7 +1,8 @@
 """Screen baselines (SVG) from the SYNTHETIC static fixture with a fixed clock: never from live probes.
 
 The main screens at 80×24 and 120×40: dashboard, a drill-down with a search hit on a real `lspci -vvv`
-line (tabs), the plan, the diff and a failed-target run. Regenerate:
+line (tabs), the plan, the diff and a failed-target run; the decode roofline (strip, python drill-down's tab)
+with the demo's roofline frozen in tests/fixtures/tui/roofline-demo.json. Regenerate:
 python -m pytest tests/tui/test_screens_svg.py --snapshot-update, and read the SVG diff.
 """
 
@@ -13,8 +14,9 @@ import pytest
 
 from gpuaudit.snapshots import store
 from gpuaudit.snapshots.schema import Snapshot
+from gpuaudit.tui import roofline_view
 from gpuaudit.tui.app import make_app
-from tui_support import FIXTURE, FixedClock, failed_run, running_run, synthetic_run
+from tui_support import FIXTURE, FixedClock, demo_roofline, failed_run, running_run, synthetic_run
 
 SIZE = (120, 40)
 SIZES = pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
@@ -101,3 +103,18 @@ def test_light_theme_dashboard(snap_compare) -> None:
     app = make_app(synthetic_run(), clock=FixedClock(), theme="gpuaudit-light")
     app.animation_level = "none"
     assert snap_compare(app, terminal_size=SIZE)
+
+
+@pytest.fixture
+def demo_roofline_everywhere(monkeypatch):
+    """The SYNTHETIC run shown with the demo's frozen roofline (the strip's colours, every input and step)."""
+    monkeypatch.setattr(roofline_view, "roofline_for_run", demo_roofline)
+
+
+def test_dashboard_roofline_strip(snap_compare, demo_roofline_everywhere) -> None:
+    assert snap_compare(app_for(synthetic_run()), terminal_size=(80, 24))
+
+
+@SIZES
+def test_drilldown_roofline(snap_compare, size, demo_roofline_everywhere) -> None:
+    assert snap_compare(app_for(synthetic_run()), terminal_size=size, press=["p"])

@@ -63,3 +63,13 @@ def failed_run() -> AuditRun:
         probes.append(p.model_copy(update={"status": "failed", "error": "every target failed", "records": [],
                                            "facts": {}, "summary": "", "findings": unknown}))
     return run.model_copy(update={"target_states": states, "probes": probes, "mode": "live", "note": None})
+
+
+ROOFLINE_DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "tui" / "roofline-demo.json"
+
+
+def demo_roofline(_run: AuditRun | None = None, **_kw: object):
+    """The demo's roofline, frozen (tests/fixtures/tui/SOURCES.md): for baselines that must not move with the engine."""
+    from gpuaudit.probes.core.roofline.report import Roofline
+
+    return Roofline.model_validate_json(ROOFLINE_DEMO.read_text())

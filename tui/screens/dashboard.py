@@ -16,6 +16,7 @@ from gpuaudit.probes.core.events import AuditFinished, CommandFinished, CommandS
 from gpuaudit.tui.messages import AuditCompleted, AuditEventReceived
 from gpuaudit.tui.render import unreachable_roles
 from gpuaudit.tui.widgets.probe_pane import ProbePane
+from gpuaudit.tui.widgets.roofline_strip import RooflineStrip
 from gpuaudit.tui.widgets.target_header import TargetHeader
 
 if TYPE_CHECKING:
@@ -40,6 +41,7 @@ class DashboardScreen(Screen[None]):
         Binding("f", "app.filter", "Filter"),
         Binding("slash", "text_filter", "Find", key_display="/"),
         Binding("u", "app.not_checked", "Unknowns"),
+        Binding("p", "app.roofline", "Roofline", show=False),
         Binding("s", "app.save", "Save", show=False),
         Binding("d", "app.diff", "Diff", show=False),
         Binding("escape", "clear_text_filter", "Clear filter", show=False),
@@ -64,6 +66,7 @@ class DashboardScreen(Screen[None]):
         run = self.app.audit_run
         roles = [t.role for t in run.targets]
         yield TargetHeader(id="targets")
+        yield RooflineStrip(id="roofline-strip")
         with Grid(id="panes"):
             for result in run.probes:
                 yield ProbePane(result, roles, self.app.clock)
@@ -175,6 +178,10 @@ class DashboardScreen(Screen[None]):
                 pane.tick()
 
     # --- actions -----------------------------------------------------------------------------------
+    @on(RooflineStrip.Selected)
+    def _open_roofline(self) -> None:
+        self.app.action_roofline()
+
     @on(ProbePane.Selected)
     def _open(self, message: ProbePane.Selected) -> None:
         self.app.open_drilldown(message.probe_id)

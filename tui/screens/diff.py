@@ -15,6 +15,7 @@ from gpuaudit.probes.core.models import Severity
 from gpuaudit.snapshots.diff import ProbeDiff, SnapshotDiff, diff_snapshots
 from gpuaudit.snapshots.schema import Snapshot
 from gpuaudit.tui.diff_report import KIND_MARK, SEVERITY_STYLE, SeverityStyles, header, probe_block, summary_line
+from gpuaudit.tui.roofline_view import roofline_change_line
 
 _WORST_KIND = ("new", "severity", "resolved", "observed", "added", "removed")
 _STYLED_KINDS = ("new", "severity", "resolved")
@@ -75,6 +76,10 @@ class SnapshotDiffScreen(Screen[None]):
     def head(self) -> Text:
         head = header(self.diff)
         head.append_text(summary_line(self.diff))
+        if self.diff.roofline is not None:  # the decode speed before -> after (e.g. an upgrade's effect)
+            head.rstrip()
+            head.append("\n")
+            head.append_text(roofline_change_line(self.diff.roofline, self.palette))
         return head
 
     def rename_new(self, name: str) -> None:

@@ -11,12 +11,16 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.events import Resize
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Input, Label, Static, TabbedContent, TabPane
+from textual.widgets import DataTable, Footer, Input, Label, OptionList, Static, TabbedContent, TabPane
+from textual.widgets.option_list import Option
 
 from gpuaudit.probes.core.models import AuditRun, CommandRecord, EvidenceRef, Finding, ProbeResult
 from gpuaudit.probes.core.plan import evidence_line, fix_commands
+from gpuaudit.probes.core.roofline.report import Roofline
 from gpuaudit.tui.render import (evidence_row, facts_rows, finding_detail, neutralise, pane_subtitle, record_cells,
                                  record_output, unreachable_roles, visible)
+from gpuaudit.tui.roofline_view import (explanation_line, explanations_heading, findings_of, roofline_detail, roofline_of,
+                                        roofline_summary)
 from gpuaudit.tui.widgets.command_output import CommandOutput
 from gpuaudit.tui.widgets.findings_table import FindingsTable
 
@@ -25,6 +29,8 @@ if TYPE_CHECKING:
 
 NARROW_BELOW = 110
 """Narrower than this, findings and raw output take the whole width in turn (`o` switches)."""
+ROOFLINE_PROBE = "python"
+"""The probe whose drill-down has the Roofline tab: it reads the engine, the measured side of the roofline."""
 
 
 def finding_as_text(f: Finding) -> str:
@@ -49,10 +55,15 @@ class DrilldownScreen(Screen[None]):
     ]
     app: GpuAuditApp
 
-    def __init__(self, probe_id: str, finding_id: str | None = None) -> None:
-        super().__init__(id="drilldown")
+    def __init__(self, probe_id: str, finding_id: str | None = None, tab: str | None = None) -> None:
+        super().__init__()  # no fixed id: a drill-down opens another one on top (a finding of another probe)
         self.probe_id = probe_id
         self.finding_id = finding_id
+        self.initial_tab = tab
+        """"finding", "facts" or "roofline" (python only): the tab shown first."""
+        self.explanations: list[str] = []
+        """The finding ids of the Roofline tab's list, in its order."""
+        self._roofline: Roofline | None = None
         self.records: list[CommandRecord] = []
         self.query_text = ""
         self.shown: CommandRecord | None = None
@@ -70,6 +81,13 @@ class DrilldownScreen(Screen[None]):
                         facts = DataTable[Text](id="facts", cursor_type="row", zebra_stripes=True)
                         facts.add_columns("on", "fact", "value", "seen in")
                         yield facts
+                    if self.probe_id == ROOFLINE_PROBE:
+                        with TabPane("Roofline", id="tab-roofline"):
+                            with VerticalScroll(id="roofline-scroll"):
+                                yield Static(id="roofline-summary")
+                                yield Static(id="roofline-explain-title")
+                                yield OptionList(id="roofline-findings")
+                                yield Static(id="roofline-detail")
             with Vertical(id="dd-right"):
                 commands = DataTable[Text](id="commands", cursor_type="row")
                 commands.add_columns("on", "command", "exit", "time", "flags")
@@ -92,6 +110,24 @@ class DrilldownScreen(Screen[None]):
                 table.move_cursor(row=index)
                 self._show_finding()
         table.focus()
+        if self.initial_tab:
+            self.show_tab(self.initial_tab)
+
+    def show_tab(self, tab: str) -> None:
+        """Switch the left side's tab ("finding", "facts", "roofline"); on a narrow screen, show that side."""
+        tabs = self.query_one("#dd-tabs", TabbedContent)
+        if not tabs.query(f"#tab-{tab}"):
+            return
+        tabs.active = f"tab-{tab}"
+        self.set_class(tab == "roofline", "-roofline")
+        self.set_class(False, "-show-output")
+        if tab == "roofline":
+            self.query_one("#roofline-scroll", VerticalScroll).focus()  # arrows and PageDown read on; Tab: the list
+
+    @on(TabbedContent.TabActivated, "#dd-tabs")
+    def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
+        """The Roofline tab takes the findings table's room too (its inputs and steps are long)."""
+        self.set_class(event.pane.id == "tab-roofline", "-roofline")
 
     def on_resize(self, event: Resize) -> None:
         self.set_class(event.size.width < NARROW_BELOW, "-narrow")
@@ -100,6 +136,8 @@ class DrilldownScreen(Screen[None]):
         """Reload only when what this screen shows changed: a start elsewhere (or here) changes nothing."""
         if self.shown_key(run.probe(self.probe_id)) != self._shown_key:
             self.reload()
+        elif self.probe_id == ROOFLINE_PROBE and roofline_of(run) is not self._roofline:
+            self.show_roofline()  # other probes' records and findings feed it
 
     @staticmethod
     def shown_key(result: ProbeResult | None) -> tuple[object, ...]:
@@ -143,6 +181,44 @@ class DrilldownScreen(Screen[None]):
         else:
             self.query_one(CommandOutput).show("no commands ran for this probe on any target")
         self._show_finding()
+        if self.probe_id == ROOFLINE_PROBE:
+            self.show_roofline()
+
+    def show_roofline(self) -> None:
+        """Fill the Roofline tab from the app's run: summary, the explaining findings (openable), the details."""
+        rf = self._roofline = roofline_of(self.app.audit_run)
+        palette = self.app.palette
+        self.query_one("#roofline-summary", Static).update(roofline_summary(rf, palette))
+        self.query_one("#roofline-explain-title", Static).update(explanations_heading(rf))
+        ids = [e["id"] for e in rf.explanations]
+        box = self.query_one("#roofline-findings", OptionList)
+        if ids != self.explanations or box.option_count != len(ids):
+            self.explanations = ids
+            box.clear_options()
+            box.add_options([Option(explanation_line(e, palette), id=e["id"]) for e in rf.explanations])
+        box.display = bool(ids)
+        self.query_one("#roofline-detail", Static).update(roofline_detail(rf))
+
+    @on(OptionList.OptionSelected, "#roofline-findings")
+    def _explanation_selected(self, event: OptionList.OptionSelected) -> None:
+        """Open an explaining finding: here when it is this probe's, else in its own drill-down."""
+        fid = event.option.id or ""
+        probe = findings_of(self.app.audit_run, [fid]).get(fid)
+        if probe is None:
+            self.notify(f"{fid} is no longer in this audit", severity="warning")
+            return
+        if probe != self.probe_id:
+            self.app.open_drilldown(probe, fid)
+            return
+        table = self.query_one(FindingsTable)
+        index = next((n for n, f in enumerate(table.findings) if f.id == fid), None)
+        if index is None:
+            self.notify(f"{fid} is hidden by the filter ({self.app.finding_filter.describe()})", severity="warning")
+            return
+        table.move_cursor(row=index)
+        self._show_finding()
+        self.show_tab("finding")
+        table.focus()
 
     def _show_finding(self) -> None:
         f = self.query_one(FindingsTable).current

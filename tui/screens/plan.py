@@ -21,6 +21,7 @@ from textual.widgets.option_list import Option
 from gpuaudit.probes.core.models import AuditRun
 from gpuaudit.probes.core.plan import build_plan, fix_commands, plan_markdown
 from gpuaudit.tui.render import PLAIN, Palette, not_checked_text, plan_step_text
+from gpuaudit.tui.widgets.roofline_strip import RooflineStrip
 
 if TYPE_CHECKING:
     from gpuaudit.tui.app import GpuAuditApp
@@ -38,6 +39,7 @@ class PlanScreen(Screen[None]):
         Binding("c", "copy_fix", "Copy fix"),
         Binding("C", "copy_plan", "Copy plan"),
         Binding("m", "save_markdown", "Save .md"),
+        Binding("p", "app.roofline", "Roofline", show=False),
     ]
     app: GpuAuditApp
 
@@ -57,6 +59,7 @@ class PlanScreen(Screen[None]):
         head.append("\nEnter opens a step's finding · c copies its fix command · C the plan · m saves it as Markdown",
                     style="dim")
         yield Static(head, id="plan-title")
+        yield RooflineStrip(id="plan-roofline")
         with VerticalScroll(id="plan-body"):
             if self.plan:
                 yield OptionList(*[Option(plan_step_text(s, self.palette), id=str(n)) for n, s in enumerate(self.plan)],
@@ -76,6 +79,10 @@ class PlanScreen(Screen[None]):
             return None
         highlighted = self.query_one("#plan-steps", OptionList).highlighted
         return 0 if highlighted is None else highlighted
+
+    @on(RooflineStrip.Selected)
+    def _open_roofline(self) -> None:
+        self.app.action_roofline()
 
     @on(OptionList.OptionSelected, "#plan-steps")
     def _selected(self) -> None:
