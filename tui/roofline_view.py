@@ -75,17 +75,23 @@ def level(rf: Roofline) -> Severity:
     return Severity.OK if ratio >= NEAR else Severity.WARNING if ratio >= FAR else Severity.CRITICAL
 
 
-def strip_line(rf: Roofline, palette: Palette = PLAIN, width: int | None = None, hint: str = "") -> Text:
+PENDING = "roofline pending: the audit is still reading the engine, the model and the GPUs"
+
+
+def strip_line(rf: Roofline, palette: Palette = PLAIN, width: int | None = None, hint: str = "",
+               pending: bool = False) -> Text:
     """"✖ roofline  decode 10.1 tok/s · bound 98–195 tok/s · 5–10% of physics", cut to `width` with an ellipsis.
 
-    `hint` (e.g. "p: how") is added only when it fits whole; the figures are never cut for it.
+    `hint` (e.g. "p: how") is added only when it fits whole; the figures are never cut for it. `pending`: the
+    audit is still running, so an unknown roofline is not yet a missing input.
     """
     sev = level(rf)
-    line = Text(f"{SEV_ICON[sev]} ", style=palette.get(sev, ""))
-    strip = neutralise(rf.strip or strip_text(rf))
+    pending = pending and sev == Severity.UNKNOWN
+    line = Text("… " if pending else f"{SEV_ICON[sev]} ", style="" if pending else palette.get(sev, ""))
+    strip = PENDING if pending else neutralise(rf.strip or strip_text(rf))
     if not strip.startswith("roofline"):
         line.append("roofline  ", style="bold")
-    line.append(strip, style=palette.get(sev, "") if sev != Severity.INFO else "")
+    line.append(strip, style="dim" if pending else palette.get(sev, "") if sev != Severity.INFO else "")
     if hint and (width is None or line.cell_len + len(hint) + 4 <= width):
         line.append(f"  ·  {hint}", style="dim")
     if width:
@@ -176,13 +182,17 @@ def roofline_detail(rf: Roofline) -> Group:
 
 def roofline_change_line(change: RooflineChange, palette: Palette = PLAIN) -> Text:
     """"roofline  decode 10.1 tok/s · … → decode 48.0 tok/s · …": a faster decode green, a slower one red."""
+
+    def side(strip: str) -> str:
+        return neutralise(strip.removeprefix("roofline ") or "(not in this snapshot)")
+
     text = Text("roofline  ", style="bold")
-    text.append(neutralise(change.old_strip or "-"), style="dim")
+    text.append(side(change.old_strip), style="dim")
     text.append("  →  ")
     faster = (change.old_measured or 0) < (change.new_measured or 0)
     slower = change.old_measured is not None and (change.new_measured or 0) < change.old_measured
     style = palette.get(Severity.OK, "") if faster else palette.get(Severity.CRITICAL, "") if slower else ""
-    text.append(neutralise(change.new_strip or "-"), style=style)
+    text.append(side(change.new_strip), style=style)
     if change.bounds_changed:
         text.append("  (bounds changed: model, GPUs or layout differ)", style="italic")
     return text

@@ -12,7 +12,8 @@ from gpuaudit.probes.core.roofline.report import Roofline, roofline_for_run
 from gpuaudit.snapshots.schema import Snapshot
 from gpuaudit.tui import roofline_view
 from gpuaudit.tui.app import make_app
-from gpuaudit.tui.roofline_view import level, roofline_detail, roofline_of, roofline_summary, strip_line
+from gpuaudit.snapshots.diff import RooflineChange
+from gpuaudit.tui.roofline_view import level, roofline_change_line, roofline_detail, roofline_of, roofline_summary, strip_line
 from gpuaudit.tui.screens.diff import SnapshotDiffScreen
 from gpuaudit.tui.screens.drilldown import DrilldownScreen
 from gpuaudit.tui.screens.plan import PlanScreen
@@ -20,7 +21,7 @@ from gpuaudit.tui.session_setup import DEMO_NOTE
 from gpuaudit.tui.widgets.findings_table import FindingsTable
 from gpuaudit.tui.widgets.probe_pane import ProbePane
 from gpuaudit.tui.widgets.roofline_strip import RooflineStrip
-from tui_support import case_study_run, demo_roofline, synthetic_run
+from tui_support import case_study_run, demo_roofline, running_run, synthetic_run
 
 DEMO_STRIP = "decode 10.1 tok/s · bound 98–195 tok/s · 5–10% of physics"
 
@@ -68,6 +69,14 @@ async def test_unknown_strip_names_the_first_missing_input_and_no_figure(clock) 
         assert text.startswith("? roofline unknown: no serving engine")
         assert "tok/s" not in text and len(text) <= 78 and text.endswith("…")  # cut to the width, not wrapped
         assert strip_of(app.screen).has_class("-unknown")
+
+
+async def test_a_running_audit_says_pending_not_missing(clock) -> None:
+    app = make_app(running_run(), clock=clock)  # SYNTHETIC: half the probes still running
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        assert strip_text(app.screen) == "… roofline pending: the audit is still reading the engine, the model and the GPUs"
+        assert strip_of(app.screen).has_class("-info")
 
 
 async def test_strip_follows_the_run(clock) -> None:
@@ -224,6 +233,11 @@ def test_target_text_is_shown_never_interpreted() -> None:
     text = plain(roofline_detail(rf), width=300)
     assert "[red]x[/red]" in text and "[bold]no[/bold]" in text and "\x1b" not in text and "\x07" not in text
     assert "\x1b" not in roofline_summary(rf).plain
+
+
+def test_diff_line_names_a_side_without_a_roofline() -> None:
+    change = RooflineChange(old_strip="", new_strip="roofline unknown: no serving engine")
+    assert roofline_change_line(change).plain == "roofline  (not in this snapshot)  →  unknown: no serving engine"
 
 
 def test_roofline_is_cached_by_what_it_reads(monkeypatch) -> None:

@@ -10,13 +10,13 @@ from rich.text import Text
 from textual.message import Message
 from textual.widget import Widget
 
-from gpuaudit.probes.core.models import AuditRun
+from gpuaudit.probes.core.models import AuditRun, Severity
 from gpuaudit.probes.core.roofline.report import Roofline
 from gpuaudit.tui.render import PLAIN
 from gpuaudit.tui.roofline_view import LEVEL_CLASS, level, roofline_of, strip_line
 
-HINT = "p: how it is computed"
-"""Shown after the figures only when it fits whole (never at 80 columns)."""
+HINT = {True: "p: what is missing", False: "p: how it is computed"}
+"""Shown after the figures only when it fits whole (never at 80 columns); by whether the roofline is unknown."""
 
 
 class RooflineStrip(Widget):
@@ -26,6 +26,8 @@ class RooflineStrip(Widget):
     def __init__(self, **kw: str) -> None:
         super().__init__(**kw)  # type: ignore[arg-type]
         self.roofline = Roofline()
+        self.pending = True
+        """The audit is still running (an unknown roofline then means "not read yet")."""
 
     def on_mount(self) -> None:
         self.watch(self.app, "audit_run", self._run_changed, init=True)
@@ -33,15 +35,17 @@ class RooflineStrip(Widget):
 
     def _run_changed(self, run: AuditRun) -> None:
         rf = roofline_of(run)
-        if rf is not self.roofline:
-            self.roofline = rf
+        pending = run.finished_at is None and any(p.status in ("pending", "running") for p in run.probes)
+        if rf is not self.roofline or pending != self.pending:
+            self.roofline, self.pending = rf, pending
             self.remove_class(*LEVEL_CLASS.values())
-            self.add_class(LEVEL_CLASS[level(rf)])
+            self.add_class(LEVEL_CLASS[Severity.INFO if pending and not rf.bounds else level(rf)])
             self.refresh()
 
     def render(self) -> Text:
+        unknown = not self.roofline.bounds
         return strip_line(self.roofline, getattr(self.app, "palette", PLAIN), width=self.content_size.width or None,
-                          hint=HINT)
+                          hint="" if unknown and self.pending else HINT[unknown], pending=self.pending)
 
     def on_click(self) -> None:
         self.post_message(self.Selected())
