@@ -32,9 +32,11 @@ LEVEL_CLASS = {Severity.OK: "-ok", Severity.WARNING: "-warn", Severity.CRITICAL:
 
 def run_key(run: AuditRun) -> tuple[object, ...]:
     """What the roofline reads from a run: the records and the findings. Equal keys give equal rooflines
-    (records only grow during a run, and a re-run passes through `running`), so the key guards a cache."""
-    return (run.started_at, tuple((p.probe_id, p.status, len(p.records), tuple((f.id, f.severity) for f in p.findings))
-                                  for p in run.probes))
+    (records only grow during a run, and a re-run passes through `running`), so the key guards a cache. A running
+    probe's records are left out: recomputing on each of a live audit's ~150 commands would cost the UI ~3 s;
+    its start and its end are enough."""
+    return (run.started_at, tuple((p.probe_id, p.status, None if p.status == "running" else len(p.records),
+                                   tuple((f.id, f.severity) for f in p.findings)) for p in run.probes))
 
 
 _cache: tuple[tuple[object, ...], Roofline] | None = None

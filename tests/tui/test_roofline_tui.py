@@ -250,6 +250,13 @@ def test_roofline_is_cached_by_what_it_reads(monkeypatch) -> None:
     probes[8] = probes[8].model_copy(update={"records": probes[8].records[:0]})
     roofline_of(run.model_copy(update={"probes": probes}))
     assert len(calls) == 2
+    live = running_run()  # a running probe's commands finishing one by one: no recomputation until it ends
+    roofline_of(live)
+    grown = list(live.probes)
+    grown[8] = grown[8].model_copy(update={"records": [*grown[8].records, *synthetic_run().probes[4].records]})
+    assert grown[8].status == "running" and len(grown[8].records) != len(live.probes[8].records)
+    roofline_of(live.model_copy(update={"probes": grown}))
+    assert len(calls) == 3
 
 
 def test_an_engine_error_shows_as_unknown_not_a_crash(monkeypatch) -> None:
