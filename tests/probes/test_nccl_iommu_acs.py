@@ -15,7 +15,7 @@ from gpuaudit.probes.core.combiners import gpu_acs_redirect, gpu_iommu_translati
 
 FX = Path(__file__).parents[1] / "fixtures"
 CASE = Path(__file__).parents[2] / "snapshots/examples/case-study"
-RELEASE_0_1 = Path(__file__).parents[1] / "fixtures/snapshots/release-0.1.0"  # written by the previous release
+RELEASE_0_1 = Path(__file__).parents[1] / "fixtures/releases/0.1.0"  # written by the previous release
 # Real capture: two H100 SXM5 behind PEX890xx switches (HPE XD665), ACS redirect on the root and switch ports.
 HPE = (FX / "system/lspci-vvv-filtered/hpe-xd665-two-h100-behind-pex890xx-no-tree.txt").read_text()
 HPE_GPU_PATH_REDIRECT = ["0000:00:01.1", "0000:02:01.0", "0000:60:01.1", "0000:62:01.0"]

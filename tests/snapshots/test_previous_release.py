@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-OLD = ROOT / "tests" / "fixtures" / "snapshots" / "release-0.1.0"
+OLD = ROOT / "tests" / "fixtures" / "releases" / "0.1.0"
 # Intended since 0.1.0: a new check (driver.gpu_health); two host+container rows judged once on the container.
 NEW_IDS = {"driver.gpu_health"}
 
