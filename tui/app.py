@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import argparse
 import sys
 from collections.abc import Callable, Iterable
 from datetime import datetime, timezone
@@ -18,6 +17,7 @@ from textual.theme import BUILTIN_THEMES
 
 from gpuaudit.probes.core.events import initial_run
 from gpuaudit.probes.core.models import AuditRun, Severity
+from gpuaudit.probes.core.request import AuditRequest
 from gpuaudit.probes.core.runner import Audit
 from gpuaudit.probes.core.text import neutralise
 from gpuaudit.themes import DEFAULT_THEME, STATUS_DEFAULTS, STYLESHEETS, THEMES
@@ -238,16 +238,16 @@ def make_app(source: Audit | AuditRun, *, note: str | None = None, mode: str = "
                        replay_file=replay_file, autostart=autostart)
 
 
-def run_app(args: argparse.Namespace) -> int:
+def run_app(request: AuditRequest) -> int:
     """`gpuaudit-tui` without --json: build the audit, open the dashboard; exit status 0 (2 on bad --theme)."""
     store = ThemeStore()
-    if args.theme and args.theme not in KNOWN_THEMES:
-        print(f"gpuaudit-tui: error: --theme {args.theme!r}: unknown; known: {', '.join(KNOWN_THEMES)}", file=sys.stderr)
+    if request.theme and request.theme not in KNOWN_THEMES:
+        print(f"gpuaudit-tui: error: --theme {request.theme!r}: unknown; known: {', '.join(KNOWN_THEMES)}", file=sys.stderr)
         return 2
-    if args.theme:
-        store.save(args.theme)
-    setup = build_setup(args)
+    if request.theme:
+        store.save(request.theme)
+    setup = build_setup(request)
     app = make_app(setup.audit, note=setup.note, mode=setup.mode, replay_file=setup.source, theme_store=store,
-                   snapshot_dir=Path(args.snapshot_dir) if args.snapshot_dir else None,
-                   theme=args.theme or store.load() or DEFAULT_THEME)
+                   snapshot_dir=Path(request.snapshot_dir) if request.snapshot_dir else None,
+                   theme=request.theme or store.load() or DEFAULT_THEME)
     return app.run() or 0

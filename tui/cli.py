@@ -10,7 +10,10 @@ import sys
 import textwrap
 from pathlib import Path
 from collections.abc import Sequence
-from typing import NoReturn
+from typing import TYPE_CHECKING, NoReturn
+
+if TYPE_CHECKING:  # imported lazily at run time: `--help` stays light
+    from gpuaudit.probes.core.request import AuditRequest
 
 
 EXIT_USAGE = 2
@@ -197,6 +200,25 @@ def _check_combinations(args: argparse.Namespace) -> None:
             print(f"gpuaudit-tui: warning: {note}", file=sys.stderr)
 
 
+def audit_request(args: argparse.Namespace) -> AuditRequest:
+    """The one place the Namespace becomes the typed, frozen request every layer below reads (probes/core/request.py).
+
+    Validates --probes and --python on the way (CliError, exit 2)."""
+    from gpuaudit.probes.core.request import AuditRequest
+
+    probe_ids = parse_probe_ids(args.probes)
+    validate_python_path(args.python)
+    return AuditRequest(
+        host=args.host, container=args.container, hosts=args.hosts, max_connections=args.max_connections,
+        probe_ids=None if probe_ids is None else tuple(probe_ids), timeout=args.timeout, max_output=args.max_output,
+        sudo=args.sudo, python=args.python, active=args.active,
+        known_hosts=args.known_hosts, identity=args.identity, accept_new_host_keys=args.accept_new_host_keys,
+        max_channels=args.max_channels, connections=args.connections,
+        replay=args.replay, resume=args.resume, demo=args.demo, yes=args.yes,
+        json=args.json, plan=args.plan, prom=args.prom, health=args.health, fail_on=args.fail_on,
+        save=args.save, snapshot_dir=args.snapshot_dir, theme=args.theme)
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
@@ -214,19 +236,18 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return list_checks.main(args.json)
         _check_combinations(args)
-        args.probe_ids = parse_probe_ids(args.probes)
-        validate_python_path(args.python)
-        if args.hosts:
+        request = audit_request(args)
+        if request.hosts:
             from gpuaudit.tui import fleet
 
-            return fleet.main(args)
-        if args.json or args.plan or args.prom or args.health:
+            return fleet.main(request)
+        if request.json or request.plan or request.prom or request.health:
             from gpuaudit.tui import headless
 
-            return headless.main(args)
+            return headless.main(request)
         from gpuaudit.tui import interactive
 
-        return interactive.main(args)
+        return interactive.main(request)
     except CliError as exc:
         print(f"gpuaudit-tui: error: {exc}", file=sys.stderr)
         return EXIT_USAGE

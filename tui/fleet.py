@@ -23,7 +23,6 @@ before every host finished exits 3.
 
 from __future__ import annotations
 
-import argparse
 import asyncio
 import dataclasses
 import json
@@ -34,6 +33,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpuaudit.probes.core.inventory import FleetHost, load_inventory, parse_inventory  # noqa: F401 - re-exported
+from gpuaudit.probes.core.request import AuditRequest
 
 @dataclass(slots=True)
 class HostResult:
@@ -46,7 +46,7 @@ class HostResult:
     counts: dict[str, int] = field(default_factory=dict)
 
 
-async def audit_host(host: FleetHost, args: argparse.Namespace, ssh: object, limit: asyncio.Semaphore,
+async def audit_host(host: FleetHost, request: AuditRequest, ssh: object, limit: asyncio.Semaphore,
                      on_start: Callable[[FleetHost], None] | None = None) -> HostResult:
     """One host's audit under the fleet-wide connection cap; every failure becomes data.
 
@@ -68,25 +68,25 @@ async def audit_host(host: FleetHost, args: argparse.Namespace, ssh: object, lim
             if host.identity:  # the inventory's ansible_private_key_file for this host
                 ssh = dataclasses.replace(ssh, identity=host.identity)  # type: ignore[type-var]
             bindings = live_bindings(parse_host_spec(host.spec), None, ssh)  # type: ignore[arg-type]
-            setup = AuditSetup(Audit(bindings, selected_probes(args), audit_options(args)), "live")
+            setup = AuditSetup(Audit(bindings, selected_probes(request), audit_options(request)), "live")
             run = await collect(setup)
         except Exception as exc:  # a bug or odd host must not stop the fleet
             return HostResult(host, EXIT_TARGET_FAILED, time.monotonic() - t0, error=f"{exc.__class__.__name__}: {exc}")
         duration = time.monotonic() - t0
     failed = [s.reason or "failed" for s in run.target_states.values() if s.state == "failed"]
     snapshot = Snapshot.from_run(run)
-    return HostResult(host, exit_code(run, args.fail_on), duration, snapshot.model_dump_json(),
+    return HostResult(host, exit_code(run, request.fail_on), duration, snapshot.model_dump_json(),
                       error=failed[0] if failed else None, counts=severity_counts(snapshot))
 
 
-async def run_fleet(hosts: list[FleetHost], args: argparse.Namespace, ssh: object,
+async def run_fleet(hosts: list[FleetHost], request: AuditRequest, ssh: object,
                     on_start: Callable[[FleetHost], None] | None = None,
                     on_done: Callable[[HostResult], None] | None = None) -> list[HostResult]:
     """Every host's audit, at most --max-connections at once; `on_done(result)` as each one ends."""
-    limit = asyncio.Semaphore(args.max_connections)
+    limit = asyncio.Semaphore(request.max_connections)
 
     async def one(host: FleetHost) -> HostResult:
-        result = await audit_host(host, args, ssh, limit, on_start)
+        result = await audit_host(host, request, ssh, limit, on_start)
         if on_done is not None:
             on_done(result)
         return result
@@ -142,14 +142,14 @@ def write_fleet_prom(results: list[HostResult], path: Path) -> None:
     write_textfile(Path(path), render(nodes))
 
 
-def wants_screen(args: argparse.Namespace) -> bool:
+def wants_screen(request: AuditRequest) -> bool:
     """The fleet screen on a terminal; --json, --prom, --health or a pipe keep the text/JSON output."""
-    if args.json or getattr(args, "prom", None) or getattr(args, "health", False):
+    if request.json or request.prom or request.health:
         return False
     return sys.stdin.isatty() and sys.stdout.isatty()
 
 
-def run_screen(hosts: list[FleetHost], args: argparse.Namespace, ssh: object) -> list[HostResult]:
+def run_screen(hosts: list[FleetHost], request: AuditRequest, ssh: object) -> list[HostResult]:
     """The live fleet screen: rows go pending -> auditing -> done/unreachable while the audit runs.
 
     Returns the hosts that finished (all of them unless the user quit early, which cancels the rest).
@@ -160,7 +160,7 @@ def run_screen(hosts: list[FleetHost], args: argparse.Namespace, ssh: object) ->
     from gpuaudit.tui.fleet_model import FleetModel
     from gpuaudit.tui.theme_store import ThemeStore
 
-    model = FleetModel.for_hosts(hosts, title=f"fleet {Path(args.hosts).name}", max_connections=args.max_connections)
+    model = FleetModel.for_hosts(hosts, title=f"fleet {Path(request.hosts).name}", max_connections=request.max_connections)
     done: list[HostResult] = []
 
     def finished(result: HostResult) -> None:
@@ -168,28 +168,28 @@ def run_screen(hosts: list[FleetHost], args: argparse.Namespace, ssh: object) ->
         model.host_finished(result)
 
     async def runner(m: FleetModel) -> None:
-        await run_fleet(hosts, args, ssh, on_start=m.host_started, on_done=finished)
+        await run_fleet(hosts, request, ssh, on_start=m.host_started, on_done=finished)
 
     store = ThemeStore()
-    theme = args.theme if args.theme in KNOWN_THEMES else store.load()
+    theme = request.theme if request.theme in KNOWN_THEMES else store.load()
     FleetApp(model, runner, theme=theme, theme_store=store,
-             snapshot_dir=Path(args.snapshot_dir) if args.snapshot_dir else None).run()
+             snapshot_dir=Path(request.snapshot_dir) if request.snapshot_dir else None).run()
     order = {h.spec: i for i, h in enumerate(hosts)}
     return sorted(done, key=lambda r: order[r.host.spec])
 
 
-def main(args: argparse.Namespace) -> int:
+def main(request: AuditRequest) -> int:
     from gpuaudit.tui.session_setup import ssh_options
 
-    inventory = load_inventory(args.hosts)
+    inventory = load_inventory(request.hosts)
     hosts = inventory.hosts
     if inventory.ignored_note():
         print(f"gpuaudit-tui: {inventory.ignored_note()}", file=sys.stderr)
     t0 = time.monotonic()
     # one connection per host: in a fleet the handshakes, not the channel cap, are the cost
-    ssh = dataclasses.replace(ssh_options(args), connections=1)
-    if wants_screen(args):
-        results = run_screen(hosts, args, ssh)
+    ssh = dataclasses.replace(ssh_options(request), connections=1)
+    if wants_screen(request):
+        results = run_screen(hosts, request, ssh)
         sys.stdout.write(fleet_table(results))  # the terminal keeps the result once the screen closes
         for r in results:
             if r.exit_status == 3:
@@ -198,12 +198,12 @@ def main(args: argparse.Namespace) -> int:
             print(f"gpuaudit-tui: fleet audit stopped: {len(hosts) - len(results)} host(s) not audited", file=sys.stderr)
             return 3  # an incomplete audit never passes
         return max((r.exit_status for r in results), default=0)
-    results = asyncio.run(run_fleet(hosts, args, ssh))
+    results = asyncio.run(run_fleet(hosts, request, ssh))
     elapsed = time.monotonic() - t0
-    if getattr(args, "prom", None):
-        write_fleet_prom(results, args.prom)
-    if args.json:
-        sys.stdout.write(fleet_document(results, elapsed, args.max_connections))
+    if request.prom:
+        write_fleet_prom(results, request.prom)
+    if request.json:
+        sys.stdout.write(fleet_document(results, elapsed, request.max_connections))
     else:
         sys.stdout.write(fleet_table(results))
     for r in results:

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import argparse
 import asyncio
-import signal
 import sys
 
-from gpuaudit.probes.core.events import CommandFinished, ProbeFinished, TargetFailed, apply_event, initial_run
+from gpuaudit.probes.core.events import CommandFinished, ProbeFinished, TargetFailed
 from gpuaudit.probes.core.models import AuditRun, Severity
+from gpuaudit.probes.core.request import AuditRequest
+from gpuaudit.probes.core.session import run_to_end
 from gpuaudit.snapshots.schema import Snapshot
 from gpuaudit.tui.session_setup import AuditSetup, build_setup, stamp
 
@@ -17,27 +17,16 @@ EXIT_OK, EXIT_FINDINGS, EXIT_ERROR, EXIT_TARGET_FAILED = 0, 1, 2, 3
 
 
 async def collect(setup: AuditSetup, progress: bool = False, partial: list[AuditRun] | None = None) -> AuditRun:
-    """Run the audit to completion and fold its events (`partial` holds the run so far, for an interrupted --save)."""
-    task = asyncio.current_task() if partial is not None else None  # the one-target audit of main() only
-    if task is not None:  # SIGTERM cancels like Ctrl-C does: every remote command is killed before we exit
-        try:
-            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
-        except (ValueError, RuntimeError, NotImplementedError):  # not the main thread, or no signals here
-            pass
-    audit = setup.audit
-    run = initial_run(audit.targets, [(p.id, p.title) for p in audit.probes])
-    reporter = _Progress(len(audit.probes)) if progress else None
+    """Run the audit to completion and fold its events (`partial` holds the run so far, for an interrupted --save).
+
+    A thin wrapper kept for its callers: the engine's `run_to_end` (probes/core/session.py) does the work; this adds
+    the Rich progress line on stderr and stamps the run with the setup's mode and note."""
+    reporter = _Progress(len(setup.audit.probes)) if progress else None
     try:
-        async for event in audit.events():
-            run = apply_event(run, event)
-            if partial is not None:
-                partial[:] = [run]
-            if reporter:
-                reporter.update(event)
+        run = await run_to_end(setup.audit, on_event=reporter.update if reporter else None, partial=partial)
     finally:
         if reporter:
             reporter.stop()
-        await audit.aclose()
     return stamp(run, setup)
 
 
@@ -97,54 +86,54 @@ def write_prom(snapshot: Snapshot, path: object) -> None:
 INCOMPLETE_NOTE = "incomplete: interrupted before the audit finished; --resume runs what is missing"
 
 
-def _save_incomplete(run: AuditRun, setup: AuditSetup, args: argparse.Namespace) -> None:
+def _save_incomplete(run: AuditRun, setup: AuditSetup, request: AuditRequest) -> None:
     """--save of an interrupted audit: what was collected, marked incomplete, so --resume can finish it."""
     from gpuaudit.snapshots import store
     from gpuaudit.snapshots.naming import default_name
 
     snapshot = Snapshot.from_run(stamp(run, setup))
     snapshot = snapshot.model_copy(update={"note": INCOMPLETE_NOTE})
-    name = args.save or default_name(snapshot)
-    path = store.save(snapshot.model_copy(update={"name": name}), name, args.snapshot_dir)
+    name = request.save or default_name(snapshot)
+    path = store.save(snapshot.model_copy(update={"name": name}), name, request.snapshot_dir)
     print(f"saved incomplete snapshot: {path}", file=sys.stderr)
 
 
-def main(args: argparse.Namespace) -> int:
-    setup = build_setup(args)
+def main(request: AuditRequest) -> int:
+    setup = build_setup(request)
     partial: list[AuditRun] = []
     try:
         run = asyncio.run(collect(setup, progress=sys.stderr.isatty(), partial=partial))
-    except (KeyboardInterrupt, asyncio.CancelledError):  # Ctrl-C, or SIGTERM (collect's handler)
-        if args.save is not None and partial and setup.mode != "resume":
-            _save_incomplete(partial[0], setup, args)
+    except (KeyboardInterrupt, asyncio.CancelledError):  # Ctrl-C, or SIGTERM (run_to_end's handler)
+        if request.save is not None and partial and setup.mode != "resume":
+            _save_incomplete(partial[0], setup, request)
         raise KeyboardInterrupt from None
     snapshot = Snapshot.from_run(run)
     if setup.mode == "resume":  # always stored as a new snapshot (tui/resume.py)
         from gpuaudit.tui.resume import finish
 
-        snapshot, _ = finish(snapshot, setup, args)
-    elif args.save is not None:
+        snapshot, _ = finish(snapshot, setup, request)
+    elif request.save is not None:
         from gpuaudit.snapshots import store
         from gpuaudit.snapshots.naming import default_name
 
-        name = args.save or default_name(snapshot)
+        name = request.save or default_name(snapshot)
         path = store.save(snapshot.model_copy(update={"name": name}), name,
-                          args.snapshot_dir)
+                          request.snapshot_dir)
         print(f"saved snapshot: {path}", file=sys.stderr)
     for state in run.target_states.values():
         if state.state == "failed":
             print(f"gpuaudit-tui: target {state.role} failed: {state.reason}", file=sys.stderr)
-    if getattr(args, "prom", None):
-        write_prom(snapshot, args.prom)
-    if getattr(args, "health", False):
+    if request.prom:
+        write_prom(snapshot, request.prom)
+    if request.health:
         from gpuaudit.tui.health import health_line
 
         sys.stdout.write(health_line(run) + "\n")
-    elif args.plan:
+    elif request.plan:
         from gpuaudit.probes.core.plan import build_plan, plan_markdown
 
         sys.stdout.write(plan_markdown(build_plan(run), run))
-    elif args.json or not getattr(args, "prom", None):
+    elif request.json or not request.prom:
         write_json(snapshot)
     sys.stdout.flush()
-    return exit_code(run, args.fail_on)
+    return exit_code(run, request.fail_on)

@@ -2,14 +2,14 @@
 
 from __future__ import annotations
 
-import argparse
+from gpuaudit.probes.core.request import AuditRequest
 
 
-def main(args: argparse.Namespace) -> int:
-    if getattr(args, "resume", None):  # resume headless, then show the stored result
+def main(request: AuditRequest) -> int:
+    if request.resume:  # resume headless, then show the stored result
         from gpuaudit.tui.resume import run_then_show
 
-        return run_then_show(args)
+        return run_then_show(request)
     from gpuaudit.tui.app import run_app
 
-    return run_app(args)
+    return run_app(request)

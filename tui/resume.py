@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
-import argparse
+import dataclasses
 import sys
 from pathlib import Path
 
 from gpuaudit.probes.core.errors import UsageError
 from gpuaudit.probes.core.models import Target
+from gpuaudit.probes.core.request import AuditRequest
 from gpuaudit.probes.core.resume import ResumeTransport, resume_bindings, rerun_plan
 from gpuaudit.probes.core.runner import Audit, TargetBinding
 from gpuaudit.probes.core.session import live_bindings
@@ -18,27 +19,27 @@ from gpuaudit.snapshots.schema import Snapshot
 LIVE_KINDS = ("local", "ssh", "pct", "lxc", "docker")
 
 
-def _store_dir(args: argparse.Namespace) -> Path | None:
-    return Path(args.snapshot_dir).expanduser() if getattr(args, "snapshot_dir", None) else None
+def _store_dir(request: AuditRequest) -> Path | None:
+    return Path(request.snapshot_dir).expanduser() if request.snapshot_dir else None
 
 
-def target_specs(snapshot: Snapshot, args: argparse.Namespace) -> tuple[TargetSpec | None, TargetSpec | None]:
+def target_specs(snapshot: Snapshot, request: AuditRequest) -> tuple[TargetSpec | None, TargetSpec | None]:
     """The snapshot's targets as live specs; --host/--container override a recorded address."""
     by_role: dict[str, Target] = {t.role: t for t in snapshot.targets}
     host_t, cont_t = by_role.get("host"), by_role.get("container")
     host = None
-    if args.host:
-        host = parse_host_spec(args.host)
+    if request.host:
+        host = parse_host_spec(request.host)
     elif host_t is not None and host_t.kind in LIVE_KINDS:
         host = parse_host_spec(None if host_t.kind == "local" else host_t.spec)
     container = None
-    cont_text = args.container or (cont_t.spec if cont_t is not None and cont_t.kind in LIVE_KINDS else None)
+    cont_text = request.container or (cont_t.spec if cont_t is not None and cont_t.kind in LIVE_KINDS else None)
     if cont_text and host is not None:
         container = parse_container_spec(cont_text, host=host)
     return host, container
 
 
-def confirm_targets(snap: Snapshot, plan: dict[str, list[str]], args: argparse.Namespace, name: str) -> None:
+def confirm_targets(snap: Snapshot, plan: dict[str, list[str]], request: AuditRequest, name: str) -> None:
     """A snapshot may come from anyone: the machines it names are contacted only when the user named them
     too (--host/--container) or confirmed them (--yes). This machine (`local`) needs no confirmation."""
     roles = {r for r, ids in plan.items() if ids}
@@ -46,38 +47,38 @@ def confirm_targets(snap: Snapshot, plan: dict[str, list[str]], args: argparse.N
     cont = by_role.get("container")
     if "container" in roles and cont is not None and cont.kind in ("pct", "lxc", "docker"):
         roles.add("host")  # entered through the host
-    given = {"host": args.host, "container": args.container}
+    given = {"host": request.host, "container": request.container}
     unconfirmed = [by_role[r] for r in ("host", "container") if r in roles and r in by_role
                    and by_role[r].kind != "local" and not given[r]]
-    if unconfirmed and not getattr(args, "yes", False):
+    if unconfirmed and not request.yes:
         shown = ", ".join(f"{t.role} {t.spec}" for t in unconfirmed)
         raise UsageError(f"{name} would connect to {shown} (named by the file, not by you); "
                          "give them with --host/--container, or --yes to connect")
 
 
-def build_resume_setup(args: argparse.Namespace):
+def build_resume_setup(request: AuditRequest):
     """An AuditSetup whose transports answer from the snapshot and reach the machine only for failures."""
     from gpuaudit.tui.session_setup import AuditSetup, audit_options, selected_probes, ssh_options
 
-    path = store.resolve(args.resume, _store_dir(args))
+    path = store.resolve(request.resume, _store_dir(request))
     snap = store.load(path)
     if snap.mode == "demo":
         raise UsageError(f"{path.name}: a demo snapshot describes no real machine; there is nothing to resume")
     if not snap.targets:
         raise UsageError(f"{path.name}: the snapshot has no targets to resume")
-    probes = selected_probes(args)
-    options = audit_options(args)
+    probes = selected_probes(request)
+    options = audit_options(request)
     plan = rerun_plan(snap.records, probes, [t.role for t in snap.targets], active=options.active)
     live: list[TargetBinding] = []
     if any(plan.values()):
-        host, container = target_specs(snap, args)
+        host, container = target_specs(snap, request)
         missing = [r for r, ids in plan.items() if ids and (host is None or (r == "container" and container is None))]
         if missing:
             raise UsageError(f"{path.name}: cannot reach the {missing[0]} again (recorded as "
                              f"{next(t.spec for t in snap.targets if t.role == missing[0])}); give --host/--container")
         assert host is not None
-        confirm_targets(snap, plan, args, path.name)
-        live = live_bindings(host, container, ssh_options(args))
+        confirm_targets(snap, plan, request, path.name)
+        live = live_bindings(host, container, ssh_options(request))
     bindings = resume_bindings(snap.targets, snap.records, plan, live, snap.target_states)
     todo = sum(len(ids) for ids in plan.values())
     note = f"RESUME of {path.name}: {todo} command(s) re-run live, the rest from the recording"
@@ -100,15 +101,15 @@ def merge(original: Snapshot, resumed: Snapshot) -> Snapshot:
     return resumed.model_copy(update={"probes": probes, "findings": [f for p in probes for f in p.findings]})
 
 
-def finish(snapshot: Snapshot, setup, args: argparse.Namespace) -> tuple[Snapshot, Path]:
+def finish(snapshot: Snapshot, setup, request: AuditRequest) -> tuple[Snapshot, Path]:
     """Merge with the original, store as a new snapshot, print its path on stderr."""
     from gpuaudit.snapshots.naming import default_name
 
     assert setup.source is not None
     merged = merge(store.load(setup.source), snapshot)
-    name = getattr(args, "save", None) or f"{default_name(merged)}_resumed"
+    name = request.save or f"{default_name(merged)}_resumed"
     merged = merged.model_copy(update={"name": name})
-    path = store.save(merged, name, _store_dir(args))
+    path = store.save(merged, name, _store_dir(request))
     live = {role: ids for role, ids in ran_live(setup).items() if ids}
     done = "; ".join(f"{role}: {', '.join(ids)}" for role, ids in live.items()) or "nothing (all recorded answers were usable)"
     print(f"re-ran live: {done}", file=sys.stderr)
@@ -116,17 +117,16 @@ def finish(snapshot: Snapshot, setup, args: argparse.Namespace) -> tuple[Snapsho
     return merged, path
 
 
-def run_then_show(args: argparse.Namespace) -> int:
+def run_then_show(request: AuditRequest) -> int:
     """TUI path: resume headless (progress on stderr), then open the stored result as a replay."""
     import asyncio
 
     from gpuaudit.tui.headless import collect
     from gpuaudit.tui.session_setup import build_setup
 
-    setup = build_setup(args)
+    setup = build_setup(request)
     run = asyncio.run(collect(setup, progress=sys.stderr.isatty()))
-    _, path = finish(Snapshot.from_run(run), setup, args)
+    _, path = finish(Snapshot.from_run(run), setup, request)
     from gpuaudit.tui.app import run_app
 
-    args.resume, args.replay = None, str(path)
-    return run_app(args)
+    return run_app(dataclasses.replace(request, resume=None, replay=str(path)))

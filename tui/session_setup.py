@@ -1,13 +1,14 @@
-"""Turns parsed CLI arguments into an Audit (live, replay or demo); shared by headless and the TUI. No Textual."""
+"""Turns an AuditRequest (probes/core/request.py, built once by tui/cli.py) into an Audit (live, replay or demo);
+shared by headless and the TUI. No Textual."""
 
 from __future__ import annotations
 
-import argparse
 from dataclasses import dataclass
 from pathlib import Path
 
 from gpuaudit.probes import REGISTRY
 from gpuaudit.probes.core.models import AuditRun
+from gpuaudit.probes.core.request import AuditRequest
 from gpuaudit.probes.core.runner import Audit, AuditOptions
 from gpuaudit.probes.core.session import live_bindings, replay_bindings
 from gpuaudit.probes.core.ssh_transport import SshOptions
@@ -27,47 +28,47 @@ class AuditSetup:
     source: Path | None = None
 
 
-def audit_options(args: argparse.Namespace) -> AuditOptions:
-    return AuditOptions(timeout_s=args.timeout, max_bytes=args.max_output, sudo=args.sudo,
-                        active=args.active, python=args.python)
+def audit_options(request: AuditRequest) -> AuditOptions:
+    return AuditOptions(timeout_s=request.timeout, max_bytes=request.max_output, sudo=request.sudo,
+                        active=request.active, python=request.python)
 
 
-def ssh_options(args: argparse.Namespace) -> SshOptions:
-    return SshOptions(known_hosts=args.known_hosts, identity=args.identity,
-                      accept_new_host_keys=args.accept_new_host_keys, max_channels=args.max_channels,
-                      connections=getattr(args, "connections", 2),
-                      connect_timeout_s=min(30.0, max(5.0, args.timeout)))
+def ssh_options(request: AuditRequest) -> SshOptions:
+    return SshOptions(known_hosts=request.known_hosts, identity=request.identity,
+                      accept_new_host_keys=request.accept_new_host_keys, max_channels=request.max_channels,
+                      connections=request.connections,
+                      connect_timeout_s=min(30.0, max(5.0, request.timeout)))
 
 
-def selected_probes(args: argparse.Namespace) -> list:
-    ids = getattr(args, "probe_ids", None)
+def selected_probes(request: AuditRequest) -> list:
+    ids = request.probe_ids
     return [p for p in REGISTRY if ids is None or p.id in ids]
 
 
-def build_setup(args: argparse.Namespace) -> AuditSetup:
+def build_setup(request: AuditRequest) -> AuditSetup:
     """Live audit from --host/--container, or a replay of --replay FILE / --demo."""
 
-    if args.replay or args.demo:
+    if request.replay or request.demo:
         from gpuaudit.snapshots import store
 
-        path = store.EXAMPLES_DIR / "case-study-before.json" if args.demo else store.resolve(args.replay, _dir(args))
+        path = store.EXAMPLES_DIR / "case-study-before.json" if request.demo else store.resolve(request.replay, _dir(request))
         snap = store.load(path)
         bindings = replay_bindings(snap.targets, snap.records, states=snap.target_states)
-        mode = "demo" if args.demo else "replay"
-        note = DEMO_NOTE if args.demo else (snap.note or f"REPLAY of {path.name} (recorded {snap.created_at:%Y-%m-%d %H:%M} UTC)")
-        return AuditSetup(Audit(bindings, selected_probes(args), audit_options(args)), mode, note, path)
-    if args.resume:  # failed commands live, the rest from the snapshot (tui/resume.py)
+        mode = "demo" if request.demo else "replay"
+        note = DEMO_NOTE if request.demo else (snap.note or f"REPLAY of {path.name} (recorded {snap.created_at:%Y-%m-%d %H:%M} UTC)")
+        return AuditSetup(Audit(bindings, selected_probes(request), audit_options(request)), mode, note, path)
+    if request.resume:  # failed commands live, the rest from the snapshot (tui/resume.py)
         from gpuaudit.tui.resume import build_resume_setup
 
-        return build_resume_setup(args)
-    host = parse_host_spec(args.host)
-    container = parse_container_spec(args.container, host=host) if args.container else None
-    bindings = live_bindings(host, container, ssh_options(args))
-    return AuditSetup(Audit(bindings, selected_probes(args), audit_options(args)), "live")
+        return build_resume_setup(request)
+    host = parse_host_spec(request.host)
+    container = parse_container_spec(request.container, host=host) if request.container else None
+    bindings = live_bindings(host, container, ssh_options(request))
+    return AuditSetup(Audit(bindings, selected_probes(request), audit_options(request)), "live")
 
 
-def _dir(args: argparse.Namespace) -> Path | None:
-    return getattr(args, "snapshot_dir", None)  # already a Path with ~ expanded (tui/cli.py)
+def _dir(request: AuditRequest) -> Path | None:
+    return request.snapshot_dir  # already a Path with ~ expanded (tui/cli.py)
 
 
 def stamp(run: AuditRun, setup: AuditSetup) -> AuditRun:

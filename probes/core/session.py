@@ -1,18 +1,24 @@
-"""Builds target bindings (which transport reaches which target) from CLI specs or a snapshot."""
+"""Builds target bindings (which transport reaches which target) from CLI specs or a snapshot, and runs an
+audit to its end (`run_to_end`: the fold every non-interactive front end shares)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import asyncio
+import signal
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 
-from gpuaudit.probes.core.models import CommandRecord, Target, TargetState
+from pydantic import BaseModel
+
+from gpuaudit.probes.core.events import apply_event, initial_run
+from gpuaudit.probes.core.models import AuditRun, CommandRecord, Target, TargetState
 from gpuaudit.probes.core.pool import PooledTransport
 from gpuaudit.probes.core.replay_transport import (
     DirectoryTransport,
     ReplayTransport,
     records_by_role,
 )
-from gpuaudit.probes.core.runner import TargetBinding
+from gpuaudit.probes.core.runner import Audit, TargetBinding
 from gpuaudit.probes.core.ssh_transport import SshOptions, SshTransport
 from gpuaudit.probes.core.targets import TargetSpec
 from gpuaudit.probes.core.transport import LocalTransport, Transport
@@ -62,3 +68,30 @@ def directory_bindings(root: Path, roles: Sequence[str] = ("host", "container"))
             target = Target(role=role, spec=f"dir:{d}", kind="directory", label=f"{role} (recorded)")  # type: ignore[arg-type]
             out.append(TargetBinding(target=target, transport=DirectoryTransport(d, label=role)))
     return out
+
+
+async def run_to_end(audit: Audit, on_event: Callable[[BaseModel], None] | None = None,
+                     partial: list[AuditRun] | None = None) -> AuditRun:
+    """Run `audit` to completion and fold its events into one AuditRun (not yet stamped with a mode or note).
+
+    `on_event(event)` sees every event after it is folded (a front end's progress line). `partial`, when given,
+    holds the run so far (for an interrupted --save) and makes SIGTERM cancel the current task like Ctrl-C does,
+    so every remote command is killed before the process exits. The audit is closed however the run ends.
+    """
+    task = asyncio.current_task() if partial is not None else None  # the one-target audit of headless main() only
+    if task is not None:
+        try:
+            asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
+        except (ValueError, RuntimeError, NotImplementedError):  # not the main thread, or no signals here
+            pass
+    run = initial_run(audit.targets, [(p.id, p.title) for p in audit.probes])
+    try:
+        async for event in audit.events():
+            run = apply_event(run, event)
+            if partial is not None:
+                partial[:] = [run]
+            if on_event is not None:
+                on_event(event)
+    finally:
+        await audit.aclose()
+    return run

@@ -6,14 +6,14 @@ import os
 from pathlib import Path
 
 from gpuaudit.tui.app import make_app, run_app
-from gpuaudit.tui.cli import build_parser
+from gpuaudit.tui.cli import audit_request, build_parser
 from gpuaudit.tui.screens.drilldown import DrilldownScreen
 from gpuaudit.tui.theme_store import ThemeStore
 from tui_support import FixedClock, synthetic_run
 
 
 def test_unknown_theme_is_a_usage_error(capsys) -> None:
-    args = build_parser().parse_args(["--theme", "nope"])
+    args = audit_request(build_parser().parse_args(["--theme", "nope"]))
     assert run_app(args) == 2
     assert "--theme 'nope': unknown" in capsys.readouterr().err
 

@@ -8,7 +8,6 @@ python -m pytest tests/tui/test_fleet_screen.py --snapshot-update, and read the 
 
 from __future__ import annotations
 
-import argparse
 import dataclasses
 import sys
 from pathlib import Path
@@ -23,6 +22,7 @@ from fleet_support import (
     live_model,
     write_snapshots,
 )
+from gpuaudit.probes.core.request import AuditRequest
 from gpuaudit.tui import fleet, fleet_compare
 from gpuaudit.tui.fleet_app import FleetApp
 from gpuaudit.tui.fleet_compare import load_document
@@ -250,12 +250,12 @@ def test_fleet_subcommand_tui_flag_rules(tmp_path: Path, capsys, monkeypatch) ->
 
 
 def test_hosts_opens_the_screen_only_on_a_terminal_without_json_or_prom(monkeypatch) -> None:
-    args = argparse.Namespace(json=False, prom=None, health=False)
+    args = AuditRequest(json=False, prom=None, health=False)
     monkeypatch.setattr(sys.stdin, "isatty", lambda: True, raising=False)
     monkeypatch.setattr(sys.stdout, "isatty", lambda: True, raising=False)
     assert fleet.wants_screen(args)
-    assert not fleet.wants_screen(argparse.Namespace(json=True, prom=None, health=False))
-    assert not fleet.wants_screen(argparse.Namespace(json=False, prom=Path("x.prom"), health=False))
+    assert not fleet.wants_screen(AuditRequest(json=True, prom=None, health=False))
+    assert not fleet.wants_screen(AuditRequest(json=False, prom=Path("x.prom"), health=False))
     monkeypatch.setattr(sys.stdout, "isatty", lambda: False, raising=False)
     assert not fleet.wants_screen(args)
 
@@ -285,13 +285,12 @@ def test_sort_cycle_wraps() -> None:
 
 # --- the real run_fleet, live, over a real sshd -------------------------------------------------------
 async def test_live_screen_over_real_ssh_one_host_refused(sshd, tmp_path: Path) -> None:
-    from gpuaudit.tui.cli import build_parser
+    from gpuaudit.tui.cli import audit_request, build_parser
     from gpuaudit.tui.session_setup import ssh_options
 
     down = f"{sshd.user}@127.0.0.1:{free_port()}"  # nothing listens: refused at once
     hosts = [fleet.FleetHost(sshd.spec, "up"), fleet.FleetHost(down, "down")]
-    args = build_parser().parse_args(["--hosts", "x", "--probes", "kernel", "--fail-on", "never", *sshd.cli_args()])
-    args.probe_ids = ["kernel"]
+    args = audit_request(build_parser().parse_args(["--hosts", "x", "--probes", "kernel", "--fail-on", "never", *sshd.cli_args()]))
     ssh = dataclasses.replace(ssh_options(args), connections=1)
     model = FleetModel.for_hosts(hosts, title="fleet hosts", max_connections=args.max_connections)
     seen: list[str] = []

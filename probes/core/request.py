@@ -1,0 +1,53 @@
+"""What the user asked for, parsed once at the edge (tui/cli.py `audit_request`) and passed down as one typed,
+frozen value: the front ends (headless, TUI, fleet, resume) and the setup read it, never argparse's Namespace.
+
+No Textual, no rich, no argparse: the engine side can take a request from any front end.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+
+@dataclass(frozen=True, slots=True)
+class AuditRequest:
+    """One audit's options, validated (tui/cli.py checks combinations, probe ids and --python before building it)."""
+
+    # targets
+    host: str | None = None
+    """--host [user@]host[:port] or an ssh_config alias; None: this machine."""
+    container: str | None = None
+    hosts: str | None = None
+    """--hosts FILE: the fleet inventory."""
+    max_connections: int = 32
+    # audit
+    probe_ids: tuple[str, ...] | None = None
+    """None: every probe of the registry."""
+    timeout: float = 20.0
+    max_output: int = 8 * 1024 * 1024
+    sudo: bool = False
+    python: str | None = None
+    active: bool = False
+    # ssh
+    known_hosts: str | None = None
+    identity: str | None = None
+    accept_new_host_keys: bool = False
+    max_channels: int = 8
+    connections: int = 2
+    # recordings (at most one of replay/resume/demo/hosts)
+    replay: str | None = None
+    resume: str | None = None
+    demo: bool = False
+    yes: bool = False
+    # output
+    json: bool = False
+    plan: bool = False
+    prom: Path | None = None
+    health: bool = False
+    fail_on: str = "critical"
+    save: str | None = None
+    """None: not stored; "": stored under the default name."""
+    snapshot_dir: Path | None = None
+    # interface
+    theme: str | None = None
