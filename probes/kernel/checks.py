@@ -187,7 +187,8 @@ def uvm_hmm(ctx: Ctx) -> Verdict:
     f: KernelFacts = ctx.f
     if f.uvm_disable_hmm is None:
         problem = f.problems.get("uvm_disable_hmm")
-        if problem and ("exit 1" in problem or "No such file" in problem):  # cat of an absent parameter: module not loaded
+        if problem and "no such file" in problem.lower():  # cat of an absent parameter: module not loaded (any other
+            # failure, a refused read or a bare exit 1, proves nothing)
             return not_applicable("nvidia_uvm not loaded or no uvm_disable_hmm parameter")
         return unknown(f"uvm_disable_hmm: {problem or 'not collected'}")
     on = f.uvm_disable_hmm.upper() in ("N", "0")
