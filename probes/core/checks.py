@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from gpuaudit.probes.core.combiners import nvidia_presence
@@ -306,19 +306,3 @@ def _judge_one(check: Check, group: tuple[Role, ...], facts: Mapping[Role, Any],
     except Exception as exc:  # a rule bug makes this one check unknown, visibly, not the whole probe
         v = unknown(f"rule error: {exc.__class__.__name__}: {exc}")
     return _finding(check, group, v, [*evidence, *v.evidence])
-
-
-@dataclass(frozen=True, slots=True)
-class Catalogue:
-    """All checks of all probes, for --list-checks, the plan and tests."""
-
-    checks: tuple[Check, ...] = field(default_factory=tuple)
-
-    def get(self, check_id: str) -> Check | None:
-        return next((c for c in self.checks if c.id == check_id or check_id in c.aliases), None)
-
-    def ids(self) -> set[str]:
-        return {c.id for c in self.checks}
-
-    def aliases(self) -> dict[str, str]:
-        return {a: c.id for c in self.checks for a in c.aliases}

@@ -18,6 +18,9 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
+from gpuaudit.probes.core.errors import ParseError
+from gpuaudit.probes.core.parsers.nvidia_smi import parse_query_gpu_csv
+
 Records = Mapping[str, str]
 """command id -> stdout of a usable host record."""
 
@@ -159,9 +162,24 @@ class ClassReport:
     outliers: list[Outlier] = field(default_factory=list)
 
 
+def gpu_names(smi_gpu_ids: str) -> list[str]:
+    """Product name of every GPU from the `smi_gpu_ids` query (empty on an error banner or no GPU)."""
+    try:
+        rows = parse_query_gpu_csv(smi_gpu_ids, ["index", "uuid", "pci.bus_id", "name"])
+    except (ParseError, ValueError):
+        return []
+    return [r["name"] for r in rows if r.get("name")]
+
+
+def gpu_model(smi_gpu_ids: str) -> tuple[str | None, int]:
+    """(the most common GPU name, how many GPUs) — (None, 0) when not read."""
+    names = gpu_names(smi_gpu_ids)
+    return (Counter(names).most_common(1)[0][0], len(names)) if names else (None, 0)
+
+
 def node_from_records(name: str, source: str, records: Records) -> Node:
     """A node's class and agreement facts from its host records."""
-    names = [ln.split(",")[-1].strip() for ln in records.get("smi_gpu_ids", "").splitlines() if ln.count(",") >= 3]
+    names = gpu_names(records.get("smi_gpu_ids", ""))
     model = Counter(names).most_common(1)[0][0] if names else "unknown GPU"
     board = _board(records) or "unknown board"
     klass = f"{len(names)}× {model} · {board}"

@@ -19,7 +19,6 @@ as the textfile collector requires so it never reads half a file).
 from __future__ import annotations
 
 import os
-import re
 import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -140,32 +139,19 @@ def write_textfile(path: Path, text: str) -> Path:
 # From a snapshot: raw records with stable command ids, so the info metric survives facts refactors.
 
 
-def _stdout(records: Iterable[CommandRecord], role: str, cid: str) -> str | None:
-    for r in records:
-        if r.target == role and r.command_id == cid and r.exit_status == 0 and not r.timed_out and not r.error:
-            return r.stdout
-    return None
+def _host_stdouts(records: Iterable[CommandRecord]) -> dict[str, str]:
+    return {r.command_id: r.stdout for r in records
+            if r.target == "host" and r.exit_status == 0 and not r.timed_out and not r.error and not r.truncated}
 
 
 def node_info(records: list[CommandRecord]) -> dict[str, str]:
-    """driver, cuda, kernel, bios, gpu_model, gpu_count of the host ("" when not read)."""
-    info = {"driver": "", "cuda": "", "kernel": "", "bios": "", "gpu_model": "", "gpu_count": ""}
-    if (out := _stdout(records, "host", "proc_driver_version")) and (m := re.search(r"Kernel Module\s.*?\s(\d+\.\d+(?:\.\d+)?)\s", out)):
-        info["driver"] = m.group(1)
-    if (out := _stdout(records, "host", "smi_table")) and (m := re.search(r"CUDA Version:\s*([\d.]+)", out)):
-        info["cuda"] = m.group(1)
-    if out := _stdout(records, "host", "uname_r"):
-        info["kernel"] = out.strip().splitlines()[-1] if out.strip() else ""
-    if (out := _stdout(records, "host", "dmi_bios")) and len(lines := out.strip().splitlines()) >= 2:
-        info["bios"] = lines[1].strip()
-    elif (out := _stdout(records, "host", "dmidecode_bios")) and (m := re.search(r"BIOS Information\n(?:[ \t].*\n)*?[ \t]+Version: (.+)", out)):
-        info["bios"] = m.group(1).strip()
-    if out := _stdout(records, "host", "smi_gpu_ids"):
-        names = [ln.split(",")[-1].strip() for ln in out.splitlines() if ln.count(",") >= 3]
-        if names:
-            info["gpu_model"] = max(set(names), key=names.count)
-            info["gpu_count"] = str(len(names))
-    return info
+    """driver, cuda, kernel, bios, gpu_model, gpu_count of the host ("" when not read): the fleet comparison's readers."""
+    from gpuaudit.probes.core.peers import FACTS, gpu_model
+
+    out = _host_stdouts(records)
+    info = {key: FACTS[key](out) or "" for key in ("driver", "cuda", "kernel", "bios")}
+    model, count = gpu_model(out.get("smi_gpu_ids", ""))
+    return {**info, "gpu_model": model or "", "gpu_count": str(count) if count else ""}
 
 
 def from_snapshot(snapshot: Any) -> NodeAudit:

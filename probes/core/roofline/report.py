@@ -7,21 +7,25 @@ Pure: an AuditRun in, a `Roofline` out. Every missing input is named and leaves 
 from __future__ import annotations
 
 import statistics
-from collections import Counter
 from collections.abc import Mapping
 from typing import Literal
 
-from pydantic import BaseModel, Field
-
 from gpuaudit.probes.core.errors import ParseError
 from gpuaudit.probes.core.models import AuditRun, CommandRecord, Role, Severity
-from gpuaudit.probes.core.parsers.engine import main_engine, parse_engine_logs, parse_engine_procs, parse_throughput_lines
+from gpuaudit.probes.core.parsers.engine import (
+    main_engine,
+    parse_engine_logs,
+    parse_engine_procs,
+    parse_throughput_lines,
+)
 from gpuaudit.probes.core.parsers.model_files import parse_model_files
 from gpuaudit.probes.core.parsers.nvidia_smi import parse_topo_m
+from gpuaudit.probes.core.peers import gpu_model
 from gpuaudit.probes.core.roofline.bounds import ETA_DEFAULT, Layout, Step, compute
 from gpuaudit.probes.core.roofline.gpus import gpu_spec
 from gpuaudit.probes.core.roofline.model import ModelConfigError, model_spec
 from gpuaudit.probes.core.spec import record_problem
+from pydantic import BaseModel, Field
 
 # PROBES.md §13.5: what explains a large single-stream gap, in the order to look at it.
 EXPLAINERS = ("python.cuda_graphs", "nccl.p2p_matrix", "nccl.iommu_acs_gate", "nccl.transport_observed",
@@ -89,10 +93,8 @@ def _engine(recs: dict[Role, dict[str, CommandRecord]], rf: Roofline):
 def _gpus(recs: dict[Role, dict[str, CommandRecord]]) -> tuple[str | None, int]:
     for role in ("host", "container"):
         rec = _usable(recs.get(role, {}), "smi_gpu_ids")  # type: ignore[arg-type]
-        if rec is not None:
-            names = [ln.split(",")[-1].strip() for ln in rec.stdout.splitlines() if ln.count(",") >= 3]
-            if names:
-                return Counter(names).most_common(1)[0][0], len(names)
+        if rec is not None and (found := gpu_model(rec.stdout))[0]:
+            return found
     return None, 0
 
 
