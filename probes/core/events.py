@@ -35,6 +35,14 @@ class TargetFailed(BaseModel):
     reason: str
 
 
+class TargetExecuted(BaseModel):
+    """A line run on the target outside the probes' records (the preflight, a session's start line)."""
+
+    kind: Literal["target_executed"] = "target_executed"
+    role: Role
+    line: str
+
+
 class ProbeStarted(BaseModel):
     kind: Literal["probe_started"] = "probe_started"
     probe_id: str
@@ -68,6 +76,7 @@ AuditEvent = Annotated[
         TargetConnecting,
         TargetConnected,
         TargetFailed,
+        TargetExecuted,
         ProbeStarted,
         CommandStarted,
         CommandFinished,
@@ -103,6 +112,11 @@ def apply_event(run: AuditRun, event: BaseModel) -> AuditRun:
         else:
             new = old.model_copy(update={"state": "failed", "reason": event.reason})
         states[event.role] = new
+        run.target_states = states
+    elif isinstance(event, TargetExecuted):
+        states = dict(run.target_states)
+        old = states.get(event.role, TargetState(role=event.role))
+        states[event.role] = old.model_copy(update={"executed": [*old.executed, event.line]})
         run.target_states = states
     elif isinstance(event, ProbeStarted):
         run.probes = [

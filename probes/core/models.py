@@ -58,6 +58,9 @@ class TargetState(BaseModel):
     reason: str | None = None
     is_root: bool | None = None
     hostname: str | None = None
+    executed: list[str] = Field(default_factory=list)
+    """Lines run on this target outside the probes' records: the preflight and the start line of each
+    long-lived session (probes/core/worker.py). Empty in snapshots written before 0.2.0."""
 
 
 class CommandRecord(BaseModel):

@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Sequence
+from typing import Any
+
+from gpuaudit.probes.core.errors import TransportError
 
 from gpuaudit.probes.core.transport import Gate, RawResult, Transport, not_run
 
@@ -70,6 +73,14 @@ class PooledTransport:
             if not (result.not_started and getattr(member, "lost", False)):
                 return result  # a command that ran (even partly) is never run twice
         return result
+
+    async def open_session(self, line: str) -> Any:
+        """A long-lived channel on the live member holding the fewest sessions (a dead member's sessions move)."""
+        self._alive = [m for m in self._alive if not getattr(m, "lost", False)]
+        if not self._alive:
+            raise TransportError(f"connection lost: {self.lost_reason or 'not connected'}")
+        member = min(self._alive, key=lambda m: getattr(m, "sessions_open", 0))
+        return await member.open_session(line)  # type: ignore[attr-defined]
 
     async def aclose(self) -> None:
         await asyncio.gather(*(m.aclose() for m in self.members), return_exceptions=True)

@@ -19,9 +19,11 @@ from gpuaudit.probes.core.events import (
     ProbeStarted,
     TargetConnected,
     TargetConnecting,
+    TargetExecuted,
     TargetFailed,
 )
 from gpuaudit.probes.core.models import CommandRecord, ProbeResult, Role, Target
+from gpuaudit.probes.core.readonly import write_risks
 from gpuaudit.probes.core.redact import redact_text
 from gpuaudit.probes.core.remote_line import cut_at_marker, new_marker, remote_line, sudo_refusal
 from gpuaudit.probes.core.spec import Command, Probe
@@ -31,6 +33,8 @@ from gpuaudit.probes.core.transport import (
     RawResult,
     Transport,
 )
+from gpuaudit.probes.core.worker import session_prefix
+from gpuaudit.probes.core.worker_transport import SessionLine
 from pydantic import BaseModel
 
 DEFAULT_TIMEOUT_S = 20.0
@@ -135,6 +139,7 @@ class Audit:
         self._budget_left = self.options.output_budget
         self._tool_slots: dict[tuple[Role, str], asyncio.Semaphore] = {}
         self._runs: set[asyncio.Task[None]] = set()
+        self._executed: dict[Role, set[str]] = {}
 
     @property
     def targets(self) -> list[Target]:
@@ -201,8 +206,10 @@ class Audit:
                                timeout_s=PREFLIGHT.timeout_s if host_timeout else None)
             preflight_timeout = min(PREFLIGHT.timeout_s or 15, self.options.timeout_s + 10)
             if getattr(binding.transport, "executes_lines", False):
+                extra = self._session_kw(role, PREFLIGHT.shell, None)
                 raw = await binding.transport.run(line, command_id=PREFLIGHT.id, timeout_s=preflight_timeout, max_bytes=64 * 1024,
-                                                  marker=self._marker_for(binding))  # type: ignore[call-arg]
+                                                  marker=self._marker_for(binding), **extra)  # type: ignore[call-arg]
+                self._note_executed(role, raw, line, queue)
             else:
                 raw = await binding.transport.run(line, command_id=PREFLIGHT.id, timeout_s=preflight_timeout, max_bytes=64 * 1024)
             raw = self._unmark(binding, raw)
@@ -250,7 +257,10 @@ class Audit:
                            inner_timeout=info.inner_timeout)
         base: dict[str, Any] = dict(target=role, probe_id=probe.id, command_id=command.id, command=shell, executed=line,
                     needs_root=command.needs_root)
-        if not info.ok:
+        risks = write_risks(shell)
+        if risks:  # the catalogue is linted by the tests; this holds for a command built at run time too
+            rec = CommandRecord(**base, error=f"refused: not read-only ({risks[0]})")
+        elif not info.ok:
             rec = CommandRecord(**base, error=f"target failed: {info.reason}")
         elif command.needs_root and not info.is_root and not self.options.sudo:
             rec = CommandRecord(**base, error="needs root (run as root or with --sudo)")
@@ -261,9 +271,12 @@ class Audit:
             key = (role, line)
             task = cache.get(key)
             if task is None:  # the same line asked by two probes runs once, and its text is shared
-                task = asyncio.create_task(self._fetch(binding, role, line, command.id, timeout_s))
+                task = asyncio.create_task(self._fetch(binding, role, line, command.id, timeout_s,
+                                                       self._session_kw(role, shell, timeout_s if info.inner_timeout else None)))
                 cache[key] = task
             raw, stdout, stderr = await asyncio.shield(task)
+            base["executed"] = raw.executed or line
+            self._note_executed(role, raw, None, queue)
             rec = record_from_text(base, raw, stdout, stderr, sudo=use_sudo or self._wrap_needs_sudo(role), timeout_s=timeout_s)
             self._note_lost(role, queue)
         queue.put_nowait(CommandFinished(record=rec))
@@ -280,6 +293,23 @@ class Audit:
             if r == transport_role or b.via == transport_role:
                 self._lost.add(r)
                 queue.put_nowait(TargetFailed(role=r, reason=f"{b.target.spec}: connection lost during the audit: {reason}"))
+
+    def _session_kw(self, role: Role, shell: str, inner_timeout_s: float | None) -> dict[str, Any]:
+        """For a container entered through its host over a session transport: the container's scope and the line
+        its worker runs there (the wrapper is paid once per session); nothing for other targets."""
+        binding = self.bindings[role]
+        if binding.wrap_prefix is None or not getattr(binding.transport, "runs_sessions", False):
+            return {}
+        inner = remote_line(shell, marker=self._marker_for(binding), timeout_s=inner_timeout_s)
+        return {"session": SessionLine(session_prefix(binding.wrap_prefix, sudo=self._wrap_needs_sudo(role)), inner)}
+
+    def _note_executed(self, role: Role, raw: RawResult, line: str | None, queue: asyncio.Queue[BaseModel | None]) -> None:
+        """Record the lines run outside the probes' records: a new session's start line, the preflight."""
+        seen = self._executed.setdefault(role, set())
+        for text in (raw.session, (raw.executed or line) if line is not None else None):
+            if text and text not in seen:
+                seen.add(text)
+                queue.put_nowait(TargetExecuted(role=role, line=text))
 
     def _gate(self, role: Role, shell_line: str) -> str | None:
         """Why not to start a command now (a hang-prone tool already hung on this target), or None."""
@@ -314,7 +344,7 @@ class Audit:
         return raw
 
     async def _fetch(self, binding: TargetBinding, role: Role, line: str, command_id: str,
-                     timeout_s: float) -> tuple[RawResult, str, str]:
+                     timeout_s: float, extra: dict[str, Any] | None = None) -> tuple[RawResult, str, str]:
         """Run one line and turn its bytes into redacted text; the bytes are dropped so only the text stays alive."""
         gate_role = binding.via or role
         if self._budget_left <= 0:
@@ -334,7 +364,7 @@ class Audit:
             try:
                 raw = await binding.transport.run(line, command_id=command_id, timeout_s=timeout_s, max_bytes=room,
                                                   gate=lambda: self._gate(gate_role, line),
-                                                  marker=self._marker_for(binding))  # type: ignore[call-arg]
+                                                  marker=self._marker_for(binding), **(extra or {}))  # type: ignore[call-arg]
             finally:
                 if slots is not None:
                     slots.release()

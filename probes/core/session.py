@@ -22,20 +22,26 @@ from gpuaudit.probes.core.runner import Audit, TargetBinding
 from gpuaudit.probes.core.ssh_transport import SshOptions, SshTransport
 from gpuaudit.probes.core.targets import TargetSpec
 from gpuaudit.probes.core.transport import LocalTransport, Transport
+from gpuaudit.probes.core.worker_transport import SessionTransport
 
 
-def _transport_for(spec: TargetSpec, ssh: SshOptions) -> Transport:
+def _transport_for(spec: TargetSpec, ssh: SshOptions, *, wraps_container: bool = False) -> Transport:
+    """The transport of one target; with sessions on, SSH commands go through long-lived workers (one login,
+    one rc), and a local host hosts workers only for the container it enters (one `pct exec` per session)."""
     if spec.kind == "local":
-        return LocalTransport()
+        return SessionTransport(LocalTransport(), host_sessions=False) if (ssh is None or ssh.sessions) and wraps_container else LocalTransport()
     assert spec.ssh is not None
+    inner: Transport
     if ssh.connections > 1:
-        return PooledTransport([SshTransport(spec.ssh, ssh, label=spec.raw) for _ in range(ssh.connections)])
-    return SshTransport(spec.ssh, ssh, label=spec.raw)
+        inner = PooledTransport([SshTransport(spec.ssh, ssh, label=spec.raw) for _ in range(ssh.connections)])
+    else:
+        inner = SshTransport(spec.ssh, ssh, label=spec.raw)
+    return SessionTransport(inner, parallel=ssh.max_channels * ssh.connections) if ssh.sessions else inner
 
 
 def live_bindings(host: TargetSpec, container: TargetSpec | None, ssh: SshOptions) -> list[TargetBinding]:
     """Host over local/SSH; container over its own SSH connection or wrapped through the host's."""
-    host_transport = _transport_for(host, ssh)
+    host_transport = _transport_for(host, ssh, wraps_container=bool(container is not None and container.wrap_prefix))
     bindings = [TargetBinding(target=host.to_target(), transport=host_transport)]
     if container is not None:
         if container.wrap_prefix:

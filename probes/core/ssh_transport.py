@@ -50,6 +50,9 @@ class SshOptions:
     use_agent: bool = True
     connections: int = 1
     """SSH connections per target (each with its own channel cap); the CLI uses 2."""
+    sessions: bool = True
+    """Run commands through long-lived worker sessions (probes/core/worker.py): the rc files and a container
+    wrapper are paid once per session. False: one channel per command (--no-sessions)."""
 
 
 class ChannelLimiter:
@@ -161,6 +164,7 @@ class SshTransport:
         self._limiter = ChannelLimiter(options.max_channels)
         self._lost: str | None = None
         self._closing = False
+        self.sessions_open = 0
 
     @property
     def lost(self) -> bool:
@@ -351,6 +355,26 @@ class SshTransport:
             fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
             with os.fdopen(fd, "a") as fh:
                 fh.write(line)
+
+    async def open_session(self, line: str) -> Any:
+        """A long-lived channel for a worker session (probes/core/worker_transport.py); it holds a channel slot."""
+        from gpuaudit.probes.core.worker_transport import SshSessionChannel
+
+        if self._conn is None or self._lost:
+            raise TransportError(f"connection lost: {self._lost or 'not connected'}")
+        await self._limiter.acquire()
+        try:
+            proc = await asyncio.wait_for(self._conn.create_process(line, encoding=None), OPEN_TIMEOUT_S)
+        except BaseException:
+            await self._limiter.release()
+            raise
+        self.sessions_open += 1
+
+        async def release() -> None:
+            self.sessions_open -= 1
+            await self._limiter.release()
+
+        return SshSessionChannel(proc, release)
 
     async def run(self, line: str, *, command_id: str, timeout_s: float, max_bytes: int,
                   gate: Gate | None = None, marker: str | None = None) -> RawResult:

@@ -31,6 +31,11 @@ class RawResult:
     error: str | None = None
     not_started: bool = False
     """The command never ran (no channel, connection gone, gate closed): safe to run elsewhere; `error` says why."""
+    executed: str | None = None
+    """The line that really ran, when the transport ran another form of it (a worker session runs the line
+    inside the container; its wrapper was paid once, for the session)."""
+    session: str | None = None
+    """The start line of the long-lived session that ran it (probes/core/worker.py), if any."""
 
 
 Gate = Callable[[], "str | None"]
@@ -187,6 +192,12 @@ class LocalTransport:
             timed_out=timed_out,
             truncated=out.truncated or err.truncated,
         )
+
+    async def open_session(self, line: str) -> Any:
+        """A long-lived local process for a worker session (a container entered from this machine)."""
+        from gpuaudit.probes.core.worker_transport import LocalSessionChannel
+
+        return await LocalSessionChannel.open(line)
 
     async def aclose(self) -> None:
         return None

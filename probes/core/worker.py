@@ -1,0 +1,232 @@
+"""The long-lived remote session: a small program that runs a target's command lines, so the login shell's rc
+files (conda/pyenv init) and a container wrapper (`pct exec` is a Perl program) are paid once per session, not
+once per command.
+
+Pure: the program's source, the line that starts it, and the parser of what it sends back. The asyncio side is
+probes/core/worker_transport.py.
+
+The program (Python 3.4+, standard library only, run as `python3 -I -B`: no user site, no PYTHON* variables, no
+__pycache__ written) reads one JSON request per line on stdin:
+
+* `{"i": ID, "c": LINE, "t": SECONDS, "m": BYTES}` runs LINE with `/bin/sh -c` in a new session (its own process
+  group), stdin /dev/null, with the environment of the login that started the worker;
+* `{"k": ID}` stops that command's whole process group (TERM, KILL 0.3 s later).
+
+It answers with frames `ID O LEN\\n<bytes>` (stdout), `ID E LEN\\n<bytes>` (stderr) and one `ID X LEN\\n<json>` when
+the command is done (`rc`: the exit status, negative for a signal; `trunc`: a stream passed BYTES and the command
+was stopped; `why`: "deadline" | "cap" | "kill" when the worker stopped it). Every output byte is forwarded as it
+is: stdout and stderr stay separate and byte-exact.
+
+Its own limits hold without the client: a command runs at most SECONDS (the client's deadline + a margin, the
+backstop for a client that stalls); a command that exited but left a child holding its pipes is stopped 0.5 s
+later; end of stdin (the client closed the session, the connection died, the wrapper died), a write that fails,
+SIGTERM or SIGHUP stop every running command's process group, TERM then KILL, and end the worker. Nothing it
+runs outlives it. It writes nothing anywhere but its own stdout.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+import shlex
+from dataclasses import dataclass, field
+
+WORKER_SOURCE = r'''
+import json, os, select, signal, subprocess, sys, time
+jobs, fds, poller = {}, {}, select.poll()
+def put(b):
+    while b:
+        b = b[os.write(1, b):]
+def frame(i, kind, data):
+    put(("%d %s %d\n" % (i, kind, len(data))).encode() + data)
+def group(job, sig):
+    try:
+        os.killpg(job["p"].pid, sig)
+    except OSError:
+        pass
+def stop(job, why):
+    if job["why"] is None:
+        job["why"] = why
+    if job["term"] is None:
+        job["term"] = time.monotonic()
+        group(job, signal.SIGTERM)
+def start(req):
+    i = int(req["i"])
+    try:
+        p = subprocess.Popen([b"/bin/sh", b"-c", req["c"].encode("utf-8", "surrogateescape")], stdin=subprocess.DEVNULL,
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, close_fds=True)
+    except Exception as e:
+        frame(i, "X", json.dumps({"e": "cannot start /bin/sh: %s" % e}).encode())
+        return
+    job = {"i": i, "p": p, "cap": int(req.get("m", 8 << 20)), "n": {"O": 0, "E": 0}, "open": 2, "trunc": False,
+           "why": None, "term": None, "end": time.monotonic() + float(req.get("t", 60)), "exit": None}
+    jobs[i] = job
+    for f, k in ((p.stdout, "O"), (p.stderr, "E")):
+        fds[f.fileno()] = (job, k, f)
+        poller.register(f.fileno(), select.POLLIN)
+def close(fd):
+    job, k, f = fds.pop(fd)
+    poller.unregister(fd)
+    f.close()
+    job["open"] -= 1
+def pump(fd):
+    job, k = fds[fd][0], fds[fd][1]
+    data = os.read(fd, 65536)
+    if not data:
+        close(fd)
+        return
+    room = job["cap"] - job["n"][k]
+    if len(data) > room:
+        data = data[:max(room, 0)]
+        job["trunc"] = True
+        stop(job, "cap")
+    if data:
+        job["n"][k] += len(data)
+        frame(job["i"], k, data)
+def finish(job):
+    for fd in [fd for fd, v in fds.items() if v[0] is job]:
+        close(fd)
+    del jobs[job["i"]]
+    frame(job["i"], "X", json.dumps({"rc": job["p"].returncode, "trunc": job["trunc"], "why": job["why"]}).encode())
+def tick():
+    now = time.monotonic()
+    for job in list(jobs.values()):
+        if job["exit"] is None and job["p"].poll() is not None:
+            job["exit"] = now
+        if job["term"] is not None and now - job["term"] > 0.3:
+            group(job, signal.SIGKILL)
+        elif job["exit"] is None and now > job["end"]:
+            stop(job, "deadline")
+        if job["exit"] is not None and (job["open"] == 0 or now - job["exit"] > 0.5):
+            if job["open"]:
+                group(job, signal.SIGKILL)
+            finish(job)
+def serve():
+    put(("@@gpuaudit-worker-%s@@\n" % sys.argv[1]).encode())
+    poller.register(0, select.POLLIN)
+    buf = b""
+    while True:
+        busy = any(j["exit"] is not None or j["open"] == 0 or j["term"] is not None for j in jobs.values())
+        for fd, ev in poller.poll(10 if busy else 100):
+            if fd == 0:
+                data = os.read(0, 65536)
+                if not data:
+                    return
+                buf += data
+                while b"\n" in buf:
+                    line, buf = buf.split(b"\n", 1)
+                    try:
+                        req = json.loads(line.decode("utf-8", "surrogateescape"))
+                    except ValueError:
+                        continue
+                    if "k" in req:
+                        if int(req["k"]) in jobs:
+                            stop(jobs[int(req["k"])], "kill")
+                    else:
+                        start(req)
+            elif fd in fds:
+                pump(fd)
+        tick()
+def leave(*_):
+    raise SystemExit(0)
+signal.signal(signal.SIGTERM, leave)
+signal.signal(signal.SIGHUP, leave)
+try:
+    serve()
+except (OSError, SystemExit):
+    pass
+finally:
+    for job in jobs.values():
+        group(job, signal.SIGTERM)
+    t = time.monotonic()
+    while time.monotonic() - t < 0.3 and any(j["p"].poll() is None for j in jobs.values()):
+        time.sleep(0.02)
+    for job in jobs.values():
+        group(job, signal.SIGKILL)
+'''
+
+INTERPRETER = "python3 -I -B"
+"""-I: no user site, no PYTHON* variables (the worker is standard library only); -B: no __pycache__ written."""
+BACKSTOP_S = 2.0
+"""The worker stops a command this long after the client's deadline, if the client has not (a stalled client)."""
+_FRAME = re.compile(rb"^([0-9]{1,12}) ([OEX]) ([0-9]{1,12})$")
+
+
+def new_token() -> str:
+    """A per-session random token: the worker's ready line cannot be faked by anything an rc file prints."""
+    return secrets.token_hex(8)
+
+
+def ready_line(token: str) -> bytes:
+    return f"@@gpuaudit-worker-{token}@@\n".encode()
+
+
+def start_line(token: str, prefix: str | None = None) -> str:
+    """The line that starts a worker: in the login shell (prefix None), or inside a container through its wrapper
+    (`pct exec 101 --`, `lxc-attach -n ct --`, `docker exec -i ct`, with `sudo -n` in front when the host login
+    needs it). `exec`: the login shell is replaced, nothing of it runs after the worker."""
+    worker = f"{INTERPRETER} -c {shlex.quote(WORKER_SOURCE)} {token}"
+    return f"exec {prefix} {worker}" if prefix else f"exec {worker}"
+
+
+def session_prefix(wrap_prefix: str, *, sudo: bool) -> str:
+    """The wrapper that enters the container for a whole session: docker needs -i to pass stdin on."""
+    prefix = re.sub(r"^docker exec ", "docker exec -i ", wrap_prefix)
+    return f"sudo -n {prefix}" if sudo else prefix
+
+
+def request(cmd_id: int, line: str, timeout_s: float, max_bytes: int) -> bytes:
+    body = {"i": cmd_id, "c": line, "t": round(timeout_s + BACKSTOP_S, 3), "m": max_bytes}
+    return (json.dumps(body, separators=(",", ":")) + "\n").encode()
+
+
+def kill_request(cmd_id: int) -> bytes:
+    return (json.dumps({"k": cmd_id}) + "\n").encode()
+
+
+class ProtocolError(Exception):
+    """The worker sent something that is not a frame: the session cannot be trusted any more."""
+
+
+@dataclass(slots=True)
+class Frame:
+    cmd_id: int
+    kind: str
+    """O (stdout bytes), E (stderr bytes) or X (the end, JSON)."""
+    data: bytes
+
+
+@dataclass(slots=True)
+class FrameReader:
+    """Splits the worker's stdout into frames; feed it chunks as they arrive."""
+
+    buf: bytearray = field(default_factory=bytearray)
+
+    def feed(self, chunk: bytes) -> list[Frame]:
+        self.buf += chunk
+        frames: list[Frame] = []
+        while True:
+            nl = self.buf.find(b"\n", 0, 64)
+            if nl < 0:
+                if len(self.buf) >= 64:
+                    raise ProtocolError(f"not a frame header: {bytes(self.buf[:40])!r}")
+                return frames
+            m = _FRAME.match(bytes(self.buf[:nl]))
+            if m is None:
+                raise ProtocolError(f"not a frame header: {bytes(self.buf[:nl][:40])!r}")
+            size = int(m[3])
+            end = nl + 1 + size
+            if len(self.buf) < end:
+                return frames
+            frames.append(Frame(int(m[1]), m[2].decode(), bytes(self.buf[nl + 1:end])))
+            del self.buf[:end]
+
+
+def end_status(data: bytes) -> dict[str, object]:
+    """The X frame's JSON (an unreadable one says so instead of raising)."""
+    try:
+        value = json.loads(data.decode("utf-8", "replace"))
+    except ValueError:
+        return {"e": "unreadable end frame"}
+    return value if isinstance(value, dict) else {"e": "unreadable end frame"}

@@ -1,0 +1,462 @@
+"""Runs a target's commands through a few long-lived remote sessions (probes/core/worker.py) instead of one SSH
+channel per command: the login shell's rc files and a container wrapper (`pct exec`) are paid once per session.
+
+`SessionTransport` wraps a transport that can open a long-lived process (`open_session`: an SSH channel, or a
+local subprocess). Per scope, the login itself ("") or one container wrapper (`sudo -n pct exec 101 --`), it
+starts one worker and sends it every command of that scope; up to WORKER_PARALLEL run at once in it. Where a
+scope cannot host a worker (no python3 there, the wrapper refused stdin, the start failed), that scope falls back
+to the inner transport's one channel per command, with the full wrapped line. A session that dies (the
+connection, the wrapper or the worker) is replaced; a command it was running never reached its end and is read-only
+by the lint, so it runs once more on the replacement (never on the same session twice).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import Any, Protocol
+
+from gpuaudit.probes.core.transport import Gate, MarkedCap, RawResult, StreamCap, Transport, not_run
+from gpuaudit.probes.core.worker import (
+    FrameReader,
+    ProtocolError,
+    end_status,
+    kill_request,
+    new_token,
+    ready_line,
+    request,
+    start_line,
+)
+
+WORKER_PARALLEL = 16
+"""Commands in flight in one worker: what two SSH connections with 8 channels each ran before."""
+START_WAIT_S = 30.0
+"""How long the login shell (rc files) and the wrapper may take before the worker says it is ready."""
+KILL_WAIT_S = 2.0
+"""After asking the worker to stop a command, how long its end may take before the session counts as dead."""
+MAX_STARTS = 3
+"""Sessions started per scope in one audit (the first and two replacements); after that the scope falls back."""
+STDERR_KEEP = 4096
+
+
+class SessionChannel(Protocol):
+    """A long-lived process with piped stdin/stdout/stderr (an SSH channel or a local subprocess)."""
+
+    async def read_out(self, n: int) -> bytes: ...
+
+    async def read_err(self, n: int) -> bytes: ...
+
+    def write(self, data: bytes) -> None: ...
+
+    async def aclose(self) -> None:
+        """End of stdin (the worker stops its commands and exits), then close; bounded."""
+
+
+@dataclass(frozen=True, slots=True)
+class SessionLine:
+    """How the runner asks for a command inside a container entered through the host: the scope's wrapper and
+    the line the worker runs inside it (the full wrapped line stays the fallback)."""
+
+    scope: str
+    line: str
+
+
+class SessionUnavailable(Exception):
+    """The scope cannot host a worker: fall back to one channel per command."""
+
+
+@dataclass(slots=True)
+class _Job:
+    out: MarkedCap
+    err: StreamCap
+    done: asyncio.Event = field(default_factory=asyncio.Event)
+    overflow: asyncio.Event = field(default_factory=asyncio.Event)
+    end: dict[str, Any] | None = None
+    lost: str | None = None
+
+
+class WorkerSession:
+    """One worker process and its frame stream."""
+
+    def __init__(self, channel: SessionChannel, line: str, token: str) -> None:
+        self.channel = channel
+        self.line = line
+        self.token = token
+        self.dead: str | None = None
+        self._jobs: dict[int, _Job] = {}
+        self._next = 1
+        self._tasks: list[asyncio.Task[None]] = []
+        self._stderr = bytearray()
+
+    async def start(self, wait_s: float = START_WAIT_S) -> None:
+        """Wait for the ready line (whatever the login shell printed before it is dropped)."""
+        self._tasks.append(asyncio.create_task(self._drain_stderr()))
+        tag = ready_line(self.token)
+        seen = bytearray()
+        deadline = time.monotonic() + wait_s
+        while True:
+            at = seen.find(tag)
+            if at >= 0:
+                rest = bytes(seen[at + len(tag):])
+                break
+            left = deadline - time.monotonic()
+            if left <= 0:
+                raise SessionUnavailable(f"the worker did not start within {wait_s:.0f} s")
+            try:
+                chunk = await asyncio.wait_for(self.channel.read_out(65536), left)
+            except asyncio.TimeoutError:
+                continue
+            except Exception as exc:  # noqa: BLE001 - any channel failure means no session here
+                raise SessionUnavailable(f"{exc.__class__.__name__}: {exc}") from None
+            if not chunk:
+                await asyncio.sleep(0.05)  # let stderr's reader catch the reason
+                first = bytes(self._stderr).decode("utf-8", "replace").strip().splitlines()
+                raise SessionUnavailable(f"the worker did not start ({first[-1][:160] if first else 'no output'})")
+            seen += chunk
+            if len(seen) > 1 << 20:
+                raise SessionUnavailable("the login shell printed over 1 MiB before the worker started")
+        self._tasks.append(asyncio.create_task(self._read(rest)))
+
+    async def _drain_stderr(self) -> None:
+        """The channel's stderr (rc output, a worker crash) is kept short; reading it keeps the channel flowing."""
+        try:
+            while chunk := await self.channel.read_err(65536):
+                self._stderr += chunk
+                del self._stderr[:-STDERR_KEEP]
+        except Exception:  # noqa: BLE001 - the stdout reader reports the end
+            pass
+
+    async def _read(self, first: bytes) -> None:
+        reader = FrameReader()
+        try:
+            chunk = first
+            while True:
+                for frame in reader.feed(chunk):
+                    job = self._jobs.get(frame.cmd_id)
+                    if job is None:
+                        continue  # a command the client already gave up on
+                    if frame.kind == "O":
+                        if not job.out.add(frame.data):
+                            job.overflow.set()
+                    elif frame.kind == "E":
+                        if not job.err.add(frame.data):
+                            job.overflow.set()
+                    else:
+                        job.end = end_status(frame.data)
+                        job.done.set()
+                chunk = await self.channel.read_out(65536)
+                if not chunk:
+                    tail = bytes(self._stderr).decode("utf-8", "replace").strip().splitlines()
+                    self._die("the session ended" + (f" ({tail[-1][:160]})" if tail else ""))
+                    return
+        except ProtocolError as exc:
+            self._die(f"protocol error: {exc}")
+        except asyncio.CancelledError:
+            self._die("the session was closed")
+            raise
+        except Exception as exc:  # noqa: BLE001 - a dead channel ends the session, never the audit
+            self._die(f"{exc.__class__.__name__}: {exc}")
+
+    def _die(self, reason: str) -> None:
+        self.dead = self.dead or reason
+        for job in self._jobs.values():
+            if not job.done.is_set():
+                job.lost = self.dead
+                job.done.set()
+
+    def _send(self, data: bytes) -> bool:
+        if self.dead:
+            return False
+        try:
+            self.channel.write(data)
+            return True
+        except Exception as exc:  # noqa: BLE001
+            self._die(f"cannot write to the session: {exc.__class__.__name__}: {exc}")
+            return False
+
+    async def run(self, line: str, *, timeout_s: float, max_bytes: int, marker: str | None) -> RawResult:
+        """Run one line; the deadline and the duration count from the line's start marker (the command itself)."""
+        if self.dead:
+            return not_run(f"session ended: {self.dead}")
+        cmd_id = self._next
+        self._next += 1
+        job = _Job(MarkedCap(max_bytes, marker), StreamCap(max_bytes))
+        self._jobs[cmd_id] = job
+        opened_at = datetime.now(timezone.utc)
+        t_open = time.monotonic()
+        timed_out = killed = False
+        try:
+            if not self._send(request(cmd_id, line, timeout_s, max_bytes)):
+                return not_run(f"session ended: {self.dead}")
+            waits = {asyncio.ensure_future(job.done.wait()), asyncio.ensure_future(job.overflow.wait())}
+            started = asyncio.ensure_future(job.out.seen.wait())
+            try:
+                while not job.done.is_set():
+                    now = time.monotonic()
+                    deadline = job.out.seen_at + timeout_s if job.out.seen_at is not None else t_open + START_WAIT_S
+                    if now >= deadline:
+                        timed_out = True
+                        break
+                    wake = waits if started.done() else waits | {started}
+                    await asyncio.wait(wake, timeout=deadline - now, return_when=asyncio.FIRST_COMPLETED)
+                    if job.overflow.is_set():
+                        break
+            finally:
+                for w in (*waits, started):
+                    w.cancel()
+            if (timed_out or job.overflow.is_set()) and not job.done.is_set():
+                killed = True
+                await self._stop(cmd_id, job)
+        except asyncio.CancelledError:
+            self._send(kill_request(cmd_id))  # the worker stops it (TERM, KILL); the audit is going away
+            raise
+        finally:
+            self._jobs.pop(cmd_id, None)
+        return self._result(job, opened_at, t_open, timed_out=timed_out, killed=killed, timeout_s=timeout_s)
+
+    async def _stop(self, cmd_id: int, job: _Job) -> None:
+        if not self._send(kill_request(cmd_id)):
+            return
+        try:
+            await asyncio.wait_for(job.done.wait(), KILL_WAIT_S)
+        except asyncio.TimeoutError:
+            self._die(f"the worker did not stop a command within {KILL_WAIT_S:.0f} s")
+            await self.aclose()
+
+    def _result(self, job: _Job, opened_at: datetime, t_open: float, *, timed_out: bool, killed: bool,
+                timeout_s: float) -> RawResult:
+        if job.lost is not None and not timed_out and not killed:
+            # never reached its end: read-only, so the caller may run it again on another session
+            return not_run(f"session ended: {job.lost}")
+        end = job.end or {}
+        why = end.get("why")
+        if end.get("e"):
+            return RawResult(exit_status=None, error=str(end["e"]), started_at=opened_at)
+        rc = end.get("rc")
+        status: int | None = rc if isinstance(rc, int) else None
+        if status is not None and status < 0:
+            status = 128 - status  # a signal, as a shell reports it
+        if why == "deadline":
+            timed_out = True
+        if killed or why in ("deadline", "cap", "kill"):
+            status = None  # stopped by us: no exit status of its own
+        t_start = job.out.seen_at if job.out.seen_at is not None else t_open
+        return RawResult(
+            exit_status=status, stdout=job.out.value(), stderr=job.err.value(),
+            started_at=opened_at + timedelta(seconds=t_start - t_open),
+            duration_s=min(time.monotonic() - t_start, timeout_s + KILL_WAIT_S) if timed_out else time.monotonic() - t_start,
+            timed_out=timed_out, truncated=job.out.truncated or job.err.truncated or bool(end.get("trunc")),
+        )
+
+    async def aclose(self) -> None:
+        """End of stdin: the worker stops whatever still runs (TERM, KILL) and exits; then the channel closes."""
+        self.dead = self.dead or "the session was closed"
+        for t in self._tasks:
+            t.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
+        try:
+            await self.channel.aclose()
+        except Exception:  # noqa: BLE001
+            pass
+
+
+class SessionTransport:
+    """A transport that runs lines through long-lived workers, one per scope, over an inner transport that can
+    open them; it falls back to the inner transport's one channel per command wherever a worker cannot run."""
+
+    executes_lines = True
+    runs_sessions = True
+
+    def __init__(self, inner: Transport, *, host_sessions: bool = True, parallel: int = WORKER_PARALLEL) -> None:
+        self.inner = inner
+        self.label = inner.label
+        self.host_sessions = host_sessions
+        """False for a local host: a local command costs no login; only container scopes get workers."""
+        self.parallel = parallel
+        self._sessions: dict[str, WorkerSession] = {}
+        self._starting: dict[str, asyncio.Task[WorkerSession | None]] = {}
+        self._starts: dict[str, int] = {}
+        self._slots: dict[str, asyncio.Semaphore] = {}
+        self.unavailable: dict[str, str] = {}
+        """scope -> why it runs one channel per command."""
+        self._closed = False
+
+    @property
+    def lost(self) -> bool:
+        return bool(getattr(self.inner, "lost", False))
+
+    @property
+    def lost_reason(self) -> str | None:
+        return getattr(self.inner, "lost_reason", None)
+
+    async def connect(self) -> None:
+        await self.inner.connect()
+
+    async def _session(self, scope: str) -> WorkerSession | None:
+        live = self._sessions.get(scope)
+        if live is not None and not live.dead:
+            return live
+        if scope in self.unavailable or self._closed or (scope == "" and not self.host_sessions):
+            return None
+        task = self._starting.get(scope)
+        if task is None or task.done():
+            if self._starts.get(scope, 0) >= MAX_STARTS:
+                self.unavailable[scope] = f"{MAX_STARTS} sessions ended early"
+                return None
+            self._starts[scope] = self._starts.get(scope, 0) + 1
+            task = asyncio.create_task(self._start(scope))
+            self._starting[scope] = task
+        return await asyncio.shield(task)
+
+    async def _start(self, scope: str) -> WorkerSession | None:
+        opener = getattr(self.inner, "open_session", None)
+        if opener is None:
+            self.unavailable[scope] = "the transport cannot keep a session open"
+            return None
+        token = new_token()
+        line = start_line(token, scope or None)
+        try:
+            channel = await opener(line)
+        except Exception as exc:  # noqa: BLE001 - no session: one channel per command
+            self.unavailable[scope] = f"cannot open a session: {exc.__class__.__name__}: {exc}"
+            return None
+        session = WorkerSession(channel, line, token)
+        try:
+            await session.start()
+        except SessionUnavailable as exc:
+            await session.aclose()
+            self.unavailable[scope] = str(exc)
+            return None
+        except asyncio.CancelledError:
+            await session.aclose()
+            raise
+        old = self._sessions.get(scope)
+        self._sessions[scope] = session
+        if old is not None:
+            await old.aclose()
+        if self._closed:
+            await session.aclose()
+            return None
+        return session
+
+    def session_lines(self) -> dict[str, list[str]]:
+        """scope -> the start line of every session that ran here (what the snapshot records)."""
+        return {scope: [s.line] for scope, s in self._sessions.items()}
+
+    async def run(self, line: str, *, command_id: str, timeout_s: float, max_bytes: int, gate: Gate | None = None,
+                  marker: str | None = None, session: SessionLine | None = None) -> RawResult:
+        scope, inner_line = (session.scope, session.line) if session is not None else ("", line)
+        for _ in range(MAX_STARTS):
+            worker = await self._session(scope)
+            if worker is None:
+                break
+            slots = self._slots.setdefault(scope, asyncio.Semaphore(self.parallel))
+            async with slots:
+                reason = gate() if gate is not None else None
+                if reason:
+                    return not_run(reason)
+                raw = await worker.run(inner_line, timeout_s=timeout_s, max_bytes=max_bytes, marker=marker)
+            if raw.not_started and worker.dead:
+                if self.lost:
+                    return not_run(f"connection lost: {self.lost_reason or worker.dead}")
+                continue  # a replacement session runs it
+            raw.executed = inner_line
+            raw.session = worker.line
+            return raw
+        raw = await self.inner.run(line, command_id=command_id, timeout_s=timeout_s, max_bytes=max_bytes,
+                                   gate=gate, marker=marker)  # type: ignore[call-arg]
+        raw.executed = line
+        return raw
+
+    async def aclose(self) -> None:
+        self._closed = True
+        for task in self._starting.values():
+            if not task.done():
+                task.cancel()
+        await asyncio.gather(*self._starting.values(), return_exceptions=True)
+        await asyncio.gather(*(s.aclose() for s in self._sessions.values()), return_exceptions=True)
+        await self.inner.aclose()
+
+
+class LocalSessionChannel:
+    """A local subprocess as a session channel (a container entered from this machine: `pct exec` once)."""
+
+    def __init__(self, proc: asyncio.subprocess.Process) -> None:
+        self.proc = proc
+
+    @classmethod
+    async def open(cls, line: str) -> "LocalSessionChannel":
+        proc = await asyncio.create_subprocess_exec(
+            "/bin/sh", "-c", line, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE, start_new_session=True)
+        return cls(proc)
+
+    async def read_out(self, n: int) -> bytes:
+        assert self.proc.stdout is not None
+        return await self.proc.stdout.read(n)
+
+    async def read_err(self, n: int) -> bytes:
+        assert self.proc.stderr is not None
+        return await self.proc.stderr.read(n)
+
+    def write(self, data: bytes) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(data)
+
+    async def aclose(self) -> None:
+        import os
+        import signal
+
+        if self.proc.stdin is not None and not self.proc.stdin.is_closing():
+            self.proc.stdin.close()
+        try:
+            await asyncio.wait_for(self.proc.wait(), 2)
+        except asyncio.TimeoutError:
+            try:
+                os.killpg(self.proc.pid, signal.SIGTERM)
+            except OSError:
+                pass
+            try:
+                await asyncio.wait_for(self.proc.wait(), 1)
+            except asyncio.TimeoutError:
+                try:
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+                except OSError:
+                    pass
+
+
+class SshSessionChannel:
+    """An asyncssh process (one SSH channel) as a session channel; it holds one channel slot while open."""
+
+    def __init__(self, proc: Any, release: Any) -> None:
+        self.proc = proc
+        self._release = release
+
+    async def read_out(self, n: int) -> bytes:
+        return bytes(await self.proc.stdout.read(n))
+
+    async def read_err(self, n: int) -> bytes:
+        return bytes(await self.proc.stderr.read(n))
+
+    def write(self, data: bytes) -> None:
+        self.proc.stdin.write(data)
+
+    async def aclose(self) -> None:
+        try:
+            try:
+                self.proc.stdin.write_eof()
+            except Exception:  # noqa: BLE001
+                pass
+            try:
+                await asyncio.wait_for(self.proc.wait_closed(), 2)
+            except (asyncio.TimeoutError, Exception):  # noqa: BLE001
+                try:
+                    self.proc.close()
+                except Exception:  # noqa: BLE001
+                    pass
+        finally:
+            release, self._release = self._release, None
+            if release is not None:
+                await release()
