@@ -74,13 +74,13 @@ class PooledTransport:
                 return result  # a command that ran (even partly) is never run twice
         return result
 
-    async def open_session(self, line: str) -> Any:
+    async def open_session(self, line: str, **kw: Any) -> Any:
         """A long-lived channel on the live member holding the fewest sessions (a dead member's sessions move)."""
         self._alive = [m for m in self._alive if not getattr(m, "lost", False)]
         if not self._alive:
             raise TransportError(f"connection lost: {self.lost_reason or 'not connected'}")
         member = min(self._alive, key=lambda m: getattr(m, "sessions_open", 0))
-        return await member.open_session(line)  # type: ignore[attr-defined]
+        return await member.open_session(line, **kw)  # type: ignore[attr-defined]
 
     async def aclose(self) -> None:
         await asyncio.gather(*(m.aclose() for m in self.members), return_exceptions=True)

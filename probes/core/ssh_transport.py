@@ -356,7 +356,7 @@ class SshTransport:
             with os.fdopen(fd, "a") as fh:
                 fh.write(line)
 
-    async def open_session(self, line: str) -> Any:
+    async def open_session(self, line: str, open_timeout_s: float = OPEN_TIMEOUT_S) -> Any:
         """A long-lived channel for a worker session (probes/core/worker_transport.py); it holds a channel slot."""
         from gpuaudit.probes.core.worker_transport import SshSessionChannel
 
@@ -364,7 +364,11 @@ class SshTransport:
             raise TransportError(f"connection lost: {self._lost or 'not connected'}")
         await self._limiter.acquire()
         try:
-            proc = await asyncio.wait_for(self._conn.create_process(line, encoding=None), OPEN_TIMEOUT_S)
+            proc = await asyncio.wait_for(self._conn.create_process(line, encoding=None), open_timeout_s)
+        except asyncio.TimeoutError:
+            await self._limiter.release()
+            self._declare_dead(f"no answer to a session open in {open_timeout_s:.0f} s (connection not responding)")
+            raise TransportError(f"connection lost: {self._lost}") from None
         except BaseException:
             await self._limiter.release()
             raise
@@ -374,7 +378,7 @@ class SshTransport:
             self.sessions_open -= 1
             await self._limiter.release()
 
-        return SshSessionChannel(proc, release)
+        return SshSessionChannel(proc, release, self._declare_dead)
 
     async def run(self, line: str, *, command_id: str, timeout_s: float, max_bytes: int,
                   gate: Gate | None = None, marker: str | None = None) -> RawResult:

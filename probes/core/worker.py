@@ -12,6 +12,8 @@ __pycache__ written) reads one JSON request per line on stdin:
   group), stdin /dev/null, with the environment of the login that started the worker;
 * `{"k": ID}` stops that command's whole process group (TERM, KILL 0.3 s later).
 
+Anything else (`{"p": 1}`, the client's keepalive) is answered with `0 P 0` (the worker is there too).
+
 It answers with frames `ID O LEN\\n<bytes>` (stdout), `ID E LEN\\n<bytes>` (stderr) and one `ID X LEN\\n<json>` when
 the command is done (`rc`: the exit status, negative for a signal; `trunc`: a stream passed BYTES and the command
 was stopped; `why`: "deadline" | "cap" | "kill" when the worker stopped it). Every output byte is forwarded as it
@@ -20,8 +22,9 @@ is: stdout and stderr stay separate and byte-exact.
 Its own limits hold without the client: a command runs at most SECONDS (the client's deadline + a margin, the
 backstop for a client that stalls); a command that exited but left a child holding its pipes is stopped 0.5 s
 later; end of stdin (the client closed the session, the connection died, the wrapper died), a write that fails,
-SIGTERM or SIGHUP stop every running command's process group, TERM then KILL, and end the worker. Nothing it
-runs outlives it. It writes nothing anywhere but its own stdout.
+SIGTERM or SIGHUP stop every running command's process group, TERM then KILL, and end the worker; so does a client silent for IDLE_EXIT_S (a cut network that sshd has not noticed: the
+client sends a keepalive every KEEPALIVE_S), even while a write to the gone client blocks. Nothing it runs
+outlives it. It writes nothing anywhere but its own stdout.
 """
 
 from __future__ import annotations
@@ -113,6 +116,7 @@ def serve():
                 data = os.read(0, 65536)
                 if not data:
                     return
+                signal.alarm(IDLE)
                 buf += data
                 while b"\n" in buf:
                     line, buf = buf.split(b"\n", 1)
@@ -123,15 +127,19 @@ def serve():
                     if "k" in req:
                         if int(req["k"]) in jobs:
                             stop(jobs[int(req["k"])], "kill")
-                    else:
+                    elif "i" in req:
                         start(req)
+                    else:
+                        frame(0, "P", b"")
             elif fd in fds:
                 pump(fd)
         tick()
 def leave(*_):
     raise SystemExit(0)
-signal.signal(signal.SIGTERM, leave)
-signal.signal(signal.SIGHUP, leave)
+IDLE = int(sys.argv[2])
+for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGALRM):
+    signal.signal(s, leave)
+signal.alarm(IDLE)
 try:
     serve()
 except (OSError, SystemExit):
@@ -148,9 +156,13 @@ finally:
 
 INTERPRETER = "python3 -I -B"
 """-I: no user site, no PYTHON* variables (the worker is standard library only); -B: no __pycache__ written."""
+IDLE_EXIT_S = 30
+"""A worker that hears nothing from its client for this long stops everything and exits."""
+KEEPALIVE_S = 10.0
+"""How often the client proves it is there."""
 BACKSTOP_S = 2.0
 """The worker stops a command this long after the client's deadline, if the client has not (a stalled client)."""
-_FRAME = re.compile(rb"^([0-9]{1,12}) ([OEX]) ([0-9]{1,12})$")
+_FRAME = re.compile(rb"^([0-9]{1,12}) ([OEXP]) ([0-9]{1,12})$")
 
 
 def new_token() -> str:
@@ -166,7 +178,7 @@ def start_line(token: str, prefix: str | None = None) -> str:
     """The line that starts a worker: in the login shell (prefix None), or inside a container through its wrapper
     (`pct exec 101 --`, `lxc-attach -n ct --`, `docker exec -i ct`, with `sudo -n` in front when the host login
     needs it). `exec`: the login shell is replaced, nothing of it runs after the worker."""
-    worker = f"{INTERPRETER} -c {shlex.quote(WORKER_SOURCE)} {token}"
+    worker = f"{INTERPRETER} -c {shlex.quote(WORKER_SOURCE)} {token} {IDLE_EXIT_S}"
     return f"exec {prefix} {worker}" if prefix else f"exec {worker}"
 
 
@@ -181,6 +193,9 @@ def request(cmd_id: int, line: str, timeout_s: float, max_bytes: int) -> bytes:
     return (json.dumps(body, separators=(",", ":")) + "\n").encode()
 
 
+KEEPALIVE = b'{"p":1}\n'
+
+
 def kill_request(cmd_id: int) -> bytes:
     return (json.dumps({"k": cmd_id}) + "\n").encode()
 
@@ -193,7 +208,7 @@ class ProtocolError(Exception):
 class Frame:
     cmd_id: int
     kind: str
-    """O (stdout bytes), E (stderr bytes) or X (the end, JSON)."""
+    """O (stdout bytes), E (stderr bytes), X (the end, JSON) or P (the answer to a keepalive, id 0)."""
     data: bytes
 
 

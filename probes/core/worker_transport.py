@@ -13,6 +13,8 @@ by the lint, so it runs once more on the replacement (never on the same session 
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import time
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
@@ -20,6 +22,8 @@ from typing import Any, Protocol
 
 from gpuaudit.probes.core.transport import Gate, MarkedCap, RawResult, StreamCap, Transport, not_run
 from gpuaudit.probes.core.worker import (
+    KEEPALIVE,
+    KEEPALIVE_S,
     FrameReader,
     ProtocolError,
     end_status,
@@ -36,6 +40,14 @@ START_WAIT_S = 30.0
 """How long the login shell (rc files) and the wrapper may take before the worker says it is ready."""
 KILL_WAIT_S = 2.0
 """After asking the worker to stop a command, how long its end may take before the session counts as dead."""
+STALL_S = 1.5
+"""With commands in flight and nothing heard from the worker for this long, the client asks it for an answer..."""
+PONG_WAIT_S = 2.5
+"""...and without one this much later the session (and the connection under it) counts as dead: a cut network
+is noticed in seconds, not at the SSH keepalive's 15 s."""
+SESSION_ENDED = "session ended: "
+REPLACEMENT_OPEN_S = 2.0
+"""A replacement session's channel open may wait this long: its predecessor just died, maybe with the network."""
 MAX_STARTS = 3
 """Sessions started per scope in one audit (the first and two replacements); after that the scope falls back."""
 STDERR_KEEP = 4096
@@ -52,6 +64,9 @@ class SessionChannel(Protocol):
 
     async def aclose(self) -> None:
         """End of stdin (the worker stops its commands and exits), then close; bounded."""
+
+    def abort(self, reason: str) -> None:
+        """The session stopped answering: drop what carries it (an SSH connection is declared dead)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -89,6 +104,7 @@ class WorkerSession:
         self._next = 1
         self._tasks: list[asyncio.Task[None]] = []
         self._stderr = bytearray()
+        self._heard = time.monotonic()
 
     async def start(self, wait_s: float = START_WAIT_S) -> None:
         """Wait for the ready line (whatever the login shell printed before it is dropped)."""
@@ -118,6 +134,26 @@ class WorkerSession:
             if len(seen) > 1 << 20:
                 raise SessionUnavailable("the login shell printed over 1 MiB before the worker started")
         self._tasks.append(asyncio.create_task(self._read(rest)))
+        self._tasks.append(asyncio.create_task(self._keepalive()))
+
+    async def _keepalive(self) -> None:
+        """The worker exits when it hears nothing for a while (a cut network): tell it we are here. With commands
+        in flight and a silent worker, ask for an answer: none in PONG_WAIT_S = the session is dead."""
+        pinged: float | None = None
+        last_sent = time.monotonic()
+        while not self.dead:
+            await asyncio.sleep(0.5)
+            now = time.monotonic()
+            if pinged is not None and self._heard >= pinged:
+                pinged = None
+            if pinged is not None and now - pinged > PONG_WAIT_S:
+                reason = f"no answer from the session in {PONG_WAIT_S:.1f} s (connection not responding)"
+                self._die(reason)
+                self.channel.abort(reason)
+                return
+            if pinged is None and ((self._jobs and now - self._heard > STALL_S) or now - last_sent > KEEPALIVE_S):
+                pinged = last_sent = now
+                self._send(KEEPALIVE)
 
     async def _drain_stderr(self) -> None:
         """The channel's stderr (rc output, a worker crash) is kept short; reading it keeps the channel flowing."""
@@ -147,6 +183,7 @@ class WorkerSession:
                         job.end = end_status(frame.data)
                         job.done.set()
                 chunk = await self.channel.read_out(65536)
+                self._heard = time.monotonic()
                 if not chunk:
                     tail = bytes(self._stderr).decode("utf-8", "replace").strip().splitlines()
                     self._die("the session ended" + (f" ({tail[-1][:160]})" if tail else ""))
@@ -227,9 +264,14 @@ class WorkerSession:
 
     def _result(self, job: _Job, opened_at: datetime, t_open: float, *, timed_out: bool, killed: bool,
                 timeout_s: float) -> RawResult:
+        t_start = job.out.seen_at if job.out.seen_at is not None else t_open
         if job.lost is not None and not timed_out and not killed:
             # never reached its end: read-only, so the caller may run it again on another session
-            return not_run(f"session ended: {job.lost}")
+            if job.out.seen_at is None and not job.out.value() and not job.err.value():
+                return not_run(SESSION_ENDED + job.lost)
+            return RawResult(exit_status=None, stdout=job.out.value(), stderr=job.err.value(),
+                             started_at=opened_at + timedelta(seconds=t_start - t_open),
+                             duration_s=time.monotonic() - t_start, error=SESSION_ENDED + job.lost)
         end = job.end or {}
         why = end.get("why")
         if end.get("e"):
@@ -242,7 +284,6 @@ class WorkerSession:
             timed_out = True
         if killed or why in ("deadline", "cap", "kill"):
             status = None  # stopped by us: no exit status of its own
-        t_start = job.out.seen_at if job.out.seen_at is not None else t_open
         return RawResult(
             exit_status=status, stdout=job.out.value(), stderr=job.err.value(),
             started_at=opened_at + timedelta(seconds=t_start - t_open),
@@ -318,16 +359,19 @@ class SessionTransport:
         token = new_token()
         line = start_line(token, scope or None)
         try:
-            channel = await opener(line)
+            channel = await (opener(line, open_timeout_s=REPLACEMENT_OPEN_S) if scope in self._sessions and
+                             isinstance(self.inner, _SSH_KINDS()) else opener(line))
         except Exception as exc:  # noqa: BLE001 - no session: one channel per command
-            self.unavailable[scope] = f"cannot open a session: {exc.__class__.__name__}: {exc}"
+            if not self.lost:  # a lost connection says so on the next command, it is no reason to give up sessions
+                self.unavailable[scope] = f"cannot open a session: {exc.__class__.__name__}: {exc}"
             return None
         session = WorkerSession(channel, line, token)
         try:
             await session.start()
         except SessionUnavailable as exc:
             await session.aclose()
-            self.unavailable[scope] = str(exc)
+            if not self.lost:
+                self.unavailable[scope] = str(exc)
             return None
         except asyncio.CancelledError:
             await session.aclose()
@@ -348,6 +392,7 @@ class SessionTransport:
     async def run(self, line: str, *, command_id: str, timeout_s: float, max_bytes: int, gate: Gate | None = None,
                   marker: str | None = None, session: SessionLine | None = None) -> RawResult:
         scope, inner_line = (session.scope, session.line) if session is not None else ("", line)
+        interrupted: RawResult | None = None
         for _ in range(MAX_STARTS):
             worker = await self._session(scope)
             if worker is None:
@@ -358,13 +403,20 @@ class SessionTransport:
                 if reason:
                     return not_run(reason)
                 raw = await worker.run(inner_line, timeout_s=timeout_s, max_bytes=max_bytes, marker=marker)
-            if raw.not_started and worker.dead:
-                if self.lost:
-                    return not_run(f"connection lost: {self.lost_reason or worker.dead}")
-                continue  # a replacement session runs it
             raw.executed = inner_line
             raw.session = worker.line
-            return raw
+            if not (raw.error or "").split("not run: ", 1)[-1].startswith(SESSION_ENDED):
+                return raw
+            interrupted = raw  # the session died under it: a replacement session runs it again
+            await asyncio.sleep(0.05)  # the connection's own end, if that was the cause, lands first
+            if self.lost:
+                break
+        if self.lost:
+            why = f"connection lost: {self.lost_reason or 'connection closed'}"
+            if interrupted is None or interrupted.not_started:
+                return not_run(why)
+            interrupted.error = why  # it ran partly: what it printed is kept, it has no exit status
+            return interrupted
         raw = await self.inner.run(line, command_id=command_id, timeout_s=timeout_s, max_bytes=max_bytes,
                                    gate=gate, marker=marker)  # type: ignore[call-arg]
         raw.executed = line
@@ -378,6 +430,13 @@ class SessionTransport:
         await asyncio.gather(*self._starting.values(), return_exceptions=True)
         await asyncio.gather(*(s.aclose() for s in self._sessions.values()), return_exceptions=True)
         await self.inner.aclose()
+
+
+def _SSH_KINDS() -> tuple[type, ...]:
+    from gpuaudit.probes.core.pool import PooledTransport
+    from gpuaudit.probes.core.ssh_transport import SshTransport
+
+    return (PooledTransport, SshTransport)
 
 
 class LocalSessionChannel:
@@ -405,10 +464,13 @@ class LocalSessionChannel:
         assert self.proc.stdin is not None
         self.proc.stdin.write(data)
 
-    async def aclose(self) -> None:
-        import os
-        import signal
+    def abort(self, reason: str) -> None:
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
 
+    async def aclose(self) -> None:
         if self.proc.stdin is not None and not self.proc.stdin.is_closing():
             self.proc.stdin.close()
         try:
@@ -430,9 +492,14 @@ class LocalSessionChannel:
 class SshSessionChannel:
     """An asyncssh process (one SSH channel) as a session channel; it holds one channel slot while open."""
 
-    def __init__(self, proc: Any, release: Any) -> None:
+    def __init__(self, proc: Any, release: Any, on_abort: Any = None) -> None:
         self.proc = proc
         self._release = release
+        self._on_abort = on_abort
+
+    def abort(self, reason: str) -> None:
+        if self._on_abort is not None:
+            self._on_abort(reason)
 
     async def read_out(self, n: int) -> bytes:
         return bytes(await self.proc.stdout.read(n))

@@ -14,6 +14,7 @@ import pytest
 from gpuaudit.probes import REGISTRY
 from gpuaudit.probes.core.runner import PREFLIGHT, AuditOptions, render_shell
 from gpuaudit.probes.core.targets import build_command_line
+from gpuaudit.probes.core.worker import start_line
 from reliability.faultkit import run_audit
 from sshd_server import leftover_processes
 
@@ -21,6 +22,9 @@ pytestmark = pytest.mark.sshd
 
 _TIMEOUT_PREFIX = re.compile(r"^(?:printf '%s\\n' @@gpuaudit-[0-9a-f]+@@; printf '%s\\n' @@gpuaudit-[0-9a-f]+@@ >&2; )?"
                              r"exec (?:timeout -s KILL [0-9]+ )?")
+
+
+_WORKER = re.compile(r"^exec " + re.escape(start_line("TOKEN").split(" ", 1)[1]).replace("TOKEN", "[0-9a-f]{16}") + "$")
 
 
 def declared_lines(options: AuditOptions) -> set[str]:
@@ -57,20 +61,30 @@ def logging_server(sshd_factory, tmp_path: Path, **kw):
     return server, log
 
 
-async def test_full_audit_runs_only_declared_commands(sshd_factory, public_dir):
+@pytest.mark.parametrize("sessions", [True, False], ids=["worker-sessions", "channel-per-command"])
+async def test_full_audit_runs_only_declared_commands(sshd_factory, public_dir, sessions):
+    """Over SSH only declared lines run, or the fixed worker program that runs them (worker.start_line): the
+    lines the worker ran are the records' `executed`, and each of those is declared too."""
     server, log = logging_server(sshd_factory, public_dir)
     options = AuditOptions(timeout_s=5)
     t0 = time.monotonic()
-    run = await run_audit(server.spec, server.spec, server.options(), list(REGISTRY), options)
+    run = await run_audit(server.spec, server.spec, server.options(sessions=sessions), list(REGISTRY), options)
     elapsed = time.monotonic() - t0
     executed = [c for c in log.read_bytes().decode(errors="replace").split("\0") if c]
     allowed = declared_lines(options)
-    outside = [c for c in executed if _TIMEOUT_PREFIX.sub("", c) not in allowed]
+    workers = [c for c in executed if _WORKER.match(c)]
+    outside = [c for c in executed if _TIMEOUT_PREFIX.sub("", c) not in allowed and c not in workers]
     assert outside == [], outside[:3]
     records = [r for p in run.probes for r in p.records if r.exit_status is not None or r.timed_out]
-    assert len(executed) >= 20 and {r.executed for r in records} <= set(executed)
+    assert len(records) >= 20
+    assert {_TIMEOUT_PREFIX.sub("", r.executed) for r in records} <= allowed
+    if sessions:  # one worker per target: the preflight and every command ran in it
+        assert len(workers) == 2 and len(executed) == 2, executed
+        assert all(any(_WORKER.match(x) for x in s.executed) for s in run.target_states.values())
+    else:
+        assert workers == [] and {r.executed for r in records} <= set(executed)
     assert all(s.state == "connected" for s in run.target_states.values()), run.target_states
-    print(f"\nread-only catalogue: {len(executed)} command lines executed, {len(outside)} undeclared, {elapsed:.1f}s")
+    print(f"\nread-only catalogue: {len(executed)} SSH lines, {len(records)} records, {len(outside)} undeclared, {elapsed:.1f}s")
     assert not [p for p in leftover_processes(server.user) if "defunct" not in p and "logger.sh" in p]
 
 

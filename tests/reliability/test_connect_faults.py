@@ -90,7 +90,8 @@ async def test_sshd_killed_mid_audit_fails_running_commands_keeps_finished_and_o
                        Command("rel_medium", "sleep 0.3; echo medium-done", on=frozenset({"container"})))
     hs = parse_host_spec(a.spec)
     bindings = live_bindings(hs, parse_container_spec(b.spec, host=hs), a.options())
-    bindings[1].transport.options = b.options()  # each server trusts its own key
+    container_transport = bindings[1].transport
+    getattr(container_transport, "inner", container_transport).options = b.options()  # each server trusts its own key
     audit = Audit(bindings, [probe], AuditOptions(timeout_s=20))
     events, killed = [], 0
     t0 = time.monotonic()

@@ -1,0 +1,289 @@
+"""The long-lived session worker (probes/core/worker.py) and its client (probes/core/worker_transport.py), run as a
+local process: byte-exact streams, exit statuses, caps, deadlines, kills of the whole process tree, its own exit
+when the client goes, banners before it, fallback and replacement. The same code runs over SSH in
+tests/reliability/test_sessions_ssh.py."""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import os
+import signal
+import subprocess
+import sys
+import time
+
+import pytest
+
+from gpuaudit.probes.core import worker as w
+from gpuaudit.probes.core.transport import LocalTransport
+from gpuaudit.probes.core.worker_transport import (
+    LocalSessionChannel,
+    SessionLine,
+    SessionTransport,
+    SessionUnavailable,
+    WorkerSession,
+)
+
+
+def processes(tag: str) -> list[str]:
+    res = subprocess.run(["pgrep", "-af", tag], capture_output=True, text=True, check=False)
+    return [ln for ln in res.stdout.splitlines() if "pgrep" not in ln and "pytest" not in ln]
+
+
+def kill_all(tag: str) -> None:
+    for ln in processes(tag):
+        try:
+            os.kill(int(ln.split()[0]), signal.SIGKILL)
+        except (ProcessLookupError, ValueError):
+            pass
+
+
+@pytest.fixture
+def sleeps():
+    """Unique `sleep N` tags whose processes are killed after the test whatever happened."""
+    tags: list[str] = []
+
+    def make(n: int) -> str:
+        tag = f"sleep {n}"
+        tags.append(tag)
+        return tag
+
+    yield make
+    for tag in tags:
+        kill_all(tag)
+
+
+async def local_session(prefix_shell: str = "", idle: int | None = None) -> WorkerSession:
+    token = w.new_token()
+    line = w.start_line(token)
+    if idle is not None:
+        line = line.rsplit(" ", 1)[0] + f" {idle}"
+    channel = await LocalSessionChannel.open(prefix_shell + line)
+    session = WorkerSession(channel, line, token)
+    await session.start(10)
+    return session
+
+
+# --- the program itself --------------------------------------------------------------------------------------
+
+
+def test_worker_source_is_old_python_compatible_and_touches_nothing_but_its_children():
+    """Python 3.4+ (no f-strings, no walrus), no open(), and of os only read/write on its pipes and killpg."""
+    tree = ast.parse(w.WORKER_SOURCE)
+    kinds = {type(n).__name__ for n in ast.walk(tree)}
+    assert not kinds & {"JoinedStr", "NamedExpr", "AsyncFunctionDef", "Await"}
+    names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
+    assert "open" not in names and "eval" not in names and "exec" not in names
+    os_calls = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "os"}
+    assert os_calls <= {"write", "read", "killpg"}, os_calls
+    assert w.INTERPRETER == "python3 -I -B"  # no __pycache__ written, no user site or PYTHON* variables
+
+
+def test_start_line_is_one_exec_and_the_container_scope_passes_stdin():
+    line = w.start_line("ab" * 8)
+    assert line.startswith("exec python3 -I -B -c '") and line.endswith(f" {'ab' * 8} {w.IDLE_EXIT_S}")
+    assert w.start_line("t", "sudo -n pct exec 101 --").startswith("exec sudo -n pct exec 101 -- python3 -I -B -c ")
+    assert w.session_prefix("docker exec sglang", sudo=False) == "docker exec -i sglang"
+    assert w.session_prefix("lxc-attach -n ct --", sudo=True) == "sudo -n lxc-attach -n ct --"
+
+
+def test_frame_reader_splits_frames_across_chunks_and_refuses_garbage():
+    data = b"1 O 3\na\x00b2 E 0\n1 X 8\n{\"rc\":0}"
+    reader = w.FrameReader()
+    frames = [f for i in range(len(data)) for f in reader.feed(data[i:i + 1])]
+    assert [(f.cmd_id, f.kind, f.data) for f in frames] == [(1, "O", b"a\x00b"), (2, "E", b""), (1, "X", b'{"rc":0}')]
+    with pytest.raises(w.ProtocolError):
+        w.FrameReader().feed(b"Welcome to gpu01\n")
+
+
+# --- one session ---------------------------------------------------------------------------------------------
+
+
+async def test_streams_are_byte_exact_and_separate_with_exit_status():
+    s = await local_session()
+    try:
+        raw = await s.run(r"printf 'a\000b\377\nno newline'; printf 'warn' >&2; exit 3", timeout_s=5, max_bytes=1000, marker=None)
+        sig = await s.run("kill -TERM $$", timeout_s=5, max_bytes=1000, marker=None)
+    finally:
+        await s.aclose()
+    assert bytes(raw.stdout) == b"a\x00b\xff\nno newline" and bytes(raw.stderr) == b"warn"
+    assert raw.exit_status == 3 and not raw.timed_out and not raw.truncated
+    assert sig.exit_status == 128 + signal.SIGTERM
+
+
+async def test_a_banner_before_the_worker_is_dropped_and_the_marker_starts_the_clock():
+    s = await local_session("echo 'Welcome to gpu01 (managed by ansible)'; echo 'bash: warning: setlocale' >&2; ")
+    marker = "@@gpuaudit-0123456789abcdef@@"
+    try:
+        raw = await s.run(f"printf '%s\\n' {marker}; printf '%s\\n' {marker} >&2; exec uname -s", timeout_s=5,
+                          max_bytes=1000, marker=marker)
+    finally:
+        await s.aclose()
+    assert bytes(raw.stdout) == f"{marker}\nLinux\n".encode() and bytes(raw.stderr) == f"{marker}\n".encode()
+    assert raw.exit_status == 0
+
+
+async def test_timeout_kills_the_whole_tree_and_the_session_goes_on(sleeps):
+    tag = sleeps(4871)
+    s = await local_session()
+    try:
+        t0 = time.monotonic()
+        raw = await s.run(f"sh -c '{tag} & {tag}; wait'", timeout_s=1, max_bytes=1000, marker=None)
+        wall = time.monotonic() - t0
+        await asyncio.sleep(0.5)
+        left = processes(tag)
+        after = await s.run("echo still here", timeout_s=5, max_bytes=1000, marker=None)
+    finally:
+        await s.aclose()
+    assert raw.timed_out and raw.exit_status is None and 0.9 <= wall < 2.5, (raw, wall)
+    assert left == []
+    assert bytes(after.stdout) == b"still here\n" and after.exit_status == 0
+
+
+async def test_output_cap_stops_the_command_and_marks_it_truncated():
+    s = await local_session()
+    try:
+        raw = await s.run("head -c 300000 /dev/zero; sleep 5", timeout_s=10, max_bytes=1000, marker=None)
+    finally:
+        await s.aclose()
+    assert raw.truncated and len(raw.stdout) == 1000 and raw.exit_status is None and not raw.timed_out
+
+
+async def test_many_commands_at_once_keep_their_own_outputs():
+    s = await local_session()
+    try:
+        raws = await asyncio.gather(*(s.run(f"i=0; while [ $i -lt 200 ]; do echo {n}-$i; i=$((i+1)); done; exit {n % 7}",
+                                            timeout_s=10, max_bytes=1 << 20, marker=None) for n in range(40)))
+    finally:
+        await s.aclose()
+    for n, raw in enumerate(raws):
+        assert bytes(raw.stdout) == "".join(f"{n}-{i}\n" for i in range(200)).encode()
+        assert raw.exit_status == n % 7
+
+
+async def test_a_child_left_holding_the_pipes_is_stopped_after_the_exit(sleeps):
+    tag = sleeps(4874)
+    s = await local_session()
+    try:
+        t0 = time.monotonic()
+        raw = await s.run(f"{tag} & echo started", timeout_s=10, max_bytes=1000, marker=None)
+        wall = time.monotonic() - t0
+        await asyncio.sleep(0.5)
+        left = processes(tag)
+    finally:
+        await s.aclose()
+    assert raw.exit_status == 0 and bytes(raw.stdout) == b"started\n" and wall < 2
+    assert left == []
+
+
+async def test_cancelling_a_command_and_closing_the_session_leave_nothing(sleeps):
+    tag_a, tag_b = sleeps(4872), sleeps(4873)
+    s = await local_session()
+    running = asyncio.ensure_future(s.run(tag_a, timeout_s=60, max_bytes=1000, marker=None))
+    other = asyncio.ensure_future(s.run(tag_b, timeout_s=60, max_bytes=1000, marker=None))
+    await asyncio.sleep(0.5)
+    assert processes(tag_a) and processes(tag_b)
+    running.cancel()
+    await asyncio.gather(running, return_exceptions=True)
+    await asyncio.sleep(0.6)
+    assert processes(tag_a) == [] and processes(tag_b)
+    other.cancel()
+    await asyncio.gather(other, return_exceptions=True)
+    t0 = time.monotonic()
+    await s.aclose()
+    assert time.monotonic() - t0 < 2.5
+    await asyncio.sleep(0.5)
+    assert processes(tag_b) == [] and processes(s.token) == []
+
+
+async def test_the_worker_stops_everything_when_its_client_goes_silent(sleeps):
+    """A cut network that sshd has not noticed: no request, no keepalive -> the worker exits and kills its commands."""
+    tag = sleeps(4875)
+    s = await local_session(idle=2)
+    for t in s._tasks:  # the client stalls: no keepalive any more
+        t.cancel()
+    s.channel.write(w.request(1, tag, 60, 1000))
+    await asyncio.sleep(0.5)
+    assert processes(tag)
+    await asyncio.sleep(2.5)
+    assert processes(tag) == [] and processes(s.token) == []
+    await s.channel.aclose()
+
+
+async def test_the_worker_refuses_nothing_silently_when_it_cannot_start():
+    channel = await LocalSessionChannel.open("exec python3-not-there -c pass")
+    session = WorkerSession(channel, "x", w.new_token())
+    with pytest.raises(SessionUnavailable, match="not found"):
+        await session.start(5)
+    await session.aclose()
+
+
+# --- the transport: scopes, fallback, replacement ------------------------------------------------------------
+
+
+async def test_a_scope_without_a_worker_falls_back_to_one_channel_per_command():
+    transport = SessionTransport(LocalTransport(), host_sessions=False)
+    try:
+        raw = await transport.run("echo full line", command_id="c", timeout_s=5, max_bytes=1000,
+                                  session=SessionLine("false --", "echo inner line"))
+    finally:
+        await transport.aclose()
+    assert bytes(raw.stdout) == b"full line\n" and raw.executed == "echo full line" and raw.session is None
+    assert "false --" in transport.unavailable
+
+
+async def test_a_container_scope_runs_its_commands_in_one_wrapper_call(tmp_path):
+    """A stand-in wrapper that counts its calls: forty commands, one call."""
+    calls = tmp_path / "calls"
+    wrapper = tmp_path / "wrap"
+    wrapper.write_text(f"#!/bin/sh\necho x >> {calls}\nshift\nexec \"$@\"\n")
+    wrapper.chmod(0o755)
+    transport = SessionTransport(LocalTransport(), host_sessions=False)
+    try:
+        raws = await asyncio.gather(*(transport.run(f"{wrapper} -- sh -c 'echo {n}'", command_id=f"c{n}", timeout_s=5,
+                                                    max_bytes=1000, session=SessionLine(f"{wrapper} --", f"echo {n}"))
+                                      for n in range(40)))
+    finally:
+        await transport.aclose()
+    assert [bytes(r.stdout) for r in raws] == [f"{n}\n".encode() for n in range(40)]
+    assert calls.read_text() == "x\n" and all(r.executed == f"echo {n}" for n, r in enumerate(raws))
+    assert all(r.session and r.session.startswith(f"exec {wrapper} -- python3 -I -B -c ") for r in raws)
+
+
+async def test_a_session_that_dies_mid_command_is_replaced_and_the_command_runs_again(sleeps):
+    tag = sleeps(4876)
+    transport = SessionTransport(LocalTransport(), host_sessions=False)
+    scope = SessionLine("env --", f"{tag}; echo done")
+    try:
+        task = asyncio.ensure_future(transport.run("echo fallback", command_id="c", timeout_s=1.5, max_bytes=1000,
+                                                   session=scope))
+        await asyncio.sleep(0.5)
+        first = transport._sessions["env --"]
+        for ln in processes(first.token):  # the worker dies (OOM killer, a wrapper crash)
+            os.kill(int(ln.split()[0]), signal.SIGKILL)
+        raw = await task
+    finally:
+        await transport.aclose()
+    assert raw.timed_out and raw.executed == f"{tag}; echo done" and raw.session != first.line
+    assert not raw.not_started
+
+
+def test_worker_runs_on_the_system_python_too():
+    """The worker is started by whatever `python3` the login finds: this machine's system one must run it."""
+    system = "/usr/bin/python3"
+    if not os.path.exists(system):
+        pytest.skip("no /usr/bin/python3")
+    proc = subprocess.Popen([system, "-I", "-B", "-c", w.WORKER_SOURCE, "tok", "5"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(w.request(1, "echo hi", 5, 100))
+    proc.stdin.flush()
+    out = b""
+    while b"1 X " not in out:
+        chunk = os.read(proc.stdout.fileno(), 4096)
+        assert chunk, out
+        out += chunk
+    proc.stdin.close()  # end of stdin: the worker exits
+    assert proc.wait(timeout=10) == 0 and proc.stderr.read() == b""
+    assert out.startswith(b"@@gpuaudit-worker-tok@@\n1 O 3\nhi\n1 X "), out
