@@ -125,11 +125,17 @@ def build_parser() -> OneLineParser:
                      help="concurrent commands per SSH connection (default 8; sshd's MaxSessions is 10)")
     ssh.add_argument("--connections", type=positive_int, default=2, metavar="N",
                      help="SSH connections per target, each with --max-channels commands at once (default 2; a fleet uses 1 per host)")
+    ssh.add_argument("--no-sessions", dest="sessions", action="store_false",
+                     help="one SSH channel (and one login shell, one container wrapper call) per command instead of a "
+                          "long-lived worker session per target (python3 on the target; without it this is the fallback)")
     run = p.add_argument_group("audit")
     run.add_argument("--probes", metavar="IDS", help="comma-separated subset, e.g. pcie,power")
     run.add_argument("--timeout", type=positive_float, default=20.0, metavar="SECONDS", help="per-command timeout (default 20)")
     run.add_argument("--max-output", type=positive_int, default=8 * 1024 * 1024, metavar="BYTES",
                      help="per-stream output cap, beyond it the command is killed and marked truncated (default 8 MiB)")
+    run.add_argument("--output-budget", type=positive_int, default=256 * 1024 * 1024, metavar="BYTES",
+                     help="output kept over the whole audit; past it outputs are cut and marked truncated, later "
+                          "commands are not run (default 256 MiB)")
     run.add_argument("--sudo", action="store_true", help="run root-only commands through `sudo -n` (never prompts)")
     run.add_argument("--python", metavar="PATH", help="interpreter the python probe inspects (default: the serving engine's, else python3)")
     run.add_argument("--active", action="store_true", help="also run load-generating checks (nccl-tests); never on production by default")
@@ -213,8 +219,8 @@ def audit_request(args: argparse.Namespace) -> AuditRequest:
         probe_ids=None if probe_ids is None else tuple(probe_ids), timeout=args.timeout, max_output=args.max_output,
         sudo=args.sudo, python=args.python, active=args.active,
         known_hosts=args.known_hosts, identity=args.identity, accept_new_host_keys=args.accept_new_host_keys,
-        max_channels=args.max_channels, connections=args.connections,
-        replay=args.replay, resume=args.resume, demo=args.demo, yes=args.yes,
+        max_channels=args.max_channels, connections=args.connections, sessions=args.sessions,
+        output_budget=args.output_budget, replay=args.replay, resume=args.resume, demo=args.demo, yes=args.yes,
         json=args.json, plan=args.plan, prom=args.prom, health=args.health, fail_on=args.fail_on,
         save=args.save, snapshot_dir=args.snapshot_dir, theme=args.theme)
 

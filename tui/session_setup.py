@@ -30,13 +30,13 @@ class AuditSetup:
 
 def audit_options(request: AuditRequest) -> AuditOptions:
     return AuditOptions(timeout_s=request.timeout, max_bytes=request.max_output, sudo=request.sudo,
-                        active=request.active, python=request.python)
+                        active=request.active, python=request.python, output_budget=request.output_budget)
 
 
 def ssh_options(request: AuditRequest) -> SshOptions:
     return SshOptions(known_hosts=request.known_hosts, identity=request.identity,
                       accept_new_host_keys=request.accept_new_host_keys, max_channels=request.max_channels,
-                      connections=request.connections,
+                      connections=request.connections, sessions=request.sessions,
                       connect_timeout_s=min(30.0, max(5.0, request.timeout)))
 
 

@@ -26,6 +26,8 @@ class AuditRequest:
     """None: every probe of the registry."""
     timeout: float = 20.0
     max_output: int = 8 * 1024 * 1024
+    output_budget: int = 256 * 1024 * 1024
+    """--output-budget: output bytes kept over the whole audit (runner.DEFAULT_OUTPUT_BUDGET)."""
     sudo: bool = False
     python: str | None = None
     active: bool = False
@@ -35,6 +37,8 @@ class AuditRequest:
     accept_new_host_keys: bool = False
     max_channels: int = 8
     connections: int = 2
+    sessions: bool = True
+    """False with --no-sessions: one SSH channel per command, no long-lived worker."""
     # recordings (at most one of replay/resume/demo/hosts)
     replay: str | None = None
     resume: str | None = None
