@@ -323,6 +323,7 @@ class SessionTransport:
         self.unavailable: dict[str, str] = {}
         """scope -> why it runs one channel per command."""
         self._closed = False
+        self._prestarts: set[asyncio.Future[WorkerSession | None]] = set()
 
     @property
     def lost(self) -> bool:
@@ -385,6 +386,14 @@ class SessionTransport:
             return None
         return session
 
+    def prestart(self, scope: str) -> None:
+        """Start a scope's session in the background (the runner knows a container's wrapper before it is needed)."""
+        if scope in self._sessions or scope in self._starting or scope in self.unavailable or self._closed:
+            return
+        task = asyncio.ensure_future(self._session(scope))
+        self._prestarts.add(task)
+        task.add_done_callback(self._prestarts.discard)
+
     def session_lines(self) -> dict[str, list[str]]:
         """scope -> the start line of every session that ran here (what the snapshot records)."""
         return {scope: [s.line] for scope, s in self._sessions.items()}
@@ -424,10 +433,11 @@ class SessionTransport:
 
     async def aclose(self) -> None:
         self._closed = True
-        for task in self._starting.values():
+        pending = [*self._starting.values(), *self._prestarts]
+        for task in pending:
             if not task.done():
                 task.cancel()
-        await asyncio.gather(*self._starting.values(), return_exceptions=True)
+        await asyncio.gather(*pending, return_exceptions=True)
         await asyncio.gather(*(s.aclose() for s in self._sessions.values()), return_exceptions=True)
         await self.inner.aclose()
 

@@ -45,6 +45,8 @@ i=0; while [ "$i" -lt 80000 ]; do i=$((i+1)); done
 shift 2; [ "$1" = -- ] && shift
 exec "$@"
 """
+CLIENT_CPU = 0.0
+"""CPU seconds the audit took in this process (the client shares the 2 cores with the target on loopback)."""
 QUICK = ("cat ", "grep ", "ls ", "readlink", "uname", "test ", "id ")
 
 
@@ -71,12 +73,14 @@ async def audit(server, container: str | None, timeout_s: float, sessions: bool 
     cs = parse_container_spec(container, host=hs) if container else None
     a = Audit(live_bindings(hs, cs, server.options(connections=2, sessions=sessions)), list(REGISTRY),
               AuditOptions(timeout_s=timeout_s))
-    t0 = time.monotonic()
+    t0, c0 = time.monotonic(), time.process_time()
     try:
         events = [e async for e in a.events()]
     finally:
         await a.aclose()
     wall = time.monotonic() - t0
+    global CLIENT_CPU
+    CLIENT_CPU = time.process_time() - c0
     return wall, fold_events(initial_run(a.targets, [(p.id, p.title) for p in a.probes]), events)
 
 
@@ -85,7 +89,8 @@ def summarize(label: str, wall: float, run, sessions: int) -> dict:
     timed = [r for r in recs if r.timed_out]
     quick = [r for r in timed if r.command.startswith(QUICK)]
     crit = sorted({f.id for f in run.findings if f.severity.value == "critical"})
-    row = {"mode": label, "wall_s": round(wall, 2), "ssh_sessions": sessions, "targets": len(run.targets),
+    row = {"mode": label, "wall_s": round(wall, 2), "client_cpu_s": round(CLIENT_CPU, 2), "ssh_sessions": sessions,
+           "targets": len(run.targets),
            "records": len(recs), "timed_out": len(timed), "quick_reads_timed_out": len(quick), "criticals": crit,
            "timed_out_ids": sorted({r.command_id for r in timed})[:12],
            "slowest_s": round(max((r.duration_s for r in recs if not r.timed_out), default=0.0), 3),
@@ -132,8 +137,11 @@ def main(argv: list[str] | None = None) -> int:
     p.add_argument("--clean-rc", action="store_true", help="an empty ~/.bashrc instead of the heavy one")
     p.add_argument("--pct", action="store_true", help="container as pct:101 through the stand-in pct (and a free one)")
     p.add_argument("--no-loop", action="store_true", help="skip the OpenSSH loop baseline (slow with the heavy rc)")
+    p.add_argument("--tool-delays", action="store_true",
+                   help="the stand-ins take the real tools' typical durations (nvidia-smi -q 0.8 s...); default: none")
     p.add_argument("--runs", type=int, default=1)
     args = p.parse_args(argv)
+    fast = "" if args.tool_delays else " GPUAUDIT_BENCH_FAST=1"
     work = Path(tempfile.mkdtemp(prefix="gpuaudit-bench-rc-"))
     os.chmod(work, 0o755)
     standins = prepare_standins(work)
@@ -145,12 +153,12 @@ def main(argv: list[str] | None = None) -> int:
     (standins / "pct").write_text(PCT_STANDIN)
     (standins / "pct").chmod(0o755)
     home = setup_user(heavy=not args.clean_rc)
-    rc_label = "clean rc" if args.clean_rc else "heavy rc"
+    rc_label = ("clean rc" if args.clean_rc else "heavy rc") + (", tool delays" if args.tool_delays else "")
     path = f"{standins}:/usr/local/bin:/usr/bin:/bin"
     server = start_sshd(work / "sshd", user=RC_USER, max_sessions=10,
-                        extra_config=f"SetEnv PATH={path} GPUAUDIT_BENCH_FAST=1")
+                        extra_config=f"SetEnv PATH={path}{fast}")
     free = start_sshd(work / "sshd-free", user=RC_USER, max_sessions=10,
-                      extra_config=f"SetEnv PATH={free_pct}:{path} GPUAUDIT_BENCH_FAST=1") if args.pct else None
+                      extra_config=f"SetEnv PATH={free_pct}:{path}{fast}") if args.pct else None
     burn = burners(os.cpu_count() or 2) if args.busy else []
     rows: dict[str, dict] = {}
     try:
