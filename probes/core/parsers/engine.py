@@ -38,7 +38,7 @@ ENGINE_PROCS_SHELL = (
     "apps=$(nvidia-smi --query-compute-apps=pid --format=csv,noheader 2>/dev/null | tr -d ' '); "
     "n=0; for d in /proc/[0-9]*; do p=${d#/proc/}; "
     "c=$(tr '\\0' ' ' 2>/dev/null < $d/cmdline); [ -n \"$c\" ] || continue; "
-    "case \"$c\" in *@@p*) continue;; esac; hit=; "
+    "case \"$c\" in *@@p*|*@@gpuaudit-*|*'export LC_ALL'*) continue;; esac; hit=; "
     "case \"$c\" in *sglang*|*vllm*|*VLLM*|*text-generation-*) hit=1;; esac; "
     "for a in $apps; do [ \"$a\" = \"$p\" ] && hit=1; done; [ -n \"$hit\" ] || continue; "
     "n=$((n+1)); [ $n -le 32 ] || break; "
@@ -440,7 +440,7 @@ ENGINE_STATUS_SHELL = (
     "echo '@@apps'; for a in $apps; do echo \"$a\"; done; echo \"@@online $(cat /sys/devices/system/cpu/online 2>/dev/null)\"; "
     "n=0; for d in /proc/[0-9]*; do p=${d#/proc/}; "
     "c=$(tr '\\0' ' ' 2>/dev/null < $d/cmdline); [ -n \"$c\" ] || continue; "
-    "case \"$c\" in *@@p*) continue;; esac; hit=; "
+    "case \"$c\" in *@@p*|*@@gpuaudit-*|*'export LC_ALL'*) continue;; esac; hit=; "
     "case \"$c\" in *sglang*|*vllm*|*VLLM*|*text-generation-*) hit=1;; esac; "
     "for a in $apps; do [ \"${a%%,*}\" = \"$p\" ] && hit=1; done; [ -n \"$hit\" ] || continue; "
     "n=$((n+1)); [ $n -le 64 ] || break; "
@@ -568,7 +568,7 @@ def _status_line(cur: dict, s: str, section: str) -> str:
 # (the last 20), both from one pass over the log (awk prints the @@throughput section at its end).
 ENGINE_LOGS_SHELL = (
     "n=0; for d in /proc/[0-9]*; do c=$(tr '\\0' ' ' 2>/dev/null < $d/cmdline); "
-    "case \"$c\" in *@@p*) continue;; *sglang.launch_server*|*sglang.srt.entrypoints*|*'sglang serve'*|"
+    "case \"$c\" in *@@p*|*@@gpuaudit-*|*'export LC_ALL'*) continue;; *sglang.launch_server*|*sglang.srt.entrypoints*|*'sglang serve'*|"
     "*vllm.entrypoints*|*'vllm serve'*|*text-generation-launcher*) ;; *) continue;; esac; "
     "n=$((n+1)); [ $n -le 2 ] || break; o=$(readlink $d/fd/1 2>/dev/null); "
     "u=$(grep -o '[^/]*[.]service' $d/cgroup 2>/dev/null | tail -n1); echo \"@@pid ${d#/proc/}\"; echo \"@@stdout $o\"; "

@@ -62,7 +62,7 @@ _SNIPPET = (
 # venv's site-packages; else /proc/<pid>/exe), unless --python named another; then the snippet.
 PYENV_SHELL = (
     "py={python}; if [ \"$py\" = python3 ]; then for d in /proc/[0-9]*; do "
-    "c=$(tr '\\0' ' ' 2>/dev/null < $d/cmdline); case \"$c\" in *@@p*) continue;; "
+    "c=$(tr '\\0' ' ' 2>/dev/null < $d/cmdline); case \"$c\" in *@@p*|*@@gpuaudit-*|*'export LC_ALL'*) continue;; "
     "*sglang.launch_server*|*vllm.entrypoints*|*'vllm serve'*|*'sglang serve'*|*text-generation-server*) "
     "a=${c%% *}; case \"$a\" in /*) [ -x \"$a\" ] && py=$a;; esac; "
     "[ \"$py\" = python3 ] && e=$(readlink $d/exe 2>/dev/null) && [ -x \"$e\" ] && py=$e; break;; esac; done; fi; "
