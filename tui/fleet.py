@@ -198,7 +198,9 @@ def main(request: AuditRequest) -> int:
             print(f"gpuaudit-tui: fleet audit stopped: {len(hosts) - len(results)} host(s) not audited", file=sys.stderr)
             return 3  # an incomplete audit never passes
         return max((r.exit_status for r in results), default=0)
-    results = asyncio.run(run_fleet(hosts, request, ssh))
+    from gpuaudit.probes.core.session import run_sync
+
+    results = run_sync(run_fleet(hosts, request, ssh))
     elapsed = time.monotonic() - t0
     if request.prom:
         write_fleet_prom(results, request.prom)

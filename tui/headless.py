@@ -8,7 +8,7 @@ import sys
 from gpuaudit.probes.core.events import CommandFinished, ProbeFinished, TargetFailed
 from gpuaudit.probes.core.models import AuditRun, Severity
 from gpuaudit.probes.core.request import AuditRequest
-from gpuaudit.probes.core.session import run_to_end
+from gpuaudit.probes.core.session import run_sync, run_to_end
 from gpuaudit.snapshots.schema import Snapshot
 from gpuaudit.tui.session_setup import AuditSetup, build_setup, stamp
 
@@ -102,7 +102,7 @@ def main(request: AuditRequest) -> int:
     setup = build_setup(request)
     partial: list[AuditRun] = []
     try:
-        run = asyncio.run(collect(setup, progress=sys.stderr.isatty(), partial=partial))
+        run = run_sync(collect(setup, progress=sys.stderr.isatty(), partial=partial))
     except (KeyboardInterrupt, asyncio.CancelledError):  # Ctrl-C, or SIGTERM (run_to_end's handler)
         if request.save is not None and partial and setup.mode != "resume":
             _save_incomplete(partial[0], setup, request)

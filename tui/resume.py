@@ -119,13 +119,12 @@ def finish(snapshot: Snapshot, setup, request: AuditRequest) -> tuple[Snapshot, 
 
 def run_then_show(request: AuditRequest) -> int:
     """TUI path: resume headless (progress on stderr), then open the stored result as a replay."""
-    import asyncio
-
+    from gpuaudit.probes.core.session import run_sync
     from gpuaudit.tui.headless import collect
     from gpuaudit.tui.session_setup import build_setup
 
     setup = build_setup(request)
-    run = asyncio.run(collect(setup, progress=sys.stderr.isatty()))
+    run = run_sync(collect(setup, progress=sys.stderr.isatty()))
     _, path = finish(Snapshot.from_run(run), setup, request)
     from gpuaudit.tui.app import run_app
 

@@ -62,6 +62,7 @@ class Results:
     catalogue: int = 0
     lines: int = 0
     gpuaudit: list[float] = field(default_factory=list)
+    channel_per_command: list[float] = field(default_factory=list)
     baseline_a: list[float] = field(default_factory=list)
     baseline_b: list[float] = field(default_factory=list)
     connect: list[float] = field(default_factory=list)
@@ -151,7 +152,7 @@ def selected() -> list:
     return [p for p in REGISTRY if PROBE_IDS is None or p.id in PROBE_IDS]
 
 
-async def gpuaudit_once(server: SshdServer) -> tuple[float, list[Line]]:
+async def gpuaudit_once(server: SshdServer, sessions: bool = True) -> tuple[float, list[Line]]:
     """A full host + container audit as --json runs it; returns wall time and the executed lines."""
     from gpuaudit.probes.core.runner import PREFLIGHT, Audit, AuditOptions
     from gpuaudit.probes.core.session import live_bindings
@@ -163,7 +164,8 @@ async def gpuaudit_once(server: SshdServer) -> tuple[float, list[Line]]:
     t0 = time.perf_counter()
     host = parse_host_spec(server.spec)
     container = parse_container_spec(server.spec, host=host)
-    audit = Audit(live_bindings(host, container, server.options(max_channels=CHANNELS, connections=CONNECTIONS)), selected(), AuditOptions())
+    audit = Audit(live_bindings(host, container, server.options(max_channels=CHANNELS, connections=CONNECTIONS,
+                                                                          sessions=sessions)), selected(), AuditOptions())
     run = await collect(AuditSetup(audit, "live"))
     Snapshot.from_run(run).model_dump_json(indent=2)
     elapsed = time.perf_counter() - t0
@@ -320,6 +322,7 @@ def report(r: Results, fast: bool) -> str:
         "| measurement | wall (s) | gpuaudit / it | target | verdict |",
         "|---|---:|---:|---|---|",
         f"| gpuaudit full audit | {g:.3f} | 1.00 | | |",
+        f"| gpuaudit --no-sessions (one SSH channel per command) | {r.median('channel_per_command'):.3f} | {g / r.median('channel_per_command'):.3f} | | |",
         f"| baseline A: ssh client per command{a_note} | {a:.3f} | {g / a:.3f} | ≥ 5× faster (≤ 0.200) | {verdict(a / g >= TARGETS['baseline_a'])} |",
         f"| baseline B: one asyncssh connection, sequential | {b:.3f} | {g / b:.3f} | ≥ 3× faster (≤ 0.333) | {verdict(b / g >= TARGETS['baseline_b'])} |",
         f"| floor: connect {r.median('connect'):.3f} + slowest {r.median('slowest'):.3f} ({r.slowest_id}) | {f:.3f} | {g / f:.3f} | ≤ 1.5 | {verdict(g / f <= TARGETS['floor'])} |",
@@ -356,6 +359,7 @@ async def audit_measurements(server: SshdServer, r: Results, runs: int, a_runs: 
     for _ in range(runs):
         wall, lines = await gpuaudit_once(server)
         r.gpuaudit.append(wall)
+        r.channel_per_command.append((await gpuaudit_once(server, sessions=False))[0])  # --no-sessions, same run
     r.lines = len(lines)
     for i in range(runs):
         wall, conn, slowest, slowest_id = await baseline_b(server, lines)
@@ -430,6 +434,8 @@ def main(argv: list[str] | None = None) -> int:
             r.big.append(big_run(work, main_server, "normal", []))
             r.big.append(big_run(work, big_server, f"{big_mb:g} MB, default cap 8 MiB", []))
             r.big.append(big_run(work, big_server, f"{big_mb:g} MB, --max-output 64 MiB", ["--max-output", str(64 * 2**20)]))
+            r.big.append(big_run(work, big_server, f"{big_mb:g} MB, --max-output 64 MiB, --no-sessions",
+                                 ["--max-output", str(64 * 2**20), "--no-sessions"]))
         if "startup" not in skip:
             r.startup = startup(1 if args.quick else 5, work)
     finally:
