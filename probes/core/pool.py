@@ -30,6 +30,12 @@ class PooledTransport:
         self._alive: list[Transport] = []
         self._in_flight: dict[int, int] = {}
 
+    @property
+    def channels(self) -> int | None:
+        """Commands in flight at once over every member; None when a member has no limit of its own."""
+        limits = [getattr(m, "channels", None) for m in self.members]
+        return None if None in limits else sum(limits)  # type: ignore[arg-type]
+
     async def connect(self) -> None:
         first = self.members[0]
         await first.connect()

@@ -47,9 +47,17 @@ HANG_PRONE_TOOLS = ("nvidia-smi", "dcgmi")
 calls there are not started (each would wait out the full timeout too)."""
 HANG_PRONE_PARALLEL = 8
 """At most this many calls of one hang-prone tool in flight per target (a container counts with its host: one
-driver): if the tool hangs, the other channels (16 by default) keep serving quick reads instead of all waiting out
-the timeout, and a production box never sees more than 8 NVML clients of ours at once. 4 cost 0.5 s of a 2 s audit
-with typical nvidia-smi durations (tests/bench/bench_audit.py: 2.05 s at 4, 1.6 s at 8, 1.25 s at 16)."""
+driver), and never more than half of the target's channels (`hang_prone_slots`): if the tool hangs, the other
+half keeps serving quick reads instead of waiting out the timeout, and a production box never sees more than 8
+NVML clients of ours at once. 4 cost 0.5 s of a 2 s audit with typical nvidia-smi durations
+(tests/bench/bench_audit.py: 2.05 s at 4, 1.6 s at 8, 1.25 s at 16, 16 channels)."""
+
+
+def hang_prone_slots(transport: object) -> int:
+    """Calls of one hang-prone tool in flight at once on a target: half its channels, at most HANG_PRONE_PARALLEL
+    (a fleet's one connection of 8 channels: 4; the default 2 × 8: 8; a transport without a limit: 8)."""
+    channels = getattr(transport, "channels", None)
+    return HANG_PRONE_PARALLEL if channels is None else max(1, min(HANG_PRONE_PARALLEL, channels // 2))
 
 PREFLIGHT = Command(
     PREFLIGHT_ID,
@@ -368,7 +376,7 @@ class Audit:
             raw = RawResult(exit_status=None, error=f"not run: {reason}", not_started=True)
         elif getattr(binding.transport, "executes_lines", False):
             tool = hang_prone_tool(line)
-            slots = self._tool_slots.setdefault((gate_role, tool), asyncio.Semaphore(HANG_PRONE_PARALLEL)) if tool else None
+            slots = self._tool_slots.setdefault((gate_role, tool), asyncio.Semaphore(hang_prone_slots(binding.transport))) if tool else None
             if slots is not None:
                 await slots.acquire()
             try:

@@ -167,6 +167,11 @@ class SshTransport:
         self.sessions_open = 0
 
     @property
+    def channels(self) -> int:
+        """Commands in flight at once on this connection."""
+        return self.options.max_channels
+
+    @property
     def lost(self) -> bool:
         """The connection died: every further command would fail at once."""
         return self._lost is not None

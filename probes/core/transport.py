@@ -64,6 +64,8 @@ class Transport(Protocol):
     async def aclose(self) -> None:
         """Close the connection; idempotent."""
 
+    # Optional: `channels: int`, how many commands it runs at once on this target (absent: no limit of its own).
+
 
 class StreamCap:
     """Collects at most `limit` bytes of a stream; remembers whether more arrived.

@@ -315,7 +315,8 @@ class SessionTransport:
         self.label = inner.label
         self.host_sessions = host_sessions
         """False for a local host: a local command costs no login; only container scopes get workers."""
-        self.parallel = parallel
+        self.channels = parallel
+        """Commands in flight at once per scope (the runner's hang-prone tool slots are half of it)."""
         self._sessions: dict[str, WorkerSession] = {}
         self._starting: dict[str, asyncio.Task[WorkerSession | None]] = {}
         self._starts: dict[str, int] = {}
@@ -406,7 +407,7 @@ class SessionTransport:
             worker = await self._session(scope)
             if worker is None:
                 break
-            slots = self._slots.setdefault(scope, asyncio.Semaphore(self.parallel))
+            slots = self._slots.setdefault(scope, asyncio.Semaphore(self.channels))
             async with slots:
                 reason = gate() if gate is not None else None
                 if reason:
