@@ -3,7 +3,7 @@
 
 The recordings live in snapshots/examples/case-study/<before|after>/<host|container>/<command_id>.out
 (+ .err, .exit). They go through the REAL parsers and rules (the same runner and DirectoryTransport as
-probes.core.session.directory_bindings), so the
+probes.core.run.session.directory_bindings), so the
 demo shows exactly what the tool says about those outputs. Re-runnable: the output is deterministic
 (fixed timestamps, no durations), and a missing recording simply reads as "command not found".
 
@@ -23,11 +23,11 @@ sys.path.insert(0, str(ROOT))
 
 from gpuaudit.probes import REGISTRY  # noqa: E402
 from gpuaudit.probes.core.models import AuditRun, Severity, Target  # noqa: E402
-from gpuaudit.probes.core.replay_transport import DirectoryTransport  # noqa: E402
-from gpuaudit.probes.core.runner import Audit, AuditOptions, TargetBinding  # noqa: E402
+from gpuaudit.probes.core.collect.replay_transport import DirectoryTransport  # noqa: E402
+from gpuaudit.probes.core.run.runner import Audit, AuditOptions, TargetBinding  # noqa: E402
 from gpuaudit.snapshots.schema import Snapshot  # noqa: E402
-from gpuaudit.tui.headless import collect  # noqa: E402
-from gpuaudit.tui.session_setup import AuditSetup  # noqa: E402
+from gpuaudit.tui.cli.headless import collect  # noqa: E402
+from gpuaudit.tui.cli.session_setup import AuditSetup  # noqa: E402
 
 EXAMPLES = ROOT / "snapshots" / "examples"
 RECORDINGS = EXAMPLES / "case-study"

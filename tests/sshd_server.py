@@ -76,7 +76,7 @@ class SshdServer:
             return ""
 
     def options(self, **overrides):
-        from gpuaudit.probes.core.ssh_transport import SshOptions
+        from gpuaudit.probes.core.collect.ssh_transport import SshOptions
 
         kw = dict(known_hosts=self.known_hosts, identity=self.client_key, use_ssh_config=False, use_agent=False,
                   connect_timeout_s=5.0)

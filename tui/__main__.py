@@ -1,5 +1,5 @@
 """`python -m tui` runs the CLI."""
 
-from gpuaudit.tui.cli import main
+from gpuaudit.tui.cli.entry import main
 
 raise SystemExit(main())

@@ -15,14 +15,14 @@ from textual.reactive import reactive
 from textual.screen import Screen
 from textual.theme import BUILTIN_THEMES
 
-from gpuaudit.probes.core.events import initial_run
+from gpuaudit.probes.core.run.events import initial_run
 from gpuaudit.probes.core.models import AuditRun, Severity
-from gpuaudit.probes.core.request import AuditRequest
-from gpuaudit.probes.core.runner import Audit
+from gpuaudit.probes.core.run.request import AuditRequest
+from gpuaudit.probes.core.run.runner import Audit
 from gpuaudit.probes.core.text import neutralise
 from gpuaudit.themes import DEFAULT_THEME, STATUS_DEFAULTS, STYLESHEETS, THEMES
-from gpuaudit.tui.filtering import ALL, FindingFilter
-from gpuaudit.tui.render import palette_from, sev_label
+from gpuaudit.tui.views.filtering import ALL, FindingFilter
+from gpuaudit.tui.views.render import palette_from, sev_label
 from gpuaudit.tui.screens.dashboard import DashboardScreen
 from gpuaudit.tui.screens.diff import SnapshotDiffScreen
 from gpuaudit.tui.screens.drilldown import ROOFLINE_PROBE, DrilldownScreen
@@ -30,7 +30,7 @@ from gpuaudit.tui.screens.help import HelpScreen, binding_rows, key_display
 from gpuaudit.tui.screens.not_checked import NotCheckedScreen
 from gpuaudit.tui.screens.plan import PlanScreen
 from gpuaudit.tui.screens.snapshot_picker import SnapshotPickerScreen
-from gpuaudit.tui.session_setup import build_setup
+from gpuaudit.tui.cli.session_setup import build_setup
 from gpuaudit.tui import snapshot_actions
 from gpuaudit.tui.theme_store import ThemeStore
 

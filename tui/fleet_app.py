@@ -4,7 +4,7 @@ Integration with the single-run app (tui/app.py) goes through its public surface
 `GpuAuditApp` started on an empty run; opening a node sets `audit_run` to that node's AuditRun (a static
 view, `audit=None`) and pushes a `NodeDashboardScreen` (the `DashboardScreen`, Escape back). The drill-down,
 plan and filters then work as for one run. A live `--hosts` audit runs as a worker of this app through a
-`runner(model)` coroutine (tui/fleet.py builds it; tests pass a fake), which updates the FleetModel.
+`runner(model)` coroutine (tui/cli/fleet_hosts.py builds it; tests pass a fake), which updates the FleetModel.
 """
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 
-from gpuaudit.probes.core.events import initial_run
+from gpuaudit.probes.core.run.events import initial_run
 from gpuaudit.snapshots.schema import Snapshot
 from gpuaudit.tui.app import Clock, GpuAuditApp, utc_now
-from gpuaudit.tui.fleet_compare import MAX_SNAPSHOT_BYTES
-from gpuaudit.tui.fleet_model import FleetModel, NodeRow
-from gpuaudit.tui.render import palette_from
+from gpuaudit.probes.core.fleet.documents import MAX_SNAPSHOT_BYTES
+from gpuaudit.probes.core.fleet.model import FleetModel, NodeRow
+from gpuaudit.tui.views.render import palette_from
 from gpuaudit.tui.screens.dashboard import DashboardScreen
 from gpuaudit.tui.screens.fleet import FleetScreen, NodeDashboardScreen
 from gpuaudit.tui.screens.help import HelpScreen, binding_rows

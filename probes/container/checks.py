@@ -9,7 +9,7 @@ from __future__ import annotations
 from gpuaudit.probes.container import checks_devices as dev
 from gpuaudit.probes.container import checks_gpus as gpu
 from gpuaudit.probes.container import checks_limits as lim
-from gpuaudit.probes.core.checks import BOTH, CONTAINER, HOST, Check
+from gpuaudit.probes.core.judge.checks import BOTH, CONTAINER, HOST, Check
 
 CHECKS: tuple[Check, ...] = (
     Check("container.detect", "Container detection", "host",

@@ -6,7 +6,7 @@ import re
 
 from gpuaudit.probes.container.configs import coverage, host_majors_text, match_config, scope, why_unusable
 from gpuaudit.probes.container.facts import ContainerFacts, CtConfig, Node
-from gpuaudit.probes.core.checks import Ctx, Verdict, critical, info, ok, unknown, warning
+from gpuaudit.probes.core.judge.checks import Ctx, Verdict, critical, info, ok, unknown, warning
 
 
 def _pair(ctx: Ctx) -> tuple[ContainerFacts, ContainerFacts | None]:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from gpuaudit.probes.container.configs import match_config, why_unusable
 from gpuaudit.probes.container.facts import ContainerFacts
-from gpuaudit.probes.core.checks import Ctx, Verdict, critical, info, ok, unknown, warning
+from gpuaudit.probes.core.judge.checks import Ctx, Verdict, critical, info, ok, unknown, warning
 
 
 def _pair(ctx: Ctx) -> tuple[ContainerFacts, ContainerFacts]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from gpuaudit.probes.container.checks_gpus import kind_unknown
 from gpuaudit.probes.container.configs import GIB, gib, match_config, why_unusable
 from gpuaudit.probes.container.facts import ContainerFacts
-from gpuaudit.probes.core.checks import Ctx, Verdict, critical, info, ok, unknown, warning
+from gpuaudit.probes.core.judge.checks import Ctx, Verdict, critical, info, ok, unknown, warning
 
 _SHM_WHY = ("NCCL's shared-memory transport and PyTorch's cross-process tensors live in /dev/shm; when it cannot grow NCCL "
             "fails ('failed to extend /dev/shm/nccl-...') or the engine crashes with bus errors.")

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 from gpuaudit.probes.container.facts import ContainerFacts, CtConfig
-from gpuaudit.probes.core.checks import Ctx, source_problem
+from gpuaudit.probes.core.judge.checks import Ctx, source_problem
 from gpuaudit.probes.core.models import Role
 
 GIB = 1024**3

@@ -12,7 +12,7 @@ from collections.abc import Callable
 from typing import Any
 
 from gpuaudit.probes.container.facts import ContainerFacts, CtConfig, Gpu, Node, Rule
-from gpuaudit.probes.core.checks import source_problem
+from gpuaudit.probes.core.judge.checks import source_problem
 from gpuaudit.probes.core.errors import ParseError
 from gpuaudit.probes.core.models import CommandRecord, Role
 from gpuaudit.probes.core.parsers.lxc import LxcConfig, parse_conf_dump

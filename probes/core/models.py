@@ -60,7 +60,7 @@ class TargetState(BaseModel):
     hostname: str | None = None
     executed: list[str] = Field(default_factory=list)
     """Lines run on this target outside the probes' records: the preflight and the start line of each
-    long-lived session (probes/core/worker.py). Empty in snapshots written before 0.2.0."""
+    long-lived session (probes/core/collect/worker.py). Empty in snapshots written before 0.2.0."""
 
 
 class CommandRecord(BaseModel):

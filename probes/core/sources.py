@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import TypeAlias
 
-from gpuaudit.probes.core.combiners import PRESENCE_SOURCES
+from gpuaudit.probes.core.judge.combiners import PRESENCE_SOURCES
 from gpuaudit.probes.core.models import Role
 from gpuaudit.probes.core.parsers.cpu import SYS_CPPC_CMD, SYS_CPUIDLE_CMD
 from gpuaudit.probes.core.parsers.engine import (
@@ -184,7 +184,7 @@ SOURCES: dict[str, Source] = {s.id: s for s in (
     Source('ib_umad_loaded', "grep -E '^ib_umad ' /proc/modules || test $? -eq 1", on=HOST),
     Source('engine_model_files', MODEL_FILES_SHELL, on=BOTH,
            description="the serving engine's config.json, hf_quant_config.json and safetensors index head (roofline)"),
-    # Shared facts (probes/core/combiners.py): GPU presence on every role, virtualisation.
+    # Shared facts (probes/core/judge/combiners.py): GPU presence on every role, virtualisation.
     Source('pci_nvidia_sysfs', 'grep -s -l -x 0x10de /sys/bus/pci/devices/*/vendor', on=BOTH, ok_exits=frozenset({0, 1}),
            description='NVIDIA PCI functions from sysfs (no tool needed): is there NVIDIA hardware at all'),
     Source('cpu_hypervisor_flag', 'grep -m1 -o -w hypervisor /proc/cpuinfo', on=HOST, ok_exits=frozenset({0, 1}),

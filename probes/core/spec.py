@@ -58,7 +58,7 @@ class Probe:
     summarize: Callable[[FactsByTarget], str] = field(default=lambda facts: "")
     """Facts -> the pane's one-line key facts."""
     checks: tuple[Any, ...] = ()
-    """The probe's rows of the catalogue (probes.core.checks.Check), judged by probes.core.checks.judge_checks."""
+    """The probe's rows of the catalogue (probes.core.judge.checks.Check), judged by probes.core.judge.checks.judge_checks."""
     volatile_facts: frozenset[str] = frozenset()
     """Fact names that change on an unchanged machine (counters, pids, uptime): `diff` ignores them by default."""
 

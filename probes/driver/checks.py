@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from gpuaudit.probes.core.checks import (
+from gpuaudit.probes.core.judge.checks import (
     BOTH,
     HOST,
     NO_GPU,
@@ -23,7 +23,7 @@ from gpuaudit.probes.core.checks import (
     unknown,
     warning,
 )
-from gpuaudit.probes.core.combiners import nvidia_presence
+from gpuaudit.probes.core.judge.combiners import nvidia_presence
 from gpuaudit.probes.core.models import Role
 from gpuaudit.probes.core.parsers.nvidia_smi import SMI_ERR_MISMATCH, SMI_ERR_NO_DRIVER
 from gpuaudit.probes.core.parsing import version_tuple

@@ -11,8 +11,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from gpuaudit.probes.core.checks import source_problem
-from gpuaudit.probes.core.combiners import nvidia_presence
+from gpuaudit.probes.core.judge.checks import source_problem
+from gpuaudit.probes.core.judge.combiners import nvidia_presence
 from gpuaudit.probes.core.errors import ParseError
 from gpuaudit.probes.core.models import CommandRecord, Role
 from gpuaudit.probes.core.parsers.nvidia_misc import (

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from gpuaudit.probes.core.checks import Ctx, Verdict, critical, ok, unknown, warning
+from gpuaudit.probes.core.judge.checks import Ctx, Verdict, critical, ok, unknown, warning
 from gpuaudit.probes.core.models import Role
 from gpuaudit.probes.core.parsers.nvidia_smi import SMI_ERR_MISMATCH, SMI_ERR_NO_DEVICES, SMI_ERR_NO_DRIVER
 from gpuaudit.probes.core.parsers.system import normalize_bdf

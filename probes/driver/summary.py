@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpuaudit.probes.core.checks import NO_GPU
+from gpuaudit.probes.core.judge.checks import NO_GPU
 from gpuaudit.probes.core.spec import FactsByTarget
 from gpuaudit.probes.driver.facts import DriverFacts
 from gpuaudit.probes.driver.knowledge import fleet, host_version

@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from gpuaudit.probes.core.checks import HOST, Check, Ctx, Verdict, info, ok, source_problem, unknown, warning
-from gpuaudit.probes.core.combiners import vm_reason
+from gpuaudit.probes.core.judge.checks import HOST, Check, Ctx, Verdict, info, ok, source_problem, unknown, warning
+from gpuaudit.probes.core.judge.combiners import vm_reason
 from gpuaudit.probes.core.parsers.cpu import is_deep_cstate
 from gpuaudit.probes.firmware.facts import FirmwareFacts
 from gpuaudit.probes.firmware.population import defects, describe, population

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from gpuaudit.probes.core.combiners import parse_iommu_state
+from gpuaudit.probes.core.judge.combiners import parse_iommu_state
 from gpuaudit.probes.core.errors import ParseError
 from gpuaudit.probes.core.models import Role
 from gpuaudit.probes.core.parsers.cpu import (

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from gpuaudit.probes.core.checks import BOTH, HOST, Check, Ctx, Verdict, info, not_applicable, ok, unknown, warning
-from gpuaudit.probes.core.combiners import virtual_machine
+from gpuaudit.probes.core.judge.checks import BOTH, HOST, Check, Ctx, Verdict, info, not_applicable, ok, unknown, warning
+from gpuaudit.probes.core.judge.combiners import virtual_machine
 from gpuaudit.probes.core.parsers.system import cmdline_value
 from gpuaudit.probes.core.parsing import version_tuple
 from gpuaudit.probes.core.spec import problem_text

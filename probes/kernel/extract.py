@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from gpuaudit.probes.core.checks import missing_tool_name, tool_hint
+from gpuaudit.probes.core.judge.checks import missing_tool_name, tool_hint
 from gpuaudit.probes.core.errors import ParseError
 from gpuaudit.probes.core.models import Role
 from gpuaudit.probes.core.parsers.engine import parse_engine_status

@@ -5,7 +5,7 @@ nccl.shm_capacity is PROBES.md's cross-reference to container.shm: the container
 
 from __future__ import annotations
 
-from gpuaudit.probes.core.checks import BOTH, HOST, Check
+from gpuaudit.probes.core.judge.checks import BOTH, HOST, Check
 from gpuaudit.probes.nccl import checks_active as act
 from gpuaudit.probes.nccl import checks_engine as eng
 from gpuaudit.probes.nccl import checks_topology as topo

@@ -6,7 +6,7 @@ same on every interconnect class; otherwise it is unknown (an NVLink box must ne
 
 from __future__ import annotations
 
-from gpuaudit.probes.core.checks import Ctx, Verdict, unknown
+from gpuaudit.probes.core.judge.checks import Ctx, Verdict, unknown
 from gpuaudit.probes.core.parsers.nccl_tests import human_size
 from gpuaudit.probes.nccl.targets import (
     INTERCONNECTS,

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from gpuaudit.probes.core.checks import Ctx, Verdict, ok, unknown, warning
+from gpuaudit.probes.core.judge.checks import Ctx, Verdict, ok, unknown, warning
 from gpuaudit.probes.nccl.parsers import nccl_version_from_path
 from gpuaudit.probes.nccl.targets import (
     engine,

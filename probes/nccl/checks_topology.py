@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from gpuaudit.probes.core.checks import (
+from gpuaudit.probes.core.judge.checks import (
     Ctx,
     Verdict,
     critical,

@@ -6,8 +6,8 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from gpuaudit.probes.core.checks import source_problem
-from gpuaudit.probes.core.combiners import ACS_SOURCES, IOMMU_SOURCES, gpu_acs_redirect, gpu_iommu_translation, parse_iommu_state
+from gpuaudit.probes.core.judge.checks import source_problem
+from gpuaudit.probes.core.judge.combiners import ACS_SOURCES, IOMMU_SOURCES, gpu_acs_redirect, gpu_iommu_translation, parse_iommu_state
 from gpuaudit.probes.core.errors import ParseError
 from gpuaudit.probes.core.models import CommandRecord, Role
 from gpuaudit.probes.core.parsers.engine import (

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpuaudit.probes.core.checks import Ctx, source_problem
+from gpuaudit.probes.core.judge.checks import Ctx, source_problem
 from gpuaudit.probes.core.models import Role
 from gpuaudit.probes.core.parsers.engine import engine_listing_problem
 from gpuaudit.probes.nccl.facts import NcclFacts

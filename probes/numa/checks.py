@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpuaudit.probes.core.checks import BOTH, Check, Ctx, Verdict, info, not_applicable, ok, unknown, warning
+from gpuaudit.probes.core.judge.checks import BOTH, Check, Ctx, Verdict, info, not_applicable, ok, unknown, warning
 from gpuaudit.probes.core.models import Role
 from gpuaudit.probes.core.spec import problem_text
 from gpuaudit.probes.numa.facts import NumaFacts

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpuaudit.probes.core.checks import HOST, Check
+from gpuaudit.probes.core.judge.checks import HOST, Check
 from gpuaudit.probes.pcie import checks_config as cfg
 from gpuaudit.probes.pcie import checks_link as link
 

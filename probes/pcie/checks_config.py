@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from gpuaudit.probes.core.checks import Ctx, Verdict, critical, info, ok, unknown, warning
-from gpuaudit.probes.core.combiners import acs_redirects
+from gpuaudit.probes.core.judge.checks import Ctx, Verdict, critical, info, ok, unknown, warning
+from gpuaudit.probes.core.judge.combiners import acs_redirects
 from gpuaudit.probes.pcie.common import counts, first_upstream, no_gpu_found, why_unusable
 from gpuaudit.probes.pcie.facts import PcieFacts
 

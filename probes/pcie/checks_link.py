@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpuaudit.probes.core.checks import Ctx, Verdict, critical, info, ok, unknown, warning
+from gpuaudit.probes.core.judge.checks import Ctx, Verdict, critical, info, ok, unknown, warning
 from gpuaudit.probes.pcie.common import counts, first_upstream, no_gpu_found, why_unusable
 from gpuaudit.probes.pcie.facts import PcieFacts
 from gpuaudit.probes.pcie.parse import GEN_BY_SPEED, to_int

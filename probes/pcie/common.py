@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections import Counter
 
-from gpuaudit.probes.core.checks import Ctx, Verdict, source_problem, unknown
+from gpuaudit.probes.core.judge.checks import Ctx, Verdict, source_problem, unknown
 from gpuaudit.probes.pcie.facts import PcieFacts
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from gpuaudit.probes.core.checks import source_problem
+from gpuaudit.probes.core.judge.checks import source_problem
 from gpuaudit.probes.core.errors import ParseError
 from gpuaudit.probes.core.models import CommandRecord, Role
 from gpuaudit.probes.core.parsers.lspci import PciDevice, bus_tree, parse_lspci_tree, parse_lspci_vvv, tree_path

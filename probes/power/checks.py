@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpuaudit.probes.core.checks import HOST, Check
+from gpuaudit.probes.core.judge.checks import HOST, Check
 from gpuaudit.probes.power import cpu_checks as cpu
 from gpuaudit.probes.power import gpu_checks as gpu
 

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import re
 
-from gpuaudit.probes.core.checks import Ctx, Verdict, critical, info, not_applicable, ok, unknown, warning
-from gpuaudit.probes.core.combiners import vm_reason
+from gpuaudit.probes.core.judge.checks import Ctx, Verdict, critical, info, not_applicable, ok, unknown, warning
+from gpuaudit.probes.core.judge.combiners import vm_reason
 from gpuaudit.probes.core.parsers.cpu import DEEP_LATENCY_US, is_deep_cstate
 from gpuaudit.probes.power.facts import IdleStateFact, PowerFacts
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import cast
 
-from gpuaudit.probes.core.checks import Ctx, Verdict, critical, info, not_applicable, ok, unknown, warning
+from gpuaudit.probes.core.judge.checks import Ctx, Verdict, critical, info, not_applicable, ok, unknown, warning
 from gpuaudit.probes.power.facts import GpuPower, GpuReading, PowerFacts
 
 BUSY_UTIL = 50

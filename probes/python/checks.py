@@ -5,7 +5,7 @@ All are judged once, on the container when it was audited (else the host): the e
 
 from __future__ import annotations
 
-from gpuaudit.probes.core.checks import BOTH, Check
+from gpuaudit.probes.core.judge.checks import BOTH, Check
 from gpuaudit.probes.python import checks_engine as eng
 from gpuaudit.probes.python import checks_runtime as rt
 from gpuaudit.probes.python.targets import FIRST_OF, no_engine

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 
-from gpuaudit.probes.core.checks import (
+from gpuaudit.probes.core.judge.checks import (
     Ctx,
     Verdict,
     critical,

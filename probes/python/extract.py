@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from gpuaudit.probes.core.checks import source_problem
+from gpuaudit.probes.core.judge.checks import source_problem
 from gpuaudit.probes.core.errors import ParseError
 from gpuaudit.probes.core.models import Role
 from gpuaudit.probes.core.parsers.engine import (

@@ -6,7 +6,7 @@ list may have been read on the other target only (an engine on the host, nvidia-
 
 from __future__ import annotations
 
-from gpuaudit.probes.core.checks import Ctx
+from gpuaudit.probes.core.judge.checks import Ctx
 from gpuaudit.probes.core.models import Role
 from gpuaudit.probes.core.parsers.engine import engine_listing_problem
 from gpuaudit.probes.python.facts import PythonFacts

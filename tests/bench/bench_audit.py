@@ -154,12 +154,12 @@ def selected() -> list:
 
 async def gpuaudit_once(server: SshdServer, sessions: bool = True) -> tuple[float, list[Line]]:
     """A full host + container audit as --json runs it; returns wall time and the executed lines."""
-    from gpuaudit.probes.core.runner import PREFLIGHT, Audit, AuditOptions
-    from gpuaudit.probes.core.session import live_bindings
-    from gpuaudit.probes.core.targets import build_command_line, parse_container_spec, parse_host_spec
+    from gpuaudit.probes.core.run.runner import PREFLIGHT, Audit, AuditOptions
+    from gpuaudit.probes.core.run.session import live_bindings
+    from gpuaudit.probes.core.collect.targets import build_command_line, parse_container_spec, parse_host_spec
     from gpuaudit.snapshots.schema import Snapshot
-    from gpuaudit.tui.headless import collect
-    from gpuaudit.tui.session_setup import AuditSetup
+    from gpuaudit.tui.cli.headless import collect
+    from gpuaudit.tui.cli.session_setup import AuditSetup
 
     t0 = time.perf_counter()
     host = parse_host_spec(server.spec)
@@ -401,7 +401,7 @@ def main(argv: list[str] | None = None) -> int:
     CHANNELS = args.channels
     CONNECTIONS = args.connections
     if args.no_launch_order:
-        import gpuaudit.probes.core.runner as runner
+        import gpuaudit.probes.core.run.runner as runner
 
         runner.launch_rank = lambda shell: 0  # every command asks for a channel in declaration order
     if args.probes or args.quick:

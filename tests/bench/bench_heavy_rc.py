@@ -64,10 +64,10 @@ def burners(n: int) -> list[subprocess.Popen]:
 
 async def audit(server, container: str | None, timeout_s: float, sessions: bool = True) -> tuple[float, object]:
     from gpuaudit.probes import REGISTRY
-    from gpuaudit.probes.core.events import fold_events, initial_run
-    from gpuaudit.probes.core.runner import Audit, AuditOptions
-    from gpuaudit.probes.core.session import live_bindings
-    from gpuaudit.probes.core.targets import parse_container_spec, parse_host_spec
+    from gpuaudit.probes.core.run.events import fold_events, initial_run
+    from gpuaudit.probes.core.run.runner import Audit, AuditOptions
+    from gpuaudit.probes.core.run.session import live_bindings
+    from gpuaudit.probes.core.collect.targets import parse_container_spec, parse_host_spec
 
     hs = parse_host_spec(server.spec)
     cs = parse_container_spec(container, host=hs) if container else None

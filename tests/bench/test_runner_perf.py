@@ -8,9 +8,9 @@ from pydantic import BaseModel
 
 from gpuaudit.probes.core.models import Target
 from gpuaudit.probes.core.redact import redact_text
-from gpuaudit.probes.core.runner import REDACT_CHUNK, Audit, TargetBinding, decode_output, decode_redacted, launch_rank
+from gpuaudit.probes.core.run.runner import REDACT_CHUNK, Audit, TargetBinding, decode_output, decode_redacted, launch_rank
 from gpuaudit.probes.core.spec import Command, Probe
-from gpuaudit.probes.core.transport import RawResult
+from gpuaudit.probes.core.collect.transport import RawResult
 
 
 def test_chunked_redaction_equals_whole_text_redaction():

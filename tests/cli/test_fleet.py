@@ -8,8 +8,8 @@ import pytest
 
 from gpuaudit.probes.core.errors import UsageError
 from sshd_server import free_port
-from gpuaudit.tui import cli
-from gpuaudit.tui.fleet import FleetHost, parse_inventory
+from gpuaudit.tui.cli import entry as cli
+from gpuaudit.tui.cli.fleet_hosts import FleetHost, parse_inventory
 
 
 def specs(text: str) -> list[str]:

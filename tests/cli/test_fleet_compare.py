@@ -7,8 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gpuaudit.probes.core.peers import compare, node_from_records
-from gpuaudit.tui.fleet_compare import host_records
+from gpuaudit.probes.core.fleet.peers import compare, node_from_records
+from gpuaudit.probes.core.fleet.documents import host_records
 
 ROOT = Path(__file__).resolve().parents[2]
 AFTER = ROOT / "snapshots" / "examples" / "case-study-after.json"

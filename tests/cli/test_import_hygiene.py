@@ -16,12 +16,12 @@ def python(code: str) -> str:
 
 
 def test_headless_modules_do_not_import_textual():
-    out = python("import gpuaudit.tui.cli, gpuaudit.tui.headless, gpuaudit.tui.fleet, gpuaudit.probes, gpuaudit.snapshots, sys; print('textual' in sys.modules)")
+    out = python("import gpuaudit.tui.cli.entry, gpuaudit.tui.cli.headless, gpuaudit.tui.cli.fleet_hosts, gpuaudit.probes, gpuaudit.snapshots, sys; print('textual' in sys.modules)")
     assert out == "False"
 
 
 def test_help_imports_neither_textual_nor_asyncssh():
-    code = ("import sys, contextlib, io\nfrom gpuaudit.tui import cli\n"
+    code = ("import sys, contextlib, io\nfrom gpuaudit.tui.cli import entry as cli\n"
             "with contextlib.redirect_stdout(io.StringIO()):\n"
             "    try:\n        cli.main(['--help'])\n    except SystemExit:\n        pass\n"
             "print(sorted(m for m in ('textual', 'asyncssh', 'rich') if m in sys.modules))")

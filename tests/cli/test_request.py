@@ -1,4 +1,4 @@
-"""The Namespace is parsed once at the edge into a frozen AuditRequest (probes/core/request.py)."""
+"""The Namespace is parsed once at the edge into a frozen AuditRequest (probes/core/run/request.py)."""
 
 from __future__ import annotations
 
@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from gpuaudit.probes.core.request import AuditRequest
-from gpuaudit.tui.cli import CliError, audit_request, build_parser
+from gpuaudit.probes.core.run.request import AuditRequest
+from gpuaudit.tui.cli.entry import CliError, audit_request, build_parser
 
 
 def test_defaults_of_the_parser_and_of_the_request_agree() -> None:

@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 
 from gpuaudit.probes import REGISTRY
-from gpuaudit.probes.core.checks import OWNERS, Check
-from gpuaudit.probes.core.plan import IMPACT, RELATIONS
+from gpuaudit.probes.core.judge.checks import OWNERS, Check
+from gpuaudit.probes.core.judge.plan import IMPACT, RELATIONS
 from gpuaudit.probes.core.sources import SOURCES
 
 ROOT = Path(__file__).resolve().parents[2]

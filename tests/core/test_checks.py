@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from pydantic import BaseModel
 
-from gpuaudit.probes.core.checks import BOTH, HOST, NO_GPU, Check, Ctx, critical, judge_checks, ok, source_problem
-from gpuaudit.probes.core.combiners import nvidia_presence, virtual_machine
+from gpuaudit.probes.core.judge.checks import BOTH, HOST, NO_GPU, Check, Ctx, critical, judge_checks, ok, source_problem
+from gpuaudit.probes.core.judge.combiners import nvidia_presence, virtual_machine
 from gpuaudit.probes.core.models import CommandRecord, Severity
 
 

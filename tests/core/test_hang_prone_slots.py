@@ -6,12 +6,12 @@ of that host keep running instead of each waiting out the timeout behind hung nv
 
 from __future__ import annotations
 
-from gpuaudit.probes.core.pool import PooledTransport
-from gpuaudit.probes.core.runner import HANG_PRONE_PARALLEL, hang_prone_slots
-from gpuaudit.probes.core.ssh_transport import SshOptions, SshTransport
-from gpuaudit.probes.core.targets import parse_host_spec
-from gpuaudit.probes.core.transport import LocalTransport
-from gpuaudit.probes.core.worker_transport import SessionTransport
+from gpuaudit.probes.core.collect.pool import PooledTransport
+from gpuaudit.probes.core.run.runner import HANG_PRONE_PARALLEL, hang_prone_slots
+from gpuaudit.probes.core.collect.ssh_transport import SshOptions, SshTransport
+from gpuaudit.probes.core.collect.targets import parse_host_spec
+from gpuaudit.probes.core.collect.transport import LocalTransport
+from gpuaudit.probes.core.collect.worker_transport import SessionTransport
 
 
 def _ssh(channels: int) -> SshTransport:

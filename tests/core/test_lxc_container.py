@@ -52,7 +52,7 @@ def test_audit_reaches_the_container_through_lxc_attach(lxc_container, tmp_path)
 def test_missing_container_is_a_failed_target_not_a_crash(tmp_path):
     proc = subprocess.run([sys.executable, "-m", "gpuaudit.tui", "--json", "--fail-on", "never", "--container", "lxc:no-such-ct-xyz"],
                           capture_output=True, text=True, timeout=120, cwd=ROOT, env={**os.environ, "HOME": str(tmp_path)})
-    assert proc.returncode in (0, 3), proc.stderr  # 3: a target failed (tui/cli.py EXIT_RULE)
+    assert proc.returncode in (0, 3), proc.stderr  # 3: a target failed (tui/cli/entry.py EXIT_RULE)
     doc = json.loads(proc.stdout)
     assert doc["target_states"]["host"]["state"] == "connected"
     state = doc["target_states"]["container"]
@@ -67,7 +67,7 @@ async def test_container_command_leaves_nothing_after_timeout_or_cancel(lxc_cont
     sys.path.insert(0, str(ROOT / "tests"))
     from reliability.faultkit import fake_probe, run_audit
 
-    from gpuaudit.probes.core.runner import AuditOptions
+    from gpuaudit.probes.core.run.runner import AuditOptions
     from gpuaudit.probes.core.spec import Command
 
     def left() -> list[str]:

@@ -11,7 +11,7 @@ import pytest
 
 from gpuaudit.probes import REGISTRY
 from gpuaudit.probes.core.models import CommandRecord
-from gpuaudit.probes.core.runner import judge_probe
+from gpuaudit.probes.core.run.runner import judge_probe
 
 FAILURES = {
     "timed out": dict(exit_status=None, timed_out=True),

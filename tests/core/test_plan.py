@@ -8,7 +8,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "tui"))
 
 from gpuaudit.probes.core.models import AuditRun, Finding, ProbeResult, Severity  # noqa: E402
-from gpuaudit.probes.core.plan import build_plan, plan_markdown  # noqa: E402
+from gpuaudit.probes.core.judge.plan import build_plan, plan_markdown  # noqa: E402
 from tui_support import synthetic_run  # noqa: E402
 
 

@@ -8,7 +8,7 @@ import pytest
 
 from gpuaudit.probes import PROBE_IDS, REGISTRY
 from gpuaudit.probes.core.readonly import write_risks
-from gpuaudit.probes.core.runner import PREFLIGHT
+from gpuaudit.probes.core.run.runner import PREFLIGHT
 
 ORDER = ("firmware", "container", "driver", "kernel", "pcie", "power", "nccl", "numa", "python", "nvlink")
 ALL_COMMANDS = [(p.id, c) for p in REGISTRY for c in p.commands] + [("core", PREFLIGHT)]

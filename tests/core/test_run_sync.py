@@ -12,7 +12,7 @@ import signal
 
 import pytest
 
-from gpuaudit.probes.core.session import run_sync
+from gpuaudit.probes.core.run.session import run_sync
 
 
 class Loud:

@@ -1,4 +1,4 @@
-"""run_to_end (probes/core/session.py): the engine-side fold that headless, fleet, resume and the scripts share."""
+"""run_to_end (probes/core/run/session.py): the engine-side fold that headless, fleet, resume and the scripts share."""
 
 from __future__ import annotations
 
@@ -6,8 +6,8 @@ import asyncio
 
 from gpuaudit.probes import REGISTRY
 from gpuaudit.probes.core.models import AuditRun
-from gpuaudit.probes.core.runner import Audit, AuditOptions
-from gpuaudit.probes.core.session import replay_bindings, run_to_end
+from gpuaudit.probes.core.run.runner import Audit, AuditOptions
+from gpuaudit.probes.core.run.session import replay_bindings, run_to_end
 from gpuaudit.snapshots import store
 
 

@@ -7,11 +7,11 @@ import re
 import pytest
 from pydantic import BaseModel
 
-from gpuaudit.probes.core.events import AuditFinished, ProbeFinished, TargetFailed, fold_events, initial_run
+from gpuaudit.probes.core.run.events import AuditFinished, ProbeFinished, TargetFailed, fold_events, initial_run
 from gpuaudit.probes.core.models import Role, Target
-from gpuaudit.probes.core.runner import Audit, AuditOptions, TargetBinding
+from gpuaudit.probes.core.run.runner import Audit, AuditOptions, TargetBinding
 from gpuaudit.probes.core.spec import Command, Outputs, Probe, finding
-from gpuaudit.probes.core.transport import LocalTransport, RawResult
+from gpuaudit.probes.core.collect.transport import LocalTransport, RawResult
 
 
 class Facts(BaseModel):
@@ -96,9 +96,9 @@ async def test_needs_root_is_skipped_without_root(monkeypatch):
 
 
 async def test_unreachable_container_leaves_host_complete():
-    from gpuaudit.probes.core.session import live_bindings
-    from gpuaudit.probes.core.ssh_transport import SshOptions
-    from gpuaudit.probes.core.targets import parse_container_spec, parse_host_spec
+    from gpuaudit.probes.core.run.session import live_bindings
+    from gpuaudit.probes.core.collect.ssh_transport import SshOptions
+    from gpuaudit.probes.core.collect.targets import parse_container_spec, parse_host_spec
     from sshd_server import free_port
 
     host = parse_host_spec(None)

@@ -8,8 +8,8 @@ import resource
 import pytest
 
 from gpuaudit.probes.core.errors import TransportError
-from gpuaudit.probes.core.ssh_transport import SshTransport
-from gpuaudit.probes.core.targets import SshAddress, build_command_line
+from gpuaudit.probes.core.collect.ssh_transport import SshTransport
+from gpuaudit.probes.core.collect.targets import SshAddress, build_command_line
 from sshd_server import leftover_processes
 
 pytestmark = pytest.mark.sshd
@@ -148,8 +148,8 @@ async def test_signal_death_is_128_plus_signal(sshd):
 
 
 def test_no_option_disables_host_key_verification(tmp_path):
-    from gpuaudit.probes.core.ssh_transport import SshOptions
-    from gpuaudit.tui.cli import build_parser
+    from gpuaudit.probes.core.collect.ssh_transport import SshOptions
+    from gpuaudit.tui.cli.entry import build_parser
 
     flags = {o for a in build_parser()._actions for o in a.option_strings}
     relaxing = {f for f in flags if any(w in f for w in ("insecure", "strict", "verify", "no-host", "ignore", "trust"))}
@@ -167,7 +167,7 @@ async def test_default_known_hosts_of_an_empty_home_refuses(sshd):
 
 
 async def test_pooled_transport_spreads_over_two_connections(sshd):
-    from gpuaudit.probes.core.pool import PooledTransport
+    from gpuaudit.probes.core.collect.pool import PooledTransport
 
     pool = PooledTransport([transport(sshd), transport(sshd)])
     await pool.connect()
@@ -183,7 +183,7 @@ async def test_pooled_transport_spreads_over_two_connections(sshd):
 
 
 async def test_pooled_transport_surfaces_first_connection_errors(sshd, tmp_path):
-    from gpuaudit.probes.core.pool import PooledTransport
+    from gpuaudit.probes.core.collect.pool import PooledTransport
 
     empty = tmp_path / "kh"
     empty.write_text("")
@@ -194,8 +194,8 @@ async def test_pooled_transport_surfaces_first_connection_errors(sshd, tmp_path)
 
 async def test_pool_routes_around_a_dead_connection():
     """One member's connection died: the pool must not keep sending it commands."""
-    from gpuaudit.probes.core.pool import PooledTransport
-    from gpuaudit.probes.core.transport import RawResult
+    from gpuaudit.probes.core.collect.pool import PooledTransport
+    from gpuaudit.probes.core.collect.transport import RawResult
 
     class Member:
         def __init__(self, dead: bool) -> None:

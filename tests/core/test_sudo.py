@@ -7,11 +7,11 @@ from pathlib import Path
 
 import pytest
 
-from gpuaudit.probes.core.events import ProbeFinished
-from gpuaudit.probes.core.runner import Audit, AuditOptions
-from gpuaudit.probes.core.session import live_bindings
+from gpuaudit.probes.core.run.events import ProbeFinished
+from gpuaudit.probes.core.run.runner import Audit, AuditOptions
+from gpuaudit.probes.core.run.session import live_bindings
 from gpuaudit.probes.core.spec import Command, Probe
-from gpuaudit.probes.core.targets import parse_host_spec
+from gpuaudit.probes.core.collect.targets import parse_host_spec
 
 pytestmark = [pytest.mark.sshd, pytest.mark.skipif(shutil.which("sudo") is None, reason="sudo not installed")]
 SUDOERS = Path("/etc/sudoers.d/gpuaudit-test-sudo")
@@ -62,7 +62,7 @@ async def test_sudo_allowed_runs_as_root(sshd):
 
 
 def test_only_a_plain_first_stage_runs_as_sudo_tool():
-    from gpuaudit.probes.core.remote_line import sudo_first_stage
+    from gpuaudit.probes.core.collect.remote_line import sudo_first_stage
 
     assert sudo_first_stage("dmidecode -t bios -t system") == "sudo -n dmidecode -t bios -t system"
     assert sudo_first_stage("dmesg | grep -E 'NVRM|nvidia' || test $? -eq 1") == "sudo -n dmesg | grep -E 'NVRM|nvidia' || test $? -eq 1"

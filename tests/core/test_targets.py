@@ -7,7 +7,7 @@ import shlex
 import pytest
 
 from gpuaudit.probes.core.errors import UsageError
-from gpuaudit.probes.core.targets import build_command_line, parse_container_spec, parse_host_spec
+from gpuaudit.probes.core.collect.targets import build_command_line, parse_container_spec, parse_host_spec
 
 HOST = parse_host_spec("root@127.0.0.1:2222")
 
@@ -51,7 +51,7 @@ def test_wrapped_line_quotes_and_times_out():
 @pytest.mark.parametrize("text, kind, name", [("PCT:101", "pct", "101"), ("Lxc:web", "lxc", "web"),
                                               ("DOCKER:vllm", "docker", "vllm"), (" pct:7 ", "pct", "7")])
 def test_container_prefixes_are_case_insensitive(text, kind, name):
-    from gpuaudit.probes.core.targets import parse_container_spec, parse_host_spec
+    from gpuaudit.probes.core.collect.targets import parse_container_spec, parse_host_spec
 
     spec = parse_container_spec(text, host=parse_host_spec(None))
     assert (spec.kind, spec.name, spec.ssh) == (kind, name, None)
@@ -61,7 +61,7 @@ def test_container_prefixes_are_case_insensitive(text, kind, name):
 @pytest.mark.parametrize("text", ["PCT:101", "Docker:x", "LXC:web", "pct:101"])
 def test_container_specs_are_refused_as_host(text):
     from gpuaudit.probes.core.errors import UsageError
-    from gpuaudit.probes.core.targets import parse_host_spec
+    from gpuaudit.probes.core.collect.targets import parse_host_spec
 
     with pytest.raises(UsageError, match="specs are for --container"):
         parse_host_spec(text)
@@ -71,7 +71,7 @@ def test_container_specs_are_refused_as_host(text):
                                            ("LXD:c1", "not supported"), ("PCT:abc", "numeric VMID")])
 def test_bad_container_specs(text, message):
     from gpuaudit.probes.core.errors import UsageError
-    from gpuaudit.probes.core.targets import parse_container_spec, parse_host_spec
+    from gpuaudit.probes.core.collect.targets import parse_container_spec, parse_host_spec
 
     with pytest.raises(UsageError, match=message):
         parse_container_spec(text, host=parse_host_spec(None))

@@ -1,4 +1,4 @@
-"""The long-lived session worker (probes/core/worker.py) and its client (probes/core/worker_transport.py), run as a
+"""The long-lived session worker (probes/core/collect/worker.py) and its client (probes/core/collect/worker_transport.py), run as a
 local process: byte-exact streams, exit statuses, caps, deadlines, kills of the whole process tree, its own exit
 when the client goes, banners before it, fallback and replacement. The same code runs over SSH in
 tests/reliability/test_sessions_ssh.py."""
@@ -15,9 +15,9 @@ import time
 
 import pytest
 
-from gpuaudit.probes.core import worker as w
-from gpuaudit.probes.core.transport import LocalTransport
-from gpuaudit.probes.core.worker_transport import (
+from gpuaudit.probes.core.collect import worker as w
+from gpuaudit.probes.core.collect.transport import LocalTransport
+from gpuaudit.probes.core.collect.worker_transport import (
     LocalSessionChannel,
     SessionLine,
     SessionTransport,

@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuaudit.probes.core.prometheus import escape_label, from_snapshot, render, write_textfile
+from gpuaudit.probes.core.fleet.prometheus import escape_label, from_snapshot, render, write_textfile
 from gpuaudit.snapshots.schema import Snapshot
 
 ROOT = Path(__file__).resolve().parents[2]

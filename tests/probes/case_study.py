@@ -10,8 +10,8 @@ from collections.abc import Iterable
 from pathlib import Path
 
 from gpuaudit.probes.core.models import Finding, Role
-from gpuaudit.probes.core.runner import Audit
-from gpuaudit.probes.core.session import directory_bindings
+from gpuaudit.probes.core.run.runner import Audit
+from gpuaudit.probes.core.run.session import directory_bindings
 from gpuaudit.probes.core.spec import Probe
 
 CASE = Path(__file__).parents[2] / "snapshots" / "examples" / "case-study"

@@ -10,10 +10,10 @@ import asyncio
 from collections.abc import Mapping
 from pathlib import Path
 
-from gpuaudit.probes.core.events import ProbeFinished
+from gpuaudit.probes.core.run.events import ProbeFinished
 from gpuaudit.probes.core.models import CommandRecord, Finding, ProbeResult
-from gpuaudit.probes.core.runner import Audit
-from gpuaudit.probes.core.session import directory_bindings
+from gpuaudit.probes.core.run.runner import Audit
+from gpuaudit.probes.core.run.session import directory_bindings
 from gpuaudit.probes.core.spec import Probe
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from gpuaudit.probes.core.checks import judge_checks
+from gpuaudit.probes.core.judge.checks import judge_checks
 from gpuaudit.probes.core.models import CommandRecord, Finding, Role
 from gpuaudit.probes.core.spec import Probe
 

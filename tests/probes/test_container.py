@@ -11,7 +11,7 @@ import pytest
 
 from gpuaudit.probes import container as c
 from gpuaudit.probes.container.configs import match_config
-from gpuaudit.probes.core.checks import judge_checks
+from gpuaudit.probes.core.judge.checks import judge_checks
 from gpuaudit.probes.core.models import CommandRecord
 
 from case_study import CASE, run_case_study

@@ -17,10 +17,10 @@ import pytest
 
 from gpuaudit.probes import container
 from gpuaudit.probes.core.models import ProbeResult
-from gpuaudit.probes.core.runner import Audit
-from gpuaudit.probes.core.session import live_bindings
-from gpuaudit.probes.core.ssh_transport import SshOptions
-from gpuaudit.probes.core.targets import parse_container_spec, parse_host_spec
+from gpuaudit.probes.core.run.runner import Audit
+from gpuaudit.probes.core.run.session import live_bindings
+from gpuaudit.probes.core.collect.ssh_transport import SshOptions
+from gpuaudit.probes.core.collect.targets import parse_container_spec, parse_host_spec
 
 pytestmark = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("lxc-create") is None or not os.path.exists("/bin/busybox"),
                                 reason="needs root, Debian's lxc and busybox-static")

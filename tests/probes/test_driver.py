@@ -11,7 +11,7 @@ import hw_helpers as hw
 import pytest
 
 from gpuaudit.probes import driver
-from gpuaudit.probes.core.checks import judge_checks
+from gpuaudit.probes.core.judge.checks import judge_checks
 from gpuaudit.probes.core.models import CommandRecord, Finding
 from gpuaudit.probes.driver import DriverFacts, GpuState
 

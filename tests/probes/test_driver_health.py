@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from gpuaudit.probes import driver
-from gpuaudit.probes.core.checks import judge_checks
+from gpuaudit.probes.core.judge.checks import judge_checks
 from gpuaudit.probes.core.models import CommandRecord, Finding
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures" / "nvidia"

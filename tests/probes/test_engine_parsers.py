@@ -13,7 +13,7 @@ from gpuaudit.probes.core.parsers.engine import (
     ENGINE_PROCS_SHELL, engine_env, main_engine, parse_engine_args, parse_engine_procs, parse_environ,
 )
 from gpuaudit.probes.core.readonly import write_risks
-from gpuaudit.probes.core.targets import build_command_line
+from gpuaudit.probes.core.collect.targets import build_command_line
 
 CASE = Path(__file__).resolve().parents[2] / "snapshots/examples/case-study/before"
 

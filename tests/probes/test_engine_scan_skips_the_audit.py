@@ -17,7 +17,7 @@ from gpuaudit.probes.core.parsers.engine import ENGINE_LOGS_SHELL, ENGINE_PROCS_
 from gpuaudit.probes.core.parsers.model_files import MODEL_FILES_SHELL
 from gpuaudit.probes.core.parsers.pyenv import PYENV_SHELL
 from gpuaudit.probes.core.readonly import write_risks
-from gpuaudit.probes.core.remote_line import LOCALE, remote_line
+from gpuaudit.probes.core.collect.remote_line import LOCALE, remote_line
 
 SCANS = {"engine_procs": ENGINE_PROCS_SHELL, "engine_status": ENGINE_STATUS_SHELL, "engine_logs": ENGINE_LOGS_SHELL,
          "model_files": MODEL_FILES_SHELL, "pyenv": PYENV_SHELL}

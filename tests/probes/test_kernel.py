@@ -7,7 +7,7 @@ import pytest
 from pathlib import Path
 
 from gpuaudit.probes import kernel as k
-from gpuaudit.probes.core.checks import judge_checks
+from gpuaudit.probes.core.judge.checks import judge_checks
 from gpuaudit.probes.core.models import CommandRecord, Finding
 
 from case_study import CASE, run_case_study

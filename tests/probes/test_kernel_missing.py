@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from gpuaudit.probes import kernel as k
-from gpuaudit.probes.core.checks import judge_checks
+from gpuaudit.probes.core.judge.checks import judge_checks
 from gpuaudit.probes.core.models import CommandRecord
 
 

@@ -10,8 +10,8 @@ import hw_helpers as hw
 import pytest
 
 from gpuaudit.probes import nccl, pcie
-from gpuaudit.probes.core.checks import judge_checks
-from gpuaudit.probes.core.combiners import gpu_acs_redirect, gpu_iommu_translation, parse_iommu_state
+from gpuaudit.probes.core.judge.checks import judge_checks
+from gpuaudit.probes.core.judge.combiners import gpu_acs_redirect, gpu_iommu_translation, parse_iommu_state
 
 FX = Path(__file__).parents[1] / "fixtures"
 CASE = Path(__file__).parents[2] / "snapshots/examples/case-study"
@@ -116,9 +116,9 @@ def test_case_study_recordings_agree(phase):
 
 
 async def _replay(snap, probe):
-    from gpuaudit.probes.core.events import ProbeFinished
-    from gpuaudit.probes.core.runner import Audit
-    from gpuaudit.probes.core.session import replay_bindings
+    from gpuaudit.probes.core.run.events import ProbeFinished
+    from gpuaudit.probes.core.run.runner import Audit
+    from gpuaudit.probes.core.run.session import replay_bindings
 
     async for ev in Audit(replay_bindings(snap.targets, snap.records), [probe]).events():
         if isinstance(ev, ProbeFinished):

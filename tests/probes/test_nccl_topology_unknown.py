@@ -6,11 +6,11 @@ from __future__ import annotations
 from pathlib import Path
 
 from gpuaudit.probes import nccl
-from gpuaudit.probes.core.checks import judge_checks
-from gpuaudit.probes.core.events import ProbeFinished
+from gpuaudit.probes.core.judge.checks import judge_checks
+from gpuaudit.probes.core.run.events import ProbeFinished
 from gpuaudit.probes.core.models import CommandRecord
-from gpuaudit.probes.core.runner import Audit, AuditOptions
-from gpuaudit.probes.core.session import directory_bindings
+from gpuaudit.probes.core.run.runner import Audit, AuditOptions
+from gpuaudit.probes.core.run.session import directory_bindings
 from gpuaudit.probes.core.sources import with_presence
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gpuaudit.probes import numa as n
-from gpuaudit.probes.core.checks import judge_checks
+from gpuaudit.probes.core.judge.checks import judge_checks
 from gpuaudit.probes.core.models import CommandRecord, Finding
 
 from case_study import CASE, run_case_study

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from gpuaudit.probes import numa as n
-from gpuaudit.probes.core.checks import judge_checks
+from gpuaudit.probes.core.judge.checks import judge_checks
 from gpuaudit.probes.core.models import CommandRecord, Finding
 
 BDFS = ["0000:01:00.0", "0000:81:00.0"]

@@ -4,7 +4,7 @@ with its package, and the topology still comes from sysfs."""
 from __future__ import annotations
 
 from gpuaudit.probes import numa as n
-from gpuaudit.probes.core.checks import judge_checks
+from gpuaudit.probes.core.judge.checks import judge_checks
 from gpuaudit.probes.core.models import CommandRecord
 
 

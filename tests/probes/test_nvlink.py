@@ -10,7 +10,7 @@ import hw_helpers as hw
 import pytest
 
 from gpuaudit.probes import nvlink
-from gpuaudit.probes.core.checks import judge_checks
+from gpuaudit.probes.core.judge.checks import judge_checks
 from gpuaudit.probes.nvlink import NvlinkFacts
 
 rec = partial(hw.rec, "nvlink")

@@ -14,7 +14,7 @@ import hw_helpers as hw
 import pytest
 
 from gpuaudit.probes import nvlink
-from gpuaudit.probes.core.runner import judge_probe
+from gpuaudit.probes.core.run.runner import judge_probe
 
 rec = partial(hw.rec, "nvlink")
 FX = Path(__file__).parents[1] / "fixtures"

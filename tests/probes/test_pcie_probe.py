@@ -10,7 +10,7 @@ import hw_helpers as hw
 import pytest
 
 from gpuaudit.probes import pcie
-from gpuaudit.probes.core.checks import judge_checks
+from gpuaudit.probes.core.judge.checks import judge_checks
 from gpuaudit.probes.core.models import CommandRecord
 from gpuaudit.probes.pcie import PcieFacts, PciDev, SmiLink
 from gpuaudit.probes.pcie.extract import ACCESS_DENIED

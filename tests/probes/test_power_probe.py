@@ -9,8 +9,8 @@ import hw_helpers as hw
 import pytest
 
 from gpuaudit.probes import power
-from gpuaudit.probes.core.checks import judge_checks
-from gpuaudit.probes.core.runner import judge_probe
+from gpuaudit.probes.core.judge.checks import judge_checks
+from gpuaudit.probes.core.run.runner import judge_probe
 from gpuaudit.probes.power import GpuPower, GpuReading, IdleStateFact, PowerFacts
 
 rec = partial(hw.rec, "power")

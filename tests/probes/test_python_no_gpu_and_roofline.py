@@ -5,9 +5,9 @@ from __future__ import annotations
 from pathlib import Path
 
 from gpuaudit.probes import python as py
-from gpuaudit.probes.core.events import ProbeFinished
-from gpuaudit.probes.core.runner import Audit
-from gpuaudit.probes.core.session import directory_bindings
+from gpuaudit.probes.core.run.events import ProbeFinished
+from gpuaudit.probes.core.run.runner import Audit
+from gpuaudit.probes.core.run.session import directory_bindings
 from gpuaudit.probes.core.sources import with_presence
 
 NO_GPU = Path(__file__).resolve().parents[1] / "fixtures/engine/no-gpu-host"

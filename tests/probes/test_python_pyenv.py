@@ -10,7 +10,7 @@ import pytest
 from gpuaudit.probes.core.errors import ParseError
 from gpuaudit.probes.core.parsers.pyenv import PYENV_SHELL, arch_sms, cuda_major_minor, parse_collect_env, parse_pyenv_json
 from gpuaudit.probes.core.readonly import write_risks
-from gpuaudit.probes.core.targets import build_command_line
+from gpuaudit.probes.core.collect.targets import build_command_line
 
 FIX = Path(__file__).resolve().parents[1] / "fixtures/nvidia/collect-env"
 CASE = Path(__file__).resolve().parents[2] / "snapshots/examples/case-study/before"

@@ -6,9 +6,9 @@ from pathlib import Path
 
 import pytest
 from gpuaudit.probes import python as py
-from gpuaudit.probes.core.events import ProbeFinished
-from gpuaudit.probes.core.runner import Audit
-from gpuaudit.probes.core.session import directory_bindings
+from gpuaudit.probes.core.run.events import ProbeFinished
+from gpuaudit.probes.core.run.runner import Audit
+from gpuaudit.probes.core.run.session import directory_bindings
 from judge_facts import one
 
 F = py.PythonFacts

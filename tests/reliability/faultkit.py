@@ -11,12 +11,12 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
-from gpuaudit.probes.core.events import fold_events, initial_run
+from gpuaudit.probes.core.run.events import fold_events, initial_run
 from gpuaudit.probes.core.models import AuditRun, Role
-from gpuaudit.probes.core.runner import Audit, AuditOptions
-from gpuaudit.probes.core.session import live_bindings
+from gpuaudit.probes.core.run.runner import Audit, AuditOptions
+from gpuaudit.probes.core.run.session import live_bindings
 from gpuaudit.probes.core.spec import Command, Outputs, Probe, finding
-from gpuaudit.probes.core.targets import parse_container_spec, parse_host_spec
+from gpuaudit.probes.core.collect.targets import parse_container_spec, parse_host_spec
 
 REPO = Path(__file__).resolve().parents[2]
 

@@ -11,7 +11,7 @@ import pytest
 from reliability.faultkit import assert_one_line_error, home, run_cli  # noqa: F401
 from gpuaudit.snapshots.schema import SCHEMA_VERSION, Snapshot
 from gpuaudit.snapshots.store import MAX_SNAPSHOT_BYTES
-from gpuaudit.tui.cli import main
+from gpuaudit.tui.cli.entry import main
 
 MARKER = Path("/tmp/gpuaudit-rel-executed-marker")
 

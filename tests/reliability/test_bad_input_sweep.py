@@ -13,7 +13,7 @@ from pathlib import Path
 
 from gpuaudit.snapshots import store
 from gpuaudit.snapshots.schema import SCHEMA_VERSION, Snapshot
-from gpuaudit.tui.cli import main
+from gpuaudit.tui.cli.entry import main
 from reliability.test_bad_input import BAD_ARGS, MARKER
 
 DEEP = 100_000

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 
 from gpuaudit.probes import REGISTRY
-from gpuaudit.probes.core.runner import PREFLIGHT, AuditOptions, render_shell
-from gpuaudit.probes.core.targets import build_command_line
-from gpuaudit.probes.core.worker import start_line
+from gpuaudit.probes.core.run.runner import PREFLIGHT, AuditOptions, render_shell
+from gpuaudit.probes.core.collect.targets import build_command_line
+from gpuaudit.probes.core.collect.worker import start_line
 from reliability.faultkit import run_audit
 from sshd_server import leftover_processes
 

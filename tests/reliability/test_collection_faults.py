@@ -18,18 +18,18 @@ import time
 from pathlib import Path
 
 import pytest
-from gpuaudit.probes.core.events import (
+from gpuaudit.probes.core.run.events import (
     CommandFinished,
     CommandStarted,
     fold_events,
     initial_run,
 )
 from gpuaudit.probes.core.models import Target
-from gpuaudit.probes.core.pool import PooledTransport
-from gpuaudit.probes.core.runner import Audit, AuditOptions, TargetBinding
+from gpuaudit.probes.core.collect.pool import PooledTransport
+from gpuaudit.probes.core.run.runner import Audit, AuditOptions, TargetBinding
 from gpuaudit.probes.core.spec import Command
-from gpuaudit.probes.core.ssh_transport import SshTransport
-from gpuaudit.probes.core.targets import parse_host_spec
+from gpuaudit.probes.core.collect.ssh_transport import SshTransport
+from gpuaudit.probes.core.collect.targets import parse_host_spec
 from reliability.faultkit import fake_probe, kill_sshd_tree, run_audit
 from sshd_server import ensure_user, keygen
 
@@ -219,7 +219,7 @@ async def test_one_of_two_pooled_connections_killed_fails_over_at_once(sshd_fact
 
 
 async def test_all_connections_killed_is_a_lost_target_without_tracebacks(sshd):
-    from gpuaudit.tui.headless import exit_code
+    from gpuaudit.tui.cli.headless import exit_code
 
     server = sshd
     loop_errors: list[dict] = []

@@ -8,11 +8,11 @@ from pathlib import Path
 
 import pytest
 
-from gpuaudit.probes.core.events import CommandFinished, fold_events, initial_run
-from gpuaudit.probes.core.runner import Audit, AuditOptions
-from gpuaudit.probes.core.session import live_bindings
+from gpuaudit.probes.core.run.events import CommandFinished, fold_events, initial_run
+from gpuaudit.probes.core.run.runner import Audit, AuditOptions
+from gpuaudit.probes.core.run.session import live_bindings
 from gpuaudit.probes.core.spec import Command
-from gpuaudit.probes.core.targets import parse_container_spec, parse_host_spec
+from gpuaudit.probes.core.collect.targets import parse_container_spec, parse_host_spec
 from reliability.faultkit import (SilentServer, assert_one_line_error, fake_probe, free_port, home, kill_sshd_tree,  # noqa: F401
                                   run_audit, run_cli)
 from sshd_server import keygen, leftover_processes

@@ -14,7 +14,7 @@ import sys
 import pytest
 
 from reliability.faultkit import REPO, cli_env, free_port, home, run_cli  # noqa: F401
-from gpuaudit.tui.cli import EXIT_RULE, main
+from gpuaudit.tui.cli.entry import EXIT_RULE, main
 
 
 def _failed_line(stderr: str, role: str) -> None:

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from gpuaudit.probes.core.runner import AuditOptions
+from gpuaudit.probes.core.run.runner import AuditOptions
 from gpuaudit.probes.core.spec import Command
 from reliability.faultkit import fake_probe, run_audit
 from sshd_server import leftover_processes

@@ -9,7 +9,7 @@ import pytest
 from gpuaudit.snapshots import store
 from gpuaudit.snapshots.listing import list_snapshots
 from gpuaudit.snapshots.schema import Snapshot
-from gpuaudit.tui.cli import main
+from gpuaudit.tui.cli.entry import main
 
 DEPTH = 200_000
 HOSTILE = {

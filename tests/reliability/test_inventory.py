@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 
-from gpuaudit.probes.core import inventory as inv
+from gpuaudit.probes.core.fleet import inventory as inv
 from gpuaudit.probes.core.errors import UsageError
-from gpuaudit.probes.core.inventory import FleetHost, load_inventory, parse_inventory, read_inventory
-from gpuaudit.tui.cli import main
+from gpuaudit.probes.core.fleet.inventory import FleetHost, load_inventory, parse_inventory, read_inventory
+from gpuaudit.tui.cli.entry import main
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "inventory"
 

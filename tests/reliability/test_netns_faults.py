@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from gpuaudit.probes.core.runner import AuditOptions
+from gpuaudit.probes.core.run.runner import AuditOptions
 from gpuaudit.probes.core.spec import Command
 from reliability.faultkit import fake_probe, home, run_audit, run_cli  # noqa: F401
 from netns import Netns
@@ -51,11 +51,11 @@ async def test_network_cut_mid_audit_is_a_lost_target_nonzero_exit_no_traceback(
     import asyncio
     import subprocess
 
-    from gpuaudit.probes.core.events import CommandFinished, fold_events, initial_run
-    from gpuaudit.probes.core.runner import Audit
-    from gpuaudit.probes.core.session import live_bindings
-    from gpuaudit.probes.core.targets import parse_host_spec
-    from gpuaudit.tui.headless import exit_code
+    from gpuaudit.probes.core.run.events import CommandFinished, fold_events, initial_run
+    from gpuaudit.probes.core.run.runner import Audit
+    from gpuaudit.probes.core.run.session import live_bindings
+    from gpuaudit.probes.core.collect.targets import parse_host_spec
+    from gpuaudit.tui.cli.headless import exit_code
 
     loop_errors: list[dict] = []
     asyncio.get_running_loop().set_exception_handler(lambda loop, ctx: loop_errors.append(ctx))

@@ -17,7 +17,7 @@ import pytest
 
 from gpuaudit.probes import get
 from gpuaudit.probes.core.redact import REDACTED, redact_text
-from gpuaudit.probes.core.runner import AuditOptions
+from gpuaudit.probes.core.run.runner import AuditOptions
 from gpuaudit.probes.core.spec import Command
 from reliability.faultkit import fake_probe, home, run_audit, run_cli  # noqa: F401
 from gpuaudit.snapshots import store
@@ -242,10 +242,10 @@ def planted_engine():
 
 async def test_issue14_planted_secrets_leak_nowhere(sshd, planted_engine, planted_pve_and_env, tmp_path, home):
     """>= 40 planted secrets: 0 in --json, the saved file, the plan, diff, diff --raw and the drill-down texts."""
-    from gpuaudit.probes.core.plan import build_plan, plan_markdown
+    from gpuaudit.probes.core.judge.plan import build_plan, plan_markdown
     from gpuaudit.snapshots.diff import diff_snapshots
-    from gpuaudit.tui import render
-    from gpuaudit.tui.diff_report import render as diff_render
+    from gpuaudit.tui.views import render
+    from gpuaudit.tui.views.diff_report import render as diff_render
 
     pve, plain = planted_pve_and_env
     cmds = (Command("rel_pve_grep", f"sed 's|^|/etc/pve/lxc/101.conf:|' {pve}", on=frozenset({"host"})),

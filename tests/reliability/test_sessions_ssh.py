@@ -14,14 +14,14 @@ from pathlib import Path
 import pytest
 
 from gpuaudit.probes import REGISTRY
-from gpuaudit.probes.core.events import fold_events, initial_run
+from gpuaudit.probes.core.run.events import fold_events, initial_run
 from gpuaudit.probes.core.models import Target
-from gpuaudit.probes.core.pool import PooledTransport
-from gpuaudit.probes.core.runner import Audit, AuditOptions, TargetBinding
+from gpuaudit.probes.core.collect.pool import PooledTransport
+from gpuaudit.probes.core.run.runner import Audit, AuditOptions, TargetBinding
 from gpuaudit.probes.core.spec import Command
-from gpuaudit.probes.core.ssh_transport import SshTransport
-from gpuaudit.probes.core.targets import parse_host_spec
-from gpuaudit.probes.core.worker_transport import SessionTransport
+from gpuaudit.probes.core.collect.ssh_transport import SshTransport
+from gpuaudit.probes.core.collect.targets import parse_host_spec
+from gpuaudit.probes.core.collect.worker_transport import SessionTransport
 from reliability.faultkit import fake_probe, run_audit
 from sshd_server import ensure_user
 
@@ -84,7 +84,7 @@ async def test_full_audit_through_sessions_opens_a_few_ssh_sessions_and_judges_t
 async def test_a_killed_connection_moves_its_session_and_loses_no_record(sshd_factory):
     """The session's connection dies mid-run: a new session on the live connection runs what was in flight."""
     from reliability.test_collection_faults import COLL_USER, kill_sshd_tree
-    from gpuaudit.probes.core.events import CommandFinished
+    from gpuaudit.probes.core.run.events import CommandFinished
 
     async def audit_once(kill: bool) -> tuple[float, list]:
         a, b = sshd_factory(user=COLL_USER), sshd_factory(user=COLL_USER)

@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from reliability.faultkit import home, run_cli  # noqa: F401
-from gpuaudit.probes.core.ssh_config import ifaddr_available, rewrite_localnetwork
+from gpuaudit.probes.core.collect.ssh_config import ifaddr_available, rewrite_localnetwork
 
 CONFIG = """# synthetic user config (input, not a recorded output)
 Include config.d/*

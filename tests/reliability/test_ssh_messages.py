@@ -7,8 +7,8 @@ from pathlib import Path
 import pytest
 
 from reliability.faultkit import home, run_cli  # noqa: F401
-from gpuaudit.probes.core.targets import known_hosts_problem
-from gpuaudit.tui.cli import main
+from gpuaudit.probes.core.collect.targets import known_hosts_problem
+from gpuaudit.tui.cli.entry import main
 
 
 def _usage_line(args: list[str], capsys) -> str:

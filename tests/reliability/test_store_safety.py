@@ -10,7 +10,7 @@ import pytest
 from gpuaudit.probes.core.errors import SnapshotError
 from gpuaudit.snapshots import store
 from gpuaudit.snapshots.schema import Snapshot
-from gpuaudit.tui.cli import main
+from gpuaudit.tui.cli.entry import main
 
 
 def _refused(directory: Path, capsys, why: str) -> None:

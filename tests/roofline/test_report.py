@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from gpuaudit.probes.core.plan import build_plan, plan_markdown
+from gpuaudit.probes.core.judge.plan import build_plan, plan_markdown
 from gpuaudit.probes.core.roofline.report import roofline_for_run
 
 ROOT = Path(__file__).resolve().parents[2]

@@ -13,7 +13,7 @@ from snapfactory import REPO, kernel_probe, snap
 
 from gpuaudit.snapshots import store
 from gpuaudit.snapshots.schema import SCHEMA_VERSION
-from gpuaudit.tui.cli import main
+from gpuaudit.tui.cli.entry import main
 
 SAMPLE = REPO / "tests" / "fixtures" / "snapshots" / "v1" / "sample.json"
 

@@ -6,7 +6,7 @@ from snapfactory import fnd, kernel_probe, probe, rec, snap
 
 from gpuaudit.probes.core.models import Severity
 from gpuaudit.snapshots.diff import diff_snapshots, flatten
-from gpuaudit.tui.diff_report import render
+from gpuaudit.tui.views.diff_report import render
 
 
 def test_identical_snapshots() -> None:

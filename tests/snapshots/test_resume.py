@@ -12,11 +12,11 @@ from snapfactory import REPO, T0, fnd, probe, rec, snap
 from sshd_server import free_port
 
 from gpuaudit.probes import get
-from gpuaudit.probes.core.events import apply_event, initial_run
+from gpuaudit.probes.core.run.events import apply_event, initial_run
 from gpuaudit.probes.core.models import Target
-from gpuaudit.probes.core.resume import needs_rerun, rerun_plan, resume_bindings
-from gpuaudit.probes.core.runner import Audit, TargetBinding
-from gpuaudit.probes.core.transport import RawResult
+from gpuaudit.probes.core.run.resume import needs_rerun, rerun_plan, resume_bindings
+from gpuaudit.probes.core.run.runner import Audit, TargetBinding
+from gpuaudit.probes.core.collect.transport import RawResult
 from gpuaudit.snapshots import store
 
 KERNEL = get("kernel")

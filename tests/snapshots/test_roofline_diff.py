@@ -6,7 +6,7 @@ from pathlib import Path
 
 from gpuaudit.snapshots.diff import diff_snapshots
 from gpuaudit.snapshots.schema import Snapshot
-from gpuaudit.tui.diff_report import render
+from gpuaudit.tui.views.diff_report import render
 
 BEFORE = Path(__file__).resolve().parents[2] / "snapshots" / "examples" / "case-study-before.json"
 

@@ -8,8 +8,8 @@ from snapfactory import T0, probe, rec, snap
 
 from gpuaudit.probes import REGISTRY
 from gpuaudit.snapshots.diff import diff_snapshots, is_noise, registry_volatile_facts
-from gpuaudit.tui.diff_report import render
-from gpuaudit.tui.snapshot_commands import main as snapshots_main
+from gpuaudit.tui.views.diff_report import render
+from gpuaudit.tui.cli.snapshot_commands import main as snapshots_main
 
 
 def _engine(pid: int, threads: int, tp: int, temp: int, took: float) -> object:

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from gpuaudit.tui import roofline_view
+from gpuaudit.tui.views import roofline_view
 from tui_support import FixedClock
 
 

@@ -13,8 +13,8 @@ from pathlib import Path
 
 from gpuaudit.snapshots.listing import severity_counts
 from gpuaudit.snapshots.schema import Snapshot
-from gpuaudit.tui.fleet import FleetHost, HostResult
-from gpuaudit.tui.fleet_model import FleetModel
+from gpuaudit.tui.cli.fleet_hosts import FleetHost, HostResult
+from gpuaudit.probes.core.fleet.model import FleetModel
 
 ROOT = Path(__file__).resolve().parents[2]
 AFTER = ROOT / "snapshots" / "examples" / "case-study-after.json"

@@ -10,11 +10,11 @@ from textual.widgets import DataTable
 
 from gpuaudit.probes import PROBE_IDS, REGISTRY
 from gpuaudit.probes.core.errors import TransportError
-from gpuaudit.probes.core.events import AuditFinished, CommandFinished, CommandStarted, ProbeStarted
+from gpuaudit.probes.core.run.events import AuditFinished, CommandFinished, CommandStarted, ProbeStarted
 from gpuaudit.probes.core.models import CommandRecord
-from gpuaudit.probes.core.replay_transport import ReplayTransport
-from gpuaudit.probes.core.runner import Audit
-from gpuaudit.probes.core.session import replay_bindings
+from gpuaudit.probes.core.collect.replay_transport import ReplayTransport
+from gpuaudit.probes.core.run.runner import Audit
+from gpuaudit.probes.core.run.session import replay_bindings
 from gpuaudit.snapshots import store
 from gpuaudit.snapshots.schema import Snapshot
 from gpuaudit.tui.app import make_app

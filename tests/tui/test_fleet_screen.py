@@ -22,11 +22,13 @@ from fleet_support import (
     live_model,
     write_snapshots,
 )
-from gpuaudit.probes.core.request import AuditRequest
-from gpuaudit.tui import fleet, fleet_compare
+from gpuaudit.probes.core.run.request import AuditRequest
+from gpuaudit.tui.cli import fleet_hosts as fleet
+from gpuaudit.tui import interactive
+from gpuaudit.tui.cli import fleet_compare
 from gpuaudit.tui.fleet_app import FleetApp
-from gpuaudit.tui.fleet_compare import load_document
-from gpuaudit.tui.fleet_model import SORT_ORDER, FleetModel, next_sort
+from gpuaudit.probes.core.fleet.documents import load_document
+from gpuaudit.probes.core.fleet.model import SORT_ORDER, FleetModel, next_sort
 from gpuaudit.tui.screens.drilldown import DrilldownScreen
 from gpuaudit.tui.screens.fleet import (
     FleetScreen,
@@ -239,7 +241,7 @@ def test_fleet_subcommand_tui_flag_rules(tmp_path: Path, capsys, monkeypatch) ->
     assert fleet_compare.main([str(tmp_path), "--tui", "--text"]) == 2
     capsys.readouterr()
     opened: list[list[Path]] = []
-    monkeypatch.setattr(fleet_compare, "show_screen", lambda files: opened.append(files) or 0)
+    monkeypatch.setattr(interactive, "show_fleet_documents", lambda files: opened.append(files) or 0)
     assert fleet_compare.main([str(tmp_path)]) == 1 and not opened  # not a terminal: the text report
     assert "gpu03: kernel = 6.8.12-9-pve" in capsys.readouterr().out
     assert fleet_compare.main([str(tmp_path), "--tui"]) == 0 and len(opened[0]) == 5
@@ -285,8 +287,8 @@ def test_sort_cycle_wraps() -> None:
 
 # --- the real run_fleet, live, over a real sshd -------------------------------------------------------
 async def test_live_screen_over_real_ssh_one_host_refused(sshd, tmp_path: Path) -> None:
-    from gpuaudit.tui.cli import audit_request, build_parser
-    from gpuaudit.tui.session_setup import ssh_options
+    from gpuaudit.tui.cli.entry import audit_request, build_parser
+    from gpuaudit.tui.cli.session_setup import ssh_options
 
     down = f"{sshd.user}@127.0.0.1:{free_port()}"  # nothing listens: refused at once
     hosts = [fleet.FleetHost(sshd.spec, "up"), fleet.FleetHost(down, "down")]

@@ -11,7 +11,7 @@ import ast
 from pathlib import Path
 
 TUI = Path(__file__).resolve().parents[2] / "tui"
-PURE = ("render.py", "filtering.py", "roofline_view.py")
+PURE = ("views/render.py", "views/filtering.py", "views/roofline_view.py", "views/diff_report.py")
 TEXTUAL_PARTS = [TUI / "app.py", TUI / "snapshot_actions.py", *sorted((TUI / "screens").glob("*.py")),
                  *sorted((TUI / "widgets").glob("*.py"))]
 

@@ -7,7 +7,7 @@ from datetime import timedelta
 from rich.text import Text
 
 from gpuaudit.probes.core.models import CommandRecord, Severity
-from gpuaudit.tui.render import (counts, format_elapsed, header_text, neutralise, pane_body, pane_subtitle, record_output,
+from gpuaudit.tui.views.render import (counts, format_elapsed, header_text, neutralise, pane_body, pane_subtitle, record_output,
                         sev_label, state_class, visible)
 from tui_support import T_FIXED, running_run, synthetic_run
 
@@ -22,8 +22,8 @@ def test_neutralise_makes_escape_sequences_and_controls_visible() -> None:
 
 
 def test_one_neutraliser_for_every_front_end() -> None:
-    import gpuaudit.probes.core.plan as plan_mod
-    import gpuaudit.tui.diff_report as diff_report_mod
+    import gpuaudit.probes.core.judge.plan as plan_mod
+    import gpuaudit.tui.views.diff_report as diff_report_mod
     from gpuaudit.probes.core import text
 
     assert neutralise is text.neutralise and diff_report_mod.neutralise is text.neutralise

@@ -10,14 +10,14 @@ from textual.widgets import OptionList, Static, TabbedContent
 from gpuaudit.probes.core.models import Severity
 from gpuaudit.probes.core.roofline.report import Roofline, roofline_for_run
 from gpuaudit.snapshots.schema import Snapshot
-from gpuaudit.tui import roofline_view
+from gpuaudit.tui.views import roofline_view
 from gpuaudit.tui.app import make_app
 from gpuaudit.snapshots.diff import RooflineChange
-from gpuaudit.tui.roofline_view import level, roofline_change_line, roofline_detail, roofline_of, roofline_summary, strip_line
+from gpuaudit.tui.views.roofline_view import level, roofline_change_line, roofline_detail, roofline_of, roofline_summary, strip_line
 from gpuaudit.tui.screens.diff import SnapshotDiffScreen
 from gpuaudit.tui.screens.drilldown import DrilldownScreen
 from gpuaudit.tui.screens.plan import PlanScreen
-from gpuaudit.tui.session_setup import DEMO_NOTE
+from gpuaudit.tui.cli.session_setup import DEMO_NOTE
 from gpuaudit.tui.widgets.findings_table import FindingsTable
 from gpuaudit.tui.widgets.probe_pane import ProbePane
 from gpuaudit.tui.widgets.roofline_strip import RooflineStrip

@@ -14,7 +14,7 @@ import pytest
 
 from gpuaudit.snapshots import store
 from gpuaudit.snapshots.schema import Snapshot
-from gpuaudit.tui import roofline_view
+from gpuaudit.tui.views import roofline_view
 from gpuaudit.tui.app import make_app
 from tui_support import FIXTURE, FixedClock, demo_roofline, failed_run, running_run, synthetic_run
 

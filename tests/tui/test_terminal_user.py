@@ -8,15 +8,15 @@ from pathlib import Path
 from textual.widgets import DataTable, Input, Label, OptionList, Static
 from textual.widgets._footer import FooterKey
 
-from gpuaudit.probes.core.plan import build_plan, fix_commands, plan_markdown
+from gpuaudit.probes.core.judge.plan import build_plan, fix_commands, plan_markdown
 from gpuaudit.snapshots import store
 from gpuaudit.snapshots.schema import Snapshot
 from gpuaudit.tui.app import make_app
-from gpuaudit.tui.render import evidence_row, fact_value, header_text, record_output
+from gpuaudit.tui.views.render import evidence_row, fact_value, header_text, record_output
 from gpuaudit.tui.screens.dashboard import DashboardScreen, layout_for
 from gpuaudit.tui.screens.diff import SnapshotDiffScreen
 from gpuaudit.tui.screens.drilldown import DrilldownScreen
-from gpuaudit.tui.session_setup import DEMO_NOTE
+from gpuaudit.tui.cli.session_setup import DEMO_NOTE
 from gpuaudit.tui.widgets.command_output import CommandOutput
 from gpuaudit.tui.widgets.probe_pane import ProbePane
 from tui_support import FIXTURE, case_study_run, failed_run, synthetic_run

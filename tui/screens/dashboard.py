@@ -12,9 +12,9 @@ from textual.events import Resize
 from textual.screen import Screen
 from textual.widgets import Footer, Input
 
-from gpuaudit.probes.core.events import AuditFinished, CommandFinished, CommandStarted, ProbeFinished, ProbeStarted, apply_event
+from gpuaudit.probes.core.run.events import AuditFinished, CommandFinished, CommandStarted, ProbeFinished, ProbeStarted, apply_event
 from gpuaudit.tui.messages import AuditCompleted, AuditEventReceived
-from gpuaudit.tui.render import unreachable_roles
+from gpuaudit.tui.views.render import unreachable_roles
 from gpuaudit.tui.widgets.probe_pane import ProbePane
 from gpuaudit.tui.widgets.roofline_strip import RooflineStrip
 from gpuaudit.tui.widgets.target_header import TargetHeader

@@ -14,8 +14,8 @@ from textual.widgets.option_list import Option
 from gpuaudit.probes.core.models import Severity
 from gpuaudit.snapshots.diff import ProbeDiff, SnapshotDiff, diff_snapshots
 from gpuaudit.snapshots.schema import Snapshot
-from gpuaudit.tui.diff_report import KIND_MARK, SEVERITY_STYLE, SeverityStyles, header, probe_block, summary_line
-from gpuaudit.tui.roofline_view import roofline_change_line
+from gpuaudit.tui.views.diff_report import KIND_MARK, SEVERITY_STYLE, SeverityStyles, header, probe_block, summary_line
+from gpuaudit.tui.views.roofline_view import roofline_change_line
 
 _WORST_KIND = ("new", "severity", "resolved", "observed", "added", "removed")
 _STYLED_KINDS = ("new", "severity", "resolved")

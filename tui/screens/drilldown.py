@@ -15,11 +15,11 @@ from textual.widgets import DataTable, Footer, Input, Label, OptionList, Static,
 from textual.widgets.option_list import Option
 
 from gpuaudit.probes.core.models import AuditRun, CommandRecord, EvidenceRef, Finding, ProbeResult
-from gpuaudit.probes.core.plan import evidence_line, fix_commands
+from gpuaudit.probes.core.judge.plan import evidence_line, fix_commands
 from gpuaudit.probes.core.roofline.report import Roofline
-from gpuaudit.tui.render import (evidence_row, facts_rows, finding_detail, neutralise, pane_subtitle, record_cells,
+from gpuaudit.tui.views.render import (evidence_row, facts_rows, finding_detail, neutralise, pane_subtitle, record_cells,
                                  record_output, unreachable_roles, visible)
-from gpuaudit.tui.roofline_view import (explanation_line, explanations_heading, findings_of, roofline_detail, roofline_of,
+from gpuaudit.tui.views.roofline_view import (explanation_line, explanations_heading, findings_of, roofline_detail, roofline_of,
                                         roofline_summary)
 from gpuaudit.tui.widgets.command_output import CommandOutput
 from gpuaudit.tui.widgets.findings_table import FindingsTable

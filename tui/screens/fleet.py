@@ -1,6 +1,6 @@
 """FleetScreen: one row per node (state, worst severity per probe, counts, outlier marks); sort, filter, open.
 
-It renders a `FleetModel` (tui/fleet_model.py) and polls its `version`, so a live `--hosts` audit and a
+It renders a `FleetModel` (probes/core/fleet/model.py) and polls its `version`, so a live `--hosts` audit and a
 set of saved snapshots look the same. Enter posts `NodeChosen`; the app opens the node's dashboard as a
 `NodeDashboardScreen`, the normal dashboard whose Escape comes back here.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from gpuaudit.probes.core.models import Severity
-from gpuaudit.tui.fleet_model import (
+from gpuaudit.probes.core.fleet.model import (
     MIN_PEERS,
     PROBE_ABBR,
     PROBES,
@@ -18,7 +18,7 @@ from gpuaudit.tui.fleet_model import (
     NodeRow,
     next_sort,
 )
-from gpuaudit.tui.render import PLAIN, SEV_ICON, Palette, format_elapsed, neutralise
+from gpuaudit.tui.views.render import PLAIN, SEV_ICON, Palette, format_elapsed, neutralise
 from gpuaudit.tui.screens.dashboard import DashboardScreen
 from rich.text import Text
 from textual import on

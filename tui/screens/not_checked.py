@@ -13,7 +13,7 @@ from textual.widgets import Footer, OptionList, Static
 from textual.widgets.option_list import Option
 
 from gpuaudit.probes.core.models import AuditRun, Finding
-from gpuaudit.tui.render import PLAIN, Palette, neutralise, not_checked, unreachable_roles
+from gpuaudit.tui.views.render import PLAIN, Palette, neutralise, not_checked, unreachable_roles
 
 if TYPE_CHECKING:
     from gpuaudit.tui.app import GpuAuditApp

@@ -1,4 +1,4 @@
-"""PlanScreen: the audit converged into one ranked action plan (probes.core.plan), plus what couldn't be checked.
+"""PlanScreen: the audit converged into one ranked action plan (probes.core.judge.plan), plus what couldn't be checked.
 
 Enter opens a step's first finding in its drill-down; `c` copies the step's fix command (OSC 52),
 `C` the whole plan as Markdown, `m` saves that Markdown to a file.
@@ -19,8 +19,8 @@ from textual.widgets import Footer, OptionList, Static
 from textual.widgets.option_list import Option
 
 from gpuaudit.probes.core.models import AuditRun
-from gpuaudit.probes.core.plan import build_plan, fix_commands, plan_markdown
-from gpuaudit.tui.render import PLAIN, Palette, not_checked_text, plan_step_text
+from gpuaudit.probes.core.judge.plan import build_plan, fix_commands, plan_markdown
+from gpuaudit.tui.views.render import PLAIN, Palette, not_checked_text, plan_step_text
 from gpuaudit.tui.widgets.roofline_strip import RooflineStrip
 
 if TYPE_CHECKING:

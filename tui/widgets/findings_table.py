@@ -8,7 +8,7 @@ from rich.text import Text
 from textual.widgets import DataTable
 
 from gpuaudit.probes.core.models import Finding
-from gpuaudit.tui.render import PLAIN, Palette, neutralise, sev_text
+from gpuaudit.tui.views.render import PLAIN, Palette, neutralise, sev_text
 
 
 class FindingsTable(DataTable[Text]):

@@ -11,8 +11,8 @@ from textual.reactive import reactive
 from textual.widget import Widget
 
 from gpuaudit.probes.core.models import ProbeResult
-from gpuaudit.tui.filtering import ALL, FindingFilter
-from gpuaudit.tui.render import PLAIN, compact_pane_body, pane_body, pane_subtitle, sev_label, state_class
+from gpuaudit.tui.views.filtering import ALL, FindingFilter
+from gpuaudit.tui.views.render import PLAIN, compact_pane_body, pane_body, pane_subtitle, sev_label, state_class
 
 STATE_CLASSES = ("-pending", "-running", "-ok", "-warn", "-fail", "-unknown", "-error", "-skipped")
 

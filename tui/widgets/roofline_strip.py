@@ -12,8 +12,8 @@ from textual.widget import Widget
 
 from gpuaudit.probes.core.models import AuditRun, Severity
 from gpuaudit.probes.core.roofline.report import Roofline
-from gpuaudit.tui.render import PLAIN
-from gpuaudit.tui.roofline_view import LEVEL_CLASS, level, roofline_of, strip_line
+from gpuaudit.tui.views.render import PLAIN
+from gpuaudit.tui.views.roofline_view import LEVEL_CLASS, level, roofline_of, strip_line
 
 HINT = {True: "p: what is missing", False: "p: how it is computed"}
 """Shown after the figures only when it fits whole (never at 80 columns); by whether the roofline is unknown."""

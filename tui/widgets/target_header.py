@@ -5,8 +5,8 @@ from __future__ import annotations
 from textual.widgets import Static
 
 from gpuaudit.probes.core.models import AuditRun
-from gpuaudit.tui.filtering import ALL, FindingFilter
-from gpuaudit.tui.render import PLAIN, header_text
+from gpuaudit.tui.views.filtering import ALL, FindingFilter
+from gpuaudit.tui.views.render import PLAIN, header_text
 
 
 class TargetHeader(Static):

@@ -20,7 +20,7 @@ from gpuaudit.probes.core.parsers.engine import (
 )
 from gpuaudit.probes.core.parsers.model_files import parse_model_files
 from gpuaudit.probes.core.parsers.nvidia_smi import parse_topo_m
-from gpuaudit.probes.core.peers import gpu_model
+from gpuaudit.probes.core.fleet.peers import gpu_model
 from gpuaudit.probes.core.roofline.bounds import ETA_DEFAULT, Layout, Step, compute
 from gpuaudit.probes.core.roofline.gpus import gpu_spec
 from gpuaudit.probes.core.roofline.model import ModelConfigError, model_spec

@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import sys
 
-from gpuaudit.probes.core.checks import Check
+from gpuaudit.probes.core.judge.checks import Check
 
 
 def catalogue_rows() -> list[Check]:

@@ -146,7 +146,7 @@ def _host_stdouts(records: Iterable[CommandRecord]) -> dict[str, str]:
 
 def node_info(records: list[CommandRecord]) -> dict[str, str]:
     """driver, cuda, kernel, bios, gpu_model, gpu_count of the host ("" when not read): the fleet comparison's readers."""
-    from gpuaudit.probes.core.peers import FACTS, gpu_model
+    from gpuaudit.probes.core.fleet.peers import FACTS, gpu_model
 
     out = _host_stdouts(records)
     info = {key: FACTS[key](out) or "" for key in ("driver", "cuda", "kernel", "bios")}

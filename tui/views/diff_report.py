@@ -16,7 +16,7 @@ from gpuaudit.snapshots.diff import FactChange, FindingChange, ProbeDiff, RawCha
 SeverityStyles = Mapping[Severity, str]
 SEVERITY_STYLE: SeverityStyles = {Severity.CRITICAL: "bold red", Severity.WARNING: "yellow", Severity.UNKNOWN: "magenta",
                                   Severity.INFO: "cyan", Severity.OK: "green"}
-"""The CLI's colours; the TUI passes its theme palette (tui.render.palette_from) instead."""
+"""The CLI's colours; the TUI passes its theme palette (tui.views.render.palette_from) instead."""
 KIND_MARK = {
     "resolved": ("✓ resolved", "green"), "new": ("✗ new", "bold red"), "severity": ("~ severity", "yellow"),
     "observed": ("~ observed", "cyan"), "added": ("+ added", "cyan"), "removed": ("- removed", "dim"),

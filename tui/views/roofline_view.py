@@ -15,7 +15,7 @@ from rich.text import Text
 from gpuaudit.probes.core.models import AuditRun, Severity
 from gpuaudit.probes.core.roofline.report import Roofline, roofline_for_run, strip_text
 from gpuaudit.snapshots.diff import RooflineChange
-from gpuaudit.tui.render import PLAIN, SEV_ICON, Palette, neutralise, sev_text
+from gpuaudit.tui.views.render import PLAIN, SEV_ICON, Palette, neutralise, sev_text
 
 BOUND_NAMES = {"naive": "naive (all GPUs' bandwidth)", "tp_aware": "TP-aware, η = 1",
                "tp_aware_eta": "TP-aware, η = 0.8", "comm_aware": "with all-reduce latency"}

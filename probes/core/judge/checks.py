@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from gpuaudit.probes.core.combiners import nvidia_presence
+from gpuaudit.probes.core.judge.combiners import nvidia_presence
 from gpuaudit.probes.core.models import (
     CommandRecord,
     EvidenceRef,

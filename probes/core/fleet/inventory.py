@@ -21,7 +21,7 @@ import stat
 from dataclasses import dataclass, field
 
 from gpuaudit.probes.core.errors import UsageError
-from gpuaudit.probes.core.targets import parse_ssh_address
+from gpuaudit.probes.core.collect.targets import parse_ssh_address
 
 MAX_INVENTORY_BYTES = 4 * 1024 * 1024
 MAX_HOSTS = 10_000

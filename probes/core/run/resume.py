@@ -11,10 +11,10 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 from gpuaudit.probes.core.models import CommandRecord, Role, Target, TargetState
-from gpuaudit.probes.core.replay_transport import ReplayTransport
-from gpuaudit.probes.core.runner import TargetBinding
+from gpuaudit.probes.core.collect.replay_transport import ReplayTransport
+from gpuaudit.probes.core.run.runner import TargetBinding
 from gpuaudit.probes.core.spec import Probe
-from gpuaudit.probes.core.transport import PREFLIGHT_ID, RawResult, Transport
+from gpuaudit.probes.core.collect.transport import PREFLIGHT_ID, RawResult, Transport
 
 NOT_RERUN = "not re-run: the resumed snapshot had no live connection for this target"
 

@@ -14,8 +14,8 @@ from pathlib import Path
 from typing import Any
 
 from gpuaudit.probes.core.errors import TransportError
-from gpuaudit.probes.core.targets import SshAddress
-from gpuaudit.probes.core.transport import Gate, MarkedCap, RawResult, StreamCap, not_run, read_capped
+from gpuaudit.probes.core.collect.targets import SshAddress
+from gpuaudit.probes.core.collect.transport import Gate, MarkedCap, RawResult, StreamCap, not_run, read_capped
 
 DEFAULT_MAX_CHANNELS = 8  # OpenSSH MaxSessions is 10; sshd frees slots a little late, 8 never raced (TESTING.md)
 EXIT_GRACE_S = 0.5
@@ -51,7 +51,7 @@ class SshOptions:
     connections: int = 1
     """SSH connections per target (each with its own channel cap); the CLI uses 2."""
     sessions: bool = True
-    """Run commands through long-lived worker sessions (probes/core/worker.py): the rc files and a container
+    """Run commands through long-lived worker sessions (probes/core/collect/worker.py): the rc files and a container
     wrapper are paid once per session. False: one channel per command (--no-sessions)."""
 
 
@@ -207,7 +207,7 @@ class SshTransport:
         if not self.options.use_ssh_config:
             kw["config"] = None
         else:  # `Match localnetwork` without ifaddr: a private copy that asyncssh can read (ssh_config.py)
-            from gpuaudit.probes.core.ssh_config import config_override
+            from gpuaudit.probes.core.collect.ssh_config import config_override
 
             override, _ = config_override()
             if override:
@@ -362,8 +362,8 @@ class SshTransport:
                 fh.write(line)
 
     async def open_session(self, line: str, open_timeout_s: float = OPEN_TIMEOUT_S) -> Any:
-        """A long-lived channel for a worker session (probes/core/worker_transport.py); it holds a channel slot."""
-        from gpuaudit.probes.core.worker_transport import SshSessionChannel
+        """A long-lived channel for a worker session (probes/core/collect/worker_transport.py); it holds a channel slot."""
+        from gpuaudit.probes.core.collect.worker_transport import SshSessionChannel
 
         if self._conn is None or self._lost:
             raise TransportError(f"connection lost: {self._lost or 'not connected'}")

@@ -13,9 +13,9 @@ import sys
 from collections.abc import Iterator
 from pathlib import Path
 
-from gpuaudit.probes.core.peers import ClassReport, Node, compare, node_from_records
+from gpuaudit.probes.core.fleet.documents import load_node, snapshot_files
+from gpuaudit.probes.core.fleet.peers import ClassReport, compare
 
-MAX_SNAPSHOT_BYTES = 256 * 1024 * 1024
 
 
 class _Parser(argparse.ArgumentParser):
@@ -39,56 +39,9 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def snapshot_files(paths: list[str], store: Path | None) -> list[Path]:
-    if not paths:
-        from gpuaudit.snapshots.store import default_dir
-
-        paths = [str(store or default_dir())]
-    files: list[Path] = []
-    for text in paths:
-        path = Path(text).expanduser()
-        if path.is_dir():
-            files += sorted(p for p in path.glob("*.json") if p.is_file())
-        elif path.is_file():
-            files.append(path)
-        else:
-            raise ValueError(f"{path}: no such file or directory")
-    return files
 
 
-def host_records(doc: dict) -> dict[str, str]:
-    """command id -> stdout of every usable host record of a snapshot document."""
-    out: dict[str, str] = {}
-    for probe in doc.get("probes") or []:
-        for r in probe.get("records") or []:
-            if (isinstance(r, dict) and r.get("target") == "host" and r.get("exit_status") == 0 and not r.get("error")
-                    and not r.get("timed_out") and not r.get("truncated") and isinstance(r.get("stdout"), str)):
-                out.setdefault(str(r.get("command_id")), r["stdout"])
-    return out
 
-
-def load_document(path: Path) -> dict:
-    """A snapshot file as a dict; ValueError (one line) for what is not one."""
-    if path.stat().st_size > MAX_SNAPSHOT_BYTES:
-        raise ValueError("larger than 256 MiB")
-    try:
-        doc = json.loads(path.read_bytes())
-    except RecursionError:
-        raise ValueError("nested too deeply to be a snapshot") from None
-    if not isinstance(doc, dict) or "probes" not in doc:
-        raise ValueError("not a gpuaudit snapshot")
-    return doc
-
-
-def node_name(doc: dict, path: str) -> str:
-    """The host's recorded hostname, else the snapshot's name, else the file's stem."""
-    state = (doc.get("target_states") or {}).get("host") or {}
-    return str(state.get("hostname") or doc.get("name") or Path(path).stem)
-
-
-def load_node(path: Path) -> Node:
-    doc = load_document(path)
-    return node_from_records(node_name(doc, str(path)), str(path), host_records(doc))
 
 
 def render_text(reports: list[ClassReport], skipped: list[str]) -> str:
@@ -115,7 +68,9 @@ def main(argv: list[str]) -> int:
         print("gpuaudit-tui fleet: error: --tui and --json are two outputs; choose one", file=sys.stderr)
         return 2
     if args.tui or (not args.json and not args.text and sys.stdin.isatty() and sys.stdout.isatty()):
-        return show_screen(files)
+        from gpuaudit.tui import interactive  # the bridge to Textual, lazily: the text report never loads it
+
+        return interactive.show_fleet_documents(files)
     nodes, skipped = [], []
     seen: dict[str, int] = {}
     for path in files:
@@ -140,30 +95,3 @@ def main(argv: list[str]) -> int:
     for s in skipped:
         print(f"gpuaudit-tui fleet: skipped {s}", file=sys.stderr)
     return 1 if any(r.outliers for r in reports) else 0
-
-
-def show_screen(files: list[Path]) -> int:
-    """The fleet screen over saved snapshots; the exit status is the text report's (1 when any outlier)."""
-    from gpuaudit.tui.app import KNOWN_THEMES
-    from gpuaudit.tui.fleet_app import FleetApp
-    from gpuaudit.tui.fleet_model import FleetModel
-    from gpuaudit.tui.theme_store import ThemeStore
-
-    print(f"gpuaudit-tui fleet: reading {len(files)} snapshot(s)…", file=sys.stderr, flush=True)
-    skipped: list[str] = []
-
-    def documents() -> Iterator[tuple[str, dict]]:  # one at a time: 1,000 parsed snapshots need not coexist
-        for path in files:
-            try:
-                yield str(path), load_document(path)
-            except (OSError, ValueError) as exc:
-                skipped.append(f"{path}: {exc}")
-
-    model = FleetModel.from_documents(documents(), title="fleet")
-    model.skipped = skipped
-    store = ThemeStore()
-    theme = store.load()
-    status = FleetApp(model, theme=theme if theme in KNOWN_THEMES else None, theme_store=store).run()
-    for s in skipped:
-        print(f"gpuaudit-tui fleet: skipped {s}", file=sys.stderr)
-    return model.exit_status() if status is None else status

@@ -1,4 +1,4 @@
-"""Runs a target's commands through a few long-lived remote sessions (probes/core/worker.py) instead of one SSH
+"""Runs a target's commands through a few long-lived remote sessions (probes/core/collect/worker.py) instead of one SSH
 channel per command: the login shell's rc files and a container wrapper (`pct exec`) are paid once per session.
 
 `SessionTransport` wraps a transport that can open a long-lived process (`open_session`: an SSH channel, or a
@@ -20,8 +20,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any, Protocol
 
-from gpuaudit.probes.core.transport import Gate, MarkedCap, RawResult, StreamCap, Transport, not_run
-from gpuaudit.probes.core.worker import (
+from gpuaudit.probes.core.collect.transport import Gate, MarkedCap, RawResult, StreamCap, Transport, not_run
+from gpuaudit.probes.core.collect.worker import (
     KEEPALIVE,
     KEEPALIVE_S,
     FrameReader,
@@ -444,8 +444,8 @@ class SessionTransport:
 
 
 def _SSH_KINDS() -> tuple[type, ...]:
-    from gpuaudit.probes.core.pool import PooledTransport
-    from gpuaudit.probes.core.ssh_transport import SshTransport
+    from gpuaudit.probes.core.collect.pool import PooledTransport
+    from gpuaudit.probes.core.collect.ssh_transport import SshTransport
 
     return (PooledTransport, SshTransport)
 

@@ -1,4 +1,4 @@
-"""What the user asked for, parsed once at the edge (tui/cli.py `audit_request`) and passed down as one typed,
+"""What the user asked for, parsed once at the edge (tui/cli/entry.py `audit_request`) and passed down as one typed,
 frozen value: the front ends (headless, TUI, fleet, resume) and the setup read it, never argparse's Namespace.
 
 No Textual, no rich, no argparse: the engine side can take a request from any front end.
@@ -12,7 +12,7 @@ from pathlib import Path
 
 @dataclass(frozen=True, slots=True)
 class AuditRequest:
-    """One audit's options, validated (tui/cli.py checks combinations, probe ids and --python before building it)."""
+    """One audit's options, validated (tui/cli/entry.py checks combinations, probe ids and --python before building it)."""
 
     # targets
     host: str | None = None

@@ -1,4 +1,4 @@
-"""Turns an AuditRequest (probes/core/request.py, built once by tui/cli.py) into an Audit (live, replay or demo);
+"""Turns an AuditRequest (probes/core/run/request.py, built once by tui/cli/entry.py) into an Audit (live, replay or demo);
 shared by headless and the TUI. No Textual."""
 
 from __future__ import annotations
@@ -8,11 +8,11 @@ from pathlib import Path
 
 from gpuaudit.probes import REGISTRY
 from gpuaudit.probes.core.models import AuditRun
-from gpuaudit.probes.core.request import AuditRequest
-from gpuaudit.probes.core.runner import Audit, AuditOptions
-from gpuaudit.probes.core.session import live_bindings, replay_bindings
-from gpuaudit.probes.core.ssh_transport import SshOptions
-from gpuaudit.probes.core.targets import parse_container_spec, parse_host_spec
+from gpuaudit.probes.core.run.request import AuditRequest
+from gpuaudit.probes.core.run.runner import Audit, AuditOptions
+from gpuaudit.probes.core.run.session import live_bindings, replay_bindings
+from gpuaudit.probes.core.collect.ssh_transport import SshOptions
+from gpuaudit.probes.core.collect.targets import parse_container_spec, parse_host_spec
 
 DEMO_NOTE = "DEMO: illustrative example (case study), not a capture of a real machine"
 """One line at 80 columns: the 80x24 dashboard has room for the note, the roofline strip and all ten panes."""
@@ -57,8 +57,8 @@ def build_setup(request: AuditRequest) -> AuditSetup:
         mode = "demo" if request.demo else "replay"
         note = DEMO_NOTE if request.demo else (snap.note or f"REPLAY of {path.name} (recorded {snap.created_at:%Y-%m-%d %H:%M} UTC)")
         return AuditSetup(Audit(bindings, selected_probes(request), audit_options(request)), mode, note, path)
-    if request.resume:  # failed commands live, the rest from the snapshot (tui/resume.py)
-        from gpuaudit.tui.resume import build_resume_setup
+    if request.resume:  # failed commands live, the rest from the snapshot (tui/cli/resume.py)
+        from gpuaudit.tui.cli.resume import build_resume_setup
 
         return build_resume_setup(request)
     host = parse_host_spec(request.host)
@@ -68,7 +68,7 @@ def build_setup(request: AuditRequest) -> AuditSetup:
 
 
 def _dir(request: AuditRequest) -> Path | None:
-    return request.snapshot_dir  # already a Path with ~ expanded (tui/cli.py)
+    return request.snapshot_dir  # already a Path with ~ expanded (tui/cli/entry.py)
 
 
 def stamp(run: AuditRun, setup: AuditSetup) -> AuditRun:

@@ -8,7 +8,7 @@ from typing import Any
 
 from gpuaudit.probes.core.errors import TransportError
 
-from gpuaudit.probes.core.transport import Gate, RawResult, Transport, not_run
+from gpuaudit.probes.core.collect.transport import Gate, RawResult, Transport, not_run
 
 
 class PooledTransport:

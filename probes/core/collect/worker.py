@@ -3,7 +3,7 @@ files (conda/pyenv init) and a container wrapper (`pct exec` is a Perl program) 
 once per command.
 
 Pure: the program's source, the line that starts it, and the parser of what it sends back. The asyncio side is
-probes/core/worker_transport.py.
+probes/core/collect/worker_transport.py.
 
 The program (Python 3.4+, standard library only, run as `python3 -I -B`: no user site, no PYTHON* variables, no
 __pycache__ written) reads one JSON request per line on stdin:

@@ -5,21 +5,21 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from gpuaudit.probes.core.events import CommandFinished, ProbeFinished, TargetFailed
+from gpuaudit.probes.core.run.events import CommandFinished, ProbeFinished, TargetFailed
 from gpuaudit.probes.core.models import AuditRun, Severity
-from gpuaudit.probes.core.request import AuditRequest
-from gpuaudit.probes.core.session import run_sync, run_to_end
+from gpuaudit.probes.core.run.request import AuditRequest
+from gpuaudit.probes.core.run.session import run_sync, run_to_end
 from gpuaudit.snapshots.schema import Snapshot
-from gpuaudit.tui.session_setup import AuditSetup, build_setup, stamp
+from gpuaudit.tui.cli.session_setup import AuditSetup, build_setup, stamp
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR, EXIT_TARGET_FAILED = 0, 1, 2, 3
-# The one exit rule of every mode: tui/cli.py EXIT_RULE (--help's epilog).
+# The one exit rule of every mode: tui/cli/entry.py EXIT_RULE (--help's epilog).
 
 
 async def collect(setup: AuditSetup, progress: bool = False, partial: list[AuditRun] | None = None) -> AuditRun:
     """Run the audit to completion and fold its events (`partial` holds the run so far, for an interrupted --save).
 
-    A thin wrapper kept for its callers: the engine's `run_to_end` (probes/core/session.py) does the work; this adds
+    A thin wrapper kept for its callers: the engine's `run_to_end` (probes/core/run/session.py) does the work; this adds
     the Rich progress line on stderr and stamps the run with the setup's mode and note."""
     reporter = _Progress(len(setup.audit.probes)) if progress else None
     try:
@@ -78,7 +78,7 @@ def write_prom(snapshot: Snapshot, path: object) -> None:
     """--prom FILE: the audit as node_exporter textfile metrics, written atomically."""
     from pathlib import Path
 
-    from gpuaudit.probes.core.prometheus import from_snapshot, render, write_textfile
+    from gpuaudit.probes.core.fleet.prometheus import from_snapshot, render, write_textfile
 
     write_textfile(Path(str(path)), render({None: from_snapshot(snapshot)}))
 
@@ -108,8 +108,8 @@ def main(request: AuditRequest) -> int:
             _save_incomplete(partial[0], setup, request)
         raise KeyboardInterrupt from None
     snapshot = Snapshot.from_run(run)
-    if setup.mode == "resume":  # always stored as a new snapshot (tui/resume.py)
-        from gpuaudit.tui.resume import finish
+    if setup.mode == "resume":  # always stored as a new snapshot (tui/cli/resume.py)
+        from gpuaudit.tui.cli.resume import finish
 
         snapshot, _ = finish(snapshot, setup, request)
     elif request.save is not None:
@@ -126,11 +126,11 @@ def main(request: AuditRequest) -> int:
     if request.prom:
         write_prom(snapshot, request.prom)
     if request.health:
-        from gpuaudit.tui.health import health_line
+        from gpuaudit.tui.cli.health import health_line
 
         sys.stdout.write(health_line(run) + "\n")
     elif request.plan:
-        from gpuaudit.probes.core.plan import build_plan, plan_markdown
+        from gpuaudit.probes.core.judge.plan import build_plan, plan_markdown
 
         sys.stdout.write(plan_markdown(build_plan(run), run))
     elif request.json or not request.prom:

@@ -3,16 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Callable
 import sys
 from pathlib import Path
 
 from gpuaudit.probes.core.errors import UsageError
 from gpuaudit.probes.core.models import Target
-from gpuaudit.probes.core.request import AuditRequest
-from gpuaudit.probes.core.resume import ResumeTransport, resume_bindings, rerun_plan
-from gpuaudit.probes.core.runner import Audit, TargetBinding
-from gpuaudit.probes.core.session import live_bindings
-from gpuaudit.probes.core.targets import TargetSpec, parse_container_spec, parse_host_spec
+from gpuaudit.probes.core.run.request import AuditRequest
+from gpuaudit.probes.core.run.resume import ResumeTransport, resume_bindings, rerun_plan
+from gpuaudit.probes.core.run.runner import Audit, TargetBinding
+from gpuaudit.probes.core.run.session import live_bindings
+from gpuaudit.probes.core.collect.targets import TargetSpec, parse_container_spec, parse_host_spec
 from gpuaudit.snapshots import store
 from gpuaudit.snapshots.schema import Snapshot
 
@@ -58,7 +59,7 @@ def confirm_targets(snap: Snapshot, plan: dict[str, list[str]], request: AuditRe
 
 def build_resume_setup(request: AuditRequest):
     """An AuditSetup whose transports answer from the snapshot and reach the machine only for failures."""
-    from gpuaudit.tui.session_setup import AuditSetup, audit_options, selected_probes, ssh_options
+    from gpuaudit.tui.cli.session_setup import AuditSetup, audit_options, selected_probes, ssh_options
 
     path = store.resolve(request.resume, _store_dir(request))
     snap = store.load(path)
@@ -117,15 +118,13 @@ def finish(snapshot: Snapshot, setup, request: AuditRequest) -> tuple[Snapshot, 
     return merged, path
 
 
-def run_then_show(request: AuditRequest) -> int:
+def run_then_show(request: AuditRequest, run_app: Callable[[AuditRequest], int]) -> int:
     """TUI path: resume headless (progress on stderr), then open the stored result as a replay."""
-    from gpuaudit.probes.core.session import run_sync
-    from gpuaudit.tui.headless import collect
-    from gpuaudit.tui.session_setup import build_setup
+    from gpuaudit.probes.core.run.session import run_sync
+    from gpuaudit.tui.cli.headless import collect
+    from gpuaudit.tui.cli.session_setup import build_setup
 
     setup = build_setup(request)
     run = run_sync(collect(setup, progress=sys.stderr.isatty()))
     _, path = finish(Snapshot.from_run(run), setup, request)
-    from gpuaudit.tui.app import run_app
-
     return run_app(dataclasses.replace(request, resume=None, replay=str(path)))

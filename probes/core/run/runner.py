@@ -9,9 +9,9 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from gpuaudit.probes.core.checks import judge_checks
+from gpuaudit.probes.core.judge.checks import judge_checks
 from gpuaudit.probes.core.errors import TransportError
-from gpuaudit.probes.core.events import (
+from gpuaudit.probes.core.run.events import (
     AuditFinished,
     CommandFinished,
     CommandStarted,
@@ -24,16 +24,16 @@ from gpuaudit.probes.core.events import (
 )
 from gpuaudit.probes.core.models import CommandRecord, ProbeResult, Role, Target
 from gpuaudit.probes.core.redact import redact_text
-from gpuaudit.probes.core.remote_line import cut_at_marker, new_marker, remote_line, sudo_refusal
+from gpuaudit.probes.core.collect.remote_line import cut_at_marker, new_marker, remote_line, sudo_refusal
 from gpuaudit.probes.core.spec import Command, Probe
-from gpuaudit.probes.core.transport import (
+from gpuaudit.probes.core.collect.transport import (
     DEFAULT_MAX_BYTES,
     PREFLIGHT_ID,
     RawResult,
     Transport,
 )
-from gpuaudit.probes.core.worker import session_prefix
-from gpuaudit.probes.core.worker_transport import SessionLine
+from gpuaudit.probes.core.collect.worker import session_prefix
+from gpuaudit.probes.core.collect.worker_transport import SessionLine
 from pydantic import BaseModel
 
 DEFAULT_TIMEOUT_S = 20.0

@@ -14,9 +14,9 @@ from datetime import datetime
 from rich.text import Text
 
 from gpuaudit.probes.core.models import SEVERITY_ORDER, AuditRun, CommandRecord, Finding, ProbeResult, Severity, TargetState
-from gpuaudit.probes.core.plan import PlanStep, fix_commands
+from gpuaudit.probes.core.judge.plan import PlanStep, fix_commands
 from gpuaudit.probes.core.text import neutralise
-from gpuaudit.tui.filtering import FindingFilter, as_filter, visible
+from gpuaudit.tui.views.filtering import FindingFilter, as_filter, visible
 
 __all__ = ["neutralise", "visible"]  # re-exported: screens and widgets import them from here
 

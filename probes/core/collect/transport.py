@@ -35,7 +35,7 @@ class RawResult:
     """The line that really ran, when the transport ran another form of it (a worker session runs the line
     inside the container; its wrapper was paid once, for the session)."""
     session: str | None = None
-    """The start line of the long-lived session that ran it (probes/core/worker.py), if any."""
+    """The start line of the long-lived session that ran it (probes/core/collect/worker.py), if any."""
 
 
 Gate = Callable[[], "str | None"]
@@ -197,7 +197,7 @@ class LocalTransport:
 
     async def open_session(self, line: str) -> Any:
         """A long-lived local process for a worker session (a container entered from this machine)."""
-        from gpuaudit.probes.core.worker_transport import LocalSessionChannel
+        from gpuaudit.probes.core.collect.worker_transport import LocalSessionChannel
 
         return await LocalSessionChannel.open(line)
 

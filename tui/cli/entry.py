@@ -13,14 +13,14 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, NoReturn
 
 if TYPE_CHECKING:  # imported lazily at run time: `--help` stays light
-    from gpuaudit.probes.core.request import AuditRequest
+    from gpuaudit.probes.core.run.request import AuditRequest
 
 
 EXIT_USAGE = 2
 EXIT_RULE = ("Exit status: 0 audited, nothing reached --fail-on; 1 a finding reached --fail-on; 2 bad usage or input "
              "(nothing audited); 3 a requested target could not be audited (unreachable, refused, container not found), "
              "even when findings were made too: an incomplete audit never passes. --hosts exits with the worst host's status.")
-"""The one exit rule of every mode (--json, --plan, --prom, --health, --resume, --replay, --hosts): tui/headless.py applies it."""
+"""The one exit rule of every mode (--json, --plan, --prom, --health, --resume, --replay, --hosts): tui/cli/headless.py applies it."""
 FAIL_ON = ("critical", "warning", "never")
 SUBCOMMANDS = ("diff", "snapshots", "fleet")
 
@@ -196,21 +196,21 @@ def _check_combinations(args: argparse.Namespace) -> None:
     if args.hosts and (args.plan or args.save is not None):
         raise CliError("--hosts prints a fleet report (table or --json); --plan/--save are per-host")
     if args.host or args.container or args.hosts or args.resume:  # checked once, before any target is contacted
-        from gpuaudit.probes.core.targets import known_hosts_problem
+        from gpuaudit.probes.core.collect.targets import known_hosts_problem
 
         if (why := known_hosts_problem(args.known_hosts, accept_new=args.accept_new_host_keys)) is not None:
             raise CliError(why)
-        from gpuaudit.probes.core.ssh_config import config_override
+        from gpuaudit.probes.core.collect.ssh_config import config_override
 
         if (note := config_override()[1]) is not None:  # said once here, not once per failing target
             print(f"gpuaudit-tui: warning: {note}", file=sys.stderr)
 
 
 def audit_request(args: argparse.Namespace) -> AuditRequest:
-    """The one place the Namespace becomes the typed, frozen request every layer below reads (probes/core/request.py).
+    """The one place the Namespace becomes the typed, frozen request every layer below reads (probes/core/run/request.py).
 
     Validates --probes and --python on the way (CliError, exit 2)."""
-    from gpuaudit.probes.core.request import AuditRequest
+    from gpuaudit.probes.core.run.request import AuditRequest
 
     probe_ids = parse_probe_ids(args.probes)
     validate_python_path(args.python)
@@ -229,26 +229,26 @@ def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
         if argv and argv[0] == "fleet":
-            from gpuaudit.tui import fleet_compare
+            from gpuaudit.tui.cli import fleet_compare
 
             return fleet_compare.main(argv[1:])
         if argv and argv[0] in SUBCOMMANDS:
-            from gpuaudit.tui import snapshot_commands
+            from gpuaudit.tui.cli import snapshot_commands
 
             return snapshot_commands.main(argv[0], argv[1:])
         args = build_parser().parse_args(argv)
         if args.list_checks:
-            from gpuaudit.tui import list_checks
+            from gpuaudit.tui.cli import list_checks
 
             return list_checks.main(args.json)
         _check_combinations(args)
         request = audit_request(args)
         if request.hosts:
-            from gpuaudit.tui import fleet
+            from gpuaudit.tui.cli import fleet_hosts as fleet
 
             return fleet.main(request)
         if request.json or request.plan or request.prom or request.health:
-            from gpuaudit.tui import headless
+            from gpuaudit.tui.cli import headless
 
             return headless.main(request)
         from gpuaudit.tui import interactive

@@ -1,7 +1,7 @@
 """Fleet mode: `--hosts FILE` audits every host of an inventory, a global cap on connections at once.
 
 Inventory: either one `[user@]host[:port]` per line (`#` comments, blank lines), or an Ansible-style INI
-inventory (parsed by probes/core/inventory.py: groups, vars, children, the SSH variables under both
+inventory (parsed by probes/core/fleet/inventory.py: groups, vars, children, the SSH variables under both
 Ansible spellings; other ansible_* variables are named as ignored). A host listed twice is audited once.
 
 Each host is audited alone (host role only) with the probes of a normal audit; a failing host never stops
@@ -32,8 +32,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gpuaudit.probes.core.inventory import FleetHost, load_inventory, parse_inventory  # noqa: F401 - re-exported
-from gpuaudit.probes.core.request import AuditRequest
+from gpuaudit.probes.core.fleet.inventory import FleetHost, load_inventory, parse_inventory  # noqa: F401 - re-exported
+from gpuaudit.probes.core.run.request import AuditRequest
 
 @dataclass(slots=True)
 class HostResult:
@@ -52,13 +52,13 @@ async def audit_host(host: FleetHost, request: AuditRequest, ssh: object, limit:
 
     `on_start(host)` is called once the cap lets this host's audit begin (the TUI's "auditing").
     """
-    from gpuaudit.probes.core.runner import Audit
-    from gpuaudit.probes.core.session import live_bindings
-    from gpuaudit.probes.core.targets import parse_host_spec
+    from gpuaudit.probes.core.run.runner import Audit
+    from gpuaudit.probes.core.run.session import live_bindings
+    from gpuaudit.probes.core.collect.targets import parse_host_spec
     from gpuaudit.snapshots.listing import severity_counts
     from gpuaudit.snapshots.schema import Snapshot
-    from gpuaudit.tui.headless import EXIT_TARGET_FAILED, collect, exit_code
-    from gpuaudit.tui.session_setup import AuditSetup, audit_options, selected_probes
+    from gpuaudit.tui.cli.headless import EXIT_TARGET_FAILED, collect, exit_code
+    from gpuaudit.tui.cli.session_setup import AuditSetup, audit_options, selected_probes
 
     async with limit:
         if on_start is not None:
@@ -129,7 +129,7 @@ def fleet_table(results: list[HostResult]) -> str:
 
 def write_fleet_prom(results: list[HostResult], path: Path) -> None:
     """--prom in fleet mode: ONE textfile for every host, each series labelled node="<inventory name>"."""
-    from gpuaudit.probes.core.prometheus import NodeAudit, from_snapshot, render, write_textfile
+    from gpuaudit.probes.core.fleet.prometheus import NodeAudit, from_snapshot, render, write_textfile
     from gpuaudit.snapshots.schema import Snapshot
 
     nodes: dict[str | None, NodeAudit] = {}
@@ -150,36 +150,15 @@ def wants_screen(request: AuditRequest) -> bool:
 
 
 def run_screen(hosts: list[FleetHost], request: AuditRequest, ssh: object) -> list[HostResult]:
-    """The live fleet screen: rows go pending -> auditing -> done/unreachable while the audit runs.
+    """The live fleet screen (tui/interactive.py): rows go pending -> auditing -> done while the audit runs."""
+    print(f"gpuaudit-tui: {len(hosts)} host(s): opening the fleet screen…", file=sys.stderr, flush=True)
+    from gpuaudit.tui import interactive  # the bridge to Textual, lazily: headless fleets never load it
 
-    Returns the hosts that finished (all of them unless the user quit early, which cancels the rest).
-    """
-    print(f"gpuaudit-tui: {len(hosts)} host(s): opening the fleet screen…", file=sys.stderr, flush=True)  # Textual loads in seconds
-    from gpuaudit.tui.app import KNOWN_THEMES
-    from gpuaudit.tui.fleet_app import FleetApp
-    from gpuaudit.tui.fleet_model import FleetModel
-    from gpuaudit.tui.theme_store import ThemeStore
-
-    model = FleetModel.for_hosts(hosts, title=f"fleet {Path(request.hosts).name}", max_connections=request.max_connections)
-    done: list[HostResult] = []
-
-    def finished(result: HostResult) -> None:
-        done.append(result)
-        model.host_finished(result)
-
-    async def runner(m: FleetModel) -> None:
-        await run_fleet(hosts, request, ssh, on_start=m.host_started, on_done=finished)
-
-    store = ThemeStore()
-    theme = request.theme if request.theme in KNOWN_THEMES else store.load()
-    FleetApp(model, runner, theme=theme, theme_store=store,
-             snapshot_dir=Path(request.snapshot_dir) if request.snapshot_dir else None).run()
-    order = {h.spec: i for i, h in enumerate(hosts)}
-    return sorted(done, key=lambda r: order[r.host.spec])
+    return interactive.run_fleet_screen(hosts, request, ssh, run_fleet)
 
 
 def main(request: AuditRequest) -> int:
-    from gpuaudit.tui.session_setup import ssh_options
+    from gpuaudit.tui.cli.session_setup import ssh_options
 
     inventory = load_inventory(request.hosts)
     hosts = inventory.hosts
@@ -198,7 +177,7 @@ def main(request: AuditRequest) -> int:
             print(f"gpuaudit-tui: fleet audit stopped: {len(hosts) - len(results)} host(s) not audited", file=sys.stderr)
             return 3  # an incomplete audit never passes
         return max((r.exit_status for r in results), default=0)
-    from gpuaudit.probes.core.session import run_sync
+    from gpuaudit.probes.core.run.session import run_sync
 
     results = run_sync(run_fleet(hosts, request, ssh))
     elapsed = time.monotonic() - t0

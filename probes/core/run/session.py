@@ -11,19 +11,19 @@ from typing import Any, TypeVar
 
 from pydantic import BaseModel
 
-from gpuaudit.probes.core.events import apply_event, initial_run
+from gpuaudit.probes.core.run.events import apply_event, initial_run
 from gpuaudit.probes.core.models import AuditRun, CommandRecord, Target, TargetState
-from gpuaudit.probes.core.pool import PooledTransport
-from gpuaudit.probes.core.replay_transport import (
+from gpuaudit.probes.core.collect.pool import PooledTransport
+from gpuaudit.probes.core.collect.replay_transport import (
     DirectoryTransport,
     ReplayTransport,
     records_by_role,
 )
-from gpuaudit.probes.core.runner import Audit, TargetBinding
-from gpuaudit.probes.core.ssh_transport import SshOptions, SshTransport
-from gpuaudit.probes.core.targets import TargetSpec
-from gpuaudit.probes.core.transport import LocalTransport, Transport
-from gpuaudit.probes.core.worker_transport import SessionTransport
+from gpuaudit.probes.core.run.runner import Audit, TargetBinding
+from gpuaudit.probes.core.collect.ssh_transport import SshOptions, SshTransport
+from gpuaudit.probes.core.collect.targets import TargetSpec
+from gpuaudit.probes.core.collect.transport import LocalTransport, Transport
+from gpuaudit.probes.core.collect.worker_transport import SessionTransport
 
 
 T = TypeVar("T")

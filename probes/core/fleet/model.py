@@ -15,8 +15,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gpuaudit.probes.core.models import Severity
-from gpuaudit.probes.core.peers import Node, Outlier, compare, node_from_records
-from gpuaudit.tui.fleet_compare import host_records, node_name
+from gpuaudit.probes.core.fleet.peers import Node, Outlier, compare, node_from_records
+from gpuaudit.probes.core.fleet.documents import host_records, node_name
 
 PROBES = ("firmware", "container", "driver", "kernel", "pcie", "power", "nccl", "numa", "python", "nvlink")
 """The ten probe columns, in the dashboard's order."""
@@ -183,7 +183,7 @@ class FleetModel:
             self.version += 1
 
     def host_finished(self, result: Any) -> None:
-        """A HostResult (tui/fleet.py) arrived: fill the row and compare it with its peers."""
+        """A HostResult (tui/cli/fleet_hosts.py) arrived: fill the row and compare it with its peers."""
         key = result.host.spec
         row = self.rows.get(key)
         if row is None:

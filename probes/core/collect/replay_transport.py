@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from gpuaudit.probes.core.models import CommandRecord
-from gpuaudit.probes.core.transport import PREFLIGHT_ID, RawResult
+from gpuaudit.probes.core.collect.transport import PREFLIGHT_ID, RawResult
 
 NOT_RECORDED = "not recorded in this snapshot (the probe's command is newer than the recording)"
 

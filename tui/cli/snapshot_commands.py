@@ -10,7 +10,7 @@ EXIT_SAME, EXIT_DIFFERENT = 0, 1
 
 
 def _parser(name: str):
-    from gpuaudit.tui.cli import OneLineParser
+    from gpuaudit.tui.cli.entry import OneLineParser
 
     if name == "diff":
         p = OneLineParser(prog="gpuaudit-tui diff",
@@ -52,7 +52,7 @@ def run_diff(args, directory: Path | None) -> int:
         payload["identical"] = diff.identical
         sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
     else:
-        from gpuaudit.tui.diff_report import print_report
+        from gpuaudit.tui.views.diff_report import print_report
 
         print_report(diff, show_unified=args.raw)
     return EXIT_SAME if diff.identical else EXIT_DIFFERENT

@@ -1,0 +1,1 @@
+"""Collection: transports (local, SSH, sessions, replay), targets, remote command lines."""

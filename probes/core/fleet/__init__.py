@@ -1,0 +1,1 @@
+"""Fleets: inventories, peer comparison, Prometheus metrics, the fleet screen's model."""

@@ -1,0 +1,1 @@
+"""Judging: the checks framework, shared combiners, the action plan."""

@@ -1,0 +1,1 @@
+"""Running one audit: the request, the runner, its events, running to the end, resume."""

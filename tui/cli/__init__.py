@@ -1,0 +1,1 @@
+"""Text front ends (no Textual): argument parsing, headless modes, subcommands. Entry: entry.main."""
