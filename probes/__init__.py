@@ -2,22 +2,36 @@
 
 from __future__ import annotations
 
-from gpuaudit.probes import container, driver, firmware, kernel, nccl, numa, nvlink, pcie, power, python
+from gpuaudit.probes import (
+    container,
+    driver,
+    firmware,
+    kernel,
+    nccl,
+    numa,
+    nvlink,
+    pcie,
+    power,
+    python,
+)
 from gpuaudit.probes.core.sources import with_presence
 from gpuaudit.probes.core.spec import Probe
 
-REGISTRY: tuple[Probe, ...] = tuple(with_presence(p) for p in (
-    firmware.PROBE,
-    container.PROBE,
-    driver.PROBE,
-    kernel.PROBE,
-    pcie.PROBE,
-    power.PROBE,
-    nccl.PROBE,
-    numa.PROBE,
-    python.PROBE,
-    nvlink.PROBE,
-))
+REGISTRY: tuple[Probe, ...] = tuple(
+    with_presence(p)
+    for p in (
+        firmware.PROBE,
+        container.PROBE,
+        driver.PROBE,
+        kernel.PROBE,
+        pcie.PROBE,
+        power.PROBE,
+        nccl.PROBE,
+        numa.PROBE,
+        python.PROBE,
+        nvlink.PROBE,
+    )
+)
 PROBE_IDS: tuple[str, ...] = tuple(p.id for p in REGISTRY)
 
 

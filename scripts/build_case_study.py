@@ -15,15 +15,15 @@ from __future__ import annotations
 import argparse
 import asyncio
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from gpuaudit.probes import REGISTRY  # noqa: E402
-from gpuaudit.probes.core.models import AuditRun, Severity, Target  # noqa: E402
 from gpuaudit.probes.core.collect.replay_transport import DirectoryTransport  # noqa: E402
+from gpuaudit.probes.core.models import AuditRun, Severity, Target  # noqa: E402
 from gpuaudit.probes.core.run.runner import Audit, AuditOptions, TargetBinding  # noqa: E402
 from gpuaudit.snapshots.schema import Snapshot  # noqa: E402
 from gpuaudit.tui.cli.headless import collect  # noqa: E402
@@ -31,11 +31,13 @@ from gpuaudit.tui.cli.session_setup import AuditSetup  # noqa: E402
 
 EXAMPLES = ROOT / "snapshots" / "examples"
 RECORDINGS = EXAMPLES / "case-study"
-NOTE = ("DEMO: illustrative example modelled on the case study in the project docs "
-        "(Proxmox host with 8x RTX PRO 6000 Blackwell and an LXC container) - not a capture of a real machine")
+NOTE = (
+    "DEMO: illustrative example modelled on the case study in the project docs "
+    "(Proxmox host with 8x RTX PRO 6000 Blackwell and an LXC container) - not a capture of a real machine"
+)
 PHASES = {
-    "before": datetime(2026, 1, 10, 9, 0, tzinfo=timezone.utc),
-    "after": datetime(2026, 1, 24, 9, 0, tzinfo=timezone.utc),
+    "before": datetime(2026, 1, 10, 9, 0, tzinfo=UTC),
+    "after": datetime(2026, 1, 24, 9, 0, tzinfo=UTC),
 }
 TARGETS = {
     "host": Target(role="host", spec="root@pve-gpu01", kind="ssh", label="host (root@pve-gpu01)"),
@@ -50,9 +52,14 @@ def build(phase: str, recordings: Path = RECORDINGS) -> Snapshot:
     created = PHASES[phase]
     # Both targets always exist (a role without a folder yet reads as "nothing installed"), labelled
     # like the case study: the files stand in for the machines.
-    bindings = [TargetBinding(target=TARGETS[role], wrap_prefix=WRAP.get(role),
-                              transport=DirectoryTransport(recordings / phase / role, label=role))
-                for role in ("host", "container")]
+    bindings = [
+        TargetBinding(
+            target=TARGETS[role],
+            wrap_prefix=WRAP.get(role),
+            transport=DirectoryTransport(recordings / phase / role, label=role),
+        )
+        for role in ("host", "container")
+    ]
     setup = AuditSetup(Audit(bindings, list(REGISTRY), AuditOptions()), mode="demo", note=NOTE)
     run = asyncio.run(collect(setup))  # the headless front end's fold, without its progress line
     return _normalise(run, created, phase)
@@ -61,12 +68,30 @@ def build(phase: str, recordings: Path = RECORDINGS) -> Snapshot:
 def _normalise(run: AuditRun, created: datetime, phase: str) -> Snapshot:
     """Fixed times and hostnames so that rebuilding gives byte-identical files."""
     probes = [
-        p.model_copy(update={"started_at": created, "duration_s": 0.0,
-                             "records": [r.model_copy(update={"started_at": created, "duration_s": 0.0}) for r in p.records]})
+        p.model_copy(
+            update={
+                "started_at": created,
+                "duration_s": 0.0,
+                "records": [
+                    r.model_copy(update={"started_at": created, "duration_s": 0.0})
+                    for r in p.records
+                ],
+            }
+        )
         for p in run.probes
     ]
-    states = {role: s.model_copy(update={"hostname": HOSTNAMES.get(role, s.hostname)}) for role, s in run.target_states.items()}
-    run = run.model_copy(update={"probes": probes, "target_states": states, "started_at": created, "finished_at": created})
+    states = {
+        role: s.model_copy(update={"hostname": HOSTNAMES.get(role, s.hostname)})
+        for role, s in run.target_states.items()
+    }
+    run = run.model_copy(
+        update={
+            "probes": probes,
+            "target_states": states,
+            "started_at": created,
+            "finished_at": created,
+        }
+    )
     return Snapshot.from_run(run, name=f"case-study-{phase}", created_at=created)
 
 
@@ -76,12 +101,17 @@ def render(snapshot: Snapshot) -> str:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--check", action="store_true", help="compare with the committed files instead of writing")
+    ap.add_argument(
+        "--check", action="store_true", help="compare with the committed files instead of writing"
+    )
     args = ap.parse_args(argv)
     stale = []
     for phase in PHASES:
         if not (RECORDINGS / phase).is_dir():
-            print(f"warning: no recordings in {RECORDINGS / phase}: every command reads as not installed", file=sys.stderr)
+            print(
+                f"warning: no recordings in {RECORDINGS / phase}: every command reads as not installed",
+                file=sys.stderr,
+            )
         text = render(build(phase))
         out = EXAMPLES / f"case-study-{phase}.json"
         if args.check:
@@ -91,10 +121,15 @@ def main(argv: list[str] | None = None) -> int:
         out.write_text(text)
         snap = Snapshot.model_validate_json(text)
         bad = sorted({f.id for f in snap.findings if f.severity.rank >= Severity.WARNING.rank})
-        print(f"wrote {out.relative_to(ROOT)}: {len(snap.records)} records, {len(snap.findings)} findings; "
-              f"warning or worse: {', '.join(bad) or 'none'}", file=sys.stderr)
+        print(
+            f"wrote {out.relative_to(ROOT)}: {len(snap.records)} records, {len(snap.findings)} findings; "
+            f"warning or worse: {', '.join(bad) or 'none'}",
+            file=sys.stderr,
+        )
     if stale:
-        print(f"stale: {', '.join(stale)} (run python scripts/build_case_study.py)", file=sys.stderr)
+        print(
+            f"stale: {', '.join(stale)} (run python scripts/build_case_study.py)", file=sys.stderr
+        )
         return 1
     return 0
 

@@ -12,10 +12,9 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
-
 from gpuaudit.probes.core.models import CommandRecord, Finding, ProbeResult, Severity
 from gpuaudit.snapshots.schema import Snapshot
+from pydantic import BaseModel, Field
 
 PROBLEM = (Severity.WARNING, Severity.CRITICAL)
 RAW_DIFF_MAX_LINES = 4000
@@ -135,8 +134,11 @@ class SnapshotDiff(BaseModel):
 
     @property
     def identical(self) -> bool:
-        return (not self.probes and not any(t.structural for t in self.targets)
-                and not (self.roofline is not None and self.roofline.bounds_changed))
+        return (
+            not self.probes
+            and not any(t.structural for t in self.targets)
+            and not (self.roofline is not None and self.roofline.bounds_changed)
+        )
 
     def counts(self) -> dict[str, int]:
         kinds: dict[str, int] = {}
@@ -148,8 +150,14 @@ class SnapshotDiff(BaseModel):
         return kinds
 
 
-def diff_snapshots(old: Snapshot, new: Snapshot, *, raw_diff: bool = False, all_facts: bool = False,
-                   volatile: VolatileFacts | None = None) -> SnapshotDiff:
+def diff_snapshots(
+    old: Snapshot,
+    new: Snapshot,
+    *,
+    raw_diff: bool = False,
+    all_facts: bool = False,
+    volatile: VolatileFacts | None = None,
+) -> SnapshotDiff:
     """Everything that changed from `old` to `new`; `raw_diff` adds unified diffs of changed outputs.
 
     Two audits of an unchanged machine differ in counters, pids, temperatures: by default the facts a probe
@@ -163,26 +171,42 @@ def diff_snapshots(old: Snapshot, new: Snapshot, *, raw_diff: bool = False, all_
     old_probes = {p.probe_id: p for p in old.probes}
     new_probes = {p.probe_id: p for p in new.probes}
     order = [p.probe_id for p in new.probes] + [pid for pid in old_probes if pid not in new_probes]
-    raw_by_probe, hidden = _raw_changes(old, new, order, raw_diff, text_changes=raw_diff or all_facts)
+    raw_by_probe, hidden = _raw_changes(
+        old, new, order, raw_diff, text_changes=raw_diff or all_facts
+    )
     probes = []
     for pid in order:
         a, b = old_probes.get(pid), new_probes.get(pid)
         facts = list(_fact_changes(a, b))
-        kept = facts if all_facts else [f for f in facts if not is_noise(f.path, quiet.get(pid, frozenset()))]
+        kept = (
+            facts
+            if all_facts
+            else [f for f in facts if not is_noise(f.path, quiet.get(pid, frozenset()))]
+        )
         hidden += len(facts) - len(kept)
         changes = list(_finding_changes(a, b))
         # an ok check whose observed text moved (a counter, a count of processes) is not a change worth listing
         shown = changes if all_facts else [c for c in changes if not _ok_to_ok(c)]
         hidden += len(changes) - len(shown)
         pd = ProbeDiff(
-            probe_id=pid, title=(b or a).title,  # type: ignore[union-attr]
-            old_status=a.status if a else None, new_status=b.status if b else None,
-            facts=kept, findings=shown, raw=raw_by_probe.get(pid, []),
+            probe_id=pid,
+            title=(b or a).title,  # type: ignore[union-attr]
+            old_status=a.status if a else None,
+            new_status=b.status if b else None,
+            facts=kept,
+            findings=shown,
+            raw=raw_by_probe.get(pid, []),
         )
         if pd.changed:
             probes.append(pd)
-    return SnapshotDiff(old=_side(old), new=_side(new), targets=_target_changes(old, new), probes=probes, hidden=hidden,
-                        roofline=_roofline_change(old, new))
+    return SnapshotDiff(
+        old=_side(old),
+        new=_side(new),
+        targets=_target_changes(old, new),
+        probes=probes,
+        hidden=hidden,
+        roofline=_roofline_change(old, new),
+    )
 
 
 def _ok_to_ok(change: FindingChange) -> bool:
@@ -193,9 +217,14 @@ def _roofline_change(old: Snapshot, new: Snapshot) -> RooflineChange | None:
     a, b = old.roofline or {}, new.roofline or {}
     if not a and not b:
         return None
-    change = RooflineChange(old_strip=str(a.get("strip", "")), new_strip=str(b.get("strip", "")),
-                            old_bounds=dict(a.get("bounds") or {}), new_bounds=dict(b.get("bounds") or {}),
-                            old_measured=a.get("measured_tok_s"), new_measured=b.get("measured_tok_s"))
+    change = RooflineChange(
+        old_strip=str(a.get("strip", "")),
+        new_strip=str(b.get("strip", "")),
+        old_bounds=dict(a.get("bounds") or {}),
+        new_bounds=dict(b.get("bounds") or {}),
+        old_measured=a.get("measured_tok_s"),
+        new_measured=b.get("measured_tok_s"),
+    )
     return change if change.old_strip != change.new_strip or change.bounds_changed else None
 
 
@@ -220,10 +249,15 @@ def _target_changes(old: Snapshot, new: Snapshot) -> list[TargetChange]:
         return {t.role: f"{t.spec} ({t.kind})" for t in s.targets}
 
     a, b = desc(old), desc(new)
-    return [TargetChange(role=r, old=a.get(r), new=b.get(r)) for r in dict.fromkeys([*a, *b]) if a.get(r) != b.get(r)]
+    return [
+        TargetChange(role=r, old=a.get(r), new=b.get(r))
+        for r in dict.fromkeys([*a, *b])
+        if a.get(r) != b.get(r)
+    ]
 
 
 # --- facts -------------------------------------------------------------------------------------
+
 
 def flatten(value: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
     """Nested dicts and lists of dicts -> (path, leaf); lists of scalars stay one value."""
@@ -246,7 +280,9 @@ def _changed_leaves(a: Any, b: Any, prefix: str) -> Iterator[tuple[str, Any, Any
         return
     if isinstance(a, dict) and isinstance(b, dict) and a and b:
         for k in dict.fromkeys([*b, *a]):
-            yield from _changed_leaves(a.get(k, _MISSING), b.get(k, _MISSING), f"{prefix}.{k}" if prefix else str(k))
+            yield from _changed_leaves(
+                a.get(k, _MISSING), b.get(k, _MISSING), f"{prefix}.{k}" if prefix else str(k)
+            )
         return
     a_leaves = dict(flatten(a, prefix)) if a is not _MISSING else {}
     b_leaves = dict(flatten(b, prefix)) if b is not _MISSING else {}
@@ -263,12 +299,18 @@ def _fact_changes(a: ProbeResult | None, b: ProbeResult | None) -> Iterator[Fact
         for path, old, new in _changed_leaves(fa.get(role, {}), fb.get(role, {}), ""):
             if path == "":
                 continue
-            yield FactChange(role=role, path=f"{pid}.{path}", old=None if old is _MISSING else old,
-                             new=None if new is _MISSING else new, old_present=old is not _MISSING,
-                             new_present=new is not _MISSING)
+            yield FactChange(
+                role=role,
+                path=f"{pid}.{path}",
+                old=None if old is _MISSING else old,
+                new=None if new is _MISSING else new,
+                old_present=old is not _MISSING,
+                new_present=new is not _MISSING,
+            )
 
 
 # --- findings ----------------------------------------------------------------------------------
+
 
 def _keyed(findings: Iterable[Finding]) -> dict[tuple[str, tuple[str, ...]], Finding]:
     """Key by id alone, or by (id, targets) when an id repeats (one finding per id and target set)."""
@@ -289,9 +331,14 @@ def _finding_changes(a: ProbeResult | None, b: ProbeResult | None) -> Iterator[F
         ref = fb or fa
         assert ref is not None
         yield FindingChange(
-            id=ref.id, kind=kind, title=ref.title, targets=list(ref.targets),
-            old_severity=fa.severity if fa else None, new_severity=fb.severity if fb else None,
-            old_observed=fa.observed if fa else "", new_observed=fb.observed if fb else "",
+            id=ref.id,
+            kind=kind,
+            title=ref.title,
+            targets=list(ref.targets),
+            old_severity=fa.severity if fa else None,
+            new_severity=fb.severity if fb else None,
+            old_observed=fa.observed if fa else "",
+            new_observed=fb.observed if fb else "",
         )
 
 
@@ -341,8 +388,9 @@ def _by_key(s: Snapshot) -> tuple[dict[tuple[str, str], CommandRecord], dict[tup
 _TEXT_FIELDS = ("stdout", "stderr")
 
 
-def _raw_changes(old: Snapshot, new: Snapshot, order: list[str], raw_diff: bool, *,
-                 text_changes: bool = True) -> tuple[dict[str, list[RawChange]], int]:
+def _raw_changes(
+    old: Snapshot, new: Snapshot, order: list[str], raw_diff: bool, *, text_changes: bool = True
+) -> tuple[dict[str, list[RawChange]], int]:
     """Raw changes by owning probe, and how many text-only changes were left out (`text_changes=False`)."""
     ra, oa = _by_key(old)
     rb, ob = _by_key(new)
@@ -357,16 +405,32 @@ def _raw_changes(old: Snapshot, new: Snapshot, order: list[str], raw_diff: bool,
             if not text_changes and all(f in _TEXT_FIELDS for f in fields):
                 hidden += 1
                 continue
-            change = RawChange(role=key[0], command_id=key[1], kind="changed", fields=fields,
-                               old_status=status_of(a), new_status=status_of(b),
-                               unified=unified(a, b) if raw_diff else None)
+            change = RawChange(
+                role=key[0],
+                command_id=key[1],
+                kind="changed",
+                fields=fields,
+                old_status=status_of(a),
+                new_status=status_of(b),
+                unified=unified(a, b) if raw_diff else None,
+            )
         elif b is not None:
-            change = RawChange(role=key[0], command_id=key[1], kind="added", new_status=status_of(b),
-                               unified=unified(None, b) if raw_diff else None)
+            change = RawChange(
+                role=key[0],
+                command_id=key[1],
+                kind="added",
+                new_status=status_of(b),
+                unified=unified(None, b) if raw_diff else None,
+            )
         else:
             assert a is not None
-            change = RawChange(role=key[0], command_id=key[1], kind="removed", old_status=status_of(a),
-                               unified=unified(a, None) if raw_diff else None)
+            change = RawChange(
+                role=key[0],
+                command_id=key[1],
+                kind="removed",
+                old_status=status_of(a),
+                unified=unified(a, None) if raw_diff else None,
+            )
         owner = ob.get(key) or oa[key]
         out.setdefault(owner, []).append(change)
     return out, hidden
@@ -385,8 +449,14 @@ def unified(a: CommandRecord | None, b: CommandRecord | None) -> str:
         la, lb = ta.splitlines(keepends=True), tb.splitlines(keepends=True)
         name = f"{ref.target}/{ref.command_id}.{ext}"
         if max(len(la), len(lb)) > RAW_DIFF_MAX_LINES:
-            parts.append(f"--- a/{name}\n+++ b/{name}\n(too long to diff: {len(la)} vs {len(lb)} lines)\n")
+            parts.append(
+                f"--- a/{name}\n+++ b/{name}\n(too long to diff: {len(la)} vs {len(lb)} lines)\n"
+            )
             continue
         lines = difflib.unified_diff(la, lb, fromfile=f"a/{name}", tofile=f"b/{name}")
-        parts.append("".join(ln if ln.endswith("\n") else ln + "\n\\ No newline at end of file\n" for ln in lines))
+        parts.append(
+            "".join(
+                ln if ln.endswith("\n") else ln + "\n\\ No newline at end of file\n" for ln in lines
+            )
+        )
     return "".join(parts)

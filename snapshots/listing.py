@@ -12,7 +12,13 @@ from gpuaudit.snapshots import store
 from gpuaudit.snapshots.naming import driver_of, kernel_of
 from gpuaudit.snapshots.schema import Snapshot
 
-SHORT = {Severity.CRITICAL: "C", Severity.WARNING: "W", Severity.UNKNOWN: "U", Severity.INFO: "I", Severity.OK: "OK"}
+SHORT = {
+    Severity.CRITICAL: "C",
+    Severity.WARNING: "W",
+    Severity.UNKNOWN: "U",
+    Severity.INFO: "I",
+    Severity.OK: "OK",
+}
 """One- or two-letter severity marks of the compact count line (`gpuaudit-tui snapshots`)."""
 
 
@@ -33,10 +39,19 @@ class SnapshotInfo:
     error: str | None = None
 
     def to_json(self) -> dict[str, object]:
-        return {"path": str(self.path), "name": self.name,
-                "created_at": self.created_at.isoformat() if self.created_at else None, "mode": self.mode,
-                "targets": self.targets, "kernel": self.kernel, "driver": self.driver, "counts": self.counts,
-                "note": self.note, "example": self.example, "error": self.error}
+        return {
+            "path": str(self.path),
+            "name": self.name,
+            "created_at": self.created_at.isoformat() if self.created_at else None,
+            "mode": self.mode,
+            "targets": self.targets,
+            "kernel": self.kernel,
+            "driver": self.driver,
+            "counts": self.counts,
+            "note": self.note,
+            "example": self.example,
+            "error": self.error,
+        }
 
 
 def severity_counts(snapshot: Snapshot) -> dict[str, int]:
@@ -49,16 +64,26 @@ def severity_counts(snapshot: Snapshot) -> dict[str, int]:
 
 def counts_text(counts: dict[str, int], *, short: bool = False) -> str:
     """Non-zero counts worst first: "2 critical 1 unknown" (short: "2C 1U"), or "none"."""
-    parts = [f"{counts[s.value]}{SHORT[s]}" if short else f"{counts[s.value]} {s.value}"
-             for s in SEVERITY_ORDER if counts.get(s.value)]
+    parts = [
+        f"{counts[s.value]}{SHORT[s]}" if short else f"{counts[s.value]} {s.value}"
+        for s in SEVERITY_ORDER
+        if counts.get(s.value)
+    ]
     return " ".join(parts) or "none"
 
 
 def summarize(path: Path, snapshot: Snapshot, *, example: bool = False) -> SnapshotInfo:
     return SnapshotInfo(
-        path=path, name=snapshot.name or path.stem, created_at=snapshot.created_at, mode=snapshot.mode,
-        targets=[f"{t.role}={t.spec}" for t in snapshot.targets], kernel=kernel_of(snapshot),
-        driver=driver_of(snapshot), counts=severity_counts(snapshot), note=snapshot.note, example=example,
+        path=path,
+        name=snapshot.name or path.stem,
+        created_at=snapshot.created_at,
+        mode=snapshot.mode,
+        targets=[f"{t.role}={t.spec}" for t in snapshot.targets],
+        kernel=kernel_of(snapshot),
+        driver=driver_of(snapshot),
+        counts=severity_counts(snapshot),
+        note=snapshot.note,
+        example=example,
     )
 
 
@@ -68,8 +93,17 @@ def read_info(path: Path, *, example: bool = False) -> SnapshotInfo:
         return summarize(path, store.load(path), example=example)
     except SnapshotError as exc:
         return SnapshotInfo(path=path, name=path.stem, example=example, error=str(exc))
-    except (RecursionError, ValueError, OSError) as exc:  # one hostile file must never hide the others
-        return SnapshotInfo(path=path, name=path.stem, example=example, error=f"{path}: unreadable ({exc.__class__.__name__})")
+    except (
+        RecursionError,
+        ValueError,
+        OSError,
+    ) as exc:  # one hostile file must never hide the others
+        return SnapshotInfo(
+            path=path,
+            name=path.stem,
+            example=example,
+            error=f"{path}: unreadable ({exc.__class__.__name__})",
+        )
 
 
 def list_snapshots(directory: Path | None = None, *, examples: bool = False) -> list[SnapshotInfo]:
@@ -78,7 +112,13 @@ def list_snapshots(directory: Path | None = None, *, examples: bool = False) -> 
     directory = directory or store.default_dir()
     files = sorted(directory.glob("*.json")) if directory.is_dir() else []
     infos = [read_info(p) for p in files if not p.name.startswith(".")]
-    infos.sort(key=lambda i: (i.error is not None, -(i.created_at.timestamp() if i.created_at else 0), i.name))
+    infos.sort(
+        key=lambda i: (
+            i.error is not None,
+            -(i.created_at.timestamp() if i.created_at else 0),
+            i.name,
+        )
+    )
     if examples:
         infos += [read_info(p, example=True) for p in example_paths()]
     return infos

@@ -34,17 +34,26 @@ def schema_version_of(data: object) -> int:
     return version
 
 
-def migrate(data: object, *, steps: Mapping[int, Step] | None = None, current: int = SCHEMA_VERSION,
-            oldest: int | None = None) -> Document:
+def migrate(
+    data: object,
+    *,
+    steps: Mapping[int, Step] | None = None,
+    current: int = SCHEMA_VERSION,
+    oldest: int | None = None,
+) -> Document:
     """Upgrade `data` to schema `current`, applying steps[v] for v = its version .. current-1."""
     steps = STEPS if steps is None else steps
     oldest = OLDEST_READABLE if oldest is None else oldest
     version = schema_version_of(data)
     assert isinstance(data, dict)
     if version > current:
-        raise MigrationError(f"written by a newer gpuaudit-tui (schema {version}, this one reads up to {current})")
+        raise MigrationError(
+            f"written by a newer gpuaudit-tui (schema {version}, this one reads up to {current})"
+        )
     if version < oldest:
-        raise MigrationError(f"schema {version} is older than any this gpuaudit-tui reads (oldest {oldest})")
+        raise MigrationError(
+            f"schema {version} is older than any this gpuaudit-tui reads (oldest {oldest})"
+        )
     doc: Document = data
     while version < current:
         step = steps.get(version)

@@ -6,7 +6,13 @@ from typing import Any
 
 from gpuaudit.snapshots.schema import Snapshot
 
-_DRIVER_KEYS = ("driver_version", "module_version", "smi_driver_version", "modinfo_version", "version")
+_DRIVER_KEYS = (
+    "driver_version",
+    "module_version",
+    "smi_driver_version",
+    "modinfo_version",
+    "version",
+)
 
 
 def _facts(snapshot: Snapshot, probe_id: str, role: str = "host") -> dict[str, Any]:
@@ -54,6 +60,10 @@ def host_of(snapshot: Snapshot) -> str:
 
 def default_name(snapshot: Snapshot) -> str:
     """e.g. "pve1_6.8.12-9-pve_590.48.01_20261202T101500Z"."""
-    parts = [host_of(snapshot), kernel_of(snapshot) or "kernel-unknown",
-             driver_of(snapshot) or "driver-unknown", snapshot.created_at.strftime("%Y%m%dT%H%M%SZ")]
+    parts = [
+        host_of(snapshot),
+        kernel_of(snapshot) or "kernel-unknown",
+        driver_of(snapshot) or "driver-unknown",
+        snapshot.created_at.strftime("%Y%m%dT%H%M%SZ"),
+    ]
     return "_".join(parts)

@@ -2,13 +2,12 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any, Literal
-
-from pydantic import BaseModel, Field
 
 from gpuaudit.probes.core.models import AuditRun, Finding, ProbeResult, Target, TargetState
 from gpuaudit.probes.core.version import __version__
+from pydantic import BaseModel, Field
 
 SCHEMA_VERSION = 1
 
@@ -28,7 +27,7 @@ class Snapshot(BaseModel):
 
     schema_version: int = SCHEMA_VERSION
     tool_version: str = __version__
-    created_at: datetime = Field(default_factory=lambda: datetime.now(timezone.utc))
+    created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
     name: str | None = None
     mode: Literal["live", "replay", "demo", "resume"] = "live"
     note: str | None = None
@@ -43,17 +42,30 @@ class Snapshot(BaseModel):
     recomputes it; absent in snapshots written before 0.2.0."""
 
     @classmethod
-    def from_run(cls, run: AuditRun, *, name: str | None = None, created_at: datetime | None = None) -> "Snapshot":
+    def from_run(
+        cls, run: AuditRun, *, name: str | None = None, created_at: datetime | None = None
+    ) -> Snapshot:
         return cls(
-            created_at=created_at or run.finished_at or datetime.now(timezone.utc),
-            name=name, mode=run.mode, note=run.note, targets=run.targets,
-            target_states=run.target_states, probes=run.probes, findings=run.findings,
+            created_at=created_at or run.finished_at or datetime.now(UTC),
+            name=name,
+            mode=run.mode,
+            note=run.note,
+            targets=run.targets,
+            target_states=run.target_states,
+            probes=run.probes,
+            findings=run.findings,
             roofline=roofline_dict(run),
         )
 
     def to_run(self) -> AuditRun:
-        return AuditRun(targets=self.targets, target_states=self.target_states, probes=self.probes,
-                        mode=self.mode, note=self.note, finished_at=self.created_at)
+        return AuditRun(
+            targets=self.targets,
+            target_states=self.target_states,
+            probes=self.probes,
+            mode=self.mode,
+            note=self.note,
+            finished_at=self.created_at,
+        )
 
     @property
     def records(self) -> list:

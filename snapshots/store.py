@@ -9,11 +9,10 @@ import stat
 import tempfile
 from pathlib import Path
 
-from pydantic import ValidationError
-
 from gpuaudit.probes.core.errors import SnapshotError
 from gpuaudit.snapshots.migrate import MigrationError, migrate
 from gpuaudit.snapshots.schema import SCHEMA_VERSION, Snapshot
+from pydantic import ValidationError
 
 MAX_SNAPSHOT_BYTES = 512 * 1024 * 1024
 ENV_DIR = "GPUAUDIT_SNAPSHOT_DIR"
@@ -109,9 +108,13 @@ def write_atomic(path: Path, data: bytes) -> None:
         raise
 
 
-def save(snapshot: Snapshot, name: str, directory: Path | None = None, *, overwrite: bool = False) -> Path:
+def save(
+    snapshot: Snapshot, name: str, directory: Path | None = None, *, overwrite: bool = False
+) -> Path:
     """Store a snapshot as `<dir>/<name>.json` (`<name>-2.json`... if taken); SnapshotError on failure."""
-    directory = Path(os.path.abspath(directory or default_dir()))  # the path said back to the user is absolute
+    directory = Path(
+        os.path.abspath(directory or default_dir())
+    )  # the path said back to the user is absolute
     stem = safe_name(name)
     path = directory / f"{stem}.json"
     n = 2
@@ -119,7 +122,9 @@ def save(snapshot: Snapshot, name: str, directory: Path | None = None, *, overwr
         path = directory / f"{stem}-{n}.json"
         n += 1
     try:
-        ensure_dir(directory)  # refuses a symlinked, foreign or world-writable store before anything is written
+        ensure_dir(
+            directory
+        )  # refuses a symlinked, foreign or world-writable store before anything is written
         write_atomic(path, snapshot.model_dump_json(indent=1).encode())
     except OSError as exc:
         raise SnapshotError(f"cannot save snapshot to {path}: {exc.strerror or exc}") from None
@@ -147,7 +152,9 @@ def load(path: Path) -> Snapshot:
     except OSError as exc:
         raise SnapshotError(f"{path}: cannot read: {exc.strerror or exc}") from None
     m = _FAST_HEADER.match(raw[:200])
-    if m and int(m[1]) == SCHEMA_VERSION and b'"probes"' in raw:  # current schema: pydantic's parser, no intermediate dicts
+    if (
+        m and int(m[1]) == SCHEMA_VERSION and b'"probes"' in raw
+    ):  # current schema: pydantic's parser, no intermediate dicts
         try:
             return Snapshot.model_validate_json(raw)
         except (ValidationError, ValueError, RecursionError):
@@ -166,7 +173,9 @@ def parse_document(raw: bytes, path: Path) -> Snapshot:
     except json.JSONDecodeError as exc:
         # an error at the very end of the text means the file stops early (an interrupted copy)
         what = "truncated JSON" if exc.pos >= len(exc.doc.rstrip()) else "not valid JSON"
-        raise SnapshotError(f"{path}: {what} ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+        raise SnapshotError(
+            f"{path}: {what} ({exc.msg} at line {exc.lineno} column {exc.colno})"
+        ) from None
     try:
         doc = migrate(data)
     except MigrationError as exc:
@@ -189,11 +198,17 @@ def resolve(ref: str, directory: Path | None = None) -> Path:
     if p.is_file() or (p.exists() and (os.sep in ref or ref.endswith(".json"))):
         return p
     directory = directory or default_dir()
-    for cand in (directory / ref, directory / f"{ref}.json", directory / f"{safe_name(ref)}.json",
-                 EXAMPLES_DIR / f"{ref}.json"):
+    for cand in (
+        directory / ref,
+        directory / f"{ref}.json",
+        directory / f"{safe_name(ref)}.json",
+        EXAMPLES_DIR / f"{ref}.json",
+    ):
         if cand.is_file():
             return cand
-    raise SnapshotError(f"{ref}: no such snapshot file or saved snapshot name (looked in {directory})")
+    raise SnapshotError(
+        f"{ref}: no such snapshot file or saved snapshot name (looked in {directory})"
+    )
 
 
 def load_ref(ref: str, directory: Path | None = None) -> tuple[Path, Snapshot]:

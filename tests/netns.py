@@ -49,7 +49,7 @@ class Netns:
         """On the link but owned by nobody: connects to it get no answer at all."""
         self._added_blackhole = False
 
-    def __enter__(self) -> "Netns":
+    def __enter__(self) -> Netns:
         reason = netns_unavailable()
         if reason:
             pytest.skip(reason)
@@ -57,7 +57,9 @@ class Netns:
             if _ip("route", "add", "blackhole", NET, check=False).returncode == 0:
                 self._added_blackhole = True
             _ip("netns", "add", self.name)
-            _ip("link", "add", self.veth, "type", "veth", "peer", "name", "eth0", "netns", self.name)
+            _ip(
+                "link", "add", self.veth, "type", "veth", "peer", "name", "eth0", "netns", self.name
+            )
             _ip("addr", "add", f"{self.gateway}/24", "dev", self.veth)
             _ip("link", "set", self.veth, "up")
             _ip("-n", self.name, "addr", "add", f"{self.address}/24", "dev", "eth0")

@@ -42,7 +42,9 @@ def ensure_user(name: str = TEST_USER, shell: str = "/bin/sh") -> None:
 
 
 def keygen(path: Path, comment: str) -> None:
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path)], check=True)
+    subprocess.run(
+        ["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment, "-f", str(path)], check=True
+    )
 
 
 @dataclass
@@ -78,8 +80,13 @@ class SshdServer:
     def options(self, **overrides):
         from gpuaudit.probes.core.collect.ssh_transport import SshOptions
 
-        kw = dict(known_hosts=self.known_hosts, identity=self.client_key, use_ssh_config=False, use_agent=False,
-                  connect_timeout_s=5.0)
+        kw = dict(
+            known_hosts=self.known_hosts,
+            identity=self.client_key,
+            use_ssh_config=False,
+            use_agent=False,
+            connect_timeout_s=5.0,
+        )
         kw.update(overrides)
         return SshOptions(**kw)
 
@@ -107,8 +114,16 @@ def leftover_processes(user: str = TEST_USER, kill: bool = False) -> list[str]:
     return lines
 
 
-def start_sshd(directory: Path, *, max_sessions: int = 10, extra_config: str = "", port: int | None = None,
-               user: str = TEST_USER, listen: str = "127.0.0.1", netns: str | None = None) -> SshdServer:
+def start_sshd(
+    directory: Path,
+    *,
+    max_sessions: int = 10,
+    extra_config: str = "",
+    port: int | None = None,
+    user: str = TEST_USER,
+    listen: str = "127.0.0.1",
+    netns: str | None = None,
+) -> SshdServer:
     """Write keys and config into `directory`, start sshd -D -e, wait for its banner."""
     ensure_user(user)
     directory.mkdir(parents=True, exist_ok=True)
@@ -140,7 +155,8 @@ MaxStartups 200:30:400
 LogLevel VERBOSE
 """)
     (directory / "known_hosts").write_text(
-        f"[{listen}]:{port} {' '.join((directory / 'host_key.pub').read_text().split()[:2])}\n")
+        f"[{listen}]:{port} {' '.join((directory / 'host_key.pub').read_text().split()[:2])}\n"
+    )
     argv = [SSHD, "-D", "-e", "-f", str(cfg)]
     if netns:
         argv = ["ip", "netns", "exec", netns, *argv]

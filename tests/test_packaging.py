@@ -33,7 +33,9 @@ def package_folders() -> set[str]:
 
 
 def test_every_package_folder_is_listed_in_pyproject():
-    listed = set(tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    listed = set(
+        tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"]
+    )
     missing = sorted(package_folders() - listed)
     assert not missing, f"add to [tool.setuptools] packages in pyproject.toml: {missing}"
 
@@ -42,8 +44,14 @@ def fresh_venv(env_dir: Path) -> Path:
     """A venv without system site-packages whose only extra path is this interpreter's site-packages."""
     venv.EnvBuilder(with_pip=False, system_site_packages=False).create(env_dir)
     py = env_dir / "bin" / "python"
-    site_dir = Path(subprocess.run([str(py), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
-                                   capture_output=True, text=True, check=True).stdout.strip())
+    site_dir = Path(
+        subprocess.run(
+            [str(py), "-c", "import sysconfig; print(sysconfig.get_path('purelib'))"],
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.strip()
+    )
     deps = dict.fromkeys([sysconfig.get_path("purelib"), sysconfig.get_path("platlib")])
     # plain path lines: .pth files inside them (the editable install's finder) are not processed
     (site_dir / "outer_site.pth").write_text("\n".join(deps) + "\n")
@@ -53,19 +61,54 @@ def fresh_venv(env_dir: Path) -> Path:
 @pytest.mark.slow
 def test_wheel_installs_and_runs(tmp_path):
     dist = tmp_path / "dist"
-    build = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-w", str(dist), str(ROOT)],
-                           capture_output=True, text=True)
+    build = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "wheel",
+            "--no-deps",
+            "--no-build-isolation",
+            "-w",
+            str(dist),
+            str(ROOT),
+        ],
+        capture_output=True,
+        text=True,
+    )
     if build.returncode != 0 and "setuptools" in build.stderr:
-        build = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", str(dist), str(ROOT)],
-                               capture_output=True, text=True)
+        build = subprocess.run(
+            [sys.executable, "-m", "pip", "wheel", "--no-deps", "-w", str(dist), str(ROOT)],
+            capture_output=True,
+            text=True,
+        )
     assert build.returncode == 0, build.stderr[-2000:]
     wheel = next(dist.glob("gpuaudit_tui-*.whl"))
     env_dir = tmp_path / "venv"
     py = fresh_venv(env_dir)
-    inst = subprocess.run([sys.executable, "-m", "pip", "--python", str(py), "install", "-q", "--no-deps", str(wheel)],
-                          capture_output=True, text=True)
-    if inst.returncode != 0 and "--python" in inst.stderr:  # pip < 22.3: install with the venv's own pip if any
-        inst = subprocess.run([str(py), "-m", "pip", "install", "-q", "--no-deps", str(wheel)], capture_output=True, text=True)
+    inst = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "pip",
+            "--python",
+            str(py),
+            "install",
+            "-q",
+            "--no-deps",
+            str(wheel),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    if (
+        inst.returncode != 0 and "--python" in inst.stderr
+    ):  # pip < 22.3: install with the venv's own pip if any
+        inst = subprocess.run(
+            [str(py), "-m", "pip", "install", "-q", "--no-deps", str(wheel)],
+            capture_output=True,
+            text=True,
+        )
     assert inst.returncode == 0, inst.stderr[-2000:]
     exe = env_dir / "bin" / "gpuaudit-tui"
     elsewhere = tmp_path / "elsewhere"  # a directory where the source tree is not importable
@@ -73,19 +116,36 @@ def test_wheel_installs_and_runs(tmp_path):
     env = {"HOME": str(tmp_path), "PATH": "/usr/bin:/bin:/usr/sbin:/sbin"}
 
     def run(*argv: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run(list(argv), capture_output=True, text=True, cwd=elsewhere, env=env, timeout=300)
+        return subprocess.run(
+            list(argv), capture_output=True, text=True, cwd=elsewhere, env=env, timeout=300
+        )
 
     helped = run(str(exe), "--help")
     assert helped.returncode == 0 and "gpuaudit-tui" in helped.stdout, helped.stderr[-2000:]
-    where = run(str(py), "-c", "import gpuaudit.tui, gpuaudit.probes; print(gpuaudit.tui.__file__, gpuaudit.probes.__file__)")
-    assert where.returncode == 0 and where.stdout.count(str(env_dir)) == 2, (where.stdout, where.stderr[-2000:])
+    where = run(
+        str(py),
+        "-c",
+        "import gpuaudit.tui, gpuaudit.probes; print(gpuaudit.tui.__file__, gpuaudit.probes.__file__)",
+    )
+    assert where.returncode == 0 and where.stdout.count(str(env_dir)) == 2, (
+        where.stdout,
+        where.stderr[-2000:],
+    )
     for top in TOP_LEVEL:  # the repository's folder names are not installed as top-level packages
         bare = run(str(py), "-c", f"import {top}")
-        assert bare.returncode != 0 and "ModuleNotFoundError" in bare.stderr, (top, bare.stdout, bare.stderr)
+        assert bare.returncode != 0 and "ModuleNotFoundError" in bare.stderr, (
+            top,
+            bare.stdout,
+            bare.stderr,
+        )
     audited = run(str(exe), "--json", "--fail-on", "never")
     assert audited.returncode == 0, audited.stderr[-2000:]
     assert len(json.loads(audited.stdout)["probes"]) == 10
-    data = run(str(py), "-c", "import gpuaudit.themes as t, pathlib; print(sorted(p.name for p in pathlib.Path(t.__file__).parent.glob('*.tcss')))")
+    data = run(
+        str(py),
+        "-c",
+        "import gpuaudit.themes as t, pathlib; print(sorted(p.name for p in pathlib.Path(t.__file__).parent.glob('*.tcss')))",
+    )
     assert data.returncode == 0 and "base.tcss" in data.stdout, data.stderr
     if (ROOT / "snapshots" / "examples" / "case-study-before.json").exists():
         demo = run(str(exe), "--demo", "--json", "--fail-on", "never")

@@ -7,5 +7,7 @@ from gpuaudit.probes.core.version import __version__
 
 
 def test_pyproject_and_snapshot_version_agree():
-    project = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())["project"]
+    project = tomllib.loads((Path(__file__).resolve().parents[1] / "pyproject.toml").read_text())[
+        "project"
+    ]
     assert project["version"] == __version__

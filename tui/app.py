@@ -4,9 +4,27 @@ from __future__ import annotations
 
 import sys
 from collections.abc import Callable, Iterable
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
+from gpuaudit.probes.core.models import AuditRun, Severity
+from gpuaudit.probes.core.run.events import initial_run
+from gpuaudit.probes.core.run.request import AuditRequest
+from gpuaudit.probes.core.run.runner import Audit
+from gpuaudit.probes.core.text import neutralise
+from gpuaudit.themes import DEFAULT_THEME, STATUS_DEFAULTS, STYLESHEETS, THEMES
+from gpuaudit.tui import snapshot_actions
+from gpuaudit.tui.cli.session_setup import build_setup
+from gpuaudit.tui.screens.dashboard import DashboardScreen
+from gpuaudit.tui.screens.diff import SnapshotDiffScreen
+from gpuaudit.tui.screens.drilldown import ROOFLINE_PROBE, DrilldownScreen
+from gpuaudit.tui.screens.help import HelpScreen, binding_rows, key_display
+from gpuaudit.tui.screens.not_checked import NotCheckedScreen
+from gpuaudit.tui.screens.plan import PlanScreen
+from gpuaudit.tui.screens.snapshot_picker import SnapshotPickerScreen
+from gpuaudit.tui.theme_store import ThemeStore
+from gpuaudit.tui.views.filtering import ALL, FindingFilter
+from gpuaudit.tui.views.render import palette_from, sev_label
 from rich.markup import escape
 from textual.app import App, SystemCommand
 from textual.binding import Binding
@@ -15,31 +33,12 @@ from textual.reactive import reactive
 from textual.screen import Screen
 from textual.theme import BUILTIN_THEMES
 
-from gpuaudit.probes.core.run.events import initial_run
-from gpuaudit.probes.core.models import AuditRun, Severity
-from gpuaudit.probes.core.run.request import AuditRequest
-from gpuaudit.probes.core.run.runner import Audit
-from gpuaudit.probes.core.text import neutralise
-from gpuaudit.themes import DEFAULT_THEME, STATUS_DEFAULTS, STYLESHEETS, THEMES
-from gpuaudit.tui.views.filtering import ALL, FindingFilter
-from gpuaudit.tui.views.render import palette_from, sev_label
-from gpuaudit.tui.screens.dashboard import DashboardScreen
-from gpuaudit.tui.screens.diff import SnapshotDiffScreen
-from gpuaudit.tui.screens.drilldown import ROOFLINE_PROBE, DrilldownScreen
-from gpuaudit.tui.screens.help import HelpScreen, binding_rows, key_display
-from gpuaudit.tui.screens.not_checked import NotCheckedScreen
-from gpuaudit.tui.screens.plan import PlanScreen
-from gpuaudit.tui.screens.snapshot_picker import SnapshotPickerScreen
-from gpuaudit.tui.cli.session_setup import build_setup
-from gpuaudit.tui import snapshot_actions
-from gpuaudit.tui.theme_store import ThemeStore
-
 Clock = Callable[[], datetime]
 KNOWN_THEMES = (*THEMES, *BUILTIN_THEMES)
 
 
 def utc_now() -> datetime:
-    return datetime.now(timezone.utc)
+    return datetime.now(UTC)
 
 
 class GpuAuditApp(App[int]):
@@ -62,14 +61,23 @@ class GpuAuditApp(App[int]):
     PALETTE_TEXT = {
         "quit_app": None,  # the palette's own "Quit" entry already does it
         "help": ("Help: every key", "All key bindings of every screen"),
-        "plan": ("Action plan", "Every finding at warning or worse, ranked into steps, plus what couldn't be checked"),
+        "plan": (
+            "Action plan",
+            "Every finding at warning or worse, ranked into steps, plus what couldn't be checked",
+        ),
         "save": ("Save a snapshot", "Store this audit (0600) in the snapshot directory"),
         "diff": ("Diff with a saved snapshot", "Pick a saved snapshot and show what changed since"),
         "rerun_all": ("Re-run all probes", "Audit every probe again (live audits only)"),
         "filter": ("Cycle the severity filter", "all → info → warning → critical → unknown only"),
-        "not_checked": ("What couldn't be checked", "Unknown findings with their reasons, unreachable targets"),
+        "not_checked": (
+            "What couldn't be checked",
+            "Unknown findings with their reasons, unreachable targets",
+        ),
         "cycle_theme": ("Next gpuaudit theme", "dark → light → high contrast"),
-        "roofline": ("Decode roofline", "Measured decode speed against its physical bounds: every input and step"),
+        "roofline": (
+            "Decode roofline",
+            "Measured decode speed against its physical bounds: every input and step",
+        ),
     }
 
     finding_filter: reactive[FindingFilter] = reactive(ALL)
@@ -78,13 +86,27 @@ class GpuAuditApp(App[int]):
     """The folded audit. The dashboard's worker folds events into it; screens watch it (no push from here).
     always_update: a new run object is always a change, and comparing two runs field by field would cost."""
 
-    def __init__(self, run: AuditRun, audit: Audit | None, *, clock: Clock = utc_now, snapshot_dir: Path | None = None,
-                 theme_store: ThemeStore | None = None, theme: str | None = None, replay_file: Path | None = None,
-                 autostart: bool = True) -> None:
+    def __init__(
+        self,
+        run: AuditRun,
+        audit: Audit | None,
+        *,
+        clock: Clock = utc_now,
+        snapshot_dir: Path | None = None,
+        theme_store: ThemeStore | None = None,
+        theme: str | None = None,
+        replay_file: Path | None = None,
+        autostart: bool = True,
+    ) -> None:
         super().__init__()
         self.set_reactive(GpuAuditApp.audit_run, run)
         self.audit, self.clock = audit, clock
-        self.snapshot_dir, self.theme_store, self.replay_file, self.autostart = snapshot_dir, theme_store, replay_file, autostart
+        self.snapshot_dir, self.theme_store, self.replay_file, self.autostart = (
+            snapshot_dir,
+            theme_store,
+            replay_file,
+            autostart,
+        )
         self.saved_name: str | None = None
         """The name of the last snapshot saved from this run (a diff's B side shows it)."""
         for t in THEMES.values():
@@ -98,13 +120,26 @@ class GpuAuditApp(App[int]):
         level = self.finding_filter.level
         return None if level in ("all", "unknown") else Severity(level)
 
-    def notify(self, message: str, *, title: str = "", severity: SeverityLevel = "information",
-               timeout: float | None = None, markup: bool = False) -> None:
+    def notify(
+        self,
+        message: str,
+        *,
+        title: str = "",
+        severity: SeverityLevel = "information",
+        timeout: float | None = None,
+        markup: bool = False,
+    ) -> None:
         """Every notification (screens' and widgets' go through here too) is plain, neutralised text.
 
         Messages carry search text, exception texts and paths: as markup, `a[/]b` would crash the app.
         """
-        super().notify(neutralise(message), title=neutralise(title), severity=severity, timeout=timeout, markup=False)
+        super().notify(
+            neutralise(message),
+            title=neutralise(title),
+            severity=severity,
+            timeout=timeout,
+            markup=False,
+        )
 
     def get_theme_variable_defaults(self) -> dict[str, str]:
         return dict(STATUS_DEFAULTS)
@@ -132,18 +167,28 @@ class GpuAuditApp(App[int]):
         """
         if all_panes:
             self.dashboard().refresh_all()
-        if isinstance(self.screen, DrilldownScreen) and (probe_id is None or self.screen.probe_id == probe_id):
+        if isinstance(self.screen, DrilldownScreen) and (
+            probe_id is None or self.screen.probe_id == probe_id
+        ):
             self.screen.reload()
 
     def audit_finished(self) -> None:
         """Offer resume when a replayed recording has failed probes or targets."""
         failed = [p.probe_id for p in self.audit_run.probes if p.status == "failed"]
-        failed += [f"target {s.role}" for s in self.audit_run.target_states.values() if s.state == "failed"]
+        failed += [
+            f"target {s.role}" for s in self.audit_run.target_states.values() if s.state == "failed"
+        ]
         if failed and self.replay_file is not None:
-            self.notify(f"{', '.join(failed)} failed in this recording; re-run only those with:\n"
-                        f"gpuaudit-tui --resume {self.replay_file}", title="Resume", timeout=20)
+            self.notify(
+                f"{', '.join(failed)} failed in this recording; re-run only those with:\n"
+                f"gpuaudit-tui --resume {self.replay_file}",
+                title="Resume",
+                timeout=20,
+            )
 
-    def open_drilldown(self, probe_id: str, finding_id: str | None = None, tab: str | None = None) -> None:
+    def open_drilldown(
+        self, probe_id: str, finding_id: str | None = None, tab: str | None = None
+    ) -> None:
         self.push_screen(DrilldownScreen(probe_id, finding_id=finding_id, tab=tab))
 
     def rerun(self, probe_ids: list[str] | None) -> bool:
@@ -157,12 +202,27 @@ class GpuAuditApp(App[int]):
 
     def action_help(self) -> None:
         if self.screen.id != "help":
-            self.push_screen(HelpScreen(binding_rows([
-                ("app", self.BINDINGS), ("dashboard", DashboardScreen.BINDINGS),
-                ("drill-down", DrilldownScreen.BINDINGS), ("plan", PlanScreen.BINDINGS),
-                ("not checked", NotCheckedScreen.BINDINGS), ("diff", SnapshotDiffScreen.BINDINGS),
-                ("snapshot picker", [*SnapshotPickerScreen.BINDINGS, Binding("enter", "", "Compare with this snapshot")]),
-            ])))
+            self.push_screen(
+                HelpScreen(
+                    binding_rows(
+                        [
+                            ("app", self.BINDINGS),
+                            ("dashboard", DashboardScreen.BINDINGS),
+                            ("drill-down", DrilldownScreen.BINDINGS),
+                            ("plan", PlanScreen.BINDINGS),
+                            ("not checked", NotCheckedScreen.BINDINGS),
+                            ("diff", SnapshotDiffScreen.BINDINGS),
+                            (
+                                "snapshot picker",
+                                [
+                                    *SnapshotPickerScreen.BINDINGS,
+                                    Binding("enter", "", "Compare with this snapshot"),
+                                ],
+                            ),
+                        ]
+                    )
+                )
+            )
 
     def action_plan(self) -> None:
         if self.screen.id != "plan":
@@ -177,8 +237,10 @@ class GpuAuditApp(App[int]):
         if isinstance(self.screen, DrilldownScreen) and self.screen.probe_id == ROOFLINE_PROBE:
             self.screen.show_tab("roofline")
         elif self.audit_run.probe(ROOFLINE_PROBE) is None:
-            self.notify("the roofline's details live in the python probe's drill-down; this audit has no python probe",
-                        severity="warning")
+            self.notify(
+                "the roofline's details live in the python probe's drill-down; this audit has no python probe",
+                severity="warning",
+            )
         else:
             self.open_drilldown(ROOFLINE_PROBE, tab="roofline")
 
@@ -200,7 +262,9 @@ class GpuAuditApp(App[int]):
 
     def action_cycle_theme(self) -> None:
         names = list(THEMES)
-        self.theme = names[(names.index(self.theme) + 1) % len(names)] if self.theme in names else names[0]
+        self.theme = (
+            names[(names.index(self.theme) + 1) % len(names)] if self.theme in names else names[0]
+        )
         self.notify(f"theme: {self.theme}")
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
@@ -211,43 +275,87 @@ class GpuAuditApp(App[int]):
             if text is None or b.key == "ctrl+c":
                 continue
             title, help_ = text
-            yield SystemCommand(f"{title} ({b.key_display or key_display(b.key)})", help_,  # "[a]" would be markup
-                                lambda action=b.action: self.run_action(action))
-        yield SystemCommand("Re-run the focused probe (r)", "Audit the probe of the focused pane or drill-down again",
-                            lambda: self.run_action("screen.rerun"))
+            yield SystemCommand(
+                f"{title} ({b.key_display or key_display(b.key)})",
+                help_,  # "[a]" would be markup
+                lambda action=b.action: self.run_action(action),
+            )
+        yield SystemCommand(
+            "Re-run the focused probe (r)",
+            "Audit the probe of the focused pane or drill-down again",
+            lambda: self.run_action("screen.rerun"),
+        )
         for p in self.audit_run.probes:
-            yield SystemCommand(f"Open probe: {p.title}", f"The {p.probe_id} drill-down: findings, facts, raw outputs",
-                                lambda pid=p.probe_id: self.open_drilldown(pid))
+            yield SystemCommand(
+                f"Open probe: {p.title}",
+                f"The {p.probe_id} drill-down: findings, facts, raw outputs",
+                lambda pid=p.probe_id: self.open_drilldown(pid),
+            )
         for f in sorted(self.audit_run.findings, key=lambda f: -f.severity.rank):
             if f.severity != Severity.OK:
-                yield SystemCommand(f"Finding: {sev_label(f.severity)} {escape(neutralise(f.title))}",  # palette uses markup
-                                    f"{f.id} on {', '.join(f.targets) or '-'}: open it in its drill-down",
-                                    lambda pid=f.probe, fid=f.id: self.open_drilldown(pid, fid))
+                yield SystemCommand(
+                    f"Finding: {sev_label(f.severity)} {escape(neutralise(f.title))}",  # palette uses markup
+                    f"{f.id} on {', '.join(f.targets) or '-'}: open it in its drill-down",
+                    lambda pid=f.probe, fid=f.id: self.open_drilldown(pid, fid),
+                )
 
 
-def make_app(source: Audit | AuditRun, *, note: str | None = None, mode: str = "live", clock: Clock = utc_now,
-             snapshot_dir: Path | None = None, theme_store: ThemeStore | None = None, theme: str | None = None,
-             replay_file: Path | None = None, autostart: bool = True) -> GpuAuditApp:
+def make_app(
+    source: Audit | AuditRun,
+    *,
+    note: str | None = None,
+    mode: str = "live",
+    clock: Clock = utc_now,
+    snapshot_dir: Path | None = None,
+    theme_store: ThemeStore | None = None,
+    theme: str | None = None,
+    replay_file: Path | None = None,
+    autostart: bool = True,
+) -> GpuAuditApp:
     """A live/replay app over an Audit, or a static view of an already folded AuditRun (no re-judging)."""
     if isinstance(source, AuditRun):
-        return GpuAuditApp(source, None, clock=clock, snapshot_dir=snapshot_dir, theme_store=theme_store,
-                           theme=theme, replay_file=replay_file)
+        return GpuAuditApp(
+            source,
+            None,
+            clock=clock,
+            snapshot_dir=snapshot_dir,
+            theme_store=theme_store,
+            theme=theme,
+            replay_file=replay_file,
+        )
     run = initial_run(source.targets, [(p.id, p.title) for p in source.probes])
     run = run.model_copy(update={"mode": mode, "note": note})
-    return GpuAuditApp(run, source, clock=clock, snapshot_dir=snapshot_dir, theme_store=theme_store, theme=theme,
-                       replay_file=replay_file, autostart=autostart)
+    return GpuAuditApp(
+        run,
+        source,
+        clock=clock,
+        snapshot_dir=snapshot_dir,
+        theme_store=theme_store,
+        theme=theme,
+        replay_file=replay_file,
+        autostart=autostart,
+    )
 
 
 def run_app(request: AuditRequest) -> int:
     """`gpuaudit-tui` without --json: build the audit, open the dashboard; exit status 0 (2 on bad --theme)."""
     store = ThemeStore()
     if request.theme and request.theme not in KNOWN_THEMES:
-        print(f"gpuaudit-tui: error: --theme {request.theme!r}: unknown; known: {', '.join(KNOWN_THEMES)}", file=sys.stderr)
+        print(
+            f"gpuaudit-tui: error: --theme {request.theme!r}: unknown; known: {', '.join(KNOWN_THEMES)}",
+            file=sys.stderr,
+        )
         return 2
     if request.theme:
         store.save(request.theme)
     setup = build_setup(request)
-    app = make_app(setup.audit, note=setup.note, mode=setup.mode, replay_file=setup.source, theme_store=store,
-                   snapshot_dir=Path(request.snapshot_dir) if request.snapshot_dir else None,
-                   theme=request.theme or store.load() or DEFAULT_THEME)
+    app = make_app(
+        setup.audit,
+        note=setup.note,
+        mode=setup.mode,
+        replay_file=setup.source,
+        theme_store=store,
+        snapshot_dir=Path(request.snapshot_dir) if request.snapshot_dir else None,
+        theme=request.theme or store.load() or DEFAULT_THEME,
+    )
     return app.run() or 0

@@ -12,16 +12,16 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
 
+from gpuaudit.probes.core.fleet.documents import MAX_SNAPSHOT_BYTES
+from gpuaudit.probes.core.fleet.model import FleetModel, NodeRow
 from gpuaudit.probes.core.run.events import initial_run
 from gpuaudit.snapshots.schema import Snapshot
 from gpuaudit.tui.app import Clock, GpuAuditApp, utc_now
-from gpuaudit.probes.core.fleet.documents import MAX_SNAPSHOT_BYTES
-from gpuaudit.probes.core.fleet.model import FleetModel, NodeRow
-from gpuaudit.tui.views.render import palette_from
 from gpuaudit.tui.screens.dashboard import DashboardScreen
 from gpuaudit.tui.screens.fleet import FleetScreen, NodeDashboardScreen
 from gpuaudit.tui.screens.help import HelpScreen, binding_rows
 from gpuaudit.tui.theme_store import ThemeStore
+from gpuaudit.tui.views.render import palette_from
 from textual import work
 from textual.app import App, SystemCommand
 from textual.binding import Binding
@@ -45,10 +45,24 @@ def load_run(row: NodeRow) -> Snapshot:
 
 
 class FleetApp(GpuAuditApp):
-    def __init__(self, model: FleetModel, runner: Runner | None = None, *, clock: Clock = utc_now,
-                 theme: str | None = None, theme_store: ThemeStore | None = None, snapshot_dir: Path | None = None) -> None:
-        super().__init__(initial_run([], []), None, clock=clock, theme=theme, theme_store=theme_store,
-                         snapshot_dir=snapshot_dir)
+    def __init__(
+        self,
+        model: FleetModel,
+        runner: Runner | None = None,
+        *,
+        clock: Clock = utc_now,
+        theme: str | None = None,
+        theme_store: ThemeStore | None = None,
+        snapshot_dir: Path | None = None,
+    ) -> None:
+        super().__init__(
+            initial_run([], []),
+            None,
+            clock=clock,
+            theme=theme,
+            theme_store=theme_store,
+            snapshot_dir=snapshot_dir,
+        )
         self.fleet, self.runner = model, runner
 
     def on_mount(self, event: Mount) -> None:
@@ -108,15 +122,40 @@ class FleetApp(GpuAuditApp):
         if not isinstance(self.screen, FleetScreen):
             super().action_help()
         elif self.screen.id != "help":
-            self.push_screen(HelpScreen(binding_rows([
-                ("fleet", FleetScreen.BINDINGS),
-                ("fleet", [Binding("enter", "", "Open the node's dashboard (Esc comes back)")]),
-                ("fleet", [Binding("q", "", "Quit (exit status: the worst host's; 3 if one was not audited)")]),
-                ("node", NodeDashboardScreen.BINDINGS), ("node", DashboardScreen.BINDINGS),
-            ])))
+            self.push_screen(
+                HelpScreen(
+                    binding_rows(
+                        [
+                            ("fleet", FleetScreen.BINDINGS),
+                            (
+                                "fleet",
+                                [
+                                    Binding(
+                                        "enter", "", "Open the node's dashboard (Esc comes back)"
+                                    )
+                                ],
+                            ),
+                            (
+                                "fleet",
+                                [
+                                    Binding(
+                                        "q",
+                                        "",
+                                        "Quit (exit status: the worst host's; 3 if one was not audited)",
+                                    )
+                                ],
+                            ),
+                            ("node", NodeDashboardScreen.BINDINGS),
+                            ("node", DashboardScreen.BINDINGS),
+                        ]
+                    )
+                )
+            )
 
     def get_system_commands(self, screen: Screen) -> Iterable[SystemCommand]:
-        if isinstance(screen, FleetScreen):  # no node open: only Textual's own commands (theme, keys, quit)
+        if isinstance(
+            screen, FleetScreen
+        ):  # no node open: only Textual's own commands (theme, keys, quit)
             yield from App.get_system_commands(self, screen)
         else:
             yield from super().get_system_commands(screen)

@@ -31,7 +31,9 @@ def show_fleet_documents(files: list[Path]) -> int:
     print(f"gpuaudit-tui fleet: reading {len(files)} snapshot(s)…", file=sys.stderr, flush=True)
     skipped: list[str] = []
 
-    def documents() -> Iterator[tuple[str, dict]]:  # one at a time: 1,000 parsed snapshots need not coexist
+    def documents() -> Iterator[
+        tuple[str, dict]
+    ]:  # one at a time: 1,000 parsed snapshots need not coexist
         for path in files:
             try:
                 yield str(path), load_document(path)
@@ -42,18 +44,25 @@ def show_fleet_documents(files: list[Path]) -> int:
     model.skipped = skipped
     store = ThemeStore()
     theme = store.load()
-    status = FleetApp(model, theme=theme if theme in KNOWN_THEMES else None, theme_store=store).run()
+    status = FleetApp(
+        model, theme=theme if theme in KNOWN_THEMES else None, theme_store=store
+    ).run()
     for s in skipped:
         print(f"gpuaudit-tui fleet: skipped {s}", file=sys.stderr)
     return model.exit_status() if status is None else status
 
-def run_fleet_screen(hosts: list[FleetHost], request: AuditRequest, ssh: object, run_fleet: Callable[..., Any]) -> list[HostResult]:
+
+def run_fleet_screen(
+    hosts: list[FleetHost], request: AuditRequest, ssh: object, run_fleet: Callable[..., Any]
+) -> list[HostResult]:
     """The live fleet screen: rows go pending -> auditing -> done/unreachable while the audit runs.
 
     Returns the hosts that finished (all of them unless the user quit early, which cancels the rest).
     """
 
-    model = FleetModel.for_hosts(hosts, title=f"fleet {Path(request.hosts).name}", max_connections=request.max_connections)
+    model = FleetModel.for_hosts(
+        hosts, title=f"fleet {Path(request.hosts).name}", max_connections=request.max_connections
+    )
     done: list[HostResult] = []
 
     def finished(result: HostResult) -> None:
@@ -65,7 +74,12 @@ def run_fleet_screen(hosts: list[FleetHost], request: AuditRequest, ssh: object,
 
     store = ThemeStore()
     theme = request.theme if request.theme in KNOWN_THEMES else store.load()
-    FleetApp(model, runner, theme=theme, theme_store=store,
-             snapshot_dir=Path(request.snapshot_dir) if request.snapshot_dir else None).run()
+    FleetApp(
+        model,
+        runner,
+        theme=theme,
+        theme_store=store,
+        snapshot_dir=Path(request.snapshot_dir) if request.snapshot_dir else None,
+    ).run()
     order = {h.spec: i for i, h in enumerate(hosts)}
     return sorted(done, key=lambda r: order[r.host.spec])

@@ -51,7 +51,9 @@ def diff(app: GpuAuditApp) -> None:
         except Exception as exc:  # a bad file is a notification, not a crash
             app.notify(str(exc), severity="error", timeout=10)
             return
-        new = Snapshot.from_run(app.audit_run, created_at=app.clock()).model_copy(update={"name": app.saved_name})
+        new = Snapshot.from_run(app.audit_run, created_at=app.clock()).model_copy(
+            update={"name": app.saved_name}
+        )
         screen = SnapshotDiffScreen(old, new, app.palette)  # computes the diff, once
         mark_changed_probes(app, screen.changed_probes)
         app.push_screen(screen)

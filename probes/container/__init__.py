@@ -12,11 +12,29 @@ from gpuaudit.probes.core.spec import Probe
 
 PROBE_ID = "container"
 COMMANDS = (
-    use('virt', 'dev_nvidia', 'smi_gpu_ids', 'df_shm') + use('pve_lxc_confs', 'proc_devices') +
-    use('uname_n', 'proc_self_cgroup', 'uid_map', 'ulimit_a', 'cgroup_limits', 'dev_infiniband', 'libcuda_files')
+    use("virt", "dev_nvidia", "smi_gpu_ids", "df_shm")
+    + use("pve_lxc_confs", "proc_devices")
+    + use(
+        "uname_n",
+        "proc_self_cgroup",
+        "uid_map",
+        "ulimit_a",
+        "cgroup_limits",
+        "dev_infiniband",
+        "libcuda_files",
+    )
 )
 
 __all__ = ["CHECKS", "COMMANDS", "ContainerFacts", "PROBE", "PROBE_ID", "extract", "summarize"]
 
-PROBE = with_presence(Probe(id=PROBE_ID, title="Container", commands=COMMANDS, extract=extract, checks=CHECKS,
-                            summarize=summarize, volatile_facts=frozenset({"nr_periods", "nr_throttled"})))
+PROBE = with_presence(
+    Probe(
+        id=PROBE_ID,
+        title="Container",
+        commands=COMMANDS,
+        extract=extract,
+        checks=CHECKS,
+        summarize=summarize,
+        volatile_facts=frozenset({"nr_periods", "nr_throttled"}),
+    )
+)

@@ -7,25 +7,42 @@ from gpuaudit.probes.container.configs import GIB, gib, match_config, why_unusab
 from gpuaudit.probes.container.facts import ContainerFacts
 from gpuaudit.probes.core.judge.checks import Ctx, Verdict, critical, info, ok, unknown, warning
 
-_SHM_WHY = ("NCCL's shared-memory transport and PyTorch's cross-process tensors live in /dev/shm; when it cannot grow NCCL "
-            "fails ('failed to extend /dev/shm/nccl-...') or the engine crashes with bus errors.")
-_SHM_FIX = ("Docker: --ipc=host or --shm-size=16g; Kubernetes: memory-backed emptyDir on /dev/shm; LXC: tmpfs sized from "
-            "container RAM.")
+_SHM_WHY = (
+    "NCCL's shared-memory transport and PyTorch's cross-process tensors live in /dev/shm; when it cannot grow NCCL "
+    "fails ('failed to extend /dev/shm/nccl-...') or the engine crashes with bus errors."
+)
+_SHM_FIX = (
+    "Docker: --ipc=host or --shm-size=16g; Kubernetes: memory-backed emptyDir on /dev/shm; LXC: tmpfs sized from "
+    "container RAM."
+)
 
 
 def shm(ctx: Ctx) -> Verdict:
     ctr: ContainerFacts = ctx.f
     host = ctx.of("host")
     size = ctr.shm_bytes or 0
-    obs = (f"/dev/shm {gib(ctr.shm_bytes)} ({ctr.shm_fs}) in the container; host /dev/shm {gib(host.shm_bytes if host else None)}; "
-           f"{len(ctr.gpus) if ctr.gpus is not None else 'unknown'} GPU(s) visible")
+    obs = (
+        f"/dev/shm {gib(ctr.shm_bytes)} ({ctr.shm_fs}) in the container; host /dev/shm {gib(host.shm_bytes if host else None)}; "
+        f"{len(ctr.gpus) if ctr.gpus is not None else 'unknown'} GPU(s) visible"
+    )
     if ctr.gpus is not None and len(ctr.gpus) <= 1:
-        return info(obs, title="/dev/shm: single GPU", why="Only multi-GPU (TP/PP > 1) needs large /dev/shm.")
+        return info(
+            obs,
+            title="/dev/shm: single GPU",
+            why="Only multi-GPU (TP/PP > 1) needs large /dev/shm.",
+        )
     if size <= 64 * 1024**2:
-        return critical(obs, ">= 1 GiB (NCCL recommends --shm-size=1g; more for large TP)", title=f"/dev/shm is only {gib(size)}",
-                        why=_SHM_WHY, fix=_SHM_FIX)
+        return critical(
+            obs,
+            ">= 1 GiB (NCCL recommends --shm-size=1g; more for large TP)",
+            title=f"/dev/shm is only {gib(size)}",
+            why=_SHM_WHY,
+            fix=_SHM_FIX,
+        )
     if size < GIB:
-        return warning(obs, ">= 1 GiB", title=f"/dev/shm is {gib(size)}", why=_SHM_WHY, fix=_SHM_FIX)
+        return warning(
+            obs, ">= 1 GiB", title=f"/dev/shm is {gib(size)}", why=_SHM_WHY, fix=_SHM_FIX
+        )
     return ok(obs, ">= 1 GiB", title=f"/dev/shm {gib(size)}")
 
 
@@ -34,11 +51,15 @@ def shm_ipc(ctx: Ctx) -> Verdict:
     if ctr.kind is None:
         return kind_unknown(ctx)
     if ctr.shm_bytes == host.shm_bytes:
-        return ok(f"container /dev/shm {gib(ctr.shm_bytes)} = host /dev/shm {gib(host.shm_bytes)}",
-                  title="Container shares the host's /dev/shm (IPC host)",
-                  why="With --ipc=host df shows the host's /dev/shm: that is the intended configuration.")
-    return info(f"container /dev/shm {gib(ctr.shm_bytes)}, host {gib(host.shm_bytes)}: see container.shm",
-                title="Container has its own /dev/shm (private IPC)")
+        return ok(
+            f"container /dev/shm {gib(ctr.shm_bytes)} = host /dev/shm {gib(host.shm_bytes)}",
+            title="Container shares the host's /dev/shm (IPC host)",
+            why="With --ipc=host df shows the host's /dev/shm: that is the intended configuration.",
+        )
+    return info(
+        f"container /dev/shm {gib(ctr.shm_bytes)}, host {gib(host.shm_bytes)}: see container.shm",
+        title="Container has its own /dev/shm (private IPC)",
+    )
 
 
 def memlock(ctx: Ctx) -> Verdict:
@@ -47,17 +68,33 @@ def memlock(ctx: Ctx) -> Verdict:
         return unknown("ulimit -a printed no locked-memory line")
     if ctr.memlock_kb == -1:
         return ok("ulimit -l unlimited", title="Locked memory unlimited")
-    rdma = {True: "present", False: "none"}.get(ctr.infiniband, f"unknown ({why_unusable(ctx, 'dev_infiniband', 'container')})")
+    rdma = {True: "present", False: "none"}.get(
+        ctr.infiniband, f"unknown ({why_unusable(ctx, 'dev_infiniband', 'container')})"
+    )
     obs = f"ulimit -l {ctr.memlock_kb} kB in the container shell; RDMA devices: {rdma}"
-    why = ("NCCL pairs shm with memlock=-1: verbs memory registration (GPUDirect RDMA / InfiniBand) pins host buffers; "
-           "single-node PCIe traffic barely depends on it. The engine inherits the limit of whatever starts it "
-           "(systemd unit, ssh session).")
+    why = (
+        "NCCL pairs shm with memlock=-1: verbs memory registration (GPUDirect RDMA / InfiniBand) pins host buffers; "
+        "single-node PCIe traffic barely depends on it. The engine inherits the limit of whatever starts it "
+        "(systemd unit, ssh session)."
+    )
     fix = "Docker --ulimit memlock=-1; LXC lxc.prlimit.memlock: unlimited; systemd LimitMEMLOCK=infinity."
     if ctr.infiniband:
-        return warning(obs, "unlimited", title=f"Locked memory limited to {ctr.memlock_kb} kB with RDMA devices present",
-                       why=why, fix=fix, evidence=(("container", "dev_infiniband"),))
-    return info(obs, "unlimited", title=f"Locked memory limited to {ctr.memlock_kb} kB (no RDMA)", why=why, fix=fix,
-                evidence=(("container", "dev_infiniband"),))
+        return warning(
+            obs,
+            "unlimited",
+            title=f"Locked memory limited to {ctr.memlock_kb} kB with RDMA devices present",
+            why=why,
+            fix=fix,
+            evidence=(("container", "dev_infiniband"),),
+        )
+    return info(
+        obs,
+        "unlimited",
+        title=f"Locked memory limited to {ctr.memlock_kb} kB (no RDMA)",
+        why=why,
+        fix=fix,
+        evidence=(("container", "dev_infiniband"),),
+    )
 
 
 def _limits_read(ctx: Ctx) -> str:
@@ -70,24 +107,45 @@ def cpu_quota(ctx: Ctx) -> Verdict:
     limit = cfg.cpulimit if cfg is not None else None
     if not ctr.cpu_max_read and limit is None:
         return unknown(_limits_read(ctx), evidence=(("container", "cgroup_limits"),))
-    quota = f"cpu.max {ctr.cpu_quota_us} {ctr.cpu_period_us}" if ctr.cpu_quota_us else "cpu.max max (no quota in the container's cgroup)"
+    quota = (
+        f"cpu.max {ctr.cpu_quota_us} {ctr.cpu_period_us}"
+        if ctr.cpu_quota_us
+        else "cpu.max max (no quota in the container's cgroup)"
+    )
     obs = quota + (f"; {how}: cpulimit {limit:g}" if limit else "")
     if ctr.nr_periods:
         obs += f"; throttled in {ctr.nr_throttled or 0} of {ctr.nr_periods} periods"
     ev = (("container", "cgroup_limits"), ("host", "pve_lxc_confs"))
     if not ctr.cpu_quota_us and not limit:
-        return ok(obs, title="No CPU quota", evidence=ev,
-                  why="Proxmox sets cpulimit on the parent /lxc/<id> cgroup, invisible from inside; the config was checked too."
-                  if cfg is not None else "")
+        return ok(
+            obs,
+            title="No CPU quota",
+            evidence=ev,
+            why="Proxmox sets cpulimit on the parent /lxc/<id> cgroup, invisible from inside; the config was checked too."
+            if cfg is not None
+            else "",
+        )
     ratio = (ctr.nr_throttled or 0) / ctr.nr_periods if ctr.nr_periods else 0.0
-    why = ("The engine's scheduler and per-GPU workers launch kernels every few ms; a throttled cgroup stalls them for the "
-           "rest of the CFS period, which shows as token-latency jitter while the GPUs wait.")
+    why = (
+        "The engine's scheduler and per-GPU workers launch kernels every few ms; a throttled cgroup stalls them for the "
+        "rest of the CFS period, which shows as token-latency jitter while the GPUs wait."
+    )
     if ratio > 0.01:
-        return warning(obs, "no throttling while serving", title=f"CPU quota throttled the container in {100 * ratio:.1f}% of periods",
-                       why=why, fix="Remove cpulimit / the quota, give enough cores, or pin with lxc.cgroup2.cpuset.cpus.",
-                       evidence=ev)
-    return info(obs, title="CPU quota set, little throttling so far", why=why, evidence=ev,
-                fix="Sample cpu.stat nr_throttled twice while serving; remove the quota if it grows.")
+        return warning(
+            obs,
+            "no throttling while serving",
+            title=f"CPU quota throttled the container in {100 * ratio:.1f}% of periods",
+            why=why,
+            fix="Remove cpulimit / the quota, give enough cores, or pin with lxc.cgroup2.cpuset.cpus.",
+            evidence=ev,
+        )
+    return info(
+        obs,
+        title="CPU quota set, little throttling so far",
+        why=why,
+        evidence=ev,
+        fix="Sample cpu.stat nr_throttled twice while serving; remove the quota if it grows.",
+    )
 
 
 def memory_limit(ctx: Ctx) -> Verdict:
@@ -96,16 +154,27 @@ def memory_limit(ctx: Ctx) -> Verdict:
     ev = (("container", "cgroup_limits"), ("host", "pve_lxc_confs"))
     if not ctr.memory_max_read and (cfg is None or cfg.memory_mb is None):
         return unknown(_limits_read(ctx), evidence=ev)
-    obs = (f"memory.max {gib(ctr.memory_max) if ctr.memory_max else 'max'}"
-           + (f"; {how}: memory {cfg.memory_mb} MiB" if cfg is not None and cfg.memory_mb else "")
-           + (f"; oom_kill {ctr.oom_kills}" if ctr.oom_kills is not None else ""))
+    obs = (
+        f"memory.max {gib(ctr.memory_max) if ctr.memory_max else 'max'}"
+        + (f"; {how}: memory {cfg.memory_mb} MiB" if cfg is not None and cfg.memory_mb else "")
+        + (f"; oom_kill {ctr.oom_kills}" if ctr.oom_kills is not None else "")
+    )
     if ctr.oom_kills:
-        return warning(obs, "oom_kill 0", title=f"{ctr.oom_kills} OOM kill(s) in the container's cgroup", evidence=ev,
-                       why="Weight loading streams the checkpoint through the page cache charged to the container; at the "
-                           "limit processes get killed.",
-                       fix="Raise the container's memory (PVE memory:) or reduce CPU-side caches/offload.")
-    return info(obs, title="Container memory limit", evidence=ev,
-                why="Model loading through the page cache is throttled by a tight limit (slow restarts).")
+        return warning(
+            obs,
+            "oom_kill 0",
+            title=f"{ctr.oom_kills} OOM kill(s) in the container's cgroup",
+            evidence=ev,
+            why="Weight loading streams the checkpoint through the page cache charged to the container; at the "
+            "limit processes get killed.",
+            fix="Raise the container's memory (PVE memory:) or reduce CPU-side caches/offload.",
+        )
+    return info(
+        obs,
+        title="Container memory limit",
+        evidence=ev,
+        why="Model loading through the page cache is throttled by a tight limit (slow restarts).",
+    )
 
 
 def _cpus_available(host: ContainerFacts, ctr: ContainerFacts) -> tuple[float | None, str]:
@@ -113,7 +182,12 @@ def _cpus_available(host: ContainerFacts, ctr: ContainerFacts) -> tuple[float | 
     if ctr.cpuset_cpus:
         cands.append((float(ctr.cpuset_cpus), f"cpuset {ctr.cpuset_cpus} CPUs"))
     if ctr.cpu_quota_us and ctr.cpu_period_us:
-        cands.append((ctr.cpu_quota_us / ctr.cpu_period_us, f"cpu.max {ctr.cpu_quota_us} {ctr.cpu_period_us}"))
+        cands.append(
+            (
+                ctr.cpu_quota_us / ctr.cpu_period_us,
+                f"cpu.max {ctr.cpu_quota_us} {ctr.cpu_period_us}",
+            )
+        )
     cfg, _how = match_config(host, ctr) if host.configs else (None, "")
     if cfg is not None and cfg.cores:
         cands.append((float(cfg.cores), f"PVE cores: {cfg.cores}"))
@@ -129,15 +203,22 @@ def limits_vs_model(ctx: Ctx) -> Verdict:
     cpus, src = _cpus_available(host, ctr)
     ev = (("container", "cgroup_limits"), ("container", "smi_gpu_ids"), ("host", "pve_lxc_confs"))
     if cpus is None or ctr.gpus is None:
-        gpus = len(ctr.gpus) if ctr.gpus is not None else why_unusable(ctx, "smi_gpu_ids", "container")
+        gpus = (
+            len(ctr.gpus) if ctr.gpus is not None else why_unusable(ctx, "smi_gpu_ids", "container")
+        )
         return unknown(f"CPUs: {src or _limits_read(ctx)}; GPUs: {gpus}", evidence=ev)
     ranks = len(ctr.gpus)
     obs = f"{cpus:g} CPU(s) available ({src}) for {ranks} GPU rank(s) + API/scheduler; model size not read by this probe"
     if cpus < ranks + 1:
-        return warning(obs, f">= {ranks + 1} CPUs (1-2 per rank plus the API/scheduler process)",
-                       title=f"{cpus:g} CPUs for {ranks} GPU ranks", evidence=ev,
-                       why="Each rank's CPU thread launches kernels and runs NCCL proxies; too few cores serialise them and "
-                           "the GPUs wait.", fix="Give the container more cores (PVE cores:/cpulimit:, cpuset).")
+        return warning(
+            obs,
+            f">= {ranks + 1} CPUs (1-2 per rank plus the API/scheduler process)",
+            title=f"{cpus:g} CPUs for {ranks} GPU ranks",
+            evidence=ev,
+            why="Each rank's CPU thread launches kernels and runs NCCL proxies; too few cores serialise them and "
+            "the GPUs wait.",
+            fix="Give the container more cores (PVE cores:/cpulimit:, cpuset).",
+        )
     return ok(obs, f">= {ranks + 1} CPUs", title="Enough CPUs for the GPU ranks", evidence=ev)
 
 
@@ -146,7 +227,13 @@ def nofile(ctx: Ctx) -> Verdict:
     if ctr.nofile is None:
         return unknown("ulimit -a printed no open-files line")
     if ctr.nofile != -1 and ctr.nofile < 65536:
-        return info(f"ulimit -n {ctr.nofile} in the container shell", ">= 65536 for the API server",
-                    title=f"Open-file limit {ctr.nofile}", why="Many concurrent HTTP/SSE streams plus model shards need file "
-                    "descriptors.", fix="LimitNOFILE= in the engine's unit, or lxc.prlimit.nofile.")
-    return ok(f"ulimit -n {ctr.nofile if ctr.nofile != -1 else 'unlimited'}", title="Open-file limit")
+        return info(
+            f"ulimit -n {ctr.nofile} in the container shell",
+            ">= 65536 for the API server",
+            title=f"Open-file limit {ctr.nofile}",
+            why="Many concurrent HTTP/SSE streams plus model shards need file descriptors.",
+            fix="LimitNOFILE= in the engine's unit, or lxc.prlimit.nofile.",
+        )
+    return ok(
+        f"ulimit -n {ctr.nofile if ctr.nofile != -1 else 'unlimited'}", title="Open-file limit"
+    )

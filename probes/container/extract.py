@@ -12,8 +12,8 @@ from collections.abc import Callable
 from typing import Any
 
 from gpuaudit.probes.container.facts import ContainerFacts, CtConfig, Gpu, Node, Rule
-from gpuaudit.probes.core.judge.checks import source_problem
 from gpuaudit.probes.core.errors import ParseError
+from gpuaudit.probes.core.judge.checks import source_problem
 from gpuaudit.probes.core.models import CommandRecord, Role
 from gpuaudit.probes.core.parsers.lxc import LxcConfig, parse_conf_dump
 from gpuaudit.probes.core.parsers.nvidia_smi import detect_smi_error, parse_smi_gpu_ids
@@ -30,8 +30,14 @@ from gpuaudit.probes.core.parsers.system import (
 )
 from gpuaudit.probes.core.spec import Outputs, partial_grep_ok
 
-NVIDIA_MAJOR_NAMES = ("nvidia-frontend", "nvidia-uvm", "nvidia-caps", "nvidia-nvswitch", "nvidia-caps-imex-channels",
-                      "nvidia-nvlink")
+NVIDIA_MAJOR_NAMES = (
+    "nvidia-frontend",
+    "nvidia-uvm",
+    "nvidia-caps",
+    "nvidia-nvswitch",
+    "nvidia-caps-imex-channels",
+    "nvidia-nvlink",
+)
 Fields = dict[str, Any]
 
 
@@ -42,9 +48,14 @@ def _no_such_file(rec: CommandRecord) -> bool:
 def _exit_means_none(rec: CommandRecord) -> None:
     """ls/grep exit 1/2: "No such file" is an answer (nothing there); any other exit-2 cause (a permission denied
     beside files that were read, say) makes the listing incomplete, so not an answer."""
-    if rec.exit_status not in (1, 2):  # GNU ls says "No such file" with exit 2, busybox ls with exit 1
+    if rec.exit_status not in (
+        1,
+        2,
+    ):  # GNU ls says "No such file" with exit 2, busybox ls with exit 1
         return
-    other = [ln.strip() for ln in rec.stderr.splitlines() if ln.strip() and "No such file" not in ln]
+    other = [
+        ln.strip() for ln in rec.stderr.splitlines() if ln.strip() and "No such file" not in ln
+    ]
     if other or (rec.exit_status == 2 and not (rec.stderr.strip() or rec.stdout.strip())):
         raise ValueError(f"exit {rec.exit_status}: {(other or ['no output'])[0][:160]}")
 
@@ -58,37 +69,59 @@ def read_virt(rec: CommandRecord) -> Fields:
 
 def _config_model(c: LxcConfig) -> CtConfig:
     return CtConfig(
-        vmid=c.vmid or "?", hostname=c.hostname, unprivileged=c.unprivileged, cores=c.cores, cpulimit=c.cpulimit,
-        memory_mb=c.memory_mb, rules=[Rule(type=r.type, major=r.major, minor=r.minor, v1=r.cgroup_v1) for r in c.allow],
-        mount_sources=[m.source for m in c.mounts], mount_targets=["/" + m.target.lstrip("/") for m in c.mounts],
-        optional_mounts=[m.source for m in c.mounts if m.optional], dev_paths=[d.path for d in c.devs],
-        prlimit_memlock=c.prlimit_memlock)
+        vmid=c.vmid or "?",
+        hostname=c.hostname,
+        unprivileged=c.unprivileged,
+        cores=c.cores,
+        cpulimit=c.cpulimit,
+        memory_mb=c.memory_mb,
+        rules=[Rule(type=r.type, major=r.major, minor=r.minor, v1=r.cgroup_v1) for r in c.allow],
+        mount_sources=[m.source for m in c.mounts],
+        mount_targets=["/" + m.target.lstrip("/") for m in c.mounts],
+        optional_mounts=[m.source for m in c.mounts if m.optional],
+        dev_paths=[d.path for d in c.devs],
+        prlimit_memlock=c.prlimit_memlock,
+    )
 
 
 def read_pve_confs(rec: CommandRecord) -> Fields:
     if _no_such_file(rec) and not rec.stdout.strip():
         return {"is_pve": False, "configs": {}}
     _exit_means_none(rec)
-    return {"is_pve": True, "configs": {k: _config_model(c) for k, c in parse_conf_dump(rec.stdout).items()}}
+    return {
+        "is_pve": True,
+        "configs": {k: _config_model(c) for k, c in parse_conf_dump(rec.stdout).items()},
+    }
 
 
 def read_proc_devices(rec: CommandRecord) -> Fields:
     pd = parse_proc_devices(rec.stdout)
     if not pd.char:
         raise ValueError("no 'Character devices:' section")
-    return {"majors": {n: m for n in NVIDIA_MAJOR_NAMES if (m := pd.char_major(n)) is not None},
-            "all_majors": sorted({m for ms in pd.char.values() for m in ms})}
+    return {
+        "majors": {n: m for n in NVIDIA_MAJOR_NAMES if (m := pd.char_major(n)) is not None},
+        "all_majors": sorted({m for ms in pd.char.values() for m in ms}),
+    }
 
 
 def read_dev_nvidia(rec: CommandRecord) -> Fields:
     _exit_means_none(rec)
-    return {"nodes": [Node(path=n.path, kind=n.kind, major=n.major, minor=n.minor, mode=n.mode)
-                      for n in parse_ls_dev(rec.stdout)]}
+    return {
+        "nodes": [
+            Node(path=n.path, kind=n.kind, major=n.major, minor=n.minor, mode=n.mode)
+            for n in parse_ls_dev(rec.stdout)
+        ]
+    }
 
 
 def read_smi_gpu_ids(rec: CommandRecord) -> Fields:
     try:
-        return {"gpus": [Gpu(index=g.index, uuid=g.uuid, bus_id=g.bus_id) for g in parse_smi_gpu_ids(rec.stdout)]}
+        return {
+            "gpus": [
+                Gpu(index=g.index, uuid=g.uuid, bus_id=g.bus_id)
+                for g in parse_smi_gpu_ids(rec.stdout)
+            ]
+        }
     except ParseError as exc:
         raise ValueError(str(exc)) from exc
 
@@ -114,7 +147,11 @@ def read_uid_map(rec: CommandRecord) -> Fields:
     uid_map = parse_uid_map(rec.stdout)
     if not uid_map:
         raise ValueError("empty uid_map")
-    return {"uid_map_unprivileged": not any(inside == 0 and outside == 0 for inside, outside, _ in uid_map)}
+    return {
+        "uid_map_unprivileged": not any(
+            inside == 0 and outside == 0 for inside, outside, _ in uid_map
+        )
+    }
 
 
 def read_ulimit_a(rec: CommandRecord) -> Fields:
@@ -126,11 +163,17 @@ def read_ulimit_a(rec: CommandRecord) -> Fields:
 
 def read_cgroup_limits(rec: CommandRecord) -> Fields:
     cl = parse_cgroup_files(rec.stdout)
-    return {"cpuset_cpus": len(cl.cpuset_cpus) if cl.cpuset_cpus is not None else None,
-            "cpu_quota_us": cl.cpu_quota_us, "cpu_period_us": cl.cpu_period_us, "cpu_max_read": cl.cpu_max_read,
-            "nr_periods": cl.cpu_stat.get("nr_periods"), "nr_throttled": cl.cpu_stat.get("nr_throttled"),
-            "memory_max": cl.memory_max, "memory_max_read": cl.memory_max_read,
-            "oom_kills": cl.memory_events.get("oom_kill")}
+    return {
+        "cpuset_cpus": len(cl.cpuset_cpus) if cl.cpuset_cpus is not None else None,
+        "cpu_quota_us": cl.cpu_quota_us,
+        "cpu_period_us": cl.cpu_period_us,
+        "cpu_max_read": cl.cpu_max_read,
+        "nr_periods": cl.cpu_stat.get("nr_periods"),
+        "nr_throttled": cl.cpu_stat.get("nr_throttled"),
+        "memory_max": cl.memory_max,
+        "memory_max_read": cl.memory_max_read,
+        "oom_kills": cl.memory_events.get("oom_kill"),
+    }
 
 
 def read_dev_infiniband(rec: CommandRecord) -> Fields:
@@ -140,14 +183,27 @@ def read_dev_infiniband(rec: CommandRecord) -> Fields:
 
 def read_libcuda(rec: CommandRecord) -> Fields:
     _exit_means_none(rec)
-    return {"libcuda_versions": sorted({m.group(1) for m in re.finditer(r"libcuda\.so\.(\d+\.\d+(?:\.\d+)?)", rec.stdout)})}
+    return {
+        "libcuda_versions": sorted(
+            {m.group(1) for m in re.finditer(r"libcuda\.so\.(\d+\.\d+(?:\.\d+)?)", rec.stdout)}
+        )
+    }
 
 
 READERS: dict[str, Callable[[CommandRecord], Fields]] = {
-    "virt": read_virt, "pve_lxc_confs": read_pve_confs, "proc_devices": read_proc_devices,
-    "dev_nvidia": read_dev_nvidia, "smi_gpu_ids": read_smi_gpu_ids, "df_shm": read_df_shm, "uname_n": read_uname_n,
-    "proc_self_cgroup": read_proc_self_cgroup, "uid_map": read_uid_map, "ulimit_a": read_ulimit_a,
-    "cgroup_limits": read_cgroup_limits, "dev_infiniband": read_dev_infiniband, "libcuda_files": read_libcuda,
+    "virt": read_virt,
+    "pve_lxc_confs": read_pve_confs,
+    "proc_devices": read_proc_devices,
+    "dev_nvidia": read_dev_nvidia,
+    "smi_gpu_ids": read_smi_gpu_ids,
+    "df_shm": read_df_shm,
+    "uname_n": read_uname_n,
+    "proc_self_cgroup": read_proc_self_cgroup,
+    "uid_map": read_uid_map,
+    "ulimit_a": read_ulimit_a,
+    "cgroup_limits": read_cgroup_limits,
+    "dev_infiniband": read_dev_infiniband,
+    "libcuda_files": read_libcuda,
 }
 """Source -> the reader of its usable output."""
 
@@ -172,8 +228,9 @@ def smi_banner(rec: CommandRecord | None) -> str | None:
 
 def _usable(rec: CommandRecord) -> bool:
     # a partial `grep -H` over cgroup files (no cpuset controller) still carries good lines
-    return source_problem(rec) is None or (rec.command_id == "cgroup_limits" and partial_grep_ok({rec.command_id: rec},
-                                                                                                   rec.command_id))
+    return source_problem(rec) is None or (
+        rec.command_id == "cgroup_limits" and partial_grep_ok({rec.command_id: rec}, rec.command_id)
+    )
 
 
 def extract(outputs: Outputs, role: Role) -> ContainerFacts:

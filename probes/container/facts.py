@@ -52,7 +52,11 @@ class CtConfig(BaseModel, frozen=True):
 
     @property
     def gpu_minors(self) -> set[int]:
-        return {int(m.group(1)) for p in self.nvidia_paths if (m := re.fullmatch(r"/dev/nvidia(\d+)", p))}
+        return {
+            int(m.group(1))
+            for p in self.nvidia_paths
+            if (m := re.fullmatch(r"/dev/nvidia(\d+)", p))
+        }
 
     @property
     def has_nvidia(self) -> bool:

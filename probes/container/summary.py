@@ -22,5 +22,7 @@ def summarize(facts: FactsByTarget) -> str:
         if ctr.shm_bytes is not None:
             parts.append(f"shm {gib(ctr.shm_bytes)}")
     elif host.configs is not None and host.is_pve:
-        parts.append(f"{sum(1 for c in host.configs.values() if c.has_nvidia)} GPU container config(s)")
+        parts.append(
+            f"{sum(1 for c in host.configs.values() if c.has_nvidia)} GPU container config(s)"
+        )
     return " · ".join(parts)

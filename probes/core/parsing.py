@@ -16,7 +16,7 @@ def kv_lines(text: str, sep: str = ":") -> dict[str, str]:
 
 
 def version_tuple(text: str) -> tuple[int, ...]:
-    """"6.8.12-9-pve" -> (6, 8, 12); "590.48.01" -> (590, 48, 1); garbage -> ()."""
+    """ "6.8.12-9-pve" -> (6, 8, 12); "590.48.01" -> (590, 48, 1); garbage -> ()."""
     m = re.match(r"\s*v?(\d+(?:\.\d+)*)", text)
     if not m:
         return ()
@@ -24,7 +24,7 @@ def version_tuple(text: str) -> tuple[int, ...]:
 
 
 def cpu_list(text: str) -> list[int]:
-    """"0-3,8,10-11" -> [0,1,2,3,8,10,11]; empty -> []."""
+    """ "0-3,8,10-11" -> [0,1,2,3,8,10,11]; empty -> []."""
     cpus: list[int] = []
     for part in text.strip().split(","):
         part = part.strip()
@@ -38,12 +38,26 @@ def cpu_list(text: str) -> list[int]:
     return cpus
 
 
-_SIZE_UNITS = {"": 1, "B": 1, "K": 1024, "KB": 1024, "KIB": 1024, "M": 1024**2, "MB": 1024**2, "MIB": 1024**2,
-               "G": 1024**3, "GB": 1024**3, "GIB": 1024**3, "T": 1024**4, "TB": 1024**4, "TIB": 1024**4}
+_SIZE_UNITS = {
+    "": 1,
+    "B": 1,
+    "K": 1024,
+    "KB": 1024,
+    "KIB": 1024,
+    "M": 1024**2,
+    "MB": 1024**2,
+    "MIB": 1024**2,
+    "G": 1024**3,
+    "GB": 1024**3,
+    "GIB": 1024**3,
+    "T": 1024**4,
+    "TB": 1024**4,
+    "TIB": 1024**4,
+}
 
 
 def size_bytes(text: str) -> int | None:
-    """"64M", "63G", "4096 MiB", "512 bytes" -> bytes; None when unparsable."""
+    """ "64M", "63G", "4096 MiB", "512 bytes" -> bytes; None when unparsable."""
     m = re.match(r"\s*([0-9]+(?:\.[0-9]+)?)\s*([A-Za-z]*)", text)
     if not m:
         return None

@@ -25,24 +25,69 @@ REDACTED = "<redacted>"
 MAX_DEPTH = 3
 """How deep values are looked into (`a=b=c=...`): bounded so a hostile line cannot recurse without end."""
 
-_WORD_SECRET = {"token", "secret", "secrets", "password", "passwd", "passphrase", "credential", "credentials",
-                "apikey", "api_key", "accesskey", "secretkey", "privatekey", "pass", "pat", "bearer", "auth",
-                "pw", "pwd", "cred", "creds"}
+_WORD_SECRET = {
+    "token",
+    "secret",
+    "secrets",
+    "password",
+    "passwd",
+    "passphrase",
+    "credential",
+    "credentials",
+    "apikey",
+    "api_key",
+    "accesskey",
+    "secretkey",
+    "privatekey",
+    "pass",
+    "pat",
+    "bearer",
+    "auth",
+    "pw",
+    "pwd",
+    "cred",
+    "creds",
+}
 _LAST_KEY = {"key", "keys"}  # *_KEY, API_KEY, SECRET_KEY...; KEY_SIZE (KEY not last) survives
-_NOT_SECRET = {"key_size", "keysize", "pass_through", "passthrough", "auth_type", "auth_method", "keymap",
-               "token_limit", "pass_count", "pwd", "oldpwd"}
-_PASS_LOOKALIKES = ("passthrough", "passthru", "bypass", "compass", "passive", "passenger", "passage")
+_NOT_SECRET = {
+    "key_size",
+    "keysize",
+    "pass_through",
+    "passthrough",
+    "auth_type",
+    "auth_method",
+    "keymap",
+    "token_limit",
+    "pass_count",
+    "pwd",
+    "oldpwd",
+}
+_PASS_LOOKALIKES = (
+    "passthrough",
+    "passthru",
+    "bypass",
+    "compass",
+    "passive",
+    "passenger",
+    "passage",
+)
 
 
 def _word_is_secret(w: str) -> bool:
     if w in _WORD_SECRET:
         return True
-    if w.startswith("cred") and not w.startswith("credit"):  # *CRED*: CREDS, CREDENTIAL(S), S3CREDS below
+    if w.startswith("cred") and not w.startswith(
+        "credit"
+    ):  # *CRED*: CREDS, CREDENTIAL(S), S3CREDS below
         return True
-    if "pass" in w and not any(x in w for x in _PASS_LOOKALIKES):  # *PASS*: PGPASSWORD, MYPASS, PASSWD
+    if "pass" in w and not any(
+        x in w for x in _PASS_LOOKALIKES
+    ):  # *PASS*: PGPASSWORD, MYPASS, PASSWD
         return True
     # glued forms: HFTOKEN, MYSECRET, SECRETKEY, APIKEY, S3CREDS, DBPWD
-    return w.endswith(("token", "apikey", "secretkey", "accesskey", "creds", "pwd")) or "secret" in w
+    return (
+        w.endswith(("token", "apikey", "secretkey", "accesskey", "creds", "pwd")) or "secret" in w
+    )
 
 
 @lru_cache(maxsize=4096)
@@ -58,14 +103,19 @@ def is_secret_name(name: str) -> bool:
         return False  # a vocabulary index (eos_token_id, pad_token_id, image_token_index in config.json)
     if any(_word_is_secret(w) for w in words):
         return True
-    return words[-1] in _LAST_KEY or (len(words) >= 2 and words[-2] in _LAST_KEY and words[-1] == "id")
+    return words[-1] in _LAST_KEY or (
+        len(words) >= 2 and words[-2] in _LAST_KEY and words[-1] == "id"
+    )
 
 
 # NAME=value, NAME: value, "name": "value" (env dumps, /proc/PID/environ, config files, --flag=value)
 _ASSIGN = re.compile(
     r"(?<![A-Za-z0-9_.-])(?P<name>-{0,2}[A-Za-z_][A-Za-z0-9_.-]{0,100})(?P<sep>[\"']?[ \t]{0,8}[=:][ \t]{0,8})"
-    r"(?P<val>\"[^\"\n]{0,4096}\"|'[^'\n]{0,4096}'|[^\s\x00'\",;]{1,4096})")
-_HINT = re.compile(r"(?i)tok|key|secret|pass|pw|cred|auth|bearer|://|sig|hf_|akia|asia|gh|xox|eyj|glpat|sk-|pat")
+    r"(?P<val>\"[^\"\n]{0,4096}\"|'[^'\n]{0,4096}'|[^\s\x00'\",;]{1,4096})"
+)
+_HINT = re.compile(
+    r"(?i)tok|key|secret|pass|pw|cred|auth|bearer|://|sig|hf_|akia|asia|gh|xox|eyj|glpat|sk-|pat"
+)
 """Cheap filter before looking inside a value: only values with a secret-ish fragment are re-scanned."""
 _INNER_NAME = re.compile(r"(?P<name>[A-Za-z_][A-Za-z0-9_.-]{0,100})(?P<sep>[ \t]{0,8}[=:])")
 # what may stand before an environment-style line's NAME: indentation, `export `, a `grep -H` file prefix
@@ -76,21 +126,32 @@ _LINE_PREFIX = re.compile(r"[ \t]{0,64}(?:export[ \t]{1,8})?|[^\s:]{1,4096}:[ \t
 _FLAG_SPACE = re.compile(
     r"(?<![A-Za-z0-9_-])(?P<name>--?[A-Za-z][A-Za-z0-9_-]{0,60})"
     r"(?:(?P<sep>[ \t]{1,4})(?P<val>\"[^\"\n]{1,4096}\"|'[^'\n]{1,4096}'|[^\s\x00-]\S{0,4095}(?:[ \t]{1,4}[^\s\x00-]\S{0,4095}){0,16})"
-    r"|(?P<nl>\r?\n)(?P<line>[^\n\x00-][^\n]{0,4095}))")
-_URL_CRED = re.compile(r"(?<![A-Za-z0-9+.-])(?P<scheme>[A-Za-z][A-Za-z0-9+.-]{0,30}://)(?P<cred>[^/\s:@]{1,256}:[^/\s@]{1,512})@")
-_AUTH_HEADER = re.compile(r"(?P<name>\b(?:Bearer|Basic|token)[ \t]{1,4})(?P<val>[A-Za-z0-9._~+/=-]{8,4096})")
+    r"|(?P<nl>\r?\n)(?P<line>[^\n\x00-][^\n]{0,4095}))"
+)
+_URL_CRED = re.compile(
+    r"(?<![A-Za-z0-9+.-])(?P<scheme>[A-Za-z][A-Za-z0-9+.-]{0,30}://)(?P<cred>[^/\s:@]{1,256}:[^/\s@]{1,512})@"
+)
+_AUTH_HEADER = re.compile(
+    r"(?P<name>\b(?:Bearer|Basic|token)[ \t]{1,4})(?P<val>[A-Za-z0-9._~+/=-]{8,4096})"
+)
 _KNOWN_TOKENS = re.compile(
     r"(?<![A-Za-z0-9])(?:hf_[A-Za-z0-9]{20,200}|(?:AKIA|ASIA)[0-9A-Z]{16}|gh[pousr]_[A-Za-z0-9]{30,200}|github_pat_[A-Za-z0-9_]{20,300}"
     r"|glpat-[A-Za-z0-9_-]{20,100}|sk-[A-Za-z0-9_-]{20,300}|xox[abpr]-[A-Za-z0-9-]{10,200}"
-    r"|eyJ[A-Za-z0-9_-]{10,2000}\.eyJ[A-Za-z0-9_-]{10,4000}\.[A-Za-z0-9_-]{10,2000})(?![A-Za-z0-9])")
-_QUERY = re.compile(r"(?P<name>[?&](?:token|access_token|api_key|apikey|key|sig|signature|password|secret)=)(?P<val>[^&\s]{1,4096})",
-                    re.IGNORECASE)
+    r"|eyJ[A-Za-z0-9_-]{10,2000}\.eyJ[A-Za-z0-9_-]{10,4000}\.[A-Za-z0-9_-]{10,2000})(?![A-Za-z0-9])"
+)
+_QUERY = re.compile(
+    r"(?P<name>[?&](?:token|access_token|api_key|apikey|key|sig|signature|password|secret)=)(?P<val>[^&\s]{1,4096})",
+    re.IGNORECASE,
+)
 # Proxmox guest config free text: `#` note lines and `description:` behind `grep -H`'s
 # `/etc/pve/.../101.conf:` prefix are hidden whole. Without the prefix (nvidia-smi dmon's `#` headers,
 # modinfo's `description:`) only when it reads like a note about logins (and `#` only percent-encoded).
 _PVE_FREE_TEXT = re.compile(
-    r"(?m)^(?P<pre>/etc/pve/[^\s:]{0,256}\.conf:)?(?P<key>description:[ \t]?|#)(?P<val>[^\n]{1,65536})$")
-_FREE_TEXT_HINT = re.compile(r"(?i)pass|pw|login|user|root|admin|secret|token|key|cred|auth|account")
+    r"(?m)^(?P<pre>/etc/pve/[^\s:]{0,256}\.conf:)?(?P<key>description:[ \t]?|#)(?P<val>[^\n]{1,65536})$"
+)
+_FREE_TEXT_HINT = re.compile(
+    r"(?i)pass|pw|login|user|root|admin|secret|token|key|cred|auth|account"
+)
 _ENCODED = re.compile(r"(?<!\S)(?P<tok>[^\s%]{0,4096}%[0-9A-Fa-f]{2}\S{0,4096})")
 
 
@@ -113,7 +174,7 @@ def _assignments(text: str, depth: int) -> str:
     out: list[str] = []
     pos = 0
     while (m := _ASSIGN.search(text, pos)) is not None:
-        out.append(text[pos:m.start()])
+        out.append(text[pos : m.start()])
         name, sep, val = m["name"], m["sep"], m["val"]
         quote = val[0] if val[0] in "\"'" and len(val) > 1 and val[-1] == val[0] else ""
         inner = val[1:-1] if quote else val
@@ -125,7 +186,9 @@ def _assignments(text: str, depth: int) -> str:
                 repl = f"{quote}{REDACTED}{quote}"
             else:
                 repl = REDACTED
-                if _line_start(text, m.start()):  # NAME=two words, password: two words: the line is the value
+                if _line_start(
+                    text, m.start()
+                ):  # NAME=two words, password: two words: the line is the value
                     end = _line_end(text, end)
         elif (im := _INNER_NAME.match(inner)) is not None and is_secret_name(im["name"]):
             # Environment=HF_TOKEN=x, env: OPENAI_API_KEY=x, lxc.environment: TORCH_PW=two words
@@ -156,8 +219,12 @@ def _flag(m: re.Match[str]) -> str:
 
 def _free_text(m: re.Match[str]) -> str:
     key = m["key"]
-    if not m["pre"]:  # not known to be a Proxmox config (modinfo prints `description:` too): only when it looks like one
-        if (key == "#" and "%" not in m["val"]) or not _FREE_TEXT_HINT.search(unquote(m["val"], errors="replace")):
+    if not m[
+        "pre"
+    ]:  # not known to be a Proxmox config (modinfo prints `description:` too): only when it looks like one
+        if (key == "#" and "%" not in m["val"]) or not _FREE_TEXT_HINT.search(
+            unquote(m["val"], errors="replace")
+        ):
             return m[0]
     if m["val"].strip() in ("", REDACTED):
         return m[0]
@@ -172,7 +239,9 @@ def _encoded(depth: int, m: re.Match[str]) -> str:
     # `root password: hunter2` has no NAME=value shape until decoded; a secret word in it hides the token
     if not _HINT.search(decoded):
         return tok
-    if _inside(decoded, depth + 1) != decoded or any(is_secret_name(w) for w in re.findall(r"[A-Za-z_]{2,64}", decoded)):
+    if _inside(decoded, depth + 1) != decoded or any(
+        is_secret_name(w) for w in re.findall(r"[A-Za-z_]{2,64}", decoded)
+    ):
         return ("#" if tok.startswith("#") else "") + REDACTED
     return tok
 

@@ -113,7 +113,9 @@ def record_problem(record: CommandRecord | None) -> str | None:
     if record.missing_tool:
         return "tool not installed"
     low = (record.stderr + record.stdout[:400]).lower()
-    if record.exit_status not in (0, None) and ("permission denied" in low or "operation not permitted" in low):
+    if record.exit_status not in (0, None) and (
+        "permission denied" in low or "operation not permitted" in low
+    ):
         return "needs root (permission denied)"
     if record.exit_status not in (0, None):
         first = (record.stderr.strip() or record.stdout.strip()).splitlines()[:1]
@@ -136,7 +138,13 @@ def usable_stdout(outputs: Outputs, command_id: str, problems: dict[str, str]) -
 def partial_grep_ok(outputs: Outputs, command_id: str) -> bool:
     """`grep -H` over several files exits 2 when one is missing; the other files' lines are still good."""
     rec = outputs.get(command_id)
-    return rec is not None and not rec.error and not rec.timed_out and rec.exit_status == 2 and bool(rec.stdout.strip())
+    return (
+        rec is not None
+        and not rec.error
+        and not rec.timed_out
+        and rec.exit_status == 2
+        and bool(rec.stdout.strip())
+    )
 
 
 def problem_text(problems: Mapping[str, str], *command_ids: str) -> str:
@@ -144,7 +152,9 @@ def problem_text(problems: Mapping[str, str], *command_ids: str) -> str:
     return "; ".join(f"{c}: {problems[c]}" for c in command_ids if c in problems) or "not collected"
 
 
-def usable_record(outputs: Outputs, command_id: str, problems: dict[str, str]) -> CommandRecord | None:
+def usable_record(
+    outputs: Outputs, command_id: str, problems: dict[str, str]
+) -> CommandRecord | None:
     """The record of a command when usable; otherwise None, noting why in `problems` (absent = not run).
 
     A command already listed in `problems` (an error banner found earlier, say) counts as unusable.

@@ -17,8 +17,28 @@ from gpuaudit.probes.driver.summary import summarize
 
 PROBE_ID = "driver"
 
-PROBE = Probe(id=PROBE_ID, title="NVIDIA driver & CUDA", commands=COMMANDS, extract=extract, checks=CHECKS,
-              summarize=summarize, volatile_facts=VOLATILE_FACTS)
+PROBE = Probe(
+    id=PROBE_ID,
+    title="NVIDIA driver & CUDA",
+    commands=COMMANDS,
+    extract=extract,
+    checks=CHECKS,
+    summarize=summarize,
+    volatile_facts=VOLATILE_FACTS,
+)
 
-__all__ = ["CHECKS", "COMMANDS", "DriverFacts", "GpuState", "HandleFailure", "PROBE", "PROBE_ID", "QUERY_FIELDS",
-           "SMI_SOURCES", "extract", "gpu_arch", "short_name", "summarize"]
+__all__ = [
+    "CHECKS",
+    "COMMANDS",
+    "DriverFacts",
+    "GpuState",
+    "HandleFailure",
+    "PROBE",
+    "PROBE_ID",
+    "QUERY_FIELDS",
+    "SMI_SOURCES",
+    "extract",
+    "gpu_arch",
+    "short_name",
+    "summarize",
+]

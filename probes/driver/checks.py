@@ -59,41 +59,80 @@ def _smi_ev(f: DriverFacts, role: Role = "host") -> Ev:
 
 def version_flavor(ctx: Ctx) -> Verdict:
     h: DriverFacts = ctx.f
-    ev: Ev = (("host", "proc_driver_version"), ("host", "modinfo_nvidia"), ("host", h.gpu_source or "smi_query_driver"))
+    ev: Ev = (
+        ("host", "proc_driver_version"),
+        ("host", "modinfo_nvidia"),
+        ("host", h.gpu_source or "smi_query_driver"),
+    )
     present, why_absent = nvidia_presence(ctx.outputs.get("host", {}))
     if present is False:
-        return info(f"{NO_GPU} ({why_absent}): the GPU checks are not applicable", title="No NVIDIA GPU or driver",
-                    why="Without NVIDIA hardware or a loaded NVIDIA module there is nothing for the GPU checks to judge.",
-                    fix="Nothing to do if this host is not meant to serve on NVIDIA GPUs.",
-                    evidence=(("host", "pci_nvidia_sysfs"), ("host", "proc_driver_version")))
+        return info(
+            f"{NO_GPU} ({why_absent}): the GPU checks are not applicable",
+            title="No NVIDIA GPU or driver",
+            why="Without NVIDIA hardware or a loaded NVIDIA module there is nothing for the GPU checks to judge.",
+            fix="Nothing to do if this host is not meant to serve on NVIDIA GPUs.",
+            evidence=(("host", "pci_nvidia_sysfs"), ("host", "proc_driver_version")),
+        )
     version = host_version(h)
-    is_open = h.module_open if h.module_open is not None else (
-        None if not h.modinfo_license else ("MIT" in h.modinfo_license or "GPL" in h.modinfo_license))
+    is_open = (
+        h.module_open
+        if h.module_open is not None
+        else (
+            None
+            if not h.modinfo_license
+            else ("MIT" in h.modinfo_license or "GPL" in h.modinfo_license)
+        )
+    )
     if version is None or is_open is None:
-        why = h.problems.get("proc_driver_version") or ("kernel module not loaded" if h.module_loaded is False else
-                                                        h.smi_error or "not readable")
+        why = h.problems.get("proc_driver_version") or (
+            "kernel module not loaded"
+            if h.module_loaded is False
+            else h.smi_error or "not readable"
+        )
         return unknown(f"driver version/flavour unknown: {why}", evidence=ev)
     flavour = "open" if is_open else "proprietary"
-    versions = {v for v in [h.module_version, h.smi_driver_version, *(g.driver_version for g in h.gpus)] if v}
+    versions = {
+        v
+        for v in [h.module_version, h.smi_driver_version, *(g.driver_version for g in h.gpus)]
+        if v
+    }
     found = archs(h)
-    obs = f"{version} {flavour} kernel module" + (f" on {', '.join(sorted(found))}" if found else "")
+    obs = f"{version} {flavour} kernel module" + (
+        f" on {', '.join(sorted(found))}" if found else ""
+    )
     if len(versions) > 1:
-        return critical(f"versions seen: {', '.join(sorted(versions))}", "one driver version everywhere",
-                        title="More than one NVIDIA driver version loaded",
-                        why="The kernel module and the user-space libraries talk through a private ABI: two versions at once means a half-upgraded driver that fails NVML/CUDA calls.",
-                        fix="Finish the driver upgrade (reboot or reload the module) so every component runs the same version.",
-                        evidence=ev)
+        return critical(
+            f"versions seen: {', '.join(sorted(versions))}",
+            "one driver version everywhere",
+            title="More than one NVIDIA driver version loaded",
+            why="The kernel module and the user-space libraries talk through a private ABI: two versions at once means a half-upgraded driver that fails NVML/CUDA calls.",
+            fix="Finish the driver upgrade (reboot or reload the module) so every component runs the same version.",
+            evidence=ev,
+        )
     if not is_open and "Blackwell" in found:
-        return warning(obs, "open kernel module (NVIDIA's required flavour for Blackwell)",
-                       title="Proprietary kernel module on Blackwell GPUs",
-                       why="Since R560 the open modules are NVIDIA's default for Turing+; Grace Hopper and Blackwell are supported only with the open flavour, so the proprietary one may not initialise the GPUs.",
-                       fix="Install the -open driver flavour of the same branch (e.g. nvidia-driver-<branch>-open or the .run installer with -m=kernel-open).",
-                       evidence=ev)
+        return warning(
+            obs,
+            "open kernel module (NVIDIA's required flavour for Blackwell)",
+            title="Proprietary kernel module on Blackwell GPUs",
+            why="Since R560 the open modules are NVIDIA's default for Turing+; Grace Hopper and Blackwell are supported only with the open flavour, so the proprietary one may not initialise the GPUs.",
+            fix="Install the -open driver flavour of the same branch (e.g. nvidia-driver-<branch>-open or the .run installer with -m=kernel-open).",
+            evidence=ev,
+        )
     if not is_open and (found & TURING_PLUS or not found):
-        return info(obs, "open kernel module (recommended for Turing and newer since R560)", title="Proprietary kernel module",
-                    why="NVIDIA recommends the open kernel modules for Turing+; the proprietary flavour still works on pre-Blackwell GPUs.",
-                    fix="Consider the -open flavour at the next driver upgrade.", evidence=ev)
-    return ok(obs, "one driver version; open module on Turing+", title="Driver branch and flavour fit the GPUs", evidence=ev)
+        return info(
+            obs,
+            "open kernel module (recommended for Turing and newer since R560)",
+            title="Proprietary kernel module",
+            why="NVIDIA recommends the open kernel modules for Turing+; the proprietary flavour still works on pre-Blackwell GPUs.",
+            fix="Consider the -open flavour at the next driver upgrade.",
+            evidence=ev,
+        )
+    return ok(
+        obs,
+        "one driver version; open module on Turing+",
+        title="Driver branch and flavour fit the GPUs",
+        evidence=ev,
+    )
 
 
 def min_for_arch(ctx: Ctx) -> Verdict:
@@ -102,23 +141,38 @@ def min_for_arch(ctx: Ctx) -> Verdict:
     version = host_version(h)
     found = archs(h)
     if not version or not found:
-        return unknown("driver version unknown" if not version else "GPU architecture unknown: " + no_gpu_reason(h),
-                       evidence=ev)
+        return unknown(
+            "driver version unknown"
+            if not version
+            else "GPU architecture unknown: " + no_gpu_reason(h),
+            evidence=ev,
+        )
     caps = sorted({g.compute_cap for g in h.gpus if g.compute_cap})
-    obs = (f"driver {version}" + (f" (newest CUDA it serves: {h.cuda_version})" if h.cuda_version else "")
-           + f" on {', '.join(sorted(found))}" + (f" (compute capability {', '.join(caps)})" if caps else ""))
+    obs = (
+        f"driver {version}"
+        + (f" (newest CUDA it serves: {h.cuda_version})" if h.cuda_version else "")
+        + f" on {', '.join(sorted(found))}"
+        + (f" (compute capability {', '.join(caps)})" if caps else "")
+    )
     branch = version_tuple(version)[0]
     for arch in sorted(found):
         need = MIN_BRANCH.get(arch)
         if need and branch < need[0]:
-            return critical(obs, f"R{need[0]} or newer ({need[1]} is the first toolkit for {arch})",
-                            title=f"Driver too old for {arch}",
-                            why=f"{arch} GPUs need a driver from the {need[1]} era; older branches do not know the architecture, so CUDA initialisation fails or falls back to slow paths.",
-                            fix=f"Upgrade the host driver to R{need[0]}+ (the open flavour for Blackwell) and the container user-space driver to match.",
-                            evidence=ev)
-    return ok(obs, ", ".join(f"{a}: R{MIN_BRANCH[a][0]}+" for a in sorted(found) if a in MIN_BRANCH) or "a supported branch",
-              why="The 'CUDA Version' in nvidia-smi is the newest CUDA the driver can serve, not an installed toolkit.",
-              evidence=ev)
+            return critical(
+                obs,
+                f"R{need[0]} or newer ({need[1]} is the first toolkit for {arch})",
+                title=f"Driver too old for {arch}",
+                why=f"{arch} GPUs need a driver from the {need[1]} era; older branches do not know the architecture, so CUDA initialisation fails or falls back to slow paths.",
+                fix=f"Upgrade the host driver to R{need[0]}+ (the open flavour for Blackwell) and the container user-space driver to match.",
+                evidence=ev,
+            )
+    return ok(
+        obs,
+        ", ".join(f"{a}: R{MIN_BRANCH[a][0]}+" for a in sorted(found) if a in MIN_BRANCH)
+        or "a supported branch",
+        why="The 'CUDA Version' in nvidia-smi is the newest CUDA the driver can serve, not an installed toolkit.",
+        evidence=ev,
+    )
 
 
 # --------------------------------------------------------------------------------------------------
@@ -134,15 +188,26 @@ def persistence(ctx: Ctx) -> Verdict:
         return unknown(f"persistence mode not readable: {no_gpu_reason(h)}{daemon}", evidence=ev)
     off = [g for g, s in states if not s]
     if off:
-        return warning(f"persistence Disabled on {gpu_list(h.gpus, lambda g: g in off)}{daemon}",
-                       "Enabled on every GPU (nvidia-persistenced running on the host)", title="Persistence mode off",
-                       evidence=ev)
-    return ok(f"persistence Enabled on all {len(h.gpus)} GPUs{daemon}", "Enabled on every GPU", title="Persistence mode on",
-              evidence=ev)
+        return warning(
+            f"persistence Disabled on {gpu_list(h.gpus, lambda g: g in off)}{daemon}",
+            "Enabled on every GPU (nvidia-persistenced running on the host)",
+            title="Persistence mode off",
+            evidence=ev,
+        )
+    return ok(
+        f"persistence Enabled on all {len(h.gpus)} GPUs{daemon}",
+        "Enabled on every GPU",
+        title="Persistence mode on",
+        evidence=ev,
+    )
 
 
-_ECC_FIELDS = {"ecc.mode.current", "ecc.errors.uncorrected.volatile.total", "remapped_rows.pending",
-               "remapped_rows.failure"}
+_ECC_FIELDS = {
+    "ecc.mode.current",
+    "ecc.errors.uncorrected.volatile.total",
+    "remapped_rows.pending",
+    "remapped_rows.failure",
+}
 
 
 def ecc_rowremap(ctx: Ctx) -> Verdict:
@@ -155,31 +220,59 @@ def ecc_rowremap(ctx: Ctx) -> Verdict:
     ecc_off = [g for g in h.gpus if enabled(g.ecc_mode) is False]
     no_ecc = all(g.ecc_mode is None for g in h.gpus)
     remap_read = any(g.remap_pending is not None or g.remap_failure is not None for g in h.gpus)
-    ecc_desc = "ECC not supported/not reported" if no_ecc else (
-        f"ECC {'disabled on ' + gpu_list(h.gpus, lambda g: g in ecc_off) if ecc_off else 'enabled'}")
-    obs = (f"{ecc_desc}; uncorrected volatile errors on {gpu_list(h.gpus, lambda g: g in uncorr) or 'none'}; "
-           f"remap pending on {gpu_list(h.gpus, lambda g: g in pending) or 'none'}; "
-           f"remap failure on {gpu_list(h.gpus, lambda g: g in failed) or 'none'}"
-           + ("" if remap_read else " (row remapping not reported)"))
+    ecc_desc = (
+        "ECC not supported/not reported"
+        if no_ecc
+        else (
+            f"ECC {'disabled on ' + gpu_list(h.gpus, lambda g: g in ecc_off) if ecc_off else 'enabled'}"
+        )
+    )
+    obs = (
+        f"{ecc_desc}; uncorrected volatile errors on {gpu_list(h.gpus, lambda g: g in uncorr) or 'none'}; "
+        f"remap pending on {gpu_list(h.gpus, lambda g: g in pending) or 'none'}; "
+        f"remap failure on {gpu_list(h.gpus, lambda g: g in failed) or 'none'}"
+        + ("" if remap_read else " (row remapping not reported)")
+    )
     if failed or uncorr:
-        return critical(obs, "no uncorrected errors, no remapping failure", title="GPU memory errors",
-                        why="Uncorrectable ECC errors corrupt results and kill contexts; a remapping failure means the GPU ran out of spare rows.",
-                        fix="Drain the GPU, reset it, and RMA it if the remapping failure persists.")
+        return critical(
+            obs,
+            "no uncorrected errors, no remapping failure",
+            title="GPU memory errors",
+            why="Uncorrectable ECC errors corrupt results and kill contexts; a remapping failure means the GPU ran out of spare rows.",
+            fix="Drain the GPU, reset it, and RMA it if the remapping failure persists.",
+        )
     if pending:
-        return warning(obs, "no pending remaps", title="Row remap pending (GPU reset needed)",
-                       why="A remapped row (or retired page) only takes effect after a GPU reset; until then the bad row stays in use.",
-                       fix="Reset the GPU (nvidia-smi -r) or reboot during a maintenance window.")
+        return warning(
+            obs,
+            "no pending remaps",
+            title="Row remap pending (GPU reset needed)",
+            why="A remapped row (or retired page) only takes effect after a GPU reset; until then the bad row stays in use.",
+            fix="Reset the GPU (nvidia-smi -r) or reboot during a maintenance window.",
+        )
     unread = [g for g in h.gpus if set(g.unreadable) & _ECC_FIELDS]
     if unread:
-        return unknown(obs + "; not readable (nvidia-smi error token) on " + gpu_list(h.gpus, lambda g: g in unread) + ": "
-                       + ", ".join(sorted({f for g in unread for f in g.unreadable if f in _ECC_FIELDS})))
+        return unknown(
+            obs
+            + "; not readable (nvidia-smi error token) on "
+            + gpu_list(h.gpus, lambda g: g in unread)
+            + ": "
+            + ", ".join(sorted({f for g in unread for f in g.unreadable if f in _ECC_FIELDS}))
+        )
     if ecc_off:
         if [g for g in ecc_off if DATACENTER.search(g.name)]:
-            return warning(obs, "ECC enabled on datacenter HBM/GDDR GPUs", title="ECC disabled on datacenter GPUs",
-                           why="Without ECC a memory bit flip silently corrupts weights or activations.",
-                           fix="nvidia-smi -e 1 and reset/reboot (an admin decision; costs a little capacity).")
-        return info(obs, "a deliberate choice", title="ECC off on workstation-class GPUs (policy choice)",
-                    why="On GDDR workstation cards such as RTX PRO, ECC trades a little capacity and bandwidth for protection: a policy choice, not an error.")
+            return warning(
+                obs,
+                "ECC enabled on datacenter HBM/GDDR GPUs",
+                title="ECC disabled on datacenter GPUs",
+                why="Without ECC a memory bit flip silently corrupts weights or activations.",
+                fix="nvidia-smi -e 1 and reset/reboot (an admin decision; costs a little capacity).",
+            )
+        return info(
+            obs,
+            "a deliberate choice",
+            title="ECC off on workstation-class GPUs (policy choice)",
+            why="On GDDR workstation cards such as RTX PRO, ECC trades a little capacity and bandwidth for protection: a policy choice, not an error.",
+        )
     if no_ecc and not remap_read and h.gpu_source == "smi_table":
         # the table shows no row-remap state: "not supported" needs the query's positive [N/A]
         return unknown(obs + "; neither ECC mode nor row remapping read")
@@ -192,18 +285,27 @@ def mig_mode(ctx: Ctx) -> Verdict:
         return unknown(no_gpu_reason(h))
     on = [g for g in h.gpus if enabled(g.mig_mode)]
     if on:
-        return critical(f"MIG Enabled on {gpu_list(h.gpus, lambda g: g in on)}", "MIG Disabled on GPUs a serving engine uses whole",
-                        title="MIG enabled")
+        return critical(
+            f"MIG Enabled on {gpu_list(h.gpus, lambda g: g in on)}",
+            "MIG Disabled on GPUs a serving engine uses whole",
+            title="MIG enabled",
+        )
     unread = [g for g in h.gpus if "mig.mode.current" in g.unreadable]
     if unread:
-        return unknown("MIG mode not readable (nvidia-smi error token) on " + gpu_list(h.gpus, lambda g: g in unread))
+        return unknown(
+            "MIG mode not readable (nvidia-smi error token) on "
+            + gpu_list(h.gpus, lambda g: g in unread)
+        )
     if all(enabled(g.mig_mode) is None for g in h.gpus):
         return not_applicable("MIG not supported on these GPUs")
     coming = [g for g in h.gpus if enabled(g.mig_pending)]
     if coming:
-        return warning(f"MIG Disabled now, Enabled after the next GPU reset on {gpu_list(h.gpus, lambda g: g in coming)}",
-                       "MIG pending Disabled", title="MIG enabled at the next GPU reset",
-                       fix="nvidia-smi -i <gpu> -mig 0 before the next reset/reboot, unless the slicing is intended.")
+        return warning(
+            f"MIG Disabled now, Enabled after the next GPU reset on {gpu_list(h.gpus, lambda g: g in coming)}",
+            "MIG pending Disabled",
+            title="MIG enabled at the next GPU reset",
+            fix="nvidia-smi -i <gpu> -mig 0 before the next reset/reboot, unless the slicing is intended.",
+        )
     return ok(f"MIG Disabled on all {len(h.gpus)} GPUs")
 
 
@@ -214,38 +316,64 @@ def compute_mode(ctx: Ctx) -> Verdict:
     modes = Counter(g.compute_mode for g in h.gpus if g.compute_mode is not None)
     obs = ", ".join(f"{m} on {n} GPU(s)" for m, n in modes.items())
     if any(m.lower().startswith("prohibited") for m in modes):
-        return critical(obs, "Default", title="Compute mode Prohibited", why="A Prohibited GPU accepts no CUDA context at all.",
-                        fix="nvidia-smi -i <gpu> -c DEFAULT.")
+        return critical(
+            obs,
+            "Default",
+            title="Compute mode Prohibited",
+            why="A Prohibited GPU accepts no CUDA context at all.",
+            fix="nvidia-smi -i <gpu> -c DEFAULT.",
+        )
     if any(m.lower().startswith("exclusive") for m in modes):
-        return info(obs, "Default", title="Exclusive compute mode",
-                    why="Exclusive_Process allows one process per GPU: sidecars or a second engine process cannot attach.",
-                    fix="nvidia-smi -i <gpu> -c DEFAULT if other processes must share the GPU.")
+        return info(
+            obs,
+            "Default",
+            title="Exclusive compute mode",
+            why="Exclusive_Process allows one process per GPU: sidecars or a second engine process cannot attach.",
+            fix="nvidia-smi -i <gpu> -c DEFAULT if other processes must share the GPU.",
+        )
     return ok(obs, "Default")
 
 
 def xid_history(ctx: Ctx) -> Verdict:
     h: DriverFacts = ctx.f
     if not h.kernel_log_read:
-        return unknown(f"kernel log not read: {h.problems.get('dmesg_nvrm', 'not collected')}",
-                       fix="Re-run as root (or with --sudo) to read the kernel log.")
+        return unknown(
+            f"kernel log not read: {h.problems.get('dmesg_nvrm', 'not collected')}",
+            fix="Re-run as root (or with --sudo) to read the kernel log.",
+        )
     counts = Counter(code for _, code in h.xids)
     gpus = {code: sorted({pci for pci, c in h.xids if c == code}) for code in counts}
-    parts = [f"Xid {c}×{n} ({', '.join(gpus[c])})" for c, n in sorted(counts.items())] + h.nvrm_problems
+    parts = [
+        f"Xid {c}×{n} ({', '.join(gpus[c])})" for c, n in sorted(counts.items())
+    ] + h.nvrm_problems
     obs = "; ".join(parts) if parts else "no Xid events or NVRM failures in the kernel log"
     crit = [c for c in counts if c in XID_CRIT]
-    warn = [c for c in counts if c in XID_WARN] + [c for c in counts if c in (13, 31, 43) and counts[c] >= XID_RECURRING]
+    warn = [c for c in counts if c in XID_WARN] + [
+        c for c in counts if c in (13, 31, 43) and counts[c] >= XID_RECURRING
+    ]
     if crit or h.nvrm_problems:
         what = ", ".join([f"{c} ({XID_CRIT[c]})" for c in sorted(crit)] + h.nvrm_problems)
-        return critical(obs, "no Xid 79/48/95/64/119/120/74/154 and no NVRM init failures",
-                        title=f"Serious driver errors since boot: {what}",
-                        fix="Follow NVIDIA's Xid catalog for each code (reset or drain the GPU, check power/PCIe seating, RMA on repeated ECC/fall-off-bus); fix version mismatches before anything else.")
+        return critical(
+            obs,
+            "no Xid 79/48/95/64/119/120/74/154 and no NVRM init failures",
+            title=f"Serious driver errors since boot: {what}",
+            fix="Follow NVIDIA's Xid catalog for each code (reset or drain the GPU, check power/PCIe seating, RMA on repeated ECC/fall-off-bus); fix version mismatches before anything else.",
+        )
     if warn:
         what = ", ".join(f"{c} ({XID_WARN.get(c) or XID_APP.get(c)})" for c in sorted(set(warn)))
-        return warning(obs, "no hardware-related Xids; application Xids not recurring", title=f"Xid warnings since boot: {what}",
-                       fix="Xid 63: reset the GPU to activate the remap; 92/94: watch ECC counters; recurring 13/31/43: find the faulting process.")
+        return warning(
+            obs,
+            "no hardware-related Xids; application Xids not recurring",
+            title=f"Xid warnings since boot: {what}",
+            fix="Xid 63: reset the GPU to activate the remap; 92/94: watch ECC counters; recurring 13/31/43: find the faulting process.",
+        )
     if counts:
-        return info(obs, "no hardware-related Xids", title="Application-level Xids since boot",
-                    why="Xid 13/31/43/45 usually come from a buggy kernel or a killed process, not a broken GPU; watch for recurrence.")
+        return info(
+            obs,
+            "no hardware-related Xids",
+            title="Application-level Xids since boot",
+            why="Xid 13/31/43/45 usually come from a buggy kernel or a killed process, not a broken GPU; watch for recurrence.",
+        )
     return ok(obs, "no Xid events")
 
 
@@ -255,38 +383,79 @@ def xid_history(ctx: Ctx) -> Verdict:
 
 def dkms_kernel_match(ctx: Ctx) -> Verdict:
     h: DriverFacts = ctx.f
-    ev: Ev = (("host", "uname_r"), ("host", "modinfo_nvidia"), ("host", "proc_driver_version"), ("host", "dkms_status"))
+    ev: Ev = (
+        ("host", "uname_r"),
+        ("host", "modinfo_nvidia"),
+        ("host", "proc_driver_version"),
+        ("host", "dkms_status"),
+    )
     if h.module_loaded is False and h.smi_installed is False and not h.modinfo_version:
-        return unknown("no NVIDIA driver installed on this target (no module loaded, no nvidia-smi)", evidence=ev)
+        return unknown(
+            "no NVIDIA driver installed on this target (no module loaded, no nvidia-smi)",
+            evidence=ev,
+        )
     if h.module_loaded is False or h.smi_error_kind == SMI_ERR_NO_DRIVER:
-        return critical(f"kernel {h.kernel_release or '?'}: /proc/driver/nvidia/version absent"
-                        + (f"; nvidia-smi: {h.smi_error}" if h.smi_error else "")
-                        + ("; modinfo finds no nvidia module" if h.modinfo_missing else ""),
-                        "the nvidia module loaded for the running kernel", title="NVIDIA kernel module not loaded", evidence=ev)
+        return critical(
+            f"kernel {h.kernel_release or '?'}: /proc/driver/nvidia/version absent"
+            + (f"; nvidia-smi: {h.smi_error}" if h.smi_error else "")
+            + ("; modinfo finds no nvidia module" if h.modinfo_missing else ""),
+            "the nvidia module loaded for the running kernel",
+            title="NVIDIA kernel module not loaded",
+            evidence=ev,
+        )
     if h.modinfo_missing:
-        return critical(f"modinfo finds no nvidia module for kernel {h.kernel_release or '?'}"
-                        + (f" (a module {h.module_version} is still loaded)" if h.module_version else ""),
-                        "/lib/modules/<running kernel>/.../nvidia.ko present",
-                        title="No NVIDIA module installed for the running kernel", evidence=ev)
-    release = h.kernel_release or h.modinfo_dir_kernel  # modinfo looks in /lib/modules/<running kernel>
+        return critical(
+            f"modinfo finds no nvidia module for kernel {h.kernel_release or '?'}"
+            + (f" (a module {h.module_version} is still loaded)" if h.module_version else ""),
+            "/lib/modules/<running kernel>/.../nvidia.ko present",
+            title="No NVIDIA module installed for the running kernel",
+            evidence=ev,
+        )
+    release = (
+        h.kernel_release or h.modinfo_dir_kernel
+    )  # modinfo looks in /lib/modules/<running kernel>
     if release and h.modinfo_vermagic and h.modinfo_vermagic != release:
-        return critical(f"running {release}, module vermagic {h.modinfo_vermagic}", f"vermagic {release}",
-                        title="NVIDIA module built for another kernel", evidence=ev)
+        return critical(
+            f"running {release}, module vermagic {h.modinfo_vermagic}",
+            f"vermagic {release}",
+            title="NVIDIA module built for another kernel",
+            evidence=ev,
+        )
     if not h.module_loaded and not (release and h.modinfo_vermagic):
-        reason = h.problems.get("proc_driver_version") or h.problems.get("modinfo_nvidia") or h.problems.get("uname_r") or "not readable"
+        reason = (
+            h.problems.get("proc_driver_version")
+            or h.problems.get("modinfo_nvidia")
+            or h.problems.get("uname_r")
+            or "not readable"
+        )
         return unknown(f"not readable: {reason}", evidence=ev)
     bad_dkms = [d for d in h.dkms if d[1] == release and "installed" not in d[2]]
     if h.module_version and h.modinfo_version and h.module_version != h.modinfo_version:
-        return warning(f"loaded {h.module_version}, on disk {h.modinfo_version} for {release}", "loaded module = installed module",
-                       title="Loaded driver differs from the installed one (reboot pending)",
-                       why="The driver was upgraded on disk but the old module still runs: new user-space libraries will not talk to it (version mismatch).",
-                       fix="Reboot (or unload/reload the nvidia modules) to load the installed version.", evidence=ev)
+        return warning(
+            f"loaded {h.module_version}, on disk {h.modinfo_version} for {release}",
+            "loaded module = installed module",
+            title="Loaded driver differs from the installed one (reboot pending)",
+            why="The driver was upgraded on disk but the old module still runs: new user-space libraries will not talk to it (version mismatch).",
+            fix="Reboot (or unload/reload the nvidia modules) to load the installed version.",
+            evidence=ev,
+        )
     if bad_dkms:
-        return warning("; ".join(f"nvidia/{v} {k}: {s}" for v, k, s in bad_dkms), "installed",
-                       title="DKMS build not installed for the running kernel", evidence=ev)
-    obs = f"running {release or '?'}" + (f", module vermagic {h.modinfo_vermagic}" if h.modinfo_vermagic else "") + (
-        f", loaded {h.module_version}" if h.module_version else "") + (
-        "" if h.modinfo_vermagic else " (modinfo not available: a loaded module implies a matching build)")
+        return warning(
+            "; ".join(f"nvidia/{v} {k}: {s}" for v, k, s in bad_dkms),
+            "installed",
+            title="DKMS build not installed for the running kernel",
+            evidence=ev,
+        )
+    obs = (
+        f"running {release or '?'}"
+        + (f", module vermagic {h.modinfo_vermagic}" if h.modinfo_vermagic else "")
+        + (f", loaded {h.module_version}" if h.module_version else "")
+        + (
+            ""
+            if h.modinfo_vermagic
+            else " (modinfo not available: a loaded module implies a matching build)"
+        )
+    )
     return ok(obs, "module built for the running kernel", evidence=ev)
 
 
@@ -294,7 +463,9 @@ def module_params(ctx: Ctx) -> Verdict:
     h: DriverFacts = ctx.f
     if h.modprobe_options:
         opts = " ".join(f"{k}={v}" if v else k for k, v in sorted(h.modprobe_options.items()))
-        return info(opts, "defaults unless deliberately set", title="Non-default NVIDIA module parameters")
+        return info(
+            opts, "defaults unless deliberately set", title="Non-default NVIDIA module parameters"
+        )
     return ok("no nvidia options in /etc/modprobe.d")
 
 
@@ -303,49 +474,88 @@ def cuda_compat_libs(ctx: Ctx) -> Verdict:
     host: DriverFacts | None = ctx.of("host")
     compat = [(p, v) for p, v in f.libcuda if is_compat(p)]
     if not compat:
-        return ok("no cuda-compat libcuda found" + (f"; libcuda {', '.join(sorted({v for _, v in f.libcuda}))}" if f.libcuda else ""))
+        return ok(
+            "no cuda-compat libcuda found"
+            + (f"; libcuda {', '.join(sorted({v for _, v in f.libcuda}))}" if f.libcuda else "")
+        )
     host_ver = host_version(host) if host else None
     names = [g.name for g in (host.gpus if host else []) or f.gpus]
-    obs = "; ".join(f"{p} ({v})" for p, v in compat) + (f"; host driver {host_ver}" if host_ver else "")
+    obs = "; ".join(f"{p} ({v})" for p, v in compat) + (
+        f"; host driver {host_ver}" if host_ver else ""
+    )
     if [v for _, v in compat if host_ver and version_tuple(v) < version_tuple(host_ver)]:
-        return warning(obs, "no compat libcuda, or one newer than the host driver",
-                       title="cuda-compat libcuda older than the host driver",
-                       why="A compat libcuda older than the kernel driver shadows the matching one if it is on the library path; CUDA then fails or loses features.")
+        return warning(
+            obs,
+            "no compat libcuda, or one newer than the host driver",
+            title="cuda-compat libcuda older than the host driver",
+            why="A compat libcuda older than the kernel driver shadows the matching one if it is on the library path; CUDA then fails or loses features.",
+        )
     if names and not any(DATACENTER.search(n) for n in names):
-        return warning(obs, "no compat libcuda on the library path", title="cuda-compat present on a non-datacenter GPU",
-                       why="Forward compatibility works only on datacenter GPUs and a few NGC-ready RTX SKUs; elsewhere a process that loads it fails with CUDA error 804. Whether the engine maps it needs /proc/<pid>/maps.",
-                       fix="Keep the compat dir off the library path, or upgrade the host driver instead.")
-    return info(obs, title="cuda-compat libraries present",
-                why="Forward compatibility lets a newer CUDA run on an older datacenter driver; fine if intended.")
+        return warning(
+            obs,
+            "no compat libcuda on the library path",
+            title="cuda-compat present on a non-datacenter GPU",
+            why="Forward compatibility works only on datacenter GPUs and a few NGC-ready RTX SKUs; elsewhere a process that loads it fails with CUDA error 804. Whether the engine maps it needs /proc/<pid>/maps.",
+            fix="Keep the compat dir off the library path, or upgrade the host driver instead.",
+        )
+    return info(
+        obs,
+        title="cuda-compat libraries present",
+        why="Forward compatibility lets a newer CUDA run on an older datacenter driver; fine if intended.",
+    )
 
 
 def userspace_match(ctx: Ctx) -> Verdict:
     role: Role = ctx.role or "host"
     side: DriverFacts = ctx.f
     host: DriverFacts | None = ctx.of("host")
-    kver = (host.module_version if host else None) or side.module_version  # /proc/driver/nvidia/version: the host's module
+    kver = (
+        host.module_version if host else None
+    ) or side.module_version  # /proc/driver/nvidia/version: the host's module
     ev: Ev = (("host", "proc_driver_version"), (role, "nvidia_lib_files"), (role, "smi_table"))
-    fix = ("Re-install the user-space driver of exactly the host's version in the container (NVIDIA .run with --no-kernel-module)"
-           if role == "container" else "Reboot (or reload the module) so the loaded kernel module matches the installed libraries.")
+    fix = (
+        "Re-install the user-space driver of exactly the host's version in the container (NVIDIA .run with --no-kernel-module)"
+        if role == "container"
+        else "Reboot (or reload the module) so the loaded kernel module matches the installed libraries."
+    )
     if side.smi_error_kind == SMI_ERR_MISMATCH:
         lib = f" (NVML library {side.nvml_lib_version})" if side.nvml_lib_version else ""
-        return critical(f"{role} nvidia-smi: {side.smi_error}{lib}; kernel module {kver or '?'}",
-                        f"user-space driver {kver or '= kernel module'}",
-                        title=f"Driver/library version mismatch in the {role}", fix=fix, evidence=ev)
+        return critical(
+            f"{role} nvidia-smi: {side.smi_error}{lib}; kernel module {kver or '?'}",
+            f"user-space driver {kver or '= kernel module'}",
+            title=f"Driver/library version mismatch in the {role}",
+            fix=fix,
+            evidence=ev,
+        )
     user = {v for p, v in side.libcuda + side.libnvml if not is_compat(p)}
     if kver and user:
-        obs = (f"kernel module {kver}; {role} libcuda {', '.join(sorted({v for p, v in side.libcuda if not is_compat(p)})) or '-'}"
-               f", libnvidia-ml {', '.join(sorted({v for p, v in side.libnvml if not is_compat(p)})) or '-'}")
+        obs = (
+            f"kernel module {kver}; {role} libcuda {', '.join(sorted({v for p, v in side.libcuda if not is_compat(p)})) or '-'}"
+            f", libnvidia-ml {', '.join(sorted({v for p, v in side.libnvml if not is_compat(p)})) or '-'}"
+        )
         if any(v != kver for v in user):
-            return critical(obs, f"exactly {kver}", title=f"User-space driver differs from the kernel module ({role})",
-                            fix=fix, evidence=ev)
+            return critical(
+                obs,
+                f"exactly {kver}",
+                title=f"User-space driver differs from the kernel module ({role})",
+                fix=fix,
+                evidence=ev,
+            )
         return ok(obs, f"exactly {kver}", evidence=ev)
     if kver and side.gpus and not side.smi_error:
-        return ok(f"kernel module {kver}; {role} nvidia-smi works (NVML loaded without a mismatch); versioned libraries not found",
-                  f"user-space driver {kver}", evidence=ev)
-    return unknown("kernel module version unknown" if not kver else
-                   f"{role} nvidia-smi: {side.smi_error}" if side.smi_error else
-                   f"no versioned libcuda/libnvidia-ml in the {role} and nvidia-smi gave no GPUs", evidence=ev)
+        return ok(
+            f"kernel module {kver}; {role} nvidia-smi works (NVML loaded without a mismatch); versioned libraries not found",
+            f"user-space driver {kver}",
+            evidence=ev,
+        )
+    return unknown(
+        "kernel module version unknown"
+        if not kver
+        else f"{role} nvidia-smi: {side.smi_error}"
+        if side.smi_error
+        else f"no versioned libcuda/libnvidia-ml in the {role} and nvidia-smi gave no GPUs",
+        evidence=ev,
+    )
 
 
 def persistence_host_vs_container(ctx: Ctx) -> Verdict:
@@ -356,9 +566,17 @@ def persistence_host_vs_container(ctx: Ctx) -> Verdict:
     if not ctr.gpus or None in states:
         return unknown(f"container persistence not readable: {no_gpu_reason(ctr)}", evidence=ev)
     if not all(states):
-        return warning(f"container: persistence Disabled on {sum(1 for s in states if not s)} of {len(states)} GPUs"
-                       + (f"; host nvidia-persistenced {host.persistenced}" if host and host.persistenced else ""),
-                       "Enabled (set on the host)", title="Container sees persistence mode off", evidence=ev)
+        return warning(
+            f"container: persistence Disabled on {sum(1 for s in states if not s)} of {len(states)} GPUs"
+            + (
+                f"; host nvidia-persistenced {host.persistenced}"
+                if host and host.persistenced
+                else ""
+            ),
+            "Enabled (set on the host)",
+            title="Container sees persistence mode off",
+            evidence=ev,
+        )
     return ok(f"container sees persistence Enabled on all {len(states)} GPUs", evidence=ev)
 
 
@@ -367,55 +585,146 @@ def persistence_host_vs_container(ctx: Ctx) -> Verdict:
 
 
 CHECKS: tuple[Check, ...] = (
-    Check("driver.version_flavor", "Driver branch and kernel-module flavour", "host",
-          why="The open kernel modules are NVIDIA's default for Turing+ since R560 and the supported flavour for Blackwell; two driver versions at once mean a half-finished upgrade.",
-          fix="Run one driver version everywhere, in the -open flavour on Turing and newer.",
-          verdict=version_flavor, roles=HOST),
-    Check("driver.min_for_arch", "Driver new enough for the GPU architecture", "host",
-          why="Each architecture needs a driver branch that knows it: R570 (CUDA 12.8) for Blackwell, R520 (CUDA 11.8) for Hopper and Ada.",
-          fix="Upgrade the host driver (and the container's user-space driver) to a branch that supports the GPUs.",
-          verdict=min_for_arch, any_of=SMI_SOURCES, roles=HOST, needs_gpu=True),
-    Check("driver.persistence", "GPU persistence mode", "host",
-          why="Without a client the driver tears the GPU state down and re-initialises it on the next use: slow first requests and monitoring-induced re-inits (not steady-state tok/s).",
-          fix="systemctl enable --now nvidia-persistenced on the host.",
-          verdict=persistence, any_of=SMI_SOURCES, roles=HOST, needs_gpu=True),
-    Check("driver.gpu_health", "Every GPU answers the driver", "hardware",
-          why="A GPU the driver lost (fallen off the bus, GSP hang) serves nothing and makes every other GPU reading unknown.",
-          fix=HEALTH_FIX, verdict=gpu_health, roles=HOST, needs_gpu=True, expected="every GPU answers nvidia-smi"),
-    Check("driver.xid_history", "Xid events and driver failures since boot", "hardware",
-          why="Xids are the driver's own fault log; NVIDIA's Xid catalog maps each code to immediate and investigatory actions.",
-          fix="Follow NVIDIA's Xid catalog for each code.",
-          verdict=xid_history, sources=("dmesg_nvrm",), roles=HOST, needs_gpu=True),
-    Check("driver.ecc_rowremap", "GPU memory health (ECC, row remapping)", "hardware",
-          why="Uncorrectable ECC errors corrupt results; pending remaps need a reset; a remapping failure means the GPU ran out of spare rows.",
-          fix="Reset GPUs with pending remaps; drain and RMA GPUs with uncorrectable errors or remapping failures.",
-          verdict=ecc_rowremap, any_of=SMI_SOURCES, roles=HOST, needs_gpu=True),
-    Check("driver.mig_mode", "MIG mode", "host",
-          why="A MIG-enabled GPU exposes instances, not the full device: tensor-parallel engines fail or run on a slice.",
-          fix="nvidia-smi -i <gpu> -mig 0 and reset the GPU, unless the slicing is intended.",
-          verdict=mig_mode, any_of=SMI_SOURCES, roles=HOST, needs_gpu=True),
-    Check("driver.compute_mode", "Compute mode", "host",
-          why="Exclusive modes allow one process per GPU; Prohibited allows none.",
-          fix="nvidia-smi -i <gpu> -c DEFAULT.",
-          verdict=compute_mode, any_of=SMI_SOURCES, roles=HOST, needs_gpu=True, expected="Default"),
-    Check("driver.dkms_kernel_match", "NVIDIA module built for the running kernel", "host",
-          why="After a kernel upgrade DKMS must rebuild the module; a stale or missing module means no GPUs.",
-          fix="Rebuild/install the module for the running kernel (dkms autoinstall, or reinstall the driver) and reboot.",
-          verdict=dkms_kernel_match, roles=HOST, needs_gpu=True),
-    Check("driver.module_params", "NVIDIA module parameters", "host",
-          why="Module options change driver behaviour (power management, UVM, firmware); listed so they are known, not judged.",
-          fix="Review /etc/modprobe.d/*nvidia* and remove options nobody can justify.",
-          verdict=module_params, sources=("nvidia_modprobe_opts",), roles=HOST, needs_gpu=True),
-    Check("driver.cuda_compat_libs", "CUDA forward-compat libraries", "container",
-          why="A cuda-compat libcuda on the library path shadows the driver's own: older than the host driver it breaks CUDA, on non-datacenter GPUs it fails with error 804.",
-          fix="Remove the compat dir from LD_LIBRARY_PATH/ld.so.conf (or mask it with an empty tmpfs), or upgrade the host driver instead.",
-          verdict=cuda_compat_libs, sources=("nvidia_lib_files",), roles=BOTH, first_of=("container", "host"), needs_gpu=True),
-    Check("driver.userspace_match", "Kernel module vs user-space driver version", "container",
-          why="The user-space driver (libcuda, libnvidia-ml) and the kernel module speak a private ABI: any version difference makes NVML fail with 'Driver/library version mismatch' and CUDA with 'API mismatch'.",
-          fix="Install the user-space driver of exactly the host module's version (in a container: the .run installer with --no-kernel-module).",
-          verdict=userspace_match, roles=BOTH, first_of=("container", "host"), needs_gpu=True),
-    Check("driver.persistence_host_vs_container", "Persistence as seen from the container", "host",
-          why="Persistence is a host setting: the daemon is invisible from the container and cannot be started there.",
-          fix="On the HOST: systemctl enable --now nvidia-persistenced (nothing to change in the container).",
-          verdict=persistence_host_vs_container, roles=BOTH, cross=True, needs_gpu=True),
+    Check(
+        "driver.version_flavor",
+        "Driver branch and kernel-module flavour",
+        "host",
+        why="The open kernel modules are NVIDIA's default for Turing+ since R560 and the supported flavour for Blackwell; two driver versions at once mean a half-finished upgrade.",
+        fix="Run one driver version everywhere, in the -open flavour on Turing and newer.",
+        verdict=version_flavor,
+        roles=HOST,
+    ),
+    Check(
+        "driver.min_for_arch",
+        "Driver new enough for the GPU architecture",
+        "host",
+        why="Each architecture needs a driver branch that knows it: R570 (CUDA 12.8) for Blackwell, R520 (CUDA 11.8) for Hopper and Ada.",
+        fix="Upgrade the host driver (and the container's user-space driver) to a branch that supports the GPUs.",
+        verdict=min_for_arch,
+        any_of=SMI_SOURCES,
+        roles=HOST,
+        needs_gpu=True,
+    ),
+    Check(
+        "driver.persistence",
+        "GPU persistence mode",
+        "host",
+        why="Without a client the driver tears the GPU state down and re-initialises it on the next use: slow first requests and monitoring-induced re-inits (not steady-state tok/s).",
+        fix="systemctl enable --now nvidia-persistenced on the host.",
+        verdict=persistence,
+        any_of=SMI_SOURCES,
+        roles=HOST,
+        needs_gpu=True,
+    ),
+    Check(
+        "driver.gpu_health",
+        "Every GPU answers the driver",
+        "hardware",
+        why="A GPU the driver lost (fallen off the bus, GSP hang) serves nothing and makes every other GPU reading unknown.",
+        fix=HEALTH_FIX,
+        verdict=gpu_health,
+        roles=HOST,
+        needs_gpu=True,
+        expected="every GPU answers nvidia-smi",
+    ),
+    Check(
+        "driver.xid_history",
+        "Xid events and driver failures since boot",
+        "hardware",
+        why="Xids are the driver's own fault log; NVIDIA's Xid catalog maps each code to immediate and investigatory actions.",
+        fix="Follow NVIDIA's Xid catalog for each code.",
+        verdict=xid_history,
+        sources=("dmesg_nvrm",),
+        roles=HOST,
+        needs_gpu=True,
+    ),
+    Check(
+        "driver.ecc_rowremap",
+        "GPU memory health (ECC, row remapping)",
+        "hardware",
+        why="Uncorrectable ECC errors corrupt results; pending remaps need a reset; a remapping failure means the GPU ran out of spare rows.",
+        fix="Reset GPUs with pending remaps; drain and RMA GPUs with uncorrectable errors or remapping failures.",
+        verdict=ecc_rowremap,
+        any_of=SMI_SOURCES,
+        roles=HOST,
+        needs_gpu=True,
+    ),
+    Check(
+        "driver.mig_mode",
+        "MIG mode",
+        "host",
+        why="A MIG-enabled GPU exposes instances, not the full device: tensor-parallel engines fail or run on a slice.",
+        fix="nvidia-smi -i <gpu> -mig 0 and reset the GPU, unless the slicing is intended.",
+        verdict=mig_mode,
+        any_of=SMI_SOURCES,
+        roles=HOST,
+        needs_gpu=True,
+    ),
+    Check(
+        "driver.compute_mode",
+        "Compute mode",
+        "host",
+        why="Exclusive modes allow one process per GPU; Prohibited allows none.",
+        fix="nvidia-smi -i <gpu> -c DEFAULT.",
+        verdict=compute_mode,
+        any_of=SMI_SOURCES,
+        roles=HOST,
+        needs_gpu=True,
+        expected="Default",
+    ),
+    Check(
+        "driver.dkms_kernel_match",
+        "NVIDIA module built for the running kernel",
+        "host",
+        why="After a kernel upgrade DKMS must rebuild the module; a stale or missing module means no GPUs.",
+        fix="Rebuild/install the module for the running kernel (dkms autoinstall, or reinstall the driver) and reboot.",
+        verdict=dkms_kernel_match,
+        roles=HOST,
+        needs_gpu=True,
+    ),
+    Check(
+        "driver.module_params",
+        "NVIDIA module parameters",
+        "host",
+        why="Module options change driver behaviour (power management, UVM, firmware); listed so they are known, not judged.",
+        fix="Review /etc/modprobe.d/*nvidia* and remove options nobody can justify.",
+        verdict=module_params,
+        sources=("nvidia_modprobe_opts",),
+        roles=HOST,
+        needs_gpu=True,
+    ),
+    Check(
+        "driver.cuda_compat_libs",
+        "CUDA forward-compat libraries",
+        "container",
+        why="A cuda-compat libcuda on the library path shadows the driver's own: older than the host driver it breaks CUDA, on non-datacenter GPUs it fails with error 804.",
+        fix="Remove the compat dir from LD_LIBRARY_PATH/ld.so.conf (or mask it with an empty tmpfs), or upgrade the host driver instead.",
+        verdict=cuda_compat_libs,
+        sources=("nvidia_lib_files",),
+        roles=BOTH,
+        first_of=("container", "host"),
+        needs_gpu=True,
+    ),
+    Check(
+        "driver.userspace_match",
+        "Kernel module vs user-space driver version",
+        "container",
+        why="The user-space driver (libcuda, libnvidia-ml) and the kernel module speak a private ABI: any version difference makes NVML fail with 'Driver/library version mismatch' and CUDA with 'API mismatch'.",
+        fix="Install the user-space driver of exactly the host module's version (in a container: the .run installer with --no-kernel-module).",
+        verdict=userspace_match,
+        roles=BOTH,
+        first_of=("container", "host"),
+        needs_gpu=True,
+    ),
+    Check(
+        "driver.persistence_host_vs_container",
+        "Persistence as seen from the container",
+        "host",
+        why="Persistence is a host setting: the daemon is invisible from the container and cannot be started there.",
+        fix="On the HOST: systemctl enable --now nvidia-persistenced (nothing to change in the container).",
+        verdict=persistence_host_vs_container,
+        roles=BOTH,
+        cross=True,
+        needs_gpu=True,
+    ),
 )

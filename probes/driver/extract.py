@@ -11,9 +11,9 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from gpuaudit.probes.core.errors import ParseError
 from gpuaudit.probes.core.judge.checks import source_problem
 from gpuaudit.probes.core.judge.combiners import nvidia_presence
-from gpuaudit.probes.core.errors import ParseError
 from gpuaudit.probes.core.models import CommandRecord, Role
 from gpuaudit.probes.core.parsers.nvidia_misc import (
     parse_dkms_status,
@@ -44,19 +44,49 @@ from gpuaudit.probes.core.spec import Outputs
 from gpuaudit.probes.driver.facts import DriverFacts, GpuState, HandleFailure
 
 COMMANDS = (
-    use('proc_driver_version', 'smi_table', 'smi_query_driver', 'uname_r', 'nvidia_lib_files', 'pci_nvidia_sysfs') +
-    use('smi_q_xml', 'modinfo_nvidia', 'dkms_status', 'dmesg_nvrm', 'persistenced_active', 'nvidia_modprobe_opts') +
-    use('nvcc_version')
+    use(
+        "proc_driver_version",
+        "smi_table",
+        "smi_query_driver",
+        "uname_r",
+        "nvidia_lib_files",
+        "pci_nvidia_sysfs",
+    )
+    + use(
+        "smi_q_xml",
+        "modinfo_nvidia",
+        "dkms_status",
+        "dmesg_nvrm",
+        "persistenced_active",
+        "nvidia_modprobe_opts",
+    )
+    + use("nvcc_version")
 )
 SMI_SOURCES = ("smi_q_xml", "smi_query_driver", "smi_table")
 """Per-GPU state, machine-readable first."""
-QUERY_FIELDS = ("index", "name", "pci.bus_id", "compute_cap", "driver_version", "persistence_mode", "compute_mode",
-                "mig.mode.current", "ecc.mode.current", "ecc.errors.uncorrected.volatile.total",
-                "remapped_rows.pending", "remapped_rows.failure")
-_XML_UNREADABLE = {"mig_current": "mig.mode.current", "ecc_current": "ecc.mode.current",
-                   "ecc_volatile_uncorrected": "ecc.errors.uncorrected.volatile.total",
-                   "remap_pending": "remapped_rows.pending", "remap_failure": "remapped_rows.failure",
-                   "persistence_mode": "persistence_mode", "compute_mode": "compute_mode"}
+QUERY_FIELDS = (
+    "index",
+    "name",
+    "pci.bus_id",
+    "compute_cap",
+    "driver_version",
+    "persistence_mode",
+    "compute_mode",
+    "mig.mode.current",
+    "ecc.mode.current",
+    "ecc.errors.uncorrected.volatile.total",
+    "remapped_rows.pending",
+    "remapped_rows.failure",
+)
+_XML_UNREADABLE = {
+    "mig_current": "mig.mode.current",
+    "ecc_current": "ecc.mode.current",
+    "ecc_volatile_uncorrected": "ecc.errors.uncorrected.volatile.total",
+    "remap_pending": "remapped_rows.pending",
+    "remap_failure": "remapped_rows.failure",
+    "persistence_mode": "persistence_mode",
+    "compute_mode": "compute_mode",
+}
 """XML field -> the csv field name the checks know (one vocabulary for "could not read")."""
 
 
@@ -75,14 +105,28 @@ def gpus_from_xml(text: str) -> tuple[list[GpuState], dict[str, Any]]:
 
 
 def _xml_state(g: SmiXmlGpu, driver_version: str | None) -> GpuState:
-    return GpuState(index=g.index, name=g.product_name or "?", bus_id=g.bus_id, architecture=g.product_architecture,
-                    driver_version=driver_version, persistence=g.persistence_mode, compute_mode=g.compute_mode,
-                    mig_mode=g.mig_current, mig_pending=g.mig_pending, ecc_mode=g.ecc_current,
-                    ecc_uncorrected=_sum_known(g.ecc_volatile_uncorrected, g.ecc_volatile_sram_uncorrected),
-                    retired_pending=g.retired_pending, recovery_action=g.recovery_action,
-                    reset_required="Yes" if "Yes" in (g.reset_required, g.drain_and_reset_recommended) else g.reset_required,
-                    retired_dbe=g.retired_dbe, remap_pending=g.remap_pending, remap_failure=g.remap_failure,
-                    unreadable=sorted(_XML_UNREADABLE[k] for k in g.errors if k in _XML_UNREADABLE))
+    return GpuState(
+        index=g.index,
+        name=g.product_name or "?",
+        bus_id=g.bus_id,
+        architecture=g.product_architecture,
+        driver_version=driver_version,
+        persistence=g.persistence_mode,
+        compute_mode=g.compute_mode,
+        mig_mode=g.mig_current,
+        mig_pending=g.mig_pending,
+        ecc_mode=g.ecc_current,
+        ecc_uncorrected=_sum_known(g.ecc_volatile_uncorrected, g.ecc_volatile_sram_uncorrected),
+        retired_pending=g.retired_pending,
+        recovery_action=g.recovery_action,
+        reset_required="Yes"
+        if "Yes" in (g.reset_required, g.drain_and_reset_recommended)
+        else g.reset_required,
+        retired_dbe=g.retired_dbe,
+        remap_pending=g.remap_pending,
+        remap_failure=g.remap_failure,
+        unreadable=sorted(_XML_UNREADABLE[k] for k in g.errors if k in _XML_UNREADABLE),
+    )
 
 
 def _sum_known(dram: int | None, sram: int | None) -> int | None:
@@ -93,14 +137,30 @@ def _sum_known(dram: int | None, sram: int | None) -> int | None:
 def gpus_from_csv(text: str) -> tuple[list[GpuState], dict[str, Any]]:
     rows = parse_query_gpu_csv(text, QUERY_FIELDS)
     lines = [ln for ln in text.splitlines() if ln.strip()]
-    lost = [("[gpu is lost]" in ln.lower()) for ln in lines] if len(lines) == len(rows) else [False] * len(rows)
-    return [GpuState(lost=lost[i], index=_int(r["index"]) or i, name=r["name"] or "?", bus_id=r["pci.bus_id"], compute_cap=r["compute_cap"],
-                     driver_version=r["driver_version"], persistence=r["persistence_mode"], compute_mode=r["compute_mode"],
-                     mig_mode=r["mig.mode.current"], ecc_mode=r["ecc.mode.current"],
-                     ecc_uncorrected=_int(r["ecc.errors.uncorrected.volatile.total"]),
-                     remap_pending=r["remapped_rows.pending"], remap_failure=r["remapped_rows.failure"],
-                     unreadable=sorted(csv_row_errors(r)))
-            for i, r in enumerate(rows)], {}
+    lost = (
+        [("[gpu is lost]" in ln.lower()) for ln in lines]
+        if len(lines) == len(rows)
+        else [False] * len(rows)
+    )
+    return [
+        GpuState(
+            lost=lost[i],
+            index=_int(r["index"]) or i,
+            name=r["name"] or "?",
+            bus_id=r["pci.bus_id"],
+            compute_cap=r["compute_cap"],
+            driver_version=r["driver_version"],
+            persistence=r["persistence_mode"],
+            compute_mode=r["compute_mode"],
+            mig_mode=r["mig.mode.current"],
+            ecc_mode=r["ecc.mode.current"],
+            ecc_uncorrected=_int(r["ecc.errors.uncorrected.volatile.total"]),
+            remap_pending=r["remapped_rows.pending"],
+            remap_failure=r["remapped_rows.failure"],
+            unreadable=sorted(csv_row_errors(r)),
+        )
+        for i, r in enumerate(rows)
+    ], {}
 
 
 _TABLE_ECC = {"Off": "Disabled", "On": "Enabled"}
@@ -109,15 +169,29 @@ _TABLE_ECC = {"Off": "Disabled", "On": "Enabled"}
 
 def gpus_from_table(text: str) -> tuple[list[GpuState], dict[str, Any]]:
     table = parse_smi_table(text)
-    gpus = [GpuState(index=g.index, name=g.name, bus_id=g.bus_id, persistence=g.persistence, compute_mode=g.compute_mode,
-                     mig_mode=g.mig_mode,
-                     ecc_mode=_TABLE_ECC.get(g.ecc_uncorrected or "") or ("Enabled" if (g.ecc_uncorrected or "").isdigit() else None),
-                     ecc_uncorrected=_int(g.ecc_uncorrected), sensor_errors=g.sensor_errors) for g in table.gpus]
+    gpus = [
+        GpuState(
+            index=g.index,
+            name=g.name,
+            bus_id=g.bus_id,
+            persistence=g.persistence,
+            compute_mode=g.compute_mode,
+            mig_mode=g.mig_mode,
+            ecc_mode=_TABLE_ECC.get(g.ecc_uncorrected or "")
+            or ("Enabled" if (g.ecc_uncorrected or "").isdigit() else None),
+            ecc_uncorrected=_int(g.ecc_uncorrected),
+            sensor_errors=g.sensor_errors,
+        )
+        for g in table.gpus
+    ]
     return gpus, {"smi_driver_version": table.driver_version, "cuda_version": table.cuda_version}
 
 
 GPU_READERS: dict[str, Callable[[str], tuple[list[GpuState], dict[str, Any]]]] = {
-    "smi_q_xml": gpus_from_xml, "smi_query_driver": gpus_from_csv, "smi_table": gpus_from_table}
+    "smi_q_xml": gpus_from_xml,
+    "smi_query_driver": gpus_from_csv,
+    "smi_table": gpus_from_table,
+}
 
 
 def _with_compute_caps(gpus: list[GpuState], csv_gpus: list[GpuState]) -> list[GpuState]:
@@ -126,7 +200,11 @@ def _with_compute_caps(gpus: list[GpuState], csv_gpus: list[GpuState]) -> list[G
     out = []
     for g in gpus:
         other = by_bus.get(normalize_bdf(g.bus_id or ""))
-        out.append(g.model_copy(update={"compute_cap": other.compute_cap}) if other and not g.compute_cap else g)
+        out.append(
+            g.model_copy(update={"compute_cap": other.compute_cap})
+            if other and not g.compute_cap
+            else g
+        )
     return out
 
 
@@ -144,7 +222,9 @@ def _smi_banners(outputs: Outputs, problems: dict[str, str], f: dict[str, Any]) 
     for cid in ("smi_table", "smi_query_driver", "smi_q_xml"):
         rec = outputs.get(cid)
         if rec is not None and rec.error and (m := _GATED.search(rec.error)):
-            f.setdefault("smi_hung", []).append(m.group(1))  # the runner did not start it: nvidia-smi hung elsewhere
+            f.setdefault("smi_hung", []).append(
+                m.group(1)
+            )  # the runner did not start it: nvidia-smi hung elsewhere
             continue
         if rec is None or rec.missing_tool or rec.error:
             continue
@@ -153,13 +233,21 @@ def _smi_banners(outputs: Outputs, problems: dict[str, str], f: dict[str, Any]) 
             continue
         text = rec.stdout + "\n" + rec.stderr
         for h in parse_handle_errors(text):
-            failures.setdefault(normalize_bdf(h.bus_id), HandleFailure(bus_id=normalize_bdf(h.bus_id), reason=h.reason,
-                                                                       lost=h.lost, command_id=cid))
+            failures.setdefault(
+                normalize_bdf(h.bus_id),
+                HandleFailure(
+                    bus_id=normalize_bdf(h.bus_id), reason=h.reason, lost=h.lost, command_id=cid
+                ),
+            )
         if err := detect_smi_error(text):
             problems[cid] = f"nvidia-smi: {err}"
             if "smi_error" not in f:
-                f.update(smi_error=err, smi_error_kind=smi_error_kind(text), smi_error_source=cid,
-                         nvml_lib_version=nvml_library_version(text))
+                f.update(
+                    smi_error=err,
+                    smi_error_kind=smi_error_kind(text),
+                    smi_error_source=cid,
+                    nvml_lib_version=nvml_library_version(text),
+                )
     f["handle_failures"] = list(failures.values())
     if f.get("smi_hung"):
         f["smi_hung"] = list(dict.fromkeys(f["smi_hung"]))
@@ -178,16 +266,24 @@ def _gpu_state(outputs: Outputs, problems: dict[str, str], f: dict[str, Any]) ->
             continue
         parsed[cid] = gpus
         for key, value in header.items():
-            if value and key not in f:  # versions from the most machine-readable source that has them
+            if (
+                value and key not in f
+            ):  # versions from the most machine-readable source that has them
                 f[key] = value
     for cid in GPU_READERS:  # first usable source wins
         if parsed.get(cid):
             gpus = parsed[cid]
-            f.update(gpus=_with_compute_caps(gpus, parsed.get("smi_query_driver", [])), gpu_source=cid)
+            f.update(
+                gpus=_with_compute_caps(gpus, parsed.get("smi_query_driver", [])), gpu_source=cid
+            )
             table = {g.index: g for g in parsed.get("smi_table", [])}
             if cid != "smi_table" and table:  # ERR! cells exist only in the table
-                f["gpus"] = [g.model_copy(update={"sensor_errors": table[g.index].sensor_errors})
-                             if g.index in table else g for g in f["gpus"]]
+                f["gpus"] = [
+                    g.model_copy(update={"sensor_errors": table[g.index].sensor_errors})
+                    if g.index in table
+                    else g
+                    for g in f["gpus"]
+                ]
             break
 
 
@@ -209,8 +305,12 @@ def _modinfo(rec: CommandRecord, f: dict[str, Any], problems: dict[str, str]) ->
     if rec.ok:
         mi = parse_modinfo(rec.stdout)
         kdir = re.search(r"/lib/modules/([^/]+)/", mi.filename or "")
-        f.update(modinfo_version=mi.version, modinfo_license=mi.license, modinfo_vermagic=mi.vermagic_kernel,
-                 modinfo_dir_kernel=kdir.group(1) if kdir else None)
+        f.update(
+            modinfo_version=mi.version,
+            modinfo_license=mi.license,
+            modinfo_vermagic=mi.vermagic_kernel,
+            modinfo_dir_kernel=kdir.group(1) if kdir else None,
+        )
     elif "not found" in (rec.stderr + rec.stdout).lower() and not rec.missing_tool:
         f["modinfo_missing"] = True  # "modinfo: ERROR: Module nvidia not found."
         problems.pop("modinfo_nvidia", None)
@@ -221,8 +321,12 @@ def _dmesg(rec: CommandRecord, f: dict[str, Any], problems: dict[str, str]) -> N
     if "not permitted" in low or "permission denied" in low:
         problems["dmesg_nvrm"] = "needs root (dmesg: operation not permitted)"
         return
-    f.update(kernel_log_read=True, xids=[(x.pci, x.code) for x in parse_xid_events(rec.stdout)],
-             nvrm_problems=parse_nvrm_problems(rec.stdout), fallen_off_bus=parse_fallen_off_bus(rec.stdout))
+    f.update(
+        kernel_log_read=True,
+        xids=[(x.pci, x.code) for x in parse_xid_events(rec.stdout)],
+        nvrm_problems=parse_nvrm_problems(rec.stdout),
+        fallen_off_bus=parse_fallen_off_bus(rec.stdout),
+    )
 
 
 def _persistenced(rec: CommandRecord, f: dict[str, Any], problems: dict[str, str]) -> None:
@@ -238,7 +342,9 @@ def _libs(rec: CommandRecord, f: dict[str, Any], problems: dict[str, str]) -> No
 
 
 def _functions(rec: CommandRecord, f: dict[str, Any], problems: dict[str, str]) -> None:
-    f["nvidia_functions"] = sorted({m.group(1) for m in re.finditer(r"/devices/([0-9a-fA-F:.]+)/vendor", rec.stdout)})
+    f["nvidia_functions"] = sorted(
+        {m.group(1) for m in re.finditer(r"/devices/([0-9a-fA-F:.]+)/vendor", rec.stdout)}
+    )
 
 
 Reader = Callable[[CommandRecord, dict[str, Any], dict[str, str]], None]
@@ -248,11 +354,24 @@ READERS: dict[str, tuple[Reader, bool]] = {
     "modinfo_nvidia": (_modinfo, True),
     "persistenced_active": (_persistenced, True),
     "uname_r": (lambda rec, f, p: f.update(kernel_release=first_line(rec.stdout) or None), False),
-    "dkms_status": (lambda rec, f, p: f.update(dkms=[(e.version, e.kernel, e.state) for e in parse_dkms_status(rec.stdout)
-                                                     if e.module.startswith("nvidia")]), False),
+    "dkms_status": (
+        lambda rec, f, p: f.update(
+            dkms=[
+                (e.version, e.kernel, e.state)
+                for e in parse_dkms_status(rec.stdout)
+                if e.module.startswith("nvidia")
+            ]
+        ),
+        False,
+    ),
     "dmesg_nvrm": (_dmesg, False),
-    "nvidia_modprobe_opts": (lambda rec, f, p: f.update(modprobe_read=True,
-                                                       modprobe_options=parse_modprobe_options(rec.stdout).get("nvidia", {})), False),
+    "nvidia_modprobe_opts": (
+        lambda rec, f, p: f.update(
+            modprobe_read=True,
+            modprobe_options=parse_modprobe_options(rec.stdout).get("nvidia", {}),
+        ),
+        False,
+    ),
     "nvidia_lib_files": (_libs, False),
     "nvcc_version": (lambda rec, f, p: f.update(nvcc=parse_nvcc_version(rec.stdout)), False),
     "pci_nvidia_sysfs": (_functions, False),

@@ -12,7 +12,11 @@ from collections.abc import Callable
 
 from gpuaudit.probes.core.judge.checks import Ctx, Verdict, critical, ok, unknown, warning
 from gpuaudit.probes.core.models import Role
-from gpuaudit.probes.core.parsers.nvidia_smi import SMI_ERR_MISMATCH, SMI_ERR_NO_DEVICES, SMI_ERR_NO_DRIVER
+from gpuaudit.probes.core.parsers.nvidia_smi import (
+    SMI_ERR_MISMATCH,
+    SMI_ERR_NO_DEVICES,
+    SMI_ERR_NO_DRIVER,
+)
 from gpuaudit.probes.core.parsers.system import normalize_bdf
 from gpuaudit.probes.driver.facts import DriverFacts, HandleFailure
 from gpuaudit.probes.driver.knowledge import gpu_list, no_gpu_reason
@@ -20,16 +24,22 @@ from gpuaudit.probes.driver.knowledge import gpu_list, no_gpu_reason
 Ev = tuple[tuple[Role, str], ...]
 SMI = ("smi_q_xml", "smi_query_driver", "smi_table")
 
-HEALTH_FIX = ("Reboot the host (a lost GPU rarely comes back with nvidia-smi -r); then read `dmesg | grep -E 'Xid|fallen off'`"
-              " for Xid 79 (fallen off the bus) or 119/120 (GSP timeout/error); check the PCIe power cables, the PSU"
-              " capacity and the card's seating (riser), and update the system BIOS; RMA the board if it repeats.")
-_LOST_WHY = ("The driver has lost contact with the GPU (fallen off the bus, GSP hang or a failed read): it serves nothing"
-             " until the host is rebooted, and the audit's other GPU checks cannot read it.")
+HEALTH_FIX = (
+    "Reboot the host (a lost GPU rarely comes back with nvidia-smi -r); then read `dmesg | grep -E 'Xid|fallen off'`"
+    " for Xid 79 (fallen off the bus) or 119/120 (GSP timeout/error); check the PCIe power cables, the PSU"
+    " capacity and the card's seating (riser), and update the system BIOS; RMA the board if it repeats."
+)
+_LOST_WHY = (
+    "The driver has lost contact with the GPU (fallen off the bus, GSP hang or a failed read): it serves nothing"
+    " until the host is rebooted, and the audit's other GPU checks cannot read it."
+)
 
 
 def _kernel(h: DriverFacts) -> tuple[str, Ev]:
     """What the kernel log adds to a health finding ("; kernel log: Xid 79 on 0000:03:00"), and its evidence."""
-    seen = [f"Xid {c} on {pci}" for pci, c in h.xids if c in (79, 119, 120)] + [p for p in h.nvrm_problems if "fallen off" in p]
+    seen = [f"Xid {c} on {pci}" for pci, c in h.xids if c in (79, 119, 120)] + [
+        p for p in h.nvrm_problems if "fallen off" in p
+    ]
     if not seen:
         return "", ()
     return f"; kernel log: {', '.join(dict.fromkeys(seen))}", (("host", "dmesg_nvrm"),)
@@ -40,17 +50,29 @@ def _smi_ev(h: DriverFacts) -> Ev:
 
 
 def unopenable(h: DriverFacts) -> Verdict | None:
-    cells = [HandleFailure(bus_id=g.bus_id or f"GPU{g.index}", reason="[GPU is lost]", lost=True,
-                           command_id=h.gpu_source or "smi_query_driver") for g in h.gpus if g.lost]
+    cells = [
+        HandleFailure(
+            bus_id=g.bus_id or f"GPU{g.index}",
+            reason="[GPU is lost]",
+            lost=True,
+            command_id=h.gpu_source or "smi_query_driver",
+        )
+        for g in h.gpus
+        if g.lost
+    ]
     failures = [*h.handle_failures, *cells]
     if not failures:
         return None
     klog, log_ev = _kernel(h)
     buses = ", ".join(x.bus_id for x in failures)
-    return critical(f"nvidia-smi cannot open GPU {', '.join(f'{x.bus_id} ({x.reason})' for x in failures)}{klog}",
-                    "every GPU answers nvidia-smi",
-                    title=f"GPU {'lost' if any(x.lost for x in failures) else 'not responding'}: {buses}", why=_LOST_WHY,
-                    fix=HEALTH_FIX, evidence=tuple(dict.fromkeys(("host", x.command_id) for x in failures)) + log_ev)
+    return critical(
+        f"nvidia-smi cannot open GPU {', '.join(f'{x.bus_id} ({x.reason})' for x in failures)}{klog}",
+        "every GPU answers nvidia-smi",
+        title=f"GPU {'lost' if any(x.lost for x in failures) else 'not responding'}: {buses}",
+        why=_LOST_WHY,
+        fix=HEALTH_FIX,
+        evidence=tuple(dict.fromkeys(("host", x.command_id) for x in failures)) + log_ev,
+    )
 
 
 def recovery_action(h: DriverFacts) -> Verdict | None:
@@ -58,12 +80,19 @@ def recovery_action(h: DriverFacts) -> Verdict | None:
     if not recover:
         return None
     klog, log_ev = _kernel(h)
-    what = ", ".join(" ".join(x for x in (f"GPU{g.index}", g.bus_id, g.recovery_action) if x) for g in recover)
-    return critical(f"driver asks for recovery: {what}{klog}", "GPU Recovery Action None on every GPU",
-                    title="GPU needs recovery (driver's recovery action)",
-                    why="NVIDIA's driver sets the recovery action after a fault it cannot contain: the GPU must be reset (or the node rebooted / drained) before it is trusted again.",
-                    fix="Drain the GPU and do what the action says (nvidia-smi -r -i <gpu> for Reset, reboot for Reboot); then "
-                        + HEALTH_FIX[0].lower() + HEALTH_FIX[1:], evidence=_smi_ev(h) + log_ev)
+    what = ", ".join(
+        " ".join(x for x in (f"GPU{g.index}", g.bus_id, g.recovery_action) if x) for g in recover
+    )
+    return critical(
+        f"driver asks for recovery: {what}{klog}",
+        "GPU Recovery Action None on every GPU",
+        title="GPU needs recovery (driver's recovery action)",
+        why="NVIDIA's driver sets the recovery action after a fault it cannot contain: the GPU must be reset (or the node rebooted / drained) before it is trusted again.",
+        fix="Drain the GPU and do what the action says (nvidia-smi -r -i <gpu> for Reset, reboot for Reboot); then "
+        + HEALTH_FIX[0].lower()
+        + HEALTH_FIX[1:],
+        evidence=_smi_ev(h) + log_ev,
+    )
 
 
 def fell_off_the_bus(h: DriverFacts) -> Verdict | None:
@@ -72,43 +101,69 @@ def fell_off_the_bus(h: DriverFacts) -> Verdict | None:
     if not gone:
         return None  # fell off and came back, or never: the history is driver.xid_history's
     klog, _ = _kernel(h)
-    listed = (f"nvidia-smi lists {len(h.gpus)} GPU(s), not {', '.join(gone)}" if h.gpus else
-              f"nvidia-smi: {h.smi_error or no_gpu_reason(h)}")
-    return critical(f"kernel log: GPU {', '.join(gone)} fell off the bus; {listed}{klog}", "every GPU on the bus and answering",
-                    title=f"GPU fell off the bus: {', '.join(gone)}",
-                    why="A GPU that fell off the bus stays gone until the host is rebooted: the engine runs on fewer GPUs or fails to start.",
-                    fix=HEALTH_FIX, evidence=(("host", "dmesg_nvrm"), *_smi_ev(h)))
+    listed = (
+        f"nvidia-smi lists {len(h.gpus)} GPU(s), not {', '.join(gone)}"
+        if h.gpus
+        else f"nvidia-smi: {h.smi_error or no_gpu_reason(h)}"
+    )
+    return critical(
+        f"kernel log: GPU {', '.join(gone)} fell off the bus; {listed}{klog}",
+        "every GPU on the bus and answering",
+        title=f"GPU fell off the bus: {', '.join(gone)}",
+        why="A GPU that fell off the bus stays gone until the host is rebooted: the engine runs on fewer GPUs or fails to start.",
+        fix=HEALTH_FIX,
+        evidence=(("host", "dmesg_nvrm"), *_smi_ev(h)),
+    )
 
 
 def hung(h: DriverFacts) -> Verdict | None:
     if not h.smi_hung:
         return None
     klog, log_ev = _kernel(h)
-    return critical(f"nvidia-smi hung: {', '.join(h.smi_hung)} timed out{klog}", "nvidia-smi answers within seconds",
-                    title="nvidia-smi hangs (driver not answering)",
-                    why="A query that never returns means the driver is stuck on a GPU (a lost GPU, a GSP timeout, a hung reset): CUDA calls hang the same way.",
-                    fix=HEALTH_FIX, evidence=tuple(("host", c) for c in h.smi_hung) + log_ev)
+    return critical(
+        f"nvidia-smi hung: {', '.join(h.smi_hung)} timed out{klog}",
+        "nvidia-smi answers within seconds",
+        title="nvidia-smi hangs (driver not answering)",
+        why="A query that never returns means the driver is stuck on a GPU (a lost GPU, a GSP timeout, a hung reset): CUDA calls hang the same way.",
+        fix=HEALTH_FIX,
+        evidence=tuple(("host", c) for c in h.smi_hung) + log_ev,
+    )
 
 
 def no_devices(h: DriverFacts) -> Verdict | None:
     if h.smi_error_kind != SMI_ERR_NO_DEVICES or not h.module_loaded:
         return None
     klog, log_ev = _kernel(h)
-    funcs = f"; NVIDIA PCI functions in sysfs: {', '.join(h.nvidia_functions)}" if h.nvidia_functions else ""
-    return critical(f"nvidia-smi: {h.smi_error} while the nvidia module {h.module_version or ''} is loaded{funcs}{klog}",
-                    "every installed GPU initialised by the driver", title="Driver loaded but no GPU initialised",
-                    why="The module is loaded yet no GPU came up: the GPU failed initialisation (RmInitAdapter), fell off the bus, or is hidden by firmware settings.",
-                    fix=HEALTH_FIX + " On new boards also check Above 4G Decoding / Resizable BAR in the BIOS.",
-                    evidence=(("host", h.smi_error_source or "smi_table"), ("host", "proc_driver_version"),
-                              ("host", "pci_nvidia_sysfs")) + log_ev)
+    funcs = (
+        f"; NVIDIA PCI functions in sysfs: {', '.join(h.nvidia_functions)}"
+        if h.nvidia_functions
+        else ""
+    )
+    return critical(
+        f"nvidia-smi: {h.smi_error} while the nvidia module {h.module_version or ''} is loaded{funcs}{klog}",
+        "every installed GPU initialised by the driver",
+        title="Driver loaded but no GPU initialised",
+        why="The module is loaded yet no GPU came up: the GPU failed initialisation (RmInitAdapter), fell off the bus, or is hidden by firmware settings.",
+        fix=HEALTH_FIX + " On new boards also check Above 4G Decoding / Resizable BAR in the BIOS.",
+        evidence=(
+            ("host", h.smi_error_source or "smi_table"),
+            ("host", "proc_driver_version"),
+            ("host", "pci_nvidia_sysfs"),
+        )
+        + log_ev,
+    )
 
 
 def unreadable(h: DriverFacts) -> Verdict | None:
     if h.smi_error_kind in (SMI_ERR_NO_DRIVER, SMI_ERR_MISMATCH) or (h.smi_error and not h.gpus):
-        return unknown(f"GPU state not readable: nvidia-smi: {h.smi_error} (see driver.dkms_kernel_match / driver.userspace_match)",
-                       evidence=(("host", h.smi_error_source or "smi_table"),))
+        return unknown(
+            f"GPU state not readable: nvidia-smi: {h.smi_error} (see driver.dkms_kernel_match / driver.userspace_match)",
+            evidence=(("host", h.smi_error_source or "smi_table"),),
+        )
     if not h.gpus:
-        return unknown(f"no GPU state read: {no_gpu_reason(h)}", evidence=tuple(("host", c) for c in SMI))
+        return unknown(
+            f"no GPU state read: {no_gpu_reason(h)}", evidence=tuple(("host", c) for c in SMI)
+        )
     return None
 
 
@@ -116,25 +171,40 @@ def reset_required(h: DriverFacts) -> Verdict | None:
     reset = [g for g in h.gpus if g.reset_required == "Yes"]
     if not reset:
         return None
-    return warning(f"GPU reset required on {gpu_list(h.gpus, lambda g: g in reset)}", "no reset pending",
-                   title="GPU reset required", fix="Reset the GPU (nvidia-smi -r -i <gpu>) in a maintenance window.",
-                   evidence=_smi_ev(h))
+    return warning(
+        f"GPU reset required on {gpu_list(h.gpus, lambda g: g in reset)}",
+        "no reset pending",
+        title="GPU reset required",
+        fix="Reset the GPU (nvidia-smi -r -i <gpu>) in a maintenance window.",
+        evidence=_smi_ev(h),
+    )
 
 
 def sensor_errors(h: DriverFacts) -> Verdict | None:
     errs = [g for g in h.gpus if g.sensor_errors]
     if not errs:
         return None
-    return warning(f"nvidia-smi answered for all {len(h.gpus)} GPU(s); sensor reads failed (ERR!): "
-                   + ", ".join(f"GPU{g.index} {'/'.join(g.sensor_errors)}" for g in errs),
-                   "every sensor readable", title="GPU sensor read failures (ERR!)",
-                   why="ERR! means NVML could not read that sensor: a transient failure, or a fan/power-sensor fault that precedes a GPU dropping out.",
-                   fix="Re-run nvidia-smi; if ERR! persists, check nvidia-smi -q for the GPU Recovery Action and the kernel log for Xids, then reset or service the GPU.",
-                   evidence=(("host", "smi_table"),))
+    return warning(
+        f"nvidia-smi answered for all {len(h.gpus)} GPU(s); sensor reads failed (ERR!): "
+        + ", ".join(f"GPU{g.index} {'/'.join(g.sensor_errors)}" for g in errs),
+        "every sensor readable",
+        title="GPU sensor read failures (ERR!)",
+        why="ERR! means NVML could not read that sensor: a transient failure, or a fan/power-sensor fault that precedes a GPU dropping out.",
+        fix="Re-run nvidia-smi; if ERR! persists, check nvidia-smi -q for the GPU Recovery Action and the kernel log for Xids, then reset or service the GPU.",
+        evidence=(("host", "smi_table"),),
+    )
 
 
 DETECTORS: tuple[Callable[[DriverFacts], Verdict | None], ...] = (
-    unopenable, recovery_action, fell_off_the_bus, hung, no_devices, unreadable, reset_required, sensor_errors)
+    unopenable,
+    recovery_action,
+    fell_off_the_bus,
+    hung,
+    no_devices,
+    unreadable,
+    reset_required,
+    sensor_errors,
+)
 
 
 def gpu_health(ctx: Ctx) -> Verdict:
@@ -142,4 +212,8 @@ def gpu_health(ctx: Ctx) -> Verdict:
     for detect in DETECTORS:
         if (v := detect(h)) is not None:
             return v
-    return ok(f"nvidia-smi answered for all {len(h.gpus)} GPU(s)", "every GPU answers nvidia-smi", evidence=_smi_ev(h))
+    return ok(
+        f"nvidia-smi answered for all {len(h.gpus)} GPU(s)",
+        "every GPU answers nvidia-smi",
+        evidence=_smi_ev(h),
+    )

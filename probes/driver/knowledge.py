@@ -9,12 +9,20 @@ from collections.abc import Callable
 from gpuaudit.probes.core.parsing import version_tuple
 from gpuaudit.probes.driver.facts import DriverFacts, GpuState
 
+_XML_ARCH = {
+    "ada lovelace": "Ada",
+    "blackwell": "Blackwell",
+    "hopper": "Hopper",
+    "ampere": "Ampere",
+    "turing": "Turing",
+    "volta": "Volta",
+    "pascal": "Pascal",
+}
 
-_XML_ARCH = {"ada lovelace": "Ada", "blackwell": "Blackwell", "hopper": "Hopper", "ampere": "Ampere",
-             "turing": "Turing", "volta": "Volta", "pascal": "Pascal"}
 
-
-def gpu_arch(compute_cap: str | None, name: str | None, architecture: str | None = None) -> str | None:
+def gpu_arch(
+    compute_cap: str | None, name: str | None, architecture: str | None = None
+) -> str | None:
     """Architecture from compute capability (preferred), the XML's product_architecture, or the product name."""
     if not compute_cap and architecture and (arch := _XML_ARCH.get(architecture.strip().lower())):
         return arch
@@ -24,7 +32,8 @@ def gpu_arch(compute_cap: str | None, name: str | None, architecture: str | None
         if major in (10, 11, 12):
             return "Blackwell"
         return {9: "Hopper", 7: "Turing" if minor >= 5 else "Volta", 6: "Pascal"}.get(major) or (
-            ("Ada" if minor >= 9 else "Ampere") if major == 8 else None)
+            ("Ada" if minor >= 9 else "Ampere") if major == 8 else None
+        )
     n = (name or "").upper()
     if re.search(r"BLAC|RTX 50\d0|\bB[12]00\b|GB[23]00|RTX PRO \d+", n):
         return "Blackwell"
@@ -43,22 +52,45 @@ def gpu_arch(compute_cap: str | None, name: str | None, architecture: str | None
 
 # First driver branch that supports the architecture: CUDA 12.8 / R570 for Blackwell [PT-27, LLMD-5],
 # CUDA 11.8 / R520 for Hopper and Ada.
-MIN_BRANCH = {"Blackwell": (570, "CUDA 12.8"), "Hopper": (520, "CUDA 11.8"), "Ada": (520, "CUDA 11.8")}
+MIN_BRANCH = {
+    "Blackwell": (570, "CUDA 12.8"),
+    "Hopper": (520, "CUDA 11.8"),
+    "Ada": (520, "CUDA 11.8"),
+}
 TURING_PLUS = {"Turing", "Ampere", "Ada", "Hopper", "Blackwell"}
-DATACENTER = re.compile(r"A100|A30\b|A40\b|A10\b|A16|A2\b|H100|H200|H20\b|H800|GH200|B200|B100|GB200|L40|L4\b|L20|"
-                        r"V100|P100|T4\b|TESLA", re.I)
-XID_CRIT = {79: "GPU fallen off the bus", 48: "double-bit ECC error", 95: "uncontained ECC error",
-            64: "row-remap/page-retirement failure", 119: "GSP RPC timeout", 120: "GSP error", 74: "NVLink error",
-            154: "recovery action changed (reset/reboot required)"}
-XID_WARN = {63: "row remap / page retirement recorded", 92: "high single-bit ECC rate", 94: "contained ECC error",
-            61: "internal micro-controller warning", 62: "internal micro-controller halt"}
-XID_APP = {13: "graphics engine exception", 31: "MMU fault", 43: "channel reset (app fault)",
-           45: "preemptive clean-up after another error or app kill"}
+DATACENTER = re.compile(
+    r"A100|A30\b|A40\b|A10\b|A16|A2\b|H100|H200|H20\b|H800|GH200|B200|B100|GB200|L40|L4\b|L20|"
+    r"V100|P100|T4\b|TESLA",
+    re.I,
+)
+XID_CRIT = {
+    79: "GPU fallen off the bus",
+    48: "double-bit ECC error",
+    95: "uncontained ECC error",
+    64: "row-remap/page-retirement failure",
+    119: "GSP RPC timeout",
+    120: "GSP error",
+    74: "NVLink error",
+    154: "recovery action changed (reset/reboot required)",
+}
+XID_WARN = {
+    63: "row remap / page retirement recorded",
+    92: "high single-bit ECC rate",
+    94: "contained ECC error",
+    61: "internal micro-controller warning",
+    62: "internal micro-controller halt",
+}
+XID_APP = {
+    13: "graphics engine exception",
+    31: "MMU fault",
+    43: "channel reset (app fault)",
+    45: "preemptive clean-up after another error or app kill",
+}
 XID_RECURRING = 5
 
 
 def short_name(name: str) -> str:
-    """"NVIDIA RTX PRO 6000 Blackwell Server Edition" / "NVIDIA RTX PRO 6000 Blac..." -> "RTX PRO 6000"."""
+    """ "NVIDIA RTX PRO 6000 Blackwell Server Edition" / "NVIDIA RTX PRO 6000 Blac..." -> "RTX PRO 6000"."""
     n = re.sub(r"^NVIDIA\s+", "", name.strip())
     n = re.sub(r"\s+\S*\.\.\.$", "", n)
     n = re.sub(r"\s+Blackwell\b.*$", "", n)
@@ -69,7 +101,13 @@ def enabled(v: str | None) -> bool | None:
     if v is None:
         return None
     low = v.strip().lower()
-    return True if low in ("enabled", "on", "yes") else False if low in ("disabled", "off", "no") else None
+    return (
+        True
+        if low in ("enabled", "on", "yes")
+        else False
+        if low in ("disabled", "off", "no")
+        else None
+    )
 
 
 def gpu_list(gpus: list[GpuState], pred: Callable[[GpuState], object]) -> str:
@@ -84,8 +122,12 @@ def fleet(gpus: list[GpuState]) -> str:
 def no_gpu_reason(f: DriverFacts) -> str:
     if f.smi_error:
         return f"nvidia-smi: {f.smi_error}"
-    return (f.problems.get("smi_q_xml") or f.problems.get("smi_query_driver") or f.problems.get("smi_table")
-            or "no GPU rows in nvidia-smi output")
+    return (
+        f.problems.get("smi_q_xml")
+        or f.problems.get("smi_query_driver")
+        or f.problems.get("smi_table")
+        or "no GPU rows in nvidia-smi output"
+    )
 
 
 def archs(f: DriverFacts) -> set[str]:
@@ -93,7 +135,9 @@ def archs(f: DriverFacts) -> set[str]:
 
 
 def host_version(h: DriverFacts) -> str | None:
-    return h.module_version or h.smi_driver_version or (h.gpus[0].driver_version if h.gpus else None)
+    return (
+        h.module_version or h.smi_driver_version or (h.gpus[0].driver_version if h.gpus else None)
+    )
 
 
 def is_compat(path: str) -> bool:

@@ -15,7 +15,23 @@ from gpuaudit.probes.firmware.summary import summarize
 PROBE_ID = "firmware"
 COMMANDS = use(*(cid for cid, _ in READERS), "cpu_hypervisor_flag")
 
-PROBE = Probe(id=PROBE_ID, title="Firmware / UEFI", commands=COMMANDS, extract=extract, checks=CHECKS,
-              summarize=summarize)
+PROBE = Probe(
+    id=PROBE_ID,
+    title="Firmware / UEFI",
+    commands=COMMANDS,
+    extract=extract,
+    checks=CHECKS,
+    summarize=summarize,
+)
 
-__all__ = ["CHECKS", "COMMANDS", "Dimm", "FirmwareFacts", "PROBE", "PROBE_ID", "extract", "parse_iommu_state", "summarize"]
+__all__ = [
+    "CHECKS",
+    "COMMANDS",
+    "Dimm",
+    "FirmwareFacts",
+    "PROBE",
+    "PROBE_ID",
+    "extract",
+    "parse_iommu_state",
+    "summarize",
+]

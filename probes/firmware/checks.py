@@ -9,7 +9,17 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 
-from gpuaudit.probes.core.judge.checks import HOST, Check, Ctx, Verdict, info, ok, source_problem, unknown, warning
+from gpuaudit.probes.core.judge.checks import (
+    HOST,
+    Check,
+    Ctx,
+    Verdict,
+    info,
+    ok,
+    source_problem,
+    unknown,
+    warning,
+)
 from gpuaudit.probes.core.judge.combiners import vm_reason
 from gpuaudit.probes.core.parsers.cpu import is_deep_cstate
 from gpuaudit.probes.firmware.facts import FirmwareFacts
@@ -50,26 +60,40 @@ def numa_mode(ctx: Ctx) -> Verdict:
     h: FirmwareFacts = ctx.f
     nodes, sockets = h.numa_nodes, h.sockets or 1
     nps = len(nodes) / sockets
-    cpu_only = [n for n, v in nodes.items() if v.get("cpulist") and int(v.get("memtotal_kb") or 0) < 1024 * 1024]
+    cpu_only = [
+        n
+        for n, v in nodes.items()
+        if v.get("cpulist") and int(v.get("memtotal_kb") or 0) < 1024 * 1024
+    ]
     obs = f"{len(nodes)} node(s), {sockets} socket(s): {nps:g} node(s) per socket"
     if cpu_only:
-        return warning(obs + f"; memory-less: {', '.join(sorted(cpu_only))}", "NPS1, no CPU-only nodes",
-                       title="NUMA nodes with CPUs but no memory (L3 as NUMA?)",
-                       why="'ACPI SRAT L3 cache as NUMA domain' splits each CCX into a node, fragmenting scheduling domains.",
-                       fix="BIOS: disable 'ACPI SRAT L3 Cache as NUMA Domain'.")
+        return warning(
+            obs + f"; memory-less: {', '.join(sorted(cpu_only))}",
+            "NPS1, no CPU-only nodes",
+            title="NUMA nodes with CPUs but no memory (L3 as NUMA?)",
+            why="'ACPI SRAT L3 cache as NUMA domain' splits each CCX into a node, fragmenting scheduling domains.",
+            fix="BIOS: disable 'ACPI SRAT L3 Cache as NUMA Domain'.",
+        )
     if len(nodes) < sockets:
-        return warning(obs, "one NUMA node per socket (NPS1) or more",
-                       title="Fewer NUMA nodes than sockets: memory interleaved across sockets",
-                       why="With socket (or node) interleaving on, every page is striped over both sockets: the kernel, "
-                           "NCCL and the engine cannot place a GPU's staging buffers and CPU threads next to it, and half "
-                           "of every host-device copy crosses the socket link.",
-                       fix="BIOS: disable socket/NUMA interleaving (AMD: NUMA nodes per socket = NPS1, not NPS0; Intel: "
-                           "Memory > NUMA = Enabled / Node Interleaving = Disabled).")
+        return warning(
+            obs,
+            "one NUMA node per socket (NPS1) or more",
+            title="Fewer NUMA nodes than sockets: memory interleaved across sockets",
+            why="With socket (or node) interleaving on, every page is striped over both sockets: the kernel, "
+            "NCCL and the engine cannot place a GPU's staging buffers and CPU threads next to it, and half "
+            "of every host-device copy crosses the socket link.",
+            fix="BIOS: disable socket/NUMA interleaving (AMD: NUMA nodes per socket = NPS1, not NPS0; Intel: "
+            "Memory > NUMA = Enabled / Node Interleaving = Disabled).",
+        )
     if nps <= 1:
         return ok(obs, title="One NUMA node per socket (NPS1)")
-    return info(obs, "NPS1 unless every rank is bound to its GPU's node", title=f"NPS{nps:g} / SNC: several nodes per socket",
-                why="Extra nodes per socket help only when processes are pinned; unpinned they add remote accesses.",
-                fix="BIOS: AMD CBS > DF Common Options > NUMA nodes per socket = NPS1, or bind ranks (numa.*).")
+    return info(
+        obs,
+        "NPS1 unless every rank is bound to its GPU's node",
+        title=f"NPS{nps:g} / SNC: several nodes per socket",
+        why="Extra nodes per socket help only when processes are pinned; unpinned they add remote accesses.",
+        fix="BIOS: AMD CBS > DF Common Options > NUMA nodes per socket = NPS1, or bind ranks (numa.*).",
+    )
 
 
 def iommu_mode(ctx: Ctx) -> Verdict:
@@ -78,12 +102,21 @@ def iommu_mode(ctx: Ctx) -> Verdict:
     cmd = " ".join(t for t in (h.cmdline or "").split() if "iommu" in t)
     tail = f"; cmdline {cmd}" if cmd else ""
     if not units and not any(h.gpu_iommu_types.values()):
-        return ok("no IOMMU units" + tail, title="IOMMU off",
-                  why="Off avoids P2P redirection; on hosts with >= 256 CPUs AMD prefers IOMMU on + iommu=pt.")
+        return ok(
+            "no IOMMU units" + tail,
+            title="IOMMU off",
+            why="Off avoids P2P redirection; on hosts with >= 256 CPUs AMD prefers IOMMU on + iommu=pt.",
+        )
     translated = [b for b, t in h.gpu_iommu_types.items() if t.startswith("DMA")]
-    obs = f"IOMMU on ({len(units)} unit(s)); GPU groups: {counts(h.gpu_iommu_types.values())}" + tail
+    obs = (
+        f"IOMMU on ({len(units)} unit(s)); GPU groups: {counts(h.gpu_iommu_types.values())}" + tail
+    )
     if translated and len(h.gpu_iommu_types) >= 2:
-        return warning(obs, "identity (iommu=pt) for host-driver GPUs", title="GPUs in translated IOMMU domains")
+        return warning(
+            obs,
+            "identity (iommu=pt) for host-driver GPUs",
+            title="GPUs in translated IOMMU domains",
+        )
     if translated:
         return info(obs, title="Single GPU in a translated IOMMU domain")
     return ok(obs, title="IOMMU passthrough for the GPUs")
@@ -97,7 +130,11 @@ def bar1_large_bar(ctx: Ctx) -> Verdict:
     if small and len(h.bar1_mib) > 1:
         return warning(obs, "BAR1 >= framebuffer", title="256 MiB BAR1 on a multi-GPU box")
     if small or mid:
-        return info(obs, title="BAR1 smaller than the framebuffer", fix="manual: check BIOS Re-Size BAR Support.")
+        return info(
+            obs,
+            title="BAR1 smaller than the framebuffer",
+            fix="manual: check BIOS Re-Size BAR Support.",
+        )
     return ok(obs, title="Large BAR1 (Above-4G decoding and ReBAR effective)")
 
 
@@ -114,30 +151,51 @@ def amd_host(ctx: Ctx) -> str | None:
 def cppc(ctx: Ctx) -> Verdict:
     h: FirmwareFacts = ctx.f
     if h.cppc:
-        return ok("acpi_cppc: " + ", ".join(f"{k}={v}" for k, v in sorted(h.cppc.items())), title="ACPI CPPC exposed (BIOS CPPC on)")
-    return warning("/sys/devices/system/cpu/cpu0/acpi_cppc missing", "acpi_cppc present",
-                   title="ACPI CPPC not exposed: amd-pstate cannot load")
+        return ok(
+            "acpi_cppc: " + ", ".join(f"{k}={v}" for k, v in sorted(h.cppc.items())),
+            title="ACPI CPPC exposed (BIOS CPPC on)",
+        )
+    return warning(
+        "/sys/devices/system/cpu/cpu0/acpi_cppc missing",
+        "acpi_cppc present",
+        title="ACPI CPPC not exposed: amd-pstate cannot load",
+    )
 
 
 def cstate_exposure(ctx: Ctx) -> Verdict:
     h: FirmwareFacts = ctx.f
     if not h.idle_state_names:
-        return info("no cpuidle states listed (idle driver none, or idle=poll)", title="No C-states exposed to the OS")
+        return info(
+            "no cpuidle states listed (idle driver none, or idle=poll)",
+            title="No C-states exposed to the OS",
+        )
     states = [(n.split(":")[0], n.split(":")[1]) for n in h.idle_state_names]
-    deep = [n for n, lat in states if is_deep_cstate(n, int(lat) if lat.isdigit() else None, h.cpu_vendor)]
-    title = ("Firmware exposes deep C-states (" + ", ".join(deep) + "): BIOS Global C-state Control on" if deep
-             else "Firmware exposes only shallow states: BIOS Global C-state Control likely disabled")
+    deep = [
+        n
+        for n, lat in states
+        if is_deep_cstate(n, int(lat) if lat.isdigit() else None, h.cpu_vendor)
+    ]
+    title = (
+        "Firmware exposes deep C-states (" + ", ".join(deep) + "): BIOS Global C-state Control on"
+        if deep
+        else "Firmware exposes only shallow states: BIOS Global C-state Control likely disabled"
+    )
     return info("states " + ", ".join(f"{n} ({lat} µs)" for n, lat in states), title=title)
 
 
 def df_pstates(ctx: Ctx) -> Verdict:
-    return unknown("manual: check BIOS APBDIS = 1, Fixed SOC P-state = P0, DF C-states = Disabled (not readable from"
-                   " Linux without the amd_hsmp/E-SMI tools)", title="Data-fabric P-states: manual check")
+    return unknown(
+        "manual: check BIOS APBDIS = 1, Fixed SOC P-state = P0, DF C-states = Disabled (not readable from"
+        " Linux without the amd_hsmp/E-SMI tools)",
+        title="Data-fabric P-states: manual check",
+    )
 
 
 def socket_power(ctx: Ctx) -> Verdict:
-    obs = ("manual: check BIOS Determinism Control = Manual, Determinism Slider = Power, cTDP and package power limit"
-           " = maximum (E-SMI can read it where installed)")
+    obs = (
+        "manual: check BIOS Determinism Control = Manual, Determinism Slider = Power, cTDP and package power limit"
+        " = maximum (E-SMI can read it where installed)"
+    )
     h: FirmwareFacts = ctx.f
     return unknown(obs) if is_amd(h) else info(obs)
 
@@ -151,14 +209,19 @@ def xgmi_applies(ctx: Ctx) -> str | None:
 
 def xgmi_links(ctx: Ctx) -> Verdict:
     h: FirmwareFacts = ctx.f
-    return info(f"manual: check BIOS xGMI Link Width Control = Manual, Force Link Width = x16, max speed"
-                f" ({h.sockets} sockets; not readable from Linux)", title="Inter-socket xGMI links: manual check")
+    return info(
+        f"manual: check BIOS xGMI Link Width Control = Manual, Force Link Width = x16, max speed"
+        f" ({h.sockets} sockets; not readable from Linux)",
+        title="Inter-socket xGMI links: manual check",
+    )
 
 
 def memory_population(ctx: Ctx) -> Verdict:
     h: FirmwareFacts = ctx.f
     # dmidecode_memory is required here, not in the row: a VM is "not applicable" even without dmidecode (applies first)
-    if problem := source_problem(ctx.outputs.get(ctx.role or "host", {}).get("dmidecode_memory"), h):
+    if problem := source_problem(
+        ctx.outputs.get(ctx.role or "host", {}).get("dmidecode_memory"), h
+    ):
         return unknown(f"dmidecode_memory: {problem}", evidence=(("host", "dmidecode_memory"),))
     sockets = h.sockets if ctx.usable("lscpu_json") else None
     pop = population(h.dimms, sockets)
@@ -167,13 +230,22 @@ def memory_population(ctx: Ctx) -> Verdict:
     if pop.populated == 0:
         return unknown(obs + ": no populated slot listed")
     if found := defects(pop, sp5):
-        return warning(obs + "; " + "; ".join(found), "every channel of every socket populated, identical DIMMs",
-                       title="Memory channels not fully or evenly populated")
-    slow = [d for d in h.dimms if d.size_mb and d.speed_mts and d.configured_mts and d.configured_mts < d.speed_mts]
+        return warning(
+            obs + "; " + "; ".join(found),
+            "every channel of every socket populated, identical DIMMs",
+            title="Memory channels not fully or evenly populated",
+        )
+    slow = [
+        d
+        for d in h.dimms
+        if d.size_mb and d.speed_mts and d.configured_mts and d.configured_mts < d.speed_mts
+    ]
     if slow:
-        return info(obs + f"; configured {slow[0].configured_mts} of {slow[0].speed_mts} MT/s",
-                    title="DIMMs configured below their rated speed",
-                    why="2 DIMMs per channel or BIOS memory settings lower the speed.")
+        return info(
+            obs + f"; configured {slow[0].configured_mts} of {slow[0].speed_mts} MT/s",
+            title="DIMMs configured below their rated speed",
+            why="2 DIMMs per channel or BIOS memory settings lower the speed.",
+        )
     return ok(obs, title="Memory evenly populated")
 
 
@@ -190,52 +262,119 @@ def gpu_firmware_consistency(ctx: Ctx) -> Verdict:
 # --------------------------------------------------------------------------- the catalogue rows
 
 CHECKS: tuple[Check, ...] = (
-    Check("firmware.inventory", "BIOS and board identity", "bios",
-          "AGESA/BIOS revisions change PCIe, power and memory defaults; compare across the nodes of a pool.",
-          "Keep every node of a pool on the same BIOS release.", inventory,
-          any_of=("dmidecode_bios", "dmi_bios"), roles=HOST),
-    Check("firmware.numa_mode", "NUMA mode (NPS / SNC / L3-as-NUMA)", "bios",
-          "NPS1 keeps one node per socket; more nodes help only pinned ranks, fewer than one per socket interleaves "
-          "memory across sockets.",
-          "BIOS: AMD CBS > DF Common Options > NUMA nodes per socket = NPS1.", numa_mode,
-          sources=("sys_numa", "lscpu_json"), applies=in_vm, expected="NPS1"),
-    Check("firmware.iommu_mode", "IOMMU mode for the GPUs", "host",
-          "Translated DMA can redirect GPU peer-to-peer traffic to the root complex: slow P2P or NCCL hangs (RTX PRO "
-          "6000 reports with TP=2).",
-          "Boot with iommu=pt (keeps VFIO VMs working on Proxmox); see pcie.acs for ACS redirect.", iommu_mode,
-          sources=("iommu_state",)),
-    Check("firmware.bar1_large_bar", "BAR1 aperture (Above-4G decoding / Resizable BAR)", "bios",
-          "A small BAR1 limits P2P and CPU access to VRAM.",
-          "manual: check BIOS Above 4G Decoding = Enabled and Re-Size BAR Support = Enabled; RTX PRO Workstation "
-          "cards: switch display mode to compute/headless.", bar1_large_bar,
-          sources=("smi_q_memory",), needs_gpu=True, aliases=("pcie.bar1",)),
-    Check("firmware.cppc", "ACPI CPPC exposed (prerequisite for amd-pstate)", "bios",
-          "amd-pstate needs the ACPI _CPC objects; without them the kernel falls back to acpi-cpufreq.",
-          "manual: BIOS > AMD CBS > NBIO/SMU Common Options > CPPC = Enabled.", cppc,
-          sources=("lscpu_json", "sys_cppc"), applies=amd_host),
-    Check("firmware.cstate_exposure", "C-states exposed by the firmware", "bios",
-          "AMD keeps Global C-state Control = Auto and disables C2 from the OS; the policy rule is power.cpu_cstates.",
-          "Policy lives in power.cpu_cstates: on AMD keep BIOS Global C-state Control = Auto and disable C2 from the OS "
-          "(cpupower idle-set -d 2) where latency matters.", cstate_exposure, sources=("lscpu_json",),
-          any_of=("sys_cpuidle", "cpupower_idle"), applies=in_vm),
-    Check("firmware.df_pstates", "Data-fabric P-states (APBDIS), fixed SoC P-state, DF C-states", "bios",
-          "DF clock/power transitions add latency to memory and I/O paths.",
-          "BIOS > AMD CBS > NBIO > SMU Common Options > APBDIS = 1, Fixed SOC P-state = P0, DF C-states = Disabled.",
-          df_pstates, sources=("lscpu_json",), applies=amd_host),
-    Check("firmware.socket_power", "Determinism / cTDP / package power: manual check", "bios",
-          "'Performance determinism' equalises parts to a lower common level; AMD's GPU-server baseline uses Power.",
-          "BIOS: Determinism Control = Manual, Determinism Slider = Power, cTDP and package power limit = maximum.",
-          socket_power, sources=("lscpu_json",), applies=in_vm),
-    Check("firmware.memory_population", "DIMM channels populated and speed", "hardware",
-          "Host memory bandwidth scales with populated channels; it bounds pinned staging, KV offload and cross-socket P2P.",
-          "Populate every channel of every socket symmetrically with identical DIMMs.", memory_population,
-          applies=in_vm),
-    Check("firmware.xgmi_links", "Inter-socket xGMI link width/speed", "bios",
-          "Dynamic link-width management narrows xGMI at low utilisation, hurting bursty cross-socket P2P.",
-          "BIOS: xGMI Link Width Control = Manual, Force Link Width = x16, max link speed.", xgmi_links,
-          sources=("lscpu_json",), applies=xgmi_applies),
-    Check("firmware.gpu_firmware_consistency", "VBIOS/InfoROM uniformity", "hardware",
-          "GPUs of one SKU on different VBIOS/InfoROM releases can behave differently (clocks, P2P, errata).",
-          "Flash the GPUs to one VBIOS release (vendor tool).", gpu_firmware_consistency,
-          sources=("smi_query_fw",), needs_gpu=True),
+    Check(
+        "firmware.inventory",
+        "BIOS and board identity",
+        "bios",
+        "AGESA/BIOS revisions change PCIe, power and memory defaults; compare across the nodes of a pool.",
+        "Keep every node of a pool on the same BIOS release.",
+        inventory,
+        any_of=("dmidecode_bios", "dmi_bios"),
+        roles=HOST,
+    ),
+    Check(
+        "firmware.numa_mode",
+        "NUMA mode (NPS / SNC / L3-as-NUMA)",
+        "bios",
+        "NPS1 keeps one node per socket; more nodes help only pinned ranks, fewer than one per socket interleaves "
+        "memory across sockets.",
+        "BIOS: AMD CBS > DF Common Options > NUMA nodes per socket = NPS1.",
+        numa_mode,
+        sources=("sys_numa", "lscpu_json"),
+        applies=in_vm,
+        expected="NPS1",
+    ),
+    Check(
+        "firmware.iommu_mode",
+        "IOMMU mode for the GPUs",
+        "host",
+        "Translated DMA can redirect GPU peer-to-peer traffic to the root complex: slow P2P or NCCL hangs (RTX PRO "
+        "6000 reports with TP=2).",
+        "Boot with iommu=pt (keeps VFIO VMs working on Proxmox); see pcie.acs for ACS redirect.",
+        iommu_mode,
+        sources=("iommu_state",),
+    ),
+    Check(
+        "firmware.bar1_large_bar",
+        "BAR1 aperture (Above-4G decoding / Resizable BAR)",
+        "bios",
+        "A small BAR1 limits P2P and CPU access to VRAM.",
+        "manual: check BIOS Above 4G Decoding = Enabled and Re-Size BAR Support = Enabled; RTX PRO Workstation "
+        "cards: switch display mode to compute/headless.",
+        bar1_large_bar,
+        sources=("smi_q_memory",),
+        needs_gpu=True,
+        aliases=("pcie.bar1",),
+    ),
+    Check(
+        "firmware.cppc",
+        "ACPI CPPC exposed (prerequisite for amd-pstate)",
+        "bios",
+        "amd-pstate needs the ACPI _CPC objects; without them the kernel falls back to acpi-cpufreq.",
+        "manual: BIOS > AMD CBS > NBIO/SMU Common Options > CPPC = Enabled.",
+        cppc,
+        sources=("lscpu_json", "sys_cppc"),
+        applies=amd_host,
+    ),
+    Check(
+        "firmware.cstate_exposure",
+        "C-states exposed by the firmware",
+        "bios",
+        "AMD keeps Global C-state Control = Auto and disables C2 from the OS; the policy rule is power.cpu_cstates.",
+        "Policy lives in power.cpu_cstates: on AMD keep BIOS Global C-state Control = Auto and disable C2 from the OS "
+        "(cpupower idle-set -d 2) where latency matters.",
+        cstate_exposure,
+        sources=("lscpu_json",),
+        any_of=("sys_cpuidle", "cpupower_idle"),
+        applies=in_vm,
+    ),
+    Check(
+        "firmware.df_pstates",
+        "Data-fabric P-states (APBDIS), fixed SoC P-state, DF C-states",
+        "bios",
+        "DF clock/power transitions add latency to memory and I/O paths.",
+        "BIOS > AMD CBS > NBIO > SMU Common Options > APBDIS = 1, Fixed SOC P-state = P0, DF C-states = Disabled.",
+        df_pstates,
+        sources=("lscpu_json",),
+        applies=amd_host,
+    ),
+    Check(
+        "firmware.socket_power",
+        "Determinism / cTDP / package power: manual check",
+        "bios",
+        "'Performance determinism' equalises parts to a lower common level; AMD's GPU-server baseline uses Power.",
+        "BIOS: Determinism Control = Manual, Determinism Slider = Power, cTDP and package power limit = maximum.",
+        socket_power,
+        sources=("lscpu_json",),
+        applies=in_vm,
+    ),
+    Check(
+        "firmware.memory_population",
+        "DIMM channels populated and speed",
+        "hardware",
+        "Host memory bandwidth scales with populated channels; it bounds pinned staging, KV offload and cross-socket P2P.",
+        "Populate every channel of every socket symmetrically with identical DIMMs.",
+        memory_population,
+        applies=in_vm,
+    ),
+    Check(
+        "firmware.xgmi_links",
+        "Inter-socket xGMI link width/speed",
+        "bios",
+        "Dynamic link-width management narrows xGMI at low utilisation, hurting bursty cross-socket P2P.",
+        "BIOS: xGMI Link Width Control = Manual, Force Link Width = x16, max link speed.",
+        xgmi_links,
+        sources=("lscpu_json",),
+        applies=xgmi_applies,
+    ),
+    Check(
+        "firmware.gpu_firmware_consistency",
+        "VBIOS/InfoROM uniformity",
+        "hardware",
+        "GPUs of one SKU on different VBIOS/InfoROM releases can behave differently (clocks, P2P, errata).",
+        "Flash the GPUs to one VBIOS release (vendor tool).",
+        gpu_firmware_consistency,
+        sources=("smi_query_fw",),
+        needs_gpu=True,
+    ),
 )

@@ -9,8 +9,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from gpuaudit.probes.core.judge.combiners import parse_iommu_state
 from gpuaudit.probes.core.errors import ParseError
+from gpuaudit.probes.core.judge.combiners import parse_iommu_state
 from gpuaudit.probes.core.models import Role
 from gpuaudit.probes.core.parsers.cpu import (
     cpu_identity,
@@ -49,7 +49,7 @@ def parse_numa_nodes(text: str) -> dict[str, dict[str, str]]:
         if m and vals:
             if m.group(2) == "cpulist":
                 nodes.setdefault(m.group(1), {})["cpulist"] = vals[0]
-            elif (mm := re.search(r"MemTotal:\s*(\d+)", vals[0])):
+            elif mm := re.search(r"MemTotal:\s*(\d+)", vals[0]):
                 nodes.setdefault(m.group(1), {})["memtotal_kb"] = mm.group(1)
     return nodes
 
@@ -70,7 +70,11 @@ def _dmi_bios(t: str, d: Data, p: Problems) -> None:
     if d.get("bios"):
         return
     if len(lines) == 3:
-        d["bios"] = {"bios_vendor": lines[0], "bios_version": lines[1], "bios_release_date": lines[2]}
+        d["bios"] = {
+            "bios_vendor": lines[0],
+            "bios_version": lines[1],
+            "bios_release_date": lines[2],
+        }
     else:
         p["dmi_bios"] = f"expected 3 lines (vendor, version, date), got {len(lines)}"
 
@@ -81,14 +85,21 @@ def _microcode(t: str, d: Data, p: Problems) -> None:
 
 def _lscpu(t: str, d: Data, p: Problems) -> None:
     ident = cpu_identity(parse_lscpu(t))
-    d.update(cpu_vendor=ident.vendor, cpu_family=ident.family, sockets=ident.sockets, hypervisor=ident.hypervisor)
+    d.update(
+        cpu_vendor=ident.vendor,
+        cpu_family=ident.family,
+        sockets=ident.sockets,
+        hypervisor=ident.hypervisor,
+    )
     if ident.vendor is None or not ident.sockets:
         p["lscpu_json"] = "lscpu gave no CPU vendor or socket count"
 
 
 def _sys_numa(t: str, d: Data, p: Problems) -> None:
     d["numa_nodes"] = parse_numa_nodes(t)
-    if not d["numa_nodes"]:  # the line ends in `; true`: an empty answer is the only sign of a failure
+    if not d[
+        "numa_nodes"
+    ]:  # the line ends in `; true`: an empty answer is the only sign of a failure
         p["sys_numa"] = "no NUMA node listed under /sys/devices/system/node"
 
 
@@ -116,7 +127,9 @@ def _cpuidle(t: str, d: Data, p: Problems) -> None:
 def _cpupower_idle(t: str, d: Data, p: Problems) -> None:
     """Fallback when cpuidle sysfs is unreadable (the same line the power probe runs)."""
     if not d.get("idle_state_names"):
-        d["idle_state_names"] = [f"{s.name}:{s.latency_us}" for s in parse_cpupower_idle_info(t).states]
+        d["idle_state_names"] = [
+            f"{s.name}:{s.latency_us}" for s in parse_cpupower_idle_info(t).states
+        ]
 
 
 def _smi_q_memory(t: str, d: Data, p: Problems) -> None:
@@ -126,7 +139,9 @@ def _smi_q_memory(t: str, d: Data, p: Problems) -> None:
         p["smi_q_memory"] = str(exc)
         return
     for key, section in (("bar1_mib", "BAR1 Memory Usage"), ("fb_mib", "FB Memory Usage")):
-        d[key] = {g["_bus_id"]: v for g in gpus if (v := _mib(q_get(g, section, "Total"))) is not None}
+        d[key] = {
+            g["_bus_id"]: v for g in gpus if (v := _mib(q_get(g, section, "Total"))) is not None
+        }
     if not d["bar1_mib"]:
         p["smi_q_memory"] = "no BAR1 section in nvidia-smi -q"
 
@@ -135,8 +150,17 @@ def _dimms(t: str, d: Data, p: Problems) -> None:
     dimms = []
     for m in filter(is_system_dimm, memory_devices(parse_dmidecode(t))):
         place = slot_place(m.locator, m.bank)
-        dimms.append(Dimm(locator=m.locator, size_mb=m.size_mb, speed_mts=m.speed_mts, configured_mts=m.configured_mts,
-                          bank=m.bank, socket=place.socket, channel=place.channel))
+        dimms.append(
+            Dimm(
+                locator=m.locator,
+                size_mb=m.size_mb,
+                speed_mts=m.speed_mts,
+                configured_mts=m.configured_mts,
+                bank=m.bank,
+                socket=place.socket,
+                channel=place.channel,
+            )
+        )
     d["dimms"] = dimms
     if not dimms:
         p["dmidecode_memory"] = "no memory device (DMI type 17) listed"
@@ -148,7 +172,11 @@ def _gpu_fw(t: str, d: Data, p: Problems) -> None:
     except ParseError as exc:
         p["smi_query_fw"] = str(exc)
         return
-    d["gpu_fw"] = {r["index"]: (r["vbios_version"] or "N/A", r["inforom.img"] or "N/A") for r in rows if r["index"]}
+    d["gpu_fw"] = {
+        r["index"]: (r["vbios_version"] or "N/A", r["inforom.img"] or "N/A")
+        for r in rows
+        if r["index"]
+    }
     if not d["gpu_fw"]:
         p["smi_query_fw"] = "no GPU listed"
 
@@ -178,6 +206,9 @@ def extract(outputs: Outputs, role: Role) -> FirmwareFacts:
         if (t := usable_stdout(outputs, cid, problems)) is not None:
             try:
                 read(t, data, problems)
-            except (ParseError, ValueError) as exc:  # odd output makes this source unusable, never the probe fail
+            except (
+                ParseError,
+                ValueError,
+            ) as exc:  # odd output makes this source unusable, never the probe fail
                 problems[cid] = str(exc)
     return FirmwareFacts(**data, problems=problems)  # type: ignore[arg-type]

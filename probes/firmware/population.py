@@ -48,7 +48,11 @@ def _natural(label: str) -> tuple[int, str]:
 
 def _group(dimms: Sequence[Dimm], sockets: int | None) -> tuple[dict[str, list[Dimm]], str]:
     labels = sorted({d.socket for d in dimms if d.socket is not None}, key=_natural)
-    if labels and all(d.socket is not None for d in dimms) and (sockets is None or len(labels) >= sockets):
+    if (
+        labels
+        and all(d.socket is not None for d in dimms)
+        and (sockets is None or len(labels) >= sockets)
+    ):
         if sockets is not None and len(labels) > sockets:  # a 2-socket board with one CPU fitted
             used = [lb for lb in labels if any(d.size_mb and d.socket == lb for d in dimms)]
             labels = used if len(used) == sockets else labels
@@ -56,7 +60,7 @@ def _group(dimms: Sequence[Dimm], sockets: int | None) -> tuple[dict[str, list[D
     n = sockets or 1
     if n > 1 and len(dimms) % n == 0:
         per = len(dimms) // n
-        return {str(i + 1): list(dimms[i * per:(i + 1) * per]) for i in range(n)}, "slot order"
+        return {str(i + 1): list(dimms[i * per : (i + 1) * per]) for i in range(n)}, "slot order"
     return {"all": list(dimms)}, "slot order"
 
 
@@ -66,10 +70,15 @@ def population(dimms: Sequence[Dimm], sockets: int | None) -> Population:
     for label, slots in groups.items():
         pop = [d for d in slots if d.size_mb]
         named = all(d.channel for d in slots)
-        out.append(SocketPopulation(
-            label=label, slots=len(slots), populated=len(pop),
-            channels=len({d.channel for d in slots}) if named else None,
-            populated_channels=len({d.channel for d in pop}) if named else None))
+        out.append(
+            SocketPopulation(
+                label=label,
+                slots=len(slots),
+                populated=len(pop),
+                channels=len({d.channel for d in slots}) if named else None,
+                populated_channels=len({d.channel for d in pop}) if named else None,
+            )
+        )
     sizes = sorted({d.size_mb for d in dimms if d.size_mb})
     return Population(sockets=out, method=method, sizes_mb=sizes)
 
@@ -79,13 +88,18 @@ def socket_name(label: str) -> str:
 
 
 def describe(p: Population) -> str:
-    """"3 of 18 slots populated (socket 1: 2/9 slots, 2/3 channels; socket 2: 1/9 slots, 1/3 channels); 4 GB DIMMs"."""
+    """ "3 of 18 slots populated (socket 1: 2/9 slots, 2/3 channels; socket 2: 1/9 slots, 1/3 channels); 4 GB DIMMs"."""
     per = "; ".join(
         f"{socket_name(s.label)}: {s.populated}/{s.slots} slots"
         + (f", {s.populated_channels}/{s.channels} channels" if s.channels is not None else "")
-        for s in p.sockets)
+        for s in p.sockets
+    )
     sizes = ", ".join(f"{m // 1024} GB" if m >= 1024 else f"{m} MB" for m in p.sizes_mb) or "no"
-    guess = "; sockets assumed from the slot order" if p.method == "slot order" and len(p.sockets) > 1 else ""
+    guess = (
+        "; sockets assumed from the slot order"
+        if p.method == "slot order" and len(p.sockets) > 1
+        else ""
+    )
     return f"{p.populated} of {p.slots} slots populated ({per}); {sizes} DIMMs{guess}"
 
 
@@ -103,9 +117,16 @@ def defects(p: Population, sp5: bool) -> list[str]:
         return out + channel_defects(whole, sp5, len(p.sockets))
     counts = {s.populated for s in p.sockets}
     if len(p.sockets) > 1 and 0 in counts:
-        out.append("a socket has no memory: " + ", ".join(socket_name(s.label) for s in p.sockets if not s.populated))
+        out.append(
+            "a socket has no memory: "
+            + ", ".join(socket_name(s.label) for s in p.sockets if not s.populated)
+        )
     elif len(counts) > 1:
-        out.append("sockets populated unevenly (" + " vs ".join(str(s.populated) for s in p.sockets) + " DIMMs)")
+        out.append(
+            "sockets populated unevenly ("
+            + " vs ".join(str(s.populated) for s in p.sockets)
+            + " DIMMs)"
+        )
     for s in p.sockets:
         if s.populated:
             out.extend(channel_defects(s, sp5, 1))
@@ -115,10 +136,15 @@ def defects(p: Population, sp5: bool) -> list[str]:
 def channel_defects(s: SocketPopulation, sp5: bool, sockets: int) -> list[str]:
     """Empty channels of one socket (or of the whole board over `sockets` sockets)."""
     if s.channels is not None and s.populated_channels is not None:
-        return [f"{socket_name(s.label)}: {s.populated_channels} of {s.channels} channels populated"] \
-            if s.populated_channels < s.channels else []
+        return (
+            [f"{socket_name(s.label)}: {s.populated_channels} of {s.channels} channels populated"]
+            if s.populated_channels < s.channels
+            else []
+        )
     if sp5 and s.slots >= 12 * sockets and s.populated < 12 * sockets:
         return [f"{socket_name(s.label)}: {s.populated} of {12 * sockets} SP5 channels populated"]
     if s.populated * MAX_DIMMS_PER_CHANNEL < s.slots:
-        return [f"{socket_name(s.label)}: {s.populated} DIMM(s) in {s.slots} slots leave channels empty"]
+        return [
+            f"{socket_name(s.label)}: {s.populated} DIMM(s) in {s.slots} slots leave channels empty"
+        ]
     return []

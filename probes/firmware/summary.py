@@ -14,7 +14,9 @@ def bios_label(h: FirmwareFacts) -> str | None:
     raw = h.bios.get("bios_vendor") or "?"
     vendor = "AMI" if raw.startswith("American Megatrends") else raw.split()[0].rstrip(",")
     m = re.match(r"(\d\d)/\d\d/(\d{4})", h.bios.get("bios_release_date", ""))
-    return f"{vendor} {h.bios.get('bios_version', '?')}" + (f" ({m.group(2)}-{m.group(1)})" if m else "")
+    return f"{vendor} {h.bios.get('bios_version', '?')}" + (
+        f" ({m.group(2)}-{m.group(1)})" if m else ""
+    )
 
 
 def iommu_label(h: FirmwareFacts) -> str | None:

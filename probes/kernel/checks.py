@@ -4,7 +4,17 @@ from __future__ import annotations
 
 import re
 
-from gpuaudit.probes.core.judge.checks import BOTH, HOST, Check, Ctx, Verdict, info, not_applicable, ok, unknown, warning
+from gpuaudit.probes.core.judge.checks import (
+    BOTH,
+    Check,
+    Ctx,
+    Verdict,
+    info,
+    not_applicable,
+    ok,
+    unknown,
+    warning,
+)
 from gpuaudit.probes.core.judge.combiners import virtual_machine
 from gpuaudit.probes.core.parsers.system import cmdline_value
 from gpuaudit.probes.core.parsing import version_tuple
@@ -13,26 +23,49 @@ from gpuaudit.probes.kernel.facts import KernelFacts
 
 # Kernel command-line keys worth listing in the inventory (PROBES.md, kernel.cmdline).
 NOTABLE_CMDLINE = (
-    "iommu", "amd_iommu", "intel_iommu", "pcie_aspm", "pcie_aspm.policy", "pcie_port_pm", "pci",
-    "pcie_acs_override", "processor.max_cstate", "intel_idle.max_cstate", "idle", "cpuidle.off", "amd_pstate",
-    "intel_pstate", "numa_balancing", "transparent_hugepage", "mitigations", "isolcpus", "nohz_full", "tsc",
+    "iommu",
+    "amd_iommu",
+    "intel_iommu",
+    "pcie_aspm",
+    "pcie_aspm.policy",
+    "pcie_port_pm",
+    "pci",
+    "pcie_acs_override",
+    "processor.max_cstate",
+    "intel_idle.max_cstate",
+    "idle",
+    "cpuidle.off",
+    "amd_pstate",
+    "intel_pstate",
+    "numa_balancing",
+    "transparent_hugepage",
+    "mitigations",
+    "isolcpus",
+    "nohz_full",
+    "tsc",
     "clocksource",
 )
 AMD_PSTATE_SERVER_DEFAULT = (6, 13)
 """First kernel that loads amd-pstate by default on server (ACPI "server" profile) Zen 5 EPYCs."""
 ZEN5_FAMILY = 0x1A
 
-PSTATE_WHY = ("amd-pstate refuses to load by default on ACPI 'server' profiles unless the CPU is family >= 0x1A "
-              "(Zen 5), and that default only exists from kernel 6.13; otherwise the kernel falls back to acpi-cpufreq, "
-              "which sees only the few ACPI P-states and reacts slowly, so the cores that feed the GPUs clock "
-              "lower/later between kernel launches.")
-PSTATE_FIX = ("Either upgrade to a kernel >= 6.13 (on Proxmox VE 8: an opt-in proxmox-kernel-6.14 package) or add "
-              "amd_pstate=active to the kernel command line (works on 6.8 when the BIOS exposes CPPC), then reboot and "
-              "confirm /sys/devices/system/cpu/cpu0/cpufreq/scaling_driver reads amd-pstate-epp.")
+PSTATE_WHY = (
+    "amd-pstate refuses to load by default on ACPI 'server' profiles unless the CPU is family >= 0x1A "
+    "(Zen 5), and that default only exists from kernel 6.13; otherwise the kernel falls back to acpi-cpufreq, "
+    "which sees only the few ACPI P-states and reacts slowly, so the cores that feed the GPUs clock "
+    "lower/later between kernel launches."
+)
+PSTATE_FIX = (
+    "Either upgrade to a kernel >= 6.13 (on Proxmox VE 8: an opt-in proxmox-kernel-6.14 package) or add "
+    "amd_pstate=active to the kernel command line (works on 6.8 when the BIOS exposes CPPC), then reboot and "
+    "confirm /sys/devices/system/cpu/cpu0/cpufreq/scaling_driver reads amd-pstate-epp."
+)
 
 
 def is_amd_server(f: KernelFacts) -> bool:
-    return f.cpu_vendor == "AuthenticAMD" and bool(f.cpu_model_name and "EPYC" in f.cpu_model_name.upper())
+    return f.cpu_vendor == "AuthenticAMD" and bool(
+        f.cpu_model_name and "EPYC" in f.cpu_model_name.upper()
+    )
 
 
 def cpu_label(f: KernelFacts) -> str:
@@ -53,23 +86,32 @@ def pstate_advice(f: KernelFacts, cpu: str, pstate: str | None) -> Verdict | Non
     if not is_amd_server(f):
         return None
     if pstate is not None and pstate.lower() == "disable":
-        return warning(f"kernel {f.release}, {cpu}, cmdline amd_pstate=disable",
-                       "no amd_pstate=disable (amd_pstate=active or the kernel default)",
-                       title="amd_pstate=disable on the command line forces acpi-cpufreq", why=PSTATE_WHY,
-                       fix="Remove amd_pstate=disable from the boot configuration (or set amd_pstate=active) and reboot.")
+        return warning(
+            f"kernel {f.release}, {cpu}, cmdline amd_pstate=disable",
+            "no amd_pstate=disable (amd_pstate=active or the kernel default)",
+            title="amd_pstate=disable on the command line forces acpi-cpufreq",
+            why=PSTATE_WHY,
+            fix="Remove amd_pstate=disable from the boot configuration (or set amd_pstate=active) and reboot.",
+        )
     if pstate is not None or f.cpu_family is None:
         return None
     ver = version_tuple(f.release or "")
     if f.cpu_family >= ZEN5_FAMILY and ver and ver < AMD_PSTATE_SERVER_DEFAULT:
-        return warning(f"kernel {f.release} (< 6.13), {cpu}, no amd_pstate= on the command line",
-                       "kernel >= 6.13, or amd_pstate=active on the command line",
-                       title=f"Kernel {f.release} predates amd-pstate-by-default for Zen 5 servers: acpi-cpufreq will drive the CPUs",
-                       why=PSTATE_WHY, fix=PSTATE_FIX)
+        return warning(
+            f"kernel {f.release} (< 6.13), {cpu}, no amd_pstate= on the command line",
+            "kernel >= 6.13, or amd_pstate=active on the command line",
+            title=f"Kernel {f.release} predates amd-pstate-by-default for Zen 5 servers: acpi-cpufreq will drive the CPUs",
+            why=PSTATE_WHY,
+            fix=PSTATE_FIX,
+        )
     if f.cpu_family < ZEN5_FAMILY:
-        return warning(f"kernel {f.release}, {cpu}, no amd_pstate= on the command line",
-                       "amd_pstate=active (or guided/passive) on the command line",
-                       title=f"{cpu} never gets amd-pstate by default on a server: acpi-cpufreq will drive the CPUs",
-                       why=PSTATE_WHY, fix="Add amd_pstate=active to the kernel command line (needs CPPC enabled in the BIOS) and reboot.")
+        return warning(
+            f"kernel {f.release}, {cpu}, no amd_pstate= on the command line",
+            "amd_pstate=active (or guided/passive) on the command line",
+            title=f"{cpu} never gets amd-pstate by default on a server: acpi-cpufreq will drive the CPUs",
+            why=PSTATE_WHY,
+            fix="Add amd_pstate=active to the kernel command line (needs CPPC enabled in the BIOS) and reboot.",
+        )
     return None
 
 
@@ -80,15 +122,20 @@ def version(ctx: Ctx) -> Verdict:
     detail = f"kernel {f.release}, {cpu}" + (f", amd_pstate={pstate}" if pstate else "")
     vm, why_vm = virtual_machine(ctx.outputs.get(ctx.role or "host", {}))
     if vm:  # a guest's cpufreq driver is the hypervisor's business: no amd-pstate advice (issue: --plan's one wrong step)
-        return info(f"{detail}; virtual machine ({why_vm}): the CPU frequency driver is the hypervisor host's",
-                    title=f"Kernel {f.release} (virtual machine)",
-                    why="In a guest the host's kernel and BIOS drive the CPU clocks; amd-pstate settings here change nothing.",
-                    fix="Audit the hypervisor host itself for amd-pstate / CPPC.",
-                    evidence=((ctx.role or "host", "cpu_hypervisor_flag"),))
+        return info(
+            f"{detail}; virtual machine ({why_vm}): the CPU frequency driver is the hypervisor host's",
+            title=f"Kernel {f.release} (virtual machine)",
+            why="In a guest the host's kernel and BIOS drive the CPU clocks; amd-pstate settings here change nothing.",
+            fix="Audit the hypervisor host itself for amd-pstate / CPPC.",
+            evidence=((ctx.role or "host", "cpu_hypervisor_flag"),),
+        )
     if advice := pstate_advice(f, cpu, pstate):
         return advice
-    return info(detail, "a kernel whose defaults suit the CPU (for Zen 5 EPYC: >= 6.13 or amd_pstate= set)",
-                title=f"Kernel {f.release}")
+    return info(
+        detail,
+        "a kernel whose defaults suit the CPU (for Zen 5 EPYC: >= 6.13 or amd_pstate= set)",
+        title=f"Kernel {f.release}",
+    )
 
 
 def cmdline(ctx: Ctx) -> Verdict:
@@ -99,23 +146,38 @@ def cmdline(ctx: Ctx) -> Verdict:
     notes: list[str] = []
     pci = cmdline_value(pairs, "pci") or ""
     if "pcie_bus_perf" in pci:
-        notes.append("pci=pcie_bus_perf caps each device's MaxReadReq at its MaxPayload (see pcie.max_read_req)")
+        notes.append(
+            "pci=pcie_bus_perf caps each device's MaxReadReq at its MaxPayload (see pcie.max_read_req)"
+        )
     if "pcie_bus_peer2peer" in pci:
         notes.append("pci=pcie_bus_peer2peer forces MaxPayload 128 everywhere")
     if cmdline_value(pairs, "pcie_acs_override") is not None:
-        notes.append("pcie_acs_override only changes IOMMU grouping, it does not clear hardware ACS bits")
+        notes.append(
+            "pcie_acs_override only changes IOMMU grouping, it does not clear hardware ACS bits"
+        )
     # Persisted configuration that the running kernel did not boot with: edited but not applied.
-    persisted, source = (f.etc_kernel_cmdline, "/etc/kernel/cmdline") if f.etc_kernel_cmdline else (f.grub_cmdline, "/etc/default/grub")
-    unapplied = [t for t in (persisted or []) if t not in running and t not in ("quiet", "splash")
-                 and not t.startswith(("root=", "boot="))]
+    persisted, source = (
+        (f.etc_kernel_cmdline, "/etc/kernel/cmdline")
+        if f.etc_kernel_cmdline
+        else (f.grub_cmdline, "/etc/default/grub")
+    )
+    unapplied = [
+        t
+        for t in (persisted or [])
+        if t not in running
+        and t not in ("quiet", "splash")
+        and not t.startswith(("root=", "boot="))
+    ]
     observed = "; ".join([" ".join(notable) or "no performance-relevant parameters", *notes])
     if unapplied:
-        return warning(f"in {source} but not in /proc/cmdline: {' '.join(unapplied)} (running: {observed})",
-                       "/proc/cmdline contains every parameter of the persisted boot configuration",
-                       title=f"{source} has parameters the running kernel did not boot with",
-                       why="An edited boot configuration only takes effect after regenerating the boot entries and rebooting; "
-                           "on Proxmox with systemd-boot (ZFS root) /etc/kernel/cmdline rules and GRUB edits are ignored.",
-                       fix="Run update-grub or proxmox-boot-tool refresh (whichever boots this host) and reboot in a maintenance window.")
+        return warning(
+            f"in {source} but not in /proc/cmdline: {' '.join(unapplied)} (running: {observed})",
+            "/proc/cmdline contains every parameter of the persisted boot configuration",
+            title=f"{source} has parameters the running kernel did not boot with",
+            why="An edited boot configuration only takes effect after regenerating the boot entries and rebooting; "
+            "on Proxmox with systemd-boot (ZFS root) /etc/kernel/cmdline rules and GRUB edits are ignored.",
+            fix="Run update-grub or proxmox-boot-tool refresh (whichever boots this host) and reboot in a maintenance window.",
+        )
     return info(observed, title="Kernel command line")
 
 
@@ -127,7 +189,11 @@ def numa_balancing(ctx: Ctx) -> Verdict:
     if f.numa_nodes is None:
         return unknown("no node listed under /sys/devices/system/node")
     if f.numa_balancing != 0:
-        return warning(obs, "kernel.numa_balancing=0 on a multi-node GPU server", title="Automatic NUMA balancing is on")
+        return warning(
+            obs,
+            "kernel.numa_balancing=0 on a multi-node GPU server",
+            title="Automatic NUMA balancing is on",
+        )
     return ok(obs, "0", title="Automatic NUMA balancing is off")
 
 
@@ -138,11 +204,17 @@ def zone_reclaim(ctx: Ctx) -> Verdict:
     if f.zone_reclaim == 0:
         return ok("vm.zone_reclaim_mode=0", "0", title="NUMA zone reclaim is off")
     if f.numa_nodes is None:  # node_list is optional: only a non-zero mode needs the node count
-        return unknown(f"vm.zone_reclaim_mode={f.zone_reclaim}; nodes: {problem_text(f.problems, 'node_list')}",
-                       evidence=(("host", "node_list"),))
+        return unknown(
+            f"vm.zone_reclaim_mode={f.zone_reclaim}; nodes: {problem_text(f.problems, 'node_list')}",
+            evidence=(("host", "node_list"),),
+        )
     if f.numa_nodes > 1:
-        return warning(f"vm.zone_reclaim_mode={f.zone_reclaim} with {f.numa_nodes} NUMA nodes", "0",
-                       title="NUMA zone reclaim is on", evidence=(("host", "node_list"),))
+        return warning(
+            f"vm.zone_reclaim_mode={f.zone_reclaim} with {f.numa_nodes} NUMA nodes",
+            "0",
+            title="NUMA zone reclaim is on",
+            evidence=(("host", "node_list"),),
+        )
     return not_applicable(f"vm.zone_reclaim_mode={f.zone_reclaim} on {f.numa_nodes} node(s)")
 
 
@@ -150,7 +222,11 @@ def thp(ctx: Ctx) -> Verdict:
     f: KernelFacts = ctx.f
     obs = f"enabled=[{f.thp_enabled}] defrag=[{f.thp_defrag}]"
     if f.thp_enabled == "always" and f.thp_defrag == "always":
-        return warning(obs, "defrag madvise or defer (enabled madvise or always)", title="THP always with synchronous defrag")
+        return warning(
+            obs,
+            "defrag madvise or defer (enabled madvise or always)",
+            title="THP always with synchronous defrag",
+        )
     return info(obs, title="Transparent huge pages", fix="")
 
 
@@ -160,17 +236,36 @@ def swap(ctx: Ctx) -> Verdict:
         return ok("no active swap areas", title="No swap configured", fix="")
     ev = (("host", "engine_proc_status"),)
     if f.engine_swap_kb is None:
-        return info(f"{f.swap_devices} active swap area(s); engine VmSwap not read "
-                    f"({problem_text(f.problems, 'engine_proc_status')})", title="Swap is configured",
-                    fix="Check VmSwap of the engine processes; lower vm.swappiness if they swap.", evidence=ev)
+        return info(
+            f"{f.swap_devices} active swap area(s); engine VmSwap not read "
+            f"({problem_text(f.problems, 'engine_proc_status')})",
+            title="Swap is configured",
+            fix="Check VmSwap of the engine processes; lower vm.swappiness if they swap.",
+            evidence=ev,
+        )
     swapped = {k: v for k, v in f.engine_swap_kb.items() if v > 0}
     if swapped:
-        sizes = ", ".join(f"{k}: {v // 1024} MiB" if v >= 1024 else f"{k}: {v} kB" for k, v in list(swapped.items())[:4])
-        return warning(f"{f.swap_devices} active swap area(s); VmSwap {sizes}", "VmSwap 0 kB for every engine process",
-                       title=f"{len(swapped)} engine process(es) have pages in swap", evidence=ev)
-    engines = f"{len(f.engine_swap_kb)} engine process(es) with VmSwap 0 kB" if f.engine_swap_kb else "no engine process running"
-    return info(f"{f.swap_devices} active swap area(s); {engines}", title="Swap is configured but the engine does not use it",
-                fix="Keep an eye on VmSwap of the engine processes; lower vm.swappiness if they start to swap.", evidence=ev)
+        sizes = ", ".join(
+            f"{k}: {v // 1024} MiB" if v >= 1024 else f"{k}: {v} kB"
+            for k, v in list(swapped.items())[:4]
+        )
+        return warning(
+            f"{f.swap_devices} active swap area(s); VmSwap {sizes}",
+            "VmSwap 0 kB for every engine process",
+            title=f"{len(swapped)} engine process(es) have pages in swap",
+            evidence=ev,
+        )
+    engines = (
+        f"{len(f.engine_swap_kb)} engine process(es) with VmSwap 0 kB"
+        if f.engine_swap_kb
+        else "no engine process running"
+    )
+    return info(
+        f"{f.swap_devices} active swap area(s); {engines}",
+        title="Swap is configured but the engine does not use it",
+        fix="Keep an eye on VmSwap of the engine processes; lower vm.swappiness if they start to swap.",
+        evidence=ev,
+    )
 
 
 def clocksource(ctx: Ctx) -> Verdict:
@@ -187,17 +282,29 @@ def uvm_hmm(ctx: Ctx) -> Verdict:
     f: KernelFacts = ctx.f
     if f.uvm_disable_hmm is None:
         problem = f.problems.get("uvm_disable_hmm")
-        if problem and "no such file" in problem.lower():  # cat of an absent parameter: module not loaded (any other
+        if (
+            problem and "no such file" in problem.lower()
+        ):  # cat of an absent parameter: module not loaded (any other
             # failure, a refused read or a bare exit 1, proves nothing)
             return not_applicable("nvidia_uvm not loaded or no uvm_disable_hmm parameter")
         return unknown(f"uvm_disable_hmm: {problem or 'not collected'}")
     on = f.uvm_disable_hmm.upper() in ("N", "0")
-    return info(f"uvm_disable_hmm={f.uvm_disable_hmm}", title="UVM HMM " + ("enabled" if on else "disabled"),
-                fix="options nvidia_uvm uvm_disable_hmm=1 in /etc/modprobe.d/uvm.conf if CUDA init or P2P hangs are seen."
-                if on else "")
+    return info(
+        f"uvm_disable_hmm={f.uvm_disable_hmm}",
+        title="UVM HMM " + ("enabled" if on else "disabled"),
+        fix="options nvidia_uvm uvm_disable_hmm=1 in /etc/modprobe.d/uvm.conf if CUDA init or P2P hangs are seen."
+        if on
+        else "",
+    )
 
 
-GOOD_TUNED = ("accelerator-performance", "throughput-performance", "latency-performance", "network-latency", "hpc-compute")
+GOOD_TUNED = (
+    "accelerator-performance",
+    "throughput-performance",
+    "latency-performance",
+    "network-latency",
+    "hpc-compute",
+)
 SAVING_TUNED = ("balanced", "powersave", "virtual-host", "desktop")
 
 
@@ -205,20 +312,31 @@ def tuned_profile(ctx: Ctx) -> Verdict:
     f: KernelFacts = ctx.f
     if f.tuned_profile is None:
         problem = f.problems.get("tuned_active")
-        if problem == "tool not installed":  # no tuned is an answer: no daemon overrides the power.* settings
-            return info("tuned not installed (Proxmox VE does not ship it): no profile overrides the power.* settings",
-                        title="No tuning daemon", fix="")
+        if (
+            problem == "tool not installed"
+        ):  # no tuned is an answer: no daemon overrides the power.* settings
+            return info(
+                "tuned not installed (Proxmox VE does not ship it): no profile overrides the power.* settings",
+                title="No tuning daemon",
+                fix="",
+            )
         return unknown(f"tuned_active: {problem or 'no profile in the output'}")
     obs = f"active profile: {f.tuned_profile}"
     if f.tuned_profile in GOOD_TUNED:
         return ok(obs, title=f"tuned profile {f.tuned_profile}", fix="")
     if f.tuned_profile in SAVING_TUNED:
-        return warning(obs, "accelerator-performance or throughput-performance",
-                       title=f"tuned profile {f.tuned_profile} favours power saving")
+        return warning(
+            obs,
+            "accelerator-performance or throughput-performance",
+            title=f"tuned profile {f.tuned_profile} favours power saving",
+        )
     return info(obs, title=f"tuned profile {f.tuned_profile}", fix="")
 
 
-CRIT_LOG = re.compile(r"IO_PAGE_FAULT|DMAR:.*fault|Surprise Link Down|uncorrectable|Uncorrected|soft lockup.*|nvidia_uvm.*lockup", re.I)
+CRIT_LOG = re.compile(
+    r"IO_PAGE_FAULT|DMAR:.*fault|Surprise Link Down|uncorrectable|Uncorrected|soft lockup.*|nvidia_uvm.*lockup",
+    re.I,
+)
 WARN_LOG = re.compile(r"AER|PCIe Bus Error|hung_task|NVRM: Xid")
 
 
@@ -228,14 +346,25 @@ def dmesg_faults(ctx: Ctx) -> Verdict:
     crit = [ln for ln in lines if CRIT_LOG.search(ln)]
     warn = [ln for ln in lines if WARN_LOG.search(ln)]
     if crit:
-        return Verdict("critical", " | ".join(ln[-200:] for ln in crit[:3]), "none",
-                       title=f"{len(crit)} IOMMU fault / link-down / lockup line(s) in this boot's kernel log",
-                       why="IOMMU page faults on GPU addresses block P2P/DMA; link-downs and soft lockups precede hangs.",
-                       fix="Correlate with pcie.acs / firmware.iommu_mode; check slots, risers and firmware.")
+        return Verdict(
+            "critical",
+            " | ".join(ln[-200:] for ln in crit[:3]),
+            "none",
+            title=f"{len(crit)} IOMMU fault / link-down / lockup line(s) in this boot's kernel log",
+            why="IOMMU page faults on GPU addresses block P2P/DMA; link-downs and soft lockups precede hangs.",
+            fix="Correlate with pcie.acs / firmware.iommu_mode; check slots, risers and firmware.",
+        )
     if warn:
-        return warning(" | ".join(ln[-200:] for ln in warn[:3]), "none",
-                       title=f"{len(warn)} AER / hung-task / Xid line(s) in this boot's kernel log")
-    return ok(f"{len(lines)} matching line(s)", title="No IOMMU faults, AER errors or lockups this boot", fix="")
+        return warning(
+            " | ".join(ln[-200:] for ln in warn[:3]),
+            "none",
+            title=f"{len(warn)} AER / hung-task / Xid line(s) in this boot's kernel log",
+        )
+    return ok(
+        f"{len(lines)} matching line(s)",
+        title="No IOMMU faults, AER errors or lockups this boot",
+        fix="",
+    )
 
 
 def mitigations(ctx: Ctx) -> Verdict:
@@ -243,81 +372,166 @@ def mitigations(ctx: Ctx) -> Verdict:
     vulns = f.vulnerabilities or {}
     vuln = [k for k, v in vulns.items() if v.startswith("Vulnerable")]
     mit = cmdline_value(f.cmdline or [], "mitigations")
-    obs = f"{len(vulns)} entries, {len(vuln)} vulnerable" + (f" ({', '.join(vuln[:6])})" if vuln else "")
-    return info(obs + (f"; mitigations={mit}" if mit is not None else ""), title="CPU vulnerability mitigations")
+    obs = f"{len(vulns)} entries, {len(vuln)} vulnerable" + (
+        f" ({', '.join(vuln[:6])})" if vuln else ""
+    )
+    return info(
+        obs + (f"; mitigations={mit}" if mit is not None else ""),
+        title="CPU vulnerability mitigations",
+    )
 
 
 def host_knobs_visible(ctx: Ctx) -> Verdict:
     host: KernelFacts = ctx.f
     ctr: KernelFacts = ctx.of("container")
     if host.release != ctr.release:
-        return info(f"host uname -r {host.release}, container uname -r {ctr.release}",
-                    "the same kernel (an LXC/Docker container shares the host kernel)",
-                    title="The container runs a different kernel than the host",
-                    why="A different kernel means the 'container' is a VM or another machine: host knobs do not apply to it.",
-                    fix="Re-check which machine the container target points at.")
+        return info(
+            f"host uname -r {host.release}, container uname -r {ctr.release}",
+            "the same kernel (an LXC/Docker container shares the host kernel)",
+            title="The container runs a different kernel than the host",
+            why="A different kernel means the 'container' is a VM or another machine: host knobs do not apply to it.",
+            fix="Re-check which machine the container target points at.",
+        )
     if host.numa_balancing is None or ctr.numa_balancing is None:
-        return unknown(f"host: {host.numa_balancing if host.numa_balancing is not None else problem_text(host.problems, 'numa_balancing')}; "
-                       f"container: {ctr.numa_balancing if ctr.numa_balancing is not None else problem_text(ctr.problems, 'numa_balancing')}")
+        return unknown(
+            f"host: {host.numa_balancing if host.numa_balancing is not None else problem_text(host.problems, 'numa_balancing')}; "
+            f"container: {ctr.numa_balancing if ctr.numa_balancing is not None else problem_text(ctr.problems, 'numa_balancing')}"
+        )
     if host.numa_balancing != ctr.numa_balancing:
-        return info(f"host kernel.numa_balancing={host.numa_balancing}, container sees {ctr.numa_balancing}",
-                    "identical values (shared kernel)", title="Container sees a different kernel.numa_balancing than the host",
-                    why="A container shares the host's sysctls; a difference means the two targets are not the same kernel.",
-                    fix="Re-check which machine the container target points at.")
-    return info(f"kernel {host.release} on both; kernel.numa_balancing={host.numa_balancing} on host and in container",
-                title="Container inherits the host's kernel knobs")
+        return info(
+            f"host kernel.numa_balancing={host.numa_balancing}, container sees {ctr.numa_balancing}",
+            "identical values (shared kernel)",
+            title="Container sees a different kernel.numa_balancing than the host",
+            why="A container shares the host's sysctls; a difference means the two targets are not the same kernel.",
+            fix="Re-check which machine the container target points at.",
+        )
+    return info(
+        f"kernel {host.release} on both; kernel.numa_balancing={host.numa_balancing} on host and in container",
+        title="Container inherits the host's kernel knobs",
+    )
 
 
 # --------------------------------------------------------------------------- the catalogue rows
 
 CHECKS: tuple[Check, ...] = (
-    Check("kernel.version", "Running kernel and what it implies for the CPU power driver", "host",
-          "The version alone is not a defect; what matters is which drivers and defaults it implies for this CPU.",
-          PSTATE_FIX, version, sources=("uname_r", "cpuinfo_id", "proc_cmdline")),
-    Check("kernel.cmdline", "Kernel command line", "host", "Boot parameters feed the pcie, power, numa and firmware checks.",
-          "Change boot parameters in /etc/kernel/cmdline (systemd-boot) or /etc/default/grub, regenerate the boot "
-          "entries (proxmox-boot-tool refresh / update-grub) and reboot.", cmdline, sources=("proc_cmdline",)),
-    Check("kernel.numa_balancing", "Automatic NUMA balancing", "host",
-          "The kernel periodically unmaps pages to sample accesses and migrates them; on a GPU server that adds page "
-          "faults and jitter on the threads and pinned buffers that feed the GPUs.",
-          "sysctl -w kernel.numa_balancing=0 and persist it in /etc/sysctl.d/ (or boot with numa_balancing=disable); A/B it.",
-          numa_balancing, sources=("numa_balancing", "node_list"), applies=multi_node, aliases=("numa.balancing",)),
-    Check("kernel.thp", "Transparent huge pages", "host",
-          "With defrag=always a THP allocation that fails stalls and directly reclaims and compacts memory: latency "
-          "spikes in the Python server and tokeniser.",
-          "echo madvise > /sys/kernel/mm/transparent_hugepage/defrag (persist with transparent_hugepage= or a tmpfiles rule).",
-          thp, sources=("thp_enabled", "thp_defrag")),
-    Check("kernel.swap", "Swap use by the serving processes", "host",
-          "A swapped-out scheduler or tokeniser page turns into millisecond stalls between decode steps.",
-          "Lower vm.swappiness (e.g. 1-10), give the host/container more memory headroom, or disable swap on the GPU server.",
-          swap, sources=("proc_swaps",)),
-    Check("kernel.zone_reclaim", "NUMA zone reclaim", "host",
-          "Non-zero makes the kernel reclaim page cache on the local node instead of allocating remotely, stalling "
-          "allocations during model loading and KV-offload bursts.",
-          "sysctl -w vm.zone_reclaim_mode=0 and persist it in /etc/sysctl.d/.", zone_reclaim,
-          sources=("zone_reclaim",), aliases=("numa.zone_reclaim",)),
-    Check("kernel.clocksource", "TSC in use", "host",
-          "After the TSC is marked unstable every clock_gettime() reads a slow platform timer; Python serving stacks "
-          "and NCCL proxies time things constantly.",
-          "Look for 'TSC unstable' in the kernel log; fix firmware timer settings (tsc=reliable only with vendor guidance).",
-          clocksource, sources=("clocksource",), expected="tsc"),
-    Check("kernel.uvm_hmm", "NVIDIA UVM Heterogeneous Memory Management", "host",
-          "HMM has caused CUDA init failures and fault-service deadlocks on some driver/kernel pairs; disabling it is "
-          "a documented workaround, needed only when those symptoms appear.",
-          "options nvidia_uvm uvm_disable_hmm=1 in /etc/modprobe.d/uvm.conf, only if CUDA init failures or P2P hangs are seen.",
-          uvm_hmm, needs_gpu=True),
-    Check("kernel.tuned_profile", "System tuning daemon profile", "host",
-          "Power-oriented profiles allow deep C-states and slow frequency ramps on the CPUs that launch GPU work.",
-          "tuned-adm profile accelerator-performance", tuned_profile),
-    Check("kernel.dmesg_faults", "IOMMU faults, AER and lockups in the kernel log", "host",
-          "Correctable AER bursts mean link replays (lost bandwidth); hung tasks point at stalled I/O.",
-          "See pcie.link_errors and driver.xid_history.", dmesg_faults, sources=("journal_kernel_faults",)),
-    Check("kernel.cpu_vulnerability_mitigations", "CPU vulnerability mitigations", "host",
-          "GPU-bound serving is syscall-light; turning mitigations off is a security decision, not a tuning step.",
-          "Keep the kernel defaults unless a security review accepts mitigations=off for an isolated GPU server.",
-          mitigations, sources=("cpu_vulnerabilities",)),
-    Check("kernel.host_knobs_visible", "Host kernel knobs seen from the container", "host",
-          "Kernel knobs are global: fix them on the host, they cannot be changed from inside the container.",
-          "Change kernel knobs on the host (sysctl, boot parameters); if the kernels differ, re-check which machine the "
-          "container target points at.", host_knobs_visible, sources=("uname_r",), roles=BOTH, cross=True),
+    Check(
+        "kernel.version",
+        "Running kernel and what it implies for the CPU power driver",
+        "host",
+        "The version alone is not a defect; what matters is which drivers and defaults it implies for this CPU.",
+        PSTATE_FIX,
+        version,
+        sources=("uname_r", "cpuinfo_id", "proc_cmdline"),
+    ),
+    Check(
+        "kernel.cmdline",
+        "Kernel command line",
+        "host",
+        "Boot parameters feed the pcie, power, numa and firmware checks.",
+        "Change boot parameters in /etc/kernel/cmdline (systemd-boot) or /etc/default/grub, regenerate the boot "
+        "entries (proxmox-boot-tool refresh / update-grub) and reboot.",
+        cmdline,
+        sources=("proc_cmdline",),
+    ),
+    Check(
+        "kernel.numa_balancing",
+        "Automatic NUMA balancing",
+        "host",
+        "The kernel periodically unmaps pages to sample accesses and migrates them; on a GPU server that adds page "
+        "faults and jitter on the threads and pinned buffers that feed the GPUs.",
+        "sysctl -w kernel.numa_balancing=0 and persist it in /etc/sysctl.d/ (or boot with numa_balancing=disable); A/B it.",
+        numa_balancing,
+        sources=("numa_balancing", "node_list"),
+        applies=multi_node,
+        aliases=("numa.balancing",),
+    ),
+    Check(
+        "kernel.thp",
+        "Transparent huge pages",
+        "host",
+        "With defrag=always a THP allocation that fails stalls and directly reclaims and compacts memory: latency "
+        "spikes in the Python server and tokeniser.",
+        "echo madvise > /sys/kernel/mm/transparent_hugepage/defrag (persist with transparent_hugepage= or a tmpfiles rule).",
+        thp,
+        sources=("thp_enabled", "thp_defrag"),
+    ),
+    Check(
+        "kernel.swap",
+        "Swap use by the serving processes",
+        "host",
+        "A swapped-out scheduler or tokeniser page turns into millisecond stalls between decode steps.",
+        "Lower vm.swappiness (e.g. 1-10), give the host/container more memory headroom, or disable swap on the GPU server.",
+        swap,
+        sources=("proc_swaps",),
+    ),
+    Check(
+        "kernel.zone_reclaim",
+        "NUMA zone reclaim",
+        "host",
+        "Non-zero makes the kernel reclaim page cache on the local node instead of allocating remotely, stalling "
+        "allocations during model loading and KV-offload bursts.",
+        "sysctl -w vm.zone_reclaim_mode=0 and persist it in /etc/sysctl.d/.",
+        zone_reclaim,
+        sources=("zone_reclaim",),
+        aliases=("numa.zone_reclaim",),
+    ),
+    Check(
+        "kernel.clocksource",
+        "TSC in use",
+        "host",
+        "After the TSC is marked unstable every clock_gettime() reads a slow platform timer; Python serving stacks "
+        "and NCCL proxies time things constantly.",
+        "Look for 'TSC unstable' in the kernel log; fix firmware timer settings (tsc=reliable only with vendor guidance).",
+        clocksource,
+        sources=("clocksource",),
+        expected="tsc",
+    ),
+    Check(
+        "kernel.uvm_hmm",
+        "NVIDIA UVM Heterogeneous Memory Management",
+        "host",
+        "HMM has caused CUDA init failures and fault-service deadlocks on some driver/kernel pairs; disabling it is "
+        "a documented workaround, needed only when those symptoms appear.",
+        "options nvidia_uvm uvm_disable_hmm=1 in /etc/modprobe.d/uvm.conf, only if CUDA init failures or P2P hangs are seen.",
+        uvm_hmm,
+        needs_gpu=True,
+    ),
+    Check(
+        "kernel.tuned_profile",
+        "System tuning daemon profile",
+        "host",
+        "Power-oriented profiles allow deep C-states and slow frequency ramps on the CPUs that launch GPU work.",
+        "tuned-adm profile accelerator-performance",
+        tuned_profile,
+    ),
+    Check(
+        "kernel.dmesg_faults",
+        "IOMMU faults, AER and lockups in the kernel log",
+        "host",
+        "Correctable AER bursts mean link replays (lost bandwidth); hung tasks point at stalled I/O.",
+        "See pcie.link_errors and driver.xid_history.",
+        dmesg_faults,
+        sources=("journal_kernel_faults",),
+    ),
+    Check(
+        "kernel.cpu_vulnerability_mitigations",
+        "CPU vulnerability mitigations",
+        "host",
+        "GPU-bound serving is syscall-light; turning mitigations off is a security decision, not a tuning step.",
+        "Keep the kernel defaults unless a security review accepts mitigations=off for an isolated GPU server.",
+        mitigations,
+        sources=("cpu_vulnerabilities",),
+    ),
+    Check(
+        "kernel.host_knobs_visible",
+        "Host kernel knobs seen from the container",
+        "host",
+        "Kernel knobs are global: fix them on the host, they cannot be changed from inside the container.",
+        "Change kernel knobs on the host (sysctl, boot parameters); if the kernels differ, re-check which machine the "
+        "container target points at.",
+        host_knobs_visible,
+        sources=("uname_r",),
+        roles=BOTH,
+        cross=True,
+    ),
 )

@@ -5,8 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from gpuaudit.probes.core.judge.checks import missing_tool_name, tool_hint
 from gpuaudit.probes.core.errors import ParseError
+from gpuaudit.probes.core.judge.checks import missing_tool_name, tool_hint
 from gpuaudit.probes.core.models import Role
 from gpuaudit.probes.core.parsers.engine import parse_engine_status
 from gpuaudit.probes.core.parsers.system import (
@@ -34,8 +34,8 @@ def parse_numa_balancing(text: str) -> int | None:
 def parse_grub_cmdline(text: str) -> list[str]:
     """`grep -E '^GRUB_CMDLINE_LINUX(_DEFAULT)?=' /etc/default/grub` -> the tokens of both variables.
 
-        GRUB_CMDLINE_LINUX_DEFAULT="quiet amd_iommu=on iommu=pt"
-        GRUB_CMDLINE_LINUX=""
+    GRUB_CMDLINE_LINUX_DEFAULT="quiet amd_iommu=on iommu=pt"
+    GRUB_CMDLINE_LINUX=""
     """
     tokens: list[str] = []
     for line in text.splitlines():
@@ -55,8 +55,11 @@ def parse_tuned_active(text: str) -> str | None:
 
 def _engine_swap(t: str, d: Data, p: Problems) -> None:
     try:
-        d["engine_swap_kb"] = {f"pid {x.pid} {x.cmd.split(' ')[0] if x.cmd else ''}".strip(): x.swap_kb
-                               for x in parse_engine_status(t).procs if x.swap_kb is not None}
+        d["engine_swap_kb"] = {
+            f"pid {x.pid} {x.cmd.split(' ')[0] if x.cmd else ''}".strip(): x.swap_kb
+            for x in parse_engine_status(t).procs
+            if x.swap_kb is not None
+        }
     except ParseError as exc:
         p["engine_proc_status"] = str(exc)
 
@@ -66,12 +69,19 @@ def _journal(t: str, d: Data, p: Problems) -> None:
     d["journal_read"] = any("Linux version" in ln for ln in lines)
     d["journal_lines"] = [ln for ln in lines if "Linux version" not in ln]
     if not d["journal_read"]:
-        p["journal_kernel_faults"] = "this boot's kernel log is not in the journal (no 'Linux version' line)"
+        p["journal_kernel_faults"] = (
+            "this boot's kernel log is not in the journal (no 'Linux version' line)"
+        )
 
 
 def _cpu(t: str, d: Data, p: Problems) -> None:
     cpu = parse_cpuinfo_id(t)
-    d.update(cpu_vendor=cpu.vendor, cpu_family=cpu.family, cpu_model=cpu.model, cpu_model_name=cpu.model_name)
+    d.update(
+        cpu_vendor=cpu.vendor,
+        cpu_family=cpu.family,
+        cpu_model=cpu.model,
+        cpu_model_name=cpu.model_name,
+    )
     if cpu.vendor is None:
         p["cpuinfo_id"] = "no vendor_id in /proc/cpuinfo"
 
@@ -79,6 +89,7 @@ def _cpu(t: str, d: Data, p: Problems) -> None:
 def _set(field: str, parse: Callable[[str], object]) -> Callable[[str, Data, Problems], None]:
     def read(t: str, d: Data, p: Problems) -> None:
         d[field] = parse(t)
+
     return read
 
 
@@ -92,11 +103,20 @@ READERS: tuple[tuple[str, Callable[[str, Data, Problems], None]], ...] = (
     ("thp_enabled", _set("thp_enabled", parse_bracketed_choice)),
     ("thp_defrag", _set("thp_defrag", parse_bracketed_choice)),
     ("clocksource", _set("clocksource", lambda t: first_line(t) or None)),
-    ("proc_swaps", _set("swap_devices", lambda t: len([ln for ln in t.splitlines()[1:] if ln.strip()]))),
+    (
+        "proc_swaps",
+        _set("swap_devices", lambda t: len([ln for ln in t.splitlines()[1:] if ln.strip()])),
+    ),
     ("engine_proc_status", _engine_swap),
     ("uvm_disable_hmm", _set("uvm_disable_hmm", lambda t: first_line(t) or None)),
     ("tuned_active", _set("tuned_profile", parse_tuned_active)),
-    ("cpu_vulnerabilities", _set("vulnerabilities", lambda t: {p.rsplit("/", 1)[-1]: v[0] for p, v in parse_grep_h(t).items() if v})),
+    (
+        "cpu_vulnerabilities",
+        _set(
+            "vulnerabilities",
+            lambda t: {p.rsplit("/", 1)[-1]: v[0] for p, v in parse_grep_h(t).items() if v},
+        ),
+    ),
     ("grub_cmdline", _set("grub_cmdline", parse_grub_cmdline)),
     ("etc_kernel_cmdline", _set("etc_kernel_cmdline", lambda t: first_line(t).split())),
     ("journal_kernel_faults", _journal),
@@ -118,8 +138,16 @@ def extract(outputs: Outputs, role: Role) -> KernelFacts:
         if cid in problems:
             continue
         rec = outputs.get(cid)
-        if cid in PIPED and rec is not None and rec.exit_status == 1 and not rec.error and not rec.timed_out:
-            read(rec.stdout, data, problems)  # grep: no line matched is an answer (judged by the reader)
+        if (
+            cid in PIPED
+            and rec is not None
+            and rec.exit_status == 1
+            and not rec.error
+            and not rec.timed_out
+        ):
+            read(
+                rec.stdout, data, problems
+            )  # grep: no line matched is an answer (judged by the reader)
         elif (t := usable_stdout(outputs, cid, problems)) is not None:
             read(t, data, problems)
     return KernelFacts(problems=problems, **data)  # type: ignore[arg-type]

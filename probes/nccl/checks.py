@@ -12,70 +12,155 @@ from gpuaudit.probes.nccl import checks_topology as topo
 from gpuaudit.probes.nccl.targets import ENGINE_FIRST, HOST_FIRST, no_engine
 
 CHECKS: tuple[Check, ...] = (
-    Check("nccl.p2p_matrix", "Driver-reported GPU P2P capability", "host",
-          why="NCCL uses its P2P transport only when CUDA reports peer access; without it every all-reduce hop is staged "
-              "through host memory (~14 µs instead of sub-µs P2P writes, community RTX PRO 6000 figure). OK here does not "
-              "prove P2P works: ACS/IOMMU can still redirect or hang it (see nccl.iommu_acs_gate).",
-          fix="Stock drivers disable P2P on GeForce; on datacenter/workstation cards check BIOS ACS/IOMMU settings and the "
-              "PCIe topology (CNS = chipset, TNS = topology).",
-          expected="OK for every GPU pair", verdict=topo.p2p_matrix, sources=("smi_topo_p2p_r",), roles=BOTH,
-          first_of=HOST_FIRST, applies=topo.fewer_than_two_gpus, needs_gpu=True),
-    Check("nccl.topology_class", "GPU path types and NCCL's default P2P cutoff", "host",
-          why="NCCL's built-in P2P cutoff is SYS (everywhere) except on Intel/ARM where it is PXB.",
-          fix="Usually nothing; on Intel hosts NCCL_P2P_LEVEL=SYS enables P2P across the CPU when it is measured fast.",
-          expected="NCCL's default P2P cutoff covers these paths on AMD hosts", verdict=topo.topology_class,
-          sources=("smi_topo_m",), roles=BOTH, first_of=HOST_FIRST, applies=topo.fewer_than_two_gpus, needs_gpu=True),
-    Check("nccl.env_overrides", "NCCL knobs that change transport or algorithm", "engine",
-          why="NCCL_P2P_DISABLE turns off direct GPU access over PCIe/NVLink (P2P write latency ≈0.4 µs vs ≈14 µs without, "
-              "community RTX PRO 6000 figure); NCCL_SHM_DISABLE pushes fallbacks to sockets. Some high-concurrency setups "
-              "measured more throughput with P2P off: explain why it is set.",
-          fix="Remove stale NCCL_* workarounds from the engine's environment (container config, systemd unit, launch script) "
-              "once the P2P path is verified.",
-          expected="no P2P/SHM disables unless a documented workaround; debug logging off in production",
-          verdict=eng.env_overrides, sources=("engine_procs",), roles=BOTH, first_of=ENGINE_FIRST, applies=no_engine),
-    Check("nccl.library_in_use", "The libnccl the engine loaded", "container",
-          why="Preloaded or pinned NCCL copies next to torch's explain 'works in one container, hangs in another'.",
-          fix="Keep one NCCL (torch's nvidia-nccl wheel or an explicit VLLM_NCCL_SO_PATH/LD_PRELOAD), not both.",
-          verdict=eng.library_in_use, sources=("engine_procs",), roles=BOTH, first_of=ENGINE_FIRST, applies=no_engine),
-    Check("nccl.custom_allreduce", "The engine's own all-reduce state", "engine",
-          why="Small-message all-reduces dominate TP decode; the engine's one-shot kernel beat NCCL 3× for ≤ 8 KB on "
-              "PCIe-switch boxes but was slower on dual-CPU boxes without switches (community).",
-          fix="Drop --disable-custom-all-reduce on NVLink systems; on PCIe measure both (nccl.allreduce_lat with --active).",
-          verdict=eng.custom_allreduce, sources=("engine_procs",), roles=BOTH, first_of=ENGINE_FIRST, applies=eng.tp_one),
-    Check("nccl.amd_dual_socket_model", "NCCL's inter-socket bandwidth assumption on AMD", "engine",
-          why="NCCL models AMD's inter-socket link with a fixed AMD_BW of 16 GB/s and may pick few channels; 8× RTX PRO 6000 "
-              "on dual Turin rose from ~22 to ~37.6 GB/s busbw with NCCL_MIN_NCHANNELS=8 (community).",
-          fix="Measure with nccl-tests (--active); if low, set NCCL_MIN_NCHANNELS=8 in the engine's environment.",
-          expected="an override (e.g. NCCL_MIN_NCHANNELS=8) or a measured busbw near the PCIe figure",
-          verdict=topo.amd_dual_socket_model, sources=("cpuinfo_id", "smi_topo_m"), roles=HOST,
-          applies=topo.not_amd_cross_socket, needs_gpu=True),
-    Check("nccl.iommu_acs_gate", "IOMMU/ACS hang risk for GPU peer traffic", "host",
-          why="With translation and ACS redirect, peer writes detour through the root complex/IOMMU: reports range from a "
-              "few GB/s to all-reduces that never finish and GPUs wedged at 100% until reset.",
-          fix="Kernel cmdline iommu=pt (AMD keeps the IOMMU on for x2APIC); disable ACS redirect in BIOS for GPU ports, or "
-              "NCCL_P2P_DISABLE=1 as a stop-gap.",
-          expected="iommu=pt (or IOMMU off) and no ACS redirect on GPU paths when TP uses P2P",
-          verdict=topo.iommu_acs_gate, any_of=("iommu_state", "proc_cmdline"), roles=HOST, needs_gpu=True),
-    Check("nccl.env_vs_topology", "Container NCCL environment vs host P2P capability", "container",
-          why="A stale NCCL_P2P_DISABLE=1 costs every hop a trip through host memory; forcing P2P through an "
-              "IOMMU-translated, ACS-redirected path is the reported recipe for hung collectives.",
-          fix="Remove NCCL_P2P_DISABLE=1 from the container's environment when the host supports P2P (confirm with "
-              "nccl-tests, --active); fix the host (iommu=pt, ACS redirect off) before forcing NCCL_P2P_LEVEL=SYS.",
-          verdict=topo.env_vs_topology, sources=("engine_procs",), roles=BOTH, cross=True, applies=topo.no_container_engine),
-    Check("nccl.transport_observed", "The transport NCCL chose (from its log)", "engine",
-          why="Only NCCL's own log says which transport it picked; the driver's P2P matrix only says what is possible. NCCL "
-              "uses P2P only when both its topology cutoff (NCCL_P2P_LEVEL) and NVML's P2P status allow it.",
-          fix="Look for NCCL_P2P_DISABLE / NCCL_P2P_LEVEL in the engine's environment and for IOMMU/ACS blockers "
-              "(nccl.iommu_acs_gate); confirm with nccl-tests (--active).",
-          verdict=topo.transport_observed, sources=("engine_logs",), roles=BOTH, first_of=ENGINE_FIRST,
-          applies=topo.no_api_server_log),
-    Check("nccl.allreduce_bw", "(active, load-generating) all-reduce bus bandwidth", "host",
-          why="busbw = algbw × 2(n−1)/n normalises all-reduce to link bandwidth; far below the topology's figure means P2P is "
-              "off, routed via the IOMMU, or NCCL picked too few channels.",
-          fix="Check nccl.iommu_acs_gate, nccl.env_overrides and NCCL_MIN_NCHANNELS.",
-          verdict=act.allreduce_bw, sources=("nccl_all_reduce_perf",), roles=HOST, needs_gpu=True),
-    Check("nccl.allreduce_lat", "(active, load-generating) small-message all-reduce latency", "host",
-          why="TP decode issues two small all-reduces per layer: their latency, not peak bandwidth, bounds tok/s.",
-          fix="Look at protocol/channel selection (NCCL_PROTO, NCCL_MIN_NCHANNELS) and whether P2P is used.",
-          verdict=act.allreduce_lat, sources=("nccl_all_reduce_perf",), roles=HOST, needs_gpu=True),
+    Check(
+        "nccl.p2p_matrix",
+        "Driver-reported GPU P2P capability",
+        "host",
+        why="NCCL uses its P2P transport only when CUDA reports peer access; without it every all-reduce hop is staged "
+        "through host memory (~14 µs instead of sub-µs P2P writes, community RTX PRO 6000 figure). OK here does not "
+        "prove P2P works: ACS/IOMMU can still redirect or hang it (see nccl.iommu_acs_gate).",
+        fix="Stock drivers disable P2P on GeForce; on datacenter/workstation cards check BIOS ACS/IOMMU settings and the "
+        "PCIe topology (CNS = chipset, TNS = topology).",
+        expected="OK for every GPU pair",
+        verdict=topo.p2p_matrix,
+        sources=("smi_topo_p2p_r",),
+        roles=BOTH,
+        first_of=HOST_FIRST,
+        applies=topo.fewer_than_two_gpus,
+        needs_gpu=True,
+    ),
+    Check(
+        "nccl.topology_class",
+        "GPU path types and NCCL's default P2P cutoff",
+        "host",
+        why="NCCL's built-in P2P cutoff is SYS (everywhere) except on Intel/ARM where it is PXB.",
+        fix="Usually nothing; on Intel hosts NCCL_P2P_LEVEL=SYS enables P2P across the CPU when it is measured fast.",
+        expected="NCCL's default P2P cutoff covers these paths on AMD hosts",
+        verdict=topo.topology_class,
+        sources=("smi_topo_m",),
+        roles=BOTH,
+        first_of=HOST_FIRST,
+        applies=topo.fewer_than_two_gpus,
+        needs_gpu=True,
+    ),
+    Check(
+        "nccl.env_overrides",
+        "NCCL knobs that change transport or algorithm",
+        "engine",
+        why="NCCL_P2P_DISABLE turns off direct GPU access over PCIe/NVLink (P2P write latency ≈0.4 µs vs ≈14 µs without, "
+        "community RTX PRO 6000 figure); NCCL_SHM_DISABLE pushes fallbacks to sockets. Some high-concurrency setups "
+        "measured more throughput with P2P off: explain why it is set.",
+        fix="Remove stale NCCL_* workarounds from the engine's environment (container config, systemd unit, launch script) "
+        "once the P2P path is verified.",
+        expected="no P2P/SHM disables unless a documented workaround; debug logging off in production",
+        verdict=eng.env_overrides,
+        sources=("engine_procs",),
+        roles=BOTH,
+        first_of=ENGINE_FIRST,
+        applies=no_engine,
+    ),
+    Check(
+        "nccl.library_in_use",
+        "The libnccl the engine loaded",
+        "container",
+        why="Preloaded or pinned NCCL copies next to torch's explain 'works in one container, hangs in another'.",
+        fix="Keep one NCCL (torch's nvidia-nccl wheel or an explicit VLLM_NCCL_SO_PATH/LD_PRELOAD), not both.",
+        verdict=eng.library_in_use,
+        sources=("engine_procs",),
+        roles=BOTH,
+        first_of=ENGINE_FIRST,
+        applies=no_engine,
+    ),
+    Check(
+        "nccl.custom_allreduce",
+        "The engine's own all-reduce state",
+        "engine",
+        why="Small-message all-reduces dominate TP decode; the engine's one-shot kernel beat NCCL 3× for ≤ 8 KB on "
+        "PCIe-switch boxes but was slower on dual-CPU boxes without switches (community).",
+        fix="Drop --disable-custom-all-reduce on NVLink systems; on PCIe measure both (nccl.allreduce_lat with --active).",
+        verdict=eng.custom_allreduce,
+        sources=("engine_procs",),
+        roles=BOTH,
+        first_of=ENGINE_FIRST,
+        applies=eng.tp_one,
+    ),
+    Check(
+        "nccl.amd_dual_socket_model",
+        "NCCL's inter-socket bandwidth assumption on AMD",
+        "engine",
+        why="NCCL models AMD's inter-socket link with a fixed AMD_BW of 16 GB/s and may pick few channels; 8× RTX PRO 6000 "
+        "on dual Turin rose from ~22 to ~37.6 GB/s busbw with NCCL_MIN_NCHANNELS=8 (community).",
+        fix="Measure with nccl-tests (--active); if low, set NCCL_MIN_NCHANNELS=8 in the engine's environment.",
+        expected="an override (e.g. NCCL_MIN_NCHANNELS=8) or a measured busbw near the PCIe figure",
+        verdict=topo.amd_dual_socket_model,
+        sources=("cpuinfo_id", "smi_topo_m"),
+        roles=HOST,
+        applies=topo.not_amd_cross_socket,
+        needs_gpu=True,
+    ),
+    Check(
+        "nccl.iommu_acs_gate",
+        "IOMMU/ACS hang risk for GPU peer traffic",
+        "host",
+        why="With translation and ACS redirect, peer writes detour through the root complex/IOMMU: reports range from a "
+        "few GB/s to all-reduces that never finish and GPUs wedged at 100% until reset.",
+        fix="Kernel cmdline iommu=pt (AMD keeps the IOMMU on for x2APIC); disable ACS redirect in BIOS for GPU ports, or "
+        "NCCL_P2P_DISABLE=1 as a stop-gap.",
+        expected="iommu=pt (or IOMMU off) and no ACS redirect on GPU paths when TP uses P2P",
+        verdict=topo.iommu_acs_gate,
+        any_of=("iommu_state", "proc_cmdline"),
+        roles=HOST,
+        needs_gpu=True,
+    ),
+    Check(
+        "nccl.env_vs_topology",
+        "Container NCCL environment vs host P2P capability",
+        "container",
+        why="A stale NCCL_P2P_DISABLE=1 costs every hop a trip through host memory; forcing P2P through an "
+        "IOMMU-translated, ACS-redirected path is the reported recipe for hung collectives.",
+        fix="Remove NCCL_P2P_DISABLE=1 from the container's environment when the host supports P2P (confirm with "
+        "nccl-tests, --active); fix the host (iommu=pt, ACS redirect off) before forcing NCCL_P2P_LEVEL=SYS.",
+        verdict=topo.env_vs_topology,
+        sources=("engine_procs",),
+        roles=BOTH,
+        cross=True,
+        applies=topo.no_container_engine,
+    ),
+    Check(
+        "nccl.transport_observed",
+        "The transport NCCL chose (from its log)",
+        "engine",
+        why="Only NCCL's own log says which transport it picked; the driver's P2P matrix only says what is possible. NCCL "
+        "uses P2P only when both its topology cutoff (NCCL_P2P_LEVEL) and NVML's P2P status allow it.",
+        fix="Look for NCCL_P2P_DISABLE / NCCL_P2P_LEVEL in the engine's environment and for IOMMU/ACS blockers "
+        "(nccl.iommu_acs_gate); confirm with nccl-tests (--active).",
+        verdict=topo.transport_observed,
+        sources=("engine_logs",),
+        roles=BOTH,
+        first_of=ENGINE_FIRST,
+        applies=topo.no_api_server_log,
+    ),
+    Check(
+        "nccl.allreduce_bw",
+        "(active, load-generating) all-reduce bus bandwidth",
+        "host",
+        why="busbw = algbw × 2(n−1)/n normalises all-reduce to link bandwidth; far below the topology's figure means P2P is "
+        "off, routed via the IOMMU, or NCCL picked too few channels.",
+        fix="Check nccl.iommu_acs_gate, nccl.env_overrides and NCCL_MIN_NCHANNELS.",
+        verdict=act.allreduce_bw,
+        sources=("nccl_all_reduce_perf",),
+        roles=HOST,
+        needs_gpu=True,
+    ),
+    Check(
+        "nccl.allreduce_lat",
+        "(active, load-generating) small-message all-reduce latency",
+        "host",
+        why="TP decode issues two small all-reduces per layer: their latency, not peak bandwidth, bounds tok/s.",
+        fix="Look at protocol/channel selection (NCCL_PROTO, NCCL_MIN_NCHANNELS) and whether P2P is used.",
+        verdict=act.allreduce_lat,
+        sources=("nccl_all_reduce_perf",),
+        roles=HOST,
+        needs_gpu=True,
+    ),
 )

@@ -22,25 +22,56 @@ from gpuaudit.probes.nccl.targets import (
     topology_problem,
 )
 
-_TUNING = ("NCCL_ALGO", "NCCL_PROTO", "NCCL_MIN_NCHANNELS", "NCCL_MAX_NCHANNELS", "NCCL_BUFFSIZE", "NCCL_NTHREADS",
-           "NCCL_MIN_CTAS", "NCCL_MAX_CTAS", "NCCL_CUMEM_ENABLE", "NCCL_NET_GDR_LEVEL")
+_TUNING = (
+    "NCCL_ALGO",
+    "NCCL_PROTO",
+    "NCCL_MIN_NCHANNELS",
+    "NCCL_MAX_NCHANNELS",
+    "NCCL_BUFFSIZE",
+    "NCCL_NTHREADS",
+    "NCCL_MIN_CTAS",
+    "NCCL_MAX_CTAS",
+    "NCCL_CUMEM_ENABLE",
+    "NCCL_NET_GDR_LEVEL",
+)
 _RANK = ("info", "warning", "critical")
 
 
-def env_issues(env: dict[str, str], p2p_ok: bool, gate: str, inter: str | None) -> list[tuple[str, str]]:
+def env_issues(
+    env: dict[str, str], p2p_ok: bool, gate: str, inter: str | None
+) -> list[tuple[str, str]]:
     """(severity, text) per NCCL variable that changes transport or algorithm (PROBES.md nccl.env_overrides)."""
     issues: list[tuple[str, str]] = []
     if env.get("NCCL_P2P_DISABLE") == "1" or env.get("NCCL_P2P_LEVEL", "").upper() in ("LOC", "0"):
-        v = "NCCL_P2P_DISABLE=1" if env.get("NCCL_P2P_DISABLE") == "1" else f"NCCL_P2P_LEVEL={env['NCCL_P2P_LEVEL']}"
-        issues.append(("warning" if p2p_ok and gate == "ok" else "info",
-                       f"{v} (P2P {'OK in the driver matrix' if p2p_ok else 'capability not confirmed'})"))
+        v = (
+            "NCCL_P2P_DISABLE=1"
+            if env.get("NCCL_P2P_DISABLE") == "1"
+            else f"NCCL_P2P_LEVEL={env['NCCL_P2P_LEVEL']}"
+        )
+        issues.append(
+            (
+                "warning" if p2p_ok and gate == "ok" else "info",
+                f"{v} (P2P {'OK in the driver matrix' if p2p_ok else 'capability not confirmed'})",
+            )
+        )
     if env.get("NCCL_SHM_DISABLE") == "1":
         issues.append(("warning", "NCCL_SHM_DISABLE=1"))
     if env.get("NCCL_DEBUG", "").upper() in ("INFO", "TRACE"):
         issues.append(("info", f"NCCL_DEBUG={env['NCCL_DEBUG']}"))
     if env.get("NCCL_NVLS_ENABLE") == "0":
-        issues.append(("warning", "NCCL_NVLS_ENABLE=0") if inter == "nvlink" else
-                      ("info", "NCCL_NVLS_ENABLE=0" + (" (interconnect unknown: a warning on NVSwitch systems)" if inter is None else "")))
+        issues.append(
+            ("warning", "NCCL_NVLS_ENABLE=0")
+            if inter == "nvlink"
+            else (
+                "info",
+                "NCCL_NVLS_ENABLE=0"
+                + (
+                    " (interconnect unknown: a warning on NVSwitch systems)"
+                    if inter is None
+                    else ""
+                ),
+            )
+        )
     tuning = [f"{k}={env[k]}" for k in _TUNING if k in env]
     if tuning:
         issues.append(("info", "tuning in effect: " + ", ".join(tuning)))
@@ -53,17 +84,36 @@ def env_overrides(ctx: Ctx) -> Verdict:
     role, e = found
     ev = ((role, "engine_procs"),)
     if not e.engine_env_readable:
-        return unknown("/proc/<pid>/environ unreadable (needs root or the engine's uid)", title="Engine environment not readable",
-                       fix="Run the audit as root (or --sudo) to read the serving process's environment.", evidence=ev)
+        return unknown(
+            "/proc/<pid>/environ unreadable (needs root or the engine's uid)",
+            title="Engine environment not readable",
+            fix="Run the audit as root (or --sudo) to read the serving process's environment.",
+            evidence=ev,
+        )
     topo = topology(ctx)
-    issues = env_issues(e.engine_env, p2p_all_ok(ctx.of("host")), iommu_gate(ctx)[0], interconnect(topo[1]) if topo else None)
+    issues = env_issues(
+        e.engine_env,
+        p2p_all_ok(ctx.of("host")),
+        iommu_gate(ctx)[0],
+        interconnect(topo[1]) if topo else None,
+    )
     if not issues:
         nccl_vars = sorted(k for k in e.engine_env if k.startswith("NCCL_"))
-        return ok(f"{e.engine_kind or 'engine'}: " + (", ".join(nccl_vars) if nccl_vars else "no NCCL_* variables"),
-                  title="No NCCL overrides in the engine's environment", evidence=ev)
+        return ok(
+            f"{e.engine_kind or 'engine'}: "
+            + (", ".join(nccl_vars) if nccl_vars else "no NCCL_* variables"),
+            title="No NCCL overrides in the engine's environment",
+            evidence=ev,
+        )
     worst = max((s for s, _ in issues), key=_RANK.index)
-    return Verdict(worst, "; ".join(t for _, t in issues), evidence=ev,
-                   title="NCCL knobs override transport or algorithm" if worst != "info" else "NCCL tuning/debug variables set")
+    return Verdict(
+        worst,
+        "; ".join(t for _, t in issues),
+        evidence=ev,
+        title="NCCL knobs override transport or algorithm"
+        if worst != "info"
+        else "NCCL tuning/debug variables set",
+    )
 
 
 def _version(v: str) -> tuple[int, ...]:
@@ -80,29 +130,51 @@ def library_in_use(ctx: Ctx) -> Verdict:
     ev = ((role, "engine_procs"), (role, "ldconfig_nccl"), (role, "pyenv"))
     libs = e.engine_nccl_libs
     if not libs:
-        return Verdict("unknown" if not e.engine_env_readable else "info",
-                       f"no libnccl in the main process maps (workers load it; or maps unreadable); {vers}",
-                       title="libnccl mapped by the engine not seen", evidence=ev)
+        return Verdict(
+            "unknown" if not e.engine_env_readable else "info",
+            f"no libnccl in the main process maps (workers load it; or maps unreadable); {vers}",
+            title="libnccl mapped by the engine not seen",
+            evidence=ev,
+        )
     if len(set(libs)) > 1 and len({re.sub(r"^.*/", "", lib) for lib in libs}) > 1:
-        return warning(", ".join(libs) + f"; {vers}", "one libnccl per process", title="Two different libnccl copies mapped by the engine",
-                       evidence=ev)
+        return warning(
+            ", ".join(libs) + f"; {vers}",
+            "one libnccl per process",
+            title="Two different libnccl copies mapped by the engine",
+            evidence=ev,
+        )
     lib_v = next((v for lib in libs if (v := nccl_version_from_path(lib))), None)
     older = bool(lib_v and torch_nccl and _version(lib_v) < _version(torch_nccl))
-    return Verdict("info" if older else "ok", f"{', '.join(libs)}" + (f" ({lib_v})" if lib_v else "") + f"; {vers}", evidence=ev,
-                   title="Engine loads an NCCL older than torch was built with" if older else "Engine loads one libnccl")
+    return Verdict(
+        "info" if older else "ok",
+        f"{', '.join(libs)}" + (f" ({lib_v})" if lib_v else "") + f"; {vers}",
+        evidence=ev,
+        title="Engine loads an NCCL older than torch was built with"
+        if older
+        else "Engine loads one libnccl",
+    )
 
 
-def custom_allreduce_verdict(kind: str, tp: int, disabled: bool, inter: str | None, topo_note: str) -> Verdict:
+def custom_allreduce_verdict(
+    kind: str, tp: int, disabled: bool, inter: str | None, topo_note: str
+) -> Verdict:
     """Severity of the engine's custom all-reduce state on one interconnect class (None = not read)."""
     if not disabled:
-        return ok(f"{kind} TP={tp}, --disable-custom-all-reduce absent ({inter or 'topology unknown'})",
-                  title="Engine's custom all-reduce not disabled")
+        return ok(
+            f"{kind} TP={tp}, --disable-custom-all-reduce absent ({inter or 'topology unknown'})",
+            title="Engine's custom all-reduce not disabled",
+        )
     if inter is None:  # NVLink -> warning, PCIe -> info: which one needs the topology
-        return unknown(f"{kind} TP={tp} with --disable-custom-all-reduce; interconnect unknown ({topo_note})",
-                       title="Engine's custom all-reduce disabled (interconnect unknown)")
-    return Verdict("warning" if inter == "nvlink" else "info", f"{kind} TP={tp} with --disable-custom-all-reduce on {inter} topology",
-                   "custom all-reduce on for NVLink systems; on > 2 PCIe GPUs vLLM disables it by design",
-                   title="Engine's custom all-reduce disabled")
+        return unknown(
+            f"{kind} TP={tp} with --disable-custom-all-reduce; interconnect unknown ({topo_note})",
+            title="Engine's custom all-reduce disabled (interconnect unknown)",
+        )
+    return Verdict(
+        "warning" if inter == "nvlink" else "info",
+        f"{kind} TP={tp} with --disable-custom-all-reduce on {inter} topology",
+        "custom all-reduce on for NVLink systems; on > 2 PCIe GPUs vLLM disables it by design",
+        title="Engine's custom all-reduce disabled",
+    )
 
 
 def tp_one(ctx: Ctx) -> str | None:
@@ -110,7 +182,9 @@ def tp_one(ctx: Ctx) -> str | None:
     if why := no_engine(ctx):
         return why
     found = engine(ctx)
-    return "tensor parallel size 1" if found is not None and (found[1].engine_tp or 1) <= 1 else None
+    return (
+        "tensor parallel size 1" if found is not None and (found[1].engine_tp or 1) <= 1 else None
+    )
 
 
 def custom_allreduce(ctx: Ctx) -> Verdict:
@@ -118,8 +192,12 @@ def custom_allreduce(ctx: Ctx) -> Verdict:
         return unknown(engine_missing(ctx))
     role, e = found
     topo = topology(ctx)
-    v = custom_allreduce_verdict(e.engine_kind or "engine", e.engine_tp or 1, bool(e.custom_allreduce_disabled),
-                                 interconnect(topo[1]) if topo else None, topology_problem(ctx))
+    v = custom_allreduce_verdict(
+        e.engine_kind or "engine",
+        e.engine_tp or 1,
+        bool(e.custom_allreduce_disabled),
+        interconnect(topo[1]) if topo else None,
+        topology_problem(ctx),
+    )
     ev = ((role, "engine_procs"),) + (((topo[0], "smi_topo_m"),) if topo else ())
     return Verdict(v.severity, v.observed, v.expected, title=v.title, evidence=ev)
-

@@ -37,18 +37,27 @@ def p2p_matrix(ctx: Ctx) -> Verdict:
     read, write = f.p2p_read or {}, f.p2p_write or {}
     if not read:
         return ok(_NOT_P2P, title="P2P not applicable (single GPU)")
-    bad = {k: v for k, v in read.items() if v != "OK"} | {k: f"w:{v}" for k, v in write.items() if v != "OK"}
+    bad = {k: v for k, v in read.items() if v != "OK"} | {
+        k: f"w:{v}" for k, v in write.items() if v != "OK"
+    }
     n = len({int(x) for k in read for x in k.split("-")})
     if not bad:
-        return ok(f"{n} GPUs, {len(read)} pairs: all OK (read{', write' if write else ''})",
-                  title="Driver reports P2P read/write OK between all GPUs")
+        return ok(
+            f"{n} GPUs, {len(read)} pairs: all OK (read{', write' if write else ''})",
+            title="Driver reports P2P read/write OK between all GPUs",
+        )
     codes = Counter(v.split(":")[-1] for v in bad.values())
     names = " ".join(n for _r, g in ordered(ctx) for n in g.gpu_names).lower()
     geforce = "geforce" in names and set(codes) <= {"NS", "GNS", "CNS"}
     sample = ", ".join(f"GPU{k.replace('-', '↔GPU')}={v}" for k, v in list(bad.items())[:6])
-    return Verdict("info" if geforce else "warning", f"{len(bad)} non-OK pair entries ({dict(codes)}): {sample}",
-                   "OK for every pair used by one tensor-parallel group",
-                   title="P2P not supported on consumer GPUs (driver design)" if geforce else "Some GPU pairs lack P2P")
+    return Verdict(
+        "info" if geforce else "warning",
+        f"{len(bad)} non-OK pair entries ({dict(codes)}): {sample}",
+        "OK for every pair used by one tensor-parallel group",
+        title="P2P not supported on consumer GPUs (driver design)"
+        if geforce
+        else "Some GPU pairs lack P2P",
+    )
 
 
 def topology_class(ctx: Ctx) -> Verdict:
@@ -60,16 +69,28 @@ def topology_class(ctx: Ctx) -> Verdict:
     ev = (("host", "cpuinfo_id"),) if vendor else ()
     if interconnect(topo) == "nvlink":
         return ok(summary, title="All GPU pairs connected by NVLink")
-    if vendor == "GenuineIntel" and any(v in ("PHB", "NODE", "SYS") for v in topo.values()) and not level:
-        return info(f"{summary}; CPU GenuineIntel; NCCL_P2P_LEVEL unset",
-                    "P2P only up to PXB on Intel hosts unless NCCL_P2P_LEVEL raises it", evidence=ev,
-                    title="NCCL will not use P2P across the Intel CPU (by design)",
-                    why="NCCL lowers its P2P cutoff to PXB on Intel x86 (Intel root complexes split P2P traffic into "
-                        "64-byte TLPs), so GPUs that meet only at the CPU talk through SHM.",
-                    fix="Usually nothing; if measured P2P over the CPU is fast, NCCL_P2P_LEVEL=SYS enables it.")
-    return Verdict("ok" if vendor is not None else "info",
-                   f"{summary}; CPU {vendor or 'unknown'}" + (f"; NCCL_P2P_LEVEL={level}" if level else ""), evidence=ev,
-                   title="GPU path types: P2P expected on every path" if vendor else "GPU path types read (CPU vendor unknown)")
+    if (
+        vendor == "GenuineIntel"
+        and any(v in ("PHB", "NODE", "SYS") for v in topo.values())
+        and not level
+    ):
+        return info(
+            f"{summary}; CPU GenuineIntel; NCCL_P2P_LEVEL unset",
+            "P2P only up to PXB on Intel hosts unless NCCL_P2P_LEVEL raises it",
+            evidence=ev,
+            title="NCCL will not use P2P across the Intel CPU (by design)",
+            why="NCCL lowers its P2P cutoff to PXB on Intel x86 (Intel root complexes split P2P traffic into "
+            "64-byte TLPs), so GPUs that meet only at the CPU talk through SHM.",
+            fix="Usually nothing; if measured P2P over the CPU is fast, NCCL_P2P_LEVEL=SYS enables it.",
+        )
+    return Verdict(
+        "ok" if vendor is not None else "info",
+        f"{summary}; CPU {vendor or 'unknown'}" + (f"; NCCL_P2P_LEVEL={level}" if level else ""),
+        evidence=ev,
+        title="GPU path types: P2P expected on every path"
+        if vendor
+        else "GPU path types read (CPU vendor unknown)",
+    )
 
 
 def not_amd_cross_socket(ctx: Ctx) -> str | None:
@@ -86,93 +107,158 @@ def amd_dual_socket_model(ctx: Ctx) -> Verdict:
     numa = sorted({n for n in f.gpu_numa if n and n != "N/A"})
     sys_pairs = [k for k, v in (f.topo or {}).items() if v == "SYS"]
     env = engine_env(ctx)
-    override = [k for k in ("NCCL_GRAPH_FILE", "NCCL_TOPO_FILE", "NCCL_TUNER_PLUGIN", "NCCL_MIN_NCHANNELS") if k in env]
+    override = [
+        k
+        for k in ("NCCL_GRAPH_FILE", "NCCL_TOPO_FILE", "NCCL_TUNER_PLUGIN", "NCCL_MIN_NCHANNELS")
+        if k in env
+    ]
     if override:
-        return ok(f"{len(sys_pairs)} SYS pairs over NUMA nodes {numa}; {', '.join(override)} set",
-                  title="Cross-socket TP on AMD with an NCCL override")
-    return info(f"{len(sys_pairs)} GPU pairs cross sockets (SYS), GPUs on NUMA nodes {numa or '?'}; "
-                "no NCCL_MIN_NCHANNELS / topology / tuner override", title="NCCL assumes 16 GB/s between AMD sockets")
+        return ok(
+            f"{len(sys_pairs)} SYS pairs over NUMA nodes {numa}; {', '.join(override)} set",
+            title="Cross-socket TP on AMD with an NCCL override",
+        )
+    return info(
+        f"{len(sys_pairs)} GPU pairs cross sockets (SYS), GPUs on NUMA nodes {numa or '?'}; "
+        "no NCCL_MIN_NCHANNELS / topology / tuner override",
+        title="NCCL assumes 16 GB/s between AMD sockets",
+    )
 
 
-_GATE_TITLES = {"ok": "GPU peer traffic not translated by the IOMMU", "unknown": "IOMMU/ACS gate could not be judged",
-                "warning": "IOMMU translates GPU DMA (P2P may be slowed)",
-                "critical": "P2P will be routed via the IOMMU: expect very low bandwidth or hangs"}
+_GATE_TITLES = {
+    "ok": "GPU peer traffic not translated by the IOMMU",
+    "unknown": "IOMMU/ACS gate could not be judged",
+    "warning": "IOMMU translates GPU DMA (P2P may be slowed)",
+    "critical": "P2P will be routed via the IOMMU: expect very low bandwidth or hangs",
+}
 
 
 def iommu_acs_gate(ctx: Ctx) -> Verdict:
     sev, obs = iommu_gate(ctx)
     found = engine(ctx)
-    ev = (("host", "iommu_state"), ("host", "lspci_vvv")) + (((found[0], "engine_procs"),) if found else ())
+    ev = (("host", "iommu_state"), ("host", "lspci_vvv")) + (
+        ((found[0], "engine_procs"),) if found else ()
+    )
     return Verdict(sev, obs, title=_GATE_TITLES[sev], evidence=ev)
 
 
 def no_container_engine(ctx: Ctx) -> str | None:
     ctr = ctx.of("container")
-    return "no serving engine in the container" if ctr is not None and ctr.engine_listed and ctr.engine_env_readable is None else None
+    return (
+        "no serving engine in the container"
+        if ctr is not None and ctr.engine_listed and ctr.engine_env_readable is None
+        else None
+    )
 
 
 def env_vs_topology(ctx: Ctx) -> Verdict:
     ctr, host = ctx.of("container"), ctx.of("host")
     if not ctr.engine_env_readable:
-        return unknown(f"engine environment unreadable ({ctr.problems.get('engine_procs', 'environ not readable')})",
-                       title="Container NCCL env vs host: no engine environment")
+        return unknown(
+            f"engine environment unreadable ({ctr.problems.get('engine_procs', 'environ not readable')})",
+            title="Container NCCL env vs host: no engine environment",
+        )
     env = ctr.engine_env
     gate, gobs = iommu_gate(ctx)
     p2p_ok = p2p_all_ok(host)
     if env.get("NCCL_P2P_LEVEL", "").upper() in ("SYS", "5") and gate == "critical":
-        return critical(f"container NCCL_P2P_LEVEL={env['NCCL_P2P_LEVEL']}; host: {gobs}",
-                        title="P2P forced on while the IOMMU/ACS gate says it will hang",
-                        why="Forcing P2P through an IOMMU-translated, ACS-redirected path is the reported recipe for hung collectives.",
-                        fix="Fix the host (iommu=pt, ACS redirect off) before forcing NCCL_P2P_LEVEL=SYS.")
+        return critical(
+            f"container NCCL_P2P_LEVEL={env['NCCL_P2P_LEVEL']}; host: {gobs}",
+            title="P2P forced on while the IOMMU/ACS gate says it will hang",
+            why="Forcing P2P through an IOMMU-translated, ACS-redirected path is the reported recipe for hung collectives.",
+            fix="Fix the host (iommu=pt, ACS redirect off) before forcing NCCL_P2P_LEVEL=SYS.",
+        )
     if env.get("NCCL_P2P_DISABLE") == "1" and p2p_ok and gate == "ok":
-        return warning(f"container NCCL_P2P_DISABLE=1; host P2P all OK; {gobs}", title="Container disables P2P that the host supports")
-    return ok(f"NCCL_P2P_DISABLE={env.get('NCCL_P2P_DISABLE', 'unset')}, NCCL_P2P_LEVEL={env.get('NCCL_P2P_LEVEL', 'unset')}; "
-              f"host P2P {'all OK' if p2p_ok else 'not all OK/unknown'}; gate {gate}",
-              title="Container NCCL env consistent with host P2P capability")
+        return warning(
+            f"container NCCL_P2P_DISABLE=1; host P2P all OK; {gobs}",
+            title="Container disables P2P that the host supports",
+        )
+    return ok(
+        f"NCCL_P2P_DISABLE={env.get('NCCL_P2P_DISABLE', 'unset')}, NCCL_P2P_LEVEL={env.get('NCCL_P2P_LEVEL', 'unset')}; "
+        f"host P2P {'all OK' if p2p_ok else 'not all OK/unknown'}; gate {gate}",
+        title="Container NCCL env consistent with host P2P capability",
+    )
 
 
 def no_api_server_log(ctx: Ctx) -> str | None:
     """`applies`: every target's log scan answered and found no engine API server."""
-    return "no SGLang/vLLM/TGI API server found" if all(f.log_sources == [] for _r, f in ordered(ctx)) else None
+    return (
+        "no SGLang/vLLM/TGI API server found"
+        if all(f.log_sources == [] for _r, f in ordered(ctx))
+        else None
+    )
 
 
 def transport_observed(ctx: Ctx) -> Verdict:
     """The transports NCCL logged (NCCL_DEBUG=INFO) vs the P2P the driver reports."""
-    pick = next(((r, f) for r, f in ordered(ctx) if f.nccl_channels), None) or \
-        next(((r, f) for r, f in ordered(ctx) if f.log_sources), None)
+    pick = next(((r, f) for r, f in ordered(ctx) if f.nccl_channels), None) or next(
+        ((r, f) for r, f in ordered(ctx) if f.log_sources), None
+    )
     if pick is None:
-        return unknown("; ".join(f"{r}: {f.problems.get('engine_logs', 'not collected')}" for r, f in ordered(ctx)
-                                 if f.log_sources is None) or "no engine log read", title="NCCL transport: engine log not read")
+        return unknown(
+            "; ".join(
+                f"{r}: {f.problems.get('engine_logs', 'not collected')}"
+                for r, f in ordered(ctx)
+                if f.log_sources is None
+            )
+            or "no engine log read",
+            title="NCCL transport: engine log not read",
+        )
     role, f = pick
     ev = ((role, "engine_logs"),)
     if not f.nccl_channels:
-        return unknown(no_channels_reason(ctx, f.log_sources or []), expected="NCCL INFO 'Channel .. via P2P/..' lines", evidence=ev,
-                       title="NCCL transport not visible in the engine log",
-                       fix="Set NCCL_DEBUG=INFO in the engine's environment and restart it to see the transport, or run "
-                           "nccl-tests (--active).")
+        return unknown(
+            no_channels_reason(ctx, f.log_sources or []),
+            expected="NCCL INFO 'Channel .. via P2P/..' lines",
+            evidence=ev,
+            title="NCCL transport not visible in the engine log",
+            fix="Set NCCL_DEBUG=INFO in the engine's environment and restart it to see the transport, or run "
+            "nccl-tests (--active).",
+        )
     host = ctx.of("host")
     p2p = (host.p2p_read or {}) if host is not None else {}
     counts = Counter(t for _s, _d, t in f.nccl_channels)
     summary = ", ".join(f"{t} {n}" for t, n in counts.most_common())
-    vetoed = [f"GPU{a}->GPU{b} via {t}" for a, b, t in f.nccl_channels if t != "P2P" and p2p.get(f"{min(a, b)}-{max(a, b)}") == "OK"]
+    vetoed = [
+        f"GPU{a}->GPU{b} via {t}"
+        for a, b, t in f.nccl_channels
+        if t != "P2P" and p2p.get(f"{min(a, b)}-{max(a, b)}") == "OK"
+    ]
     if vetoed:
         more = f" (+{len(vetoed) - 4} more)" if len(vetoed) > 4 else ""
-        return warning(f"{'; '.join(vetoed[:4])}{more}; channels: {summary}", "via P2P/... between pairs that nvidia-smi topo -p2p r reports OK",
-                       title="NCCL uses SHM/NET between GPUs the driver reports P2P-capable", evidence=ev + (("host", "smi_topo_p2p_r"),))
+        return warning(
+            f"{'; '.join(vetoed[:4])}{more}; channels: {summary}",
+            "via P2P/... between pairs that nvidia-smi topo -p2p r reports OK",
+            title="NCCL uses SHM/NET between GPUs the driver reports P2P-capable",
+            evidence=ev + (("host", "smi_topo_p2p_r"),),
+        )
     if counts.keys() - {"P2P"}:
-        return info(f"channels: {summary}; driver P2P matrix {'read' if p2p else 'not read'}", evidence=ev,
-                    title="NCCL uses non-P2P transports (P2P capability not confirmed)")
-    return ok(f"channels: {summary} ({len(f.nccl_channels)} distinct GPU pairs/transports)", evidence=ev,
-              title="NCCL connects the GPUs via P2P")
+        return info(
+            f"channels: {summary}; driver P2P matrix {'read' if p2p else 'not read'}",
+            evidence=ev,
+            title="NCCL uses non-P2P transports (P2P capability not confirmed)",
+        )
+    return ok(
+        f"channels: {summary} ({len(f.nccl_channels)} distinct GPU pairs/transports)",
+        evidence=ev,
+        title="NCCL connects the GPUs via P2P",
+    )
 
 
 def no_channels_reason(ctx: Ctx, logs: list[str]) -> str:
     found = engine(ctx)
-    debug = (found[1].engine_env.get("NCCL_DEBUG", "unset") if found and found[1].engine_env_readable else "unknown")
+    debug = (
+        found[1].engine_env.get("NCCL_DEBUG", "unset")
+        if found and found[1].engine_env_readable
+        else "unknown"
+    )
     where = ", ".join(logs)
     if all(src.startswith("none") for src in logs):
-        return f"engine stdout is not a file or a systemd unit's journal: {where}; NCCL_DEBUG={debug}"
+        return (
+            f"engine stdout is not a file or a systemd unit's journal: {where}; NCCL_DEBUG={debug}"
+        )
     if debug.upper() not in ("INFO", "TRACE"):
-        return (f"no NCCL channel lines in {where}: NCCL_DEBUG={debug}, so NCCL does not log its transport; "
-                "set NCCL_DEBUG=INFO and restart to see the transport")
+        return (
+            f"no NCCL channel lines in {where}: NCCL_DEBUG={debug}, so NCCL does not log its transport; "
+            "set NCCL_DEBUG=INFO and restart to see the transport"
+        )
     return f"NCCL_DEBUG={debug} but no channel lines in {where} (log rotated, or NCCL not initialised yet)"

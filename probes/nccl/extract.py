@@ -6,9 +6,15 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from gpuaudit.probes.core.judge.checks import source_problem
-from gpuaudit.probes.core.judge.combiners import ACS_SOURCES, IOMMU_SOURCES, gpu_acs_redirect, gpu_iommu_translation, parse_iommu_state
 from gpuaudit.probes.core.errors import ParseError
+from gpuaudit.probes.core.judge.checks import source_problem
+from gpuaudit.probes.core.judge.combiners import (
+    ACS_SOURCES,
+    IOMMU_SOURCES,
+    gpu_acs_redirect,
+    gpu_iommu_translation,
+    parse_iommu_state,
+)
 from gpuaudit.probes.core.models import CommandRecord, Role
 from gpuaudit.probes.core.parsers.engine import (
     log_source_labels,
@@ -24,7 +30,6 @@ from gpuaudit.probes.core.parsers.system import parse_cpuinfo_id
 from gpuaudit.probes.core.spec import Outputs
 from gpuaudit.probes.nccl.facts import NcclFacts
 from gpuaudit.probes.nccl.parsers import parse_gpu_matrix, parse_ldconfig_nccl
-
 
 GPU_ID_FIELDS = SMI_GPU_IDS.split("--query-gpu=")[1].split()[0].split(",")
 
@@ -65,24 +70,42 @@ def engine_fields(text: str) -> dict[str, Any]:
     eng = summarize_engine(parse_engine_procs(text))
     out: dict[str, Any] = {"engine_listed": True}
     if (cfg := eng.config) is not None:
-        out.update(engine_kind=cfg.kind, engine_tp=cfg.tp, custom_allreduce_disabled=cfg.custom_allreduce_disabled,
-                   allreduce_flags=list(cfg.allreduce_flags))
+        out.update(
+            engine_kind=cfg.kind,
+            engine_tp=cfg.tp,
+            custom_allreduce_disabled=cfg.custom_allreduce_disabled,
+            allreduce_flags=list(cfg.allreduce_flags),
+        )
     if eng.procs:
-        out.update(engine_env=eng.env, engine_env_readable=eng.env_readable, engine_nccl_libs=eng.nccl_libs)
+        out.update(
+            engine_env=eng.env, engine_env_readable=eng.env_readable, engine_nccl_libs=eng.nccl_libs
+        )
     return out
 
 
 def log_fields(text: str) -> dict[str, Any]:
     logs = parse_engine_logs(text)
-    return {"log_sources": log_source_labels(logs),
-            "nccl_channels": sorted({(c.src_dev, c.dst_dev, c.transport) for lg in logs for c in parse_nccl_channels(lg.nccl_lines)})}
+    return {
+        "log_sources": log_source_labels(logs),
+        "nccl_channels": sorted(
+            {
+                (c.src_dev, c.dst_dev, c.transport)
+                for lg in logs
+                for c in parse_nccl_channels(lg.nccl_lines)
+            }
+        ),
+    }
 
 
 def allreduce_fields(text: str) -> dict[str, Any]:
     perf = parse_all_reduce_perf(text)
-    out: dict[str, Any] = {"allreduce": [{"size_b": r.size_b, "time_us": r.time_us, "busbw": r.busbw} for r in perf.rows],
-                           "allreduce_gpus": perf.n_gpus if perf.n_gpus and perf.n_gpus > 1 else perf.ranks or None,
-                           "allreduce_peak": perf.peak_busbw}
+    out: dict[str, Any] = {
+        "allreduce": [
+            {"size_b": r.size_b, "time_us": r.time_us, "busbw": r.busbw} for r in perf.rows
+        ],
+        "allreduce_gpus": perf.n_gpus if perf.n_gpus and perf.n_gpus > 1 else perf.ranks or None,
+        "allreduce_peak": perf.peak_busbw,
+    }
     if perf.errors():
         out["allreduce_note"] = f"{perf.errors()} message size(s) returned wrong values"
     return out
@@ -120,7 +143,12 @@ def derived(outputs: Outputs) -> dict[str, Any]:
         return {}
     translated, iommu_why = gpu_iommu_translation(outputs)
     redirect, acs_why = gpu_acs_redirect(outputs)
-    return {"iommu_translated": translated, "iommu_detail": iommu_why, "acs_redirect": redirect, "acs_detail": acs_why}
+    return {
+        "iommu_translated": translated,
+        "iommu_detail": iommu_why,
+        "acs_redirect": redirect,
+        "acs_detail": acs_why,
+    }
 
 
 def extract(outputs: Outputs, role: Role) -> NcclFacts:

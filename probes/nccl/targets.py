@@ -32,16 +32,21 @@ def engine_env(ctx: Ctx) -> dict[str, str]:
 
 def no_engine(ctx: Ctx) -> str | None:
     """`applies`: "not applicable" only when every target's process scan answered and none found an engine."""
-    return NO_ENGINE if all(f.engine_listed and not f.engine_kind for _r, f in ordered(ctx)) else None
+    return (
+        NO_ENGINE if all(f.engine_listed and not f.engine_kind for _r, f in ordered(ctx)) else None
+    )
 
 
 def engine_missing(ctx: Ctx) -> str:
-    listings = {r: (f.problems.get("engine_procs") or (None if f.engine_listed else "not collected")) for r, f in ordered(ctx)}
+    listings = {
+        r: (f.problems.get("engine_procs") or (None if f.engine_listed else "not collected"))
+        for r, f in ordered(ctx)
+    }
     return engine_listing_problem(listings, found=False) or NO_ENGINE
 
 
 def interconnect(topo: dict[str, str] | None) -> str | None:
-    """"nvlink" (every pair NV#), "mixed", "pcie"; None when the topology was not read (never a guess)."""
+    """ "nvlink" (every pair NV#), "mixed", "pcie"; None when the topology was not read (never a guess)."""
     if topo is None:
         return None
     if topo and all(v.startswith("NV") for v in topo.values()):
@@ -57,19 +62,30 @@ def topology(ctx: Ctx) -> tuple[Role, dict[str, str]] | None:
 
 
 def topology_problem(ctx: Ctx) -> str:
-    return "; ".join(f"{r}: smi_topo_m {f.problems['smi_topo_m']}" for r, f in ordered(ctx, HOST_FIRST)
-                     if "smi_topo_m" in f.problems) or "smi_topo_m: not collected"
+    return (
+        "; ".join(
+            f"{r}: smi_topo_m {f.problems['smi_topo_m']}"
+            for r, f in ordered(ctx, HOST_FIRST)
+            if "smi_topo_m" in f.problems
+        )
+        or "smi_topo_m: not collected"
+    )
 
 
 def p2p_all_ok(f: NcclFacts | None) -> bool:
-    return f is not None and bool(f.p2p_read) and all(v == "OK" for v in (f.p2p_read or {}).values())
+    return (
+        f is not None and bool(f.p2p_read) and all(v == "OK" for v in (f.p2p_read or {}).values())
+    )
 
 
 def host_problem(ctx: Ctx, command_id: str) -> str:
     """Why a host source gave no usable data ("not collected", "needs root ...", a parse problem)."""
     host = ctx.of("host")
-    return (source_problem(ctx.outputs.get("host", {}).get(command_id), host)
-            or (host.problems.get(command_id) if host is not None else None) or "no data")
+    return (
+        source_problem(ctx.outputs.get("host", {}).get(command_id), host)
+        or (host.problems.get(command_id) if host is not None else None)
+        or "no data"
+    )
 
 
 def iommu_gate(ctx: Ctx) -> tuple[str, str]:
@@ -85,17 +101,27 @@ def iommu_gate(ctx: Ctx) -> tuple[str, str]:
     if translated is False:
         return "ok", "IOMMU off or passthrough: GPU peer traffic is not translated"
     if translated is None:
-        return "unknown", (f"IOMMU state of the GPU functions not known ({host.iommu_detail or 'not read'}; "
-                           f"iommu_state: {host_problem(ctx, 'iommu_state')}; no iommu=pt/off on the kernel command line)")
+        return "unknown", (
+            f"IOMMU state of the GPU functions not known ({host.iommu_detail or 'not read'}; "
+            f"iommu_state: {host_problem(ctx, 'iommu_state')}; no iommu=pt/off on the kernel command line)"
+        )
     base = f"IOMMU translating ({host.iommu_detail})"
     redirect = host.acs_redirect
     if redirect is None:
-        why = host.acs_detail if ctx.usable("lspci_vvv", "host") else f"lspci_vvv: {host_problem(ctx, 'lspci_vvv')}"
+        why = (
+            host.acs_detail
+            if ctx.usable("lspci_vvv", "host")
+            else f"lspci_vvv: {host_problem(ctx, 'lspci_vvv')}"
+        )
         return "warning", f"{base}; ACS state unknown ({why})"
     if redirect and not p2p_off and tp > 1:
-        return "critical", (f"{base}; ACS redirect on {len(redirect)} bridge(s) above the GPUs ({', '.join(redirect[:4])}); "
-                            f"engine TP={tp} with P2P allowed")
+        return "critical", (
+            f"{base}; ACS redirect on {len(redirect)} bridge(s) above the GPUs ({', '.join(redirect[:4])}); "
+            f"engine TP={tp} with P2P allowed"
+        )
     if redirect:
-        return "warning", (f"{base}; ACS redirect on {len(redirect)} bridge(s) above the GPUs; "
-                           f"P2P {'disabled' if p2p_off else 'allowed'}, TP={tp or 'n/a'}")
+        return "warning", (
+            f"{base}; ACS redirect on {len(redirect)} bridge(s) above the GPUs; "
+            f"P2P {'disabled' if p2p_off else 'allowed'}, TP={tp or 'n/a'}"
+        )
     return "warning", f"{base}; no ACS redirect above the GPUs ({host.acs_detail})"

@@ -15,12 +15,33 @@ from gpuaudit.probes.numa.summary import summarize
 
 PROBE_ID = "numa"
 COMMANDS = (
-    use("numactl_h", "node_cpulists", "pci_nvidia_numa") + use("smi_gpu_ids", "engine_proc_status")
+    use("numactl_h", "node_cpulists", "pci_nvidia_numa")
+    + use("smi_gpu_ids", "engine_proc_status")
     + use("cgroup_limits", "status_allowed")
 )
 
-PROBE = Probe(id=PROBE_ID, title="NUMA", commands=COMMANDS, extract=extract, checks=CHECKS, summarize=summarize,
-              volatile_facts=frozenset({"node_free_mb", "engine_workers"}))
+PROBE = Probe(
+    id=PROBE_ID,
+    title="NUMA",
+    commands=COMMANDS,
+    extract=extract,
+    checks=CHECKS,
+    summarize=summarize,
+    volatile_facts=frozenset({"node_free_mb", "engine_workers"}),
+)
 
-__all__ = ["CHECKS", "COMMANDS", "EngineWorker", "GpuInfo", "NodeInfo", "NumaFacts", "PROBE", "PROBE_ID", "REMOTE_LIMIT",
-           "extract", "gpu_nodes", "ranges", "summarize"]
+__all__ = [
+    "CHECKS",
+    "COMMANDS",
+    "EngineWorker",
+    "GpuInfo",
+    "NodeInfo",
+    "NumaFacts",
+    "PROBE",
+    "PROBE_ID",
+    "REMOTE_LIMIT",
+    "extract",
+    "gpu_nodes",
+    "ranges",
+    "summarize",
+]

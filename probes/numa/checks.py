@@ -2,7 +2,17 @@
 
 from __future__ import annotations
 
-from gpuaudit.probes.core.judge.checks import BOTH, Check, Ctx, Verdict, info, not_applicable, ok, unknown, warning
+from gpuaudit.probes.core.judge.checks import (
+    BOTH,
+    Check,
+    Ctx,
+    Verdict,
+    info,
+    not_applicable,
+    ok,
+    unknown,
+    warning,
+)
 from gpuaudit.probes.core.models import Role
 from gpuaudit.probes.core.spec import problem_text
 from gpuaudit.probes.numa.facts import NumaFacts
@@ -22,7 +32,11 @@ def host_of(ctx: Ctx) -> NumaFacts:
 
 def single_node(ctx: Ctx) -> str | None:
     host = host_of(ctx)
-    return "single NUMA node host" if host is not None and host.nodes is not None and len(host.nodes) <= 1 else None
+    return (
+        "single NUMA node host"
+        if host is not None and host.nodes is not None and len(host.nodes) <= 1
+        else None
+    )
 
 
 # --------------------------------------------------------------------------- host checks
@@ -33,7 +47,9 @@ def topology(ctx: Ctx) -> Verdict:
     nodes = f.nodes or []
     parts = []
     for n in nodes:
-        mem = f", {n.size_mb // 1024} GiB" if n.size_mb else (", no memory" if n.size_mb == 0 else "")
+        mem = (
+            f", {n.size_mb // 1024} GiB" if n.size_mb else (", no memory" if n.size_mb == 0 else "")
+        )
         parts.append(f"node {n.id}: CPUs {ranges(n.cpus)}{mem}")
     far = max((d for row in f.distances.values() for d in row.values()), default=None)
     obs = f"{len(nodes)} node(s); " + "; ".join(parts) + (f"; max distance {far}" if far else "")
@@ -56,17 +72,27 @@ def gpu_locality(ctx: Ctx) -> Verdict:
         by_node.setdefault("unknown" if node is None else str(node), []).append(gpu_label(f, bdf))
     obs = "; ".join(f"node {n}: {', '.join(g)}" for n, g in sorted(by_node.items()))
     if (by_node.get("-1") or by_node.get("unknown")) and multi:
-        return warning(obs, "every GPU reports its NUMA node (0..N-1)",
-                       title="GPUs without NUMA proximity information on a multi-node host")
+        return warning(
+            obs,
+            "every GPU reports its NUMA node (0..N-1)",
+            title="GPUs without NUMA proximity information on a multi-node host",
+        )
     if f.nodes is None:
         return info(obs, title="GPU NUMA locality (node count unknown)")
-    return ok(obs if multi else f"{obs} (single node: no proximity information needed)", title="GPU NUMA locality")
+    return ok(
+        obs if multi else f"{obs} (single node: no proximity information needed)",
+        title="GPU NUMA locality",
+    )
 
 
 def node_pressure_applies(ctx: Ctx) -> str | None:
     f: NumaFacts = ctx.f
     with_mem = [n for n in f.nodes or [] if n.size_mb]
-    return f"{len(with_mem)} node(s) with memory" if f.nodes is not None and len(with_mem) < 2 else None
+    return (
+        f"{len(with_mem)} node(s) with memory"
+        if f.nodes is not None and len(with_mem) < 2
+        else None
+    )
 
 
 def node_pressure(ctx: Ctx) -> Verdict:
@@ -80,7 +106,11 @@ def node_pressure(ctx: Ctx) -> Verdict:
     obs = "; ".join(f"node {i}: {100 * v:.0f}% free" for i, v in sorted(frac.items()))
     tight = [i for i, v in frac.items() if v < 0.05 and (not gpu_n or i in gpu_n)]
     if tight and any(v >= 0.20 for v in frac.values()):
-        return warning(obs, ">= 5% free on the nodes local to the GPUs", title=f"NUMA node {ranges(tight)} nearly full while others have room")
+        return warning(
+            obs,
+            ">= 5% free on the nodes local to the GPUs",
+            title=f"NUMA node {ranges(tight)} nearly full while others have room",
+        )
     return ok(obs, title="No NUMA node under memory pressure")
 
 
@@ -89,16 +119,27 @@ def tp_group_span(ctx: Ctx) -> Verdict:
     all_nodes = gpu_nodes(f)
     nodes = {n for n in all_nodes.values() if n is not None and n >= 0}
     if not all_nodes:
-        return unknown("GPU nodes not known: " + problem_text(f.problems, "pci_nvidia_numa", "smi_gpu_ids"))
+        return unknown(
+            "GPU nodes not known: " + problem_text(f.problems, "pci_nvidia_numa", "smi_gpu_ids")
+        )
     if not nodes:
         if f.nodes is not None and len(f.nodes) <= 1:
-            return ok("not applicable: single NUMA node host (GPUs report no node)", title="All GPUs on one NUMA node")
-        return unknown(f"{len(all_nodes)} GPU(s) without a NUMA node (-1 or unread); "
-                       + problem_text(f.problems, "pci_nvidia_numa", "smi_gpu_ids"))
+            return ok(
+                "not applicable: single NUMA node host (GPUs report no node)",
+                title="All GPUs on one NUMA node",
+            )
+        return unknown(
+            f"{len(all_nodes)} GPU(s) without a NUMA node (-1 or unread); "
+            + problem_text(f.problems, "pci_nvidia_numa", "smi_gpu_ids")
+        )
     if len(nodes) == 1:
-        return ok(f"GPUs on node(s) {ranges(sorted(nodes))}", title="All GPUs on one NUMA node", fix="")
-    return info(f"GPUs on nodes {ranges(sorted(nodes))}; a tensor-parallel group over all of them crosses the socket link",
-                title="GPUs span several NUMA nodes")
+        return ok(
+            f"GPUs on node(s) {ranges(sorted(nodes))}", title="All GPUs on one NUMA node", fix=""
+        )
+    return info(
+        f"GPUs on nodes {ranges(sorted(nodes))}; a tensor-parallel group over all of them crosses the socket link",
+        title="GPUs span several NUMA nodes",
+    )
 
 
 # --------------------------------------------------------------------------- host vs container
@@ -107,15 +148,29 @@ def tp_group_span(ctx: Ctx) -> Verdict:
 def cpuset_vs_gpu(ctx: Ctx) -> Verdict:
     host, ctr = host_of(ctx), ctx.of("container")
     if host.nodes is None:
-        return unknown("host NUMA layout not read: " + problem_text(host.problems, "numactl_h", "node_cpulists"))
+        return unknown(
+            "host NUMA layout not read: "
+            + problem_text(host.problems, "numactl_h", "node_cpulists")
+        )
     if ctr.cpuset_cpus is None:
-        return unknown("container cpuset not read: " + problem_text(ctr.problems, "cgroup_limits", "status_allowed"))
+        return unknown(
+            "container cpuset not read: "
+            + problem_text(ctr.problems, "cgroup_limits", "status_allowed")
+        )
     used, which = used_gpus(host, ctr)
     if not used or all(n is None or n < 0 for n in used.values()):
-        unread = problem_text(host.problems, "pci_nvidia_numa", "smi_gpu_ids") + "; " + problem_text(ctr.problems, "smi_gpu_ids")
+        unread = (
+            problem_text(host.problems, "pci_nvidia_numa", "smi_gpu_ids")
+            + "; "
+            + problem_text(ctr.problems, "smi_gpu_ids")
+        )
         minus1 = sum(1 for n in used.values() if n is not None)
-        return unknown(f"{minus1} GPU(s) report NUMA node -1 (no proximity information); {unread}" if minus1 else unread,
-                       title="GPU NUMA nodes not known")
+        return unknown(
+            f"{minus1} GPU(s) report NUMA node -1 (no proximity information); {unread}"
+            if minus1
+            else unread,
+            title="GPU NUMA nodes not known",
+        )
     node_cpus = {n.id: set(n.cpus) for n in host.nodes}
     cpuset = set(ctr.cpuset_cpus)
     remote: list[str] = []
@@ -124,31 +179,48 @@ def cpuset_vs_gpu(ctx: Ctx) -> Verdict:
         if node is None or node < 0:
             continue
         per_node.setdefault(node, []).append(gpu_label(host, bdf))
-        local = set(next((g.local_cpus for g in host.gpus or [] if g.bus_id == bdf and g.local_cpus), [])) or node_cpus.get(node, set())
+        local = set(
+            next((g.local_cpus for g in host.gpus or [] if g.bus_id == bdf and g.local_cpus), [])
+        ) or node_cpus.get(node, set())
         if local and not (cpuset & local):
             remote.append(f"{gpu_label(host, bdf)} on node {node} (CPUs {ranges(sorted(local))})")
     head = f"container cpuset {ranges(sorted(cpuset))} ({ctr.cpuset_source})"
     if remote:
-        return warning(f"{head}; host: {'; '.join(remote)} has no CPU in it",
-                       "the container's cpuset includes CPUs of every node its GPUs hang off",
-                       title="Container CPUs are remote from some of its GPUs")
-    cover = "; ".join(f"node {n} ({', '.join(g)}): {len(cpuset & node_cpus.get(n, set()))}/{len(node_cpus.get(n, set()))} CPUs in cpuset"
-                      for n, g in sorted(per_node.items()))
-    return ok(f"{head}; {which}: {cover}", title="Container CPUs cover the NUMA nodes of its GPUs", fix="")
+        return warning(
+            f"{head}; host: {'; '.join(remote)} has no CPU in it",
+            "the container's cpuset includes CPUs of every node its GPUs hang off",
+            title="Container CPUs are remote from some of its GPUs",
+        )
+    cover = "; ".join(
+        f"node {n} ({', '.join(g)}): {len(cpuset & node_cpus.get(n, set()))}/{len(node_cpus.get(n, set()))} CPUs in cpuset"
+        for n, g in sorted(per_node.items())
+    )
+    return ok(
+        f"{head}; {which}: {cover}", title="Container CPUs cover the NUMA nodes of its GPUs", fix=""
+    )
 
 
 def mems_vs_gpu(ctx: Ctx) -> Verdict:
     host, ctr = host_of(ctx), ctx.of("container")
     if ctr.cpuset_mems is None:
-        return unknown("container memory nodes not read: " + problem_text(ctr.problems, "cgroup_limits", "status_allowed"))
+        return unknown(
+            "container memory nodes not read: "
+            + problem_text(ctr.problems, "cgroup_limits", "status_allowed")
+        )
     used, which = used_gpus(host, ctr)
     gnodes = sorted({n for n in used.values() if n is not None and n >= 0})
     if not gnodes:
-        return unknown("GPU NUMA nodes not known: " + problem_text(host.problems, "pci_nvidia_numa"))
+        return unknown(
+            "GPU NUMA nodes not known: " + problem_text(host.problems, "pci_nvidia_numa")
+        )
     mems = set(ctr.cpuset_mems)
     obs = f"container memory nodes {ranges(sorted(mems))}; {which} on node(s) {ranges(gnodes)}"
     if not mems & set(gnodes):
-        return warning(obs, "cpuset.mems includes the GPUs' nodes", title="Container memory is confined to nodes remote from all its GPUs")
+        return warning(
+            obs,
+            "cpuset.mems includes the GPUs' nodes",
+            title="Container memory is confined to nodes remote from all its GPUs",
+        )
     if not set(gnodes) <= mems:
         return info(obs, title="Container memory covers only some of its GPUs' nodes")
     return ok(obs, title="Container memory nodes include its GPUs' nodes", fix="")
@@ -161,8 +233,13 @@ def engine_workers(ctx: Ctx) -> tuple[Role | None, list[Worker]] | Verdict:
     """The engine workers to judge, or the verdict that ends the check (processes unread / no engine)."""
     facts = {r: f for r, f in ctx.facts.items() if f is not None}
     if not any(f.engine_workers is not None for f in facts.values()):
-        return unknown("engine processes could not be listed: "
-                       + "; ".join(f"{r}: {f.problems.get('engine_proc_status', 'not collected')}" for r, f in facts.items()))
+        return unknown(
+            "engine processes could not be listed: "
+            + "; ".join(
+                f"{r}: {f.problems.get('engine_proc_status', 'not collected')}"
+                for r, f in facts.items()
+            )
+        )
     role, found = workers(facts)
     if not found:
         return not_applicable("no SGLang/vLLM/TGI process found")
@@ -198,90 +275,169 @@ def binding_groups(found: list[Worker], node_cpus: dict[int, set[int]]) -> dict[
 def worker_binding(ctx: Ctx) -> Verdict:
     host = host_of(ctx)
     if host.nodes is None:
-        return unknown("host NUMA layout not read: " + problem_text(host.problems, "numactl_h", "node_cpulists"))
+        return unknown(
+            "host NUMA layout not read: "
+            + problem_text(host.problems, "numactl_h", "node_cpulists")
+        )
     got = engine_workers(ctx)
     if isinstance(got, Verdict):
         return got
     g = binding_groups(got[1], {n.id: set(n.cpus) for n in host.nodes})
     away, unpinned, near, unread = g["away"], g["unpinned"], g["near"], g["unread"]
     if away:
-        return warning(more(away), "each rank's allowed CPUs on its GPU's NUMA node",
-                       title=f"{len(away)} engine worker(s) pinned away from their GPU")
+        return warning(
+            more(away),
+            "each rank's allowed CPUs on its GPU's NUMA node",
+            title=f"{len(away)} engine worker(s) pinned away from their GPU",
+        )
     if unpinned:
-        return warning(more(unpinned, 3), "each rank bound to the CPUs of its GPU's node on a multi-node host",
-                       title=f"{len(unpinned)} engine worker(s) not pinned to their GPU's node")
+        return warning(
+            more(unpinned, 3),
+            "each rank bound to the CPUs of its GPU's node on a multi-node host",
+            title=f"{len(unpinned)} engine worker(s) not pinned to their GPU's node",
+        )
     if not near:
         return unknown(more(unread), title="Engine worker affinity not readable")
-    return ok(more(near) + (f"; unreadable: {len(unread)}" if unread else ""), title="Engine workers pinned near their GPUs")
+    return ok(
+        more(near) + (f"; unreadable: {len(unread)}" if unread else ""),
+        title="Engine workers pinned near their GPUs",
+    )
 
 
 def memory_placement(ctx: Ctx) -> Verdict:
     host = host_of(ctx)
     if host.nodes is None:
-        return unknown("host NUMA layout not read: " + problem_text(host.problems, "numactl_h", "node_cpulists"))
+        return unknown(
+            "host NUMA layout not read: "
+            + problem_text(host.problems, "numactl_h", "node_cpulists")
+        )
     got = engine_workers(ctx)
     if isinstance(got, Verdict):
         return got
     mapped = [x for x in got[1] if x.node is not None]
     if not mapped:
-        return unknown("no worker could be tied to a GPU (no nvidia-smi PID mapping, no TP rank in the process title)",
-                       title="GPU of each engine worker unknown")
+        return unknown(
+            "no worker could be tied to a GPU (no nvidia-smi PID mapping, no TP rank in the process title)",
+            title="GPU of each engine worker unknown",
+        )
     readable = [x for x in mapped if x.w.numa_kb]
     if not readable:
-        return unknown("/proc/<pid>/numa_maps unreadable (needs root or the engine's uid)",
-                       title="Engine memory placement not readable", fix="Run the audit as root (or --sudo).")
+        return unknown(
+            "/proc/<pid>/numa_maps unreadable (needs root or the engine's uid)",
+            title="Engine memory placement not readable",
+            fix="Run the audit as root (or --sudo).",
+        )
     bad: list[str] = []
     good: list[str] = []
     for x in readable:
         kb = x.w.numa_kb or {}
         total = sum(kb.values())
         remote = sum(v for n, v in kb.items() if n != x.node) / total if total else 0.0
-        (bad if remote > REMOTE_LIMIT else good).append(f"{x.label}: {100 * remote:.0f}% of {total // 1024} MiB off node {x.node}")
+        (bad if remote > REMOTE_LIMIT else good).append(
+            f"{x.label}: {100 * remote:.0f}% of {total // 1024} MiB off node {x.node}"
+        )
     if bad:
-        return warning(more(bad), "<= 25% of each worker's resident memory on nodes other than its GPU's",
-                       title=f"{len(bad)} engine worker(s) have > 25% of their memory off their GPU's node")
+        return warning(
+            more(bad),
+            "<= 25% of each worker's resident memory on nodes other than its GPU's",
+            title=f"{len(bad)} engine worker(s) have > 25% of their memory off their GPU's node",
+        )
     return ok(more(good), title="Engine memory on its GPUs' nodes", fix="")
 
 
 # --------------------------------------------------------------------------- the catalogue rows
 
 CHECKS: tuple[Check, ...] = (
-    Check("numa.topology", "NUMA nodes, CPUs, memory, distances", "host", "Feeds the GPU-locality and cpuset checks.",
-          "See firmware.numa_mode for the NUMA-per-socket setting; bind ranks to their GPU's node (numa.worker_binding).",
-          topology, any_of=("numactl_h", "node_cpulists")),
-    Check("numa.gpu_locality", "Which node each GPU is attached to", "bios",
-          "Without proximity data (numa_node -1) NCCL and the serving engine cannot pick CPUs and memory local to each GPU.",
-          "Update the BIOS / enable ACPI SRAT/SLIT proximity reporting; check the NUMA-per-socket setting.", gpu_locality,
-          any_of=("pci_nvidia_numa", "smi_gpu_ids"), needs_gpu=True),
-    Check("numa.node_pressure", "One node full, allocations spilling remote", "host",
-          "Allocations on a full node spill to a remote node; page cache from model files usually fills the node that read them.",
-          "Drop caches after model load in a maintenance window, bind memory (--membind) or interleave the page cache.",
-          node_pressure, sources=("numactl_h",), applies=node_pressure_applies),
-    Check("numa.tp_group_span", "TP group crossing sockets", "engine",
-          "Cross-socket GPU pairs go through the inter-socket link (community: dual Turin ~51 vs ~56 GB/s same-node; "
-          "dual Genoa ~39 vs ~54 GB/s).",
-          "Prefer TP groups within one node when the model fits; otherwise tune NCCL for the cross-socket path.",
-          tp_group_span, any_of=("pci_nvidia_numa", "smi_gpu_ids"), needs_gpu=True),
-    Check("numa.cpuset_vs_gpu", "Container CPUs near its GPUs", "container",
-          "Ranks whose GPU sits on another node launch kernels and stage copies from remote CPUs and memory, crossing "
-          "the socket link on every host-device transfer.",
-          "Widen the container cpuset (PVE: cores / lxc.cgroup2.cpuset.cpus) to include CPUs of every GPU's node, or "
-          "give the container only GPUs local to its CPUs.", cpuset_vs_gpu,
-          roles=BOTH, cross=True, needs_gpu=True, applies=host_layout_applies),
-    Check("numa.mems_vs_gpu", "Container memory nodes near its GPUs", "container",
-          "Pinned staging buffers and the CPU-side KV/offload pool then live across the socket link from every GPU.",
-          "Include the GPUs' nodes in the container's cpuset.mems (lxc.cgroup2.cpuset.mems) or move the container.",
-          mems_vs_gpu, roles=BOTH, cross=True, needs_gpu=True, applies=host_layout_applies),
-    Check("numa.worker_binding", "Engine ranks pinned near their GPU", "engine",
-          "Ranks that run on another socket than their GPU launch kernels and stage every host-device copy across the "
-          "socket link; vLLM added --numa-bind for this and a prototype measured ~1.5x with the right mapping "
-          "(GB200, CPU-offload run).",
-          "Use the engine's NUMA binding (SGLang --numa-node, vLLM --numa-bind), numactl --cpunodebind=N --membind=N "
-          "per rank, or a container cpuset aligned with the GPUs' nodes.", worker_binding,
-          any_of=("numactl_h", "node_cpulists"), needs_gpu=True, applies=host_layout_applies),
-    Check("numa.memory_placement", "Where engine memory actually lives", "engine",
-          "Pinned staging buffers and the CPU-side KV/offload pool on a remote node make every host-device copy cross "
-          "the socket interconnect.",
-          "Bind each rank's memory to its GPU's node (numactl --membind, engine NUMA binding) and restart the engine.",
-          memory_placement, any_of=("numactl_h", "node_cpulists"), needs_gpu=True, applies=host_layout_applies),
+    Check(
+        "numa.topology",
+        "NUMA nodes, CPUs, memory, distances",
+        "host",
+        "Feeds the GPU-locality and cpuset checks.",
+        "See firmware.numa_mode for the NUMA-per-socket setting; bind ranks to their GPU's node (numa.worker_binding).",
+        topology,
+        any_of=("numactl_h", "node_cpulists"),
+    ),
+    Check(
+        "numa.gpu_locality",
+        "Which node each GPU is attached to",
+        "bios",
+        "Without proximity data (numa_node -1) NCCL and the serving engine cannot pick CPUs and memory local to each GPU.",
+        "Update the BIOS / enable ACPI SRAT/SLIT proximity reporting; check the NUMA-per-socket setting.",
+        gpu_locality,
+        any_of=("pci_nvidia_numa", "smi_gpu_ids"),
+        needs_gpu=True,
+    ),
+    Check(
+        "numa.node_pressure",
+        "One node full, allocations spilling remote",
+        "host",
+        "Allocations on a full node spill to a remote node; page cache from model files usually fills the node that read them.",
+        "Drop caches after model load in a maintenance window, bind memory (--membind) or interleave the page cache.",
+        node_pressure,
+        sources=("numactl_h",),
+        applies=node_pressure_applies,
+    ),
+    Check(
+        "numa.tp_group_span",
+        "TP group crossing sockets",
+        "engine",
+        "Cross-socket GPU pairs go through the inter-socket link (community: dual Turin ~51 vs ~56 GB/s same-node; "
+        "dual Genoa ~39 vs ~54 GB/s).",
+        "Prefer TP groups within one node when the model fits; otherwise tune NCCL for the cross-socket path.",
+        tp_group_span,
+        any_of=("pci_nvidia_numa", "smi_gpu_ids"),
+        needs_gpu=True,
+    ),
+    Check(
+        "numa.cpuset_vs_gpu",
+        "Container CPUs near its GPUs",
+        "container",
+        "Ranks whose GPU sits on another node launch kernels and stage copies from remote CPUs and memory, crossing "
+        "the socket link on every host-device transfer.",
+        "Widen the container cpuset (PVE: cores / lxc.cgroup2.cpuset.cpus) to include CPUs of every GPU's node, or "
+        "give the container only GPUs local to its CPUs.",
+        cpuset_vs_gpu,
+        roles=BOTH,
+        cross=True,
+        needs_gpu=True,
+        applies=host_layout_applies,
+    ),
+    Check(
+        "numa.mems_vs_gpu",
+        "Container memory nodes near its GPUs",
+        "container",
+        "Pinned staging buffers and the CPU-side KV/offload pool then live across the socket link from every GPU.",
+        "Include the GPUs' nodes in the container's cpuset.mems (lxc.cgroup2.cpuset.mems) or move the container.",
+        mems_vs_gpu,
+        roles=BOTH,
+        cross=True,
+        needs_gpu=True,
+        applies=host_layout_applies,
+    ),
+    Check(
+        "numa.worker_binding",
+        "Engine ranks pinned near their GPU",
+        "engine",
+        "Ranks that run on another socket than their GPU launch kernels and stage every host-device copy across the "
+        "socket link; vLLM added --numa-bind for this and a prototype measured ~1.5x with the right mapping "
+        "(GB200, CPU-offload run).",
+        "Use the engine's NUMA binding (SGLang --numa-node, vLLM --numa-bind), numactl --cpunodebind=N --membind=N "
+        "per rank, or a container cpuset aligned with the GPUs' nodes.",
+        worker_binding,
+        any_of=("numactl_h", "node_cpulists"),
+        needs_gpu=True,
+        applies=host_layout_applies,
+    ),
+    Check(
+        "numa.memory_placement",
+        "Where engine memory actually lives",
+        "engine",
+        "Pinned staging buffers and the CPU-side KV/offload pool on a remote node make every host-device copy cross "
+        "the socket interconnect.",
+        "Bind each rank's memory to its GPU's node (numactl --membind, engine NUMA binding) and restart the engine.",
+        memory_placement,
+        any_of=("numactl_h", "node_cpulists"),
+        needs_gpu=True,
+        applies=host_layout_applies,
+    ),
 )

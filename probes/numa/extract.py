@@ -30,7 +30,9 @@ def _numactl(t: str, d: Data, p: Problems) -> None:
     if not topo.nodes:
         p["numactl_h"] = "no node in numactl -H output"
         return
-    d["nodes"] = [NodeInfo(id=n.id, cpus=list(n.cpus), size_mb=n.size_mb) for n in topo.nodes.values()]
+    d["nodes"] = [
+        NodeInfo(id=n.id, cpus=list(n.cpus), size_mb=n.size_mb) for n in topo.nodes.values()
+    ]
     d["node_free_mb"] = {n.id: n.free_mb for n in topo.nodes.values() if n.free_mb is not None}
     d["distances"] = topo.distances
 
@@ -54,8 +56,17 @@ def _gpus(t: str, d: Data, p: Problems) -> None:
         return
     pci = d.get("_pci")
     if isinstance(pci, dict):
-        gpus = [g.model_copy(update={"numa_node": pci[g.bus_id].numa_node, "local_cpus": list(pci[g.bus_id].local_cpus)})
-                if g.bus_id in pci else g for g in gpus]
+        gpus = [
+            g.model_copy(
+                update={
+                    "numa_node": pci[g.bus_id].numa_node,
+                    "local_cpus": list(pci[g.bus_id].local_cpus),
+                }
+            )
+            if g.bus_id in pci
+            else g
+            for g in gpus
+        ]
     d["gpus"] = gpus
 
 
@@ -81,9 +92,17 @@ def _engine(t: str, d: Data, p: Problems) -> None:
     except ParseError as exc:
         p["engine_proc_status"] = str(exc)
         return
-    d["engine_workers"] = [EngineWorker(pid=x.pid, cmd=x.cmd, rank=x.rank, gpu_uuid=rep.apps.get(x.pid),
-                                        cpus=list(x.cpus) if x.cpus is not None else None, numa_kb=x.numa_kb)
-                           for x in rep.procs]
+    d["engine_workers"] = [
+        EngineWorker(
+            pid=x.pid,
+            cmd=x.cmd,
+            rank=x.rank,
+            gpu_uuid=rep.apps.get(x.pid),
+            cpus=list(x.cpus) if x.cpus is not None else None,
+            numa_kb=x.numa_kb,
+        )
+        for x in rep.procs
+    ]
 
 
 READERS: tuple[tuple[str, Callable[[str, Data, Problems], None]], ...] = (
@@ -106,7 +125,11 @@ def extract(outputs: Outputs, role: Role) -> NumaFacts:
             read(outputs[cid].stdout, data, problems)
         elif (t := usable_stdout(outputs, cid, problems)) is not None:
             read(t, data, problems)
-        elif cid == "smi_gpu_ids" and (rec := outputs.get(cid)) is not None and (err := detect_smi_error(rec.stdout + rec.stderr)):
+        elif (
+            cid == "smi_gpu_ids"
+            and (rec := outputs.get(cid)) is not None
+            and (err := detect_smi_error(rec.stdout + rec.stderr))
+        ):
             problems[cid] = f"nvidia-smi error: {err}"
     data.pop("_pci", None)
     return NumaFacts(problems=problems, **data)  # type: ignore[arg-type]

@@ -29,7 +29,12 @@ def ranges(nums: list[int] | tuple[int, ...]) -> str:
 def gpu_nodes(host: NumaFacts) -> dict[str, int | None]:
     """bus id -> NUMA node of every host GPU (nvidia-smi list, else every nvidia-bound device)."""
     if host.gpus:
-        return {g.bus_id: (g.numa_node if g.numa_node is not None else (host.gpu_numa or {}).get(g.bus_id)) for g in host.gpus}
+        return {
+            g.bus_id: (
+                g.numa_node if g.numa_node is not None else (host.gpu_numa or {}).get(g.bus_id)
+            )
+            for g in host.gpus
+        }
     return dict((host.gpu_numa or {}).items())
 
 
@@ -66,11 +71,19 @@ def workers(facts: Mapping[Role, NumaFacts]) -> tuple[Role | None, list[Worker]]
     def resolve(bdf: str | None, w: EngineWorker, role: Role) -> Worker:
         node = nodes.get(bdf) if bdf else None
         g = next((g for g in host.gpus or [] if g.bus_id == bdf), None)
-        local = (g.local_cpus if g and g.local_cpus else node_cpus.get(node, [])) if node is not None and node >= 0 else []
+        local = (
+            (g.local_cpus if g and g.local_cpus else node_cpus.get(node, []))
+            if node is not None and node >= 0
+            else []
+        )
         name = f"TP{w.rank}" if w.rank is not None else (w.cmd.split()[0] if w.cmd else "process")
         gpu = gpu_label(host, bdf) if bdf else "GPU unknown"
-        return Worker(w=w, label=f"{role} pid {w.pid} {name} ({gpu}{f', node {node}' if node is not None else ''})",
-                      node=node if node is not None and node >= 0 else None, local=local)
+        return Worker(
+            w=w,
+            label=f"{role} pid {w.pid} {name} ({gpu}{f', node {node}' if node is not None else ''})",
+            node=node if node is not None and node >= 0 else None,
+            local=local,
+        )
 
     by_uuid = {g.uuid: g.bus_id for g in host.gpus or [] if g.uuid}
     hw = [w for w in host.engine_workers or [] if w.gpu_uuid]

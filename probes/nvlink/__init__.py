@@ -17,14 +17,41 @@ from gpuaudit.probes.nvlink.summary import summarize
 
 PROBE_ID = "nvlink"
 HOST: frozenset[Role] = frozenset({"host"})
-COMMANDS = (
-    use('nvlink_s', 'nvlink_errors', 'smi_topo_m', 'smi_q_xml', 'smi_query_driver', 'fabricmanager_status',
-        'fabricmanager_version', 'lspci_nvswitch', 'ib_umad_loaded', 'dmesg_nvrm', on=HOST)
-    + use('smi_query_fabric')
+COMMANDS = use(
+    "nvlink_s",
+    "nvlink_errors",
+    "smi_topo_m",
+    "smi_q_xml",
+    "smi_query_driver",
+    "fabricmanager_status",
+    "fabricmanager_version",
+    "lspci_nvswitch",
+    "ib_umad_loaded",
+    "dmesg_nvrm",
+    on=HOST,
+) + use("smi_query_fabric")
+
+PROBE = Probe(
+    id=PROBE_ID,
+    title="NVLink / fabric",
+    commands=COMMANDS,
+    extract=extract,
+    checks=CHECKS,
+    summarize=summarize,
+    volatile_facts=VOLATILE_FACTS,
 )
 
-PROBE = Probe(id=PROBE_ID, title="NVLink / fabric", commands=COMMANDS, extract=extract, checks=CHECKS,
-              summarize=summarize, volatile_facts=VOLATILE_FACTS)
-
-__all__ = ["CHECKS", "COMMANDS", "FABRIC_FIELDS", "NvlinkFacts", "PROBE", "PROBE_ID", "expected_links", "extract",
-           "is_nvswitch_system", "parse_mig_refusal", "sku_class", "summarize"]
+__all__ = [
+    "CHECKS",
+    "COMMANDS",
+    "FABRIC_FIELDS",
+    "NvlinkFacts",
+    "PROBE",
+    "PROBE_ID",
+    "expected_links",
+    "extract",
+    "is_nvswitch_system",
+    "parse_mig_refusal",
+    "sku_class",
+    "summarize",
+]

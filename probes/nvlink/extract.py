@@ -24,7 +24,9 @@ from gpuaudit.probes.core.spec import Outputs, record_problem, usable_record
 from gpuaudit.probes.nvlink.facts import NvlinkFacts
 
 FABRIC_FIELDS = ("index", "name", "fabric.state", "fabric.status")
-DRIVER_FIELDS = tuple(re.search(r"--query-gpu=(\S+)", SOURCES["smi_query_driver"].shell).group(1).split(","))  # type: ignore[union-attr]
+DRIVER_FIELDS = tuple(
+    re.search(r"--query-gpu=(\S+)", SOURCES["smi_query_driver"].shell).group(1).split(",")
+)  # type: ignore[union-attr]
 """The columns of the shared per-GPU driver CSV (read here for mig.mode.current)."""
 MIG_REFUSED = re.compile(r"Nvlink queries are not supported for Devices in MIG mode", re.I)
 
@@ -40,7 +42,7 @@ def _names(f: Fields, names: list[str]) -> None:
 def parse_mig_refusal(text: str) -> bool:
     """`nvidia-smi nvlink -s` on GPUs in MIG mode (seen on an H200):
 
-        Nvlink queries are not supported for Devices in MIG mode
+    Nvlink queries are not supported for Devices in MIG mode
     """
     return bool(MIG_REFUSED.search(text or ""))
 
@@ -49,8 +51,11 @@ def _nvlink_s(rec: CommandRecord, f: Fields) -> None:
     text = rec.stdout + "\n" + rec.stderr
     f["nvlink_mig_refused"] = parse_mig_refusal(text)
     gpus = parse_nvlink_s(rec.stdout)
-    f.update(links={g.index: [(ln.link, ln.active, ln.speed_gbs) for ln in g.links] for g in gpus},
-             all_inactive_gpus=[g.index for g in gpus if g.all_inactive], links_read=bool(gpus))
+    f.update(
+        links={g.index: [(ln.link, ln.active, ln.speed_gbs) for ln in g.links] for g in gpus},
+        all_inactive_gpus=[g.index for g in gpus if g.all_inactive],
+        links_read=bool(gpus),
+    )
     _names(f, [g.name for g in gpus])
 
 
@@ -60,15 +65,27 @@ def _topo(rec: CommandRecord, f: Fields) -> None:
 
 def _fabric_csv(rec: CommandRecord, f: Fields) -> None:
     rows = parse_query_gpu_csv(rec.stdout, FABRIC_FIELDS)
-    fabric = [(int(r["index"] or i), r["fabric.state"], r["fabric.status"]) for i, r in enumerate(rows)]
-    f.update(fabric=fabric, fabric_read=True,
-             fabric_unreadable=[i for (i, _, _), r in zip(fabric, rows) if {"fabric.state", "fabric.status"} & csv_row_errors(r)])
+    fabric = [
+        (int(r["index"] or i), r["fabric.state"], r["fabric.status"]) for i, r in enumerate(rows)
+    ]
+    f.update(
+        fabric=fabric,
+        fabric_read=True,
+        fabric_unreadable=[
+            i
+            for (i, _, _), r in zip(fabric, rows)
+            if {"fabric.state", "fabric.status"} & csv_row_errors(r)
+        ],
+    )
     _names(f, [r["name"] or "?" for r in rows])
 
 
 def _driver_csv(rec: CommandRecord, f: Fields) -> None:
     rows = parse_query_gpu_csv(rec.stdout, DRIVER_FIELDS)
-    modes = [(int(r["index"] or i), (r.get("mig.mode.current") or "").strip().lower()) for i, r in enumerate(rows)]
+    modes = [
+        (int(r["index"] or i), (r.get("mig.mode.current") or "").strip().lower())
+        for i, r in enumerate(rows)
+    ]
     if any(m in ("enabled", "disabled") for _, m in modes):
         f["mig_enabled"] = [i for i, m in modes if m == "enabled"]
     _names(f, [r["name"] or "?" for r in rows])
@@ -77,9 +94,17 @@ def _driver_csv(rec: CommandRecord, f: Fields) -> None:
 def _xml(rec: CommandRecord, f: Fields) -> None:
     xml = parse_smi_q_xml(rec.stdout)
     if not f.get("fabric_read"):  # fallback for drivers without fabric.* query fields
-        f.update(fabric=[(g.index, g.fabric_state if g.fabric_state != "N/A" else None,
-                          g.fabric_status if g.fabric_status != "N/A" else None) for g in xml.gpus],
-                 fabric_read=bool(xml.gpus))
+        f.update(
+            fabric=[
+                (
+                    g.index,
+                    g.fabric_state if g.fabric_state != "N/A" else None,
+                    g.fabric_status if g.fabric_status != "N/A" else None,
+                )
+                for g in xml.gpus
+            ],
+            fabric_read=bool(xml.gpus),
+        )
     if f.get("mig_enabled") is None and any(g.mig_current for g in xml.gpus):
         f["mig_enabled"] = [g.index for g in xml.gpus if (g.mig_current or "").lower() == "enabled"]
     _names(f, [g.product_name or "?" for g in xml.gpus])
@@ -105,7 +130,12 @@ READERS: tuple[tuple[str, Reader], ...] = (
     ("smi_query_driver", _driver_csv),
     ("smi_q_xml", _xml),
     ("fabricmanager_version", _fm_version),
-    ("lspci_nvswitch", lambda r, f: f.update(nvswitch_functions=len([ln for ln in r.stdout.splitlines() if ln.strip()]))),
+    (
+        "lspci_nvswitch",
+        lambda r, f: f.update(
+            nvswitch_functions=len([ln for ln in r.stdout.splitlines() if ln.strip()])
+        ),
+    ),
     ("ib_umad_loaded", lambda r, f: f.update(ib_umad=bool(first_line(r.stdout)))),
     ("nvlink_errors", lambda r, f: f.update(error_counters=parse_nvlink_errors(r.stdout))),
     ("dmesg_nvrm", _xid),
@@ -121,7 +151,9 @@ def _fabric_manager(outputs: Outputs, f: Fields, problems: dict[str, str]) -> No
             problems["fabricmanager_status"] = p
         return
     st = parse_systemctl_status(rec.stdout + "\n" + rec.stderr)
-    f.update(fm_present=st.present, fm_active=st.active if st.present else None, fm_messages=st.messages)
+    f.update(
+        fm_present=st.present, fm_active=st.active if st.present else None, fm_messages=st.messages
+    )
 
 
 def extract(outputs: Outputs, role: Role) -> NvlinkFacts:
@@ -129,7 +161,11 @@ def extract(outputs: Outputs, role: Role) -> NvlinkFacts:
     f: Fields = {}
     for cid in SMI_TABLES:  # an error banner instead of data (exit 0 on some drivers)
         rec = outputs.get(cid)
-        if rec is not None and not rec.missing_tool and (err := detect_smi_error(rec.stdout + "\n" + rec.stderr)):
+        if (
+            rec is not None
+            and not rec.missing_tool
+            and (err := detect_smi_error(rec.stdout + "\n" + rec.stderr))
+        ):
             f.setdefault("smi_error", err)
             problems[cid] = f"nvidia-smi: {err}"
     for cid, read in READERS:
@@ -141,7 +177,9 @@ def extract(outputs: Outputs, role: Role) -> NvlinkFacts:
                 read(rec, f)
             except (ParseError, ValueError) as exc:  # ValueError: a non-numeric index column
                 problems[cid] = str(exc)
-            except Exception as exc:  # a parser bug on odd output: that source is unusable, the rest still judged
+            except (
+                Exception
+            ) as exc:  # a parser bug on odd output: that source is unusable, the rest still judged
                 problems[cid] = f"unparsable output: {exc.__class__.__name__}: {exc}"
     _fabric_manager(outputs, f, problems)
     return NvlinkFacts(**f, problems=problems)

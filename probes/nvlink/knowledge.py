@@ -10,16 +10,31 @@ from gpuaudit.probes.nvlink.facts import NvlinkFacts
 SkuClass = Literal["pcie_none", "pcie_bridge", "sxm", "unknown"]
 
 # Links per GPU on the baseboard, and NVSwitch chips per HGX baseboard (PROBES.md §10).
-SXM_LINKS = (("B200", 18), ("B100", 18), ("H200", 18), ("H100", 18), ("H800", 8), ("A100", 12), ("A800", 8), ("V100", 6))
+SXM_LINKS = (
+    ("B200", 18),
+    ("B100", 18),
+    ("H200", 18),
+    ("H100", 18),
+    ("H800", 8),
+    ("A100", 12),
+    ("A800", 8),
+    ("V100", 6),
+)
 NVSWITCHES = (("A100", 6), ("A800", 6), ("H100", 4), ("H200", 4), ("H800", 4))
 
 
 def sku_class(name: str) -> SkuClass:
     """What NVLink a product name implies: none (PCIe board), optional bridge, baseboard (SXM/HGX), unknown."""
     n = name.upper()
-    if re.search(r"RTX PRO|GEFORCE|RTX [2-5]0\d0|L40|\bL4\b|L20|\bA10\b|A16|\bA2\b|\bT4\b|RTX \d000 ADA|TITAN", n):
+    if re.search(
+        r"RTX PRO|GEFORCE|RTX [2-5]0\d0|L40|\bL4\b|L20|\bA10\b|A16|\bA2\b|\bT4\b|RTX \d000 ADA|TITAN",
+        n,
+    ):
         return "pcie_none"
-    if re.search(r"SXM|HBM3|\bB200\b|\bB100\b|GB200|\bH200\b(?! NVL)|H800|\bH20\b", n) and "PCIE" not in n:
+    if (
+        re.search(r"SXM|HBM3|\bB200\b|\bB100\b|GB200|\bH200\b(?! NVL)|H800|\bH20\b", n)
+        and "PCIE" not in n
+    ):
         return "sxm"
     if re.search(r"PCIE|H100 NVL|H200 NVL|\bA30\b|\bA40\b|RTX A[456]000|QUADRO RTX [68]000", n):
         return "pcie_bridge"
@@ -88,9 +103,15 @@ def pcie_only_reason(f: NvlinkFacts) -> str | None:
 def mig_reason(f: NvlinkFacts) -> str | None:
     """Why the link checks do not apply: every GPU in MIG mode (nvidia-smi refuses NVLink queries then, and MIG
     instances do no peer-to-peer over NVLink), or None. Judged from MIG mode itself, never from missing links."""
-    every = bool(f.mig_enabled) and (not f.gpu_names or len(set(f.mig_enabled or ())) >= len(f.gpu_names))
+    every = bool(f.mig_enabled) and (
+        not f.gpu_names or len(set(f.mig_enabled or ())) >= len(f.gpu_names)
+    )
     if f.nvlink_mig_refused or every:
-        which = f"GPU {', '.join(map(str, f.mig_enabled))} in MIG mode" if f.mig_enabled else "GPUs in MIG mode"
+        which = (
+            f"GPU {', '.join(map(str, f.mig_enabled))} in MIG mode"
+            if f.mig_enabled
+            else "GPUs in MIG mode"
+        )
         return f"{which}: nvidia-smi does not report NVLink for MIG devices and MIG instances use no NVLink P2P"
     return None
 

@@ -18,10 +18,35 @@ from gpuaudit.probes.pcie.parse import SMI_PCIE_FIELDS, parse_smi_pcie, parse_sy
 from gpuaudit.probes.pcie.summary import summarize
 
 PROBE_ID = "pcie"
-COMMANDS = use('lspci_vvv', 'lspci_tv', 'sys_pci_nvidia', 'smi_query_pcie', 'aspm_policy', 'proc_cmdline')
+COMMANDS = use(
+    "lspci_vvv", "lspci_tv", "sys_pci_nvidia", "smi_query_pcie", "aspm_policy", "proc_cmdline"
+)
 
-__all__ = ["CHECKS", "COMMANDS", "LinkNow", "PROBE", "PROBE_ID", "PciDev", "PcieFacts", "SMI_PCIE_FIELDS", "SmiLink", "SysPci",
-           "extract", "parse_smi_pcie", "parse_sys_pci", "summarize"]
+__all__ = [
+    "CHECKS",
+    "COMMANDS",
+    "LinkNow",
+    "PROBE",
+    "PROBE_ID",
+    "PciDev",
+    "PcieFacts",
+    "SMI_PCIE_FIELDS",
+    "SmiLink",
+    "SysPci",
+    "extract",
+    "parse_smi_pcie",
+    "parse_sys_pci",
+    "summarize",
+]
 
-PROBE = with_presence(Probe(id=PROBE_ID, title="PCIe", commands=COMMANDS, extract=extract, checks=CHECKS,
-                            summarize=summarize, volatile_facts=frozenset({"link_now"})))
+PROBE = with_presence(
+    Probe(
+        id=PROBE_ID,
+        title="PCIe",
+        commands=COMMANDS,
+        extract=extract,
+        checks=CHECKS,
+        summarize=summarize,
+        volatile_facts=frozenset({"link_now"}),
+    )
+)

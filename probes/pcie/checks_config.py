@@ -12,12 +12,18 @@ def max_read_req(ctx: Ctx) -> Verdict:
     h: PcieFacts = ctx.f
     known = [d for d in h.gpu_devs() if d.devctl_mrrs]
     if not known:
-        return no_gpu_found(ctx, "lspci_vvv") if not h.gpu_bdfs else unknown("no DevCtl MaxReadReq in the lspci GPU blocks")
+        return (
+            no_gpu_found(ctx, "lspci_vvv")
+            if not h.gpu_bdfs
+            else unknown("no DevCtl MaxReadReq in the lspci GPU blocks")
+        )
     worst = min(d.devctl_mrrs or 0 for d in known)
     obs = "MaxReadReq " + counts([f"{d.devctl_mrrs} B" for d in known])
     bus_perf = bool(h.cmdline and "pcie_bus_perf" in h.cmdline)
     if bus_perf or all(d.devctl_mrrs == d.devctl_mps for d in known):
-        obs += "; MRRS equals MPS on every GPU" + (" and pci=pcie_bus_perf is set (it caps MRRS at MPS)" if bus_perf else "")
+        obs += "; MRRS equals MPS on every GPU" + (
+            " and pci=pcie_bus_perf is set (it caps MRRS at MPS)" if bus_perf else ""
+        )
     if worst <= 512:
         return warning(obs, "4096 bytes", title=f"GPU MaxReadReq {worst} bytes")
     if worst < 4096:
@@ -42,12 +48,21 @@ def max_payload(ctx: Ctx) -> Verdict:
     h: PcieFacts = ctx.f
     gpus = [d for d in h.gpu_devs() if d.devctl_mps]
     if not gpus:
-        return no_gpu_found(ctx, "lspci_vvv") if not h.gpu_bdfs else unknown("no DevCtl MaxPayload in the lspci GPU blocks")
+        return (
+            no_gpu_found(ctx, "lspci_vvv")
+            if not h.gpu_bdfs
+            else unknown("no DevCtl MaxPayload in the lspci GPU blocks")
+        )
     if bad := _mps_problems(h):
-        return warning("; ".join(bad[:6]), "MPS = min(DevCap) along each GPU path, equal on every hop",
-                       title="Max Payload Size below capability or inconsistent on a GPU path")
+        return warning(
+            "; ".join(bad[:6]),
+            "MPS = min(DevCap) along each GPU path, equal on every hop",
+            title="Max Payload Size below capability or inconsistent on a GPU path",
+        )
     obs = "MaxPayload " + counts([f"{d.devctl_mps} B (cap {d.devcap_mps} B)" for d in gpus])
-    return ok(obs + " (256 B is the usual NVIDIA GPU maximum)", title="GPU Max Payload Size consistent")
+    return ok(
+        obs + " (256 B is the usual NVIDIA GPU maximum)", title="GPU Max Payload Size consistent"
+    )
 
 
 def fewer_than_two_gpus(ctx: Ctx) -> str | None:
@@ -62,14 +77,22 @@ def acs(ctx: Ctx) -> Verdict:
     by = h.by_bdf()
     bridges = {p for g in h.gpu_bdfs for p in h.parents.get(g, []) if p in by}
     if not bridges:
-        return unknown(f"no bridge found above the GPUs (lspci_tv: {why_unusable(ctx, 'lspci_tv')}; "
-                       "no `Bus: secondary=` line leads to them)")
+        return unknown(
+            f"no bridge found above the GPUs (lspci_tv: {why_unusable(ctx, 'lspci_tv')}; "
+            "no `Bus: secondary=` line leads to them)"
+        )
     redir = [by[b] for b in sorted(bridges) if acs_redirects(by[b].acs_ctl)]
     via = f" (paths from {h.tree_source})" if h.tree_source != "lspci -tv" else ""
     if not redir:
-        return ok(f"{len(bridges)} bridge(s) on GPU paths, ReqRedir-/CmpltRedir- or no ACS capability{via}",
-                  title="No ACS redirect on GPU paths")
-    obs = "ReqRedir+/CmpltRedir+ on " + ", ".join(f"{d.bdf} ({d.port_type or 'bridge'})" for d in redir[:8]) + via
+        return ok(
+            f"{len(bridges)} bridge(s) on GPU paths, ReqRedir-/CmpltRedir- or no ACS capability{via}",
+            title="No ACS redirect on GPU paths",
+        )
+    obs = (
+        "ReqRedir+/CmpltRedir+ on "
+        + ", ".join(f"{d.bdf} ({d.port_type or 'bridge'})" for d in redir[:8])
+        + via
+    )
     expected = "ACS redirect off on the bridges between GPUs used for P2P"
     if any(d.port_type == "Downstream Port" for d in redir):
         return critical(obs, expected, title="ACS redirect on switch ports between GPUs")
@@ -92,11 +115,16 @@ def aspm(ctx: Ctx) -> Verdict:
     on = _aspm_on_links(h) if lspci else []
     pol_bad = h.aspm_policy in ("powersave", "powersupersave")
     if on or pol_bad:
-        return warning("; ".join(on[:8] + ([f"policy {h.aspm_policy}"] if pol_bad else [])),
-                       "ASPM Disabled on GPU links, policy default/performance", title="PCIe link power management on GPU links")
+        return warning(
+            "; ".join(on[:8] + ([f"policy {h.aspm_policy}"] if pol_bad else [])),
+            "ASPM Disabled on GPU links, policy default/performance",
+            title="PCIe link power management on GPU links",
+        )
     policy = h.aspm_policy or f"unknown ({why_unusable(ctx, 'aspm_policy')})"
     if not lspci:
-        return unknown(f"policy {policy}; per-link LnkCtl: lspci_vvv: {why_unusable(ctx, 'lspci_vvv')}")
+        return unknown(
+            f"policy {policy}; per-link LnkCtl: lspci_vvv: {why_unusable(ctx, 'lspci_vvv')}"
+        )
     if not h.gpu_bdfs:
         return no_gpu_found(ctx, "lspci_vvv")
     if not any(g.aspm_ctl for g in h.gpu_devs()):
@@ -109,8 +137,15 @@ def tags_ordering(ctx: Ctx) -> Verdict:
     gpus = h.gpu_devs()
     if not gpus:
         return no_gpu_found(ctx, "lspci_vvv") if not h.gpu_bdfs else unknown("no lspci GPU blocks")
-    return info(counts([f"10BitTagReq cap{'+' if d.tag10_req_cap else '-'}/en{'+' if d.tag10_req_en else '-'},"
-                        f" RlxdOrd{'+' if d.relaxed_ordering else '-'}" for d in gpus]))
+    return info(
+        counts(
+            [
+                f"10BitTagReq cap{'+' if d.tag10_req_cap else '-'}/en{'+' if d.tag10_req_en else '-'},"
+                f" RlxdOrd{'+' if d.relaxed_ordering else '-'}"
+                for d in gpus
+            ]
+        )
+    )
 
 
 def topology_map(ctx: Ctx) -> Verdict:
@@ -123,11 +158,19 @@ def topology_map(ctx: Ctx) -> Verdict:
         path = h.parents.get(g) or []
         roots.setdefault(path[-1] if path else "?", []).append(g)
     if "?" in roots and len(roots) == 1:
-        return unknown(f"{len(h.gpu_bdfs)} GPU(s), path to the root port unknown: lspci_tv: {why_unusable(ctx, 'lspci_tv')}; "
-                       f"lspci_vvv: {why_unusable(ctx, 'lspci_vvv') if not ctx.usable('lspci_vvv') else 'no Bus: lines lead to the GPUs'}")
+        return unknown(
+            f"{len(h.gpu_bdfs)} GPU(s), path to the root port unknown: lspci_tv: {why_unusable(ctx, 'lspci_tv')}; "
+            f"lspci_vvv: {why_unusable(ctx, 'lspci_vvv') if not ctx.usable('lspci_vvv') else 'no Bus: lines lead to the GPUs'}"
+        )
     shared = {r: gs for r, gs in roots.items() if r != "?" and len(gs) > 1}
-    lines = [f"{g} via {' > '.join(reversed(h.parents.get(g) or ['?']))} (node {node.get(g) or '?'})" for g in h.gpu_bdfs]
-    return info("; ".join(lines[:8]) + (f"; shared uplinks: {', '.join(shared)}" if shared else "")
-                + (f" (paths from {h.tree_source})" if h.tree_source != "lspci -tv" else ""),
-                title=f"{len(h.gpu_bdfs)} GPU(s) on {len([r for r in roots if r != '?'])} root port(s)"
-                + (", some behind a shared uplink" if shared else ""))
+    lines = [
+        f"{g} via {' > '.join(reversed(h.parents.get(g) or ['?']))} (node {node.get(g) or '?'})"
+        for g in h.gpu_bdfs
+    ]
+    return info(
+        "; ".join(lines[:8])
+        + (f"; shared uplinks: {', '.join(shared)}" if shared else "")
+        + (f" (paths from {h.tree_source})" if h.tree_source != "lspci -tv" else ""),
+        title=f"{len(h.gpu_bdfs)} GPU(s) on {len([r for r in roots if r != '?'])} root port(s)"
+        + (", some behind a shared uplink" if shared else ""),
+    )

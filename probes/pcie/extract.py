@@ -6,10 +6,16 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from gpuaudit.probes.core.judge.checks import source_problem
 from gpuaudit.probes.core.errors import ParseError
+from gpuaudit.probes.core.judge.checks import source_problem
 from gpuaudit.probes.core.models import CommandRecord, Role
-from gpuaudit.probes.core.parsers.lspci import PciDevice, bus_tree, parse_lspci_tree, parse_lspci_vvv, tree_path
+from gpuaudit.probes.core.parsers.lspci import (
+    PciDevice,
+    bus_tree,
+    parse_lspci_tree,
+    parse_lspci_vvv,
+    tree_path,
+)
 from gpuaudit.probes.core.parsers.system import parse_bracketed_choice
 from gpuaudit.probes.core.parsing import first_line
 from gpuaudit.probes.core.spec import Outputs
@@ -20,7 +26,9 @@ Fields = dict[str, Any]
 LIVE_SMI = ("util", "gen_cur", "width_cur")
 LIVE_LSPCI = ("lnksta_speed", "lnksta_width", "speed_downgraded", "width_downgraded")
 LIVE_SYSFS = ("current_link_speed", "current_link_width")
-ACCESS_DENIED = "needs root: lspci printed <access denied> for the capabilities (run as root or with --sudo)"
+ACCESS_DENIED = (
+    "needs root: lspci printed <access denied> for the capabilities (run as root or with --sudo)"
+)
 
 
 def _dev(d: PciDevice) -> PciDev:
@@ -32,7 +40,11 @@ def read_lspci_vvv(text: str) -> Fields:
     devices = parse_lspci_vvv(text)
     if not devices and text.strip():
         raise ValueError("unparsable lspci output")
-    return {"devices": [_dev(d) for d in devices], "_raw_devices": devices, "_bus_tree": bus_tree(devices)}
+    return {
+        "devices": [_dev(d) for d in devices],
+        "_raw_devices": devices,
+        "_bus_tree": bus_tree(devices),
+    }
 
 
 def read_lspci_tv(text: str) -> Fields:
@@ -63,7 +75,11 @@ READERS: dict[str, Callable[[str], Fields]] = {
 def gpu_functions(f: Fields) -> list[str]:
     """GPU BDFs from every source that names them: lspci class, sysfs class 0x0300/0x0302, nvidia-smi bus ids."""
     gpus = {d.bdf for d in f.get("devices", []) if d.is_gpu}
-    gpus |= {s.bdf for s in f.get("sysfs", []) if s.values.get("class", "").startswith(("0x0300", "0x0302"))}
+    gpus |= {
+        s.bdf
+        for s in f.get("sysfs", [])
+        if s.values.get("class", "").startswith(("0x0300", "0x0302"))
+    }
     gpus |= {s.bus_id for s in f.get("smi", [])}
     return sorted(gpus)
 
@@ -71,16 +87,22 @@ def gpu_functions(f: Fields) -> list[str]:
 def gpu_paths(f: Fields, gpus: list[str]) -> tuple[dict[str, list[str]], str | None]:
     """The bridges above each GPU and where they came from: `lspci -tv`, else the bridges' bus numbers, else sysfs."""
     sys_up: dict[str, str | None] = {s.bdf: s.upstream for s in f.get("sysfs", [])}
-    for source, tree in (("lspci -tv", f.get("_tree")), ("lspci -vvv bus numbers", f.get("_bus_tree"))):
+    for source, tree in (
+        ("lspci -tv", f.get("_tree")),
+        ("lspci -vvv bus numbers", f.get("_bus_tree")),
+    ):
         if tree and any(tree_path(tree, g) for g in gpus):
-            return {g: tree_path(tree, g) or ([u] if (u := sys_up.get(g)) else []) for g in gpus}, source
+            return {
+                g: tree_path(tree, g) or ([u] if (u := sys_up.get(g)) else []) for g in gpus
+            }, source
     if any(sys_up.values()):
         return {g: [u] if (u := sys_up.get(g)) else [] for g in gpus}, "sysfs upstream port"
     return {g: [] for g in gpus}, None
 
 
-def split_live(devices: list[PciDevice], smi: list[SmiLink], sysfs: list[SysPci]
-               ) -> tuple[list[SmiLink], list[SysPci], dict[str, LinkNow]]:
+def split_live(
+    devices: list[PciDevice], smi: list[SmiLink], sysfs: list[SysPci]
+) -> tuple[list[SmiLink], list[SysPci], dict[str, LinkNow]]:
     """Move what changes with load and power state out of the stable facts into `link_now` (a volatile fact),
     so two audits of an unchanged machine compare equal."""
     now: dict[str, dict[str, Any]] = {}
@@ -93,7 +115,10 @@ def split_live(devices: list[PciDevice], smi: list[SmiLink], sysfs: list[SysPci]
         if cur := {k: v for k, v in p.values.items() if k in LIVE_SYSFS}:
             now.setdefault(p.bdf, {})["sysfs"] = cur
     stable_smi = [s.model_copy(update=dict.fromkeys(LIVE_SMI)) for s in smi]
-    stable_sys = [p.model_copy(update={"values": {k: v for k, v in p.values.items() if k not in LIVE_SYSFS}}) for p in sysfs]
+    stable_sys = [
+        p.model_copy(update={"values": {k: v for k, v in p.values.items() if k not in LIVE_SYSFS}})
+        for p in sysfs
+    ]
     return stable_smi, stable_sys, {bdf: LinkNow(**v) for bdf, v in now.items()}
 
 
@@ -116,10 +141,23 @@ def extract(outputs: Outputs, role: Role) -> PcieFacts:
         if problem:
             problems[cid] = problem
     if any(d.access_denied for d in f.get("devices", [])):
-        problems["lspci_vvv"] = ACCESS_DENIED  # config space beyond 64 bytes unread: every capability check is unknown
+        problems["lspci_vvv"] = (
+            ACCESS_DENIED  # config space beyond 64 bytes unread: every capability check is unknown
+        )
     gpus = gpu_functions(f)
     parents, tree_source = gpu_paths(f, gpus)
-    smi, sysfs, link_now = split_live(f.get("_raw_devices", []), f.get("smi", []), f.get("sysfs", []))
-    return PcieFacts(devices=f.get("devices", []), gpu_bdfs=gpus, parents=parents, tree_source=tree_source,
-                     smi=smi, link_now=link_now, sysfs=sysfs, aspm_policy=f.get("aspm_policy"), cmdline=f.get("cmdline"),
-                     problems=problems)
+    smi, sysfs, link_now = split_live(
+        f.get("_raw_devices", []), f.get("smi", []), f.get("sysfs", [])
+    )
+    return PcieFacts(
+        devices=f.get("devices", []),
+        gpu_bdfs=gpus,
+        parents=parents,
+        tree_source=tree_source,
+        smi=smi,
+        link_now=link_now,
+        sysfs=sysfs,
+        aspm_policy=f.get("aspm_policy"),
+        cmdline=f.get("cmdline"),
+        problems=problems,
+    )

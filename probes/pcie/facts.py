@@ -82,8 +82,12 @@ class PcieFacts(BaseModel, frozen=True):
 
     def smi_rows(self) -> list[SmiLink]:
         """nvidia-smi rows with their current values put back (what the load check judges)."""
-        return [s.model_copy(update={k: getattr(now, k) for k in ("util", "gen_cur", "width_cur")})
-                if (now := self.link_now.get(s.bus_id)) is not None else s for s in self.smi]
+        return [
+            s.model_copy(update={k: getattr(now, k) for k in ("util", "gen_cur", "width_cur")})
+            if (now := self.link_now.get(s.bus_id)) is not None
+            else s
+            for s in self.smi
+        ]
 
     def by_bdf(self) -> dict[str, PciDev]:
         return {d.bdf: d for d in self.devices}

@@ -8,8 +8,16 @@ from gpuaudit.probes.core.parsers.lspci import normalize_bdf
 from gpuaudit.probes.core.parsers.nvidia_smi import parse_query_gpu_csv
 from gpuaudit.probes.pcie.facts import SmiLink, SysPci
 
-SMI_PCIE_FIELDS = ("index", "pci.bus_id", "utilization.gpu", "pcie.link.gen.gpucurrent", "pcie.link.gen.gpumax",
-                   "pcie.link.gen.hostmax", "pcie.link.width.current", "pcie.link.width.max")
+SMI_PCIE_FIELDS = (
+    "index",
+    "pci.bus_id",
+    "utilization.gpu",
+    "pcie.link.gen.gpucurrent",
+    "pcie.link.gen.gpumax",
+    "pcie.link.gen.hostmax",
+    "pcie.link.width.current",
+    "pcie.link.width.max",
+)
 GEN_BY_SPEED = {2.5: 1, 5.0: 2, 8.0: 3, 16.0: 4, 32.0: 5, 64.0: 6}
 _SYS_LINE = re.compile(r"^(/sys/\S*?/([0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]))/([\w/]+):(.*)$")
 _BDF_END = re.compile(r"([0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7])$")
@@ -31,13 +39,17 @@ def parse_sys_pci(text: str) -> list[SysPci]:
         base, bdf, key, val = m.group(1), m.group(2), m.group(3), m.group(4).strip()
         if key == "upstream":
             um = _BDF_END.search(val)
-            devs.setdefault(bdf, {"bdf": bdf, "values": {}, "upstream_values": {}})["upstream"] = um.group(1) if um else None
+            devs.setdefault(bdf, {"bdf": bdf, "values": {}, "upstream_values": {}})["upstream"] = (
+                um.group(1) if um else None
+            )
             continue
         if key.startswith("aer_dev_") and " " in val:
             name, _, count = val.rpartition(" ")
             key, val = f"{key}/{name.strip()}", count
         if base.startswith("/sys/bus/pci/devices/"):
-            devs.setdefault(bdf, {"bdf": bdf, "values": {}, "upstream_values": {}})["values"][key] = val
+            devs.setdefault(bdf, {"bdf": bdf, "values": {}, "upstream_values": {}})["values"][
+                key
+            ] = val
         else:  # an upstream port, addressed by its device path; several GPUs may share it
             for dev in devs.values():
                 if dev.get("upstream") == bdf:
@@ -61,11 +73,17 @@ def parse_smi_pcie(text: str) -> list[SmiLink]:
     out: list[SmiLink] = []
     for r in parse_query_gpu_csv(text, list(SMI_PCIE_FIELDS)):
         util = r.get("utilization.gpu")
-        out.append(SmiLink(index=r.get("index") or str(len(out)), bus_id=normalize_bdf(r.get("pci.bus_id") or f"gpu{len(out)}"),
-                           util=float(util) if util and re.fullmatch(r"[0-9.]+", util) else None,
-                           # older captures use the deprecated gen.current/gen.max names (header-driven)
-                           gen_cur=to_int(r.get("pcie.link.gen.gpucurrent") or r.get("pcie.link.gen.current")),
-                           gen_gpumax=to_int(r.get("pcie.link.gen.gpumax") or r.get("pcie.link.gen.max")),
-                           gen_hostmax=to_int(r.get("pcie.link.gen.hostmax")),
-                           width_cur=to_int(r.get("pcie.link.width.current")), width_max=to_int(r.get("pcie.link.width.max"))))
+        out.append(
+            SmiLink(
+                index=r.get("index") or str(len(out)),
+                bus_id=normalize_bdf(r.get("pci.bus_id") or f"gpu{len(out)}"),
+                util=float(util) if util and re.fullmatch(r"[0-9.]+", util) else None,
+                # older captures use the deprecated gen.current/gen.max names (header-driven)
+                gen_cur=to_int(r.get("pcie.link.gen.gpucurrent") or r.get("pcie.link.gen.current")),
+                gen_gpumax=to_int(r.get("pcie.link.gen.gpumax") or r.get("pcie.link.gen.max")),
+                gen_hostmax=to_int(r.get("pcie.link.gen.hostmax")),
+                width_cur=to_int(r.get("pcie.link.width.current")),
+                width_max=to_int(r.get("pcie.link.width.max")),
+            )
+        )
     return out

@@ -18,7 +18,12 @@ def summarize(facts: FactsByTarget) -> str:
     if h.smi:
         gens = sorted({s.gen_gpumax for s in h.smi if s.gen_gpumax})
         widths = sorted({s.width_max for s in h.smi if s.width_max})
-        parts.append(f"{label} " + "/".join(f"Gen{g}" for g in gens) + " " + "/".join(f"x{w}" for w in widths))
+        parts.append(
+            f"{label} "
+            + "/".join(f"Gen{g}" for g in gens)
+            + " "
+            + "/".join(f"x{w}" for w in widths)
+        )
     elif gpus:
         gens = sorted({GEN_BY_SPEED.get(d.lnkcap_speed or 0, 0) for d in gpus} - {0})
         parts.append(f"{label} " + "/".join(f"Gen{g}" for g in gens))

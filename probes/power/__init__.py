@@ -10,16 +10,54 @@ from gpuaudit.probes.core.sources import use
 from gpuaudit.probes.core.spec import Probe
 from gpuaudit.probes.power.checks import CHECKS
 from gpuaudit.probes.power.extract import SMI_POWER_FIELDS, extract, parse_smi_power, parse_uniq_c
-from gpuaudit.probes.power.facts import VOLATILE_FACTS, GpuPower, GpuReading, IdleStateFact, PowerFacts
+from gpuaudit.probes.power.facts import (
+    VOLATILE_FACTS,
+    GpuPower,
+    GpuReading,
+    IdleStateFact,
+    PowerFacts,
+)
 from gpuaudit.probes.power.summary import summarize
 
 PROBE_ID = "power"
-COMMANDS = use('lscpu_json', 'sys_cpufreq', 'sys_governors', 'sys_epp', 'sys_cpuidle', 'sys_cppc', 'cpupower_freq',
-               'cpupower_idle', 'proc_cmdline', 'smi_query_power', 'smi_q_xml', 'nvidia_rtd3',
-               'cpu_hypervisor_flag')
+COMMANDS = use(
+    "lscpu_json",
+    "sys_cpufreq",
+    "sys_governors",
+    "sys_epp",
+    "sys_cpuidle",
+    "sys_cppc",
+    "cpupower_freq",
+    "cpupower_idle",
+    "proc_cmdline",
+    "smi_query_power",
+    "smi_q_xml",
+    "nvidia_rtd3",
+    "cpu_hypervisor_flag",
+)
 
-PROBE = Probe(id=PROBE_ID, title="Power management", commands=COMMANDS, extract=extract, checks=CHECKS,
-              summarize=summarize, volatile_facts=VOLATILE_FACTS)
+PROBE = Probe(
+    id=PROBE_ID,
+    title="Power management",
+    commands=COMMANDS,
+    extract=extract,
+    checks=CHECKS,
+    summarize=summarize,
+    volatile_facts=VOLATILE_FACTS,
+)
 
-__all__ = ["CHECKS", "COMMANDS", "GpuPower", "GpuReading", "IdleStateFact", "PROBE", "PROBE_ID", "PowerFacts",
-           "SMI_POWER_FIELDS", "extract", "parse_smi_power", "parse_uniq_c", "summarize"]
+__all__ = [
+    "CHECKS",
+    "COMMANDS",
+    "GpuPower",
+    "GpuReading",
+    "IdleStateFact",
+    "PROBE",
+    "PROBE_ID",
+    "PowerFacts",
+    "SMI_POWER_FIELDS",
+    "extract",
+    "parse_smi_power",
+    "parse_uniq_c",
+    "summarize",
+]

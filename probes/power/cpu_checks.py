@@ -4,7 +4,16 @@ from __future__ import annotations
 
 import re
 
-from gpuaudit.probes.core.judge.checks import Ctx, Verdict, critical, info, not_applicable, ok, unknown, warning
+from gpuaudit.probes.core.judge.checks import (
+    Ctx,
+    Verdict,
+    critical,
+    info,
+    not_applicable,
+    ok,
+    unknown,
+    warning,
+)
 from gpuaudit.probes.core.judge.combiners import vm_reason
 from gpuaudit.probes.core.parsers.cpu import DEEP_LATENCY_US, is_deep_cstate
 from gpuaudit.probes.power.facts import IdleStateFact, PowerFacts
@@ -28,40 +37,63 @@ def scaling_driver(ctx: Ctx) -> Verdict:
     h: PowerFacts = ctx.f
     d = h.scaling_driver
     if d is None:
-        if h.cpu_vendor is None:  # without the vendor "no driver" could be a read we do not understand
-            return unknown("no cpufreq driver listed and the CPU vendor was not read: "
-                           + h.problems.get("lscpu_json", "lscpu_json not collected"))
+        if (
+            h.cpu_vendor is None
+        ):  # without the vendor "no driver" could be a read we do not understand
+            return unknown(
+                "no cpufreq driver listed and the CPU vendor was not read: "
+                + h.problems.get("lscpu_json", "lscpu_json not collected")
+            )
         return not_applicable(NO_DRIVER, "info")
     if d == "acpi-cpufreq" and _is_zen2_plus(h):
         return _acpi_cpufreq_on_amd(h)
     if d in ("amd-pstate-epp", "amd-pstate", "intel_pstate"):
-        return ok(f"scaling_driver={d}" + (f" (amd_pstate status {h.amd_pstate_status})" if h.amd_pstate_status else ""),
-                  title=f"CPU frequency driver {d}")
+        return ok(
+            f"scaling_driver={d}"
+            + (f" (amd_pstate status {h.amd_pstate_status})" if h.amd_pstate_status else ""),
+            title=f"CPU frequency driver {d}",
+        )
     if d == "intel_cpufreq":
-        return info("scaling_driver=intel_cpufreq", "intel_pstate (active, HWP)", title="intel_pstate in passive mode",
-                    why="Passive mode lets a generic governor pick frequencies instead of the hardware (HWP).",
-                    fix="Remove intel_pstate=passive from the kernel command line if it was not deliberate.")
-    return info(f"scaling_driver={d}" + ("" if h.cpu_vendor else "; CPU vendor unknown"), title=f"CPU frequency driver {d}")
+        return info(
+            "scaling_driver=intel_cpufreq",
+            "intel_pstate (active, HWP)",
+            title="intel_pstate in passive mode",
+            why="Passive mode lets a generic governor pick frequencies instead of the hardware (HWP).",
+            fix="Remove intel_pstate=passive from the kernel command line if it was not deliberate.",
+        )
+    return info(
+        f"scaling_driver={d}" + ("" if h.cpu_vendor else "; CPU vendor unknown"),
+        title=f"CPU frequency driver {d}",
+    )
 
 
 def _acpi_cpufreq_on_amd(h: PowerFacts) -> Verdict:
     cppc = True if (h.cppc_present or h.amd_pstate_status) else h.cppc_present
     fam = f"family {h.cpu_family:#x}" if h.cpu_family is not None else "AMD"
     if not cppc:
-        return info(f"scaling_driver=acpi-cpufreq on AMD {fam}; "
-                    + ("ACPI CPPC not exposed" if cppc is False else "CPPC state unknown"),
-                    "amd-pstate once BIOS CPPC is enabled", title="acpi-cpufreq on an AMD CPU without visible CPPC",
-                    why="amd-pstate needs the ACPI _CPC objects; without them the kernel falls back to acpi-cpufreq.",
-                    fix="Enable CPPC in BIOS (see firmware.cppc), then boot with amd_pstate=active.")
-    kernel_note = (" On Zen 5 (family 0x1A) servers amd-pstate is only the default from kernel 6.13;"
-                   " older kernels need amd_pstate=active." if (h.cpu_family or 0) >= 0x1A else "")
-    return warning(f"scaling_driver=acpi-cpufreq on AMD {fam} with ACPI CPPC exposed",
-                   "amd-pstate-epp (active) or amd-pstate (passive/guided)",
-                   title="acpi-cpufreq instead of amd-pstate on an AMD CPU",
-                   why="acpi-cpufreq only knows the few coarse ACPI _PSS P-states, while amd-pstate uses CPPC so the"
-                       " firmware picks frequency on a continuous scale and ramps faster between host-side steps."
-                       + kernel_note,
-                   fix="Boot with amd_pstate=active (kernel command line) or move to kernel >= 6.13; keep BIOS CPPC enabled.")
+        return info(
+            f"scaling_driver=acpi-cpufreq on AMD {fam}; "
+            + ("ACPI CPPC not exposed" if cppc is False else "CPPC state unknown"),
+            "amd-pstate once BIOS CPPC is enabled",
+            title="acpi-cpufreq on an AMD CPU without visible CPPC",
+            why="amd-pstate needs the ACPI _CPC objects; without them the kernel falls back to acpi-cpufreq.",
+            fix="Enable CPPC in BIOS (see firmware.cppc), then boot with amd_pstate=active.",
+        )
+    kernel_note = (
+        " On Zen 5 (family 0x1A) servers amd-pstate is only the default from kernel 6.13;"
+        " older kernels need amd_pstate=active."
+        if (h.cpu_family or 0) >= 0x1A
+        else ""
+    )
+    return warning(
+        f"scaling_driver=acpi-cpufreq on AMD {fam} with ACPI CPPC exposed",
+        "amd-pstate-epp (active) or amd-pstate (passive/guided)",
+        title="acpi-cpufreq instead of amd-pstate on an AMD CPU",
+        why="acpi-cpufreq only knows the few coarse ACPI _PSS P-states, while amd-pstate uses CPPC so the"
+        " firmware picks frequency on a continuous scale and ramps faster between host-side steps."
+        + kernel_note,
+        fix="Boot with amd_pstate=active (kernel command line) or move to kernel >= 6.13; keep BIOS CPPC enabled.",
+    )
 
 
 def governor(ctx: Ctx) -> Verdict:
@@ -69,26 +101,44 @@ def governor(ctx: Ctx) -> Verdict:
     g = h.governors
     if not g:
         if h.scaling_driver or not (ctx.usable("sys_cpufreq") or ctx.usable("cpupower_freq")):
-            return unknown("no cpufreq policy listed a governor" + ("" if h.scaling_driver else
-                           "; cpufreq driver not read: " + h.problems.get("sys_cpufreq", "sys_cpufreq not collected")))
+            return unknown(
+                "no cpufreq policy listed a governor"
+                + (
+                    ""
+                    if h.scaling_driver
+                    else "; cpufreq driver not read: "
+                    + h.problems.get("sys_cpufreq", "sys_cpufreq not collected")
+                )
+            )
         return not_applicable(NO_DRIVER, "info")
     obs = ", ".join(f"{k} on {v} polic{'y' if v == 1 else 'ies'}" for k, v in sorted(g.items()))
     if set(g) == {"performance"}:
         return ok(obs, title="Governor performance everywhere")
     if "powersave" in g and h.scaling_driver not in EPP_DRIVERS:
-        return critical(obs, "performance", title="powersave governor pins CPUs to the lowest P-state",
-                        why=f"With {h.scaling_driver or 'this driver'} powersave selects the lowest frequency,"
-                            " stretching every host-side step between GPU kernels.",
-                        fix="cpupower frequency-set -g performance at boot (systemd unit or tuned profile).")
+        return critical(
+            obs,
+            "performance",
+            title="powersave governor pins CPUs to the lowest P-state",
+            why=f"With {h.scaling_driver or 'this driver'} powersave selects the lowest frequency,"
+            " stretching every host-side step between GPU kernels.",
+            fix="cpupower frequency-set -g performance at boot (systemd unit or tuned profile).",
+        )
     if set(g) & {"schedutil", "ondemand", "conservative", "userspace"}:
-        return warning(obs, "performance", title="Load-following governor on the CPUs",
-                       why="schedutil/ondemand/conservative ramp frequency after load appears; short bursty host steps"
-                           " between GPU kernels often finish before the clock rises.",
-                       fix="cpupower frequency-set -g performance at boot (systemd unit or tuned accelerator-performance).")
-    return info(obs, "performance, or powersave with EPP=performance",
-                title="Governor powersave with a hardware-managed driver",
-                why="With amd-pstate-epp/intel_pstate active the hardware picks the frequency from the EPP hint;"
-                    " powersave is not slow by itself (see power.cpu_epp).")
+        return warning(
+            obs,
+            "performance",
+            title="Load-following governor on the CPUs",
+            why="schedutil/ondemand/conservative ramp frequency after load appears; short bursty host steps"
+            " between GPU kernels often finish before the clock rises.",
+            fix="cpupower frequency-set -g performance at boot (systemd unit or tuned accelerator-performance).",
+        )
+    return info(
+        obs,
+        "performance, or powersave with EPP=performance",
+        title="Governor powersave with a hardware-managed driver",
+        why="With amd-pstate-epp/intel_pstate active the hardware picks the frequency from the EPP hint;"
+        " powersave is not slow by itself (see power.cpu_epp).",
+    )
 
 
 def epp(ctx: Ctx) -> Verdict:
@@ -99,7 +149,9 @@ def epp(ctx: Ctx) -> Verdict:
         if d in EPP_DRIVERS:
             return unknown(f"driver {d} exposes EPP but none was read")
         if d is None and h.cpu_vendor is None:
-            return unknown("cpufreq driver unknown: " + h.problems.get("lscpu_json", "CPU vendor not read"))
+            return unknown(
+                "cpufreq driver unknown: " + h.problems.get("lscpu_json", "CPU vendor not read")
+            )
         return not_applicable(f"driver {d or 'none'} exposes no energy_performance_preference")
     obs = ", ".join(f"{k} on {v}" for k, v in sorted(h.epp.items()))
     if set(h.epp) & {"power", "balance_power"}:
@@ -112,7 +164,11 @@ def epp(ctx: Ctx) -> Verdict:
 def boost(ctx: Ctx) -> Verdict:
     h: PowerFacts = ctx.f
     if h.boost is None:
-        return unknown("no boost control visible") if h.scaling_driver else not_applicable(NO_DRIVER, "info")
+        return (
+            unknown("no boost control visible")
+            if h.scaling_driver
+            else not_applicable(NO_DRIVER, "info")
+        )
     if h.boost:
         return ok(f"boost on ({h.boost_source})", title="CPU boost enabled")
     return warning(f"boost off ({h.boost_source})", "boost on", title="CPU boost disabled")
@@ -121,7 +177,9 @@ def boost(ctx: Ctx) -> Verdict:
 def cmdline_cstate_cap(cmdline: str | None) -> str | None:
     """The kernel parameter that keeps CPUs out of deep states (idle=poll, processor.max_cstate=1...), or None."""
     for tok in (cmdline or "").split():
-        if tok in ("idle=poll", "idle=halt") or re.fullmatch(r"(processor|intel_idle)\.max_cstate=[01]", tok):
+        if tok in ("idle=poll", "idle=halt") or re.fullmatch(
+            r"(processor|intel_idle)\.max_cstate=[01]", tok
+        ):
             return tok
     return None
 
@@ -143,18 +201,35 @@ def cstates(ctx: Ctx) -> Verdict:
     deep = deep_states(h)
     enabled = [s for s in deep if not s.disabled]
     if not enabled:
-        basis = "" if h.cpu_vendor else f" (CPU vendor not read: deep = exit latency >= {DEEP_LATENCY_US} µs)"
-        return ok((f"deep states disabled: {_names(deep)}" if deep else f"only shallow states: {_names(h.idle_states)}")
-                  + basis, title="No deep C-state enabled")
+        basis = (
+            ""
+            if h.cpu_vendor
+            else f" (CPU vendor not read: deep = exit latency >= {DEEP_LATENCY_US} µs)"
+        )
+        return ok(
+            (
+                f"deep states disabled: {_names(deep)}"
+                if deep
+                else f"only shallow states: {_names(h.idle_states)}"
+            )
+            + basis,
+            title="No deep C-state enabled",
+        )
     cap = cmdline_cstate_cap(h.cmdline)
     qos = h.pm_qos_resume_latency_us
     if cap or (qos and 0 < qos < min(s.latency_us or 0 for s in enabled)):
-        return ok(f"{_names(enabled)} enabled in sysfs but capped by " + (cap or f"pm_qos_resume_latency_us={qos}"),
-                  title="Deep C-states capped by the kernel")
+        return ok(
+            f"{_names(enabled)} enabled in sysfs but capped by "
+            + (cap or f"pm_qos_resume_latency_us={qos}"),
+            title="Deep C-states capped by the kernel",
+        )
     used = any(h.idle_usage.get(s.key, 0) > 0 for s in enabled)
     cpus = ", ".join(map(str, sorted({s.cpu for s in enabled})))
-    obs = (f"{_names(enabled)} enabled on CPU(s) {cpus}" + (", entered" if used else ", usage 0")
-           + f" (driver {h.idle_driver or '?'})")
+    obs = (
+        f"{_names(enabled)} enabled on CPU(s) {cpus}"
+        + (", entered" if used else ", usage 0")
+        + f" (driver {h.idle_driver or '?'})"
+    )
     title = "Deep CPU C-states enabled" + ("" if used else " (not entered yet)")
     return warning(obs, title=title) if used else info(obs, title=title)
 
@@ -163,21 +238,42 @@ def effective_freq(ctx: Ctx) -> Verdict:
     """Passive part: a frequency policy capped far below the CPU's maximum caps every busy core (issue 12 item 10)."""
     h: PowerFacts = ctx.f
     pmax, hmax = h.policy_max_mhz, h.hw_max_mhz
-    manual = ("manual: run turbostat --show Core,CPU,Bzy_MHz,Busy%,PkgWatt while the engine is busy"
-              " (needs MSR access and load; the passive audit does not sample it)")
+    manual = (
+        "manual: run turbostat --show Core,CPU,Bzy_MHz,Busy%,PkgWatt while the engine is busy"
+        " (needs MSR access and load; the passive audit does not sample it)"
+    )
     if not (pmax and hmax) or pmax >= POLICY_CAP_RATIO * hmax:
         return info(manual)
     obs = f"frequency policy capped at {pmax / 1000:.2f} GHz of the CPU's {hmax / 1000:.2f} GHz ({h.policy_source})"
-    if h.boost is False:  # amd-pstate/acpi-cpufreq lower the ceiling to nominal with boost off: one cause, one warning
-        return info(obs + "; consistent with boost off (see power.cpu_boost)", title="Frequency policy at nominal: boost off")
-    return warning(obs, f"policy maximum = hardware maximum ({hmax / 1000:.2f} GHz)",
-                   title="CPU frequency policy capped below the hardware maximum",
-                   why="Every core of the engine, NCCL proxy and tokenizer threads runs at most at the policy ceiling:"
-                       " each host-side step between GPU kernels takes proportionally longer.",
-                   fix="Raise the ceiling: cpupower frequency-set -u <max> (or echo cpuinfo_max_freq into"
-                       " scaling_max_freq); check the tuned profile (tuned-adm active) and the BIOS power cap /"
-                       " cTDP / determinism settings that lower it; after suspend-resume bugs, reboot.")
+    if (
+        h.boost is False
+    ):  # amd-pstate/acpi-cpufreq lower the ceiling to nominal with boost off: one cause, one warning
+        return info(
+            obs + "; consistent with boost off (see power.cpu_boost)",
+            title="Frequency policy at nominal: boost off",
+        )
+    return warning(
+        obs,
+        f"policy maximum = hardware maximum ({hmax / 1000:.2f} GHz)",
+        title="CPU frequency policy capped below the hardware maximum",
+        why="Every core of the engine, NCCL proxy and tokenizer threads runs at most at the policy ceiling:"
+        " each host-side step between GPU kernels takes proportionally longer.",
+        fix="Raise the ceiling: cpupower frequency-set -u <max> (or echo cpuinfo_max_freq into"
+        " scaling_max_freq); check the tuned profile (tuned-adm active) and the BIOS power cap /"
+        " cTDP / determinism settings that lower it; after suspend-resume bugs, reboot.",
+    )
 
 
-__all__ = ["DEEP_LATENCY_US", "EPP_DRIVERS", "boost", "cmdline_cstate_cap", "cstates", "deep_states", "effective_freq",
-           "epp", "governor", "in_vm", "scaling_driver"]
+__all__ = [
+    "DEEP_LATENCY_US",
+    "EPP_DRIVERS",
+    "boost",
+    "cmdline_cstate_cap",
+    "cstates",
+    "deep_states",
+    "effective_freq",
+    "epp",
+    "governor",
+    "in_vm",
+    "scaling_driver",
+]

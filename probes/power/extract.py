@@ -18,16 +18,35 @@ from gpuaudit.probes.core.parsers.cpu import (
     parse_grep_h,
     parse_lscpu,
 )
-from gpuaudit.probes.core.parsers.nvidia_smi import SmiXmlGpu, csv_row_errors, parse_query_gpu_csv, parse_smi_q_xml
+from gpuaudit.probes.core.parsers.nvidia_smi import (
+    SmiXmlGpu,
+    csv_row_errors,
+    parse_query_gpu_csv,
+    parse_smi_q_xml,
+)
 from gpuaudit.probes.core.parsing import first_line
 from gpuaudit.probes.core.spec import Outputs, usable_stdout
 from gpuaudit.probes.power.facts import GpuPower, GpuReading, IdleStateFact, PowerFacts
 
 SMI_POWER_FIELDS = (
-    "index", "pci.bus_id", "pstate", "utilization.gpu", "power.draw", "enforced.power.limit", "power.default_limit",
-    "power.max_limit", "clocks.sm", "clocks.max.sm", "clocks.mem", "clocks.max.mem", "clocks.applications.graphics",
-    "temperature.gpu", "clocks_event_reasons.hw_slowdown", "clocks_event_reasons.hw_thermal_slowdown",
-    "clocks_event_reasons.hw_power_brake_slowdown", "clocks_event_reasons.sw_thermal_slowdown",
+    "index",
+    "pci.bus_id",
+    "pstate",
+    "utilization.gpu",
+    "power.draw",
+    "enforced.power.limit",
+    "power.default_limit",
+    "power.max_limit",
+    "clocks.sm",
+    "clocks.max.sm",
+    "clocks.mem",
+    "clocks.max.mem",
+    "clocks.applications.graphics",
+    "temperature.gpu",
+    "clocks_event_reasons.hw_slowdown",
+    "clocks_event_reasons.hw_thermal_slowdown",
+    "clocks_event_reasons.hw_power_brake_slowdown",
+    "clocks_event_reasons.sw_thermal_slowdown",
     "clocks_event_reasons.sw_power_cap",
 )
 REASON_FIELDS = tuple(f for f in SMI_POWER_FIELDS if f.startswith("clocks_event_reasons."))
@@ -65,34 +84,61 @@ def parse_smi_power(text: str) -> tuple[list[GpuPower], list[GpuReading]]:
         idx = row.get("index") or "?"
         errors = csv_row_errors(row)
         state = {f: (row.get(f) or "").strip().lower() for f in REASON_FIELDS}
-        gpus.append(GpuPower(
-            index=idx, bus_id=row.get("pci.bus_id"), enforced_w=_num(row.get("enforced.power.limit")),
-            default_w=_num(row.get("power.default_limit")), max_w=_num(row.get("power.max_limit")),
-            sm_max_mhz=_num(row.get("clocks.max.sm")), mem_max_mhz=_num(row.get("clocks.max.mem")),
-            app_sm_mhz=_num(row.get("clocks.applications.graphics"))))
-        readings.append(GpuReading(
-            index=idx, pstate=row.get("pstate"), util=_num(row.get("utilization.gpu")),
-            draw_w=_num(row.get("power.draw")), sm_mhz=_num(row.get("clocks.sm")), mem_mhz=_num(row.get("clocks.mem")),
-            temp_c=_num(row.get("temperature.gpu")),
-            active_reasons=[f.split(".", 1)[1] for f in REASON_FIELDS if state[f] == "active"],
-            unread_reasons=[f.split(".", 1)[1] for f in REASON_FIELDS
-                            if f in errors or state[f] not in ("active", "not active")]))
+        gpus.append(
+            GpuPower(
+                index=idx,
+                bus_id=row.get("pci.bus_id"),
+                enforced_w=_num(row.get("enforced.power.limit")),
+                default_w=_num(row.get("power.default_limit")),
+                max_w=_num(row.get("power.max_limit")),
+                sm_max_mhz=_num(row.get("clocks.max.sm")),
+                mem_max_mhz=_num(row.get("clocks.max.mem")),
+                app_sm_mhz=_num(row.get("clocks.applications.graphics")),
+            )
+        )
+        readings.append(
+            GpuReading(
+                index=idx,
+                pstate=row.get("pstate"),
+                util=_num(row.get("utilization.gpu")),
+                draw_w=_num(row.get("power.draw")),
+                sm_mhz=_num(row.get("clocks.sm")),
+                mem_mhz=_num(row.get("clocks.mem")),
+                temp_c=_num(row.get("temperature.gpu")),
+                active_reasons=[f.split(".", 1)[1] for f in REASON_FIELDS if state[f] == "active"],
+                unread_reasons=[
+                    f.split(".", 1)[1]
+                    for f in REASON_FIELDS
+                    if f in errors or state[f] not in ("active", "not active")
+                ],
+            )
+        )
     return gpus, readings
 
 
 # --------------------------------------------------------------------------- one function per source
 
+
 def _lscpu(text: str, f: Fields, problems: dict[str, str]) -> None:
     ident = cpu_identity(parse_lscpu(text))
     if ident.vendor is None:
         problems["lscpu_json"] = "unparsable lscpu output"
-    f.update(cpu_vendor=ident.vendor, cpu_family=ident.family, cpu_model=ident.model,
-             cpu_model_name=ident.model_name, cpu_has_cppc_flag=ident.has_cppc_flag)
+    f.update(
+        cpu_vendor=ident.vendor,
+        cpu_family=ident.family,
+        cpu_model=ident.model,
+        cpu_model_name=ident.model_name,
+        cpu_has_cppc_flag=ident.has_cppc_flag,
+    )
 
 
 def _sys_cpufreq(text: str, f: Fields, problems: dict[str, str]) -> None:
     """path:value lines of cpu0's cpufreq files and the global boost/pstate switches."""
-    one = {k.rsplit("/", 2)[-2] + "/" + k.rsplit("/", 1)[-1]: v[0] for k, v in parse_grep_h(text).items() if v}
+    one = {
+        k.rsplit("/", 2)[-2] + "/" + k.rsplit("/", 1)[-1]: v[0]
+        for k, v in parse_grep_h(text).items()
+        if v
+    }
     f["scaling_driver"] = one.get("cpufreq/scaling_driver")
     f["amd_pstate_status"] = one.get("amd_pstate/status")
     if "cpufreq/boost" in one:
@@ -104,9 +150,16 @@ def _sys_cpufreq(text: str, f: Fields, problems: dict[str, str]) -> None:
         f["governors"] = {one["cpufreq/scaling_governor"]: 1}
     if not f.get("epp") and one.get("cpufreq/energy_performance_preference"):
         f["epp"] = {one["cpufreq/energy_performance_preference"]: 1}
-    smax, hmax = _num(one.get("cpufreq/scaling_max_freq")), _num(one.get("cpufreq/cpuinfo_max_freq"))
+    smax, hmax = (
+        _num(one.get("cpufreq/scaling_max_freq")),
+        _num(one.get("cpufreq/cpuinfo_max_freq")),
+    )
     if smax and hmax:  # kHz in sysfs
-        f.update(policy_max_mhz=smax / 1000, hw_max_mhz=hmax / 1000, policy_source="cpu0 scaling_max_freq/cpuinfo_max_freq")
+        f.update(
+            policy_max_mhz=smax / 1000,
+            hw_max_mhz=hmax / 1000,
+            policy_source="cpu0 scaling_max_freq/cpuinfo_max_freq",
+        )
 
 
 def _cpupower_freq(text: str, f: Fields, problems: dict[str, str]) -> None:
@@ -118,8 +171,11 @@ def _cpupower_freq(text: str, f: Fields, problems: dict[str, str]) -> None:
     if f.get("boost") is None and info.boost_active is not None:
         f["boost"], f["boost_source"] = info.boost_active, "cpupower"
     if f.get("policy_max_mhz") is None and info.policy_max_mhz and info.hw_max_mhz:
-        f.update(policy_max_mhz=info.policy_max_mhz, hw_max_mhz=info.hw_max_mhz,
-                 policy_source="cpupower current policy/hardware limits")
+        f.update(
+            policy_max_mhz=info.policy_max_mhz,
+            hw_max_mhz=info.hw_max_mhz,
+            policy_source="cpupower current policy/hardware limits",
+        )
 
 
 def _sys_cpuidle(text: str, f: Fields, problems: dict[str, str]) -> None:
@@ -139,7 +195,10 @@ def _cpupower_idle(text: str, f: Fields, problems: dict[str, str]) -> None:
 
 
 def _set_states(f: Fields, states: list[tuple[int, Any]]) -> None:
-    facts = [IdleStateFact(cpu=cpu, name=s.name, latency_us=s.latency_us, disabled=s.disabled) for cpu, s in states]
+    facts = [
+        IdleStateFact(cpu=cpu, name=s.name, latency_us=s.latency_us, disabled=s.disabled)
+        for cpu, s in states
+    ]
     f["idle_states"] = facts
     f["idle_usage"] = {st.key: s.usage for st, (_, s) in zip(facts, states) if s.usage is not None}
 
@@ -151,19 +210,39 @@ def _smi_power(text: str, f: Fields, problems: dict[str, str]) -> None:
         problems["smi_query_power"] = f"unparsable nvidia-smi output: {exc}"
 
 
-XML_REASONS = ("hw_slowdown", "hw_thermal_slowdown", "hw_power_brake_slowdown", "sw_thermal_slowdown", "sw_power_cap")
+XML_REASONS = (
+    "hw_slowdown",
+    "hw_thermal_slowdown",
+    "hw_power_brake_slowdown",
+    "sw_thermal_slowdown",
+    "sw_power_cap",
+)
 """The reasons the checks judge (the CSV's set); the XML's gpu_idle/applications_clocks/sync_boost describe load."""
 
 
 def _from_xml(g: SmiXmlGpu) -> tuple[dict[str, Any], dict[str, Any]]:
     """One `nvidia-smi -q -x` GPU -> (GpuPower fields, GpuReading fields); absent values left out."""
-    limits = dict(bus_id=g.bus_id, enforced_w=g.power_limit_w, default_w=g.power_default_limit_w,
-                  max_w=g.power_max_limit_w, mem_max_mhz=g.mem_clock_max_mhz, temp_slowdown_c=g.temp_slowdown_c)
+    limits = dict(
+        bus_id=g.bus_id,
+        enforced_w=g.power_limit_w,
+        default_w=g.power_default_limit_w,
+        max_w=g.power_max_limit_w,
+        mem_max_mhz=g.mem_clock_max_mhz,
+        temp_slowdown_c=g.temp_slowdown_c,
+    )
     events = {r: g.clock_events[r] for r in XML_REASONS if r in g.clock_events}
-    reading = dict(pstate=g.performance_state, util=g.utilization_gpu_pct, draw_w=g.power_draw_w, temp_c=g.temp_c,
-                   active_reasons=[r for r, v in events.items() if v] if events else None,
-                   unread_reasons=[r for r, v in events.items() if v is None] if events else None)
-    return ({k: v for k, v in limits.items() if v is not None}, {k: v for k, v in reading.items() if v is not None})
+    reading = dict(
+        pstate=g.performance_state,
+        util=g.utilization_gpu_pct,
+        draw_w=g.power_draw_w,
+        temp_c=g.temp_c,
+        active_reasons=[r for r, v in events.items() if v] if events else None,
+        unread_reasons=[r for r, v in events.items() if v is None] if events else None,
+    )
+    return (
+        {k: v for k, v in limits.items() if v is not None},
+        {k: v for k, v in reading.items() if v is not None},
+    )
 
 
 def _smi_xml(text: str, f: Fields, problems: dict[str, str]) -> None:
@@ -180,8 +259,20 @@ def _smi_xml(text: str, f: Fields, problems: dict[str, str]) -> None:
         idx = str(x.index)
         limits, reading = _from_xml(x)
         old_g, old_r = gpus.get(idx), readings.get(idx)
-        gpus[idx] = GpuPower(index=idx, **{**limits, **(old_g.model_dump(exclude_none=True, exclude={"index"}) if old_g else {})})
-        keep = old_r.model_dump(exclude_none=True, exclude={"index", "active_reasons", "unread_reasons"}) if old_r else {}
+        gpus[idx] = GpuPower(
+            index=idx,
+            **{
+                **limits,
+                **(old_g.model_dump(exclude_none=True, exclude={"index"}) if old_g else {}),
+            },
+        )
+        keep = (
+            old_r.model_dump(
+                exclude_none=True, exclude={"index", "active_reasons", "unread_reasons"}
+            )
+            if old_r
+            else {}
+        )
         if old_r and (old_r.active_reasons or not old_r.unread_reasons):  # the CSV read the reasons
             keep.update(active_reasons=old_r.active_reasons, unread_reasons=old_r.unread_reasons)
         readings[idx] = GpuReading(index=idx, **{**reading, **keep})
@@ -207,8 +298,13 @@ READERS: tuple[tuple[str, Reader, Callable[[Fields], bool]], ...] = (
     ("sys_governors", lambda t, f, p: f.update(governors=parse_uniq_c(t)), lambda f: True),
     ("sys_epp", lambda t, f, p: f.update(epp=parse_uniq_c(t)), lambda f: True),
     ("sys_cpufreq", _sys_cpufreq, lambda f: True),
-    ("cpupower_freq", _cpupower_freq, lambda f: not f.get("scaling_driver") or f.get("boost") is None
-     or f.get("policy_max_mhz") is None),
+    (
+        "cpupower_freq",
+        _cpupower_freq,
+        lambda f: (
+            not f.get("scaling_driver") or f.get("boost") is None or f.get("policy_max_mhz") is None
+        ),
+    ),
     ("sys_cppc", lambda t, f, p: f.update(cppc_present=bool(parse_grep_h(t))), lambda f: True),
     ("sys_cpuidle", _sys_cpuidle, lambda f: True),
     ("cpupower_idle", _cpupower_idle, lambda f: not f.get("idle_states")),
@@ -226,6 +322,8 @@ def extract(outputs: Outputs, role: Role) -> PowerFacts:
         if when(f) and (text := usable_stdout(outputs, cid, problems)) is not None:
             try:
                 read(text, f, problems)
-            except Exception as exc:  # a parser bug on odd output: that source is unusable, the rest still judged
+            except (
+                Exception
+            ) as exc:  # a parser bug on odd output: that source is unusable, the rest still judged
                 problems[cid] = f"unparsable output: {exc.__class__.__name__}: {exc}"
     return PowerFacts(**f, problems=problems)

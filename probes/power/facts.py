@@ -19,7 +19,7 @@ class IdleStateFact(BaseModel, frozen=True):
 
     @property
     def key(self) -> str:
-        """"cpu0/C2": the key of this state's usage counter in `PowerFacts.idle_usage`."""
+        """ "cpu0/C2": the key of this state's usage counter in `PowerFacts.idle_usage`."""
         return f"cpu{self.cpu}/{self.name}"
 
 

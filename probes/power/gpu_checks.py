@@ -4,7 +4,16 @@ from __future__ import annotations
 
 from typing import cast
 
-from gpuaudit.probes.core.judge.checks import Ctx, Verdict, critical, info, not_applicable, ok, unknown, warning
+from gpuaudit.probes.core.judge.checks import (
+    Ctx,
+    Verdict,
+    critical,
+    info,
+    not_applicable,
+    ok,
+    unknown,
+    warning,
+)
 from gpuaudit.probes.power.facts import GpuPower, GpuReading, PowerFacts
 
 BUSY_UTIL = 50
@@ -23,7 +32,11 @@ def _busy(h: PowerFacts) -> list[GpuReading]:
 def _load_unknown(h: PowerFacts) -> str | None:
     """Why "idle" can't be claimed: utilisation [N/A] on a GPU while none is busy."""
     na = [r.index for r in h.gpu_readings if r.util is None]
-    return f"utilisation [N/A] on GPU {', '.join(na)}: idle or busy unknown" if na and not _busy(h) else None
+    return (
+        f"utilisation [N/A] on GPU {', '.join(na)}: idle or busy unknown"
+        if na and not _busy(h)
+        else None
+    )
 
 
 def _gpu_list(items: list[GpuReading]) -> str:
@@ -39,13 +52,20 @@ def power_limit(ctx: Ctx) -> Verdict:
     if v := _no_gpus(h):
         return v
     if any(g.enforced_w is None or g.default_w is None for g in h.gpus):
-        return unknown("enforced or default power limit is [N/A]", title="GPU power limits not reported")
+        return unknown(
+            "enforced or default power limit is [N/A]", title="GPU power limits not reported"
+        )
     low = [g for g in h.gpus if cast(float, g.enforced_w) < cast(float, g.default_w) - 0.5]
     if not low:
-        return ok(f"{len(h.gpus)} GPU(s) at {', '.join(sorted({f'{g.enforced_w:.0f} W' for g in h.gpus}))}",
-                  title="GPU power limits at default")
-    return warning("; ".join(_limit_text(g) for g in low), "enforced = default power limit",
-                   title="GPU power limit below default")
+        return ok(
+            f"{len(h.gpus)} GPU(s) at {', '.join(sorted({f'{g.enforced_w:.0f} W' for g in h.gpus}))}",
+            title="GPU power limits at default",
+        )
+    return warning(
+        "; ".join(_limit_text(g) for g in low),
+        "enforced = default power limit",
+        title="GPU power limit below default",
+    )
 
 
 def _limit_text(g: GpuPower) -> str:
@@ -63,27 +83,41 @@ def clock_events(ctx: Ctx) -> Verdict:
     swt = [r for r in h.gpu_readings if "sw_thermal_slowdown" in r.active_reasons]
     load = lambda r: f"{r.util:.0f}%" if r.util is not None else "util [N/A]"  # noqa: E731
     if hw:
-        return critical("; ".join(f"GPU {r.index} ({load(r)}): {', '.join(r.active_reasons)}" for r in hw),
-                        "no HW slowdown, power brake or thermal slowdown (at any load)",
-                        title="Hardware slowdown active" + (" on idle GPUs" if not _busy(h) else ""),
-                        why="HW slowdown halves clocks or more; it is driven by the board's power-brake input (PSU,"
-                            " BMC power table) or a thermal alarm, and it is active whether or not work runs.",
-                        fix="Check PSU capacity and cabling, the BMC/iDRAC power and thermal tables for this GPU,"
-                            " and cooling; nvidia-smi -q -d PERFORMANCE,TEMPERATURE shows which reason holds.")
+        return critical(
+            "; ".join(f"GPU {r.index} ({load(r)}): {', '.join(r.active_reasons)}" for r in hw),
+            "no HW slowdown, power brake or thermal slowdown (at any load)",
+            title="Hardware slowdown active" + (" on idle GPUs" if not _busy(h) else ""),
+            why="HW slowdown halves clocks or more; it is driven by the board's power-brake input (PSU,"
+            " BMC power table) or a thermal alarm, and it is active whether or not work runs.",
+            fix="Check PSU capacity and cabling, the BMC/iDRAC power and thermal tables for this GPU,"
+            " and cooling; nvidia-smi -q -d PERFORMANCE,TEMPERATURE shows which reason holds.",
+        )
     if swt:
-        return warning("; ".join(f"GPU {r.index} ({load(r)})" for r in swt), "no thermal slowdown",
-                       title="Software thermal slowdown active",
-                       why="The driver lowers clocks to stay under the temperature target.", fix="Improve airflow.")
+        return warning(
+            "; ".join(f"GPU {r.index} ({load(r)})" for r in swt),
+            "no thermal slowdown",
+            title="Software thermal slowdown active",
+            why="The driver lowers clocks to stay under the temperature target.",
+            fix="Improve airflow.",
+        )
     unread = [r for r in h.gpu_readings if r.unread_reasons]
     if unread:
         return unknown("clock-event reasons [N/A] on GPU " + _gpu_list(unread))
     busy = _busy(h)
     if not busy:
-        return ok(f"no slowdown reason active on {len(h.gpu_readings)} GPU(s)"
-                  + ("" if _load_unknown(h) else " (idle: low clocks at idle are normal)"))
-    return ok(f"{len(busy)} busy GPU(s); " + ("SW power cap active (expected at full load)"
-                                             if any("sw_power_cap" in r.active_reasons for r in busy) else "no reasons active"),
-              title="No harmful clock reductions under load")
+        return ok(
+            f"no slowdown reason active on {len(h.gpu_readings)} GPU(s)"
+            + ("" if _load_unknown(h) else " (idle: low clocks at idle are normal)")
+        )
+    return ok(
+        f"{len(busy)} busy GPU(s); "
+        + (
+            "SW power cap active (expected at full load)"
+            if any("sw_power_cap" in r.active_reasons for r in busy)
+            else "no reasons active"
+        ),
+        title="No harmful clock reductions under load",
+    )
 
 
 def thermal_headroom(ctx: Ctx) -> Verdict:
@@ -96,19 +130,37 @@ def thermal_headroom(ctx: Ctx) -> Verdict:
     slowdown = {g.index: g.temp_slowdown_c for g in h.gpus if g.temp_slowdown_c}
     over = [r for r in temps if r.index in slowdown and cast(float, r.temp_c) >= slowdown[r.index]]
     if over:  # at any load: the GPU is already slowing itself down
-        return critical("; ".join(f"GPU {r.index}: {r.temp_c:.0f} °C, slowdown at {slowdown[r.index]:.0f} °C" for r in over),
-                        "below the slowdown temperature", title="GPUs at their slowdown temperature")
+        return critical(
+            "; ".join(
+                f"GPU {r.index}: {r.temp_c:.0f} °C, slowdown at {slowdown[r.index]:.0f} °C"
+                for r in over
+            ),
+            "below the slowdown temperature",
+            title="GPUs at their slowdown temperature",
+        )
     busy = _busy(h)
-    near = [r for r in busy if r.index in slowdown and cast(float, r.temp_c) >= slowdown[r.index] - SLOWDOWN_MARGIN_C]
+    near = [
+        r
+        for r in busy
+        if r.index in slowdown and cast(float, r.temp_c) >= slowdown[r.index] - SLOWDOWN_MARGIN_C
+    ]
     hot = near or [r for r in busy if r.index not in slowdown and cast(float, r.temp_c) >= HOT_C]
     if hot:
-        return warning("; ".join(f"GPU {r.index}: {r.temp_c:.0f} °C" + (f" (slowdown {slowdown[r.index]:.0f} °C)"
-                                                                          if r.index in slowdown else "") for r in hot),
-                       f"more than {SLOWDOWN_MARGIN_C} °C below the slowdown temperature (< {HOT_C} °C if not reported)",
-                       title="GPUs hot under load")
+        return warning(
+            "; ".join(
+                f"GPU {r.index}: {r.temp_c:.0f} °C"
+                + (f" (slowdown {slowdown[r.index]:.0f} °C)" if r.index in slowdown else "")
+                for r in hot
+            ),
+            f"more than {SLOWDOWN_MARGIN_C} °C below the slowdown temperature (< {HOT_C} °C if not reported)",
+            title="GPUs hot under load",
+        )
     top = max(temps, key=lambda r: r.temp_c or 0)
-    return ok(f"max {top.temp_c:.0f} °C" + (f" (slowdown {slowdown[top.index]:.0f} °C)" if top.index in slowdown else ""),
-              title="GPU temperatures fine")
+    return ok(
+        f"max {top.temp_c:.0f} °C"
+        + (f" (slowdown {slowdown[top.index]:.0f} °C)" if top.index in slowdown else ""),
+        title="GPU temperatures fine",
+    )
 
 
 def locked_clocks(ctx: Ctx) -> Verdict:
@@ -117,10 +169,17 @@ def locked_clocks(ctx: Ctx) -> Verdict:
         return v
     if any(g.sm_max_mhz is None for g in h.gpus):
         return unknown("clocks.max.sm [N/A]", title="GPU max clocks not reported")
-    locked = [g for g in h.gpus if g.app_sm_mhz and g.sm_max_mhz and g.app_sm_mhz < 0.9 * g.sm_max_mhz]
+    locked = [
+        g for g in h.gpus if g.app_sm_mhz and g.sm_max_mhz and g.app_sm_mhz < 0.9 * g.sm_max_mhz
+    ]
     if locked:
-        return warning("; ".join(f"GPU {g.index}: {g.app_sm_mhz:.0f} of {g.sm_max_mhz:.0f} MHz" for g in locked),
-                       "application clock = max", title="Application clocks below max")
+        return warning(
+            "; ".join(
+                f"GPU {g.index}: {g.app_sm_mhz:.0f} of {g.sm_max_mhz:.0f} MHz" for g in locked
+            ),
+            "application clock = max",
+            title="Application clocks below max",
+        )
     return ok("application clocks at max or unset", title="No reduced application clocks")
 
 
@@ -132,24 +191,47 @@ def pstate_under_load(ctx: Ctx) -> Verdict:
         return unknown(why, title="GPU load unknown: P-state not judged")
     busy = _busy(h)
     if not busy:
-        return not_applicable("idle (" + ", ".join(sorted({r.pstate or "?" for r in h.gpu_readings})) + " at idle is normal)")
+        return not_applicable(
+            "idle ("
+            + ", ".join(sorted({r.pstate or "?" for r in h.gpu_readings}))
+            + " at idle is normal)"
+        )
     maxima = {g.index: g.mem_max_mhz for g in h.gpus}
-    slow = [r for r in busy if r.mem_mhz and maxima.get(r.index) and r.mem_mhz < 0.95 * cast(float, maxima[r.index])]
+    slow = [
+        r
+        for r in busy
+        if r.mem_mhz and maxima.get(r.index) and r.mem_mhz < 0.95 * cast(float, maxima[r.index])
+    ]
     if slow:
-        return warning("; ".join(f"GPU {r.index}: {r.mem_mhz:.0f} of {maxima[r.index]:.0f} MHz ({r.pstate})" for r in slow),
-                       "memory clock at max while busy", title="Memory clock below max under load")
+        return warning(
+            "; ".join(
+                f"GPU {r.index}: {r.mem_mhz:.0f} of {maxima[r.index]:.0f} MHz ({r.pstate})"
+                for r in slow
+            ),
+            "memory clock at max while busy",
+            title="Memory clock below max under load",
+        )
     if na := [r.index for r in busy if not (r.mem_mhz and maxima.get(r.index))]:
-        return unknown(f"clocks.mem or clocks.max.mem [N/A] on busy GPU {', '.join(na)}",
-                       title="Memory clock under load not reported")
-    return ok(", ".join(sorted({r.pstate or "?" for r in busy})), title="Memory clocks at max under load")
+        return unknown(
+            f"clocks.mem or clocks.max.mem [N/A] on busy GPU {', '.join(na)}",
+            title="Memory clock under load not reported",
+        )
+    return ok(
+        ", ".join(sorted({r.pstate or "?" for r in busy})), title="Memory clocks at max under load"
+    )
 
 
 def rtd3(ctx: Ctx) -> Verdict:
     h: PowerFacts = ctx.f
     if not h.rtd3:
-        return info("no /proc/driver/nvidia/gpus/*/power", title="GPU runtime D3 status not visible")
+        return info(
+            "no /proc/driver/nvidia/gpus/*/power", title="GPU runtime D3 status not visible"
+        )
     on = {b: s for b, s in h.rtd3.items() if s.lower().startswith("enabled")}
     if on:
-        return info("; ".join(f"{b}: {s}" for b, s in sorted(on.items())), "disabled on a server",
-                    title="Runtime D3 enabled on GPUs")
+        return info(
+            "; ".join(f"{b}: {s}" for b, s in sorted(on.items())),
+            "disabled on a server",
+            title="Runtime D3 enabled on GPUs",
+        )
     return ok(", ".join(sorted(set(h.rtd3.values()))), title="Runtime D3 off")

@@ -16,7 +16,9 @@ def summarize(facts: FactsByTarget) -> str:
         parts.append("/".join(sorted(h.governors)))
     if deep := deep_states(h):
         s = max(deep, key=lambda s: s.latency_us or 0)
-        parts.append(f"{s.name} {s.latency_us}µs {'on' if any(not x.disabled for x in deep) else 'off'}")
+        parts.append(
+            f"{s.name} {s.latency_us}µs {'on' if any(not x.disabled for x in deep) else 'off'}"
+        )
     elif h.idle_states:
         parts.append("no deep C-states")
     return " · ".join(parts)

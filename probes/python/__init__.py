@@ -16,11 +16,36 @@ from gpuaudit.probes.python.parsers import driver_max_cuda, parse_gpu_cc, parse_
 from gpuaudit.probes.python.summary import summarize
 
 PROBE_ID = "python"
-COMMANDS = use("smi_query_driver", "pyenv", "engine_procs", "engine_proc_status", "engine_logs", "jit_cache_dirs",
-               "engine_model_files")  # engine_model_files: the roofline (probes/core/roofline)
+COMMANDS = use(
+    "smi_query_driver",
+    "pyenv",
+    "engine_procs",
+    "engine_proc_status",
+    "engine_logs",
+    "jit_cache_dirs",
+    "engine_model_files",
+)  # engine_model_files: the roofline (probes/core/roofline)
 
-PROBE = Probe(id=PROBE_ID, title="Python runtime", commands=COMMANDS, extract=extract, checks=CHECKS,
-              summarize=summarize, volatile_facts=VOLATILE)
+PROBE = Probe(
+    id=PROBE_ID,
+    title="Python runtime",
+    commands=COMMANDS,
+    extract=extract,
+    checks=CHECKS,
+    summarize=summarize,
+    volatile_facts=VOLATILE,
+)
 
-__all__ = ["CHECKS", "COMMANDS", "PROBE", "PROBE_ID", "JitDir", "PythonFacts", "driver_max_cuda", "extract",
-           "parse_gpu_cc", "parse_jit_dirs", "summarize"]
+__all__ = [
+    "CHECKS",
+    "COMMANDS",
+    "PROBE",
+    "PROBE_ID",
+    "JitDir",
+    "PythonFacts",
+    "driver_max_cuda",
+    "extract",
+    "parse_gpu_cc",
+    "parse_jit_dirs",
+    "summarize",
+]

@@ -13,62 +13,130 @@ from gpuaudit.probes.python.targets import FIRST_OF, no_engine
 _ON = dict(roles=BOTH, first_of=FIRST_OF)
 
 CHECKS: tuple[Check, ...] = (
-    Check("python.torch_arch_support", "torch built for the GPU's architecture", "container",
-          why="is_available() still returns True on an unsupported arch; the failure arrives at the first kernel "
-              "('no kernel image is available'), or PTX is JIT-compiled without the tuned kernels.",
-          fix="Install a torch built from a CUDA 12.8+ index (cu128/cu13x) matching the engine.",
-          expected="sm_<cc> of every GPU in torch's compiled arch list (sm_120 for Blackwell RTX)",
-          verdict=rt.torch_arch_support, sources=("pyenv",), needs_gpu=True, **_ON),
-    Check("python.cuda_stack_versions", "CUDA runtime/library wheels coherent", "container",
-          why="Two CUDA runtimes in one process load whichever comes first; old Triton cannot generate sm_120 code.",
-          fix="Reinstall the engine's wheels from one CUDA index (e.g. all cu130).",
-          expected="one CUDA major across torch and nvidia-* wheels; Triton ≥ 3.3 on sm_120",
-          verdict=rt.cuda_stack_versions, sources=("pyenv",), **_ON),
-    Check("python.flashinfer_sm120", "FlashInfer kernels exist for sm_120", "container",
-          why="flashinfer-cubin 0.6.11 had no sm_120/121 cubins and fell through to wrong-arch ones, producing "
-              "degenerate NVFP4-MoE output on RTX PRO 6000.",
-          fix="Upgrade flashinfer-python/-cubin/-jit-cache together to a release with sm_120 targets; clear ~/.cache/flashinfer.",
-          expected="FlashInfer cubins/JIT targets include sm_120 (12.0f)",
-          verdict=rt.flashinfer_sm120, sources=("pyenv",), needs_gpu=True, **_ON),
-    Check("python.cuda_graphs", "CUDA graphs disabled in the serving engine", "engine",
-          why="In eager mode every decode step re-launches all kernels from the host: 8× RTX PRO 6000 with "
-              "--enforce-eager decoded at ~2–4 tok/s; enabling graphs gave 4–5× elsewhere. Some sm_120 "
-              "setups run eager on purpose because capture fails: confirm why it is off.",
-          fix="Remove --disable-cuda-graph / --enforce-eager from the engine's launch command (lower --cuda-graph-max-bs "
-              "if capture runs out of memory).",
-          expected="CUDA graphs on for decode (the engine default)",
-          verdict=eng.cuda_graphs, sources=("engine_procs",), applies=no_engine, **_ON),
-    Check("python.dangerous_env", "Environment variables that wreck performance", "engine",
-          why="CUDA_LAUNCH_BLOCKING serialises every kernel launch with the host; DSA and disabled caching "
-              "allocators add checks and cudaMalloc calls to each step.",
-          fix="Remove the debug variables from the engine's environment (container config, unit file, launch script).",
-          verdict=eng.dangerous_env, sources=("engine_procs",), applies=no_engine, **_ON),
-    Check("python.attention_backend", "Attention/GEMM path selected by the engine", "engine",
-          why="sm_120 support landed piecemeal: FA3/FlashMLA/TRT-LLM MLA kernels and DeepGEMM do not run on "
-              "Blackwell RTX, so engines fall back to slower paths or fail.",
-          fix="Pick a supported backend explicitly (e.g. --attention-backend flashinfer or triton) and check the startup log.",
-          expected="a backend with native kernels for the GPU (FlashInfer/Triton on sm_120)",
-          verdict=eng.attention_backend, sources=("engine_procs",), applies=no_engine, **_ON),
-    Check("python.cuda_runtime_vs_driver", "CUDA runtime supported by the host driver", "host",
-          why="A runtime of a newer CUDA major needs a newer driver; without cuda-compat libs kernels fail to "
-              "load (see driver.cuda_compat_libs).",
-          fix="Upgrade the host driver, or install a torch/engine build for the driver's CUDA major.",
-          verdict=rt.cuda_runtime_vs_driver, sources=("pyenv",), needs_gpu=True, **_ON),
-    Check("python.engine_threads", "Engine CPU threads vs its cpuset", "engine",
-          why="OpenMP/torch pools sized to the whole machine inside a small cpuset oversubscribe the allowed CPUs: the "
-              "threads that launch GPU work wait for a CPU between steps.",
-          fix="Set OMP_NUM_THREADS (e.g. allowed CPUs / ranks) in the engine's environment.",
-          verdict=eng.engine_threads, sources=("engine_procs", "engine_proc_status"), applies=no_engine, **_ON),
-    Check("python.jit_caches", "Persistent JIT/compile caches", "container",
-          why="A cache on tmpfs or read-only is rebuilt on every start (slow restarts, not slow decode); caches kept across "
-              "an image upgrade can serve kernels built by the old version (community: wipe the JIT cache after upgrading).",
-          fix="Put the caches on a persisted volume (or set the engine's *_CACHE_DIR there); after an upgrade delete the "
-              "old version's folder.",
-          verdict=rt.jit_caches, sources=("jit_cache_dirs",), **_ON),
-    Check("python.measured_throughput", "Decode throughput the engine reports", "engine",
-          why="The engine's decode-batch figures exclude prefill and queueing; wall-clock tok/s per request includes "
-              "them (a '~9 tok/s' report was 30-35 tok/s decode).",
-          fix="Compare single-stream decode with the roofline (PROBES.md §13); keep the engine's log readable.",
-          expected="compare single-stream decode with the roofline (§13); aggregate tok/s grows with concurrency",
-          verdict=eng.measured_throughput, sources=("engine_procs", "engine_logs"), applies=no_engine, **_ON),
+    Check(
+        "python.torch_arch_support",
+        "torch built for the GPU's architecture",
+        "container",
+        why="is_available() still returns True on an unsupported arch; the failure arrives at the first kernel "
+        "('no kernel image is available'), or PTX is JIT-compiled without the tuned kernels.",
+        fix="Install a torch built from a CUDA 12.8+ index (cu128/cu13x) matching the engine.",
+        expected="sm_<cc> of every GPU in torch's compiled arch list (sm_120 for Blackwell RTX)",
+        verdict=rt.torch_arch_support,
+        sources=("pyenv",),
+        needs_gpu=True,
+        **_ON,
+    ),
+    Check(
+        "python.cuda_stack_versions",
+        "CUDA runtime/library wheels coherent",
+        "container",
+        why="Two CUDA runtimes in one process load whichever comes first; old Triton cannot generate sm_120 code.",
+        fix="Reinstall the engine's wheels from one CUDA index (e.g. all cu130).",
+        expected="one CUDA major across torch and nvidia-* wheels; Triton ≥ 3.3 on sm_120",
+        verdict=rt.cuda_stack_versions,
+        sources=("pyenv",),
+        **_ON,
+    ),
+    Check(
+        "python.flashinfer_sm120",
+        "FlashInfer kernels exist for sm_120",
+        "container",
+        why="flashinfer-cubin 0.6.11 had no sm_120/121 cubins and fell through to wrong-arch ones, producing "
+        "degenerate NVFP4-MoE output on RTX PRO 6000.",
+        fix="Upgrade flashinfer-python/-cubin/-jit-cache together to a release with sm_120 targets; clear ~/.cache/flashinfer.",
+        expected="FlashInfer cubins/JIT targets include sm_120 (12.0f)",
+        verdict=rt.flashinfer_sm120,
+        sources=("pyenv",),
+        needs_gpu=True,
+        **_ON,
+    ),
+    Check(
+        "python.cuda_graphs",
+        "CUDA graphs disabled in the serving engine",
+        "engine",
+        why="In eager mode every decode step re-launches all kernels from the host: 8× RTX PRO 6000 with "
+        "--enforce-eager decoded at ~2–4 tok/s; enabling graphs gave 4–5× elsewhere. Some sm_120 "
+        "setups run eager on purpose because capture fails: confirm why it is off.",
+        fix="Remove --disable-cuda-graph / --enforce-eager from the engine's launch command (lower --cuda-graph-max-bs "
+        "if capture runs out of memory).",
+        expected="CUDA graphs on for decode (the engine default)",
+        verdict=eng.cuda_graphs,
+        sources=("engine_procs",),
+        applies=no_engine,
+        **_ON,
+    ),
+    Check(
+        "python.dangerous_env",
+        "Environment variables that wreck performance",
+        "engine",
+        why="CUDA_LAUNCH_BLOCKING serialises every kernel launch with the host; DSA and disabled caching "
+        "allocators add checks and cudaMalloc calls to each step.",
+        fix="Remove the debug variables from the engine's environment (container config, unit file, launch script).",
+        verdict=eng.dangerous_env,
+        sources=("engine_procs",),
+        applies=no_engine,
+        **_ON,
+    ),
+    Check(
+        "python.attention_backend",
+        "Attention/GEMM path selected by the engine",
+        "engine",
+        why="sm_120 support landed piecemeal: FA3/FlashMLA/TRT-LLM MLA kernels and DeepGEMM do not run on "
+        "Blackwell RTX, so engines fall back to slower paths or fail.",
+        fix="Pick a supported backend explicitly (e.g. --attention-backend flashinfer or triton) and check the startup log.",
+        expected="a backend with native kernels for the GPU (FlashInfer/Triton on sm_120)",
+        verdict=eng.attention_backend,
+        sources=("engine_procs",),
+        applies=no_engine,
+        **_ON,
+    ),
+    Check(
+        "python.cuda_runtime_vs_driver",
+        "CUDA runtime supported by the host driver",
+        "host",
+        why="A runtime of a newer CUDA major needs a newer driver; without cuda-compat libs kernels fail to "
+        "load (see driver.cuda_compat_libs).",
+        fix="Upgrade the host driver, or install a torch/engine build for the driver's CUDA major.",
+        verdict=rt.cuda_runtime_vs_driver,
+        sources=("pyenv",),
+        needs_gpu=True,
+        **_ON,
+    ),
+    Check(
+        "python.engine_threads",
+        "Engine CPU threads vs its cpuset",
+        "engine",
+        why="OpenMP/torch pools sized to the whole machine inside a small cpuset oversubscribe the allowed CPUs: the "
+        "threads that launch GPU work wait for a CPU between steps.",
+        fix="Set OMP_NUM_THREADS (e.g. allowed CPUs / ranks) in the engine's environment.",
+        verdict=eng.engine_threads,
+        sources=("engine_procs", "engine_proc_status"),
+        applies=no_engine,
+        **_ON,
+    ),
+    Check(
+        "python.jit_caches",
+        "Persistent JIT/compile caches",
+        "container",
+        why="A cache on tmpfs or read-only is rebuilt on every start (slow restarts, not slow decode); caches kept across "
+        "an image upgrade can serve kernels built by the old version (community: wipe the JIT cache after upgrading).",
+        fix="Put the caches on a persisted volume (or set the engine's *_CACHE_DIR there); after an upgrade delete the "
+        "old version's folder.",
+        verdict=rt.jit_caches,
+        sources=("jit_cache_dirs",),
+        **_ON,
+    ),
+    Check(
+        "python.measured_throughput",
+        "Decode throughput the engine reports",
+        "engine",
+        why="The engine's decode-batch figures exclude prefill and queueing; wall-clock tok/s per request includes "
+        "them (a '~9 tok/s' report was 30-35 tok/s decode).",
+        fix="Compare single-stream decode with the roofline (PROBES.md §13); keep the engine's log readable.",
+        expected="compare single-stream decode with the roofline (§13); aggregate tok/s grows with concurrency",
+        verdict=eng.measured_throughput,
+        sources=("engine_procs", "engine_logs"),
+        applies=no_engine,
+        **_ON,
+    ),
 )

@@ -21,7 +21,15 @@ from gpuaudit.probes.python.parsers import median, sm_of
 from gpuaudit.probes.python.targets import engine, engine_missing, gpus
 
 # Attention backends with no sm_120 kernels (Hopper/datacenter-Blackwell only).
-_NO_SM120_BACKENDS = {"fa3", "flashmla", "cutlass_mla", "trtllm_mla", "trtllm_mha", "flash_attn_3", "fa4"}
+_NO_SM120_BACKENDS = {
+    "fa3",
+    "flashmla",
+    "cutlass_mla",
+    "trtllm_mla",
+    "trtllm_mha",
+    "flash_attn_3",
+    "fa4",
+}
 
 
 def cuda_graphs(ctx: Ctx) -> Verdict:
@@ -30,28 +38,47 @@ def cuda_graphs(ctx: Ctx) -> Verdict:
     role, e = found
     ev = ((role, "engine_procs"),)
     if e.cuda_graphs_disabled:
-        return critical(f"{e.engine_kind} (pid {e.engine_pid}) started with {e.graph_flag}, TP={e.tp}", evidence=ev,
-                        title="CUDA graphs disabled in the serving engine (confirm intent)",
-                        fix=f"Remove {e.graph_flag} from the engine's launch command (lower --cuda-graph-max-bs if capture "
-                            "runs out of memory).")
-    return ok(f"{e.engine_kind} (pid {e.engine_pid}): no --disable-cuda-graph/--enforce-eager, TP={e.tp}",
-              title="CUDA graphs not disabled", evidence=ev)
+        return critical(
+            f"{e.engine_kind} (pid {e.engine_pid}) started with {e.graph_flag}, TP={e.tp}",
+            evidence=ev,
+            title="CUDA graphs disabled in the serving engine (confirm intent)",
+            fix=f"Remove {e.graph_flag} from the engine's launch command (lower --cuda-graph-max-bs if capture "
+            "runs out of memory).",
+        )
+    return ok(
+        f"{e.engine_kind} (pid {e.engine_pid}): no --disable-cuda-graph/--enforce-eager, TP={e.tp}",
+        title="CUDA graphs not disabled",
+        evidence=ev,
+    )
 
 
 def env_issues(env: dict[str, str], needed: int, ngpu: int | None) -> list[tuple[str, str]]:
     """(severity, text) for debug/limiting variables and GPUs hidden from the TP x PP layout."""
     issues: list[tuple[str, str]] = []
     if env.get("CUDA_LAUNCH_BLOCKING", "0") not in ("0", ""):
-        issues.append(("critical", f"CUDA_LAUNCH_BLOCKING={env['CUDA_LAUNCH_BLOCKING']} (every kernel launch synchronous)"))
+        issues.append(
+            (
+                "critical",
+                f"CUDA_LAUNCH_BLOCKING={env['CUDA_LAUNCH_BLOCKING']} (every kernel launch synchronous)",
+            )
+        )
     if env.get("NCCL_DEBUG", "").upper() == "TRACE":
         issues.append(("warning", "NCCL_DEBUG=TRACE"))
-    issues += [("warning", f"{k}={env[k]}") for k in ("TORCH_USE_CUDA_DSA", "PYTORCH_NO_CUDA_MEMORY_CACHING")
-               if env.get(k, "0") not in ("0", "")]
+    issues += [
+        ("warning", f"{k}={env[k]}")
+        for k in ("TORCH_USE_CUDA_DSA", "PYTORCH_NO_CUDA_MEMORY_CACHING")
+        if env.get(k, "0") not in ("0", "")
+    ]
     vis = env.get("CUDA_VISIBLE_DEVICES")
     if vis is not None:
         visible = len([x for x in vis.split(",") if x.strip() and x.strip() != "-1"])
         if visible < needed:
-            issues.append(("critical", f"CUDA_VISIBLE_DEVICES={vis} shows {visible} GPU(s) but TP×PP={needed}"))
+            issues.append(
+                (
+                    "critical",
+                    f"CUDA_VISIBLE_DEVICES={vis} shows {visible} GPU(s) but TP×PP={needed}",
+                )
+            )
     elif ngpu is not None and needed > ngpu:
         issues.append(("critical", f"TP×PP={needed} exceeds the {ngpu} GPU(s) visible"))
     if "OMP_NUM_THREADS" not in env:
@@ -65,19 +92,33 @@ def dangerous_env(ctx: Ctx) -> Verdict:
     role, e = found
     ev = ((role, "engine_procs"),)
     if not e.engine_env_readable:
-        return unknown("/proc/<pid>/environ unreadable (needs root or the engine's uid)", evidence=ev,
-                       title="Engine environment not readable", fix="Run the audit as root (or --sudo).")
+        return unknown(
+            "/proc/<pid>/environ unreadable (needs root or the engine's uid)",
+            evidence=ev,
+            title="Engine environment not readable",
+            fix="Run the audit as root (or --sudo).",
+        )
     needed = (e.tp or 1) * (e.pp or 1)
     g = gpus(ctx)
     ngpu = len(g[1].compute_caps) if g else None
     issues = env_issues(e.engine_env, needed, ngpu)
     if not [i for i in issues if i[0] != "info"]:
-        return Verdict("info" if issues else "ok", "; ".join(t for _, t in issues)
-                       or f"checked {len(e.engine_env)} CUDA/NCCL/torch variables; TP×PP={needed}" + (f" on {ngpu} GPUs" if ngpu else ""),
-                       title="No performance-wrecking variables in the engine's environment", evidence=ev)
+        return Verdict(
+            "info" if issues else "ok",
+            "; ".join(t for _, t in issues)
+            or f"checked {len(e.engine_env)} CUDA/NCCL/torch variables; TP×PP={needed}"
+            + (f" on {ngpu} GPUs" if ngpu else ""),
+            title="No performance-wrecking variables in the engine's environment",
+            evidence=ev,
+        )
     worst = "critical" if any(s == "critical" for s, _ in issues) else "warning"
-    return Verdict(worst, "; ".join(t for _, t in issues), "no debug variables in production; every GPU the TP×PP layout needs visible",
-                   title="Debug or limiting variables set in the engine's environment", evidence=ev)
+    return Verdict(
+        worst,
+        "; ".join(t for _, t in issues),
+        "no debug variables in production; every GPU the TP×PP layout needs visible",
+        title="Debug or limiting variables set in the engine's environment",
+        evidence=ev,
+    )
 
 
 def attention_backend(ctx: Ctx) -> Verdict:
@@ -86,9 +127,22 @@ def attention_backend(ctx: Ctx) -> Verdict:
     role, e = found
     g = gpus(ctx)
     sm120 = g is not None and any(sm_of(c) in (120, 121) for c in g[1].compute_caps)
-    backend = e.attention_backend or e.engine_env.get("VLLM_ATTENTION_BACKEND") or e.engine_env.get("SGLANG_ATTENTION_BACKEND")
-    deepgemm = next((f"{k}={v}" for k, v in e.engine_env.items() if "DEEPGEMM" in k and v not in ("0", "false", "False")), None)
-    extra = (f"; MoE runner {e.moe_backend}" if e.moe_backend else "") + (f"; {deepgemm}" if deepgemm else "")
+    backend = (
+        e.attention_backend
+        or e.engine_env.get("VLLM_ATTENTION_BACKEND")
+        or e.engine_env.get("SGLANG_ATTENTION_BACKEND")
+    )
+    deepgemm = next(
+        (
+            f"{k}={v}"
+            for k, v in e.engine_env.items()
+            if "DEEPGEMM" in k and v not in ("0", "false", "False")
+        ),
+        None,
+    )
+    extra = (f"; MoE runner {e.moe_backend}" if e.moe_backend else "") + (
+        f"; {deepgemm}" if deepgemm else ""
+    )
     if sm120 and backend and backend.lower() in _NO_SM120_BACKENDS:
         sev, title = "warning", f"Attention backend {backend} has no sm_120 kernels"
     elif sm120 and deepgemm:
@@ -99,8 +153,12 @@ def attention_backend(ctx: Ctx) -> Verdict:
         sev, title = "ok", f"Attention backend {backend}"
     else:
         sev, title = "info", "Attention backend: engine default (see its startup log)"
-    return Verdict(sev, f"{e.engine_kind}: attention backend {backend or 'not set (auto)'}{extra}", title=title,
-                   evidence=((role, "engine_procs"),))
+    return Verdict(
+        sev,
+        f"{e.engine_kind}: attention backend {backend or 'not set (auto)'}{extra}",
+        title=title,
+        evidence=((role, "engine_procs"),),
+    )
 
 
 def engine_threads(ctx: Ctx) -> Verdict:
@@ -110,25 +168,46 @@ def engine_threads(ctx: Ctx) -> Verdict:
     role, e = found
     ev = ((role, "engine_proc_status"), (role, "engine_procs"))
     if e.proc_threads is None:
-        return unknown(e.problems.get("engine_proc_status", "not collected"), title="Engine thread counts not read", evidence=ev)
+        return unknown(
+            e.problems.get("engine_proc_status", "not collected"),
+            title="Engine thread counts not read",
+            evidence=ev,
+        )
     known = [(n, t, c) for n, t, c in e.proc_threads if c]
     if not known or not e.cpus_online:
-        return unknown(f"{len(e.proc_threads)} engine process(es); allowed CPUs or online CPUs unreadable",
-                       title="Engine CPU affinity not read", evidence=ev)
+        return unknown(
+            f"{len(e.proc_threads)} engine process(es); allowed CPUs or online CPUs unreadable",
+            title="Engine CPU affinity not read",
+            evidence=ev,
+        )
     allowed = min(c for _n, _t, c in known)
     busiest = max(known, key=lambda x: x[1])
     omp = e.engine_env.get("OMP_NUM_THREADS") if e.engine_env_readable else None
     ranks = max(1, len([n for n, _t, _c in known if re.search(r"TP\d+|Worker", n)]))
-    obs = (f"{len(known)} engine process(es), up to {busiest[1]} threads ({busiest[0]}); allowed {allowed} of "
-           f"{e.cpus_online} online CPUs; OMP_NUM_THREADS={omp or 'unset'}; {ranks} rank(s)")
+    obs = (
+        f"{len(known)} engine process(es), up to {busiest[1]} threads ({busiest[0]}); allowed {allowed} of "
+        f"{e.cpus_online} online CPUs; OMP_NUM_THREADS={omp or 'unset'}; {ranks} rank(s)"
+    )
     if omp and omp.isdigit() and int(omp) * ranks > allowed:
-        return warning(obs, f"OMP_NUM_THREADS × ranks ≤ {allowed}", title="OMP threads × ranks exceed the engine's CPUs", evidence=ev)
+        return warning(
+            obs,
+            f"OMP_NUM_THREADS × ranks ≤ {allowed}",
+            title="OMP threads × ranks exceed the engine's CPUs",
+            evidence=ev,
+        )
     if not omp and allowed < e.cpus_online and busiest[1] > allowed:
-        return warning(obs, f"thread pools ≤ {allowed} allowed CPUs (OMP_NUM_THREADS set)", evidence=ev,
-                       title="Engine threads sized to the host while its cpuset is small")
+        return warning(
+            obs,
+            f"thread pools ≤ {allowed} allowed CPUs (OMP_NUM_THREADS set)",
+            evidence=ev,
+            title="Engine threads sized to the host while its cpuset is small",
+        )
     if not omp and allowed >= e.cpus_online:
-        return info(f"not applicable: cpuset is the whole machine; {obs}", evidence=ev,
-                    title="Engine may use every CPU (no small cpuset to oversubscribe)")
+        return info(
+            f"not applicable: cpuset is the whole machine; {obs}",
+            evidence=ev,
+            title="Engine may use every CPU (no small cpuset to oversubscribe)",
+        )
     return ok(obs, title="Engine thread pools fit its CPUs", evidence=ev)
 
 
@@ -139,16 +218,31 @@ def measured_throughput(ctx: Ctx) -> Verdict:
     role, e = found
     ev = ((role, "engine_logs"),)
     if e.log_sources is None:
-        return unknown(e.problems.get("engine_logs", "not collected"), title="Engine log not read", evidence=ev)
+        return unknown(
+            e.problems.get("engine_logs", "not collected"), title="Engine log not read", evidence=ev
+        )
     if not e.throughput:
-        return unknown(f"log: {', '.join(e.log_sources) or 'none found'}; no 'gen throughput' / 'Avg generation throughput' lines",
-                       title="No throughput figures in the engine log", evidence=ev,
-                       fix="Keep the engine's log (a file or a systemd unit), or start SGLang with --enable-metrics / "
-                           "scrape vLLM's /metrics.")
+        return unknown(
+            f"log: {', '.join(e.log_sources) or 'none found'}; no 'gen throughput' / 'Avg generation throughput' lines",
+            title="No throughput figures in the engine log",
+            evidence=ev,
+            fix="Keep the engine's log (a file or a systemd unit), or start SGLang with --enable-metrics / "
+            "scrape vLLM's /metrics.",
+        )
     single = [t for t, r in e.throughput if r == 1]
     last_t, last_r = e.throughput[-1]
-    obs = (f"{len(e.throughput)} sample(s); last {last_t:.1f} tok/s at {last_r if last_r is not None else '?'} running request(s); "
-           f"peak {max(t for t, _r in e.throughput):.1f} tok/s"
-           + (f"; single stream median {median(single):.1f} tok/s ({len(single)} samples)" if single else "")
-           + (f"; speculative acceptance {e.decode_accept_len:.2f} tokens/step" if e.decode_accept_len is not None else ""))
+    obs = (
+        f"{len(e.throughput)} sample(s); last {last_t:.1f} tok/s at {last_r if last_r is not None else '?'} running request(s); "
+        f"peak {max(t for t, _r in e.throughput):.1f} tok/s"
+        + (
+            f"; single stream median {median(single):.1f} tok/s ({len(single)} samples)"
+            if single
+            else ""
+        )
+        + (
+            f"; speculative acceptance {e.decode_accept_len:.2f} tokens/step"
+            if e.decode_accept_len is not None
+            else ""
+        )
+    )
     return info(obs, title="Decode throughput the engine reports", evidence=ev)

@@ -17,10 +17,12 @@ from gpuaudit.probes.core.parsers.pyenv import arch_sms, cuda_major_minor
 from gpuaudit.probes.python.parsers import GPU_SOURCE, driver_max_cuda, sm_of
 from gpuaudit.probes.python.targets import engine, gpu_problem, gpus
 
-_ARCH_TITLES = {"ok": "torch carries kernels for every GPU architecture",
-                "warning": "torch only has PTX for the GPU (JIT at first use)",
-                "critical": "torch has no kernels for the GPU's architecture",
-                "unknown": "torch covers the readable GPUs; some compute capabilities unreadable"}
+_ARCH_TITLES = {
+    "ok": "torch carries kernels for every GPU architecture",
+    "warning": "torch only has PTX for the GPU (JIT at first use)",
+    "critical": "torch has no kernels for the GPU's architecture",
+    "unknown": "torch covers the readable GPUs; some compute capabilities unreadable",
+}
 
 
 def arch_coverage(arch_list: list[str], ccs: list[str]) -> tuple[str, list[str]]:
@@ -47,81 +49,154 @@ def torch_arch_support(ctx: Ctx) -> Verdict:
     grole, gf = g
     ev = ((grole, GPU_SOURCE),)
     if rt.torch is None:
-        return info(f"not applicable: {rt.interpreter or 'python3'} has no torch ({(rt.torch_error or '')[:120]})",
-                    title="torch not installed in the inspected Python", evidence=ev,
-                    why="Without a serving engine's interpreter the probe inspects python3; pass --python to aim it.",
-                    fix="Point --python at the engine's interpreter (e.g. /opt/venv/bin/python).")
+        return info(
+            f"not applicable: {rt.interpreter or 'python3'} has no torch ({(rt.torch_error or '')[:120]})",
+            title="torch not installed in the inspected Python",
+            evidence=ev,
+            why="Without a serving engine's interpreter the probe inspects python3; pass --python to aim it.",
+            fix="Point --python at the engine's interpreter (e.g. /opt/venv/bin/python).",
+        )
     if rt.torch_cuda is None:
-        return critical(f"torch {rt.torch}, torch.version.cuda=None", title="torch is a CPU-only build", evidence=ev,
-                        fix="Install a CUDA build of torch matching the engine.")
+        return critical(
+            f"torch {rt.torch}, torch.version.cuda=None",
+            title="torch is a CPU-only build",
+            evidence=ev,
+            fix="Install a CUDA build of torch matching the engine.",
+        )
     if rt.arch_list is None:
-        return unknown(f"torch {rt.torch}, torch.version.cuda={rt.torch_cuda}", title="torch arch list unreadable", evidence=ev)
+        return unknown(
+            f"torch {rt.torch}, torch.version.cuda={rt.torch_cuda}",
+            title="torch arch list unreadable",
+            evidence=ev,
+        )
     ccs = sorted({c for c in gf.compute_caps if sm_of(c) is not None})
-    if not ccs:  # GPUs listed, but no compute capability readable: nothing to compare the arch list with
-        return unknown(f"torch {rt.torch} arch list {' '.join(rt.arch_list)}; nvidia-smi compute_cap "
-                       f"{', '.join(gf.compute_caps)} for {len(gf.compute_caps)} GPU(s)", title="GPU compute capability unreadable",
-                       evidence=ev)
+    if (
+        not ccs
+    ):  # GPUs listed, but no compute capability readable: nothing to compare the arch list with
+        return unknown(
+            f"torch {rt.torch} arch list {' '.join(rt.arch_list)}; nvidia-smi compute_cap "
+            f"{', '.join(gf.compute_caps)} for {len(gf.compute_caps)} GPU(s)",
+            title="GPU compute capability unreadable",
+            evidence=ev,
+        )
     worst, notes = arch_coverage(rt.arch_list, ccs)
     obs = f"torch {rt.torch} (CUDA {rt.torch_cuda}), arch list {' '.join(rt.arch_list)}; GPUs {', '.join(ccs)}: {'; '.join(notes)}"
     unread = sum(1 for c in gf.compute_caps if sm_of(c) is None)
-    if unread and worst == "ok":  # "every GPU" cannot be claimed for GPUs whose capability is missing
+    if (
+        unread and worst == "ok"
+    ):  # "every GPU" cannot be claimed for GPUs whose capability is missing
         worst, obs = "unknown", obs + f"; {unread} GPU(s) with unreadable compute capability"
     return Verdict(worst, obs, title=_ARCH_TITLES[worst], evidence=ev)
 
 
-def wheel_issues(packages: dict[str, str], torch_cuda: str | None, caps: list[str]) -> list[tuple[str, str]]:
+def wheel_issues(
+    packages: dict[str, str], torch_cuda: str | None, caps: list[str]
+) -> list[tuple[str, str]]:
     """(severity, text) for mixed cu12/cu13 wheels, torch vs runtime wheels, Triton too old for sm_120."""
     issues: list[tuple[str, str]] = []
     cu12 = sorted(k for k in packages if k.endswith("-cu12"))
     cu13 = sorted(k for k in packages if k.endswith("-cu13"))
     if cu12 and cu13:
-        issues.append(("warning", f"mixed CUDA runtime wheels: {', '.join(cu12[:3])} and {', '.join(cu13[:3])}"))
+        issues.append(
+            (
+                "warning",
+                f"mixed CUDA runtime wheels: {', '.join(cu12[:3])} and {', '.join(cu13[:3])}",
+            )
+        )
     tv = cuda_major_minor(torch_cuda)
     if tv and (cu12 and tv[0] == 13 and not cu13 or cu13 and tv[0] == 12 and not cu12):
-        issues.append(("warning", f"torch built for CUDA {torch_cuda} but runtime wheels are {'cu12' if cu12 else 'cu13'}"))
+        issues.append(
+            (
+                "warning",
+                f"torch built for CUDA {torch_cuda} but runtime wheels are {'cu12' if cu12 else 'cu13'}",
+            )
+        )
     tri = packages.get("triton")
     m = re.match(r"(\d+)\.(\d+)", tri or "")
     if any(sm_of(c) == 120 for c in caps) and m and (int(m.group(1)), int(m.group(2))) < (3, 3):
-        issues.append(("critical", f"triton {tri} predates sm_120 support (needs ≥ 3.3, shipped with torch 2.7)"))
+        issues.append(
+            (
+                "critical",
+                f"triton {tri} predates sm_120 support (needs ≥ 3.3, shipped with torch 2.7)",
+            )
+        )
     return issues
 
 
 def cuda_stack_versions(ctx: Ctx) -> Verdict:
     rt = ctx.f
     if not rt.packages:
-        return info(f"not applicable: {rt.interpreter or 'python3'} has none of the tracked packages",
-                    title="No CUDA Python packages installed")
+        return info(
+            f"not applicable: {rt.interpreter or 'python3'} has none of the tracked packages",
+            title="No CUDA Python packages installed",
+        )
     g = gpus(ctx)
     pk = rt.packages
     issues = wheel_issues(pk, rt.torch_cuda, g[1].compute_caps if g else [])
-    listed = ", ".join(f"{k} {pk[k]}" for k in ("torch", "triton", "flashinfer-python", "sglang", "sgl-kernel", "vllm") if k in pk)
+    listed = ", ".join(
+        f"{k} {pk[k]}"
+        for k in ("torch", "triton", "flashinfer-python", "sglang", "sgl-kernel", "vllm")
+        if k in pk
+    )
     if not issues:
-        runtime = "cu13" if any(k.endswith("-cu13") for k in pk) else "cu12" if any(k.endswith("-cu12") for k in pk) else "none"
+        runtime = (
+            "cu13"
+            if any(k.endswith("-cu13") for k in pk)
+            else "cu12"
+            if any(k.endswith("-cu12") for k in pk)
+            else "none"
+        )
         return ok(f"{listed}; runtime wheels {runtime}", title="CUDA Python wheels coherent")
     worst = "critical" if any(s == "critical" for s, _ in issues) else "warning"
-    return Verdict(worst, "; ".join(t for _, t in issues) + f" ({listed})", title="CUDA Python wheels inconsistent")
+    return Verdict(
+        worst,
+        "; ".join(t for _, t in issues) + f" ({listed})",
+        title="CUDA Python wheels inconsistent",
+    )
 
 
 def flashinfer_sm120(ctx: Ctx) -> Verdict:
     rt, g = ctx.f, gpus(ctx)
     fi = rt.packages.get("flashinfer-python")
     if not fi:
-        return ok("not applicable: FlashInfer not installed", title="FlashInfer sm_120 check not applicable")
+        return ok(
+            "not applicable: FlashInfer not installed",
+            title="FlashInfer sm_120 check not applicable",
+        )
     if g is None:
-        return unknown(f"flashinfer-python {fi}; {gpu_problem(ctx)}", title="FlashInfer: GPU arch unknown")
+        return unknown(
+            f"flashinfer-python {fi}; {gpu_problem(ctx)}", title="FlashInfer: GPU arch unknown"
+        )
     if not any(sm_of(c) in (120, 121) for c in g[1].compute_caps):
-        return ok("not applicable: no sm_120/121 GPU", title="FlashInfer sm_120 check not applicable")
+        return ok(
+            "not applicable: no sm_120/121 GPU", title="FlashInfer sm_120 check not applicable"
+        )
     cubin = rt.packages.get("flashinfer-cubin")
     eng = engine(ctx)
     archs = eng[1].engine_env.get("FLASHINFER_CUDA_ARCH_LIST") if eng else None
     ev = ((eng[0], "engine_procs"),) if eng else ()
     if cubin and cubin.startswith("0.6.11"):
-        return critical(f"flashinfer-python {fi}, flashinfer-cubin {cubin}", title="flashinfer-cubin 0.6.11 ships no sm_120 cubins")
+        return critical(
+            f"flashinfer-python {fi}, flashinfer-cubin {cubin}",
+            title="flashinfer-cubin 0.6.11 ships no sm_120 cubins",
+        )
     if archs and not re.search(r"12\.0|12\.1|120|121", archs):
-        return critical(f"FLASHINFER_CUDA_ARCH_LIST={archs}", title="FLASHINFER_CUDA_ARCH_LIST excludes sm_120", evidence=ev)
-    obs = f"flashinfer-python {fi}" + (f", cubin {cubin}" if cubin else "") + \
-          (f", jit-cache {rt.packages['flashinfer-jit-cache']}" if "flashinfer-jit-cache" in rt.packages else "") + \
-          (f", FLASHINFER_CUDA_ARCH_LIST={archs}" if archs else "") + "; cubin contents not inspected"
+        return critical(
+            f"FLASHINFER_CUDA_ARCH_LIST={archs}",
+            title="FLASHINFER_CUDA_ARCH_LIST excludes sm_120",
+            evidence=ev,
+        )
+    obs = (
+        f"flashinfer-python {fi}"
+        + (f", cubin {cubin}" if cubin else "")
+        + (
+            f", jit-cache {rt.packages['flashinfer-jit-cache']}"
+            if "flashinfer-jit-cache" in rt.packages
+            else ""
+        )
+        + (f", FLASHINFER_CUDA_ARCH_LIST={archs}" if archs else "")
+        + "; cubin contents not inspected"
+    )
     return ok(obs, title="FlashInfer installed for sm_120 (no known-bad build)", evidence=ev)
 
 
@@ -129,25 +204,45 @@ def cuda_runtime_vs_driver(ctx: Ctx) -> Verdict:
     rt = ctx.f
     runtime = cuda_major_minor(rt.torch_cuda)
     if runtime is None:
-        return ok("not applicable: no CUDA build of torch found", title="CUDA runtime vs driver: no CUDA runtime to compare")
+        return ok(
+            "not applicable: no CUDA build of torch found",
+            title="CUDA runtime vs driver: no CUDA runtime to compare",
+        )
     host = ctx.of("host")
-    drv_role = "host" if host is not None and host.driver else ("container" if ctx.of("container") and ctx.of("container").driver else None)
+    drv_role = (
+        "host"
+        if host is not None and host.driver
+        else ("container" if ctx.of("container") and ctx.of("container").driver else None)
+    )
     driver = ctx.of(drv_role).driver if drv_role else None
     maxc = driver_max_cuda(driver)
     ev = ((drv_role, GPU_SOURCE),) if drv_role else ()
     if driver is None or maxc is None:
-        return unknown(f"torch CUDA {rt.torch_cuda}; driver {driver or 'not read'} ({gpu_problem(ctx)})",
-                       title="Driver's CUDA support unknown", evidence=ev)
+        return unknown(
+            f"torch CUDA {rt.torch_cuda}; driver {driver or 'not read'} ({gpu_problem(ctx)})",
+            title="Driver's CUDA support unknown",
+            evidence=ev,
+        )
     wheel = next((v for k, v in rt.packages.items() if k.startswith("nvidia-cuda-runtime")), None)
-    obs = f"torch built for CUDA {rt.torch_cuda}" + (f" (runtime wheel {wheel})" if wheel else "") + \
-          f"; {drv_role} driver {driver} supports CUDA ≤ {maxc[0]}.{maxc[1]}"
+    obs = (
+        f"torch built for CUDA {rt.torch_cuda}"
+        + (f" (runtime wheel {wheel})" if wheel else "")
+        + f"; {drv_role} driver {driver} supports CUDA ≤ {maxc[0]}.{maxc[1]}"
+    )
     if runtime[0] > maxc[0]:
-        return critical(obs, f"runtime major ≤ {maxc[0]} (or valid forward-compat libs)", evidence=ev,
-                        title="CUDA runtime newer than the host driver supports")
+        return critical(
+            obs,
+            f"runtime major ≤ {maxc[0]} (or valid forward-compat libs)",
+            evidence=ev,
+            title="CUDA runtime newer than the host driver supports",
+        )
     if runtime > maxc:
-        return ok(obs + "; minor-version compatibility applies", title="CUDA runtime newer minor than the driver (compatible)",
-                  why="Same major: minor-version compatibility runs it, but features needing newer PTX/JIT may fail.",
-                  evidence=ev)
+        return ok(
+            obs + "; minor-version compatibility applies",
+            title="CUDA runtime newer minor than the driver (compatible)",
+            why="Same major: minor-version compatibility runs it, but features needing newer PTX/JIT may fail.",
+            evidence=ev,
+        )
     return ok(obs, title="CUDA runtime supported by the driver", evidence=ev)
 
 
@@ -156,23 +251,37 @@ def jit_caches(ctx: Ctx) -> Verdict:
     dirs = rt.jit_dirs or []
     if not dirs:
         eng = engine(ctx)
-        return Verdict("info" if eng else "ok",
-                       "no FlashInfer/Triton/vLLM/SGLang/DeepGEMM/inductor cache under the audit user's home"
-                       + ("" if eng else "; not applicable: no serving engine found")
-                       + " (an engine running as another user, or with *_CACHE_DIR set, keeps them elsewhere)",
-                       title="No JIT cache folders found")
+        return Verdict(
+            "info" if eng else "ok",
+            "no FlashInfer/Triton/vLLM/SGLang/DeepGEMM/inductor cache under the audit user's home"
+            + ("" if eng else "; not applicable: no serving engine found")
+            + " (an engine running as another user, or with *_CACHE_DIR set, keeps them elsewhere)",
+            title="No JIT cache folders found",
+        )
     fi = rt.packages.get("flashinfer-python")
-    stale = [f"{d.path} holds {', '.join(other[:3])} next to the installed {fi}" for d in dirs
-             if d.path.endswith("/flashinfer") and fi
-             and (other := [x for x in d.entries if re.fullmatch(r"\d+\.\d+\.\d+\S*", x) and x != fi])]
+    stale = [
+        f"{d.path} holds {', '.join(other[:3])} next to the installed {fi}"
+        for d in dirs
+        if d.path.endswith("/flashinfer")
+        and fi
+        and (other := [x for x in d.entries if re.fullmatch(r"\d+\.\d+\.\d+\S*", x) and x != fi])
+    ]
     volatile = [f"{d.path} on {d.fs}" for d in dirs if (d.fs or "") in ("tmpfs", "ramfs")]
     readonly = [d.path for d in dirs if not d.writable]
-    listing = "; ".join(f"{d.path} ({d.fs or '?'}{', read-only' if not d.writable else ''}, {len(d.entries)} entries)" for d in dirs)
+    listing = "; ".join(
+        f"{d.path} ({d.fs or '?'}{', read-only' if not d.writable else ''}, {len(d.entries)} entries)"
+        for d in dirs
+    )
     if stale:
-        return warning("; ".join(stale), "only the installed version's entries after an upgrade",
-                       title="JIT cache carries kernels of another FlashInfer build",
-                       fix="Stop the engine, delete the old version's cache folder, restart (first requests recompile).")
+        return warning(
+            "; ".join(stale),
+            "only the installed version's entries after an upgrade",
+            title="JIT cache carries kernels of another FlashInfer build",
+            fix="Stop the engine, delete the old version's cache folder, restart (first requests recompile).",
+        )
     if volatile or readonly:
-        return info("; ".join(volatile + [f"{r} not writable" for r in readonly]) + f" ({listing})",
-                    title="JIT caches not persistent" if volatile else "JIT cache folders read-only")
+        return info(
+            "; ".join(volatile + [f"{r} not writable" for r in readonly]) + f" ({listing})",
+            title="JIT caches not persistent" if volatile else "JIT cache folders read-only",
+        )
     return ok(listing, title="JIT caches persistent")

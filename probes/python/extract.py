@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from gpuaudit.probes.core.judge.checks import source_problem
 from gpuaudit.probes.core.errors import ParseError
+from gpuaudit.probes.core.judge.checks import source_problem
 from gpuaudit.probes.core.models import Role
 from gpuaudit.probes.core.parsers.engine import (
     EngineSummary,
@@ -27,13 +27,24 @@ def gpu_fields(text: str) -> dict[str, Any]:
     rows = parse_gpu_cc(text)
     if not rows:
         raise ParseError((text.strip().splitlines() or ["empty output"])[0][:120])
-    return {"gpus": [r[0] for r in rows], "compute_caps": [r[1] or "?" for r in rows], "driver": rows[0][2]}
+    return {
+        "gpus": [r[0] for r in rows],
+        "compute_caps": [r[1] or "?" for r in rows],
+        "driver": rows[0][2],
+    }
 
 
 def pyenv_fields(text: str) -> dict[str, Any]:
     env = parse_pyenv_json(text)
-    return {"interpreter": env.interpreter, "python": env.python, "torch": env.torch, "torch_cuda": env.torch_cuda,
-            "arch_list": env.arch_list, "torch_error": env.torch_error, "packages": env.packages}
+    return {
+        "interpreter": env.interpreter,
+        "python": env.python,
+        "torch": env.torch,
+        "torch_cuda": env.torch_cuda,
+        "arch_list": env.arch_list,
+        "torch_error": env.torch_error,
+        "packages": env.packages,
+    }
 
 
 def engine_fields(text: str) -> dict[str, Any]:
@@ -50,30 +61,59 @@ def layout_fields(eng: EngineSummary) -> dict[str, Any]:
     if eng.main is None or cfg is None:
         return {}
     return dict(
-        engine_kind=cfg.kind, engine_pid=eng.main.pid, engine_args=list(eng.main.argv)[:80], model=cfg.model,
-        quantization=cfg.quantization, tp=cfg.tp, pp=cfg.pp, dp=cfg.dp, ep=cfg.ep, dp_attention=cfg.dp_attention,
-        kv_cache_dtype=cfg.kv_cache_dtype, speculative=cfg.speculative, speculative_steps=cfg.speculative_steps,
-        speculative_topk=cfg.speculative_topk, speculative_draft_tokens=cfg.speculative_draft_tokens,
-        speculative_draft_model=cfg.speculative_draft_model, cuda_graphs_disabled=cfg.cuda_graphs_disabled,
-        graph_flag=cfg.graph_flag, cuda_graph_mode=cfg.cuda_graph_mode, cuda_graph_max_bs=cfg.cuda_graph_max_bs,
-        custom_allreduce_disabled=cfg.custom_allreduce_disabled, allreduce_flags=list(cfg.allreduce_flags),
-        engine_port=cfg.port, engine_port_is_default=cfg.port_is_default, attention_backend=cfg.attention_backend,
-        moe_backend=cfg.moe_backend)
+        engine_kind=cfg.kind,
+        engine_pid=eng.main.pid,
+        engine_args=list(eng.main.argv)[:80],
+        model=cfg.model,
+        quantization=cfg.quantization,
+        tp=cfg.tp,
+        pp=cfg.pp,
+        dp=cfg.dp,
+        ep=cfg.ep,
+        dp_attention=cfg.dp_attention,
+        kv_cache_dtype=cfg.kv_cache_dtype,
+        speculative=cfg.speculative,
+        speculative_steps=cfg.speculative_steps,
+        speculative_topk=cfg.speculative_topk,
+        speculative_draft_tokens=cfg.speculative_draft_tokens,
+        speculative_draft_model=cfg.speculative_draft_model,
+        cuda_graphs_disabled=cfg.cuda_graphs_disabled,
+        graph_flag=cfg.graph_flag,
+        cuda_graph_mode=cfg.cuda_graph_mode,
+        cuda_graph_max_bs=cfg.cuda_graph_max_bs,
+        custom_allreduce_disabled=cfg.custom_allreduce_disabled,
+        allreduce_flags=list(cfg.allreduce_flags),
+        engine_port=cfg.port,
+        engine_port_is_default=cfg.port_is_default,
+        attention_backend=cfg.attention_backend,
+        moe_backend=cfg.moe_backend,
+    )
 
 
 def status_fields(text: str) -> dict[str, Any]:
     rep = parse_engine_status(text)
-    return {"proc_threads": [(p.cmd.split(" ")[0] if p.cmd else f"pid {p.pid}", p.threads or 0,
-                              len(p.cpus) if p.cpus is not None else None) for p in rep.procs],
-            "cpus_online": len(rep.online) if rep.online else None}
+    return {
+        "proc_threads": [
+            (
+                p.cmd.split(" ")[0] if p.cmd else f"pid {p.pid}",
+                p.threads or 0,
+                len(p.cpus) if p.cpus is not None else None,
+            )
+            for p in rep.procs
+        ],
+        "cpus_online": len(rep.online) if rep.online else None,
+    }
 
 
 def log_fields(text: str) -> dict[str, Any]:
     logs = parse_engine_logs(text)
     samples = [s for lg in logs for s in parse_throughput_lines(lg.throughput_lines)]
-    return {"log_sources": log_source_labels(logs), "throughput": [(s.tok_s, s.running) for s in samples],
-            "decode_single_stream_tok_s": median([s.tok_s for s in samples if s.running == 1]),
-            "decode_accept_len": median([s.accept_len for s in samples if s.accept_len is not None])}
+    return {
+        "log_sources": log_source_labels(logs),
+        "throughput": [(s.tok_s, s.running) for s in samples],
+        "decode_single_stream_tok_s": median([s.tok_s for s in samples if s.running == 1]),
+        "decode_accept_len": median([s.accept_len for s in samples if s.accept_len is not None]),
+    }
 
 
 def jit_fields(text: str) -> dict[str, Any]:

@@ -71,6 +71,14 @@ class PythonFacts(BaseModel, frozen=True):
     problems: dict[str, str] = {}
 
 
-VOLATILE = frozenset({"engine_pid", "engine_procs", "proc_threads", "throughput", "decode_single_stream_tok_s",
-                      "decode_accept_len"})
+VOLATILE = frozenset(
+    {
+        "engine_pid",
+        "engine_procs",
+        "proc_threads",
+        "throughput",
+        "decode_single_stream_tok_s",
+        "decode_accept_len",
+    }
+)
 """Facts that change on an unchanged machine: pids, a /proc scan's race with exiting workers, log samples."""

@@ -10,12 +10,31 @@ from gpuaudit.probes.python.facts import JitDir
 
 GPU_SOURCE = "smi_query_driver"
 """The driver probe's per-GPU line (it holds name, compute_cap, driver_version): read once, not a second query."""
-GPU_FIELDS = tuple(m.group(1).split(",")) if (m := re.search(r"--query-gpu=(\S+)", SOURCES[GPU_SOURCE].shell)) else ()
+GPU_FIELDS = (
+    tuple(m.group(1).split(","))
+    if (m := re.search(r"--query-gpu=(\S+)", SOURCES[GPU_SOURCE].shell))
+    else ()
+)
 
 # Newest CUDA each driver branch supports (nvidia-smi's "CUDA Version"; CUDA release notes, table 3).
-_DRIVER_CUDA = ((590, (13, 1)), (580, (13, 0)), (575, (12, 9)), (570, (12, 8)), (565, (12, 7)), (560, (12, 6)),
-                (555, (12, 5)), (550, (12, 4)), (545, (12, 3)), (535, (12, 2)), (530, (12, 1)), (525, (12, 0)),
-                (520, (11, 8)), (515, (11, 7)), (510, (11, 6)), (470, (11, 4)))
+_DRIVER_CUDA = (
+    (590, (13, 1)),
+    (580, (13, 0)),
+    (575, (12, 9)),
+    (570, (12, 8)),
+    (565, (12, 7)),
+    (560, (12, 6)),
+    (555, (12, 5)),
+    (550, (12, 4)),
+    (545, (12, 3)),
+    (535, (12, 2)),
+    (530, (12, 1)),
+    (525, (12, 0)),
+    (520, (11, 8)),
+    (515, (11, 7)),
+    (510, (11, 6)),
+    (470, (11, 4)),
+)
 
 
 def parse_gpu_cc(text: str) -> list[tuple[str, str | None, str | None]]:
@@ -28,18 +47,24 @@ def parse_gpu_cc(text: str) -> list[tuple[str, str | None, str | None]]:
     rows = []
     for r in parse_query_gpu_csv(text, GPU_FIELDS):
         cc, drv = r.get("compute_cap") or "", r.get("driver_version") or ""
-        rows.append((r.get("name") or "?", cc if re.fullmatch(r"\d+\.\d+", cc) else None, drv if re.match(r"\d+\.", drv) else None))
+        rows.append(
+            (
+                r.get("name") or "?",
+                cc if re.fullmatch(r"\d+\.\d+", cc) else None,
+                drv if re.match(r"\d+\.", drv) else None,
+            )
+        )
     return rows
 
 
 def parse_jit_dirs(text: str) -> list[JitDir]:
     """Output of the `jit_cache_dirs` source -> existing cache folders (illustrative sample):
 
-        @@dir /root/.cache/flashinfer
-        @@fs zfs
-        @@writable
-        0.5.3
-        @@done
+    @@dir /root/.cache/flashinfer
+    @@fs zfs
+    @@writable
+    0.5.3
+    @@done
     """
     out: list[JitDir] = []
     cur: dict | None = None
@@ -62,7 +87,7 @@ def parse_jit_dirs(text: str) -> list[JitDir]:
 
 
 def driver_max_cuda(driver: str | None) -> tuple[int, int] | None:
-    """"590.48.01" -> (13, 1): the newest CUDA the driver branch supports; None when unknown."""
+    """ "590.48.01" -> (13, 1): the newest CUDA the driver branch supports; None when unknown."""
     m = re.match(r"(\d+)\.", driver or "")
     if not m:
         return None
@@ -74,7 +99,7 @@ def driver_max_cuda(driver: str | None) -> tuple[int, int] | None:
 
 
 def sm_of(cc: str) -> int | None:
-    """"12.0" -> 120; None for anything else."""
+    """ "12.0" -> 120; None for anything else."""
     m = re.fullmatch(r"(\d+)\.(\d+)", cc)
     return int(m.group(1)) * 10 + int(m.group(2)) if m else None
 

@@ -11,7 +11,9 @@ def summarize(facts: FactsByTarget) -> str:
     if ordered and ordered[0].torch:
         parts.append(f"torch {ordered[0].torch}")
     if (e := next((f for f in ordered if f.engine_kind), None)) is not None:
-        parts.append(f"{e.engine_kind} TP={e.tp}" + (" eager" if e.cuda_graphs_disabled else " graphs"))
+        parts.append(
+            f"{e.engine_kind} TP={e.tp}" + (" eager" if e.cuda_graphs_disabled else " graphs")
+        )
     if (g := next((f for f in ordered if f.compute_caps), None)) is not None:
-        parts.append("sm_" + "/".join(sorted({c.replace('.', '') for c in g.compute_caps})))
+        parts.append("sm_" + "/".join(sorted({c.replace(".", "") for c in g.compute_caps})))
     return " · ".join(parts)

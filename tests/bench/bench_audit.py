@@ -41,8 +41,15 @@ from sshd_server import SshdServer, free_port, sshd_available, start_sshd  # noq
 BENCH_USER = "gpuaudit-bench"
 """Its own test user: other test runs' cleanup (pkill -u gpuaudit-test) must not kill the benchmark's commands."""
 STANDIN_TOOLS = ("nvidia-smi", "lspci", "dmidecode", "numactl", "systemd-detect-virt")
-TARGETS = {"floor": 1.5, "baseline_a": 5.0, "baseline_b": 3.0, "fleet_100": 4.0, "fleet_rss_mb": 400.0,
-           "big_rss_x": 3.0, "help_s": 0.5}
+TARGETS = {
+    "floor": 1.5,
+    "baseline_a": 5.0,
+    "baseline_b": 3.0,
+    "fleet_100": 4.0,
+    "fleet_rss_mb": 400.0,
+    "big_rss_x": 3.0,
+    "help_s": 0.5,
+}
 
 
 @dataclass
@@ -84,20 +91,32 @@ class Results:
 
 # ---------------------------------------------------------------- servers
 
+
 def prepare_standins(work: Path) -> Path:
     """Copy the stand-ins where the test user can read them and name one link per tool."""
     dest = work / "standins"
     shutil.copytree(BENCH / "standins", dest)
     for tool in STANDIN_TOOLS:
         (dest / tool).symlink_to(dest / "replay.sh")
-    for path in [dest, *dest.rglob("*")]:  # the test user must read them whatever the checkout's umask
+    for path in [
+        dest,
+        *dest.rglob("*"),
+    ]:  # the test user must read them whatever the checkout's umask
         if not path.is_symlink():
             os.chmod(path, 0o755 if path.is_dir() or path.suffix == ".sh" else 0o644)
     return dest
 
 
-def bench_sshd(work: Path, name: str, standins: Path, *, fast: bool, big: str | None = None,
-               extra_ports: int = 0, client_key_from: SshdServer | None = None) -> SshdServer:
+def bench_sshd(
+    work: Path,
+    name: str,
+    standins: Path,
+    *,
+    fast: bool,
+    big: str | None = None,
+    extra_ports: int = 0,
+    client_key_from: SshdServer | None = None,
+) -> SshdServer:
     env = [f"PATH={standins}:/usr/local/bin:/usr/bin:/bin"]
     if fast:
         env.append("GPUAUDIT_BENCH_FAST=1")
@@ -105,7 +124,9 @@ def bench_sshd(work: Path, name: str, standins: Path, *, fast: bool, big: str | 
         env.append(f"GPUAUDIT_BENCH_BIG={big}")
     ports = [free_port() for _ in range(extra_ports)]
     extra = "SetEnv " + " ".join(env) + "\n" + "".join(f"Port {p}\n" for p in ports)
-    if client_key_from is not None:  # one identity logs in everywhere, like an operator's key on a fleet
+    if (
+        client_key_from is not None
+    ):  # one identity logs in everywhere, like an operator's key on a fleet
         (work / name).mkdir(parents=True, exist_ok=True)
         for suffix in ("", ".pub"):
             shutil.copy(client_key_from.client_key + suffix, work / name / f"client_key{suffix}")
@@ -119,13 +140,23 @@ def bench_sshd(work: Path, name: str, standins: Path, *, fast: bool, big: str | 
 SSHD_MAX_PORTS = 16  # OpenSSH's MAX_LISTEN_SOCKS: one sshd listens on at most 16 ports
 
 
-def fleet_servers(work: Path, standins: Path, n: int, fast: bool) -> tuple[list[SshdServer], list[str], Path]:
+def fleet_servers(
+    work: Path, standins: Path, n: int, fast: bool
+) -> tuple[list[SshdServer], list[str], Path]:
     """Enough sshd instances for n distinct `user@127.0.0.1:port` targets; one known_hosts, one key."""
     servers: list[SshdServer] = []
     while sum(len(s.extra["ports"]) for s in servers) < n:
         want = min(SSHD_MAX_PORTS, n - sum(len(s.extra["ports"]) for s in servers))
-        servers.append(bench_sshd(work, f"fleet{len(servers)}", standins, fast=fast, extra_ports=want - 1,
-                                  client_key_from=servers[0] if servers else None))
+        servers.append(
+            bench_sshd(
+                work,
+                f"fleet{len(servers)}",
+                standins,
+                fast=fast,
+                extra_ports=want - 1,
+                client_key_from=servers[0] if servers else None,
+            )
+        )
     known = work / "fleet_known_hosts"
     known.write_text("".join(s.extra["known"] for s in servers))
     specs = [f"{s.user}@127.0.0.1:{p}" for s in servers for p in s.extra["ports"]]
@@ -143,7 +174,12 @@ CONNECTIONS = 2
 
 
 def cli_probe_args() -> list[str]:
-    return (["--probes", ",".join(PROBE_IDS)] if PROBE_IDS else []) + ["--max-channels", str(CHANNELS), "--connections", str(CONNECTIONS)]
+    return (["--probes", ",".join(PROBE_IDS)] if PROBE_IDS else []) + [
+        "--max-channels",
+        str(CHANNELS),
+        "--connections",
+        str(CONNECTIONS),
+    ]
 
 
 def selected() -> list:
@@ -154,9 +190,13 @@ def selected() -> list:
 
 async def gpuaudit_once(server: SshdServer, sessions: bool = True) -> tuple[float, list[Line]]:
     """A full host + container audit as --json runs it; returns wall time and the executed lines."""
+    from gpuaudit.probes.core.collect.targets import (
+        build_command_line,
+        parse_container_spec,
+        parse_host_spec,
+    )
     from gpuaudit.probes.core.run.runner import PREFLIGHT, Audit, AuditOptions
     from gpuaudit.probes.core.run.session import live_bindings
-    from gpuaudit.probes.core.collect.targets import build_command_line, parse_container_spec, parse_host_spec
     from gpuaudit.snapshots.schema import Snapshot
     from gpuaudit.tui.cli.headless import collect
     from gpuaudit.tui.cli.session_setup import AuditSetup
@@ -164,19 +204,31 @@ async def gpuaudit_once(server: SshdServer, sessions: bool = True) -> tuple[floa
     t0 = time.perf_counter()
     host = parse_host_spec(server.spec)
     container = parse_container_spec(server.spec, host=host)
-    audit = Audit(live_bindings(host, container, server.options(max_channels=CHANNELS, connections=CONNECTIONS,
-                                                                          sessions=sessions)), selected(), AuditOptions())
+    audit = Audit(
+        live_bindings(
+            host,
+            container,
+            server.options(max_channels=CHANNELS, connections=CONNECTIONS, sessions=sessions),
+        ),
+        selected(),
+        AuditOptions(),
+    )
     run = await collect(AuditSetup(audit, "live"))
     Snapshot.from_run(run).model_dump_json(indent=2)
     elapsed = time.perf_counter() - t0
     failed = [s.reason for s in run.target_states.values() if s.state == "failed"]
     if failed:
         raise RuntimeError(f"benchmark audit failed: {failed}")
-    lines: list[Line] = [Line(role, "preflight", build_command_line(PREFLIGHT.shell)) for role in ("host", "container")]
+    lines: list[Line] = [
+        Line(role, "preflight", build_command_line(PREFLIGHT.shell))
+        for role in ("host", "container")
+    ]
     seen = {(ln.role, ln.executed) for ln in lines}
     for probe in run.probes:
         for rec in probe.records:
-            if rec.error is None and (rec.target, rec.executed) not in seen:  # ran (not skipped as needs-root)
+            if (
+                rec.error is None and (rec.target, rec.executed) not in seen
+            ):  # ran (not skipped as needs-root)
                 seen.add((rec.target, rec.executed))
                 lines.append(Line(rec.target, rec.command_id, rec.executed))
     return elapsed, lines
@@ -188,12 +240,31 @@ def baseline_a(server: SshdServer, lines: list[Line], sample: int | None = None)
     `sample` (quick mode): run only the first lines and scale to all of them (labelled as such).
     """
     chosen = lines[:sample] if sample else lines
-    base = ["ssh", "-F", "/dev/null", "-i", server.client_key, "-o", f"UserKnownHostsFile={server.known_hosts}",
-            "-o", "BatchMode=yes", "-o", "IdentitiesOnly=yes", "-p", str(server.port), f"{server.user}@127.0.0.1"]
+    base = [
+        "ssh",
+        "-F",
+        "/dev/null",
+        "-i",
+        server.client_key,
+        "-o",
+        f"UserKnownHostsFile={server.known_hosts}",
+        "-o",
+        "BatchMode=yes",
+        "-o",
+        "IdentitiesOnly=yes",
+        "-p",
+        str(server.port),
+        f"{server.user}@127.0.0.1",
+    ]
     t0 = time.perf_counter()
     for ln in chosen:
-        subprocess.run([*base, ln.executed], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                       stderr=subprocess.DEVNULL, timeout=60)
+        subprocess.run(
+            [*base, ln.executed],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=60,
+        )
     return (time.perf_counter() - t0) * len(lines) / len(chosen)
 
 
@@ -205,8 +276,15 @@ async def baseline_b(server: SshdServer, lines: list[Line]) -> tuple[float, floa
     connects, slowest, slowest_id = [], 0.0, ""
     for role in ("host", "container"):
         c0 = time.perf_counter()
-        conn = await asyncssh.connect("127.0.0.1", port=server.port, username=server.user, known_hosts=server.known_hosts,
-                                      client_keys=[server.client_key], config=None, agent_path=None)
+        conn = await asyncssh.connect(
+            "127.0.0.1",
+            port=server.port,
+            username=server.user,
+            known_hosts=server.known_hosts,
+            client_keys=[server.client_key],
+            config=None,
+            agent_path=None,
+        )
         connects.append(time.perf_counter() - c0)
         async with conn:
             for ln in (x for x in lines if x.role == role):
@@ -231,13 +309,29 @@ with open(sys.argv[1], "w") as f:
 """
 
 
-def run_cli(args: list[str], home: Path, stdout: Path | None = None) -> tuple[float, float, int, float]:
+def run_cli(
+    args: list[str], home: Path, stdout: Path | None = None
+) -> tuple[float, float, int, float]:
     """Run gpuaudit-tui in a child; (wall s, peak RSS MiB of that child, exit code, its CPU s)."""
     env = dict(os.environ, HOME=str(home))
     env.pop("SSH_AUTH_SOCK", None)
     stats = home / "child-stats"
-    subprocess.run([sys.executable, "-c", _LAUNCHER, str(stats), str(stdout or os.devnull), sys.executable, "-m", "gpuaudit.tui",
-                    *args], cwd=ROOT, env=env, check=True)
+    subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            _LAUNCHER,
+            str(stats),
+            str(stdout or os.devnull),
+            sys.executable,
+            "-m",
+            "gpuaudit.tui",
+            *args,
+        ],
+        cwd=ROOT,
+        env=env,
+        check=True,
+    )
     wall, rss_kb, code, cpu = stats.read_text().split()
     return float(wall), int(rss_kb) / 1024, int(code), float(cpu)
 
@@ -249,35 +343,85 @@ def machine_busy_s() -> float:
     return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
 
 
-def fleet_run(work: Path, specs: list[str], known: Path, key: str, n: int, max_connections: int) -> dict:
+def fleet_run(
+    work: Path, specs: list[str], known: Path, key: str, n: int, max_connections: int
+) -> dict:
     inv = work / f"fleet-{n}.txt"
-    inv.write_text("# benchmark fleet: distinct ports of loopback sshd instances\n" + "".join(f"{s}\n" for s in specs[:n]))
+    inv.write_text(
+        "# benchmark fleet: distinct ports of loopback sshd instances\n"
+        + "".join(f"{s}\n" for s in specs[:n])
+    )
     out = work / f"fleet-{n}.json"
     busy0 = machine_busy_s()
-    wall, rss, code, cpu = run_cli(["--hosts", str(inv), "--json", "--fail-on", "never", "--max-connections",
-                                    str(max_connections), "--known-hosts", str(known), "--identity", key, *cli_probe_args()],
-                                   work, out)
+    wall, rss, code, cpu = run_cli(
+        [
+            "--hosts",
+            str(inv),
+            "--json",
+            "--fail-on",
+            "never",
+            "--max-connections",
+            str(max_connections),
+            "--known-hosts",
+            str(known),
+            "--identity",
+            key,
+            *cli_probe_args(),
+        ],
+        work,
+        out,
+    )
     machine_cpu = machine_busy_s() - busy0
-    summary = json.loads(out.read_text().rsplit('"summary": ', 1)[1][:-2])  # keep this process small
+    summary = json.loads(
+        out.read_text().rsplit('"summary": ', 1)[1][:-2]
+    )  # keep this process small
     out.unlink()
-    return {"n": n, "wall_s": wall, "rss_mb": rss, "exit": code, "failed": summary["failed"], "client_cpu_s": cpu,
-            "machine_cpu_s": machine_cpu,
-            "targets": summary["targets"], "max_connections": max_connections}
+    return {
+        "n": n,
+        "wall_s": wall,
+        "rss_mb": rss,
+        "exit": code,
+        "failed": summary["failed"],
+        "client_cpu_s": cpu,
+        "machine_cpu_s": machine_cpu,
+        "targets": summary["targets"],
+        "max_connections": max_connections,
+    }
 
 
 def big_run(work: Path, server: SshdServer, label: str, extra: list[str]) -> dict:
     out = work / f"big-{label}.json"
-    wall, rss, code, _ = run_cli(["--json", "--fail-on", "never", "--host", server.spec, "--container", server.spec,
-                                  *server.cli_args(), *cli_probe_args(), *extra], work, out)
+    wall, rss, code, _ = run_cli(
+        [
+            "--json",
+            "--fail-on",
+            "never",
+            "--host",
+            server.spec,
+            "--container",
+            server.spec,
+            *server.cli_args(),
+            *cli_probe_args(),
+            *extra,
+        ],
+        work,
+        out,
+    )
     doc = json.loads(out.read_text())
     out.unlink()
     recs = [r for p in doc["probes"] for r in p["records"]]
     big = [r for r in recs if r["truncated"] or len(r["stdout"]) > 2**20]
     others = [r["duration_s"] or 0.0 for r in recs if r not in big]
-    return {"label": label, "wall_s": wall, "rss_mb": rss, "exit": code, "big_records": len(big),
-            "kept_mb": max((len(r["stdout"]) for r in big), default=0) / 2**20,
-            "truncated": any(r["truncated"] for r in big),
-            "slowest_other_s": max(others, default=0.0)}
+    return {
+        "label": label,
+        "wall_s": wall,
+        "rss_mb": rss,
+        "exit": code,
+        "big_records": len(big),
+        "kept_mb": max((len(r["stdout"]) for r in big), default=0) / 2**20,
+        "truncated": any(r["truncated"] for r in big),
+        "slowest_other_s": max(others, default=0.0),
+    }
 
 
 def startup(runs: int, home: Path) -> dict:
@@ -285,15 +429,24 @@ def startup(runs: int, home: Path) -> dict:
         times = []
         for _ in range(runs):
             t0 = time.perf_counter()
-            subprocess.run(args, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, cwd=ROOT,
-                           env=dict(os.environ, HOME=str(home)), check=True)
+            subprocess.run(
+                args,
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                cwd=ROOT,
+                env=dict(os.environ, HOME=str(home)),
+                check=True,
+            )
             times.append(time.perf_counter() - t0)
         return statistics.median(times)
 
     exe = shutil.which("gpuaudit-tui")
     cmd = [exe] if exe else [sys.executable, "-m", "gpuaudit.tui"]
-    return {"help_s": timed([*cmd, "--help"]), "json_help_s": timed([*cmd, "--json", "--help"]),
-            "command": " ".join(Path(c).name for c in cmd)}
+    return {
+        "help_s": timed([*cmd, "--help"]),
+        "json_help_s": timed([*cmd, "--json", "--help"]),
+        "command": " ".join(Path(c).name for c in cmd),
+    }
 
 
 # ---------------------------------------------------------------- report
@@ -316,8 +469,13 @@ def report(r: Results, fast: bool) -> str:
         f"{r.lines} executed lines over host + container; {r.channels} channels per connection"
         f"{'; launch order OFF' if r.no_launch_order else ''})",
         "Stand-ins: nvidia-smi/lspci/dmidecode/numactl/systemd-detect-virt replay recorded outputs "
-        + ("WITHOUT delays (quick mode)" if fast else "after typical durations (nvidia-smi -q 0.8 s, nvidia-smi 0.3 s, "
-           "lspci -vvv 0.1 s, dmidecode 0.15 s)") + "; see tests/bench/standins/replay.sh",
+        + (
+            "WITHOUT delays (quick mode)"
+            if fast
+            else "after typical durations (nvidia-smi -q 0.8 s, nvidia-smi 0.3 s, "
+            "lspci -vvv 0.1 s, dmidecode 0.15 s)"
+        )
+        + "; see tests/bench/standins/replay.sh",
         "",
         "| measurement | wall (s) | gpuaudit / it | target | verdict |",
         "|---|---:|---:|---|---|",
@@ -333,33 +491,50 @@ def report(r: Results, fast: bool) -> str:
     one = next((x["wall_s"] for x in r.fleet if x["n"] == 1), float("nan"))
     for x in r.fleet:
         ratio = x["wall_s"] / one
-        ok = x["n"] != 100 or (ratio <= TARGETS["fleet_100"] and x["rss_mb"] <= TARGETS["fleet_rss_mb"])
-        out.append(f"| {x['n']} | {x['max_connections']} | {x['wall_s']:.2f} | {ratio:.2f} | {x['rss_mb']:.0f} | "
-                   f"{x['client_cpu_s']:.1f} | {x['machine_cpu_s']:.1f} | {x['failed']} | {verdict(ok) if x['n'] == 100 else ''} |")
+        ok = x["n"] != 100 or (
+            ratio <= TARGETS["fleet_100"] and x["rss_mb"] <= TARGETS["fleet_rss_mb"]
+        )
+        out.append(
+            f"| {x['n']} | {x['max_connections']} | {x['wall_s']:.2f} | {ratio:.2f} | {x['rss_mb']:.0f} | "
+            f"{x['client_cpu_s']:.1f} | {x['machine_cpu_s']:.1f} | {x['failed']} | {verdict(ok) if x['n'] == 100 else ''} |"
+        )
     if r.big:
         base = next(x for x in r.big if x["label"] == "normal")
-        out += ["", "| big output (`nvidia-smi -q -x`) | wall (s) | peak RSS (MiB) | RSS over normal | big records | output kept per record (MiB) | truncated | slowest other command (s) |",
-                "|---|---:|---:|---:|---:|---:|---|---:|"]
+        out += [
+            "",
+            "| big output (`nvidia-smi -q -x`) | wall (s) | peak RSS (MiB) | RSS over normal | big records | output kept per record (MiB) | truncated | slowest other command (s) |",
+            "|---|---:|---:|---:|---:|---:|---|---:|",
+        ]
         for x in r.big:
-            out.append(f"| {x['label']} | {x['wall_s']:.2f} | {x['rss_mb']:.0f} | {x['rss_mb'] - base['rss_mb']:+.0f} | "
-                       f"{x['big_records']} | {x['kept_mb']:.1f} | {x['truncated']} | {x['slowest_other_s']:.2f} |")
+            out.append(
+                f"| {x['label']} | {x['wall_s']:.2f} | {x['rss_mb']:.0f} | {x['rss_mb'] - base['rss_mb']:+.0f} | "
+                f"{x['big_records']} | {x['kept_mb']:.1f} | {x['truncated']} | {x['slowest_other_s']:.2f} |"
+            )
     s = r.startup
     if s:
-        out += ["", f"start-up ({s['command']}): --help {s['help_s']:.3f} s, --json --help {s['json_help_s']:.3f} s "
-                f"(target < 0.5 s: {verdict(max(s['help_s'], s['json_help_s']) < TARGETS['help_s'])})"]
+        out += [
+            "",
+            f"start-up ({s['command']}): --help {s['help_s']:.3f} s, --json --help {s['json_help_s']:.3f} s "
+            f"(target < 0.5 s: {verdict(max(s['help_s'], s['json_help_s']) < TARGETS['help_s'])})",
+        ]
     return "\n".join(out) + "\n"
 
 
 # ---------------------------------------------------------------- main
 
-async def audit_measurements(server: SshdServer, r: Results, runs: int, a_runs: int, a_sample: int | None) -> None:
+
+async def audit_measurements(
+    server: SshdServer, r: Results, runs: int, a_runs: int, a_sample: int | None
+) -> None:
     r.catalogue = sum(len(p.commands) for p in selected())
     await gpuaudit_once(server)  # warm-up: imports, sshd's first fork
     lines: list[Line] = []
     for _ in range(runs):
         wall, lines = await gpuaudit_once(server)
         r.gpuaudit.append(wall)
-        r.channel_per_command.append((await gpuaudit_once(server, sessions=False))[0])  # --no-sessions, same run
+        r.channel_per_command.append(
+            (await gpuaudit_once(server, sessions=False))[0]
+        )  # --no-sessions, same run
     r.lines = len(lines)
     for i in range(runs):
         wall, conn, slowest, slowest_id = await baseline_b(server, lines)
@@ -374,17 +549,43 @@ async def audit_measurements(server: SshdServer, r: Results, runs: int, a_runs: 
 
 def main(argv: list[str] | None = None) -> int:
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    p.add_argument("--quick", action="store_true", help="1 run, fleet 1 and 10, 5 MB big output, no tool delays")
-    p.add_argument("--runs", type=int, default=None, help="audits per measurement (default 5, quick 1)")
-    p.add_argument("--fleet", default=None, help="comma-separated fleet sizes (default 1,10,50,100; quick 1,10)")
+    p.add_argument(
+        "--quick",
+        action="store_true",
+        help="1 run, fleet 1 and 10, 5 MB big output, no tool delays",
+    )
+    p.add_argument(
+        "--runs", type=int, default=None, help="audits per measurement (default 5, quick 1)"
+    )
+    p.add_argument(
+        "--fleet",
+        default=None,
+        help="comma-separated fleet sizes (default 1,10,50,100; quick 1,10)",
+    )
     p.add_argument("--max-connections", type=int, default=32)
-    p.add_argument("--big-mb", type=float, default=None, help="size of the big output (default 50, quick 5)")
-    p.add_argument("--probes", help="comma-separated probe subset (default: all; quick: the first three)")
-    p.add_argument("--channels", type=int, default=8, help="what-if: channels per connection (sshd MaxSessions = N + 2)")
-    p.add_argument("--connections", type=int, default=2, help="SSH connections per target (CLI default 2)")
-    p.add_argument("--no-launch-order", action="store_true",
-                   help="before/after: disable the runner's longest-first launch order (in-process audits only)")
-    p.add_argument("--skip", default="", help="comma-separated parts to skip: audit,fleet,big,startup")
+    p.add_argument(
+        "--big-mb", type=float, default=None, help="size of the big output (default 50, quick 5)"
+    )
+    p.add_argument(
+        "--probes", help="comma-separated probe subset (default: all; quick: the first three)"
+    )
+    p.add_argument(
+        "--channels",
+        type=int,
+        default=8,
+        help="what-if: channels per connection (sshd MaxSessions = N + 2)",
+    )
+    p.add_argument(
+        "--connections", type=int, default=2, help="SSH connections per target (CLI default 2)"
+    )
+    p.add_argument(
+        "--no-launch-order",
+        action="store_true",
+        help="before/after: disable the runner's longest-first launch order (in-process audits only)",
+    )
+    p.add_argument(
+        "--skip", default="", help="comma-separated parts to skip: audit,fleet,big,startup"
+    )
     p.add_argument("--json-out", help="also write the numbers as JSON")
     args = p.parse_args(argv)
     reason = sshd_available()
@@ -403,16 +604,30 @@ def main(argv: list[str] | None = None) -> int:
     if args.no_launch_order:
         import gpuaudit.probes.core.run.runner as runner
 
-        runner.launch_rank = lambda shell: 0  # every command asks for a channel in declaration order
+        runner.launch_rank = lambda shell: (
+            0
+        )  # every command asks for a channel in declaration order
     if args.probes or args.quick:
         from gpuaudit.probes import REGISTRY
 
         # quick: two probes plus the one that reads `nvidia-smi -q -x` (the big-output scenario needs it)
-        xml = [p.id for p in REGISTRY if any(c.shell.startswith("nvidia-smi -q -x") for c in p.commands)]
-        PROBE_IDS = args.probes.split(",") if args.probes else list(dict.fromkeys([p.id for p in REGISTRY[:2]] + xml[:1]))
-    r = Results(mode="quick" if args.quick else "full", runs=runs,
-                probes=",".join(PROBE_IDS) if PROBE_IDS else "all", channels=CHANNELS,
-                no_launch_order=args.no_launch_order)
+        xml = [
+            p.id
+            for p in REGISTRY
+            if any(c.shell.startswith("nvidia-smi -q -x") for c in p.commands)
+        ]
+        PROBE_IDS = (
+            args.probes.split(",")
+            if args.probes
+            else list(dict.fromkeys([p.id for p in REGISTRY[:2]] + xml[:1]))
+        )
+    r = Results(
+        mode="quick" if args.quick else "full",
+        runs=runs,
+        probes=",".join(PROBE_IDS) if PROBE_IDS else "all",
+        channels=CHANNELS,
+        no_launch_order=args.no_launch_order,
+    )
     work = Path(tempfile.mkdtemp(prefix="gpuaudit-bench-"))
     os.chmod(work, 0o755)
     servers: list[SshdServer] = []
@@ -421,21 +636,40 @@ def main(argv: list[str] | None = None) -> int:
         main_server = bench_sshd(work, "sshd", standins, fast=fast)
         servers.append(main_server)
         if "audit" not in skip:
-            asyncio.run(audit_measurements(main_server, r, runs, a_runs=min(runs, 3), a_sample=8 if args.quick else None))
+            asyncio.run(
+                audit_measurements(
+                    main_server, r, runs, a_runs=min(runs, 3), a_sample=8 if args.quick else None
+                )
+            )
         if "fleet" not in skip:
             pool, specs, known = fleet_servers(work, standins, max(sizes), fast)
             servers += pool
             for n in sizes:
-                r.fleet.append(fleet_run(work, specs, known, pool[0].client_key, n, args.max_connections))
+                r.fleet.append(
+                    fleet_run(work, specs, known, pool[0].client_key, n, args.max_connections)
+                )
         if "big" not in skip:
             size = int(big_mb * 2**20)
             big_server = bench_sshd(work, "sshd-big", standins, fast=fast, big=f"smi-q-xml:{size}")
             servers.append(big_server)
             r.big.append(big_run(work, main_server, "normal", []))
             r.big.append(big_run(work, big_server, f"{big_mb:g} MB, default cap 8 MiB", []))
-            r.big.append(big_run(work, big_server, f"{big_mb:g} MB, --max-output 64 MiB", ["--max-output", str(64 * 2**20)]))
-            r.big.append(big_run(work, big_server, f"{big_mb:g} MB, --max-output 64 MiB, --no-sessions",
-                                 ["--max-output", str(64 * 2**20), "--no-sessions"]))
+            r.big.append(
+                big_run(
+                    work,
+                    big_server,
+                    f"{big_mb:g} MB, --max-output 64 MiB",
+                    ["--max-output", str(64 * 2**20)],
+                )
+            )
+            r.big.append(
+                big_run(
+                    work,
+                    big_server,
+                    f"{big_mb:g} MB, --max-output 64 MiB, --no-sessions",
+                    ["--max-output", str(64 * 2**20), "--no-sessions"],
+                )
+            )
         if "startup" not in skip:
             r.startup = startup(1 if args.quick else 5, work)
     finally:

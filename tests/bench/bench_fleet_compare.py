@@ -25,7 +25,12 @@ AFTER = ROOT / "snapshots" / "examples" / "case-study-after.json"
 
 def build(directory: Path, n: int) -> None:
     doc = json.loads(AFTER.read_text())
-    uname = next(r for p in doc["probes"] for r in p["records"] if r["target"] == "host" and r["command_id"] == "uname_r")
+    uname = next(
+        r
+        for p in doc["probes"]
+        for r in p["records"]
+        if r["target"] == "host" and r["command_id"] == "uname_r"
+    )
     for i in range(n):
         doc["target_states"]["host"]["hostname"] = f"gpu{i:04d}"
         uname["stdout"] = "6.8.12-9-pve\n" if i in (7, n - 3) else "6.14.11-2-pve\n"
@@ -35,8 +40,12 @@ def build(directory: Path, n: int) -> None:
 def run(directory: Path) -> tuple[float, float, dict]:
     before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     t0 = time.perf_counter()
-    proc = subprocess.run([sys.executable, "-m", "gpuaudit.tui", "fleet", str(directory), "--json"],
-                          capture_output=True, text=True, cwd=ROOT)
+    proc = subprocess.run(
+        [sys.executable, "-m", "gpuaudit.tui", "fleet", str(directory), "--json"],
+        capture_output=True,
+        text=True,
+        cwd=ROOT,
+    )
     wall = time.perf_counter() - t0
     rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
     assert proc.returncode == 1, proc.stderr
@@ -55,7 +64,9 @@ def main() -> int:
         outliers = sorted(o["node"] for c in doc["classes"] for o in c["outliers"])
         assert len(outliers) == 2, outliers
         results[n] = wall
-        print(f"fleet over {n:5d} snapshots: {wall:6.2f} s wall, peak RSS {rss:6.0f} MiB, outliers {outliers}")
+        print(
+            f"fleet over {n:5d} snapshots: {wall:6.2f} s wall, peak RSS {rss:6.0f} MiB, outliers {outliers}"
+        )
     if len(results) == 2:
         (a, ta), (b, tb) = sorted(results.items())
         print(f"ratio {b}/{a}: {tb / ta:.2f}x time for {b / a:.0f}x snapshots")

@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from sshd_server import sshd_available
 
 BENCH = Path(__file__).resolve().parent / "bench_audit.py"
@@ -19,12 +18,24 @@ def test_quick_benchmark_prints_the_tables(tmp_path):
     if reason:
         pytest.skip(reason)
     out = tmp_path / "bench.json"
-    proc = subprocess.run([sys.executable, str(BENCH), "--quick", "--json-out", str(out)],
-                          capture_output=True, text=True, timeout=180)
+    proc = subprocess.run(
+        [sys.executable, str(BENCH), "--quick", "--json-out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=180,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     text = proc.stdout
-    for row in ("| gpuaudit full audit |", "| baseline A: ssh client per command", "| baseline B: one asyncssh connection",
-                "| floor: connect", "| fleet targets |", "| big output", "start-up (", "Stand-ins:"):
+    for row in (
+        "| gpuaudit full audit |",
+        "| baseline A: ssh client per command",
+        "| baseline B: one asyncssh connection",
+        "| floor: connect",
+        "| fleet targets |",
+        "| big output",
+        "start-up (",
+        "Stand-ins:",
+    ):
         assert row in text, row
     assert "WARNING: processes left running" not in text
     numbers = json.loads(out.read_text())

@@ -2,15 +2,21 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
-from pydantic import BaseModel
-
+from gpuaudit.probes.core.collect.transport import RawResult
 from gpuaudit.probes.core.models import Target
 from gpuaudit.probes.core.redact import redact_text
-from gpuaudit.probes.core.run.runner import REDACT_CHUNK, Audit, TargetBinding, decode_output, decode_redacted, launch_rank
+from gpuaudit.probes.core.run.runner import (
+    REDACT_CHUNK,
+    Audit,
+    TargetBinding,
+    decode_output,
+    decode_redacted,
+    launch_rank,
+)
 from gpuaudit.probes.core.spec import Command, Probe
-from gpuaudit.probes.core.collect.transport import RawResult
+from pydantic import BaseModel
 
 
 def test_chunked_redaction_equals_whole_text_redaction():
@@ -27,7 +33,11 @@ def test_chunked_redaction_equals_whole_text_redaction():
 
 
 def test_launch_rank_orders_slow_commands_first():
-    assert launch_rank("nvidia-smi -q -x") < launch_rank("nvidia-smi topo -m") < launch_rank("cat /proc/cmdline")
+    assert (
+        launch_rank("nvidia-smi -q -x")
+        < launch_rank("nvidia-smi topo -m")
+        < launch_rank("cat /proc/cmdline")
+    )
     assert launch_rank("lspci -tv") == launch_rank("dmidecode -t 0") == 1
 
 
@@ -42,11 +52,13 @@ class _Recording:
     async def connect(self) -> None:
         return None
 
-    async def run(self, line: str, *, command_id: str, timeout_s: float, max_bytes: int) -> RawResult:
+    async def run(
+        self, line: str, *, command_id: str, timeout_s: float, max_bytes: int
+    ) -> RawResult:
         self.order.append(command_id)
         if command_id == "preflight":
             return RawResult(exit_status=0, stdout=b"1000\ntimeout=yes\nbox\n")
-        return RawResult(exit_status=0, stdout=b"x\n", started_at=datetime.now(timezone.utc))
+        return RawResult(exit_status=0, stdout=b"x\n", started_at=datetime.now(UTC))
 
     async def aclose(self) -> None:
         return None
@@ -57,18 +69,32 @@ class _Facts(BaseModel):
 
 
 def _probe(pid: str, commands: tuple[Command, ...]) -> Probe:
-    return Probe(id=pid, title=pid, commands=commands, extract=lambda outputs, role: _Facts(n=len(outputs)),
-                 judge=lambda facts: [])
+    return Probe(
+        id=pid,
+        title=pid,
+        commands=commands,
+        extract=lambda outputs, role: _Facts(n=len(outputs)),
+        judge=lambda facts: [],
+    )
 
 
 async def test_slow_commands_ask_for_a_channel_before_quick_reads():
     transport = _Recording()
     probes = [
         _probe("a", (Command("a_cat", "cat /proc/cmdline"), Command("a_smi_q", "nvidia-smi -q"))),
-        _probe("b", (Command("b_cat", "cat /proc/version"), Command("b_topo", "nvidia-smi topo -m"))),
+        _probe(
+            "b", (Command("b_cat", "cat /proc/version"), Command("b_topo", "nvidia-smi topo -m"))
+        ),
     ]
-    audit = Audit([TargetBinding(target=Target(role="host", spec="fake", kind="local", label="host"),
-                                 transport=transport)], probes)
+    audit = Audit(
+        [
+            TargetBinding(
+                target=Target(role="host", spec="fake", kind="local", label="host"),
+                transport=transport,
+            )
+        ],
+        probes,
+    )
     async for _ in audit.events():
         pass
     assert transport.order == ["preflight", "a_smi_q", "b_topo", "a_cat", "b_cat"]

@@ -5,11 +5,10 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from gpuaudit.probes.core.errors import UsageError
-from sshd_server import free_port
 from gpuaudit.tui.cli import entry as cli
 from gpuaudit.tui.cli.fleet_hosts import FleetHost, parse_inventory
+from sshd_server import free_port
 
 
 def specs(text: str) -> list[str]:
@@ -45,12 +44,15 @@ infer
     ]
 
 
-@pytest.mark.parametrize("text, message", [
-    ("node[01:10].example ansible_user=x\n", "host ranges"),
-    ("10.0.0.1 ansible_user\n", "key=value"),
-    ("bad!host ansible_user=x\n", "malformed"),
-    ("10.0.0.1 ansible_port=99999\n", "port"),
-])
+@pytest.mark.parametrize(
+    "text, message",
+    [
+        ("node[01:10].example ansible_user=x\n", "host ranges"),
+        ("10.0.0.1 ansible_user\n", "key=value"),
+        ("bad!host ansible_user=x\n", "malformed"),
+        ("10.0.0.1 ansible_port=99999\n", "port"),
+    ],
+)
 def test_malformed_inventory_lines_name_the_line(text, message):
     with pytest.raises(UsageError, match=message) as info:
         parse_inventory(text, source="inv.ini")
@@ -69,9 +71,23 @@ def test_empty_or_missing_inventory_is_a_usage_error(tmp_path, capsys):
 def test_fleet_json_over_real_ssh_one_host_down(sshd, tmp_path, capsys):
     down = f"{sshd.user}@127.0.0.1:{free_port()}"  # nothing listens: refused at once
     inv = tmp_path / "hosts.ini"
-    inv.write_text(f"[gpu]\nup ansible_host=127.0.0.1 ansible_port={sshd.port} ansible_user={sshd.user}\n{down}\n")
-    code = cli.main(["--hosts", str(inv), "--json", "--probes", "kernel,power", "--fail-on", "never",
-                     "--max-connections", "1", *sshd.cli_args()])
+    inv.write_text(
+        f"[gpu]\nup ansible_host=127.0.0.1 ansible_port={sshd.port} ansible_user={sshd.user}\n{down}\n"
+    )
+    code = cli.main(
+        [
+            "--hosts",
+            str(inv),
+            "--json",
+            "--probes",
+            "kernel,power",
+            "--fail-on",
+            "never",
+            "--max-connections",
+            "1",
+            *sshd.cli_args(),
+        ]
+    )
     out = capsys.readouterr()
     doc = json.loads(out.out)
     assert code == 3  # the worst host: could not be audited
@@ -79,9 +95,15 @@ def test_fleet_json_over_real_ssh_one_host_down(sshd, tmp_path, capsys):
     assert first["target"] == sshd.spec and first["name"] == "up" and first["groups"] == ["gpu"]
     assert first["exit_status"] == 0 and first["error"] is None
     assert [p["probe_id"] for p in first["snapshot"]["probes"]] == ["kernel", "power"]
-    assert second["target"] == down and second["exit_status"] == 3 and second["snapshot"] is not None
+    assert (
+        second["target"] == down and second["exit_status"] == 3 and second["snapshot"] is not None
+    )
     assert "refused" in second["error"]
-    assert doc["summary"]["targets"] == 2 and doc["summary"]["failed"] == 1 and doc["summary"]["exit_status"] == 3
+    assert (
+        doc["summary"]["targets"] == 2
+        and doc["summary"]["failed"] == 1
+        and doc["summary"]["exit_status"] == 3
+    )
     assert doc["summary"]["max_connections"] == 1
     assert f"{down} failed" in out.err
 
@@ -89,7 +111,9 @@ def test_fleet_json_over_real_ssh_one_host_down(sshd, tmp_path, capsys):
 def test_fleet_table_without_json(sshd, tmp_path, capsys):
     inv = tmp_path / "hosts"
     inv.write_text(f"{sshd.spec}\n")
-    code = cli.main(["--hosts", str(inv), "--probes", "kernel", "--fail-on", "never", *sshd.cli_args()])
+    code = cli.main(
+        ["--hosts", str(inv), "--probes", "kernel", "--fail-on", "never", *sshd.cli_args()]
+    )
     out = capsys.readouterr().out
     assert code == 0
     assert out.splitlines()[0].split()[:3] == ["target", "exit", "crit"]

@@ -7,8 +7,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gpuaudit.probes.core.fleet.peers import compare, node_from_records
 from gpuaudit.probes.core.fleet.documents import host_records
+from gpuaudit.probes.core.fleet.peers import compare, node_from_records
 
 ROOT = Path(__file__).resolve().parents[2]
 AFTER = ROOT / "snapshots" / "examples" / "case-study-after.json"
@@ -31,8 +31,13 @@ def plant(directory: Path) -> None:
 
 
 def fleet(*args: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "gpuaudit.tui", "fleet", *args], capture_output=True, text=True,
-                          timeout=120, cwd=ROOT)
+    return subprocess.run(
+        [sys.executable, "-m", "gpuaudit.tui", "fleet", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
 
 
 def test_two_planted_outliers_are_named_and_nothing_else(tmp_path):
@@ -43,9 +48,15 @@ def test_two_planted_outliers_are_named_and_nothing_else(tmp_path):
     assert cls["class"].startswith("8× NVIDIA RTX PRO 6000 Blackwell Server Edition")
     assert sorted(cls["nodes"]) == [f"gpu0{i}" for i in range(1, 6)]
     got = sorted((o["node"], o["fact"], o["value"], o["majority"]) for o in cls["outliers"])
-    assert got == [("gpu03", "kernel", "6.8.12-9-pve", "6.14.11-2-pve"), ("gpu05", "driver", "580.95.05", "590.48.01")]
+    assert got == [
+        ("gpu03", "kernel", "6.8.12-9-pve", "6.14.11-2-pve"),
+        ("gpu05", "driver", "580.95.05", "590.48.01"),
+    ]
     text = fleet(str(tmp_path))
-    assert "gpu03: kernel = 6.8.12-9-pve" in text.stdout and "majority 6.14.11-2-pve, 4 of 5" in text.stdout
+    assert (
+        "gpu03: kernel = 6.8.12-9-pve" in text.stdout
+        and "majority 6.14.11-2-pve, 4 of 5" in text.stdout
+    )
 
 
 def test_identical_nodes_agree_and_bad_files_are_skipped_with_one_line(tmp_path):

@@ -8,7 +8,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from gpuaudit.probes import REGISTRY
 from gpuaudit.probes.core.judge.checks import OWNERS, Check
 from gpuaudit.probes.core.judge.plan import IMPACT, RELATIONS
@@ -54,16 +53,25 @@ def test_the_plan_names_only_checks_that_exist():
 
 
 def test_no_finding_is_built_outside_the_framework():
-    hits = subprocess.run(["grep", "-rnP", "--include=*.py", r"\bfinding\((?!s\))", "probes"], cwd=ROOT,
-                          capture_output=True, text=True).stdout.splitlines()
+    hits = subprocess.run(
+        ["grep", "-rnP", "--include=*.py", r"\bfinding\((?!s\))", "probes"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+    ).stdout.splitlines()
     assert [h for h in hits if "def finding(" not in h] == []
 
 
 def test_list_checks_json_has_every_field():
     import json
 
-    out = subprocess.run([sys.executable, "-m", "gpuaudit.tui", "--list-checks", "--json"], capture_output=True,
-                         text=True, timeout=60, cwd=ROOT)
+    out = subprocess.run(
+        [sys.executable, "-m", "gpuaudit.tui", "--list-checks", "--json"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        cwd=ROOT,
+    )
     assert out.returncode == 0, out.stderr
     rows = json.loads(out.stdout)["checks"]
     assert {r["id"] for r in rows} == IDS

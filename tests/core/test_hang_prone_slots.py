@@ -7,16 +7,18 @@ of that host keep running instead of each waiting out the timeout behind hung nv
 from __future__ import annotations
 
 from gpuaudit.probes.core.collect.pool import PooledTransport
-from gpuaudit.probes.core.run.runner import HANG_PRONE_PARALLEL, hang_prone_slots
 from gpuaudit.probes.core.collect.ssh_transport import SshOptions, SshTransport
 from gpuaudit.probes.core.collect.targets import parse_host_spec
 from gpuaudit.probes.core.collect.transport import LocalTransport
 from gpuaudit.probes.core.collect.worker_transport import SessionTransport
+from gpuaudit.probes.core.run.runner import HANG_PRONE_PARALLEL, hang_prone_slots
 
 
 def _ssh(channels: int) -> SshTransport:
     spec = parse_host_spec("audit@127.0.0.1:1")
-    return SshTransport(spec.ssh, SshOptions(max_channels=channels, use_ssh_config=False, use_agent=False))
+    return SshTransport(
+        spec.ssh, SshOptions(max_channels=channels, use_ssh_config=False, use_agent=False)
+    )
 
 
 def test_one_connection_of_eight_channels_gives_four_slots() -> None:

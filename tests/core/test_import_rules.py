@@ -38,19 +38,36 @@ def test_engine_never_imports_ui(path):
     assert not bad, f"{path.relative_to(ROOT)} imports {bad}"
 
 
-@pytest.mark.parametrize("path", [p for p in ENGINE_FILES if p.is_relative_to(ROOT / "probes") and probe_name(p)],
-                         ids=lambda p: str(p.relative_to(ROOT)))
+@pytest.mark.parametrize(
+    "path",
+    [p for p in ENGINE_FILES if p.is_relative_to(ROOT / "probes") and probe_name(p)],
+    ids=lambda p: str(p.relative_to(ROOT)),
+)
 def test_a_probe_imports_only_core_and_itself(path):
     own = probe_name(path)
     for module in imports_of(path):
         parts = module.split(".")
         if parts[0] == "probes" and len(parts) > 1:
-            assert parts[1] in ("core", own), f"{path.relative_to(ROOT)} imports another probe: {module}"
-        assert parts[0] != "probes" or len(parts) > 1, f"{path.relative_to(ROOT)} imports the registry"
+            assert parts[1] in ("core", own), (
+                f"{path.relative_to(ROOT)} imports another probe: {module}"
+            )
+        assert parts[0] != "probes" or len(parts) > 1, (
+            f"{path.relative_to(ROOT)} imports the registry"
+        )
 
 
-HEADLESS = ("cli.py", "headless.py", "session_setup.py", "snapshot_commands.py", "fleet.py", "resume.py",
-            "diff_report.py", "interactive.py", "__init__.py", "__main__.py")
+HEADLESS = (
+    "cli.py",
+    "headless.py",
+    "session_setup.py",
+    "snapshot_commands.py",
+    "fleet.py",
+    "resume.py",
+    "diff_report.py",
+    "interactive.py",
+    "__init__.py",
+    "__main__.py",
+)
 
 
 def test_headless_modules_do_not_import_textual_at_module_level():

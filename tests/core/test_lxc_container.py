@@ -13,14 +13,18 @@ from pathlib import Path
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
-pytestmark = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("lxc-create") is None or not os.path.exists("/bin/busybox"),
-                                reason="needs root, Debian's lxc and busybox-static")
+pytestmark = pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("lxc-create") is None or not os.path.exists("/bin/busybox"),
+    reason="needs root, Debian's lxc and busybox-static",
+)
 
 
 @pytest.fixture
 def lxc_container():
     name = f"gatest-{uuid.uuid4().hex[:8]}"
-    create = subprocess.run(["lxc-create", "-n", name, "-t", "busybox"], capture_output=True, text=True)
+    create = subprocess.run(
+        ["lxc-create", "-n", name, "-t", "busybox"], capture_output=True, text=True
+    )
     if create.returncode != 0:
         if os.environ.get("CI"):
             pytest.fail(f"lxc-create failed: {create.stderr[-500:]}")
@@ -38,20 +42,55 @@ def lxc_container():
 
 
 def test_audit_reaches_the_container_through_lxc_attach(lxc_container, tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "gpuaudit.tui", "--json", "--fail-on", "never", "--container", f"lxc:{lxc_container}"],
-                          capture_output=True, text=True, timeout=120, cwd=ROOT, env={**os.environ, "HOME": str(tmp_path)})
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gpuaudit.tui",
+            "--json",
+            "--fail-on",
+            "never",
+            "--container",
+            f"lxc:{lxc_container}",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env={**os.environ, "HOME": str(tmp_path)},
+    )
     assert proc.returncode == 0, proc.stderr
     doc = json.loads(proc.stdout)
     assert doc["target_states"]["container"]["state"] == "connected"
     assert doc["target_states"]["container"]["hostname"] == lxc_container
-    container_records = [r for p in doc["probes"] for r in p["records"] if r["target"] == "container"]
+    container_records = [
+        r for p in doc["probes"] for r in p["records"] if r["target"] == "container"
+    ]
     assert container_records
-    assert all(f"lxc-attach -n {lxc_container} -- timeout -s KILL" in r["executed"] for r in container_records)
+    assert all(
+        f"lxc-attach -n {lxc_container} -- timeout -s KILL" in r["executed"]
+        for r in container_records
+    )
 
 
 def test_missing_container_is_a_failed_target_not_a_crash(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "gpuaudit.tui", "--json", "--fail-on", "never", "--container", "lxc:no-such-ct-xyz"],
-                          capture_output=True, text=True, timeout=120, cwd=ROOT, env={**os.environ, "HOME": str(tmp_path)})
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gpuaudit.tui",
+            "--json",
+            "--fail-on",
+            "never",
+            "--container",
+            "lxc:no-such-ct-xyz",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env={**os.environ, "HOME": str(tmp_path)},
+    )
     assert proc.returncode in (0, 3), proc.stderr  # 3: a target failed (tui/cli/entry.py EXIT_RULE)
     doc = json.loads(proc.stdout)
     assert doc["target_states"]["host"]["state"] == "connected"
@@ -65,17 +104,25 @@ async def test_container_command_leaves_nothing_after_timeout_or_cancel(lxc_cont
     import time
 
     sys.path.insert(0, str(ROOT / "tests"))
-    from reliability.faultkit import fake_probe, run_audit
-
     from gpuaudit.probes.core.run.runner import AuditOptions
     from gpuaudit.probes.core.spec import Command
+    from reliability.faultkit import fake_probe, run_audit
 
     def left() -> list[str]:
-        out = subprocess.run(["pgrep", "-af", "sleep 486|lxc-attach"], capture_output=True, text=True).stdout
-        return [ln for ln in out.splitlines() if "pgrep" not in ln and lxc_container in ln or "sleep 486" in ln]
+        out = subprocess.run(
+            ["pgrep", "-af", "sleep 486|lxc-attach"], capture_output=True, text=True
+        ).stdout
+        return [
+            ln
+            for ln in out.splitlines()
+            if "pgrep" not in ln and lxc_container in ln or "sleep 486" in ln
+        ]
 
-    probe = fake_probe("cthang", Command("c_ct_hang", "sleep 4861", on=frozenset({"container"})),
-                       Command("c_ct_hang2", "sleep 4862; echo never", on=frozenset({"container"})))
+    probe = fake_probe(
+        "cthang",
+        Command("c_ct_hang", "sleep 4861", on=frozenset({"container"})),
+        Command("c_ct_hang2", "sleep 4862; echo never", on=frozenset({"container"})),
+    )
     t0 = time.monotonic()
     run = await run_audit("local", f"lxc:{lxc_container}", None, [probe], AuditOptions(timeout_s=2))
     wall = time.monotonic() - t0

@@ -8,7 +8,6 @@ asks for: a hung nvidia-smi is itself a critical sign of a wedged GPU or driver 
 from __future__ import annotations
 
 import pytest
-
 from gpuaudit.probes import REGISTRY
 from gpuaudit.probes.core.models import CommandRecord
 from gpuaudit.probes.core.run.runner import judge_probe
@@ -27,11 +26,21 @@ ALLOWED = {("timed out", "driver.gpu_health")}  # a hung nvidia-smi is the findi
 @pytest.mark.parametrize("kind", FAILURES)
 @pytest.mark.parametrize("probe", REGISTRY, ids=lambda p: p.id)
 def test_failed_data_never_gives_a_verdict(probe, kind):
-    records = {role: [CommandRecord(target=role, probe_id=probe.id, command_id=c.id, command=c.shell, **FAILURES[kind])
-                      for c in probe.commands_for(role)]
-               for role in ("host", "container") if probe.commands_for(role)}
+    records = {
+        role: [
+            CommandRecord(
+                target=role, probe_id=probe.id, command_id=c.id, command=c.shell, **FAILURES[kind]
+            )
+            for c in probe.commands_for(role)
+        ]
+        for role in ("host", "container")
+        if probe.commands_for(role)
+    }
     result = judge_probe(probe, records)
     assert result.findings, "every check still answers (unknown), none disappears"
-    judged = [(f.id, f.severity.value, f.observed) for f in result.findings
-              if f.severity.value in ("ok", "warning", "critical") and (kind, f.id) not in ALLOWED]
+    judged = [
+        (f.id, f.severity.value, f.observed)
+        for f in result.findings
+        if f.severity.value in ("ok", "warning", "critical") and (kind, f.id) not in ALLOWED
+    ]
     assert judged == []

@@ -11,7 +11,6 @@ import asyncio
 import signal
 
 import pytest
-
 from gpuaudit.probes.core.run.session import run_sync
 
 

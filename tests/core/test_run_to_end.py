@@ -13,7 +13,11 @@ from gpuaudit.snapshots import store
 
 def _audit() -> Audit:
     snap = store.load(store.EXAMPLES_DIR / "case-study-before.json")
-    return Audit(replay_bindings(snap.targets, snap.records, states=snap.target_states), list(REGISTRY), AuditOptions())
+    return Audit(
+        replay_bindings(snap.targets, snap.records, states=snap.target_states),
+        list(REGISTRY),
+        AuditOptions(),
+    )
 
 
 def test_run_to_end_folds_every_event_and_reports_each_one() -> None:

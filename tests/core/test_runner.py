@@ -4,14 +4,18 @@ from __future__ import annotations
 
 import re
 
-import pytest
-from pydantic import BaseModel
-
-from gpuaudit.probes.core.run.events import AuditFinished, ProbeFinished, TargetFailed, fold_events, initial_run
+from gpuaudit.probes.core.collect.transport import LocalTransport, RawResult
 from gpuaudit.probes.core.models import Role, Target
+from gpuaudit.probes.core.run.events import (
+    AuditFinished,
+    ProbeFinished,
+    TargetFailed,
+    fold_events,
+    initial_run,
+)
 from gpuaudit.probes.core.run.runner import Audit, AuditOptions, TargetBinding
 from gpuaudit.probes.core.spec import Command, Outputs, Probe, finding
-from gpuaudit.probes.core.collect.transport import LocalTransport, RawResult
+from pydantic import BaseModel
 
 
 class Facts(BaseModel):
@@ -26,7 +30,9 @@ def make_probe(pid: str, *commands: Command, explode: bool = False) -> Probe:
 
     def judge(facts):
         for role, f in facts.items():
-            yield finding(pid, "seen", "info", "seen", targets=[role], observed=",".join(sorted(f.outs)))
+            yield finding(
+                pid, "seen", "info", "seen", targets=[role], observed=",".join(sorted(f.outs))
+            )
 
     return Probe(id=pid, title=pid, commands=commands, extract=extract, judge=judge)
 
@@ -42,7 +48,12 @@ class CountingTransport(LocalTransport):
 
 
 def local_binding(transport=None) -> list[TargetBinding]:
-    return [TargetBinding(Target(role="host", spec="local", kind="local", label="host"), transport or LocalTransport())]
+    return [
+        TargetBinding(
+            Target(role="host", spec="local", kind="local", label="host"),
+            transport or LocalTransport(),
+        )
+    ]
 
 
 async def collect(audit: Audit, **kw) -> list:
@@ -83,7 +94,9 @@ async def test_timeout_is_recorded_and_other_commands_finish():
 
 async def test_needs_root_is_skipped_without_root(monkeypatch):
     async def not_root(self, line, **kw):
-        marker = re.search(r"@@gpuaudit-[0-9a-f]+@@", line)[0].encode() + b"\n"  # what the wrapper prints first
+        marker = (
+            re.search(r"@@gpuaudit-[0-9a-f]+@@", line)[0].encode() + b"\n"
+        )  # what the wrapper prints first
         if kw.get("command_id") == "preflight":
             return RawResult(exit_status=0, stdout=marker + b"1000\nbox\n", stderr=marker)
         return RawResult(exit_status=0, stdout=marker + b"ran\n", stderr=marker)
@@ -96,19 +109,26 @@ async def test_needs_root_is_skipped_without_root(monkeypatch):
 
 
 async def test_unreachable_container_leaves_host_complete():
-    from gpuaudit.probes.core.run.session import live_bindings
     from gpuaudit.probes.core.collect.ssh_transport import SshOptions
     from gpuaudit.probes.core.collect.targets import parse_container_spec, parse_host_spec
+    from gpuaudit.probes.core.run.session import live_bindings
     from sshd_server import free_port
 
     host = parse_host_spec(None)
     container = parse_container_spec(f"nobody@127.0.0.1:{free_port()}", host=host)
     p = make_probe("p", Command("a", "echo a", on=frozenset({"host", "container"})))
-    audit = Audit(live_bindings(host, container, SshOptions(use_ssh_config=False, use_agent=False, connect_timeout_s=3)), [p])
+    audit = Audit(
+        live_bindings(
+            host, container, SshOptions(use_ssh_config=False, use_agent=False, connect_timeout_s=3)
+        ),
+        [p],
+    )
     events = await collect(audit)
     failed = [e for e in events if isinstance(e, TargetFailed)]
     assert failed and failed[0].role == "container" and "refused" in failed[0].reason
-    recs = {r.target: r for r in next(e.result for e in events if isinstance(e, ProbeFinished)).records}
+    recs = {
+        r.target: r for r in next(e.result for e in events if isinstance(e, ProbeFinished)).records
+    }
     assert recs["host"].stdout == "a\n"
     assert recs["container"].error.startswith("target failed")
 
@@ -147,8 +167,12 @@ def test_truncated_or_statusless_output_is_not_a_usable_answer():
 
     base = dict(target="host", probe_id="p", command_id="c", command="x")
     assert record_problem(CommandRecord(**base, exit_status=0, stdout="a\n")) is None
-    assert "truncated" in record_problem(CommandRecord(**base, exit_status=None, stdout="a" * 10, truncated=True))
-    assert "no exit status" in record_problem(CommandRecord(**base, exit_status=None, stdout="partial"))
+    assert "truncated" in record_problem(
+        CommandRecord(**base, exit_status=None, stdout="a" * 10, truncated=True)
+    )
+    assert "no exit status" in record_problem(
+        CommandRecord(**base, exit_status=None, stdout="partial")
+    )
 
 
 async def test_local_overflow_is_killed_without_an_exit_status():

@@ -63,6 +63,9 @@ def test_each_literal_is_in_what_its_pattern_matches() -> None:
 
 
 def test_a_banner_after_a_huge_output_is_still_found() -> None:
-    text = "benchmark filler, not a banner\n" * 200_000 + "GPU 00000000:3B:00.0: has fallen off the bus.\n"
+    text = (
+        "benchmark filler, not a banner\n" * 200_000
+        + "GPU 00000000:3B:00.0: has fallen off the bus.\n"
+    )
     assert smi_error_kind(text) == nvidia_smi.SMI_ERR_GPU_LOST
     assert detect_smi_error(text) == "GPU 00000000:3B:00.0: has fallen off the bus."

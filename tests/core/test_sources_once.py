@@ -44,8 +44,14 @@ def test_merged_ids_are_gone_and_their_data_has_one_reader():
 
 def test_no_query_gpu_line_asks_a_subset_of_another():
     """A probe that needs some of another line's fields (same roles, same format) reads that line instead."""
-    rows = [(cid, s, _query_fields(s.shell)) for cid, s in SOURCES.items() if _query_fields(s.shell) and not s.active]
-    subset = [(a, b) for a, sa, fa in rows for b, sb, fb in rows if a != b and fa <= fb and sa.on <= sb.on]
+    rows = [
+        (cid, s, _query_fields(s.shell))
+        for cid, s in SOURCES.items()
+        if _query_fields(s.shell) and not s.active
+    ]
+    subset = [
+        (a, b) for a, sa, fa in rows for b, sb, fb in rows if a != b and fa <= fb and sa.on <= sb.on
+    ]
     assert not subset, subset
 
 
@@ -60,8 +66,14 @@ def test_nccl_and_python_read_the_gpu_lines_other_probes_read():
     host = Path(__file__).parents[2] / "snapshots/examples/case-study/before/host"
 
     def rec(cid: str) -> CommandRecord:
-        return CommandRecord(target="host", probe_id="x", command_id=cid, command=cid, exit_status=0,
-                             stdout=(host / f"{cid}.out").read_text())
+        return CommandRecord(
+            target="host",
+            probe_id="x",
+            command_id=cid,
+            command=cid,
+            exit_status=0,
+            stdout=(host / f"{cid}.out").read_text(),
+        )
 
     assert "smi_gpu_cc" not in SOURCES
     n = nccl.extract({"smi_gpu_ids": rec("smi_gpu_ids")}, "host")

@@ -6,10 +6,9 @@ import asyncio
 import resource
 
 import pytest
-
-from gpuaudit.probes.core.errors import TransportError
 from gpuaudit.probes.core.collect.ssh_transport import SshTransport
 from gpuaudit.probes.core.collect.targets import SshAddress, build_command_line
+from gpuaudit.probes.core.errors import TransportError
 from sshd_server import leftover_processes
 
 pytestmark = pytest.mark.sshd
@@ -23,7 +22,12 @@ async def test_runs_command_and_keeps_exit_status_and_stderr(sshd):
     t = transport(sshd)
     await t.connect()
     try:
-        raw = await t.run(build_command_line("echo out; echo err >&2; exit 3"), command_id="x", timeout_s=10, max_bytes=1024)
+        raw = await t.run(
+            build_command_line("echo out; echo err >&2; exit 3"),
+            command_id="x",
+            timeout_s=10,
+            max_bytes=1024,
+        )
         assert raw.exit_status == 3
         assert raw.stdout == b"out\n" and raw.stderr == b"err\n"
         assert not raw.timed_out and not raw.truncated
@@ -35,8 +39,12 @@ async def test_thirty_concurrent_commands_without_channel_failures(sshd):
     t = transport(sshd)
     await t.connect()
     try:
-        results = await asyncio.gather(*(t.run(f"sleep 0.2; echo {i}", command_id=f"c{i}", timeout_s=20, max_bytes=1024)
-                                         for i in range(30)))
+        results = await asyncio.gather(
+            *(
+                t.run(f"sleep 0.2; echo {i}", command_id=f"c{i}", timeout_s=20, max_bytes=1024)
+                for i in range(30)
+            )
+        )
         assert [r.error for r in results] == [None] * 30
         assert sorted(int(r.stdout) for r in results) == list(range(30))
     finally:
@@ -47,8 +55,12 @@ async def test_timeout_kills_remote_command(sshd):
     t = transport(sshd)
     await t.connect()
     try:
-        raw = await t.run(build_command_line("echo started; sleep 37.5", remote_timeout_s=30), command_id="hang",
-                          timeout_s=1, max_bytes=1024)
+        raw = await t.run(
+            build_command_line("echo started; sleep 37.5", remote_timeout_s=30),
+            command_id="hang",
+            timeout_s=1,
+            max_bytes=1024,
+        )
         assert raw.timed_out and raw.exit_status is None
         assert raw.stdout == b"started\n"
         await asyncio.sleep(0.5)
@@ -63,7 +75,9 @@ async def test_large_output_is_capped_and_memory_stays_small(sshd):
     try:
         before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
         cap = 1024 * 1024
-        raw = await t.run("head -c 52428800 /dev/zero", command_id="flood", timeout_s=30, max_bytes=cap)
+        raw = await t.run(
+            "head -c 52428800 /dev/zero", command_id="flood", timeout_s=30, max_bytes=cap
+        )
         grown_kib = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - before
         assert raw.truncated and len(raw.stdout) == cap
         assert grown_kib < 20 * 1024, f"peak RSS grew {grown_kib} KiB for a 1 MiB cap"
@@ -75,7 +89,9 @@ async def test_non_utf8_bytes_do_not_break_the_connection(sshd):
     t = transport(sshd)
     await t.connect()
     try:
-        raw = await t.run(r"printf '\377\376\000abc'", command_id="bin", timeout_s=10, max_bytes=1024)
+        raw = await t.run(
+            r"printf '\377\376\000abc'", command_id="bin", timeout_s=10, max_bytes=1024
+        )
         assert raw.stdout == b"\xff\xfe\x00abc"
         again = await t.run("echo still-alive", command_id="next", timeout_s=10, max_bytes=1024)
         assert again.stdout == b"still-alive\n"
@@ -116,8 +132,12 @@ async def test_max_sessions_2_shrinks_the_limiter_and_every_command_succeeds(ssh
     t = transport(server)
     await t.connect()
     try:
-        results = await asyncio.gather(*(t.run(f"sleep 0.05; echo {i}", command_id=f"c{i}", timeout_s=20, max_bytes=1024)
-                                         for i in range(20)))
+        results = await asyncio.gather(
+            *(
+                t.run(f"sleep 0.05; echo {i}", command_id=f"c{i}", timeout_s=20, max_bytes=1024)
+                for i in range(20)
+            )
+        )
         assert [r.error for r in results] == [None] * 20
         assert sorted(int(r.stdout) for r in results) == list(range(20))
         assert t._limiter.limit <= 2
@@ -129,8 +149,12 @@ async def test_exit_with_a_child_holding_stdout_returns_after_a_grace(sshd):
     t = transport(sshd)
     await t.connect()
     try:
-        raw = await t.run("echo parent; (while :; do sleep 0.2; echo tick-4107; done) & exit 4", command_id="held",
-                          timeout_s=10, max_bytes=1024)
+        raw = await t.run(
+            "echo parent; (while :; do sleep 0.2; echo tick-4107; done) & exit 4",
+            command_id="held",
+            timeout_s=10,
+            max_bytes=1024,
+        )
         assert raw.exit_status == 4 and not raw.timed_out and raw.stdout.startswith(b"parent\n")
         assert raw.duration_s < 3
     finally:
@@ -152,11 +176,17 @@ def test_no_option_disables_host_key_verification(tmp_path):
     from gpuaudit.tui.cli.entry import build_parser
 
     flags = {o for a in build_parser()._actions for o in a.option_strings}
-    relaxing = {f for f in flags if any(w in f for w in ("insecure", "strict", "verify", "no-host", "ignore", "trust"))}
+    relaxing = {
+        f
+        for f in flags
+        if any(w in f for w in ("insecure", "strict", "verify", "no-host", "ignore", "trust"))
+    }
     assert relaxing == set()
     kw = SshTransport(SshAddress("10.200.0.1"), SshOptions())._connect_kwargs()
     assert "known_hosts" not in kw  # asyncssh's default: ~/.ssh/known_hosts, verified
-    kw = SshTransport(SshAddress("10.200.0.1"), SshOptions(known_hosts=str(tmp_path / "kh")))._connect_kwargs()
+    kw = SshTransport(
+        SshAddress("10.200.0.1"), SshOptions(known_hosts=str(tmp_path / "kh"))
+    )._connect_kwargs()
     assert kw["known_hosts"] == str(tmp_path / "kh")
 
 
@@ -173,8 +203,12 @@ async def test_pooled_transport_spreads_over_two_connections(sshd):
     await pool.connect()
     try:
         assert len(pool._alive) == 2
-        results = await asyncio.gather(*(pool.run("sleep 0.3; echo $PPID", command_id=f"c{i}", timeout_s=20, max_bytes=1024)
-                                         for i in range(16)))
+        results = await asyncio.gather(
+            *(
+                pool.run("sleep 0.3; echo $PPID", command_id=f"c{i}", timeout_s=20, max_bytes=1024)
+                for i in range(16)
+            )
+        )
         assert [r.error for r in results] == [None] * 16
         # 16 commands with 8 channels per connection: two connections finish them in one round
         assert max(r.duration_s for r in results) < 2.0
@@ -187,7 +221,9 @@ async def test_pooled_transport_surfaces_first_connection_errors(sshd, tmp_path)
 
     empty = tmp_path / "kh"
     empty.write_text("")
-    pool = PooledTransport([transport(sshd, known_hosts=str(empty)), transport(sshd, known_hosts=str(empty))])
+    pool = PooledTransport(
+        [transport(sshd, known_hosts=str(empty)), transport(sshd, known_hosts=str(empty))]
+    )
     with pytest.raises(TransportError, match="host key not verifiable"):
         await pool.connect()
 
@@ -218,6 +254,8 @@ async def test_pool_routes_around_a_dead_connection():
     pool = PooledTransport([dead, live])
     await pool.connect()
     dead.lost = True  # dies after connecting
-    results = await asyncio.gather(*(pool.run("x", command_id=f"c{i}", timeout_s=5, max_bytes=10) for i in range(20)))
+    results = await asyncio.gather(
+        *(pool.run("x", command_id=f"c{i}", timeout_s=5, max_bytes=10) for i in range(20))
+    )
     assert [r.error for r in results] == [None] * 20
     assert live.ran == 20

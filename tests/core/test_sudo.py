@@ -6,14 +6,16 @@ import shutil
 from pathlib import Path
 
 import pytest
-
+from gpuaudit.probes.core.collect.targets import parse_host_spec
 from gpuaudit.probes.core.run.events import ProbeFinished
 from gpuaudit.probes.core.run.runner import Audit, AuditOptions
 from gpuaudit.probes.core.run.session import live_bindings
 from gpuaudit.probes.core.spec import Command, Probe
-from gpuaudit.probes.core.collect.targets import parse_host_spec
 
-pytestmark = [pytest.mark.sshd, pytest.mark.skipif(shutil.which("sudo") is None, reason="sudo not installed")]
+pytestmark = [
+    pytest.mark.sshd,
+    pytest.mark.skipif(shutil.which("sudo") is None, reason="sudo not installed"),
+]
 SUDOERS = Path("/etc/sudoers.d/gpuaudit-test-sudo")
 
 
@@ -23,12 +25,21 @@ def probe() -> Probe:
     class F(BaseModel):
         pass
 
-    return Probe(id="p", title="p", commands=(Command("whoami_root", "id -u", needs_root=True), Command("plain", "id -u")),
-                 extract=lambda outputs, role: F(), judge=lambda facts: ())
+    return Probe(
+        id="p",
+        title="p",
+        commands=(Command("whoami_root", "id -u", needs_root=True), Command("plain", "id -u")),
+        extract=lambda outputs, role: F(),
+        judge=lambda facts: (),
+    )
 
 
 async def records(server, sudo: bool) -> dict:
-    audit = Audit(live_bindings(parse_host_spec(server.spec), None, server.options()), [probe()], AuditOptions(sudo=sudo, timeout_s=10))
+    audit = Audit(
+        live_bindings(parse_host_spec(server.spec), None, server.options()),
+        [probe()],
+        AuditOptions(sudo=sudo, timeout_s=10),
+    )
     events = [e async for e in audit.events()]
     await audit.aclose()
     result = next(e.result for e in events if isinstance(e, ProbeFinished))
@@ -37,7 +48,10 @@ async def records(server, sudo: bool) -> dict:
 
 async def test_without_sudo_root_only_commands_are_skipped(sshd):
     recs = await records(sshd, sudo=False)
-    assert recs["whoami_root"].error.startswith("needs root") and recs["whoami_root"].exit_status is None
+    assert (
+        recs["whoami_root"].error.startswith("needs root")
+        and recs["whoami_root"].exit_status is None
+    )
     assert recs["plain"].stdout.strip() != "0"
 
 
@@ -45,7 +59,9 @@ async def test_sudo_refused_is_needs_root_not_a_prompt(sshd):
     SUDOERS.unlink(missing_ok=True)
     recs = await records(sshd, sudo=True)
     rec = recs["whoami_root"]
-    assert "exec timeout -s TERM -k 1" in rec.executed and "sudo -n id -u" in rec.executed  # no sh -c under sudo
+    assert (
+        "exec timeout -s TERM -k 1" in rec.executed and "sudo -n id -u" in rec.executed
+    )  # no sh -c under sudo
     assert rec.error and rec.error.startswith("needs root (sudo -n refused")
     assert "sudo" not in recs["plain"].executed
 
@@ -65,8 +81,16 @@ def test_only_a_plain_first_stage_runs_as_sudo_tool():
     from gpuaudit.probes.core.collect.remote_line import sudo_first_stage
 
     assert sudo_first_stage("dmidecode -t bios -t system") == "sudo -n dmidecode -t bios -t system"
-    assert sudo_first_stage("dmesg | grep -E 'NVRM|nvidia' || test $? -eq 1") == "sudo -n dmesg | grep -E 'NVRM|nvidia' || test $? -eq 1"
-    assert sudo_first_stage("lspci -vvv 2>/dev/null | grep -E '^[0-9a-f]|ACSCtl'") == "sudo -n lspci -vvv 2>/dev/null | grep -E '^[0-9a-f]|ACSCtl'"
-    assert sudo_first_stage("grep -H . /etc/pve/lxc/*.conf") is None  # root expands the glob: sudo sh -c
+    assert (
+        sudo_first_stage("dmesg | grep -E 'NVRM|nvidia' || test $? -eq 1")
+        == "sudo -n dmesg | grep -E 'NVRM|nvidia' || test $? -eq 1"
+    )
+    assert (
+        sudo_first_stage("lspci -vvv 2>/dev/null | grep -E '^[0-9a-f]|ACSCtl'")
+        == "sudo -n lspci -vvv 2>/dev/null | grep -E '^[0-9a-f]|ACSCtl'"
+    )
+    assert (
+        sudo_first_stage("grep -H . /etc/pve/lxc/*.conf") is None
+    )  # root expands the glob: sudo sh -c
     assert sudo_first_stage("id -u; id -u") is None and sudo_first_stage("a || b") is None
-    assert sudo_first_stage("cat \"$HOME/x\"") is None
+    assert sudo_first_stage('cat "$HOME/x"') is None

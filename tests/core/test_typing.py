@@ -16,10 +16,17 @@ import pytest
 ROOT = Path(__file__).resolve().parents[2]
 
 
-@pytest.mark.skipif(importlib.util.find_spec("mypy") is None,
-                    reason="mypy not installed (pip install -e '.[test]' brings it)")
+@pytest.mark.skipif(
+    importlib.util.find_spec("mypy") is None,
+    reason="mypy not installed (pip install -e '.[test]' brings it)",
+)
 def test_mypy_probes_and_snapshots_clean() -> None:
     # reads [tool.mypy] from pyproject.toml; the warm cache (.mypy_cache) makes reruns well under a second
-    proc = subprocess.run([sys.executable, "-m", "mypy", "probes", "snapshots"], cwd=ROOT,
-                          capture_output=True, text=True, timeout=300)
+    proc = subprocess.run(
+        [sys.executable, "-m", "mypy", "probes", "snapshots"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
     assert proc.returncode == 0, f"mypy found errors:\n{proc.stdout}{proc.stderr}"

@@ -10,11 +10,9 @@ import asyncio
 import os
 import signal
 import subprocess
-import sys
 import time
 
 import pytest
-
 from gpuaudit.probes.core.collect import worker as w
 from gpuaudit.probes.core.collect.transport import LocalTransport
 from gpuaudit.probes.core.collect.worker_transport import (
@@ -75,24 +73,38 @@ def test_worker_source_is_old_python_compatible_and_touches_nothing_but_its_chil
     assert not kinds & {"JoinedStr", "NamedExpr", "AsyncFunctionDef", "Await"}
     names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
     assert "open" not in names and "eval" not in names and "exec" not in names
-    os_calls = {n.attr for n in ast.walk(tree) if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "os"}
+    os_calls = {
+        n.attr
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "os"
+    }
     assert os_calls <= {"write", "read", "killpg"}, os_calls
-    assert w.INTERPRETER == "python3 -I -B"  # no __pycache__ written, no user site or PYTHON* variables
+    assert (
+        w.INTERPRETER == "python3 -I -B"
+    )  # no __pycache__ written, no user site or PYTHON* variables
 
 
 def test_start_line_is_one_exec_and_the_container_scope_passes_stdin():
     line = w.start_line("ab" * 8)
-    assert line.startswith("exec python3 -I -B -c '") and line.endswith(f" {'ab' * 8} {w.IDLE_EXIT_S}")
-    assert w.start_line("t", "sudo -n pct exec 101 --").startswith("exec sudo -n pct exec 101 -- python3 -I -B -c ")
+    assert line.startswith("exec python3 -I -B -c '") and line.endswith(
+        f" {'ab' * 8} {w.IDLE_EXIT_S}"
+    )
+    assert w.start_line("t", "sudo -n pct exec 101 --").startswith(
+        "exec sudo -n pct exec 101 -- python3 -I -B -c "
+    )
     assert w.session_prefix("docker exec sglang", sudo=False) == "docker exec -i sglang"
     assert w.session_prefix("lxc-attach -n ct --", sudo=True) == "sudo -n lxc-attach -n ct --"
 
 
 def test_frame_reader_splits_frames_across_chunks_and_refuses_garbage():
-    data = b"1 O 3\na\x00b2 E 0\n1 X 8\n{\"rc\":0}"
+    data = b'1 O 3\na\x00b2 E 0\n1 X 8\n{"rc":0}'
     reader = w.FrameReader()
-    frames = [f for i in range(len(data)) for f in reader.feed(data[i:i + 1])]
-    assert [(f.cmd_id, f.kind, f.data) for f in frames] == [(1, "O", b"a\x00b"), (2, "E", b""), (1, "X", b'{"rc":0}')]
+    frames = [f for i in range(len(data)) for f in reader.feed(data[i : i + 1])]
+    assert [(f.cmd_id, f.kind, f.data) for f in frames] == [
+        (1, "O", b"a\x00b"),
+        (2, "E", b""),
+        (1, "X", b'{"rc":0}'),
+    ]
     with pytest.raises(w.ProtocolError):
         w.FrameReader().feed(b"Welcome to gpu01\n")
 
@@ -103,7 +115,12 @@ def test_frame_reader_splits_frames_across_chunks_and_refuses_garbage():
 async def test_streams_are_byte_exact_and_separate_with_exit_status():
     s = await local_session()
     try:
-        raw = await s.run(r"printf 'a\000b\377\nno newline'; printf 'warn' >&2; exit 3", timeout_s=5, max_bytes=1000, marker=None)
+        raw = await s.run(
+            r"printf 'a\000b\377\nno newline'; printf 'warn' >&2; exit 3",
+            timeout_s=5,
+            max_bytes=1000,
+            marker=None,
+        )
         sig = await s.run("kill -TERM $$", timeout_s=5, max_bytes=1000, marker=None)
     finally:
         await s.aclose()
@@ -113,14 +130,23 @@ async def test_streams_are_byte_exact_and_separate_with_exit_status():
 
 
 async def test_a_banner_before_the_worker_is_dropped_and_the_marker_starts_the_clock():
-    s = await local_session("echo 'Welcome to gpu01 (managed by ansible)'; echo 'bash: warning: setlocale' >&2; ")
+    s = await local_session(
+        "echo 'Welcome to gpu01 (managed by ansible)'; echo 'bash: warning: setlocale' >&2; "
+    )
     marker = "@@gpuaudit-0123456789abcdef@@"
     try:
-        raw = await s.run(f"printf '%s\\n' {marker}; printf '%s\\n' {marker} >&2; exec uname -s", timeout_s=5,
-                          max_bytes=1000, marker=marker)
+        raw = await s.run(
+            f"printf '%s\\n' {marker}; printf '%s\\n' {marker} >&2; exec uname -s",
+            timeout_s=5,
+            max_bytes=1000,
+            marker=marker,
+        )
     finally:
         await s.aclose()
-    assert bytes(raw.stdout) == f"{marker}\nLinux\n".encode() and bytes(raw.stderr) == f"{marker}\n".encode()
+    assert (
+        bytes(raw.stdout) == f"{marker}\nLinux\n".encode()
+        and bytes(raw.stderr) == f"{marker}\n".encode()
+    )
     assert raw.exit_status == 0
 
 
@@ -144,17 +170,30 @@ async def test_timeout_kills_the_whole_tree_and_the_session_goes_on(sleeps):
 async def test_output_cap_stops_the_command_and_marks_it_truncated():
     s = await local_session()
     try:
-        raw = await s.run("head -c 300000 /dev/zero; sleep 5", timeout_s=10, max_bytes=1000, marker=None)
+        raw = await s.run(
+            "head -c 300000 /dev/zero; sleep 5", timeout_s=10, max_bytes=1000, marker=None
+        )
     finally:
         await s.aclose()
-    assert raw.truncated and len(raw.stdout) == 1000 and raw.exit_status is None and not raw.timed_out
+    assert (
+        raw.truncated and len(raw.stdout) == 1000 and raw.exit_status is None and not raw.timed_out
+    )
 
 
 async def test_many_commands_at_once_keep_their_own_outputs():
     s = await local_session()
     try:
-        raws = await asyncio.gather(*(s.run(f"i=0; while [ $i -lt 200 ]; do echo {n}-$i; i=$((i+1)); done; exit {n % 7}",
-                                            timeout_s=10, max_bytes=1 << 20, marker=None) for n in range(40)))
+        raws = await asyncio.gather(
+            *(
+                s.run(
+                    f"i=0; while [ $i -lt 200 ]; do echo {n}-$i; i=$((i+1)); done; exit {n % 7}",
+                    timeout_s=10,
+                    max_bytes=1 << 20,
+                    marker=None,
+                )
+                for n in range(40)
+            )
+        )
     finally:
         await s.aclose()
     for n, raw in enumerate(raws):
@@ -225,11 +264,20 @@ async def test_the_worker_refuses_nothing_silently_when_it_cannot_start():
 async def test_a_scope_without_a_worker_falls_back_to_one_channel_per_command():
     transport = SessionTransport(LocalTransport(), host_sessions=False)
     try:
-        raw = await transport.run("echo full line", command_id="c", timeout_s=5, max_bytes=1000,
-                                  session=SessionLine("false --", "echo inner line"))
+        raw = await transport.run(
+            "echo full line",
+            command_id="c",
+            timeout_s=5,
+            max_bytes=1000,
+            session=SessionLine("false --", "echo inner line"),
+        )
     finally:
         await transport.aclose()
-    assert bytes(raw.stdout) == b"full line\n" and raw.executed == "echo full line" and raw.session is None
+    assert (
+        bytes(raw.stdout) == b"full line\n"
+        and raw.executed == "echo full line"
+        and raw.session is None
+    )
     assert "false --" in transport.unavailable
 
 
@@ -237,18 +285,29 @@ async def test_a_container_scope_runs_its_commands_in_one_wrapper_call(tmp_path)
     """A stand-in wrapper that counts its calls: forty commands, one call."""
     calls = tmp_path / "calls"
     wrapper = tmp_path / "wrap"
-    wrapper.write_text(f"#!/bin/sh\necho x >> {calls}\nshift\nexec \"$@\"\n")
+    wrapper.write_text(f'#!/bin/sh\necho x >> {calls}\nshift\nexec "$@"\n')
     wrapper.chmod(0o755)
     transport = SessionTransport(LocalTransport(), host_sessions=False)
     try:
-        raws = await asyncio.gather(*(transport.run(f"{wrapper} -- sh -c 'echo {n}'", command_id=f"c{n}", timeout_s=5,
-                                                    max_bytes=1000, session=SessionLine(f"{wrapper} --", f"echo {n}"))
-                                      for n in range(40)))
+        raws = await asyncio.gather(
+            *(
+                transport.run(
+                    f"{wrapper} -- sh -c 'echo {n}'",
+                    command_id=f"c{n}",
+                    timeout_s=5,
+                    max_bytes=1000,
+                    session=SessionLine(f"{wrapper} --", f"echo {n}"),
+                )
+                for n in range(40)
+            )
+        )
     finally:
         await transport.aclose()
     assert [bytes(r.stdout) for r in raws] == [f"{n}\n".encode() for n in range(40)]
     assert calls.read_text() == "x\n" and all(r.executed == f"echo {n}" for n, r in enumerate(raws))
-    assert all(r.session and r.session.startswith(f"exec {wrapper} -- python3 -I -B -c ") for r in raws)
+    assert all(
+        r.session and r.session.startswith(f"exec {wrapper} -- python3 -I -B -c ") for r in raws
+    )
 
 
 async def test_a_session_that_dies_mid_command_is_replaced_and_the_command_runs_again(sleeps):
@@ -256,8 +315,11 @@ async def test_a_session_that_dies_mid_command_is_replaced_and_the_command_runs_
     transport = SessionTransport(LocalTransport(), host_sessions=False)
     scope = SessionLine("env --", f"{tag}; echo done")
     try:
-        task = asyncio.ensure_future(transport.run("echo fallback", command_id="c", timeout_s=1.5, max_bytes=1000,
-                                                   session=scope))
+        task = asyncio.ensure_future(
+            transport.run(
+                "echo fallback", command_id="c", timeout_s=1.5, max_bytes=1000, session=scope
+            )
+        )
         await asyncio.sleep(0.5)
         first = transport._sessions["env --"]
         for ln in processes(first.token):  # the worker dies (OOM killer, a wrapper crash)
@@ -274,8 +336,12 @@ def test_worker_runs_on_the_system_python_too():
     system = "/usr/bin/python3"
     if not os.path.exists(system):
         pytest.skip("no /usr/bin/python3")
-    proc = subprocess.Popen([system, "-I", "-B", "-c", w.WORKER_SOURCE, "tok", "5"], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    proc = subprocess.Popen(
+        [system, "-I", "-B", "-c", w.WORKER_SOURCE, "tok", "5"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
     assert proc.stdin is not None and proc.stdout is not None
     proc.stdin.write(w.request(1, "echo hi", 5, 100))
     proc.stdin.flush()

@@ -12,14 +12,20 @@ import urllib.request
 from pathlib import Path
 
 import pytest
-
-from gpuaudit.probes.core.fleet.prometheus import escape_label, from_snapshot, render, write_textfile
+from gpuaudit.probes.core.fleet.prometheus import (
+    escape_label,
+    from_snapshot,
+    render,
+    write_textfile,
+)
 from gpuaudit.snapshots.schema import Snapshot
 
 ROOT = Path(__file__).resolve().parents[2]
 BEFORE = ROOT / "snapshots" / "examples" / "case-study-before.json"
 RULES = ROOT / "docs" / "deploy" / "prometheus"
-REQUIRE = os.environ.get("GPUAUDIT_REQUIRE_SSHD") == "1"  # CI installs prometheus + node_exporter too
+REQUIRE = (
+    os.environ.get("GPUAUDIT_REQUIRE_SSHD") == "1"
+)  # CI installs prometheus + node_exporter too
 
 
 def tool(name: str) -> str:
@@ -52,8 +58,10 @@ def test_every_check_is_one_series_with_the_severity_rank_and_its_owner():
     crit = [f for f in snap.findings if f.severity.value == "critical"]
     assert crit, "the case study has a critical finding"
     f = crit[0]
-    key = (f'gpuaudit_check_severity{{check="{f.id}",probe="{f.probe}",target="{"+".join(f.targets)}",'
-           f'owner="{f.owner or ""}"}}')
+    key = (
+        f'gpuaudit_check_severity{{check="{f.id}",probe="{f.probe}",target="{"+".join(f.targets)}",'
+        f'owner="{f.owner or ""}"}}'
+    )
     assert series(text)[key] == 4
     assert 'gpuaudit_node_info{driver="590.48.01",cuda="13.1",kernel="6.8.12-9-pve"' in text
     assert series(text)['gpuaudit_target_up{target="container"}'] == 1
@@ -64,13 +72,20 @@ def test_label_values_are_escaped():
 
 
 def test_promtool_finds_the_exposition_clean():
-    proc = subprocess.run([tool("promtool"), "check", "metrics"], input=before_text(), capture_output=True, text=True)
-    assert proc.returncode == 0 and not proc.stdout.strip() and not proc.stderr.strip(), proc.stdout + proc.stderr
+    proc = subprocess.run(
+        [tool("promtool"), "check", "metrics"], input=before_text(), capture_output=True, text=True
+    )
+    assert proc.returncode == 0 and not proc.stdout.strip() and not proc.stderr.strip(), (
+        proc.stdout + proc.stderr
+    )
 
 
 def test_alert_rules_check_and_unit_tests_pass():
     promtool = tool("promtool")
-    for args in (["check", "rules", "gpuaudit.rules.yml"], ["test", "rules", "gpuaudit.rules.test.yml"]):
+    for args in (
+        ["check", "rules", "gpuaudit.rules.yml"],
+        ["test", "rules", "gpuaudit.rules.test.yml"],
+    ):
         proc = subprocess.run([promtool, *args], cwd=RULES, capture_output=True, text=True)
         assert proc.returncode == 0, proc.stdout + proc.stderr
 
@@ -93,14 +108,35 @@ def test_node_exporter_scrapes_the_cli_output(tmp_path):
     exporter = tool("prometheus-node-exporter")
     textdir = tmp_path / "textfile"
     textdir.mkdir()
-    cli = subprocess.run([sys.executable, "-m", "gpuaudit.tui", "--replay", str(BEFORE), "--prom", str(textdir / "gpuaudit.prom")],
-                         capture_output=True, text=True, timeout=120, cwd=ROOT)
+    cli = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gpuaudit.tui",
+            "--replay",
+            str(BEFORE),
+            "--prom",
+            str(textdir / "gpuaudit.prom"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
     assert cli.returncode in (0, 1), cli.stderr
     assert cli.stdout == ""  # --prom alone prints nothing
     port = free_port()
-    proc = subprocess.Popen([exporter, f"--web.listen-address=127.0.0.1:{port}", "--collector.disable-defaults",
-                             "--collector.textfile", f"--collector.textfile.directory={textdir}"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            exporter,
+            f"--web.listen-address=127.0.0.1:{port}",
+            "--collector.disable-defaults",
+            "--collector.textfile",
+            f"--collector.textfile.directory={textdir}",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         body = ""
         deadline = time.monotonic() + 15
@@ -114,7 +150,9 @@ def test_node_exporter_scrapes_the_cli_output(tmp_path):
         scraped = series(body)
         assert scraped.get("node_textfile_scrape_error") == 0, body[:2000]
         assert scraped['gpuaudit_findings{severity="critical",target="container"}'] == 1
-        crit = [k for k, v in scraped.items() if k.startswith("gpuaudit_check_severity{") and v == 4]
+        crit = [
+            k for k, v in scraped.items() if k.startswith("gpuaudit_check_severity{") and v == 4
+        ]
         assert len(crit) == 1 and 'check="python.cuda_graphs"' in crit[0]
         assert any(k.startswith("gpuaudit_last_run_timestamp_seconds") for k in scraped)
     finally:

@@ -20,15 +20,24 @@ REQUIRE = os.environ.get("GPUAUDIT_REQUIRE_SSHD") == "1"
 def test_systemd_units_verify(tmp_path):
     analyze = shutil.which("systemd-analyze")
     if analyze is None:
-        pytest.fail("systemd-analyze missing") if REQUIRE else pytest.skip("systemd-analyze missing")
+        pytest.fail("systemd-analyze missing") if REQUIRE else pytest.skip(
+            "systemd-analyze missing"
+        )
     exe = shutil.which("gpuaudit-tui") or sys.executable
     for name in ("gpuaudit.service", "gpuaudit.timer"):
         text = (DEPLOY / "systemd" / name).read_text().replace("/usr/local/bin/gpuaudit-tui", exe)
         (tmp_path / name).write_text(text)
-    proc = subprocess.run([analyze, "verify", str(tmp_path / "gpuaudit.service"), str(tmp_path / "gpuaudit.timer")],
-                          capture_output=True, text=True, env={**os.environ, "SYSTEMD_LOG_LEVEL": "warning"})
-    problems = [ln for ln in (proc.stdout + proc.stderr).splitlines()
-                if "gpuaudit" in ln and "Documentation" not in ln]  # verify also lints unrelated system units
+    proc = subprocess.run(
+        [analyze, "verify", str(tmp_path / "gpuaudit.service"), str(tmp_path / "gpuaudit.timer")],
+        capture_output=True,
+        text=True,
+        env={**os.environ, "SYSTEMD_LOG_LEVEL": "warning"},
+    )
+    problems = [
+        ln
+        for ln in (proc.stdout + proc.stderr).splitlines()
+        if "gpuaudit" in ln and "Documentation" not in ln
+    ]  # verify also lints unrelated system units
     assert proc.returncode == 0 and not problems, proc.stdout + proc.stderr
 
 
@@ -56,8 +65,14 @@ def _check_value(value, kind: str, path: str) -> list[str]:
     if kind.lower().startswith(("dict(", "dict[")):
         return [] if isinstance(value, dict) else [f"{path}: expected a mapping"]
     if kind in ("str", "int", "bool", "float", "object", "datetime"):
-        ok = {"str": (str,), "int": (int,), "bool": (bool,), "float": (int, float)}.get(kind, (object,))
-        return [] if isinstance(value, ok) else [f"{path}: expected {kind}, got {type(value).__name__}"]
+        ok = {"str": (str,), "int": (int,), "bool": (bool,), "float": (int, float)}.get(
+            kind, (object,)
+        )
+        return (
+            []
+            if isinstance(value, ok)
+            else [f"{path}: expected {kind}, got {type(value).__name__}"]
+        )
     if not isinstance(value, dict):
         return [f"{path}: expected a {kind} object"]
     return _check_against_model(value, kind, path)
@@ -73,7 +88,9 @@ def test_kubernetes_daemonset_matches_the_api_types():
     (ctr,) = pod["containers"]
     mounts = {m["name"]: m for m in ctr["volumeMounts"]}
     writable = {n for n, m in mounts.items() if not m.get("readOnly")}
-    assert writable <= {"textfile", "tmp"}, "only the textfile directory (and a tmpfs) may be writable"
+    assert writable <= {"textfile", "tmp"}, (
+        "only the textfile directory (and a tmpfs) may be writable"
+    )
     assert ctr["securityContext"]["readOnlyRootFilesystem"] is True
     assert ctr["securityContext"]["capabilities"]["drop"] == ["ALL"]
     assert pod["automountServiceAccountToken"] is False
@@ -89,22 +106,47 @@ def test_slurm_health_check_drains_with_the_worst_finding(tmp_path):
     bindir = tmp_path / "bin"
     bindir.mkdir()
     log = tmp_path / "scontrol.log"
-    (bindir / "gpuaudit-tui").write_text(f'#!/bin/sh\nexec {sys.executable} -m gpuaudit.tui "$@" --replay {BEFORE}\n')
+    (bindir / "gpuaudit-tui").write_text(
+        f'#!/bin/sh\nexec {sys.executable} -m gpuaudit.tui "$@" --replay {BEFORE}\n'
+    )
     (bindir / "scontrol").write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" >> {log}\n')
     (bindir / "hostname").write_text("#!/bin/sh\necho gpu01\n")
     for f in bindir.iterdir():
         f.chmod(0o755)
     script = DEPLOY / "slurm" / "gpuaudit-healthcheck.sh"
-    env = {**os.environ, "PATH": f"{bindir}:/usr/bin:/bin", "GPUAUDIT_PROBES": "python", "PYTHONPATH": os.pathsep.join(sys.path)}
+    env = {
+        **os.environ,
+        "PATH": f"{bindir}:/usr/bin:/bin",
+        "GPUAUDIT_PROBES": "python",
+        "PYTHONPATH": os.pathsep.join(sys.path),
+    }
     text = script.read_text().replace("PATH=/usr/local/bin:", f"PATH={bindir}:")
     (tmp_path / "hc.sh").write_text(text)
-    proc = subprocess.run(["sh", str(tmp_path / "hc.sh")], capture_output=True, text=True, env=env, timeout=120, cwd=ROOT)
+    proc = subprocess.run(
+        ["sh", str(tmp_path / "hc.sh")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        cwd=ROOT,
+    )
     assert proc.returncode == 1, proc.stdout + proc.stderr
     assert proc.stdout.startswith("gpuaudit: CRITICAL [container] python.cuda_graphs")
     assert "fix:" in proc.stdout and len(proc.stdout.splitlines()) == 1
     drained = log.read_text()
-    assert "nodename=gpu01" in drained and "state=drain" in drained and "python.cuda_graphs" in drained
-    env["GPUAUDIT_PROBES"] = "nvlink"  # nothing critical there: the node stays up, nothing is drained
+    assert (
+        "nodename=gpu01" in drained and "state=drain" in drained and "python.cuda_graphs" in drained
+    )
+    env["GPUAUDIT_PROBES"] = (
+        "nvlink"  # nothing critical there: the node stays up, nothing is drained
+    )
     log.unlink()
-    proc = subprocess.run(["sh", str(tmp_path / "hc.sh")], capture_output=True, text=True, env=env, timeout=120, cwd=ROOT)
+    proc = subprocess.run(
+        ["sh", str(tmp_path / "hc.sh")],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        cwd=ROOT,
+    )
     assert proc.returncode == 0 and not log.exists(), proc.stdout + proc.stderr

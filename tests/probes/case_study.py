@@ -18,7 +18,9 @@ CASE = Path(__file__).parents[2] / "snapshots" / "examples" / "case-study"
 """snapshots/examples/case-study: `before/` and `after/`, each with `host/` and `container/` recordings."""
 
 
-async def run_case_study(probe: Probe, phase: str, roles: Iterable[Role] = ("host", "container")) -> dict[str, Finding]:
+async def run_case_study(
+    probe: Probe, phase: str, roles: Iterable[Role] = ("host", "container")
+) -> dict[str, Finding]:
     """Findings (id -> Finding) of `probe` replayed over the `phase` ("before"/"after") recordings of `roles`."""
     out: dict[str, Finding] = {}
     async for ev in Audit(directory_bindings(CASE / phase, tuple(roles)), [probe]).events():

@@ -10,8 +10,8 @@ import asyncio
 from collections.abc import Mapping
 from pathlib import Path
 
-from gpuaudit.probes.core.run.events import ProbeFinished
 from gpuaudit.probes.core.models import CommandRecord, Finding, ProbeResult
+from gpuaudit.probes.core.run.events import ProbeFinished
 from gpuaudit.probes.core.run.runner import Audit
 from gpuaudit.probes.core.run.session import directory_bindings
 from gpuaudit.probes.core.spec import Probe
@@ -32,9 +32,18 @@ def sev(probe: Probe, facts, fid: str) -> str:
     return found[0].severity.value
 
 
-def rec(probe_id: str, cid: str, stdout: str = "", exit_status: int | None = 0, stderr: str = "") -> CommandRecord:
-    return CommandRecord(target="host", probe_id=probe_id, command_id=cid, command=cid, exit_status=exit_status,
-                         stdout=stdout, stderr=stderr)
+def rec(
+    probe_id: str, cid: str, stdout: str = "", exit_status: int | None = 0, stderr: str = ""
+) -> CommandRecord:
+    return CommandRecord(
+        target="host",
+        probe_id=probe_id,
+        command_id=cid,
+        command=cid,
+        exit_status=exit_status,
+        stdout=stdout,
+        stderr=stderr,
+    )
 
 
 def run(probe: Probe, directory: Path | str) -> ProbeResult:
@@ -46,4 +55,5 @@ def run(probe: Probe, directory: Path | str) -> ProbeResult:
             if isinstance(ev, ProbeFinished):
                 return ev.result
         raise AssertionError(f"{probe.id}: no ProbeFinished event")
+
     return asyncio.run(go())

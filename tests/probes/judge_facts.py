@@ -16,8 +16,16 @@ from gpuaudit.probes.core.spec import Probe
 
 
 def judge(probe: Probe, facts: Mapping[Role, Any], active: bool = False) -> list[Finding]:
-    outputs = {role: {c.id: CommandRecord(target=role, probe_id=probe.id, command_id=c.id, command=c.shell, exit_status=0)
-                      for c in probe.commands if role in c.on and (active or not c.active)} for role in facts}
+    outputs = {
+        role: {
+            c.id: CommandRecord(
+                target=role, probe_id=probe.id, command_id=c.id, command=c.shell, exit_status=0
+            )
+            for c in probe.commands
+            if role in c.on and (active or not c.active)
+        }
+        for role in facts
+    }
     return list(judge_checks(probe.checks, facts, outputs))
 
 

@@ -14,22 +14,25 @@ import uuid
 from pathlib import Path
 
 import pytest
-
 from gpuaudit.probes import container
+from gpuaudit.probes.core.collect.ssh_transport import SshOptions
+from gpuaudit.probes.core.collect.targets import parse_container_spec, parse_host_spec
 from gpuaudit.probes.core.models import ProbeResult
 from gpuaudit.probes.core.run.runner import Audit
 from gpuaudit.probes.core.run.session import live_bindings
-from gpuaudit.probes.core.collect.ssh_transport import SshOptions
-from gpuaudit.probes.core.collect.targets import parse_container_spec, parse_host_spec
 
-pytestmark = pytest.mark.skipif(os.geteuid() != 0 or shutil.which("lxc-create") is None or not os.path.exists("/bin/busybox"),
-                                reason="needs root, Debian's lxc and busybox-static")
+pytestmark = pytest.mark.skipif(
+    os.geteuid() != 0 or shutil.which("lxc-create") is None or not os.path.exists("/bin/busybox"),
+    reason="needs root, Debian's lxc and busybox-static",
+)
 
 
 @pytest.fixture
 def lxc_container():
     name = f"gacont-{uuid.uuid4().hex[:8]}"
-    create = subprocess.run(["lxc-create", "-n", name, "-t", "busybox"], capture_output=True, text=True)
+    create = subprocess.run(
+        ["lxc-create", "-n", name, "-t", "busybox"], capture_output=True, text=True
+    )
     if create.returncode != 0:
         pytest.skip(f"lxc-create failed: {create.stderr[-300:]}")
     try:
@@ -54,12 +57,14 @@ def audit(spec: str) -> ProbeResult:
                 result = r
         assert result is not None
         return result
+
     return asyncio.run(go())
 
 
 def nvidia_on_this_host() -> bool:
     return Path("/proc/driver/nvidia/version").exists() or any(
-        p.read_text().strip() == "0x10de" for p in Path("/sys/bus/pci/devices").glob("*/vendor"))
+        p.read_text().strip() == "0x10de" for p in Path("/sys/bus/pci/devices").glob("*/vendor")
+    )
 
 
 def test_lxc_kind_from_the_target_spec_and_no_gpu_checks_on_a_gpu_less_host(lxc_container):
@@ -69,11 +74,15 @@ def test_lxc_kind_from_the_target_spec_and_no_gpu_checks_on_a_gpu_less_host(lxc_
     assert ctr["wrapper_kind"] == "lxc"
     found = {f.id: f for f in r.findings}
     assert found["container.shm_ipc"].observed == "not applicable: lxc container, not Docker"
-    assert "RDMA devices: none" in found["container.memlock"].observed  # busybox ls: exit 1 "No such file"
+    assert (
+        "RDMA devices: none" in found["container.memlock"].observed
+    )  # busybox ls: exit 1 "No such file"
     if not nvidia_on_this_host():
         for check in container.CHECKS:
             if check.needs_gpu and check.id in found and "host" in check.roles:
-                assert found[check.id].observed.startswith("not applicable: no NVIDIA GPU or driver on this host"), check.id
+                assert found[check.id].observed.startswith(
+                    "not applicable: no NVIDIA GPU or driver on this host"
+                ), check.id
     for f in r.findings:  # nothing judged from data that was not read
         if f.severity.value == "unknown":
             assert ":" in f.observed and f.observed.split(":")[0], f
@@ -85,4 +94,7 @@ def test_missing_container_is_unknown_never_ok():
     for check in container.CHECKS:
         if "container" in check.roles:
             f = found[check.id]
-            assert f.severity.value == "unknown" and "unreachable" in f.observed, (check.id, f.observed)
+            assert f.severity.value == "unknown" and "unreachable" in f.observed, (
+                check.id,
+                f.observed,
+            )

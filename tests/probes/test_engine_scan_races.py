@@ -21,8 +21,12 @@ from gpuaudit.probes.core.parsers.engine import (
 from gpuaudit.probes.core.parsers.pyenv import PYENV_SHELL
 from gpuaudit.probes.core.readonly import write_risks
 
-SHELLS = {"engine_procs": ENGINE_PROCS_SHELL, "engine_proc_status": ENGINE_STATUS_SHELL,
-          "engine_logs": ENGINE_LOGS_SHELL, "pyenv": PYENV_SHELL.replace("{python}", "python3")}
+SHELLS = {
+    "engine_procs": ENGINE_PROCS_SHELL,
+    "engine_proc_status": ENGINE_STATUS_SHELL,
+    "engine_logs": ENGINE_LOGS_SHELL,
+    "pyenv": PYENV_SHELL.replace("{python}", "python3"),
+}
 
 
 def _fake_proc(tmp: Path) -> Path:
@@ -30,7 +34,9 @@ def _fake_proc(tmp: Path) -> Path:
     (root / "4100").mkdir(parents=True)  # exited between the glob and the reads: no files at all
     eng = root / "4200"
     eng.mkdir()
-    (eng / "cmdline").write_bytes(b"python3\0-m\0sglang.launch_server\0--tp\0002\0")  # environ missing (exited)
+    (eng / "cmdline").write_bytes(
+        b"python3\0-m\0sglang.launch_server\0--tp\0002\0"
+    )  # environ missing (exited)
     return root
 
 

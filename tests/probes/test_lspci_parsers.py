@@ -5,8 +5,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
-from gpuaudit.probes.core.parsers.lspci import acs_flags, normalize_bdf, parse_lspci_tree, parse_lspci_vvv, tree_path
+from gpuaudit.probes.core.parsers.lspci import (
+    acs_flags,
+    normalize_bdf,
+    parse_lspci_tree,
+    parse_lspci_vvv,
+    tree_path,
+)
 
 VVV = Path(__file__).parents[1] / "fixtures/system/lspci-vvv"
 TV = Path(__file__).parents[1] / "fixtures/system/lspci-tv"
@@ -26,7 +31,9 @@ def test_every_vvv_sample_parses(path):
     assert len(devs) == len(blocks) and all(d.bdf.count(":") == 2 for d in devs)
     # every block with a LnkCap line yields a parsed link capability; AER status only where UESta was printed
     for d, chunk in zip(devs, _blocks(text)):
-        assert ("LnkCap:" in chunk) == (d.lnkcap_speed is not None or "Speed unknown" in chunk.split("LnkCap:")[1][:40])
+        assert ("LnkCap:" in chunk) == (
+            d.lnkcap_speed is not None or "Speed unknown" in chunk.split("LnkCap:")[1][:40]
+        )
         assert ("UESta:" in chunk) == (d.ue_status is not None)
 
 
@@ -81,7 +88,11 @@ def test_switch_downstream_port_and_h100_rebar():
     assert sw.acs_ctl["ReqRedir"]
     (h100,) = one("hpe-xd665-h100-sxm5-no-driver-bound-rebar-128g.txt")
     assert (h100.vendor_id, h100.device_id) == ("10de", "2330") and h100.is_gpu
-    assert h100.kernel_driver is None and h100.rebar_current[2] == 128 << 30 and h100.lnksta_speed == 32.0
+    assert (
+        h100.kernel_driver is None
+        and h100.rebar_current[2] == 128 << 30
+        and h100.lnksta_speed == 32.0
+    )
 
 
 def test_width_only_downgrade():
@@ -104,7 +115,10 @@ def test_access_denied_block_synthetic():
 
 
 def test_normalize_bdf():
-    assert normalize_bdf("00000000:8A:00.0") == "0000:8a:00.0" and normalize_bdf("01:00.0") == "0000:01:00.0"
+    assert (
+        normalize_bdf("00000000:8A:00.0") == "0000:8a:00.0"
+        and normalize_bdf("01:00.0") == "0000:01:00.0"
+    )
 
 
 @pytest.mark.parametrize("path", sorted(TV.glob("*.txt")), ids=lambda p: p.name)
@@ -120,7 +134,9 @@ def test_tree_asus_gpus_under_root_ports():
 
 
 def test_tree_lenovo_h100_behind_switch_chain():
-    n = parse_lspci_tree((TV / "lenovo-sd665n-v3-genoa-4x-h100-sxm5-behind-cx7-switch.txt").read_text())
+    n = parse_lspci_tree(
+        (TV / "lenovo-sd665n-v3-genoa-4x-h100-sxm5-behind-cx7-switch.txt").read_text()
+    )
     path = tree_path(n, "0000:c6:00.0")
     assert path[0] == "0000:c5:00.0" and path[-1] == "0000:c0:01.1" and len(path) == 5
 
@@ -129,7 +145,10 @@ def test_bus_tree_from_bridge_bus_lines_real_hpe_capture():
     """`lspci -vvv` alone gives the GPU paths: each bridge's `Bus: secondary=` is the bus below it."""
     from gpuaudit.probes.core.parsers.lspci import bus_tree
 
-    text = (Path(__file__).parents[1] / "fixtures/system/lspci-vvv-filtered/hpe-xd665-two-h100-behind-pex890xx-no-tree.txt").read_text()
+    text = (
+        Path(__file__).parents[1]
+        / "fixtures/system/lspci-vvv-filtered/hpe-xd665-two-h100-behind-pex890xx-no-tree.txt"
+    ).read_text()
     devs = parse_lspci_vvv(text)
     up = next(d for d in devs if d.bdf == "0000:01:00.0")
     assert (up.secondary_bus, up.subordinate_bus) == (2, 6) and up.port_type == "Upstream Port"

@@ -41,18 +41,31 @@ def test_privileged_caps_comments_and_cgroup_v1_init():
 
 def test_devn_v1_keys_and_snapshot_sections():
     # Synthetic (labelled): PVE 8.1+ devN syntax, a legacy v1 key, and a snapshot section that must be ignored.
-    c = parse_lxc_conf("hostname: ct\ndev0: /dev/nvidia0,gid=44,mode=0666\ndev1: path=/dev/nvidia-uvm\n"
-                       "lxc.cgroup.devices.allow: c 195:* rwm\ncpulimit: 2.5\n[snap1]\nhostname: old\ncores: 99\n")
+    c = parse_lxc_conf(
+        "hostname: ct\ndev0: /dev/nvidia0,gid=44,mode=0666\ndev1: path=/dev/nvidia-uvm\n"
+        "lxc.cgroup.devices.allow: c 195:* rwm\ncpulimit: 2.5\n[snap1]\nhostname: old\ncores: 99\n"
+    )
     assert [(d.index, d.path) for d in c.devs] == [(0, "/dev/nvidia0"), (1, "/dev/nvidia-uvm")]
     assert c.devs[0].options == {"gid": "44", "mode": "0666"}
     assert c.allow[0].cgroup_v1 and c.hostname == "ct" and c.cores is None and c.cpulimit == 2.5
 
 
 def test_conf_dump_from_grep():
-    text = "".join(f"/etc/pve/lxc/116.conf:{ln}\n" for ln in (FIX / "116-xtts-unprivileged-nvidia-plus-allow-all-unconfined.conf.txt").read_text().splitlines() if ln.strip())
+    text = "".join(
+        f"/etc/pve/lxc/116.conf:{ln}\n"
+        for ln in (FIX / "116-xtts-unprivileged-nvidia-plus-allow-all-unconfined.conf.txt")
+        .read_text()
+        .splitlines()
+        if ln.strip()
+    )
     text += "/etc/pve/lxc/100.conf:hostname: other\n"
     d = parse_conf_dump(text)
-    assert sorted(d) == ["100", "116"] and d["116"].vmid == "116" and d["116"].has_nvidia and d["100"].hostname == "other"
+    assert (
+        sorted(d) == ["100", "116"]
+        and d["116"].vmid == "116"
+        and d["116"].has_nvidia
+        and d["100"].hostname == "other"
+    )
     assert parse_conf_dump("") == {}
 
 
@@ -61,5 +74,7 @@ def test_allow_list_by_minor_and_nodes_from_a_host_folder():
     c = conf("2051-frigate-unprivileged-nvidia-minors-195-0-1.conf.txt")
     nv = [r for r in c.allow if r.major == 195]
     assert [r.label() for r in nv] == ["c 195:0", "c 195:1"]
-    assert nv[0].covers(195, 0) and not any(r.covers(195, 255) for r in nv)  # nvidiactl stays blocked
+    assert nv[0].covers(195, 0) and not any(
+        r.covers(195, 255) for r in nv
+    )  # nvidiactl stays blocked
     assert c.nvidia_paths == ["/dev/nvidia0", "/dev/nvidia1"] and c.has_nvidia and c.unprivileged

@@ -15,49 +15,98 @@ F = nccl.NcclFacts
 CASE = Path(__file__).resolve().parents[2] / "snapshots/examples/case-study"
 FIX = Path(__file__).resolve().parents[1] / "fixtures/nvidia"
 OK8 = {f"{i}-{j}": "OK" for i in range(8) for j in range(i + 1, 8)}
-TOPO8 = {f"{i}-{j}": ("NODE" if i // 4 == j // 4 else "SYS") for i in range(8) for j in range(i + 1, 8)}
-HOST = dict(gpu_names=["NVIDIA RTX PRO 6000 Blackwell Server Edition"] * 8, topo=TOPO8, gpu_numa=["0"] * 4 + ["1"] * 4,
-            p2p_read=OK8, p2p_write=OK8, iommu_translated=False,
-            iommu_detail="GPU functions' domains: identity×16", acs_redirect=[], cpu_vendor="AuthenticAMD", gpu_count=8, engine_listed=True)
-ENG = dict(engine_listed=True, engine_kind="sglang", engine_tp=8, custom_allreduce_disabled=False, engine_env_readable=True,
-           engine_env={})
+TOPO8 = {
+    f"{i}-{j}": ("NODE" if i // 4 == j // 4 else "SYS") for i in range(8) for j in range(i + 1, 8)
+}
+HOST = dict(
+    gpu_names=["NVIDIA RTX PRO 6000 Blackwell Server Edition"] * 8,
+    topo=TOPO8,
+    gpu_numa=["0"] * 4 + ["1"] * 4,
+    p2p_read=OK8,
+    p2p_write=OK8,
+    iommu_translated=False,
+    iommu_detail="GPU functions' domains: identity×16",
+    acs_redirect=[],
+    cpu_vendor="AuthenticAMD",
+    gpu_count=8,
+    engine_listed=True,
+)
+ENG = dict(
+    engine_listed=True,
+    engine_kind="sglang",
+    engine_tp=8,
+    custom_allreduce_disabled=False,
+    engine_env_readable=True,
+    engine_env={},
+)
 
 
 def sev(facts, fid, active=False):
     return one(nccl.PROBE, facts, fid, active).severity.value
 
 
-@pytest.mark.parametrize("host,expected", [
-    (F(**HOST), "ok"),
-    (F(**(HOST | {"p2p_read": OK8 | {"0-4": "CNS"}})), "warning"),
-    (F(**(HOST | {"gpu_names": ["NVIDIA GeForce RTX 2080 Ti"] * 2, "p2p_read": {"0-1": "NS"}, "p2p_write": {}})), "info"),
-    (F(**(HOST | {"p2p_read": {}, "problems": {"smi_topo_p2p_r": "tool not installed"}})), "unknown"),
-])
+@pytest.mark.parametrize(
+    "host,expected",
+    [
+        (F(**HOST), "ok"),
+        (F(**(HOST | {"p2p_read": OK8 | {"0-4": "CNS"}})), "warning"),
+        (
+            F(
+                **(
+                    HOST
+                    | {
+                        "gpu_names": ["NVIDIA GeForce RTX 2080 Ti"] * 2,
+                        "p2p_read": {"0-1": "NS"},
+                        "p2p_write": {},
+                    }
+                )
+            ),
+            "info",
+        ),
+        (
+            F(**(HOST | {"p2p_read": {}, "problems": {"smi_topo_p2p_r": "tool not installed"}})),
+            "unknown",
+        ),
+    ],
+)
 def test_p2p_matrix(host, expected):
     assert sev({"host": host}, "nccl.p2p_matrix") == expected
 
 
-@pytest.mark.parametrize("vendor,env,topo,expected", [
-    ("AuthenticAMD", {}, TOPO8, "ok"),
-    ("GenuineIntel", {}, TOPO8, "info"),  # NCCL's PXB cutoff on Intel: by design
-    ("GenuineIntel", {"NCCL_P2P_LEVEL": "SYS"}, TOPO8, "ok"),
-    ("GenuineIntel", {}, {"0-1": "NV18"}, "ok"),
-    (None, {}, TOPO8, "info"),
-])
+@pytest.mark.parametrize(
+    "vendor,env,topo,expected",
+    [
+        ("AuthenticAMD", {}, TOPO8, "ok"),
+        ("GenuineIntel", {}, TOPO8, "info"),  # NCCL's PXB cutoff on Intel: by design
+        ("GenuineIntel", {"NCCL_P2P_LEVEL": "SYS"}, TOPO8, "ok"),
+        ("GenuineIntel", {}, {"0-1": "NV18"}, "ok"),
+        (None, {}, TOPO8, "info"),
+    ],
+)
 def test_topology_class(vendor, env, topo, expected):
-    facts = {"host": F(**(HOST | {"cpu_vendor": vendor, "topo": topo})), "container": F(**(ENG | {"engine_env": env}))}
+    facts = {
+        "host": F(**(HOST | {"cpu_vendor": vendor, "topo": topo})),
+        "container": F(**(ENG | {"engine_env": env})),
+    }
     assert sev(facts, "nccl.topology_class") == expected
     assert sev({"host": F(problems={"smi_topo_m": "x"})}, "nccl.topology_class") == "unknown"
 
 
-@pytest.mark.parametrize("env,translated,expected", [
-    ({}, False, "ok"),
-    ({"NCCL_P2P_DISABLE": "1"}, False, "warning"),  # stale workaround
-    ({"NCCL_SHM_DISABLE": "1"}, False, "warning"),
-    ({"NCCL_DEBUG": "INFO"}, False, "info"),
-    ({"NCCL_MIN_NCHANNELS": "8"}, False, "info"),
-    ({"NCCL_P2P_DISABLE": "1"}, True, "info"),  # IOMMU translating + ACS: the disable may be the fix
-])
+@pytest.mark.parametrize(
+    "env,translated,expected",
+    [
+        ({}, False, "ok"),
+        ({"NCCL_P2P_DISABLE": "1"}, False, "warning"),  # stale workaround
+        ({"NCCL_SHM_DISABLE": "1"}, False, "warning"),
+        ({"NCCL_DEBUG": "INFO"}, False, "info"),
+        ({"NCCL_MIN_NCHANNELS": "8"}, False, "info"),
+        (
+            {"NCCL_P2P_DISABLE": "1"},
+            True,
+            "info",
+        ),  # IOMMU translating + ACS: the disable may be the fix
+    ],
+)
 def test_env_overrides(env, translated, expected):
     host = F(**(HOST | {"iommu_translated": translated, "acs_redirect": ["0000:00:01.1"]}))
     facts = {"host": host, "container": F(**(ENG | {"engine_env": env}))}
@@ -65,22 +114,41 @@ def test_env_overrides(env, translated, expected):
 
 
 def test_env_overrides_unknown_and_no_engine():
-    assert sev({"host": F(**HOST), "container": F(**(ENG | {"engine_env_readable": False}))}, "nccl.env_overrides") == "unknown"
-    assert sev({"host": F(**HOST), "container": F(engine_listed=True)}, "nccl.env_overrides") == "ok"
-    assert sev({"host": F(**HOST), "container": F()}, "nccl.env_overrides") == "unknown"  # container scan not read
+    assert (
+        sev(
+            {"host": F(**HOST), "container": F(**(ENG | {"engine_env_readable": False}))},
+            "nccl.env_overrides",
+        )
+        == "unknown"
+    )
+    assert (
+        sev({"host": F(**HOST), "container": F(engine_listed=True)}, "nccl.env_overrides") == "ok"
+    )
+    assert (
+        sev({"host": F(**HOST), "container": F()}, "nccl.env_overrides") == "unknown"
+    )  # container scan not read
     assert sev({"host": F(problems={"engine_procs": "x"})}, "nccl.env_overrides") == "unknown"
 
 
-@pytest.mark.parametrize("translated,acs,env,tp,expected", [
-    (False, [], {}, 8, "ok"),
-    (False, ["0000:00:01.1"], {}, 8, "ok"),  # passthrough: redirected peer traffic is not translated
-    (True, ["0000:00:01.1"], {}, 8, "critical"),
-    (True, ["0000:00:01.1"], {"NCCL_P2P_DISABLE": "1"}, 8, "warning"),
-    (True, ["0000:00:01.1"], {}, 1, "warning"),  # boundary: TP=1 uses no P2P
-    (True, [], {}, 8, "warning"),
-    (True, None, {}, 8, "warning"),  # ACS unread
-    (None, [], {}, 8, "unknown"),  # IOMMU state not known: never ok
-])
+@pytest.mark.parametrize(
+    "translated,acs,env,tp,expected",
+    [
+        (False, [], {}, 8, "ok"),
+        (
+            False,
+            ["0000:00:01.1"],
+            {},
+            8,
+            "ok",
+        ),  # passthrough: redirected peer traffic is not translated
+        (True, ["0000:00:01.1"], {}, 8, "critical"),
+        (True, ["0000:00:01.1"], {"NCCL_P2P_DISABLE": "1"}, 8, "warning"),
+        (True, ["0000:00:01.1"], {}, 1, "warning"),  # boundary: TP=1 uses no P2P
+        (True, [], {}, 8, "warning"),
+        (True, None, {}, 8, "warning"),  # ACS unread
+        (None, [], {}, 8, "unknown"),  # IOMMU state not known: never ok
+    ],
+)
 def test_iommu_acs_gate(translated, acs, env, tp, expected):
     host = F(**(HOST | {"iommu_translated": translated, "acs_redirect": acs}))
     facts = {"host": host, "container": F(**(ENG | {"engine_env": env, "engine_tp": tp}))}
@@ -88,55 +156,108 @@ def test_iommu_acs_gate(translated, acs, env, tp, expected):
 
 
 def test_iommu_gate_off_and_unknown():
-    assert sev({"host": F(iommu_translated=False, iommu_detail="no IOMMU unit")}, "nccl.iommu_acs_gate") == "ok"
-    assert sev({"host": F(problems={"iommu_state": "x", "proc_cmdline": "y"})}, "nccl.iommu_acs_gate") == "unknown"
+    assert (
+        sev(
+            {"host": F(iommu_translated=False, iommu_detail="no IOMMU unit")}, "nccl.iommu_acs_gate"
+        )
+        == "ok"
+    )
+    assert (
+        sev({"host": F(problems={"iommu_state": "x", "proc_cmdline": "y"})}, "nccl.iommu_acs_gate")
+        == "unknown"
+    )
 
 
-@pytest.mark.parametrize("env,gate_host,expected", [
-    ({}, {}, "ok"),
-    ({"NCCL_P2P_DISABLE": "1"}, {}, "warning"),
-    ({"NCCL_P2P_LEVEL": "SYS"}, {"iommu_translated": True, "acs_redirect": ["0000:00:01.1"]}, "critical"),
-    ({"NCCL_P2P_LEVEL": "SYS"}, {}, "ok"),
-])
+@pytest.mark.parametrize(
+    "env,gate_host,expected",
+    [
+        ({}, {}, "ok"),
+        ({"NCCL_P2P_DISABLE": "1"}, {}, "warning"),
+        (
+            {"NCCL_P2P_LEVEL": "SYS"},
+            {"iommu_translated": True, "acs_redirect": ["0000:00:01.1"]},
+            "critical",
+        ),
+        ({"NCCL_P2P_LEVEL": "SYS"}, {}, "ok"),
+    ],
+)
 def test_env_vs_topology(env, gate_host, expected):
     facts = {"host": F(**(HOST | gate_host)), "container": F(**(ENG | {"engine_env": env}))}
     assert sev(facts, "nccl.env_vs_topology") == expected
-    assert not [f for f in judge(nccl.PROBE, {"host": F(**HOST)}) if f.id == "nccl.env_vs_topology"]  # needs a container
+    assert not [
+        f for f in judge(nccl.PROBE, {"host": F(**HOST)}) if f.id == "nccl.env_vs_topology"
+    ]  # needs a container
 
 
-@pytest.mark.parametrize("disabled,tp,topo,expected", [
-    (False, 8, TOPO8, "ok"), (True, 8, TOPO8, "info"), (True, 8, {"0-1": "NV18"}, "warning"), (True, 1, TOPO8, "ok"),
-])
+@pytest.mark.parametrize(
+    "disabled,tp,topo,expected",
+    [
+        (False, 8, TOPO8, "ok"),
+        (True, 8, TOPO8, "info"),
+        (True, 8, {"0-1": "NV18"}, "warning"),
+        (True, 1, TOPO8, "ok"),
+    ],
+)
 def test_custom_allreduce(disabled, tp, topo, expected):
-    facts = {"host": F(**(HOST | {"topo": topo})), "container": F(**(ENG | {"custom_allreduce_disabled": disabled, "engine_tp": tp}))}
+    facts = {
+        "host": F(**(HOST | {"topo": topo})),
+        "container": F(**(ENG | {"custom_allreduce_disabled": disabled, "engine_tp": tp})),
+    }
     assert sev(facts, "nccl.custom_allreduce") == expected
 
 
-@pytest.mark.parametrize("vendor,topo,env,expected", [
-    ("AuthenticAMD", TOPO8, {}, "info"),
-    ("AuthenticAMD", TOPO8, {"NCCL_MIN_NCHANNELS": "8"}, "ok"),
-    ("GenuineIntel", TOPO8, {}, "ok"),
-    ("AuthenticAMD", {"0-1": "NODE"}, {}, "ok"),
-])
+@pytest.mark.parametrize(
+    "vendor,topo,env,expected",
+    [
+        ("AuthenticAMD", TOPO8, {}, "info"),
+        ("AuthenticAMD", TOPO8, {"NCCL_MIN_NCHANNELS": "8"}, "ok"),
+        ("GenuineIntel", TOPO8, {}, "ok"),
+        ("AuthenticAMD", {"0-1": "NODE"}, {}, "ok"),
+    ],
+)
 def test_amd_dual_socket(vendor, topo, env, expected):
-    facts = {"host": F(**(HOST | {"cpu_vendor": vendor, "topo": topo})), "container": F(**(ENG | {"engine_env": env}))}
+    facts = {
+        "host": F(**(HOST | {"cpu_vendor": vendor, "topo": topo})),
+        "container": F(**(ENG | {"engine_env": env})),
+    }
     assert sev(facts, "nccl.amd_dual_socket_model") == expected
 
 
 def test_library_in_use():
     lib = "/x/nvidia/nccl/lib/libnccl.so.2"
-    assert sev({"container": F(**ENG, engine_nccl_libs=[lib], torch_nccl="2.27.7")}, "nccl.library_in_use") == "ok"
+    assert (
+        sev(
+            {"container": F(**ENG, engine_nccl_libs=[lib], torch_nccl="2.27.7")},
+            "nccl.library_in_use",
+        )
+        == "ok"
+    )
     two = [lib, "/opt/nccl/lib/libnccl.so.2.21.5"]
     assert sev({"container": F(**ENG, engine_nccl_libs=two)}, "nccl.library_in_use") == "warning"
     old = ["/usr/lib/libnccl.so.2.21.5"]
-    assert sev({"container": F(**ENG, engine_nccl_libs=old, torch_nccl="2.27.7")}, "nccl.library_in_use") == "info"
+    assert (
+        sev(
+            {"container": F(**ENG, engine_nccl_libs=old, torch_nccl="2.27.7")},
+            "nccl.library_in_use",
+        )
+        == "info"
+    )
 
 
 def _perf_facts(name: str, topo: dict, p2p: dict) -> dict:
     rec = (FIX / "nccl-tests-all-reduce-perf" / name).read_text()
     from gpuaudit.probes.core.models import CommandRecord
-    out = {"nccl_all_reduce_perf": CommandRecord(target="host", probe_id="nccl", command_id="nccl_all_reduce_perf",
-                                                 command="x", exit_status=0, stdout=rec)}
+
+    out = {
+        "nccl_all_reduce_perf": CommandRecord(
+            target="host",
+            probe_id="nccl",
+            command_id="nccl_all_reduce_perf",
+            command="x",
+            exit_status=0,
+            stdout=rec,
+        )
+    }
     f = nccl.extract(out, "host")
     return {"host": f.model_copy(update={"topo": topo, "p2p_read": p2p})}
 
@@ -144,14 +265,25 @@ def _perf_facts(name: str, topo: dict, p2p: dict) -> dict:
 def test_active_allreduce_rows_from_the_corpus():
     # 2× RTX 2080 Ti without P2P: 4 GB/s is what host staging gives; small-message latency ≈ 12 µs
     facts = _perf_facts("rtx2080ti-2gpu-pcie-no-p2p.txt", {"0-1": "PIX"}, {"0-1": "NS"})
-    assert sev(facts, "nccl.allreduce_bw", True) == "ok" and sev(facts, "nccl.allreduce_lat", True) == "ok"
+    assert (
+        sev(facts, "nccl.allreduce_bw", True) == "ok"
+        and sev(facts, "nccl.allreduce_lat", True) == "ok"
+    )
     # the same numbers where P2P is reported OK: far below a P2P PCIe figure
     facts = _perf_facts("rtx2080ti-2gpu-pcie-no-p2p.txt", {"0-1": "PIX"}, {"0-1": "OK"})
     bw = one(nccl.PROBE, facts, "nccl.allreduce_bw", active=True)
-    assert bw.severity.value == "warning" and "load-generating" in bw.title and "peak busbw 4.0" in bw.observed
-    facts = _perf_facts("v100-sxm2-8gpu-single-node-nvlink-1size.txt", {"0-1": "NV2"}, {"0-1": "OK"})
+    assert (
+        bw.severity.value == "warning"
+        and "load-generating" in bw.title
+        and "peak busbw 4.0" in bw.observed
+    )
+    facts = _perf_facts(
+        "v100-sxm2-8gpu-single-node-nvlink-1size.txt", {"0-1": "NV2"}, {"0-1": "OK"}
+    )
     assert sev(facts, "nccl.allreduce_bw", True) == "ok"
-    assert not [f for f in judge(nccl.PROBE, {"host": F(**HOST)}) if f.id.startswith("nccl.allreduce")]  # passive: none
+    assert not [
+        f for f in judge(nccl.PROBE, {"host": F(**HOST)}) if f.id.startswith("nccl.allreduce")
+    ]  # passive: none
 
 
 def test_active_command_is_declared_active_and_labelled():
@@ -161,7 +293,9 @@ def test_active_command_is_declared_active_and_labelled():
 
 
 async def _run(d: Path, active: bool = False):
-    async for ev in Audit(directory_bindings(d), [nccl.PROBE], AuditOptions(active=active)).events():
+    async for ev in Audit(
+        directory_bindings(d), [nccl.PROBE], AuditOptions(active=active)
+    ).events():
         if isinstance(ev, ProbeFinished):
             return ev.result
 
@@ -169,7 +303,9 @@ async def _run(d: Path, active: bool = False):
 async def test_end_to_end_case_study():
     r = await _run(CASE / "before")
     by = {f.id: f.severity.value for f in r.findings}
-    assert r.status == "done" and by["nccl.p2p_matrix"] == "ok" and by["nccl.iommu_acs_gate"] == "ok"
+    assert (
+        r.status == "done" and by["nccl.p2p_matrix"] == "ok" and by["nccl.iommu_acs_gate"] == "ok"
+    )
     assert by["nccl.amd_dual_socket_model"] == "info" and "critical" not in by.values()
     assert len(by) == 9 and "P2P all OK" in r.summary and by["nccl.transport_observed"] == "unknown"
     # --active against a recording without nccl-tests: the command reports "not installed" -> unknown, never ok
@@ -183,5 +319,6 @@ async def test_end_to_end_gpu_less(tmp_path: Path):
     (tmp_path / "host/proc_cmdline.out").write_text("BOOT_IMAGE=/vmlinuz ro quiet\n")
     r = await _run(tmp_path)
     assert r.status == "done"
-    assert all(f.severity.value == "unknown" or "not applicable" in f.observed for f in r.findings), \
-        [(f.id, f.severity.value, f.observed) for f in r.findings]
+    assert all(
+        f.severity.value == "unknown" or "not applicable" in f.observed for f in r.findings
+    ), [(f.id, f.severity.value, f.observed) for f in r.findings]

@@ -12,7 +12,6 @@ from pathlib import Path
 
 import hw_helpers as hw
 import pytest
-
 from gpuaudit.probes import nvlink
 from gpuaudit.probes.core.run.runner import judge_probe
 
@@ -24,7 +23,10 @@ EMPTY = (FX / "nvlink" / "nvlink-s-empty-a10.txt").read_text()
 
 
 def judge(**stdout_by_cid: str | tuple[str, int]) -> dict:
-    records = [rec(cid, v[0], v[1]) if isinstance(v, tuple) else rec(cid, v) for cid, v in stdout_by_cid.items()]
+    records = [
+        rec(cid, v[0], v[1]) if isinstance(v, tuple) else rec(cid, v)
+        for cid, v in stdout_by_cid.items()
+    ]
     result = judge_probe(nvlink.PROBE, {"host": records})
     assert result.status == "done", result.error
     return {f.id: f for f in result.findings}
@@ -34,14 +36,29 @@ def judge(**stdout_by_cid: str | tuple[str, int]) -> dict:
 def test_mig_refusal_is_not_applicable_not_critical(xml):
     by = judge(nvlink_s=MIG_REFUSED, smi_q_xml=(XML / xml).read_text())
     for fid in ("nvlink.presence", "nvlink.link_state"):
-        assert by[fid].severity.value == "ok" and by[fid].observed.startswith("not applicable: GPU 0 in MIG mode"), by[fid]
-    assert nvlink.summarize({"host": nvlink.extract({"nvlink_s": rec("nvlink_s", MIG_REFUSED),
-                                                     "smi_q_xml": rec("smi_q_xml", (XML / xml).read_text())}, "host")}) \
+        assert by[fid].severity.value == "ok" and by[fid].observed.startswith(
+            "not applicable: GPU 0 in MIG mode"
+        ), by[fid]
+    assert (
+        nvlink.summarize(
+            {
+                "host": nvlink.extract(
+                    {
+                        "nvlink_s": rec("nvlink_s", MIG_REFUSED),
+                        "smi_q_xml": rec("smi_q_xml", (XML / xml).read_text()),
+                    },
+                    "host",
+                )
+            }
+        )
         == "MIG mode — NVLink n/a"
+    )
 
 
 def test_mig_refusal_with_a_failing_exit_is_unknown_naming_it_never_critical():
-    by = judge(nvlink_s=(MIG_REFUSED, 255), smi_q_xml=(XML / "netdata-a100-sxm4-mig.xml").read_text())
+    by = judge(
+        nvlink_s=(MIG_REFUSED, 255), smi_q_xml=(XML / "netdata-a100-sxm4-mig.xml").read_text()
+    )
     assert by["nvlink.link_state"].severity.value == "unknown"
     assert "MIG mode" in by["nvlink.link_state"].observed
     assert by["nvlink.presence"].severity.value != "critical"
@@ -55,9 +72,19 @@ def test_mig_mode_from_the_xml_alone_makes_links_not_applicable():
 
 
 def test_mig_mode_from_the_driver_csv():
-    f = nvlink.extract({"smi_query_driver": rec("smi_query_driver", (Path(__file__).parents[2] / "snapshots/examples/"
-                                                "case-study/before/host/smi_query_driver.out").read_text())}, "host")
-    assert f.mig_enabled == [] and len(f.gpu_names) == 8            # all Disabled: read, none in MIG mode
+    f = nvlink.extract(
+        {
+            "smi_query_driver": rec(
+                "smi_query_driver",
+                (
+                    Path(__file__).parents[2] / "snapshots/examples/"
+                    "case-study/before/host/smi_query_driver.out"
+                ).read_text(),
+            )
+        },
+        "host",
+    )
+    assert f.mig_enabled == [] and len(f.gpu_names) == 8  # all Disabled: read, none in MIG mode
 
 
 def test_empty_nvlink_s_is_never_ok():
@@ -70,7 +97,9 @@ def test_empty_nvlink_s_is_never_ok():
 def test_empty_nvlink_s_on_a_pcie_board_is_not_applicable():
     by = judge(nvlink_s=EMPTY, smi_q_xml=(XML / "netdata-rtx-4090-driver-535.xml").read_text())
     for fid in ("nvlink.presence", "nvlink.link_state"):
-        assert by[fid].severity.value == "ok" and by[fid].observed.startswith("not applicable"), by[fid]
+        assert by[fid].severity.value == "ok" and by[fid].observed.startswith("not applicable"), by[
+            fid
+        ]
     assert all(f.observed.strip() for f in by.values())
 
 
@@ -83,7 +112,11 @@ def test_every_row_of_the_probe_is_judged_once_and_owned():
 def test_a_gpu_in_mig_mode_is_left_out_of_the_link_count():
     """One of eight H100s in MIG mode lists no links: the other seven are judged, the MIG one is not 'missing'."""
     from test_nvlink import H100, hgx, links, sev
+
     facts = hgx(links={**{i: links(18, 18) for i in range(8)}, 3: []}, mig_enabled=[3])
     assert sev({"host": facts}, "nvlink.link_state") == "ok"
-    assert sev({"host": facts.model_copy(update={"mig_enabled": []})}, "nvlink.link_state") == "critical"
+    assert (
+        sev({"host": facts.model_copy(update={"mig_enabled": []})}, "nvlink.link_state")
+        == "critical"
+    )
     assert sev({"host": facts}, "nvlink.presence") == "ok" and facts.gpu_names == [H100] * 8

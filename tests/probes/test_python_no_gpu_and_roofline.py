@@ -25,19 +25,55 @@ async def test_no_nvidia_gpu_means_not_applicable_not_unknown_spam():
     r = await _run(NO_GPU)
     by = {f.id: f for f in r.findings}
     assert r.status == "done" and len(by) == 10
-    for fid in ("python.torch_arch_support", "python.flashinfer_sm120", "python.cuda_runtime_vs_driver"):
-        assert (by[fid].severity.value, by[fid].observed) == ("ok", "not applicable: no NVIDIA GPU or driver on this host"), fid
-    for fid in ("python.cuda_graphs", "python.dangerous_env", "python.attention_backend", "python.engine_threads",
-                "python.measured_throughput"):
-        assert by[fid].observed == "not applicable: no serving engine found (no SGLang/vLLM/TGI server process)", fid
+    for fid in (
+        "python.torch_arch_support",
+        "python.flashinfer_sm120",
+        "python.cuda_runtime_vs_driver",
+    ):
+        assert (by[fid].severity.value, by[fid].observed) == (
+            "ok",
+            "not applicable: no NVIDIA GPU or driver on this host",
+        ), fid
+    for fid in (
+        "python.cuda_graphs",
+        "python.dangerous_env",
+        "python.attention_backend",
+        "python.engine_threads",
+        "python.measured_throughput",
+    ):
+        assert (
+            by[fid].observed
+            == "not applicable: no serving engine found (no SGLang/vLLM/TGI server process)"
+        ), fid
     assert not [f.id for f in r.findings if f.severity.value == "unknown"]
 
 
 async def test_case_study_exports_the_roofline_inputs():
     r = await _run(CASE / "before", ("host", "container"))
     ctr = r.facts["container"]
-    assert (ctr["engine_kind"], ctr["model"], ctr["tp"], ctr["pp"], ctr["dp"], ctr["ep"]) == ("sglang", "/models/GLM-5-NVFP4", 8, 1, 1, None)
-    assert (ctr["quantization"], ctr["kv_cache_dtype"], ctr["speculative"], ctr["cuda_graphs_disabled"]) == ("modelopt_fp4", None, None, True)
-    assert (ctr["engine_port"], ctr["engine_port_is_default"], ctr["custom_allreduce_disabled"]) == (30000, False, False)
+    assert (ctr["engine_kind"], ctr["model"], ctr["tp"], ctr["pp"], ctr["dp"], ctr["ep"]) == (
+        "sglang",
+        "/models/GLM-5-NVFP4",
+        8,
+        1,
+        1,
+        None,
+    )
+    assert (
+        ctr["quantization"],
+        ctr["kv_cache_dtype"],
+        ctr["speculative"],
+        ctr["cuda_graphs_disabled"],
+    ) == ("modelopt_fp4", None, None, True)
+    assert (
+        ctr["engine_port"],
+        ctr["engine_port_is_default"],
+        ctr["custom_allreduce_disabled"],
+    ) == (30000, False, False)
     assert ctr["decode_single_stream_tok_s"] == 10.05 and ctr["decode_accept_len"] is None
-    assert {"engine_pid", "throughput", "decode_single_stream_tok_s", "proc_threads"} <= py.PROBE.volatile_facts
+    assert {
+        "engine_pid",
+        "throughput",
+        "decode_single_stream_tok_s",
+        "proc_threads",
+    } <= py.PROBE.volatile_facts

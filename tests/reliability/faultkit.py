@@ -9,14 +9,13 @@ import sys
 from pathlib import Path
 
 import pytest
-from pydantic import BaseModel
-
-from gpuaudit.probes.core.run.events import fold_events, initial_run
+from gpuaudit.probes.core.collect.targets import parse_container_spec, parse_host_spec
 from gpuaudit.probes.core.models import AuditRun, Role
+from gpuaudit.probes.core.run.events import fold_events, initial_run
 from gpuaudit.probes.core.run.runner import Audit, AuditOptions
 from gpuaudit.probes.core.run.session import live_bindings
 from gpuaudit.probes.core.spec import Command, Outputs, Probe, finding
-from gpuaudit.probes.core.collect.targets import parse_container_spec, parse_host_spec
+from pydantic import BaseModel
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -35,7 +34,14 @@ def fake_probe(pid: str, *commands: Command) -> Probe:
 
     def judge(facts):
         for role, f in facts.items():
-            yield finding(pid, "seen", "info", "seen", targets=[role], observed=" ".join(f.outs.values())[:4096])
+            yield finding(
+                pid,
+                "seen",
+                "info",
+                "seen",
+                targets=[role],
+                observed=" ".join(f.outs.values())[:4096],
+            )
 
     return Probe(id=pid, title=pid, commands=commands, extract=extract, judge=judge)
 
@@ -44,12 +50,19 @@ def both(*ids: str) -> frozenset:
     return frozenset(ids or ("host",))
 
 
-async def run_audit(host: str, container: str | None, options, probes, audit_options: AuditOptions | None = None,
-                    ) -> AuditRun:
+async def run_audit(
+    host: str,
+    container: str | None,
+    options,
+    probes,
+    audit_options: AuditOptions | None = None,
+) -> AuditRun:
     """A live audit through the real session builder, folded to its final state."""
     hs = parse_host_spec(host)
     cs = parse_container_spec(container, host=hs) if container else None
-    audit = Audit(live_bindings(hs, cs, options), probes, audit_options or AuditOptions(timeout_s=5))
+    audit = Audit(
+        live_bindings(hs, cs, options), probes, audit_options or AuditOptions(timeout_s=5)
+    )
     try:
         events = [e async for e in audit.events()]
     finally:
@@ -58,16 +71,32 @@ async def run_audit(host: str, container: str | None, options, probes, audit_opt
 
 
 def cli_env(home: Path) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if k not in ("SSH_AUTH_SOCK", "NO_COLOR", "GPUAUDIT_SNAPSHOT_DIR")}
-    env.update(HOME=str(home), XDG_DATA_HOME=str(home / "data"), XDG_CONFIG_HOME=str(home / "config"),
-               PYTHONPATH=str(REPO), COLUMNS="120")
+    env = {
+        k: v
+        for k, v in os.environ.items()
+        if k not in ("SSH_AUTH_SOCK", "NO_COLOR", "GPUAUDIT_SNAPSHOT_DIR")
+    }
+    env.update(
+        HOME=str(home),
+        XDG_DATA_HOME=str(home / "data"),
+        XDG_CONFIG_HOME=str(home / "config"),
+        PYTHONPATH=str(REPO),
+        COLUMNS="120",
+    )
     return env
 
 
 def run_cli(args: list[str], home: Path, timeout: float = 60) -> subprocess.CompletedProcess[str]:
     """`python -m tui ARGS` with HOME isolated; stdin closed."""
-    return subprocess.run([sys.executable, "-m", "gpuaudit.tui", *args], cwd=REPO, env=cli_env(home), capture_output=True,
-                          text=True, timeout=timeout, stdin=subprocess.DEVNULL)
+    return subprocess.run(
+        [sys.executable, "-m", "gpuaudit.tui", *args],
+        cwd=REPO,
+        env=cli_env(home),
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        stdin=subprocess.DEVNULL,
+    )
 
 
 def assert_one_line_error(res: subprocess.CompletedProcess[str], code: int = 2) -> str:

@@ -7,11 +7,10 @@ import os
 from pathlib import Path
 
 import pytest
-
-from reliability.faultkit import assert_one_line_error, home, run_cli  # noqa: F401
 from gpuaudit.snapshots.schema import SCHEMA_VERSION, Snapshot
 from gpuaudit.snapshots.store import MAX_SNAPSHOT_BYTES
 from gpuaudit.tui.cli.entry import main
+from reliability.faultkit import assert_one_line_error, home, run_cli  # noqa: F401
 
 MARKER = Path("/tmp/gpuaudit-rel-executed-marker")
 
@@ -75,8 +74,20 @@ def _snapshot_files(d: Path) -> dict[str, bytes | int]:
     return files
 
 
-@pytest.mark.parametrize("kind", ["empty", "truncated", "not-json", "json-list", "json-other-shape", "json-no-version",
-                                  "version-string", "newer-schema", "huge"])
+@pytest.mark.parametrize(
+    "kind",
+    [
+        "empty",
+        "truncated",
+        "not-json",
+        "json-list",
+        "json-other-shape",
+        "json-no-version",
+        "version-string",
+        "newer-schema",
+        "huge",
+    ],
+)
 def test_bad_snapshot_files_are_rejected_by_replay(kind, capsys, tmp_path):
     content = _snapshot_files(tmp_path / "in")[kind]
     path = tmp_path / "in" / f"{kind}.json"
@@ -98,13 +109,22 @@ def test_directory_and_missing_file_as_replay(capsys, tmp_path):
     for ref in (str(tmp_path), str(tmp_path / "missing.json")):
         code = main(["--json", "--replay", ref])
         out, err = capsys.readouterr()
-        assert code == 2 and out == "" and len(err.strip().splitlines()) == 1 and "Traceback" not in err, err
+        assert (
+            code == 2
+            and out == ""
+            and len(err.strip().splitlines()) == 1
+            and "Traceback" not in err
+        ), err
 
 
 def test_bad_input_through_the_real_entry_point(home):
     """The same rejections through `python -m tui` (a subprocess), metacharacters never reaching a shell."""
-    for args in (["--container", f"docker:$(touch {MARKER})"], ["--container", "pct:101;reboot"],
-                 ["--timeout", "0"], ["--probes", "nope"]):
+    for args in (
+        ["--container", f"docker:$(touch {MARKER})"],
+        ["--container", "pct:101;reboot"],
+        ["--timeout", "0"],
+        ["--probes", "nope"],
+    ):
         res = run_cli(["--json", *args], home)
         assert_one_line_error(res)
     assert not MARKER.exists()

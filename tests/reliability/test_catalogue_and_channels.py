@@ -10,21 +10,26 @@ import time
 from pathlib import Path
 
 import pytest
-
 from gpuaudit.probes import REGISTRY
-from gpuaudit.probes.core.run.runner import PREFLIGHT, AuditOptions, render_shell
 from gpuaudit.probes.core.collect.targets import build_command_line
 from gpuaudit.probes.core.collect.worker import start_line
+from gpuaudit.probes.core.run.runner import PREFLIGHT, AuditOptions, render_shell
 from reliability.faultkit import run_audit
 from sshd_server import leftover_processes
 
 pytestmark = pytest.mark.sshd
 
-_TIMEOUT_PREFIX = re.compile(r"^(?:printf '%s\\n' @@gpuaudit-[0-9a-f]+@@; printf '%s\\n' @@gpuaudit-[0-9a-f]+@@ >&2; )?"
-                             r"exec (?:timeout -s KILL [0-9]+ )?")
+_TIMEOUT_PREFIX = re.compile(
+    r"^(?:printf '%s\\n' @@gpuaudit-[0-9a-f]+@@; printf '%s\\n' @@gpuaudit-[0-9a-f]+@@ >&2; )?"
+    r"exec (?:timeout -s KILL [0-9]+ )?"
+)
 
 
-_WORKER = re.compile(r"^exec " + re.escape(start_line("TOKEN").split(" ", 1)[1]).replace("TOKEN", "[0-9a-f]{16}") + "$")
+_WORKER = re.compile(
+    r"^exec "
+    + re.escape(start_line("TOKEN").split(" ", 1)[1]).replace("TOKEN", "[0-9a-f]{16}")
+    + "$"
+)
 
 
 def declared_lines(options: AuditOptions) -> set[str]:
@@ -54,7 +59,9 @@ def logging_server(sshd_factory, tmp_path: Path, **kw):
     os.chmod(log, 0o666)
     script = tmp_path / "logger.sh"
     # NUL-separated: declared commands may span several lines
-    script.write_text(f'#!/bin/sh\nprintf \'%s\\0\' "$SSH_ORIGINAL_COMMAND" >> {log}\nexec /bin/sh -c "$SSH_ORIGINAL_COMMAND"\n')
+    script.write_text(
+        f'#!/bin/sh\nprintf \'%s\\0\' "$SSH_ORIGINAL_COMMAND" >> {log}\nexec /bin/sh -c "$SSH_ORIGINAL_COMMAND"\n'
+    )
     os.chmod(script, 0o755)
     os.chmod(tmp_path, 0o755)
     server = sshd_factory(extra_config=f"ForceCommand {script}", **kw)
@@ -68,12 +75,16 @@ async def test_full_audit_runs_only_declared_commands(sshd_factory, public_dir, 
     server, log = logging_server(sshd_factory, public_dir)
     options = AuditOptions(timeout_s=5)
     t0 = time.monotonic()
-    run = await run_audit(server.spec, server.spec, server.options(sessions=sessions), list(REGISTRY), options)
+    run = await run_audit(
+        server.spec, server.spec, server.options(sessions=sessions), list(REGISTRY), options
+    )
     elapsed = time.monotonic() - t0
     executed = [c for c in log.read_bytes().decode(errors="replace").split("\0") if c]
     allowed = declared_lines(options)
     workers = [c for c in executed if _WORKER.match(c)]
-    outside = [c for c in executed if _TIMEOUT_PREFIX.sub("", c) not in allowed and c not in workers]
+    outside = [
+        c for c in executed if _TIMEOUT_PREFIX.sub("", c) not in allowed and c not in workers
+    ]
     assert outside == [], outside[:3]
     records = [r for p in run.probes for r in p.records if r.exit_status is not None or r.timed_out]
     assert len(records) >= 20
@@ -84,16 +95,24 @@ async def test_full_audit_runs_only_declared_commands(sshd_factory, public_dir, 
     else:
         assert workers == [] and {r.executed for r in records} <= set(executed)
     assert all(s.state == "connected" for s in run.target_states.values()), run.target_states
-    print(f"\nread-only catalogue: {len(executed)} SSH lines, {len(records)} records, {len(outside)} undeclared, {elapsed:.1f}s")
-    assert not [p for p in leftover_processes(server.user) if "defunct" not in p and "logger.sh" in p]
+    print(
+        f"\nread-only catalogue: {len(executed)} SSH lines, {len(records)} records, {len(outside)} undeclared, {elapsed:.1f}s"
+    )
+    assert not [
+        p for p in leftover_processes(server.user) if "defunct" not in p and "logger.sh" in p
+    ]
 
 
 async def test_max_sessions_2_full_audit_completes_without_channel_failures(sshd_factory):
     server = sshd_factory(max_sessions=2)
-    run = await run_audit(server.spec, server.spec, server.options(), list(REGISTRY), AuditOptions(timeout_s=10))
+    run = await run_audit(
+        server.spec, server.spec, server.options(), list(REGISTRY), AuditOptions(timeout_s=10)
+    )
     assert all(s.state == "connected" for s in run.target_states.values()), run.target_states
     records = [r for p in run.probes for r in p.records]
-    refused = [r for r in records if r.error and ("channel" in r.error or "connection lost" in r.error)]
+    refused = [
+        r for r in records if r.error and ("channel" in r.error or "connection lost" in r.error)
+    ]
     assert refused == []
     assert [p.probe_id for p in run.probes if p.status != "done"] == []
     assert sum(1 for r in records if r.exit_status is not None) >= 20

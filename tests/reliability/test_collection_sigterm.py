@@ -26,7 +26,9 @@ def slow_smi_server(sshd_factory):
     os.chmod(bin_dir, 0o755)
     (bin_dir / "nvidia-smi").write_text("#!/bin/sh\nexec sleep 4851\n")
     (bin_dir / "nvidia-smi").chmod(0o755)
-    yield sshd_factory(user="gpuaudit-coll", extra_config=f"SetEnv PATH={bin_dir}:/usr/local/bin:/usr/bin:/bin")
+    yield sshd_factory(
+        user="gpuaudit-coll", extra_config=f"SetEnv PATH={bin_dir}:/usr/local/bin:/usr/bin:/bin"
+    )
     shutil.rmtree(bin_dir, ignore_errors=True)
 
 
@@ -34,20 +36,43 @@ def remote(tag: str, user: str) -> list[str]:
     return [p for p in leftover_processes(user) if tag in p and "defunct" not in p]
 
 
-def test_sigterm_mid_run_kills_remote_commands_and_saves_incomplete(slow_smi_server, home, tmp_path):  # noqa: F811
+def test_sigterm_mid_run_kills_remote_commands_and_saves_incomplete(
+    slow_smi_server, home, tmp_path
+):  # noqa: F811
     server = slow_smi_server
     snaps = tmp_path / "snaps"
-    proc = subprocess.Popen([sys.executable, "-m", "gpuaudit.tui", "--json", "--host", server.spec, *server.cli_args(),
-                             "--timeout", "60", "--save", "interrupted", "--snapshot-dir", str(snaps)],
-                            cwd=REPO, env=cli_env(home), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
-                            stdin=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "gpuaudit.tui",
+            "--json",
+            "--host",
+            server.spec,
+            *server.cli_args(),
+            "--timeout",
+            "60",
+            "--save",
+            "interrupted",
+            "--snapshot-dir",
+            str(snaps),
+        ],
+        cwd=REPO,
+        env=cli_env(home),
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        stdin=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 20
         while not remote("sleep 4851", server.user) and time.monotonic() < deadline:
             time.sleep(0.1)
         if not remote("sleep 4851", server.user):
             proc.kill()
-            pytest.fail(f"the audit never started its nvidia-smi calls: {proc.communicate()[1][-1500:]}")
+            pytest.fail(
+                f"the audit never started its nvidia-smi calls: {proc.communicate()[1][-1500:]}"
+            )
         time.sleep(0.5)
         t0 = time.monotonic()
         proc.send_signal(signal.SIGTERM)
@@ -64,4 +89,6 @@ def test_sigterm_mid_run_kills_remote_commands_and_saves_incomplete(slow_smi_ser
     assert saved, err
     doc = json.loads(saved[0].read_text())
     assert doc["note"].startswith("incomplete")
-    assert any(r["stdout"] for p in doc["probes"] for r in p["records"])  # what finished before SIGTERM is kept
+    assert any(
+        r["stdout"] for p in doc["probes"] for r in p["records"]
+    )  # what finished before SIGTERM is kept

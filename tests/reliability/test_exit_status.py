@@ -12,9 +12,8 @@ import subprocess
 import sys
 
 import pytest
-
-from reliability.faultkit import REPO, cli_env, free_port, home, run_cli  # noqa: F401
 from gpuaudit.tui.cli.entry import EXIT_RULE, main
+from reliability.faultkit import REPO, cli_env, free_port, home, run_cli  # noqa: F401
 
 
 def _failed_line(stderr: str, role: str) -> None:
@@ -24,7 +23,10 @@ def _failed_line(stderr: str, role: str) -> None:
 
 @pytest.mark.skipif(shutil.which("lxc-attach") is None, reason="lxc-attach not installed")
 def test_missing_lxc_container_exits_3(home):
-    res = run_cli(["--json", "--container", "lxc:nope-gpuaudit", "--probes", "kernel", "--fail-on", "never"], home)
+    res = run_cli(
+        ["--json", "--container", "lxc:nope-gpuaudit", "--probes", "kernel", "--fail-on", "never"],
+        home,
+    )
     assert res.returncode == 3, res.stderr
     _failed_line(res.stderr, "container")
     assert json.loads(res.stdout)["target_states"]["container"]["state"] == "failed"
@@ -32,15 +34,36 @@ def test_missing_lxc_container_exits_3(home):
 
 @pytest.mark.sshd
 def test_container_on_a_closed_port_exits_3(sshd, home):
-    res = run_cli(["--json", "--container", f"{sshd.user}@127.0.0.1:{free_port()}", "--probes", "kernel",
-                   "--fail-on", "never", *sshd.cli_args()], home)
+    res = run_cli(
+        [
+            "--json",
+            "--container",
+            f"{sshd.user}@127.0.0.1:{free_port()}",
+            "--probes",
+            "kernel",
+            "--fail-on",
+            "never",
+            *sshd.cli_args(),
+        ],
+        home,
+    )
     assert res.returncode == 3, res.stderr
     _failed_line(res.stderr, "container")
 
 
 @pytest.mark.sshd
 def test_plan_mode_follows_the_same_rule(sshd, home):
-    res = run_cli(["--plan", "--host", f"{sshd.user}@127.0.0.1:{free_port()}", "--probes", "kernel", *sshd.cli_args()], home)
+    res = run_cli(
+        [
+            "--plan",
+            "--host",
+            f"{sshd.user}@127.0.0.1:{free_port()}",
+            "--probes",
+            "kernel",
+            *sshd.cli_args(),
+        ],
+        home,
+    )
     assert res.returncode == 3, res.stderr
     _failed_line(res.stderr, "host")
 
@@ -58,7 +81,9 @@ def test_the_rule_is_in_help(capsys):
     with pytest.raises(SystemExit):
         main(["--help"])
     text = " ".join(capsys.readouterr().out.split())
-    assert "3 a requested target could not be audited" in text and " ".join(EXIT_RULE.split()) in text
+    assert (
+        "3 a requested target could not be audited" in text and " ".join(EXIT_RULE.split()) in text
+    )
 
 
 def test_empty_container_spec_is_a_usage_error(capsys):
@@ -73,4 +98,6 @@ def test_json_into_a_closed_pipe_prints_no_traceback(tmp_path):
     cmd = f"{sys.executable} -m gpuaudit.tui --demo --json 2>{err} | head -c 100 >/dev/null"
     subprocess.run(["bash", "-c", cmd], cwd=REPO, env=cli_env(tmp_path), timeout=60, check=False)
     text = err.read_text()
-    assert "Traceback" not in text and "BrokenPipe" not in text and "Exception ignored" not in text, text
+    assert (
+        "Traceback" not in text and "BrokenPipe" not in text and "Exception ignored" not in text
+    ), text

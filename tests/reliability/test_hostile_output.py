@@ -9,12 +9,11 @@ import json
 import time
 
 import pytest
-
 from gpuaudit.probes.core.run.runner import AuditOptions
 from gpuaudit.probes.core.spec import Command
+from gpuaudit.snapshots.schema import Snapshot
 from reliability.faultkit import fake_probe, run_audit
 from sshd_server import leftover_processes
-from gpuaudit.snapshots.schema import Snapshot
 
 pytestmark = pytest.mark.sshd
 
@@ -24,7 +23,10 @@ HANG = "sleep 4101.5"
 HOSTILE = (
     Command("rel_hang", f"echo before-hang; {HANG}"),
     # a background child that keeps stdout open (and writes to it): dies of SIGPIPE once we close the channel
-    Command("rel_held_stdout", "echo parent-done; (while :; do sleep 0.2; echo tick-4102; done) & exit 0"),
+    Command(
+        "rel_held_stdout",
+        "echo parent-done; (while :; do sleep 0.2; echo tick-4102; done) & exit 0",
+    ),
     Command("rel_flood", "head -c 104857600 /dev/zero | tr '\\0' 'A'"),
     Command("rel_long_line", "head -c 10485760 /dev/zero | tr '\\0' 'B'; echo"),
     Command("rel_non_utf8", "printf 'ok \\377\\376 end\\n'"),
@@ -38,8 +40,9 @@ HOSTILE = (
 async def test_hostile_outputs_are_recorded_faithfully_and_nothing_is_left_running(sshd):
     probe = fake_probe("hostile", *HOSTILE)
     t0 = time.monotonic()
-    run = await run_audit(sshd.spec, None, sshd.options(), [probe],
-                          AuditOptions(timeout_s=2, max_bytes=1024 * 1024))
+    run = await run_audit(
+        sshd.spec, None, sshd.options(), [probe], AuditOptions(timeout_s=2, max_bytes=1024 * 1024)
+    )
     elapsed = time.monotonic() - t0
     recs = {r.command_id: r for r in run.probe("hostile").records}
     assert run.probe("hostile").status == "done"
@@ -57,7 +60,10 @@ async def test_hostile_outputs_are_recorded_faithfully_and_nothing_is_left_runni
     assert recs["rel_non_utf8"].stdout == "ok \\xff\\xfe end\n"
     assert recs["rel_nul"].stdout == "a\x00b\x00c\n"
     assert recs["rel_escapes"].stdout == "\x1b]0;pwned\x07title \x1b[2Jcleared \x1b[31mred\n"
-    assert recs["rel_stderr_binary"].stderr == "\\xfferr\n" and recs["rel_stderr_binary"].exit_status == 5
+    assert (
+        recs["rel_stderr_binary"].stderr == "\\xfferr\n"
+        and recs["rel_stderr_binary"].exit_status == 5
+    )
     assert recs["rel_ok"].ok and recs["rel_ok"].stdout == "fine\n"
     assert elapsed < 10, f"audit took {elapsed:.1f}s with a 2 s timeout"
     # --json form: valid JSON, control characters escaped, round-trips to the same text
@@ -74,8 +80,11 @@ def ours_left_running() -> list[str]:
     """Our injected commands still alive on the target, polled briefly (a SIGPIPE death takes one tick)."""
     deadline = time.monotonic() + 3
     while True:
-        left = [p for p in leftover_processes(sshd_user()) if "defunct" not in p
-                and any(m in p for m in ("4101.5", "tick-4102", "/dev/zero"))]
+        left = [
+            p
+            for p in leftover_processes(sshd_user())
+            if "defunct" not in p and any(m in p for m in ("4101.5", "tick-4102", "/dev/zero"))
+        ]
         if not left or time.monotonic() > deadline:
             return left
         time.sleep(0.1)

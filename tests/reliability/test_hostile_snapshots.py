@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 
 import pytest
-
 from gpuaudit.snapshots import store
 from gpuaudit.snapshots.listing import list_snapshots
 from gpuaudit.snapshots.schema import Snapshot
@@ -14,9 +13,16 @@ from gpuaudit.tui.cli.entry import main
 DEPTH = 200_000
 HOSTILE = {
     "nested-list": b'{"schema_version": 1, "probes": ' + b"[" * DEPTH + b"]" * DEPTH + b"}",
-    "nested-dict": b'{"schema_version": 1, "probes": [], "note": ' + b'{"a": ' * DEPTH + b"1" + b"}" * DEPTH + b"}",
+    "nested-dict": b'{"schema_version": 1, "probes": [], "note": '
+    + b'{"a": ' * DEPTH
+    + b"1"
+    + b"}" * DEPTH
+    + b"}",
     "nested-bare": b"[" * DEPTH,
-    "nested-no-header": b'{"probes": [], "x": ' + b"[" * DEPTH + b"]" * DEPTH + b', "schema_version": 1}',
+    "nested-no-header": b'{"probes": [], "x": '
+    + b"[" * DEPTH
+    + b"]" * DEPTH
+    + b', "schema_version": 1}',
 }
 
 

@@ -8,10 +8,14 @@ import time
 from pathlib import Path
 
 import pytest
-
-from gpuaudit.probes.core.fleet import inventory as inv
 from gpuaudit.probes.core.errors import UsageError
-from gpuaudit.probes.core.fleet.inventory import FleetHost, load_inventory, parse_inventory, read_inventory
+from gpuaudit.probes.core.fleet import inventory as inv
+from gpuaudit.probes.core.fleet.inventory import (
+    FleetHost,
+    load_inventory,
+    parse_inventory,
+    read_inventory,
+)
 from gpuaudit.tui.cli.entry import main
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "inventory"
@@ -20,7 +24,9 @@ FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "inventory"
 def test_parent_group_vars_reach_the_children_hosts_real_okd_inventory():
     """[OSEv3:children] + [OSEv3:vars] ansible_ssh_user=root: the host logs in as root (it was the default user)."""
     got = read_inventory((FIXTURES / "okd-aio-osev3-children.ini").read_text(), "okd.ini")
-    assert got.hosts == [FleetHost("root@okd.i3datacenter.com", "okd.i3datacenter.com", ("masters", "etcd", "nodes"))]
+    assert got.hosts == [
+        FleetHost("root@okd.i3datacenter.com", "okd.i3datacenter.com", ("masters", "etcd", "nodes"))
+    ]
     assert got.ignored == ()
 
 
@@ -60,20 +66,29 @@ c ansible_host=10.0.0.3 ansible_port=2400 ansible_ssh_user=me
 d ansible_host=10.0.0.4
 """
     assert [h.spec for h in parse_inventory(text)] == [
-        "dcuser@10.0.0.1:2200", "dcuser@10.0.0.2:2300", "me@10.0.0.3:2400", "everyone@10.0.0.4:2000"]
+        "dcuser@10.0.0.1:2200",
+        "dcuser@10.0.0.2:2300",
+        "me@10.0.0.3:2400",
+        "everyone@10.0.0.4:2000",
+    ]
 
 
 def test_nested_children_and_a_cycle_do_not_hang():
-    text = "[a:children]\nb\n[b:children]\nc\n[c:children]\na\n[c]\nh1\n[a:vars]\nansible_user=top\n"
+    text = (
+        "[a:children]\nb\n[b:children]\nc\n[c:children]\na\n[c]\nh1\n[a:vars]\nansible_user=top\n"
+    )
     assert [h.spec for h in parse_inventory(text)] == ["top@h1"]
 
 
-@pytest.mark.parametrize("line, spec", [
-    ("user@[::1]:2428", "user@[::1]:2428"),
-    ("[::1]", "[::1]"),
-    ("v6 ansible_host=::1 ansible_port=2428", "[::1]:2428"),
-    ("v6b ansible_host=2001:db8::7", "[2001:db8::7]"),
-])
+@pytest.mark.parametrize(
+    "line, spec",
+    [
+        ("user@[::1]:2428", "user@[::1]:2428"),
+        ("[::1]", "[::1]"),
+        ("v6 ansible_host=::1 ansible_port=2428", "[::1]:2428"),
+        ("v6b ansible_host=2001:db8::7", "[2001:db8::7]"),
+    ],
+)
 def test_ipv6_addresses_are_hosts_not_ranges(line, spec):
     assert [h.spec for h in parse_inventory(line + "\n")] == [spec]
 
@@ -85,16 +100,21 @@ def test_ranges_are_still_refused():
 
 
 def test_quoted_host_variables():
-    (h,) = parse_inventory("n1 ansible_host=10.0.0.9 ansible_ssh_common_args='-o ProxyJump=x' ansible_become=true\n")
+    (h,) = parse_inventory(
+        "n1 ansible_host=10.0.0.9 ansible_ssh_common_args='-o ProxyJump=x' ansible_become=true\n"
+    )
     assert h.spec == "10.0.0.9"
-    assert read_inventory("n1 ansible_ssh_common_args='-o ProxyJump=x' ansible_become=true\n").ignored == (
-        "ansible_become", "ansible_ssh_common_args")
+    assert read_inventory(
+        "n1 ansible_ssh_common_args='-o ProxyJump=x' ansible_become=true\n"
+    ).ignored == ("ansible_become", "ansible_ssh_common_args")
 
 
 def _one_line_exit_2(args, capsys) -> str:
     code = main(args)
     out, err = capsys.readouterr()
-    assert code == 2 and out == "" and "Traceback" not in err and len(err.strip().splitlines()) == 1, err
+    assert (
+        code == 2 and out == "" and "Traceback" not in err and len(err.strip().splitlines()) == 1
+    ), err
     return err
 
 
@@ -147,8 +167,20 @@ def test_fleet_names_the_ignored_variables_once(tmp_path, capsys):
     from reliability.faultkit import free_port
 
     f = tmp_path / "hosts.ini"
-    f.write_text(f"[g]\nn1 ansible_host=127.0.0.1 ansible_port={free_port()} ansible_become=yes\n[g:vars]\nansible_connection=ssh\n")
-    code = main(["--hosts", str(f), "--probes", "kernel", "--known-hosts", str(tmp_path / "kh"), "--accept-new-host-keys"])
+    f.write_text(
+        f"[g]\nn1 ansible_host=127.0.0.1 ansible_port={free_port()} ansible_become=yes\n[g:vars]\nansible_connection=ssh\n"
+    )
+    code = main(
+        [
+            "--hosts",
+            str(f),
+            "--probes",
+            "kernel",
+            "--known-hosts",
+            str(tmp_path / "kh"),
+            "--accept-new-host-keys",
+        ]
+    )
     err = capsys.readouterr().err
     assert code == 3
     assert err.count("ignored variable(s) ansible_become, ansible_connection") == 1, err

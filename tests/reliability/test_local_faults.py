@@ -9,10 +9,9 @@ import sys
 from pathlib import Path
 
 import pytest
-
-from reliability.faultkit import REPO, assert_one_line_error, cli_env, home, run_cli  # noqa: F401
 from gpuaudit.snapshots import store
 from gpuaudit.snapshots.schema import Snapshot
+from reliability.faultkit import REPO, assert_one_line_error, cli_env, home, run_cli  # noqa: F401
 
 OLD = Snapshot(name="old", note="earlier snapshot that must survive")
 
@@ -22,7 +21,11 @@ def tmpfs(tmp_path):
     """A 64 KiB tmpfs mounted by the test (root only); unmounted always."""
     mnt = tmp_path / "mnt"
     mnt.mkdir()
-    res = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=64k,mode=0700", "tmpfs", str(mnt)], capture_output=True, text=True)
+    res = subprocess.run(
+        ["mount", "-t", "tmpfs", "-o", "size=64k,mode=0700", "tmpfs", str(mnt)],
+        capture_output=True,
+        text=True,
+    )
     if res.returncode != 0:
         pytest.skip(f"cannot mount a tmpfs here: {res.stderr.strip()}")
     yield mnt
@@ -45,24 +48,44 @@ def _save_old(directory: Path) -> bytes:
 def test_disk_full_is_one_line_and_keeps_the_earlier_snapshot(tmpfs, big_snapshot, home):
     snaps = tmpfs / "snaps"
     old = _save_old(snaps)
-    res = run_cli(["--json", "--replay", str(big_snapshot), "--save", "snap", "--snapshot-dir", str(snaps)], home)
+    res = run_cli(
+        ["--json", "--replay", str(big_snapshot), "--save", "snap", "--snapshot-dir", str(snaps)],
+        home,
+    )
     line = assert_one_line_error(res)
     assert "No space left" in line and "snaps/snap" in line, line
     assert (snaps / "snap.json").read_bytes() == old
-    assert sorted(p.name for p in snaps.iterdir()) == ["snap.json"]  # no half-written temp left behind
+    assert sorted(p.name for p in snaps.iterdir()) == [
+        "snap.json"
+    ]  # no half-written temp left behind
 
 
-def test_read_only_snapshot_dir_is_one_line_and_keeps_the_earlier_snapshot(tmpfs, big_snapshot, home):
+def test_read_only_snapshot_dir_is_one_line_and_keeps_the_earlier_snapshot(
+    tmpfs, big_snapshot, home
+):
     snaps = tmpfs / "snaps"
     old = _save_old(snaps)
     res = subprocess.run(["mount", "-o", "remount,ro", str(tmpfs)], capture_output=True, text=True)
     if res.returncode != 0:
         pytest.skip(f"cannot remount read-only: {res.stderr.strip()}")
-    out = run_cli(["--json", "--replay", str(big_snapshot), "--save", "snap", "--snapshot-dir", str(snaps)], home)
+    out = run_cli(
+        ["--json", "--replay", str(big_snapshot), "--save", "snap", "--snapshot-dir", str(snaps)],
+        home,
+    )
     line = assert_one_line_error(out)
     assert "Read-only file system" in line, line
-    res = run_cli(["--json", "--replay", str(big_snapshot), "--save", "new", "--snapshot-dir", str(tmpfs / "absent" / "d")],
-                  home)
+    res = run_cli(
+        [
+            "--json",
+            "--replay",
+            str(big_snapshot),
+            "--save",
+            "new",
+            "--snapshot-dir",
+            str(tmpfs / "absent" / "d"),
+        ],
+        home,
+    )
     assert_one_line_error(res)
     assert (snaps / "snap.json").read_bytes() == old
 
@@ -83,7 +106,9 @@ store.save(Snapshot(name="new", note="x" * 200000), "snap", Path(sys.argv[1]))
 def test_killed_while_saving_leaves_the_old_snapshot_intact(tmp_path, home):
     snaps = tmp_path / "snaps"
     old = _save_old(snaps)
-    res = subprocess.run([sys.executable, "-c", KILLER, str(snaps)], cwd=REPO, env=cli_env(home), capture_output=True)
+    res = subprocess.run(
+        [sys.executable, "-c", KILLER, str(snaps)], cwd=REPO, env=cli_env(home), capture_output=True
+    )
     assert res.returncode == -9, res.stderr
     assert (snaps / "snap.json").read_bytes() == old
     assert store.load(snaps / "snap.json").note == OLD.note
@@ -91,11 +116,17 @@ def test_killed_while_saving_leaves_the_old_snapshot_intact(tmp_path, home):
 
 def test_snapshot_file_is_0600_and_its_directory_0700(tmp_path, big_snapshot, home):
     snaps = tmp_path / "fresh" / "snaps"
-    res = run_cli(["--json", "--replay", str(big_snapshot), "--save", "perm", "--snapshot-dir", str(snaps)], home)
+    res = run_cli(
+        ["--json", "--replay", str(big_snapshot), "--save", "perm", "--snapshot-dir", str(snaps)],
+        home,
+    )
     assert res.returncode in (0, 1), res.stderr
     assert stat.S_IMODE((snaps / "perm.json").stat().st_mode) == 0o600
     assert stat.S_IMODE(snaps.stat().st_mode) == 0o700
     # the default store (XDG data dir) too
     path = store.save(OLD, "default-dir")
-    assert stat.S_IMODE(path.stat().st_mode) == 0o600 and stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    assert (
+        stat.S_IMODE(path.stat().st_mode) == 0o600
+        and stat.S_IMODE(path.parent.stat().st_mode) == 0o700
+    )
     os.unlink(path)

@@ -6,7 +6,6 @@ import os
 from pathlib import Path
 
 import pytest
-
 from gpuaudit.probes.core.errors import SnapshotError
 from gpuaudit.snapshots import store
 from gpuaudit.snapshots.schema import Snapshot

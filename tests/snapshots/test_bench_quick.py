@@ -8,7 +8,9 @@ from snapfactory import REPO
 
 
 def test_bench_diff_quick_mode(capsys) -> None:
-    spec = importlib.util.spec_from_file_location("bench_diff", REPO / "tests" / "bench" / "bench_diff.py")
+    spec = importlib.util.spec_from_file_location(
+        "bench_diff", REPO / "tests" / "bench" / "bench_diff.py"
+    )
     assert spec and spec.loader
     bench = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(bench)

@@ -8,18 +8,24 @@ import subprocess
 import sys
 
 import pytest
+from gpuaudit.snapshots import store
 from snapfactory import REPO
 
-from gpuaudit.snapshots import store
-
 EXAMPLES = REPO / "snapshots" / "examples"
-CASE_STUDY_FINDINGS = ("power.cpu_scaling_driver", "power.cpu_cstates", "pcie.max_read_req", "kernel.version",
-                       "kernel.numa_balancing")
+CASE_STUDY_FINDINGS = (
+    "power.cpu_scaling_driver",
+    "power.cpu_cstates",
+    "pcie.max_read_req",
+    "kernel.version",
+    "kernel.numa_balancing",
+)
 BAD = ("warning", "critical")
 
 
 def _builder():
-    spec = importlib.util.spec_from_file_location("build_case_study", REPO / "scripts" / "build_case_study.py")
+    spec = importlib.util.spec_from_file_location(
+        "build_case_study", REPO / "scripts" / "build_case_study.py"
+    )
     assert spec and spec.loader
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)
@@ -36,20 +42,43 @@ def test_committed_demo_matches_a_rebuild(phase: str) -> None:
     rebuilt = _builder().build(phase)
     committed = store.load(EXAMPLES / f"case-study-{phase}.json")
     assert _findings(rebuilt) == _findings(committed)
-    assert [(p.probe_id, p.status, p.facts) for p in rebuilt.probes] == [(p.probe_id, p.status, p.facts) for p in committed.probes]
+    assert [(p.probe_id, p.status, p.facts) for p in rebuilt.probes] == [
+        (p.probe_id, p.status, p.facts) for p in committed.probes
+    ]
 
 
 @pytest.mark.parametrize("phase", ["before", "after"])
 def test_demo_is_labelled_as_an_illustration(phase: str) -> None:
     s = store.load(EXAMPLES / f"case-study-{phase}.json")
-    assert s.mode == "demo" and "illustrative example" in (s.note or "") and "not a capture" in (s.note or "")
-    assert [(t.role, t.spec, t.kind) for t in s.targets] == [("host", "root@pve-gpu01", "ssh"), ("container", "pct:101", "pct")]
+    assert (
+        s.mode == "demo"
+        and "illustrative example" in (s.note or "")
+        and "not a capture" in (s.note or "")
+    )
+    assert [(t.role, t.spec, t.kind) for t in s.targets] == [
+        ("host", "root@pve-gpu01", "ssh"),
+        ("container", "pct:101", "pct"),
+    ]
     assert s.created_at.year == 2026 and s.created_at.month == 1
 
 
 def _replay(phase: str) -> dict:
-    r = subprocess.run([sys.executable, "-m", "gpuaudit.tui", "--replay", f"snapshots/examples/case-study-{phase}.json", "--json",
-                        "--fail-on", "never"], capture_output=True, text=True, cwd=REPO, timeout=60)
+    r = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gpuaudit.tui",
+            "--replay",
+            f"snapshots/examples/case-study-{phase}.json",
+            "--json",
+            "--fail-on",
+            "never",
+        ],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+    )
     assert r.returncode == 0, r.stderr
     return json.loads(r.stdout)
 
@@ -64,14 +93,21 @@ def test_replay_before_reports_the_case_study_findings() -> None:
 
 def test_replay_after_reports_none_of_them() -> None:
     out = _replay("after")
-    still = [f["id"] for f in out["findings"] if f["id"] in CASE_STUDY_FINDINGS and f["severity"] in BAD]
+    still = [
+        f["id"] for f in out["findings"] if f["id"] in CASE_STUDY_FINDINGS and f["severity"] in BAD
+    ]
     assert still == []
     seen = {f["id"] for f in out["findings"]}
     assert set(CASE_STUDY_FINDINGS) <= seen  # judged (ok), not merely absent
 
 
 def test_demo_diff_is_different() -> None:
-    r = subprocess.run([sys.executable, "-m", "gpuaudit.tui", "diff", "case-study-before", "case-study-after"],
-                       capture_output=True, text=True, cwd=REPO, timeout=60)
+    r = subprocess.run(
+        [sys.executable, "-m", "gpuaudit.tui", "diff", "case-study-before", "case-study-after"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+    )
     assert r.returncode == 1, r.stderr
     assert "resolved" in r.stdout and "illustrative example" in r.stdout

@@ -6,7 +6,6 @@ import json
 from pathlib import Path
 
 import pytest
-
 from gpuaudit.snapshots import store
 from gpuaudit.snapshots.migrate import MigrationError, migrate
 from gpuaudit.snapshots.schema import SCHEMA_VERSION
@@ -15,10 +14,14 @@ SAMPLES = Path(__file__).resolve().parents[1] / "fixtures" / "snapshots"
 
 
 def test_a_sample_is_kept_for_every_schema_version() -> None:
-    assert sorted(p.name for p in SAMPLES.iterdir() if p.is_dir()) == [f"v{n}" for n in range(1, SCHEMA_VERSION + 1)]
+    assert sorted(p.name for p in SAMPLES.iterdir() if p.is_dir()) == [
+        f"v{n}" for n in range(1, SCHEMA_VERSION + 1)
+    ]
 
 
-@pytest.mark.parametrize("sample", sorted(SAMPLES.glob("v*/*.json")), ids=lambda p: f"{p.parent.name}/{p.name}")
+@pytest.mark.parametrize(
+    "sample", sorted(SAMPLES.glob("v*/*.json")), ids=lambda p: f"{p.parent.name}/{p.name}"
+)
 def test_kept_samples_load(sample: Path) -> None:
     snap = store.load(sample)
     assert snap.schema_version == SCHEMA_VERSION
@@ -47,17 +50,22 @@ FAKE_STEPS = {1: _v1_to_v2, 2: _v2_to_v3}
 def test_steps_run_in_order_and_stamp_the_version() -> None:
     out = migrate({"schema_version": 1, "note": "n"}, steps=FAKE_STEPS, current=3)
     assert out == {"schema_version": 3, "renamed": "n+v2"}
-    assert migrate({"schema_version": 2, "note": "n"}, steps=FAKE_STEPS, current=3)["renamed"] == "n"
+    assert (
+        migrate({"schema_version": 2, "note": "n"}, steps=FAKE_STEPS, current=3)["renamed"] == "n"
+    )
 
 
-@pytest.mark.parametrize(("doc", "message"), [
-    ({"schema_version": 4}, r"newer gpuaudit-tui \(schema 4"),
-    ({"schema_version": 0}, "older than any"),
-    ({"schema_version": "1"}, "not an integer"),
-    ({"schema_version": True}, "not an integer"),
-    ({"probes": []}, "no schema_version"),
-    ([1, 2], "no schema_version"),
-])
+@pytest.mark.parametrize(
+    ("doc", "message"),
+    [
+        ({"schema_version": 4}, r"newer gpuaudit-tui \(schema 4"),
+        ({"schema_version": 0}, "older than any"),
+        ({"schema_version": "1"}, "not an integer"),
+        ({"schema_version": True}, "not an integer"),
+        ({"probes": []}, "no schema_version"),
+        ([1, 2], "no schema_version"),
+    ],
+)
 def test_unreadable_versions(doc: object, message: str) -> None:
     with pytest.raises(MigrationError, match=message):
         migrate(doc, steps=FAKE_STEPS, current=3)

@@ -19,8 +19,22 @@ NEW_IDS = {"driver.gpu_health"}
 @pytest.mark.parametrize("phase", ["before", "after"])
 def test_previous_release_snapshot_replays(phase):
     old = json.loads((OLD / f"case-study-{phase}.json").read_text())
-    proc = subprocess.run([sys.executable, "-m", "gpuaudit.tui", "--replay", str(OLD / f"case-study-{phase}.json"),
-                           "--json", "--fail-on", "never"], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "gpuaudit.tui",
+            "--replay",
+            str(OLD / f"case-study-{phase}.json"),
+            "--json",
+            "--fail-on",
+            "never",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
     assert proc.returncode == 0, proc.stderr
     new = json.loads(proc.stdout)
     before = {f["id"]: f["severity"] for f in old["findings"]}
@@ -28,4 +42,7 @@ def test_previous_release_snapshot_replays(phase):
     assert set(after) - set(before) == NEW_IDS and set(before) <= set(after)
     assert {i: s for i, s in after.items() if i in before} == before  # same verdicts
     assert all(f["owner"] for f in new["findings"])
-    assert new["roofline"]["status"] == "unknown" and "engine_model_files" in new["roofline"]["missing"][0]
+    assert (
+        new["roofline"]["status"] == "unknown"
+        and "engine_model_files" in new["roofline"]["missing"][0]
+    )

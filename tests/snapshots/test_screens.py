@@ -4,13 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from snapfactory import kernel_probe, probe, rec, snap
-from textual.app import App
-from textual.widgets import DataTable, OptionList, Static
-
 from gpuaudit.snapshots import store
 from gpuaudit.tui.screens.diff import SnapshotDiffScreen
 from gpuaudit.tui.screens.snapshot_picker import SnapshotPickerScreen
+from snapfactory import kernel_probe, probe, rec, snap
+from textual.app import App
+from textual.widgets import DataTable, OptionList, Static
 
 
 class Host(App[None]):
@@ -30,13 +29,17 @@ async def test_picker_lists_saved_and_examples_and_dismisses_with_a_path(tmp_pat
         table = screen.query_one(DataTable)
         names = [str(table.get_row_at(i)[0]) for i in range(table.row_count)]
         assert names[0] == "mine" and "case-study-before (example)" in names
-        assert str(table.get_row_at(0)[2]) == "6.8.12-9-pve" and "1 warning" in str(table.get_row_at(0)[4])
+        assert str(table.get_row_at(0)[2]) == "6.8.12-9-pve" and "1 warning" in str(
+            table.get_row_at(0)[4]
+        )
         await pilot.press("enter")
         await pilot.pause()
     assert app.picked == [tmp_path / "mine.json"]
 
 
-HOSTILE_KERNEL = "6.8[/]\x1b]0;pwned\x07[red]x\u202e"  # SYNTHETIC: a target's `uname -r` is untrusted
+HOSTILE_KERNEL = (
+    "6.8[/]\x1b]0;pwned\x07[red]x\u202e"  # SYNTHETIC: a target's `uname -r` is untrusted
+)
 
 
 async def test_picker_shows_a_hostile_kernel_string_as_inert_text(tmp_path: Path) -> None:
@@ -64,12 +67,25 @@ async def test_picker_escape_dismisses_with_none(tmp_path: Path) -> None:
 
 async def test_diff_screen_lists_changed_probes_and_shows_the_cli_report() -> None:
     # raw text alone is noise by default (issue 14): the power change shows through its fact
-    before = snap(kernel_probe("6.8.12-9-pve", "1", "warning"), probe("power", records=[rec("drv", "acpi-cpufreq\n", probe="power")],
-                                                                     facts={"host": {"driver": "acpi-cpufreq"}}),
-                  probe("numa"))
-    after = snap(kernel_probe("6.14.11-1-pve", "0", "ok"), probe("power", records=[rec("drv", "amd-pstate-epp\n", probe="power")],
-                                                                facts={"host": {"driver": "amd-pstate-epp"}}),
-                 probe("numa"), container="root@127.0.0.1:2")
+    before = snap(
+        kernel_probe("6.8.12-9-pve", "1", "warning"),
+        probe(
+            "power",
+            records=[rec("drv", "acpi-cpufreq\n", probe="power")],
+            facts={"host": {"driver": "acpi-cpufreq"}},
+        ),
+        probe("numa"),
+    )
+    after = snap(
+        kernel_probe("6.14.11-1-pve", "0", "ok"),
+        probe(
+            "power",
+            records=[rec("drv", "amd-pstate-epp\n", probe="power")],
+            facts={"host": {"driver": "amd-pstate-epp"}},
+        ),
+        probe("numa"),
+        container="root@127.0.0.1:2",
+    )
     app = Host()
     async with app.run_test(size=(140, 40)) as pilot:
         screen = SnapshotDiffScreen(before, after)

@@ -7,11 +7,10 @@ import stat
 from pathlib import Path
 
 import pytest
-from snapfactory import kernel_probe, snap
-
 from gpuaudit.probes.core.errors import SnapshotError
 from gpuaudit.snapshots import store
 from gpuaudit.snapshots.naming import default_name
+from snapfactory import kernel_probe, snap
 
 
 def test_round_trip_is_equal(store_dir: Path) -> None:
@@ -38,7 +37,9 @@ def test_existing_directory_mode_is_left_alone(tmp_path: Path) -> None:
     assert stat.S_IMODE(tmp_path.stat().st_mode) == 0o755
 
 
-def test_failing_write_keeps_the_existing_file(store_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_failing_write_keeps_the_existing_file(
+    store_dir: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = store.save(snap(kernel_probe(), name="keep"), "keep", store_dir)
     before = path.read_bytes()
 
@@ -52,7 +53,9 @@ def test_failing_write_keeps_the_existing_file(store_dir: Path, monkeypatch: pyt
     assert [p.name for p in store_dir.iterdir()] == ["keep.json"]  # no temp file left behind
 
 
-def test_interrupted_write_keeps_the_existing_file(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_interrupted_write_keeps_the_existing_file(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     target = tmp_path / "s.json"
     store.write_atomic(target, b"old")
     monkeypatch.setattr(store.os, "fsync", lambda fd: (_ for _ in ()).throw(KeyboardInterrupt()))
@@ -73,7 +76,9 @@ def test_unsafe_names_become_file_names(store_dir: Path) -> None:
     assert path.parent == store_dir and path.name == "etc_passwd_x.json"
 
 
-def test_resolve_by_name_path_and_example(store_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+def test_resolve_by_name_path_and_example(
+    store_dir: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     path = store.save(snap(kernel_probe()), "pve1 before", store_dir)
     assert store.resolve("pve1_before", store_dir) == path
     assert store.resolve("pve1 before", store_dir) == path  # as typed, made safe
@@ -81,7 +86,10 @@ def test_resolve_by_name_path_and_example(store_dir: Path, tmp_path: Path, monke
     assert store.resolve(str(path), None) == path
     monkeypatch.chdir(tmp_path)
     assert store.resolve(str(path.relative_to(tmp_path))) == path.relative_to(tmp_path)
-    assert store.resolve("case-study-before", store_dir) == store.EXAMPLES_DIR / "case-study-before.json"
+    assert (
+        store.resolve("case-study-before", store_dir)
+        == store.EXAMPLES_DIR / "case-study-before.json"
+    )
     with pytest.raises(SnapshotError, match="no such snapshot"):
         store.resolve("nope", store_dir)
 
@@ -97,7 +105,11 @@ def test_default_dir_env_and_platformdirs(monkeypatch: pytest.MonkeyPatch, tmp_p
 
 def test_default_name_carries_host_kernel_driver_time() -> None:
     s = snap(kernel_probe("6.8.12-9-pve"))
-    s.probes.append(s.probes[0].model_copy(update={"probe_id": "driver", "facts": {"host": {"driver_version": "590.48.01"}}}))
+    s.probes.append(
+        s.probes[0].model_copy(
+            update={"probe_id": "driver", "facts": {"host": {"driver_version": "590.48.01"}}}
+        )
+    )
     assert default_name(s) == "pve1_6.8.12-9-pve_590.48.01_20260110T090000Z"
     bare = snap()
     bare.target_states.clear()

@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import pytest
-
 from gpuaudit.tui.views import roofline_view
 from tui_support import FixedClock
 

@@ -11,10 +11,10 @@ import asyncio
 import json
 from pathlib import Path
 
+from gpuaudit.probes.core.fleet.model import FleetModel
 from gpuaudit.snapshots.listing import severity_counts
 from gpuaudit.snapshots.schema import Snapshot
 from gpuaudit.tui.cli.fleet_hosts import FleetHost, HostResult
-from gpuaudit.probes.core.fleet.model import FleetModel
 
 ROOT = Path(__file__).resolve().parents[2]
 AFTER = ROOT / "snapshots" / "examples" / "case-study-after.json"
@@ -87,7 +87,9 @@ class ReplayedFleet:
         running: list[FleetHost] = []
         while pending or running:
             n = await self.go.get()
-            for _ in range(n):  # one step: the oldest audit ends, the next hosts start, two at a time
+            for _ in range(
+                n
+            ):  # one step: the oldest audit ends, the next hosts start, two at a time
                 if running and (len(running) >= self.width or not pending):
                     model.host_finished(self.results[running.pop(0).spec])
                 while pending and len(running) < self.width:

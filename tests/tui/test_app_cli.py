@@ -37,7 +37,9 @@ async def test_every_action_is_in_the_command_palette() -> None:
         titles = [c.title for c in app.get_system_commands(app.screen)]
         for key in ("?", "a", "s", "d", "R", "f", "t", "r", "u"):
             assert any(t.endswith(f"({key})") for t in titles), key
-        assert sum(t.lower().startswith("quit") for t in titles) == 1, titles  # Textual's own entry, once
+        assert sum(t.lower().startswith("quit") for t in titles) == 1, (
+            titles
+        )  # Textual's own entry, once
         assert not any("question_mark" in t or "gpuaudit-tui:" in t for t in titles)
         assert "Open probe: PCIe" in titles
         assert any(t.startswith("Finding: ✖ CRIT") for t in titles)
@@ -46,7 +48,9 @@ async def test_every_action_is_in_the_command_palette() -> None:
 async def test_palette_finding_entry_opens_its_drilldown_on_that_finding() -> None:
     app = make_app(synthetic_run(), clock=FixedClock())
     async with app.run_test(size=(120, 40)) as pilot:
-        entry = next(c for c in app.get_system_commands(app.screen) if c.title.startswith("Finding: ✖ CRIT"))
+        entry = next(
+            c for c in app.get_system_commands(app.screen) if c.title.startswith("Finding: ✖ CRIT")
+        )
         entry.callback()
         await pilot.pause()
         assert isinstance(app.screen, DrilldownScreen) and app.screen.probe_id == "python"
@@ -72,7 +76,7 @@ def test_help_lists_examples_one_per_line_themes_probes_and_ssh_config(capsys) -
     except SystemExit:
         pass
     out = capsys.readouterr().out
-    examples = out[out.index("examples:"):out.index("ssh: --host")]
+    examples = out[out.index("examples:") : out.index("ssh: --host")]
     assert " | " not in examples and examples.count("\n  gpuaudit-tui") >= 5
     assert "~/.ssh/config" in out and "Exit status: 0" in out
     assert all(name in out for name in (*THEME_NAMES, *PROBE_NAMES))

@@ -6,13 +6,16 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from textual.widgets import DataTable
-
 from gpuaudit.probes import PROBE_IDS, REGISTRY
-from gpuaudit.probes.core.errors import TransportError
-from gpuaudit.probes.core.run.events import AuditFinished, CommandFinished, CommandStarted, ProbeStarted
-from gpuaudit.probes.core.models import CommandRecord
 from gpuaudit.probes.core.collect.replay_transport import ReplayTransport
+from gpuaudit.probes.core.errors import TransportError
+from gpuaudit.probes.core.models import CommandRecord
+from gpuaudit.probes.core.run.events import (
+    AuditFinished,
+    CommandFinished,
+    CommandStarted,
+    ProbeStarted,
+)
 from gpuaudit.probes.core.run.runner import Audit
 from gpuaudit.probes.core.run.session import replay_bindings
 from gpuaudit.snapshots import store
@@ -24,7 +27,8 @@ from gpuaudit.tui.screens.drilldown import DrilldownScreen
 from gpuaudit.tui.theme_store import ThemeStore
 from gpuaudit.tui.widgets.command_output import CommandOutput
 from gpuaudit.tui.widgets.probe_pane import ProbePane
-from tui_support import FIXTURE, FixedClock, synthetic_run
+from textual.widgets import DataTable
+from tui_support import FIXTURE, synthetic_run
 
 DONE_STATES = {"-ok", "-warn", "-fail", "-unknown", "-error", "-skipped"}
 
@@ -51,7 +55,13 @@ async def settle(app, pilot) -> None:
 
 async def test_live_audit_fills_ten_panes_in_registry_order(clock, tmp_path: Path) -> None:
     seen: list = []
-    app = make_app(live_audit(), mode="replay", note="REPLAY of synthetic", clock=clock, theme_store=ThemeStore(tmp_path / "c.json"))
+    app = make_app(
+        live_audit(),
+        mode="replay",
+        note="REPLAY of synthetic",
+        clock=clock,
+        theme_store=ThemeStore(tmp_path / "c.json"),
+    )
     async with app.run_test(size=(120, 40), message_hook=seen.append) as pilot:
         await settle(app, pilot)
         panes = app.screen.query(ProbePane)
@@ -61,7 +71,9 @@ async def test_live_audit_fills_ten_panes_in_registry_order(clock, tmp_path: Pat
         assert len(events(seen, AuditFinished)) == 1
         assert app.audit_run.finished_at is not None
         header = str(app.screen.query_one("#targets").render())
-        assert "recorded" in header and "connected" not in header and "REPLAY of synthetic" in header
+        assert (
+            "recorded" in header and "connected" not in header and "REPLAY of synthetic" in header
+        )
         assert app.focused is panes[0]
 
 
@@ -103,7 +115,9 @@ async def test_remote_escape_sequences_and_markup_are_shown_not_interpreted(cloc
     async with app.run_test(size=(120, 40)) as pilot:
         app.open_drilldown("kernel")
         await pilot.pause()
-        await pilot.press("down", "down", "enter")  # dmesg_faults -> dmesg_tail (SYNTHETIC hostile output)
+        await pilot.press(
+            "down", "down", "enter"
+        )  # dmesg_faults -> dmesg_tail (SYNTHETIC hostile output)
         await pilot.pause()
         viewer = app.screen.query_one(CommandOutput)
         assert "\x1b" not in viewer.text and "\x07" not in viewer.text
@@ -117,7 +131,9 @@ async def test_drilldown_search_with_markup_characters_does_not_crash(clock) -> 
     async with app.run_test(size=(120, 40)) as pilot:
         app.open_drilldown("kernel")
         await pilot.pause()
-        await pilot.press("slash", *"a[/]b", "enter")  # not found -> a notification quoting the text
+        await pilot.press(
+            "slash", *"a[/]b", "enter"
+        )  # not found -> a notification quoting the text
         await pilot.pause()
         assert isinstance(app.screen, DrilldownScreen)
         assert any(n.message == "not found: a[/]b" and not n.markup for n in app._notifications)
@@ -139,13 +155,20 @@ async def test_runner_events_reload_an_open_drilldown_only_for_its_probe(clock) 
         dashboard = app.dashboard()
 
         def record(probe_id: str) -> CommandRecord:
-            return CommandRecord(target="host", probe_id=probe_id, command_id="extra", command="true", exit_status=0)
+            return CommandRecord(
+                target="host", probe_id=probe_id, command_id="extra", command="true", exit_status=0
+            )
 
-        for ev in (CommandStarted(probe_id="pcie", role="host", command_id="extra"), CommandFinished(record=record("pcie")),
-                   CommandStarted(probe_id="kernel", role="host", command_id="extra")):
+        for ev in (
+            CommandStarted(probe_id="pcie", role="host", command_id="extra"),
+            CommandFinished(record=record("pcie")),
+            CommandStarted(probe_id="kernel", role="host", command_id="extra"),
+        ):
             dashboard.post_message(AuditEventReceived(ev))
         await pilot.pause()
-        assert reloads == []  # other probes' events and a mere start change nothing the drill-down shows
+        assert (
+            reloads == []
+        )  # other probes' events and a mere start change nothing the drill-down shows
         dashboard.post_message(AuditEventReceived(CommandFinished(record=record("kernel"))))
         await pilot.pause()
         assert reloads == [1]
@@ -181,7 +204,10 @@ async def test_failed_target_shows_reason_and_other_target_carries_on(clock) -> 
     async with app.run_test(size=(120, 40)) as pilot:
         await settle(app, pilot)
         header = str(app.screen.query_one("#targets").render())
-        assert "unreachable: 10.0.0.9:22: connection refused" in header and "host replay ✔ connected" in header
+        assert (
+            "unreachable: 10.0.0.9:22: connection refused" in header
+            and "host replay ✔ connected" in header
+        )
         assert app.audit_run.target_states["host"].state == "connected"
         assert all(p.status in ("done", "failed") for p in app.audit_run.probes)
 
@@ -221,7 +247,9 @@ async def test_filter_dims_panes_below_threshold(clock) -> None:
         await pilot.press("f", "f", "f")
         await pilot.pause()
         assert app.min_severity is not None and app.min_severity.value == "critical"
-        assert app._notifications and list(app._notifications)[-1].message == "showing critical only"
+        assert (
+            app._notifications and list(app._notifications)[-1].message == "showing critical only"
+        )
         dimmed = {p.probe_id for p in app.screen.query(ProbePane) if p.has_class("-dimmed")}
         assert "python" not in dimmed and {"kernel", "power", "pcie", "driver"} <= dimmed
         await pilot.press("f")  # unknown only: what couldn't be checked
@@ -241,7 +269,27 @@ async def test_help_lists_every_binding_and_closes(clock) -> None:
         await pilot.pause()
         assert app.screen.id == "help"
         keys = {row[1] for row in app.screen.rows}
-        assert {"q", "?", "a", "s", "d", "R", "f", "t", "r", "/", "esc", "e", "n", "N", "c", "C", "m", "v", "u"} <= keys
+        assert {
+            "q",
+            "?",
+            "a",
+            "s",
+            "d",
+            "R",
+            "f",
+            "t",
+            "r",
+            "/",
+            "esc",
+            "e",
+            "n",
+            "N",
+            "c",
+            "C",
+            "m",
+            "v",
+            "u",
+        } <= keys
         wheres = {row[0] for row in app.screen.rows}
         assert {"plan", "diff", "snapshot picker", "drill-down", "dashboard", "app"} <= wheres
         await pilot.press("escape")
@@ -273,7 +321,11 @@ async def test_diff_picks_a_saved_snapshot_then_shows_the_diff(clock, tmp_path: 
 async def test_diff_highlights_the_changed_probes_on_the_dashboard(clock, tmp_path: Path) -> None:
     snap = Snapshot.model_validate_json(FIXTURE.read_text())
     first = snap.probes[0]
-    older = snap.model_copy(update={"probes": [first.model_copy(update={"findings": first.findings[1:]}), *snap.probes[1:]]})
+    older = snap.model_copy(
+        update={
+            "probes": [first.model_copy(update={"findings": first.findings[1:]}), *snap.probes[1:]]
+        }
+    )
     saved = store.save(older, "older", tmp_path)
     app = make_app(synthetic_run(), clock=clock, snapshot_dir=tmp_path)
     async with app.run_test(size=(120, 40)) as pilot:
@@ -302,14 +354,21 @@ async def test_small_terminal_panes_do_not_overlap(clock) -> None:
         await pilot.pause()
         regions = [p.region for p in app.screen.query(ProbePane)]
         assert len(regions) == 10 and all(r.height == 2 and r.width >= 70 for r in regions)
-        assert not any(a.overlaps(b) for i, a in enumerate(regions) for b in regions[i + 1:])
+        assert not any(a.overlaps(b) for i, a in enumerate(regions) for b in regions[i + 1 :])
 
 
 async def test_ten_megabyte_output_stays_responsive(clock) -> None:
     run = synthetic_run()
     big = "".join(f"line {n} " + "x" * 60 + "\n" for n in range(150_000)) + "NEEDLE\n"
     kernel = run.probe("kernel")
-    rec = CommandRecord(target="host", probe_id="kernel", command_id="big", command="cat big", exit_status=0, stdout=big)
+    rec = CommandRecord(
+        target="host",
+        probe_id="kernel",
+        command_id="big",
+        command="cat big",
+        exit_status=0,
+        stdout=big,
+    )
     run.probes[3] = kernel.model_copy(update={"records": [rec, *kernel.records]})
     app = make_app(run, clock=clock)
     async with app.run_test(size=(120, 40)) as pilot:

@@ -22,13 +22,13 @@ from fleet_support import (
     live_model,
     write_snapshots,
 )
-from gpuaudit.probes.core.run.request import AuditRequest
-from gpuaudit.tui.cli import fleet_hosts as fleet
-from gpuaudit.tui import interactive
-from gpuaudit.tui.cli import fleet_compare
-from gpuaudit.tui.fleet_app import FleetApp
 from gpuaudit.probes.core.fleet.documents import load_document
 from gpuaudit.probes.core.fleet.model import SORT_ORDER, FleetModel, next_sort
+from gpuaudit.probes.core.run.request import AuditRequest
+from gpuaudit.tui import interactive
+from gpuaudit.tui.cli import fleet_compare
+from gpuaudit.tui.cli import fleet_hosts as fleet
+from gpuaudit.tui.fleet_app import FleetApp
 from gpuaudit.tui.screens.drilldown import DrilldownScreen
 from gpuaudit.tui.screens.fleet import (
     FleetScreen,
@@ -81,7 +81,9 @@ async def test_rows_go_pending_auditing_done_unreachable_while_the_fleet_runs() 
     async with app.run_test(size=(80, 24)) as pilot:
         assert isinstance(app.screen, FleetScreen)
         assert set(states(model).values()) == {"pending"}  # rows are there before any host answered
-        assert "0/8 done" in text_of(app, "#fleet-progress") and "8 pending" in text_of(app, "#fleet-progress")
+        assert "0/8 done" in text_of(app, "#fleet-progress") and "8 pending" in text_of(
+            app, "#fleet-progress"
+        )
         await advance(pilot, rep, 1)
         assert [s for s in states(model).values()].count("auditing") == 2
         await advance(pilot, rep, 4)
@@ -90,7 +92,9 @@ async def test_rows_go_pending_auditing_done_unreachable_while_the_fleet_runs() 
         progress = text_of(app, "#fleet-progress")
         assert "4/8 done · 2 auditing · 2 pending · 3.5s" in progress
         await advance(pilot, rep, 2)
-        assert states(model)[DOWN] == "unreachable" and "1 unreachable" in text_of(app, "#fleet-progress")
+        assert states(model)[DOWN] == "unreachable" and "1 unreachable" in text_of(
+            app, "#fleet-progress"
+        )
         await advance(pilot, rep, 20)
         assert model.finished and set(states(model).values()) == {"done", "unreachable"}
         assert "8 host(s) audited" in text_of(app, "#fleet-progress")
@@ -114,7 +118,9 @@ async def test_outliers_are_marked_and_named_with_the_majority() -> None:
         assert marked == {"gpu03": ["kernel"], "gpu05": ["driver"]}  # the two planted, nothing else
         await pilot.press("down", "down")
         detail = text_of(app, "#fleet-detail")
-        assert "gpu03" in detail and "kernel = 6.8.12-9-pve (majority 6.14.11-2-pve, 6 of 7)" in detail
+        assert (
+            "gpu03" in detail and "kernel = 6.8.12-9-pve (majority 6.14.11-2-pve, 6 of 7)" in detail
+        )
         await pilot.press("down", "down", "down")
         detail = text_of(app, "#fleet-detail")
         assert "root@10.0.0.6" in detail and REFUSED.split(": ")[1] in detail
@@ -130,7 +136,10 @@ async def test_o_cycles_the_sort_and_the_footer_line_says_which() -> None:
         await pilot.press("o")
         assert "sort: worst first" in text_of(app, "#fleet-sort")
         names = [model.rows[k].name for k in shown(app)]
-        assert names[0] == DOWN and names[1:3] == ["gpu03", "gpu05"]  # unreachable, then the outliers
+        assert names[0] == DOWN and names[1:3] == [
+            "gpu03",
+            "gpu05",
+        ]  # unreachable, then the outliers
         await pilot.press("O")
         assert "sort: inventory order" in text_of(app, "#fleet-sort")
         for _ in range(SORT_ORDER.index("kernel")):
@@ -146,7 +155,9 @@ async def test_slash_filters_by_name_and_outlier_fact_escape_clears() -> None:
         await advance(pilot, rep, 20)
         await pilot.press("slash", *"580.95")
         await pilot.pause()
-        assert [model.rows[k].name for k in shown(app)] == ["gpu05"]  # matched by its driver outlier fact
+        assert [model.rows[k].name for k in shown(app)] == [
+            "gpu05"
+        ]  # matched by its driver outlier fact
         assert "1 of 8 match" in text_of(app, "#fleet-sort")
         await pilot.press("enter")  # keeps the filter, back to the table
         assert isinstance(app.focused, DataTable)
@@ -163,9 +174,13 @@ async def test_keys_typed_in_one_burst_with_slash_land_in_the_filter() -> None:
     async with app.run_test(size=(80, 24)) as pilot:
         await advance(pilot, rep, 20)
         for key, ch in [("slash", "/"), ("k", "k"), ("e", "e"), ("r", "r"), ("n", "n"), ("o", "o")]:
-            app.post_message(Key(key, ch))  # as a terminal delivers a paste: all queued before any is handled
+            app.post_message(
+                Key(key, ch)
+            )  # as a terminal delivers a paste: all queued before any is handled
         await pilot.pause()
-        assert app.screen.query_one(Input).value == "kerno" and "sort: inventory order" in text_of(app, "#fleet-sort")
+        assert app.screen.query_one(Input).value == "kerno" and "sort: inventory order" in text_of(
+            app, "#fleet-sort"
+        )
 
 
 # --- Enter opens the node's dashboard, Escape returns -----------------------------------------------
@@ -186,7 +201,9 @@ async def test_enter_opens_the_nodes_dashboard_and_escape_returns_to_the_fleet()
         await pilot.press("escape")
         await pilot.pause()
         assert isinstance(app.screen, FleetScreen)
-        assert model.rows[shown(app)[app.screen.query_one(DataTable).cursor_row]].name == "gpu03"  # cursor kept
+        assert (
+            model.rows[shown(app)[app.screen.query_one(DataTable).cursor_row]].name == "gpu03"
+        )  # cursor kept
         await pilot.press("down", "enter")
         await pilot.pause()
         assert app.audit_run.target_states["host"].hostname == "gpu04"
@@ -229,7 +246,10 @@ async def test_snapshot_files_open_in_the_same_screen(tmp_path: Path) -> None:
         assert "5 snapshot(s)" in text_of(app, "#fleet-progress")
         await pilot.press("enter")
         await pilot.pause()
-        assert isinstance(app.screen, NodeDashboardScreen) and app.audit_run.target_states["host"].hostname == "gpu03"
+        assert (
+            isinstance(app.screen, NodeDashboardScreen)
+            and app.audit_run.target_states["host"].hostname == "gpu03"
+        )
         await pilot.press("escape", "q")
     assert app.return_value == 1  # an outlier: the text report's exit status
 
@@ -241,8 +261,12 @@ def test_fleet_subcommand_tui_flag_rules(tmp_path: Path, capsys, monkeypatch) ->
     assert fleet_compare.main([str(tmp_path), "--tui", "--text"]) == 2
     capsys.readouterr()
     opened: list[list[Path]] = []
-    monkeypatch.setattr(interactive, "show_fleet_documents", lambda files: opened.append(files) or 0)
-    assert fleet_compare.main([str(tmp_path)]) == 1 and not opened  # not a terminal: the text report
+    monkeypatch.setattr(
+        interactive, "show_fleet_documents", lambda files: opened.append(files) or 0
+    )
+    assert (
+        fleet_compare.main([str(tmp_path)]) == 1 and not opened
+    )  # not a terminal: the text report
     assert "gpu03: kernel = 6.8.12-9-pve" in capsys.readouterr().out
     assert fleet_compare.main([str(tmp_path), "--tui"]) == 0 and len(opened[0]) == 5
     monkeypatch.setattr(sys.stdin, "isatty", lambda: True, raising=False)
@@ -268,7 +292,17 @@ def test_columns_fit_the_terminal(width: int) -> None:
     widths = fixed_widths(width)
     assert sum(widths.values()) + 2 <= width
     assert list(widths)[:2] == ["name", "state"] and list(widths)[2:12] == [
-        "firmware", "container", "driver", "kernel", "pcie", "power", "nccl", "numa", "python", "nvlink"]
+        "firmware",
+        "container",
+        "driver",
+        "kernel",
+        "pcie",
+        "power",
+        "nccl",
+        "numa",
+        "python",
+        "nvlink",
+    ]
     row = dataclasses.replace(next(iter(live_model(TickClock()).rows.values())), name="x" * 100)
     cells = row_cells(row, widths, {})
     assert [len(c) <= w for c, w in zip(cells, widths.values())] == [True] * len(widths)
@@ -282,7 +316,9 @@ def test_progress_line_is_cut_at_whole_parts() -> None:
 
 
 def test_sort_cycle_wraps() -> None:
-    assert next_sort(SORT_ORDER[-1]) == SORT_ORDER[0] and next_sort("inventory", -1) == SORT_ORDER[-1]
+    assert (
+        next_sort(SORT_ORDER[-1]) == SORT_ORDER[0] and next_sort("inventory", -1) == SORT_ORDER[-1]
+    )
 
 
 # --- the real run_fleet, live, over a real sshd -------------------------------------------------------
@@ -292,7 +328,11 @@ async def test_live_screen_over_real_ssh_one_host_refused(sshd, tmp_path: Path) 
 
     down = f"{sshd.user}@127.0.0.1:{free_port()}"  # nothing listens: refused at once
     hosts = [fleet.FleetHost(sshd.spec, "up"), fleet.FleetHost(down, "down")]
-    args = audit_request(build_parser().parse_args(["--hosts", "x", "--probes", "kernel", "--fail-on", "never", *sshd.cli_args()]))
+    args = audit_request(
+        build_parser().parse_args(
+            ["--hosts", "x", "--probes", "kernel", "--fail-on", "never", *sshd.cli_args()]
+        )
+    )
     ssh = dataclasses.replace(ssh_options(args), connections=1)
     model = FleetModel.for_hosts(hosts, title="fleet hosts", max_connections=args.max_connections)
     seen: list[str] = []
@@ -301,6 +341,7 @@ async def test_live_screen_over_real_ssh_one_host_refused(sshd, tmp_path: Path) 
         def started(h: fleet.FleetHost) -> None:
             m.host_started(h)
             seen.append(m.rows[h.spec].state)
+
         await fleet.run_fleet(hosts, args, ssh, on_start=started, on_done=m.host_finished)
 
     app = FleetApp(model, runner)

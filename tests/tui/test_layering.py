@@ -12,8 +12,12 @@ from pathlib import Path
 
 TUI = Path(__file__).resolve().parents[2] / "tui"
 PURE = ("views/render.py", "views/filtering.py", "views/roofline_view.py", "views/diff_report.py")
-TEXTUAL_PARTS = [TUI / "app.py", TUI / "snapshot_actions.py", *sorted((TUI / "screens").glob("*.py")),
-                 *sorted((TUI / "widgets").glob("*.py"))]
+TEXTUAL_PARTS = [
+    TUI / "app.py",
+    TUI / "snapshot_actions.py",
+    *sorted((TUI / "screens").glob("*.py")),
+    *sorted((TUI / "widgets").glob("*.py")),
+]
 
 
 def runtime_imports(path: Path) -> list[tuple[str, int, bool]]:
@@ -38,22 +42,37 @@ def runtime_imports(path: Path) -> list[tuple[str, int, bool]]:
 def test_pure_helpers_import_no_textual_and_no_screens():
     for name in PURE:
         mods = [m for m, _, _ in runtime_imports(TUI / name)]
-        assert not [m for m in mods if m.startswith(("textual", "gpuaudit.tui.screens", "gpuaudit.tui.widgets",
-                                                      "gpuaudit.tui.app"))], (name, mods)
+        assert not [
+            m
+            for m in mods
+            if m.startswith(
+                ("textual", "gpuaudit.tui.screens", "gpuaudit.tui.widgets", "gpuaudit.tui.app")
+            )
+        ], (name, mods)
 
 
 def test_widgets_never_import_screens_or_the_app():
     for path in sorted((TUI / "widgets").glob("*.py")):
-        bad = [m for m, _, _ in runtime_imports(path) if m.startswith(("gpuaudit.tui.screens", "gpuaudit.tui.app"))]
+        bad = [
+            m
+            for m, _, _ in runtime_imports(path)
+            if m.startswith(("gpuaudit.tui.screens", "gpuaudit.tui.app"))
+        ]
         assert not bad, (path.name, bad)
 
 
 def test_screens_never_import_the_app_at_run_time():
     for path in sorted((TUI / "screens").glob("*.py")):
-        bad = [m for m, _, _ in runtime_imports(path) if m in ("gpuaudit.tui.app", "gpuaudit.tui.snapshot_actions")]
+        bad = [
+            m
+            for m, _, _ in runtime_imports(path)
+            if m in ("gpuaudit.tui.app", "gpuaudit.tui.snapshot_actions")
+        ]
         assert not bad, (path.name, bad)
 
 
 def test_textual_modules_import_at_module_level_only():
-    hidden = [(p.name, m, line) for p in TEXTUAL_PARTS for m, line, in_fn in runtime_imports(p) if in_fn]
+    hidden = [
+        (p.name, m, line) for p in TEXTUAL_PARTS for m, line, in_fn in runtime_imports(p) if in_fn
+    ]
     assert not hidden, hidden

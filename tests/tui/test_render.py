@@ -4,11 +4,20 @@ from __future__ import annotations
 
 from datetime import timedelta
 
-from rich.text import Text
-
 from gpuaudit.probes.core.models import CommandRecord, Severity
-from gpuaudit.tui.views.render import (counts, format_elapsed, header_text, neutralise, pane_body, pane_subtitle, record_output,
-                        sev_label, state_class, visible)
+from gpuaudit.tui.views.render import (
+    counts,
+    format_elapsed,
+    header_text,
+    neutralise,
+    pane_body,
+    pane_subtitle,
+    record_output,
+    sev_label,
+    state_class,
+    visible,
+)
+from rich.text import Text
 from tui_support import T_FIXED, running_run, synthetic_run
 
 
@@ -31,8 +40,14 @@ def test_one_neutraliser_for_every_front_end() -> None:
 
 
 def test_markup_in_remote_text_stays_literal() -> None:
-    rec = CommandRecord(target="host", probe_id="kernel", command_id="x", command="echo", exit_status=0,
-                        stdout="[red]boom[/red] \x1b[31m")
+    rec = CommandRecord(
+        target="host",
+        probe_id="kernel",
+        command_id="x",
+        command="echo",
+        exit_status=0,
+        stdout="[red]boom[/red] \x1b[31m",
+    )
     text = record_output(rec)
     assert "[red]boom[/red] \\x1b[31m" in text
     run = synthetic_run()
@@ -47,14 +62,25 @@ def test_severity_is_never_colour_alone() -> None:
 def test_state_classes_follow_worst_severity() -> None:
     run = synthetic_run()
     assert {p.probe_id: state_class(p) for p in run.probes} == {
-        "firmware": "-ok", "container": "-ok", "driver": "-ok", "kernel": "-warn", "pcie": "-warn",
-        "power": "-warn", "nccl": "-unknown", "numa": "-ok", "python": "-fail", "nvlink": "-error"}
+        "firmware": "-ok",
+        "container": "-ok",
+        "driver": "-ok",
+        "kernel": "-warn",
+        "pcie": "-warn",
+        "power": "-warn",
+        "nccl": "-unknown",
+        "numa": "-ok",
+        "python": "-fail",
+        "nvlink": "-error",
+    }
     assert state_class(running_run().probes[6]) == "-running"
 
 
 def test_pane_body_counts_per_target_and_top_findings() -> None:
     kernel = synthetic_run().probe("kernel")
-    body = pane_body(kernel, roles=["host", "container"], now=T_FIXED, height=5, width=58).plain.splitlines()
+    body = pane_body(
+        kernel, roles=["host", "container"], now=T_FIXED, height=5, width=58
+    ).plain.splitlines()
     assert body[0] == "6.8.12-9-pve · numa_balancing=1"
     assert body[1].startswith("host ▲2 ●1 ✔1") and "container no findings" in body[1]
     assert body[2] == "▲ WARN Kernel older than 6.13 on Zen 5"
@@ -72,6 +98,9 @@ def test_running_pane_elapsed_is_deterministic_under_fixed_clock() -> None:
 
 def test_filter_and_counts() -> None:
     power = synthetic_run().probe("power")
-    assert [f.severity for f in visible(power.findings, Severity.WARNING)] == [Severity.WARNING, Severity.WARNING]
+    assert [f.severity for f in visible(power.findings, Severity.WARNING)] == [
+        Severity.WARNING,
+        Severity.WARNING,
+    ]
     assert counts(power.findings, "host") == {Severity.WARNING: 2, Severity.OK: 1}
     assert counts(power.findings, "container") == {} and counts(power.findings, None) == {}

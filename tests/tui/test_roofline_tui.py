@@ -4,23 +4,29 @@ drill-down's Roofline tab, the diff screen's before -> after line. Figures come 
 from __future__ import annotations
 
 import pytest
-from rich.console import Console
-from textual.widgets import OptionList, Static, TabbedContent
-
 from gpuaudit.probes.core.models import Severity
 from gpuaudit.probes.core.roofline.report import Roofline, roofline_for_run
-from gpuaudit.snapshots.schema import Snapshot
-from gpuaudit.tui.views import roofline_view
-from gpuaudit.tui.app import make_app
 from gpuaudit.snapshots.diff import RooflineChange
-from gpuaudit.tui.views.roofline_view import level, roofline_change_line, roofline_detail, roofline_of, roofline_summary, strip_line
+from gpuaudit.snapshots.schema import Snapshot
+from gpuaudit.tui.app import make_app
+from gpuaudit.tui.cli.session_setup import DEMO_NOTE
 from gpuaudit.tui.screens.diff import SnapshotDiffScreen
 from gpuaudit.tui.screens.drilldown import DrilldownScreen
 from gpuaudit.tui.screens.plan import PlanScreen
-from gpuaudit.tui.cli.session_setup import DEMO_NOTE
+from gpuaudit.tui.views import roofline_view
+from gpuaudit.tui.views.roofline_view import (
+    level,
+    roofline_change_line,
+    roofline_detail,
+    roofline_of,
+    roofline_summary,
+    strip_line,
+)
 from gpuaudit.tui.widgets.findings_table import FindingsTable
 from gpuaudit.tui.widgets.probe_pane import ProbePane
 from gpuaudit.tui.widgets.roofline_strip import RooflineStrip
+from rich.console import Console
+from textual.widgets import OptionList, Static, TabbedContent
 from tui_support import case_study_run, demo_roofline, running_run, synthetic_run
 
 DEMO_STRIP = "decode 10.1 tok/s · bound 98–195 tok/s · 5–10% of physics"
@@ -50,7 +56,9 @@ async def test_demo_strip_at_80x24_keeps_every_pane_on_screen(clock) -> None:
         assert strip_text(app.screen) == f"✖ roofline  {DEMO_STRIP}"
         assert strip.region.height == 1 and strip.region.right <= 80
         assert strip.has_class("-fail")  # 10% of the all-reduce-aware bound: far from physics
-        assert strip.region.y < min(p.region.y for p in app.screen.query(ProbePane))  # under the header, above the panes
+        assert strip.region.y < min(
+            p.region.y for p in app.screen.query(ProbePane)
+        )  # under the header, above the panes
         assert all(p.region.bottom <= 23 for p in app.screen.query(ProbePane))
 
 
@@ -67,7 +75,9 @@ async def test_unknown_strip_names_the_first_missing_input_and_no_figure(clock) 
         await pilot.pause()
         text = strip_text(app.screen)
         assert text.startswith("? roofline unknown: no serving engine")
-        assert "tok/s" not in text and len(text) <= 78 and text.endswith("…")  # cut to the width, not wrapped
+        assert (
+            "tok/s" not in text and len(text) <= 78 and text.endswith("…")
+        )  # cut to the width, not wrapped
         assert strip_of(app.screen).has_class("-unknown")
 
 
@@ -75,7 +85,10 @@ async def test_a_running_audit_says_pending_not_missing(clock) -> None:
     app = make_app(running_run(), clock=clock)  # SYNTHETIC: half the probes still running
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
-        assert strip_text(app.screen) == "… roofline pending: the audit is still reading the engine, the model and the GPUs"
+        assert (
+            strip_text(app.screen)
+            == "… roofline pending: the audit is still reading the engine, the model and the GPUs"
+        )
         assert strip_of(app.screen).has_class("-info")
 
 
@@ -87,7 +100,9 @@ async def test_strip_follows_the_run(clock) -> None:
         app.audit_run = case_study_run()  # what a finished live audit does
         await pilot.pause()
         assert DEMO_STRIP in strip_text(app.screen)
-        assert strip_of(app.screen).has_class("-fail") and not strip_of(app.screen).has_class("-unknown")
+        assert strip_of(app.screen).has_class("-fail") and not strip_of(app.screen).has_class(
+            "-unknown"
+        )
 
 
 async def test_plan_screen_shows_the_strip(clock) -> None:
@@ -114,17 +129,30 @@ async def test_p_opens_the_roofline_with_every_input_step_and_bound(clock) -> No
         assert screen.query_one("#dd-tabs", TabbedContent).active == "tab-roofline"
         summary = plain(screen.query_one("#roofline-summary", Static).content)
         assert DEMO_STRIP in summary
-        for words in ("naive (all GPUs' bandwidth)", "325 tok/s", "measured is 3.1%", "with all-reduce latency",
-                      "98 tok/s", "measured is 10.2%", "10.1 tok/s", rf.measured_source, "89.3 ms per token"):
+        for words in (
+            "naive (all GPUs' bandwidth)",
+            "325 tok/s",
+            "measured is 3.1%",
+            "with all-reduce latency",
+            "98 tok/s",
+            "measured is 10.2%",
+            "10.1 tok/s",
+            rf.measured_source,
+            "89.3 ms per token",
+        ):
             assert words in summary, words
         detail = plain(screen.query_one("#roofline-detail", Static).content, width=400)
         for label, value in rf.inputs.items():
             assert label in detail and value in detail, label
         for step in rf.steps:
             assert step.label in detail and step.value in detail and step.how in detail, step.label
-        assert "51.6 tok/s" in detail and "rtx6kpro models/glm5.md" in detail  # the published row and its source
+        assert (
+            "51.6 tok/s" in detail and "rtx6kpro models/glm5.md" in detail
+        )  # the published row and its source
         box = screen.query_one("#roofline-findings", OptionList)
-        assert [box.get_option_at_index(n).id for n in range(box.option_count)] == [e["id"] for e in rf.explanations]
+        assert [box.get_option_at_index(n).id for n in range(box.option_count)] == [
+            e["id"] for e in rf.explanations
+        ]
         assert box.option_count == 4
 
 
@@ -139,7 +167,10 @@ async def test_an_explaining_finding_opens_here_or_in_its_probe(clock) -> None:
         box.highlighted = 0  # python.cuda_graphs: this probe's own finding
         await pilot.press("enter")
         await pilot.pause()
-        assert app.screen is screen and screen.query_one("#dd-tabs", TabbedContent).active == "tab-finding"
+        assert (
+            app.screen is screen
+            and screen.query_one("#dd-tabs", TabbedContent).active == "tab-finding"
+        )
         assert screen.query_one(FindingsTable).current.id == "python.cuda_graphs"
         assert not screen.has_class("-roofline")
         screen.show_tab("roofline")
@@ -161,10 +192,18 @@ async def test_missing_inputs_are_listed_and_no_figure_is_shown(clock) -> None:
         detail = plain(screen.query_one("#roofline-detail", Static).content)
         assert "roofline unknown" in summary and "tok/s" not in summary + detail
         assert "Missing inputs" in detail and "no serving engine" in detail
-        box = screen.query_one("#roofline-findings", OptionList)  # SYNTHETIC findings that usually slow decode
-        assert [box.get_option_at_index(n).id for n in range(box.option_count)] == \
-            ["python.cuda_graphs", "power.cpu_scaling_driver", "power.cpu_cstates"]
-        assert "explain a slow decode" in screen.query_one("#roofline-explain-title", Static).render().plain
+        box = screen.query_one(
+            "#roofline-findings", OptionList
+        )  # SYNTHETIC findings that usually slow decode
+        assert [box.get_option_at_index(n).id for n in range(box.option_count)] == [
+            "python.cuda_graphs",
+            "power.cpu_scaling_driver",
+            "power.cpu_cstates",
+        ]
+        assert (
+            "explain a slow decode"
+            in screen.query_one("#roofline-explain-title", Static).render().plain
+        )
 
 
 async def test_clicking_the_strip_opens_the_roofline(clock) -> None:
@@ -180,7 +219,11 @@ async def test_clicking_the_strip_opens_the_roofline(clock) -> None:
 # --- the diff screen -----------------------------------------------------------------------------
 async def test_diff_screen_shows_the_roofline_before_and_after(clock) -> None:
     new = Snapshot.from_run(case_study_run(), name="after-fix")
-    faster = dict(new.roofline or {}, measured_tok_s=48.0, strip="decode 48.0 tok/s · bound 98–195 tok/s · 25–49% of physics")
+    faster = dict(
+        new.roofline or {},
+        measured_tok_s=48.0,
+        strip="decode 48.0 tok/s · bound 98–195 tok/s · 25–49% of physics",
+    )
     old = new.model_copy(update={"name": "before-fix"})
     new = new.model_copy(update={"roofline": faster})
     app = make_app(case_study_run(), clock=clock)
@@ -203,17 +246,28 @@ async def test_diff_screen_without_a_roofline_change_says_nothing_of_it(clock) -
 
 # --- pure parts ----------------------------------------------------------------------------------
 def rf_with(ratio: float | None, bounds: bool = True) -> Roofline:
-    rf = Roofline(bounds={"tp_aware": 200.0, "comm_aware": 100.0} if bounds else {}, missing=[] if bounds else ["x"])
+    rf = Roofline(
+        bounds={"tp_aware": 200.0, "comm_aware": 100.0} if bounds else {},
+        missing=[] if bounds else ["x"],
+    )
     if ratio is not None:
         rf.measured_tok_s = 100 * ratio
         rf.ratios = {"tp_aware": ratio / 2, "comm_aware": ratio}
     return rf
 
 
-@pytest.mark.parametrize(("ratio", "bounds", "want"), [
-    (0.6, True, Severity.OK), (0.5, True, Severity.OK), (0.3, True, Severity.WARNING), (0.2, True, Severity.WARNING),
-    (0.1, True, Severity.CRITICAL), (None, True, Severity.INFO), (None, False, Severity.UNKNOWN),
-])
+@pytest.mark.parametrize(
+    ("ratio", "bounds", "want"),
+    [
+        (0.6, True, Severity.OK),
+        (0.5, True, Severity.OK),
+        (0.3, True, Severity.WARNING),
+        (0.2, True, Severity.WARNING),
+        (0.1, True, Severity.CRITICAL),
+        (None, True, Severity.INFO),
+        (None, False, Severity.UNKNOWN),
+    ],
+)
 def test_level_by_measured_over_the_most_realistic_bound(ratio, bounds, want) -> None:
     assert level(rf_with(ratio, bounds)) == want
 
@@ -231,29 +285,45 @@ def test_target_text_is_shown_never_interpreted() -> None:
     rf.inputs["model"] = "[red]x[/red] \x1b]0;pwned\x07/models/evil"
     rf.missing = ["engine said [bold]no[/bold]"]
     text = plain(roofline_detail(rf), width=300)
-    assert "[red]x[/red]" in text and "[bold]no[/bold]" in text and "\x1b" not in text and "\x07" not in text
+    assert (
+        "[red]x[/red]" in text
+        and "[bold]no[/bold]" in text
+        and "\x1b" not in text
+        and "\x07" not in text
+    )
     assert "\x1b" not in roofline_summary(rf).plain
 
 
 def test_diff_line_names_a_side_without_a_roofline() -> None:
     change = RooflineChange(old_strip="", new_strip="roofline unknown: no serving engine")
-    assert roofline_change_line(change).plain == "roofline  (not in this snapshot)  →  unknown: no serving engine"
+    assert (
+        roofline_change_line(change).plain
+        == "roofline  (not in this snapshot)  →  unknown: no serving engine"
+    )
 
 
 def test_roofline_is_cached_by_what_it_reads(monkeypatch) -> None:
     calls = []
-    monkeypatch.setattr(roofline_view, "roofline_for_run", lambda run: calls.append(run) or demo_roofline())
+    monkeypatch.setattr(
+        roofline_view, "roofline_for_run", lambda run: calls.append(run) or demo_roofline()
+    )
     run = synthetic_run()
     first = roofline_of(run)
-    assert roofline_of(run.model_copy()) is first and len(calls) == 1  # an equal run: no recomputation
+    assert (
+        roofline_of(run.model_copy()) is first and len(calls) == 1
+    )  # an equal run: no recomputation
     probes = list(run.probes)
     probes[8] = probes[8].model_copy(update={"records": probes[8].records[:0]})
     roofline_of(run.model_copy(update={"probes": probes}))
     assert len(calls) == 2
-    live = running_run()  # a running probe's commands finishing one by one: no recomputation until it ends
+    live = (
+        running_run()
+    )  # a running probe's commands finishing one by one: no recomputation until it ends
     roofline_of(live)
     grown = list(live.probes)
-    grown[8] = grown[8].model_copy(update={"records": [*grown[8].records, *synthetic_run().probes[4].records]})
+    grown[8] = grown[8].model_copy(
+        update={"records": [*grown[8].records, *synthetic_run().probes[4].records]}
+    )
     assert grown[8].status == "running" and len(grown[8].records) != len(live.probes[8].records)
     roofline_of(live.model_copy(update={"probes": grown}))
     assert len(calls) == 3
@@ -265,5 +335,8 @@ def test_an_engine_error_shows_as_unknown_not_a_crash(monkeypatch) -> None:
 
     monkeypatch.setattr(roofline_view, "roofline_for_run", boom)
     rf = roofline_of(synthetic_run())
-    assert rf.status == "unknown" and rf.strip == "roofline unknown: roofline error: ValueError: bad config"
+    assert (
+        rf.status == "unknown"
+        and rf.strip == "roofline unknown: roofline error: ValueError: bad config"
+    )
     assert level(rf) == Severity.UNKNOWN

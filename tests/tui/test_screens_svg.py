@@ -11,16 +11,21 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-
 from gpuaudit.snapshots import store
 from gpuaudit.snapshots.schema import Snapshot
-from gpuaudit.tui.views import roofline_view
 from gpuaudit.tui.app import make_app
+from gpuaudit.tui.views import roofline_view
 from tui_support import FIXTURE, FixedClock, demo_roofline, failed_run, running_run, synthetic_run
 
 SIZE = (120, 40)
 SIZES = pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
-LSPCI = Path(__file__).resolve().parents[1] / "fixtures" / "system" / "lspci-vvv" / "hpe-xd665-h100-sxm5-no-driver-bound-rebar-128g.txt"
+LSPCI = (
+    Path(__file__).resolve().parents[1]
+    / "fixtures"
+    / "system"
+    / "lspci-vvv"
+    / "hpe-xd665-h100-sxm5-no-driver-bound-rebar-128g.txt"
+)
 
 
 def app_for(run, **kw):
@@ -62,7 +67,9 @@ def test_drilldown_evidence(snap_compare) -> None:
     async def open_kernel(pilot) -> None:
         pilot.app.open_drilldown("kernel")
         await pilot.pause()
-        await pilot.press("down", "down", "enter")  # dmesg finding -> its hostile (synthetic) output
+        await pilot.press(
+            "down", "down", "enter"
+        )  # dmesg finding -> its hostile (synthetic) output
         await pilot.pause()
 
     assert snap_compare(app_for(synthetic_run()), terminal_size=SIZE, run_before=open_kernel)
@@ -81,8 +88,16 @@ def test_plan(snap_compare, size) -> None:
 def test_diff(snap_compare, size, tmp_path: Path) -> None:
     snap = Snapshot.model_validate_json(FIXTURE.read_text())
     kernel = snap.probes[3]
-    older = snap.model_copy(update={"name": "before-upgrade", "probes": [
-        *snap.probes[:3], kernel.model_copy(update={"findings": kernel.findings[1:]}), *snap.probes[4:]]})
+    older = snap.model_copy(
+        update={
+            "name": "before-upgrade",
+            "probes": [
+                *snap.probes[:3],
+                kernel.model_copy(update={"findings": kernel.findings[1:]}),
+                *snap.probes[4:],
+            ],
+        }
+    )
     saved = store.save(older, "before-upgrade", tmp_path)
 
     async def diff(pilot) -> None:
@@ -91,7 +106,9 @@ def test_diff(snap_compare, size, tmp_path: Path) -> None:
         pilot.app.screen.dismiss(saved)
         await pilot.pause()
 
-    assert snap_compare(app_for(synthetic_run(), snapshot_dir=tmp_path), terminal_size=size, run_before=diff)
+    assert snap_compare(
+        app_for(synthetic_run(), snapshot_dir=tmp_path), terminal_size=size, run_before=diff
+    )
 
 
 @SIZES

@@ -5,20 +5,19 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from textual.widgets import DataTable, Input, Label, OptionList, Static
-from textual.widgets._footer import FooterKey
-
 from gpuaudit.probes.core.judge.plan import build_plan, fix_commands, plan_markdown
 from gpuaudit.snapshots import store
 from gpuaudit.snapshots.schema import Snapshot
 from gpuaudit.tui.app import make_app
-from gpuaudit.tui.views.render import evidence_row, fact_value, header_text, record_output
-from gpuaudit.tui.screens.dashboard import DashboardScreen, layout_for
+from gpuaudit.tui.cli.session_setup import DEMO_NOTE
+from gpuaudit.tui.screens.dashboard import layout_for
 from gpuaudit.tui.screens.diff import SnapshotDiffScreen
 from gpuaudit.tui.screens.drilldown import DrilldownScreen
-from gpuaudit.tui.cli.session_setup import DEMO_NOTE
+from gpuaudit.tui.views.render import evidence_row, fact_value, header_text, record_output
 from gpuaudit.tui.widgets.command_output import CommandOutput
 from gpuaudit.tui.widgets.probe_pane import ProbePane
+from textual.widgets import DataTable, Input, Label, OptionList, Static
+from textual.widgets._footer import FooterKey
 from tui_support import FIXTURE, case_study_run, failed_run, synthetic_run
 
 
@@ -41,8 +40,9 @@ async def test_80x24_dashboard_shows_every_probe_with_its_worst_finding_title(cl
         keys = [k for k in app.screen.query(FooterKey) if k.display]
         shown = {k.key_display or k.key for k in keys}
         assert {"f", "/", "a", "q", "?"} <= shown
-        assert all(k.region.right <= 80 and k.region.width >= len(k.description) + 2 for k in keys), \
-            [(k.key, k.region) for k in keys]
+        assert all(
+            k.region.right <= 80 and k.region.width >= len(k.description) + 2 for k in keys
+        ), [(k.key, k.region) for k in keys]
 
 
 async def test_demo_note_wraps_and_targets_say_recorded(clock) -> None:
@@ -85,14 +85,19 @@ async def test_search_expands_tabs_ignores_case_and_n_navigates(clock) -> None:
         assert viewer.selected_text == "MaxReadReq"
         row = viewer.match[0]
         rendered = "".join(seg.text for seg in viewer.render_line(row - viewer.scroll_offset.y))
-        assert "\t" not in rendered and rendered.count("MaxPayload") <= 1  # no stale cells from tab widths
+        assert (
+            "\t" not in rendered and rendered.count("MaxPayload") <= 1
+        )  # no stale cells from tab widths
         assert "MaxReadReq 512 bytes" in rendered
         count = str(app.screen.query_one("#search-count", Label).render())
         assert count.startswith("1/") and int(count.split("/")[1]) >= 8
         await pilot.press("n")
         assert str(app.screen.query_one("#search-count", Label).render()).startswith("2/")
         await pilot.press("N", "N")
-        assert str(app.screen.query_one("#search-count", Label).render()) == count.split("/")[1] + "/" + count.split("/")[1]
+        assert (
+            str(app.screen.query_one("#search-count", Label).render())
+            == count.split("/")[1] + "/" + count.split("/")[1]
+        )
 
 
 async def test_evidence_jump_scrolls_to_the_devctl_line(clock) -> None:
@@ -134,7 +139,9 @@ async def test_enter_right_after_arrows_opens_the_pane_they_reached(clock) -> No
     app = make_app(synthetic_run(), clock=clock)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
-        await pilot.press("down", "down", "enter")  # as fast as tmux send-keys: focus lands after Enter
+        await pilot.press(
+            "down", "down", "enter"
+        )  # as fast as tmux send-keys: focus lands after Enter
         await pilot.pause()
         assert isinstance(app.screen, DrilldownScreen) and app.screen.probe_id == "pcie"
 
@@ -153,12 +160,18 @@ async def test_slash_filters_panes_by_title_or_id(clock) -> None:
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.press("slash", *"MAXREAD", "enter")
         await pilot.pause()
-        shown = [p.probe_id for p in app.screen.query(ProbePane) if p.display and not p.has_class("-filtered-out")]
+        shown = [
+            p.probe_id
+            for p in app.screen.query(ProbePane)
+            if p.display and not p.has_class("-filtered-out")
+        ]
         assert shown == ["pcie"] and app.focused.id == "pane-pcie"
         assert "matching 'MAXREAD'" in str(app.screen.query_one("#targets").render())
         await pilot.press("escape")
         await pilot.pause()
-        assert app.finding_filter.text == "" and all(not p.has_class("-filtered-out") for p in app.screen.query(ProbePane))
+        assert app.finding_filter.text == "" and all(
+            not p.has_class("-filtered-out") for p in app.screen.query(ProbePane)
+        )
 
 
 async def test_not_checked_view_lists_unknowns_with_reasons_and_opens_one(clock) -> None:
@@ -209,9 +222,12 @@ def test_plan_markdown_has_no_join_glitch_and_fences_commands() -> None:
 
 
 def test_fix_commands_are_cut_where_the_prose_resumes() -> None:
-    assert fix_commands("On the HOST: systemctl enable --now nvidia-persistenced (nothing to change).") == [
-        "systemctl enable --now nvidia-persistenced"]
-    assert fix_commands("Reset the GPU (nvidia-smi -r) or reboot during a maintenance window.") == ["nvidia-smi -r"]
+    assert fix_commands(
+        "On the HOST: systemctl enable --now nvidia-persistenced (nothing to change)."
+    ) == ["systemctl enable --now nvidia-persistenced"]
+    assert fix_commands("Reset the GPU (nvidia-smi -r) or reboot during a maintenance window.") == [
+        "nvidia-smi -r"
+    ]
     assert fix_commands("Runtime setpci changes are non-persistent and risky on production.") == []
 
 
@@ -221,10 +237,14 @@ async def test_failed_targets_one_line_each_and_panes_say_not_audited(clock) -> 
     async with app.run_test(size=(80, 24)) as pilot:
         await pilot.pause()
         lines = str(app.screen.query_one("#targets").render()).splitlines()
-        assert len(lines) == 2 and "host root@10.0.0.5 ✖ unreachable: connection refused" in lines[0]
+        assert (
+            len(lines) == 2 and "host root@10.0.0.5 ✖ unreachable: connection refused" in lines[0]
+        )
         assert "not reached, the host is unreachable" in lines[1]
         for pane in app.screen.query(ProbePane):
-            assert body(pane).splitlines()[1] == "not audited: host unreachable, container unreachable"
+            assert (
+                body(pane).splitlines()[1] == "not audited: host unreachable, container unreachable"
+            )
     app = make_app(failed_run(), clock=clock)
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
@@ -270,8 +290,19 @@ def test_diff_lists_no_ok_to_ok_rows() -> None:
     snap = Snapshot.model_validate_json(FIXTURE.read_text())
     kernel = snap.probes[3]
     ok = next(f for f in kernel.findings if f.severity.value == "ok")
-    reworded = [f.model_copy(update={"observed": f.observed + " (reworded)"}) if f is ok else f for f in kernel.findings]
-    newer = snap.model_copy(update={"probes": [*snap.probes[:3], kernel.model_copy(update={"findings": reworded}), *snap.probes[4:]]})
+    reworded = [
+        f.model_copy(update={"observed": f.observed + " (reworded)"}) if f is ok else f
+        for f in kernel.findings
+    ]
+    newer = snap.model_copy(
+        update={
+            "probes": [
+                *snap.probes[:3],
+                kernel.model_copy(update={"findings": reworded}),
+                *snap.probes[4:],
+            ]
+        }
+    )
     screen = SnapshotDiffScreen(snap, newer)
     assert screen.changed_probes == [] and screen.diff.hidden >= 1
 
@@ -286,21 +317,29 @@ async def test_picker_marks_recorded_snapshots(clock, tmp_path: Path) -> None:
         app.push_screen(SnapshotPickerScreen(tmp_path))
         await pilot.pause()
         table = app.screen.query_one(DataTable)
-        rows = {str(table.get_row_at(i)[0]): str(table.get_row_at(i)[5]) for i in range(table.row_count)}
+        rows = {
+            str(table.get_row_at(i)[0]): str(table.get_row_at(i)[5]) for i in range(table.row_count)
+        }
         assert rows["saved-from-demo"] == "recorded (demo)"
 
 
 async def test_owner_shows_in_the_drilldown_and_the_plan(clock) -> None:
     run = synthetic_run()
     python = run.probe("python")
-    run.probes[8] = python.model_copy(update={"findings": [f.model_copy(update={"owner": "engine"}) for f in python.findings]})
+    run.probes[8] = python.model_copy(
+        update={"findings": [f.model_copy(update={"owner": "engine"}) for f in python.findings]}
+    )
     app = make_app(run, clock=clock)
     async with app.run_test(size=(120, 40)) as pilot:
         app.open_drilldown("python")
         await pilot.pause()
         table = app.screen.query_one("#findings", DataTable)
         assert [str(c) for c in table.get_row_at(0)][3] == "engine"
-        assert "who fixes it: engine" in str(app.screen.query_one("#finding-detail", Static).render())
+        assert "who fixes it: engine" in str(
+            app.screen.query_one("#finding-detail", Static).render()
+        )
         await pilot.press("escape", "a")
         await pilot.pause()
-        assert "who: engine" in str(app.screen.query_one("#plan-steps", OptionList).get_option_at_index(0).prompt)
+        assert "who: engine" in str(
+            app.screen.query_one("#plan-steps", OptionList).get_option_at_index(0).prompt
+        )

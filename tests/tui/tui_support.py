@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-
 
 from gpuaudit.probes.core.models import AuditRun, Finding, Severity, TargetState
 from gpuaudit.snapshots.schema import Snapshot
 
 FIXTURE = Path(__file__).resolve().parent.parent / "fixtures" / "tui" / "synthetic-done.json"
-T_FIXED = datetime(2026, 1, 2, 10, 15, 3, 400000, tzinfo=timezone.utc)
+T_FIXED = datetime(2026, 1, 2, 10, 15, 3, 400000, tzinfo=UTC)
 
 
 class FixedClock:
@@ -36,13 +35,22 @@ def running_run() -> AuditRun:
     probes = list(run.probes)
     for i in range(5, 10):
         p = probes[i]
-        probes[i] = p.model_copy(update={"status": "running", "findings": [], "summary": "", "error": None,
-                                         "records": p.records[:1], "duration_s": 0.0})
+        probes[i] = p.model_copy(
+            update={
+                "status": "running",
+                "findings": [],
+                "summary": "",
+                "error": None,
+                "records": p.records[:1],
+                "duration_s": 0.0,
+            }
+        )
     return run.model_copy(update={"probes": probes, "finished_at": None})
 
 
-
-CASE_STUDY = Path(__file__).resolve().parents[2] / "snapshots" / "examples" / "case-study-before.json"
+CASE_STUDY = (
+    Path(__file__).resolve().parents[2] / "snapshots" / "examples" / "case-study-before.json"
+)
 
 
 def case_study_run() -> AuditRun:
@@ -53,16 +61,44 @@ def case_study_run() -> AuditRun:
 def failed_run() -> AuditRun:
     """The synthetic run as if neither target had been reached (SYNTHETIC: the host refused the connection)."""
     run = synthetic_run()
-    states = {"host": TargetState(role="host", state="failed", reason="root@10.0.0.5: connection refused"),
-              "container": TargetState(role="container", state="failed",
-                                       reason="the host it is entered through is unreachable: root@10.0.0.5: connection refused")}
+    states = {
+        "host": TargetState(
+            role="host", state="failed", reason="root@10.0.0.5: connection refused"
+        ),
+        "container": TargetState(
+            role="container",
+            state="failed",
+            reason="the host it is entered through is unreachable: root@10.0.0.5: connection refused",
+        ),
+    }
     probes = []
     for p in run.probes:
-        unknown = [Finding(id=f.id, severity=Severity.UNKNOWN, probe=p.probe_id, targets=f.targets, title=f.title,
-                           observed="not checked: target unreachable") for f in p.findings]
-        probes.append(p.model_copy(update={"status": "failed", "error": "every target failed", "records": [],
-                                           "facts": {}, "summary": "", "findings": unknown}))
-    return run.model_copy(update={"target_states": states, "probes": probes, "mode": "live", "note": None})
+        unknown = [
+            Finding(
+                id=f.id,
+                severity=Severity.UNKNOWN,
+                probe=p.probe_id,
+                targets=f.targets,
+                title=f.title,
+                observed="not checked: target unreachable",
+            )
+            for f in p.findings
+        ]
+        probes.append(
+            p.model_copy(
+                update={
+                    "status": "failed",
+                    "error": "every target failed",
+                    "records": [],
+                    "facts": {},
+                    "summary": "",
+                    "findings": unknown,
+                }
+            )
+        )
+    return run.model_copy(
+        update={"target_states": states, "probes": probes, "mode": "live", "note": None}
+    )
 
 
 ROOFLINE_DEMO = Path(__file__).resolve().parents[1] / "fixtures" / "tui" / "roofline-demo.json"

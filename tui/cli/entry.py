@@ -8,8 +8,8 @@ from __future__ import annotations
 import argparse
 import sys
 import textwrap
-from pathlib import Path
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, NoReturn
 
 if TYPE_CHECKING:  # imported lazily at run time: `--help` stays light
@@ -17,9 +17,11 @@ if TYPE_CHECKING:  # imported lazily at run time: `--help` stays light
 
 
 EXIT_USAGE = 2
-EXIT_RULE = ("Exit status: 0 audited, nothing reached --fail-on; 1 a finding reached --fail-on; 2 bad usage or input "
-             "(nothing audited); 3 a requested target could not be audited (unreachable, refused, container not found), "
-             "even when findings were made too: an incomplete audit never passes. --hosts exits with the worst host's status.")
+EXIT_RULE = (
+    "Exit status: 0 audited, nothing reached --fail-on; 1 a finding reached --fail-on; 2 bad usage or input "
+    "(nothing audited); 3 a requested target could not be audited (unreachable, refused, container not found), "
+    "even when findings were made too: an incomplete audit never passes. --hosts exits with the worst host's status."
+)
 """The one exit rule of every mode (--json, --plan, --prom, --health, --resume, --replay, --hosts): tui/cli/headless.py applies it."""
 FAIL_ON = ("critical", "warning", "never")
 SUBCOMMANDS = ("diff", "snapshots", "fleet")
@@ -68,7 +70,18 @@ class _LazyVersion(argparse.Action):
 
 THEME_NAMES = ("gpuaudit-dark", "gpuaudit-light", "gpuaudit-high-contrast")
 """Kept here, not imported: `--help` must not import Textual (a test holds it equal to themes.THEMES)."""
-PROBE_NAMES = ("firmware", "container", "driver", "kernel", "pcie", "power", "nccl", "numa", "python", "nvlink")
+PROBE_NAMES = (
+    "firmware",
+    "container",
+    "driver",
+    "kernel",
+    "pcie",
+    "power",
+    "nccl",
+    "numa",
+    "python",
+    "nvlink",
+)
 """Kept here, not imported: loading the catalogue costs ~0.3 s (a test holds it equal to probes.PROBE_IDS)."""
 HELP_EPILOG = f"""\
 examples:
@@ -99,60 +112,175 @@ def build_parser() -> OneLineParser:
         epilog=HELP_EPILOG + textwrap.fill(EXIT_RULE, width=78, break_on_hyphens=False),
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
-    p.add_argument("--version", action=_LazyVersion, nargs=0, help="show program's version number and exit")
+    p.add_argument(
+        "--version", action=_LazyVersion, nargs=0, help="show program's version number and exit"
+    )
     out = p.add_argument_group("output")
-    out.add_argument("--json", action="store_true", help="headless: print the snapshot as JSON on stdout")
-    out.add_argument("--plan", action="store_true", help="print the action plan as Markdown (no TUI)")
-    out.add_argument("--fail-on", choices=FAIL_ON, default="critical",
-                     help="exit 1 when a finding reaches this severity (default: critical)")
-    out.add_argument("--save", nargs="?", const="", default=None, metavar="NAME",
-                     help="also store the snapshot (default name: host, kernel, driver, UTC time)")
-    out.add_argument("--snapshot-dir", metavar="DIR", type=lambda text: Path(text).expanduser(), help="snapshot store (default: user data dir; env GPUAUDIT_SNAPSHOT_DIR)")
+    out.add_argument(
+        "--json", action="store_true", help="headless: print the snapshot as JSON on stdout"
+    )
+    out.add_argument(
+        "--plan", action="store_true", help="print the action plan as Markdown (no TUI)"
+    )
+    out.add_argument(
+        "--fail-on",
+        choices=FAIL_ON,
+        default="critical",
+        help="exit 1 when a finding reaches this severity (default: critical)",
+    )
+    out.add_argument(
+        "--save",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="NAME",
+        help="also store the snapshot (default name: host, kernel, driver, UTC time)",
+    )
+    out.add_argument(
+        "--snapshot-dir",
+        metavar="DIR",
+        type=lambda text: Path(text).expanduser(),
+        help="snapshot store (default: user data dir; env GPUAUDIT_SNAPSHOT_DIR)",
+    )
     tg = p.add_argument_group("targets")
-    tg.add_argument("--host", metavar="[USER@]HOST[:PORT]", help="the GPU host over SSH (default: this machine, no SSH)")
-    tg.add_argument("--container", metavar="SPEC",
-                    help="the container: [user@]host[:port] (own SSH), pct:ID, lxc:NAME or docker:NAME (through the host)")
-    tg.add_argument("--hosts", metavar="FILE", help="fleet: audit every host of an inventory (one [user@]host[:port] per line or Ansible INI); "
-                    "on a terminal a live fleet screen (Enter: a node's dashboard), else a table or --json")
-    tg.add_argument("--max-connections", type=positive_int, default=32, metavar="N",
-                    help="fleet: targets connected at once (default 32)")
+    tg.add_argument(
+        "--host",
+        metavar="[USER@]HOST[:PORT]",
+        help="the GPU host over SSH (default: this machine, no SSH)",
+    )
+    tg.add_argument(
+        "--container",
+        metavar="SPEC",
+        help="the container: [user@]host[:port] (own SSH), pct:ID, lxc:NAME or docker:NAME (through the host)",
+    )
+    tg.add_argument(
+        "--hosts",
+        metavar="FILE",
+        help="fleet: audit every host of an inventory (one [user@]host[:port] per line or Ansible INI); "
+        "on a terminal a live fleet screen (Enter: a node's dashboard), else a table or --json",
+    )
+    tg.add_argument(
+        "--max-connections",
+        type=positive_int,
+        default=32,
+        metavar="N",
+        help="fleet: targets connected at once (default 32)",
+    )
     ssh = p.add_argument_group("ssh")
-    ssh.add_argument("--known-hosts", metavar="FILE", help="known_hosts file to verify host keys against (default ~/.ssh/known_hosts)")
-    ssh.add_argument("--identity", metavar="FILE", help="private key to log in with (default: agent and ~/.ssh/config)")
-    ssh.add_argument("--accept-new-host-keys", action="store_true",
-                     help="accept and record keys of hosts never seen before (a changed key is always refused)")
-    ssh.add_argument("--max-channels", type=positive_int, default=8, metavar="N",
-                     help="concurrent commands per SSH connection (default 8; sshd's MaxSessions is 10)")
-    ssh.add_argument("--connections", type=positive_int, default=2, metavar="N",
-                     help="SSH connections per target, each with --max-channels commands at once (default 2; a fleet uses 1 per host)")
-    ssh.add_argument("--no-sessions", dest="sessions", action="store_false",
-                     help="one SSH channel (and one login shell, one container wrapper call) per command instead of a "
-                          "long-lived worker session per target (python3 on the target; without it this is the fallback)")
+    ssh.add_argument(
+        "--known-hosts",
+        metavar="FILE",
+        help="known_hosts file to verify host keys against (default ~/.ssh/known_hosts)",
+    )
+    ssh.add_argument(
+        "--identity",
+        metavar="FILE",
+        help="private key to log in with (default: agent and ~/.ssh/config)",
+    )
+    ssh.add_argument(
+        "--accept-new-host-keys",
+        action="store_true",
+        help="accept and record keys of hosts never seen before (a changed key is always refused)",
+    )
+    ssh.add_argument(
+        "--max-channels",
+        type=positive_int,
+        default=8,
+        metavar="N",
+        help="concurrent commands per SSH connection (default 8; sshd's MaxSessions is 10)",
+    )
+    ssh.add_argument(
+        "--connections",
+        type=positive_int,
+        default=2,
+        metavar="N",
+        help="SSH connections per target, each with --max-channels commands at once (default 2; a fleet uses 1 per host)",
+    )
+    ssh.add_argument(
+        "--no-sessions",
+        dest="sessions",
+        action="store_false",
+        help="one SSH channel (and one login shell, one container wrapper call) per command instead of a "
+        "long-lived worker session per target (python3 on the target; without it this is the fallback)",
+    )
     run = p.add_argument_group("audit")
     run.add_argument("--probes", metavar="IDS", help="comma-separated subset, e.g. pcie,power")
-    run.add_argument("--timeout", type=positive_float, default=20.0, metavar="SECONDS", help="per-command timeout (default 20)")
-    run.add_argument("--max-output", type=positive_int, default=8 * 1024 * 1024, metavar="BYTES",
-                     help="per-stream output cap, beyond it the command is killed and marked truncated (default 8 MiB)")
-    run.add_argument("--output-budget", type=positive_int, default=256 * 1024 * 1024, metavar="BYTES",
-                     help="output kept over the whole audit; past it outputs are cut and marked truncated, later "
-                          "commands are not run (default 256 MiB)")
-    run.add_argument("--sudo", action="store_true", help="run root-only commands through `sudo -n` (never prompts)")
-    run.add_argument("--python", metavar="PATH", help="interpreter the python probe inspects (default: the serving engine's, else python3)")
-    run.add_argument("--active", action="store_true", help="also run load-generating checks (nccl-tests); never on production by default")
+    run.add_argument(
+        "--timeout",
+        type=positive_float,
+        default=20.0,
+        metavar="SECONDS",
+        help="per-command timeout (default 20)",
+    )
+    run.add_argument(
+        "--max-output",
+        type=positive_int,
+        default=8 * 1024 * 1024,
+        metavar="BYTES",
+        help="per-stream output cap, beyond it the command is killed and marked truncated (default 8 MiB)",
+    )
+    run.add_argument(
+        "--output-budget",
+        type=positive_int,
+        default=256 * 1024 * 1024,
+        metavar="BYTES",
+        help="output kept over the whole audit; past it outputs are cut and marked truncated, later "
+        "commands are not run (default 256 MiB)",
+    )
+    run.add_argument(
+        "--sudo",
+        action="store_true",
+        help="run root-only commands through `sudo -n` (never prompts)",
+    )
+    run.add_argument(
+        "--python",
+        metavar="PATH",
+        help="interpreter the python probe inspects (default: the serving engine's, else python3)",
+    )
+    run.add_argument(
+        "--active",
+        action="store_true",
+        help="also run load-generating checks (nccl-tests); never on production by default",
+    )
     src = p.add_argument_group("recordings")
-    src.add_argument("--replay", metavar="FILE", help="re-judge a saved snapshot's raw outputs with today's rules (no machine contacted)")
-    src.add_argument("--resume", metavar="FILE", help="re-run only what failed in a snapshot and save the merged result")
-    src.add_argument("--yes", action="store_true",
-                     help="--resume: connect to the targets the snapshot names without giving them as --host/--container")
-    src.add_argument("--demo", action="store_true", help="the bundled case-study recording (illustrative example)")
-    out.add_argument("--prom", metavar="FILE", type=lambda text: Path(text).expanduser(),
-                     help="also write the audit as Prometheus metrics for node_exporter's textfile collector "
-                     "(atomic; alone, runs headless and prints nothing; fleet mode: one file, a `node` label)")
-    out.add_argument("--health", action="store_true",
-                     help="print one line (worst finding, its owner and fix) for Slurm/NHC/Node Problem Detector; "
-                     "exit status as below")
-    out.add_argument("--list-checks", action="store_true",
-                     help="list every check (id, owner, title, sources) and exit; with --json every field")
+    src.add_argument(
+        "--replay",
+        metavar="FILE",
+        help="re-judge a saved snapshot's raw outputs with today's rules (no machine contacted)",
+    )
+    src.add_argument(
+        "--resume",
+        metavar="FILE",
+        help="re-run only what failed in a snapshot and save the merged result",
+    )
+    src.add_argument(
+        "--yes",
+        action="store_true",
+        help="--resume: connect to the targets the snapshot names without giving them as --host/--container",
+    )
+    src.add_argument(
+        "--demo",
+        action="store_true",
+        help="the bundled case-study recording (illustrative example)",
+    )
+    out.add_argument(
+        "--prom",
+        metavar="FILE",
+        type=lambda text: Path(text).expanduser(),
+        help="also write the audit as Prometheus metrics for node_exporter's textfile collector "
+        "(atomic; alone, runs headless and prints nothing; fleet mode: one file, a `node` label)",
+    )
+    out.add_argument(
+        "--health",
+        action="store_true",
+        help="print one line (worst finding, its owner and fix) for Slurm/NHC/Node Problem Detector; "
+        "exit status as below",
+    )
+    out.add_argument(
+        "--list-checks",
+        action="store_true",
+        help="list every check (id, owner, title, sources) and exit; with --json every field",
+    )
     ui = p.add_argument_group("interface")
     ui.add_argument("--theme", metavar="NAME", help="TUI theme (remembered)")
     return p
@@ -169,7 +297,9 @@ def parse_probe_ids(text: str | None) -> list[str] | None:
     if not ids:
         raise CliError("--probes: empty list")
     if unknown:
-        raise CliError(f"--probes: unknown probe id(s) {', '.join(unknown)}; known: {', '.join(PROBE_IDS)}")
+        raise CliError(
+            f"--probes: unknown probe id(s) {', '.join(unknown)}; known: {', '.join(PROBE_IDS)}"
+        )
     return ids
 
 
@@ -178,7 +308,9 @@ def validate_python_path(text: str | None) -> None:
         return
     bad = set(" \t\n'\"`$;&|<>()\\*?!{}[]")
     if not text or any(c in bad for c in text) or not text.startswith(("/", "python")):
-        raise CliError(f"--python {text!r}: give an absolute interpreter path without spaces, quotes or shell characters")
+        raise CliError(
+            f"--python {text!r}: give an absolute interpreter path without spaces, quotes or shell characters"
+        )
 
 
 def _check_combinations(args: argparse.Namespace) -> None:
@@ -190,19 +322,29 @@ def _check_combinations(args: argparse.Namespace) -> None:
     if args.json and args.plan:
         raise CliError("--json and --plan are two outputs; choose one")
     if args.container is not None and not args.container.strip():
-        raise CliError("--container is empty: give pct:ID, lxc:NAME, docker:NAME or [user@]host[:port]")
+        raise CliError(
+            "--container is empty: give pct:ID, lxc:NAME, docker:NAME or [user@]host[:port]"
+        )
     if args.hosts and (args.host or args.container):
         raise CliError("--hosts audits the inventory's hosts; drop --host/--container")
     if args.hosts and (args.plan or args.save is not None):
-        raise CliError("--hosts prints a fleet report (table or --json); --plan/--save are per-host")
-    if args.host or args.container or args.hosts or args.resume:  # checked once, before any target is contacted
+        raise CliError(
+            "--hosts prints a fleet report (table or --json); --plan/--save are per-host"
+        )
+    if (
+        args.host or args.container or args.hosts or args.resume
+    ):  # checked once, before any target is contacted
         from gpuaudit.probes.core.collect.targets import known_hosts_problem
 
-        if (why := known_hosts_problem(args.known_hosts, accept_new=args.accept_new_host_keys)) is not None:
+        if (
+            why := known_hosts_problem(args.known_hosts, accept_new=args.accept_new_host_keys)
+        ) is not None:
             raise CliError(why)
         from gpuaudit.probes.core.collect.ssh_config import config_override
 
-        if (note := config_override()[1]) is not None:  # said once here, not once per failing target
+        if (
+            note := config_override()[1]
+        ) is not None:  # said once here, not once per failing target
             print(f"gpuaudit-tui: warning: {note}", file=sys.stderr)
 
 
@@ -215,14 +357,36 @@ def audit_request(args: argparse.Namespace) -> AuditRequest:
     probe_ids = parse_probe_ids(args.probes)
     validate_python_path(args.python)
     return AuditRequest(
-        host=args.host, container=args.container, hosts=args.hosts, max_connections=args.max_connections,
-        probe_ids=None if probe_ids is None else tuple(probe_ids), timeout=args.timeout, max_output=args.max_output,
-        sudo=args.sudo, python=args.python, active=args.active,
-        known_hosts=args.known_hosts, identity=args.identity, accept_new_host_keys=args.accept_new_host_keys,
-        max_channels=args.max_channels, connections=args.connections, sessions=args.sessions,
-        output_budget=args.output_budget, replay=args.replay, resume=args.resume, demo=args.demo, yes=args.yes,
-        json=args.json, plan=args.plan, prom=args.prom, health=args.health, fail_on=args.fail_on,
-        save=args.save, snapshot_dir=args.snapshot_dir, theme=args.theme)
+        host=args.host,
+        container=args.container,
+        hosts=args.hosts,
+        max_connections=args.max_connections,
+        probe_ids=None if probe_ids is None else tuple(probe_ids),
+        timeout=args.timeout,
+        max_output=args.max_output,
+        sudo=args.sudo,
+        python=args.python,
+        active=args.active,
+        known_hosts=args.known_hosts,
+        identity=args.identity,
+        accept_new_host_keys=args.accept_new_host_keys,
+        max_channels=args.max_channels,
+        connections=args.connections,
+        sessions=args.sessions,
+        output_budget=args.output_budget,
+        replay=args.replay,
+        resume=args.resume,
+        demo=args.demo,
+        yes=args.yes,
+        json=args.json,
+        plan=args.plan,
+        prom=args.prom,
+        health=args.health,
+        fail_on=args.fail_on,
+        save=args.save,
+        snapshot_dir=args.snapshot_dir,
+        theme=args.theme,
+    )
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -260,7 +424,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("gpuaudit-tui: interrupted", file=sys.stderr)
         return 130
-    except BrokenPipeError:  # `--json | head -c 100`: the reader left; no traceback, no "Exception ignored" at exit
+    except (
+        BrokenPipeError
+    ):  # `--json | head -c 100`: the reader left; no traceback, no "Exception ignored" at exit
         import os
 
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())

@@ -35,6 +35,7 @@ from pathlib import Path
 from gpuaudit.probes.core.fleet.inventory import FleetHost, load_inventory, parse_inventory  # noqa: F401 - re-exported
 from gpuaudit.probes.core.run.request import AuditRequest
 
+
 @dataclass(slots=True)
 class HostResult:
     host: FleetHost
@@ -46,15 +47,20 @@ class HostResult:
     counts: dict[str, int] = field(default_factory=dict)
 
 
-async def audit_host(host: FleetHost, request: AuditRequest, ssh: object, limit: asyncio.Semaphore,
-                     on_start: Callable[[FleetHost], None] | None = None) -> HostResult:
+async def audit_host(
+    host: FleetHost,
+    request: AuditRequest,
+    ssh: object,
+    limit: asyncio.Semaphore,
+    on_start: Callable[[FleetHost], None] | None = None,
+) -> HostResult:
     """One host's audit under the fleet-wide connection cap; every failure becomes data.
 
     `on_start(host)` is called once the cap lets this host's audit begin (the TUI's "auditing").
     """
+    from gpuaudit.probes.core.collect.targets import parse_host_spec
     from gpuaudit.probes.core.run.runner import Audit
     from gpuaudit.probes.core.run.session import live_bindings
-    from gpuaudit.probes.core.collect.targets import parse_host_spec
     from gpuaudit.snapshots.listing import severity_counts
     from gpuaudit.snapshots.schema import Snapshot
     from gpuaudit.tui.cli.headless import EXIT_TARGET_FAILED, collect, exit_code
@@ -68,20 +74,37 @@ async def audit_host(host: FleetHost, request: AuditRequest, ssh: object, limit:
             if host.identity:  # the inventory's ansible_private_key_file for this host
                 ssh = dataclasses.replace(ssh, identity=host.identity)  # type: ignore[type-var]
             bindings = live_bindings(parse_host_spec(host.spec), None, ssh)  # type: ignore[arg-type]
-            setup = AuditSetup(Audit(bindings, selected_probes(request), audit_options(request)), "live")
+            setup = AuditSetup(
+                Audit(bindings, selected_probes(request), audit_options(request)), "live"
+            )
             run = await collect(setup)
         except Exception as exc:  # a bug or odd host must not stop the fleet
-            return HostResult(host, EXIT_TARGET_FAILED, time.monotonic() - t0, error=f"{exc.__class__.__name__}: {exc}")
+            return HostResult(
+                host,
+                EXIT_TARGET_FAILED,
+                time.monotonic() - t0,
+                error=f"{exc.__class__.__name__}: {exc}",
+            )
         duration = time.monotonic() - t0
     failed = [s.reason or "failed" for s in run.target_states.values() if s.state == "failed"]
     snapshot = Snapshot.from_run(run)
-    return HostResult(host, exit_code(run, request.fail_on), duration, snapshot.model_dump_json(),
-                      error=failed[0] if failed else None, counts=severity_counts(snapshot))
+    return HostResult(
+        host,
+        exit_code(run, request.fail_on),
+        duration,
+        snapshot.model_dump_json(),
+        error=failed[0] if failed else None,
+        counts=severity_counts(snapshot),
+    )
 
 
-async def run_fleet(hosts: list[FleetHost], request: AuditRequest, ssh: object,
-                    on_start: Callable[[FleetHost], None] | None = None,
-                    on_done: Callable[[HostResult], None] | None = None) -> list[HostResult]:
+async def run_fleet(
+    hosts: list[FleetHost],
+    request: AuditRequest,
+    ssh: object,
+    on_start: Callable[[FleetHost], None] | None = None,
+    on_done: Callable[[HostResult], None] | None = None,
+) -> list[HostResult]:
     """Every host's audit, at most --max-connections at once; `on_done(result)` as each one ends."""
     limit = asyncio.Semaphore(request.max_connections)
 
@@ -102,13 +125,26 @@ def fleet_document(results: Iterable[HostResult], duration_s: float, max_connect
     for r in results:
         for s, n in r.counts.items():
             totals[s] = totals.get(s, 0) + n
-        head = json.dumps({"target": r.host.spec, "name": r.host.name, "groups": list(r.host.groups),
-                           "exit_status": r.exit_status, "duration_s": round(r.duration_s, 3), "error": r.error})
+        head = json.dumps(
+            {
+                "target": r.host.spec,
+                "name": r.host.name,
+                "groups": list(r.host.groups),
+                "exit_status": r.exit_status,
+                "duration_s": round(r.duration_s, 3),
+                "error": r.error,
+            }
+        )
         entries.append(head[:-1] + ', "snapshot": ' + (r.snapshot_json or "null") + "}")
-    summary = {"targets": len(results), "reachable": sum(r.snapshot_json is not None and r.exit_status != 3 for r in results),
-               "failed": sum(r.exit_status == 3 for r in results),
-               "exit_status": max((r.exit_status for r in results), default=0),
-               "duration_s": round(duration_s, 3), "max_connections": max_connections, "findings": totals}
+    summary = {
+        "targets": len(results),
+        "reachable": sum(r.snapshot_json is not None and r.exit_status != 3 for r in results),
+        "failed": sum(r.exit_status == 3 for r in results),
+        "exit_status": max((r.exit_status for r in results), default=0),
+        "duration_s": round(duration_s, 3),
+        "max_connections": max_connections,
+        "findings": totals,
+    }
     return '{"fleet": [\n' + ",\n".join(entries) + '\n], "summary": ' + json.dumps(summary) + "}\n"
 
 
@@ -119,8 +155,10 @@ def fleet_table(results: list[HostResult]) -> str:
     for r in results:
         c = r.counts
         note = r.error or ("" if r.host.name == r.host.spec else r.host.name)
-        lines.append(f"{r.host.spec:<{width}}  {r.exit_status:>4}  {c.get('critical', 0):>4}  {c.get('warning', 0):>4}  "
-                     f"{r.duration_s:5.1f}s  {note[:100]}")
+        lines.append(
+            f"{r.host.spec:<{width}}  {r.exit_status:>4}  {c.get('critical', 0):>4}  {c.get('warning', 0):>4}  "
+            f"{r.duration_s:5.1f}s  {note[:100]}"
+        )
     worst = max((r.exit_status for r in results), default=0)
     failed = sum(r.exit_status == 3 for r in results)
     lines.append(f"{len(results)} host(s), {failed} unreachable, exit {worst}")
@@ -129,7 +167,12 @@ def fleet_table(results: list[HostResult]) -> str:
 
 def write_fleet_prom(results: list[HostResult], path: Path) -> None:
     """--prom in fleet mode: ONE textfile for every host, each series labelled node="<inventory name>"."""
-    from gpuaudit.probes.core.fleet.prometheus import NodeAudit, from_snapshot, render, write_textfile
+    from gpuaudit.probes.core.fleet.prometheus import (
+        NodeAudit,
+        from_snapshot,
+        render,
+        write_textfile,
+    )
     from gpuaudit.snapshots.schema import Snapshot
 
     nodes: dict[str | None, NodeAudit] = {}
@@ -137,8 +180,14 @@ def write_fleet_prom(results: list[HostResult], path: Path) -> None:
         if r.snapshot_json is not None:
             nodes[r.host.name] = from_snapshot(Snapshot.model_validate_json(r.snapshot_json))
         else:
-            nodes[r.host.name] = NodeAudit(findings=(), targets={"host": False}, created_at=None, duration_s=None,
-                                           probe_durations={}, info={})
+            nodes[r.host.name] = NodeAudit(
+                findings=(),
+                targets={"host": False},
+                created_at=None,
+                duration_s=None,
+                probe_durations={},
+                info={},
+            )
     write_textfile(Path(path), render(nodes))
 
 
@@ -151,8 +200,14 @@ def wants_screen(request: AuditRequest) -> bool:
 
 def run_screen(hosts: list[FleetHost], request: AuditRequest, ssh: object) -> list[HostResult]:
     """The live fleet screen (tui/interactive.py): rows go pending -> auditing -> done while the audit runs."""
-    print(f"gpuaudit-tui: {len(hosts)} host(s): opening the fleet screen…", file=sys.stderr, flush=True)
-    from gpuaudit.tui import interactive  # the bridge to Textual, lazily: headless fleets never load it
+    print(
+        f"gpuaudit-tui: {len(hosts)} host(s): opening the fleet screen…",
+        file=sys.stderr,
+        flush=True,
+    )
+    from gpuaudit.tui import (
+        interactive,  # the bridge to Textual, lazily: headless fleets never load it
+    )
 
     return interactive.run_fleet_screen(hosts, request, ssh, run_fleet)
 
@@ -169,12 +224,17 @@ def main(request: AuditRequest) -> int:
     ssh = dataclasses.replace(ssh_options(request), connections=1)
     if wants_screen(request):
         results = run_screen(hosts, request, ssh)
-        sys.stdout.write(fleet_table(results))  # the terminal keeps the result once the screen closes
+        sys.stdout.write(
+            fleet_table(results)
+        )  # the terminal keeps the result once the screen closes
         for r in results:
             if r.exit_status == 3:
                 print(f"gpuaudit-tui: {r.host.spec} failed: {r.error}", file=sys.stderr)
         if len(results) < len(hosts):
-            print(f"gpuaudit-tui: fleet audit stopped: {len(hosts) - len(results)} host(s) not audited", file=sys.stderr)
+            print(
+                f"gpuaudit-tui: fleet audit stopped: {len(hosts) - len(results)} host(s) not audited",
+                file=sys.stderr,
+            )
             return 3  # an incomplete audit never passes
         return max((r.exit_status for r in results), default=0)
     from gpuaudit.probes.core.run.session import run_sync

@@ -5,8 +5,8 @@ from __future__ import annotations
 import asyncio
 import sys
 
-from gpuaudit.probes.core.run.events import CommandFinished, ProbeFinished, TargetFailed
 from gpuaudit.probes.core.models import AuditRun, Severity
+from gpuaudit.probes.core.run.events import CommandFinished, ProbeFinished, TargetFailed
 from gpuaudit.probes.core.run.request import AuditRequest
 from gpuaudit.probes.core.run.session import run_sync, run_to_end
 from gpuaudit.snapshots.schema import Snapshot
@@ -16,14 +16,18 @@ EXIT_OK, EXIT_FINDINGS, EXIT_ERROR, EXIT_TARGET_FAILED = 0, 1, 2, 3
 # The one exit rule of every mode: tui/cli/entry.py EXIT_RULE (--help's epilog).
 
 
-async def collect(setup: AuditSetup, progress: bool = False, partial: list[AuditRun] | None = None) -> AuditRun:
+async def collect(
+    setup: AuditSetup, progress: bool = False, partial: list[AuditRun] | None = None
+) -> AuditRun:
     """Run the audit to completion and fold its events (`partial` holds the run so far, for an interrupted --save).
 
     A thin wrapper kept for its callers: the engine's `run_to_end` (probes/core/run/session.py) does the work; this adds
     the Rich progress line on stderr and stamps the run with the setup's mode and note."""
     reporter = _Progress(len(setup.audit.probes)) if progress else None
     try:
-        run = await run_to_end(setup.audit, on_event=reporter.update if reporter else None, partial=partial)
+        run = await run_to_end(
+            setup.audit, on_event=reporter.update if reporter else None, partial=partial
+        )
     finally:
         if reporter:
             reporter.stop()
@@ -37,8 +41,14 @@ class _Progress:
         from rich.console import Console
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
-        self.progress = Progress(TextColumn("{task.description}"), BarColumn(), TextColumn("{task.completed}/{task.total} probes"),
-                                 TimeElapsedColumn(), console=Console(stderr=True), transient=True)
+        self.progress = Progress(
+            TextColumn("{task.description}"),
+            BarColumn(),
+            TextColumn("{task.completed}/{task.total} probes"),
+            TimeElapsedColumn(),
+            console=Console(stderr=True),
+            transient=True,
+        )
         self.task = self.progress.add_task("auditing", total=total)
         self.progress.start()
 
@@ -46,7 +56,9 @@ class _Progress:
         if isinstance(event, ProbeFinished):
             self.progress.advance(self.task)
         elif isinstance(event, CommandFinished):
-            self.progress.update(self.task, description=f"{event.record.target}: {event.record.command_id}")
+            self.progress.update(
+                self.task, description=f"{event.record.target}: {event.record.command_id}"
+            )
         elif isinstance(event, TargetFailed):
             self.progress.console.print(f"[red]target {event.role} failed:[/] {event.reason}")
 
@@ -117,8 +129,7 @@ def main(request: AuditRequest) -> int:
         from gpuaudit.snapshots.naming import default_name
 
         name = request.save or default_name(snapshot)
-        path = store.save(snapshot.model_copy(update={"name": name}), name,
-                          request.snapshot_dir)
+        path = store.save(snapshot.model_copy(update={"name": name}), name, request.snapshot_dir)
         print(f"saved snapshot: {path}", file=sys.stderr)
     for state in run.target_states.values():
         if state.state == "failed":

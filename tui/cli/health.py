@@ -25,14 +25,21 @@ def health_line(run: AuditRun) -> str:
         s = failed[0]
         return _one_line(f"UNREACHABLE [{s.role}]: {s.reason or 'target could not be audited'}")
     f = worst(run)
-    counts = {sev: sum(1 for x in run.findings if x.severity.value == sev) for sev in ("critical", "warning", "unknown")}
-    tally = f"{counts['critical']} critical, {counts['warning']} warning, {counts['unknown']} unknown"
+    counts = {
+        sev: sum(1 for x in run.findings if x.severity.value == sev)
+        for sev in ("critical", "warning", "unknown")
+    }
+    tally = (
+        f"{counts['critical']} critical, {counts['warning']} warning, {counts['unknown']} unknown"
+    )
     if f is None or f.severity.value not in ("critical", "warning"):
         return f"OK: {tally}"
     fix = (f.fix.strip().splitlines() or [""])[0]
     where = "+".join(f.targets) or "host"
     owner = f" (owner {f.owner})" if f.owner else ""
-    line = f"{f.severity.value.upper()} [{where}] {f.id}{owner}: {f.title}" + (f" — fix: {fix}" if fix else "")
+    line = f"{f.severity.value.upper()} [{where}] {f.id}{owner}: {f.title}" + (
+        f" — fix: {fix}" if fix else ""
+    )
     return _one_line(f"{line} ({tally})")
 
 

@@ -15,10 +15,21 @@ def catalogue_rows() -> list[Check]:
 
 
 def as_dict(check: Check) -> dict[str, object]:
-    return {"id": check.id, "probe": check.probe, "owner": check.owner, "title": check.title, "why": check.why,
-            "fix": check.fix, "expected": check.expected, "sources": list(check.sources), "any_of": list(check.any_of),
-            "roles": sorted(check.roles), "cross_target": check.cross, "needs_gpu": check.needs_gpu,
-            "aliases": list(check.aliases)}
+    return {
+        "id": check.id,
+        "probe": check.probe,
+        "owner": check.owner,
+        "title": check.title,
+        "why": check.why,
+        "fix": check.fix,
+        "expected": check.expected,
+        "sources": list(check.sources),
+        "any_of": list(check.any_of),
+        "roles": sorted(check.roles),
+        "cross_target": check.cross,
+        "needs_gpu": check.needs_gpu,
+        "aliases": list(check.aliases),
+    }
 
 
 def main(as_json: bool) -> int:

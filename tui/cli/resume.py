@@ -3,17 +3,17 @@
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Callable
 import sys
+from collections.abc import Callable
 from pathlib import Path
 
+from gpuaudit.probes.core.collect.targets import TargetSpec, parse_container_spec, parse_host_spec
 from gpuaudit.probes.core.errors import UsageError
 from gpuaudit.probes.core.models import Target
 from gpuaudit.probes.core.run.request import AuditRequest
-from gpuaudit.probes.core.run.resume import ResumeTransport, resume_bindings, rerun_plan
+from gpuaudit.probes.core.run.resume import ResumeTransport, rerun_plan, resume_bindings
 from gpuaudit.probes.core.run.runner import Audit, TargetBinding
 from gpuaudit.probes.core.run.session import live_bindings
-from gpuaudit.probes.core.collect.targets import TargetSpec, parse_container_spec, parse_host_spec
 from gpuaudit.snapshots import store
 from gpuaudit.snapshots.schema import Snapshot
 
@@ -24,7 +24,9 @@ def _store_dir(request: AuditRequest) -> Path | None:
     return Path(request.snapshot_dir).expanduser() if request.snapshot_dir else None
 
 
-def target_specs(snapshot: Snapshot, request: AuditRequest) -> tuple[TargetSpec | None, TargetSpec | None]:
+def target_specs(
+    snapshot: Snapshot, request: AuditRequest
+) -> tuple[TargetSpec | None, TargetSpec | None]:
     """The snapshot's targets as live specs; --host/--container override a recorded address."""
     by_role: dict[str, Target] = {t.role: t for t in snapshot.targets}
     host_t, cont_t = by_role.get("host"), by_role.get("container")
@@ -34,13 +36,17 @@ def target_specs(snapshot: Snapshot, request: AuditRequest) -> tuple[TargetSpec 
     elif host_t is not None and host_t.kind in LIVE_KINDS:
         host = parse_host_spec(None if host_t.kind == "local" else host_t.spec)
     container = None
-    cont_text = request.container or (cont_t.spec if cont_t is not None and cont_t.kind in LIVE_KINDS else None)
+    cont_text = request.container or (
+        cont_t.spec if cont_t is not None and cont_t.kind in LIVE_KINDS else None
+    )
     if cont_text and host is not None:
         container = parse_container_spec(cont_text, host=host)
     return host, container
 
 
-def confirm_targets(snap: Snapshot, plan: dict[str, list[str]], request: AuditRequest, name: str) -> None:
+def confirm_targets(
+    snap: Snapshot, plan: dict[str, list[str]], request: AuditRequest, name: str
+) -> None:
     """A snapshot may come from anyone: the machines it names are contacted only when the user named them
     too (--host/--container) or confirmed them (--yes). This machine (`local`) needs no confirmation."""
     roles = {r for r, ids in plan.items() if ids}
@@ -49,22 +55,34 @@ def confirm_targets(snap: Snapshot, plan: dict[str, list[str]], request: AuditRe
     if "container" in roles and cont is not None and cont.kind in ("pct", "lxc", "docker"):
         roles.add("host")  # entered through the host
     given = {"host": request.host, "container": request.container}
-    unconfirmed = [by_role[r] for r in ("host", "container") if r in roles and r in by_role
-                   and by_role[r].kind != "local" and not given[r]]
+    unconfirmed = [
+        by_role[r]
+        for r in ("host", "container")
+        if r in roles and r in by_role and by_role[r].kind != "local" and not given[r]
+    ]
     if unconfirmed and not request.yes:
         shown = ", ".join(f"{t.role} {t.spec}" for t in unconfirmed)
-        raise UsageError(f"{name} would connect to {shown} (named by the file, not by you); "
-                         "give them with --host/--container, or --yes to connect")
+        raise UsageError(
+            f"{name} would connect to {shown} (named by the file, not by you); "
+            "give them with --host/--container, or --yes to connect"
+        )
 
 
 def build_resume_setup(request: AuditRequest):
     """An AuditSetup whose transports answer from the snapshot and reach the machine only for failures."""
-    from gpuaudit.tui.cli.session_setup import AuditSetup, audit_options, selected_probes, ssh_options
+    from gpuaudit.tui.cli.session_setup import (
+        AuditSetup,
+        audit_options,
+        selected_probes,
+        ssh_options,
+    )
 
     path = store.resolve(request.resume, _store_dir(request))
     snap = store.load(path)
     if snap.mode == "demo":
-        raise UsageError(f"{path.name}: a demo snapshot describes no real machine; there is nothing to resume")
+        raise UsageError(
+            f"{path.name}: a demo snapshot describes no real machine; there is nothing to resume"
+        )
     if not snap.targets:
         raise UsageError(f"{path.name}: the snapshot has no targets to resume")
     probes = selected_probes(request)
@@ -73,10 +91,16 @@ def build_resume_setup(request: AuditRequest):
     live: list[TargetBinding] = []
     if any(plan.values()):
         host, container = target_specs(snap, request)
-        missing = [r for r, ids in plan.items() if ids and (host is None or (r == "container" and container is None))]
+        missing = [
+            r
+            for r, ids in plan.items()
+            if ids and (host is None or (r == "container" and container is None))
+        ]
         if missing:
-            raise UsageError(f"{path.name}: cannot reach the {missing[0]} again (recorded as "
-                             f"{next(t.spec for t in snap.targets if t.role == missing[0])}); give --host/--container")
+            raise UsageError(
+                f"{path.name}: cannot reach the {missing[0]} again (recorded as "
+                f"{next(t.spec for t in snap.targets if t.role == missing[0])}); give --host/--container"
+            )
         assert host is not None
         confirm_targets(snap, plan, request, path.name)
         live = live_bindings(host, container, ssh_options(request))
@@ -99,7 +123,9 @@ def merge(original: Snapshot, resumed: Snapshot) -> Snapshot:
     """The resumed probes replace the original's; probes not re-judged (outside --probes) are kept."""
     new_by_id = {p.probe_id: p for p in resumed.probes}
     probes = [new_by_id.pop(p.probe_id, p) for p in original.probes] + list(new_by_id.values())
-    return resumed.model_copy(update={"probes": probes, "findings": [f for p in probes for f in p.findings]})
+    return resumed.model_copy(
+        update={"probes": probes, "findings": [f for p in probes for f in p.findings]}
+    )
 
 
 def finish(snapshot: Snapshot, setup, request: AuditRequest) -> tuple[Snapshot, Path]:
@@ -112,7 +138,10 @@ def finish(snapshot: Snapshot, setup, request: AuditRequest) -> tuple[Snapshot, 
     merged = merged.model_copy(update={"name": name})
     path = store.save(merged, name, _store_dir(request))
     live = {role: ids for role, ids in ran_live(setup).items() if ids}
-    done = "; ".join(f"{role}: {', '.join(ids)}" for role, ids in live.items()) or "nothing (all recorded answers were usable)"
+    done = (
+        "; ".join(f"{role}: {', '.join(ids)}" for role, ids in live.items())
+        or "nothing (all recorded answers were usable)"
+    )
     print(f"re-ran live: {done}", file=sys.stderr)
     print(f"saved resumed snapshot: {path}", file=sys.stderr)
     return merged, path

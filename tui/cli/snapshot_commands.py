@@ -13,24 +13,43 @@ def _parser(name: str):
     from gpuaudit.tui.cli.entry import OneLineParser
 
     if name == "diff":
-        p = OneLineParser(prog="gpuaudit-tui diff",
-                          description="What changed from snapshot A to snapshot B (by name in the store, or by path). "
-                          "Exit 0 identical, 1 different, 2 error (an unreadable file included). Volatile facts "
-                          "(declared per probe), timings and raw text alone do not count unless --all-facts/--raw.")
-        p.add_argument("old", metavar="A", help="the earlier snapshot: a name in the store (see `gpuaudit-tui snapshots`) "
-                       "or a path to a snapshot file")
+        p = OneLineParser(
+            prog="gpuaudit-tui diff",
+            description="What changed from snapshot A to snapshot B (by name in the store, or by path). "
+            "Exit 0 identical, 1 different, 2 error (an unreadable file included). Volatile facts "
+            "(declared per probe), timings and raw text alone do not count unless --all-facts/--raw.",
+        )
+        p.add_argument(
+            "old",
+            metavar="A",
+            help="the earlier snapshot: a name in the store (see `gpuaudit-tui snapshots`) "
+            "or a path to a snapshot file",
+        )
         p.add_argument("new", metavar="B", help="the later snapshot, the same way")
-        p.add_argument("--raw", action="store_true", help="show unified diffs of the raw outputs that differ")
-        p.add_argument("--all-facts", action="store_true",
-                       help="also show volatile facts (counters, pids, temperatures), timings and raw text changes; "
-                       "by default they are hidden and do not make snapshots differ")
+        p.add_argument(
+            "--raw", action="store_true", help="show unified diffs of the raw outputs that differ"
+        )
+        p.add_argument(
+            "--all-facts",
+            action="store_true",
+            help="also show volatile facts (counters, pids, temperatures), timings and raw text changes; "
+            "by default they are hidden and do not make snapshots differ",
+        )
         p.add_argument("--json", action="store_true", help="print the diff as JSON on stdout")
     else:
-        p = OneLineParser(prog="gpuaudit-tui snapshots",
-                          description="List saved snapshots: name, date, targets, kernel, driver, findings by severity.")
+        p = OneLineParser(
+            prog="gpuaudit-tui snapshots",
+            description="List saved snapshots: name, date, targets, kernel, driver, findings by severity.",
+        )
         p.add_argument("--json", action="store_true", help="print the list as JSON on stdout")
-        p.add_argument("--examples", action="store_true", help="also list the bundled case-study examples")
-    p.add_argument("--snapshot-dir", metavar="DIR", help="snapshot store (default: user data dir; env GPUAUDIT_SNAPSHOT_DIR)")
+        p.add_argument(
+            "--examples", action="store_true", help="also list the bundled case-study examples"
+        )
+    p.add_argument(
+        "--snapshot-dir",
+        metavar="DIR",
+        help="snapshot store (default: user data dir; env GPUAUDIT_SNAPSHOT_DIR)",
+    )
     return p
 
 
@@ -70,14 +89,19 @@ def _columns() -> int | None:
 
 
 def run_list(args, directory: Path | None) -> int:
-    from gpuaudit.snapshots import store
     from gpuaudit.probes.core.text import neutralise
+    from gpuaudit.snapshots import store
     from gpuaudit.snapshots.listing import counts_text, list_snapshots
 
     directory = directory or store.default_dir()
     infos = list_snapshots(directory, examples=args.examples)
     if args.json:
-        sys.stdout.write(json.dumps({"directory": str(directory), "snapshots": [i.to_json() for i in infos]}, indent=2) + "\n")
+        sys.stdout.write(
+            json.dumps(
+                {"directory": str(directory), "snapshots": [i.to_json() for i in infos]}, indent=2
+            )
+            + "\n"
+        )
         return 0
     from rich.console import Console
     from rich.markup import escape
@@ -91,19 +115,39 @@ def run_list(args, directory: Path | None) -> int:
     table = Table(title=f"snapshots in {directory}", title_justify="left", box=None, pad_edge=False)
     for col in ("name", "date (UTC)", "targets", "kernel", "driver", "findings"):
         table.add_column(col, overflow="fold", no_wrap=col in ("date (UTC)", "kernel", "driver"))
-    def plain(text: str) -> str:  # names, targets, kernel and driver come from files and targets: never markup
+
+    def plain(
+        text: str,
+    ) -> str:  # names, targets, kernel and driver come from files and targets: never markup
         return escape(neutralise(text))
 
     for i in infos:
         if i.error:
-            table.add_row(plain(i.name), "", "", "", "", f"[red]unreadable: {plain(i.error.split(': ', 1)[-1])}[/]")
+            table.add_row(
+                plain(i.name),
+                "",
+                "",
+                "",
+                "",
+                f"[red]unreadable: {plain(i.error.split(': ', 1)[-1])}[/]",
+            )
             continue
-        recorded = " [dim](example)[/]" if i.example else " [dim](recorded: demo)[/]" if i.mode == "demo" else (
-            " [dim](recorded: replay)[/]" if i.mode == "replay" else "")
+        recorded = (
+            " [dim](example)[/]"
+            if i.example
+            else " [dim](recorded: demo)[/]"
+            if i.mode == "demo"
+            else (" [dim](recorded: replay)[/]" if i.mode == "replay" else "")
+        )
         name = plain(i.name) + recorded
-        table.add_row(name, i.created_at.strftime("%Y-%m-%d %H:%M") if i.created_at else "",
-                      plain(", ".join(t.split("=", 1)[-1] for t in i.targets)),
-                      plain(i.kernel or "?"), plain(i.driver or "?"), counts_text(i.counts, short=True))
+        table.add_row(
+            name,
+            i.created_at.strftime("%Y-%m-%d %H:%M") if i.created_at else "",
+            plain(", ".join(t.split("=", 1)[-1] for t in i.targets)),
+            plain(i.kernel or "?"),
+            plain(i.driver or "?"),
+            counts_text(i.counts, short=True),
+        )
     console.print(table)
     console.print("findings: C critical, W warning, U unknown, I info, OK ok", style="dim")
     return 0

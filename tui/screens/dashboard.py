@@ -4,6 +4,19 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from gpuaudit.probes.core.run.events import (
+    AuditFinished,
+    CommandFinished,
+    CommandStarted,
+    ProbeFinished,
+    ProbeStarted,
+    apply_event,
+)
+from gpuaudit.tui.messages import AuditCompleted, AuditEventReceived
+from gpuaudit.tui.views.render import unreachable_roles
+from gpuaudit.tui.widgets.probe_pane import ProbePane
+from gpuaudit.tui.widgets.roofline_strip import RooflineStrip
+from gpuaudit.tui.widgets.target_header import TargetHeader
 from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
@@ -11,13 +24,6 @@ from textual.containers import Grid
 from textual.events import Resize
 from textual.screen import Screen
 from textual.widgets import Footer, Input
-
-from gpuaudit.probes.core.run.events import AuditFinished, CommandFinished, CommandStarted, ProbeFinished, ProbeStarted, apply_event
-from gpuaudit.tui.messages import AuditCompleted, AuditEventReceived
-from gpuaudit.tui.views.render import unreachable_roles
-from gpuaudit.tui.widgets.probe_pane import ProbePane
-from gpuaudit.tui.widgets.roofline_strip import RooflineStrip
-from gpuaudit.tui.widgets.target_header import TargetHeader
 
 if TYPE_CHECKING:
     from gpuaudit.tui.app import GpuAuditApp
@@ -70,8 +76,11 @@ class DashboardScreen(Screen[None]):
         with Grid(id="panes"):
             for result in run.probes:
                 yield ProbePane(result, roles, self.app.clock)
-        yield Input(placeholder="filter findings by title or id (Enter: keep, Esc: clear)", id="text-filter",
-                    select_on_focus=False)
+        yield Input(
+            placeholder="filter findings by title or id (Enter: keep, Esc: clear)",
+            id="text-filter",
+            select_on_focus=False,
+        )
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
@@ -188,7 +197,11 @@ class DashboardScreen(Screen[None]):
 
     def focused_probe(self) -> str | None:
         """The probe under the cursor (the focus may still be landing after a fast arrow key)."""
-        return self._panes[self.cursor].probe_id if isinstance(self.focused, ProbePane) and self._panes else None
+        return (
+            self._panes[self.cursor].probe_id
+            if isinstance(self.focused, ProbePane) and self._panes
+            else None
+        )
 
     def on_descendant_focus(self) -> None:
         if isinstance(self.focused, ProbePane) and self.focused in self._panes:
@@ -241,7 +254,10 @@ class DashboardScreen(Screen[None]):
     def rerun(self, probe_ids: list[str] | None) -> bool:
         """Start a (partial) re-run; refused while an audit is running or when only a recording is shown."""
         if self.app.audit is None:
-            self.notify("static snapshot view: nothing to re-run (open it with --replay to re-judge)", severity="warning")
+            self.notify(
+                "static snapshot view: nothing to re-run (open it with --replay to re-judge)",
+                severity="warning",
+            )
             return False
         if self.busy:
             self.notify("an audit is still running; wait for it to finish", severity="warning")

@@ -2,6 +2,18 @@
 
 from __future__ import annotations
 
+from gpuaudit.probes.core.models import Severity
+from gpuaudit.snapshots.diff import ProbeDiff, SnapshotDiff, diff_snapshots
+from gpuaudit.snapshots.schema import Snapshot
+from gpuaudit.tui.views.diff_report import (
+    KIND_MARK,
+    SEVERITY_STYLE,
+    SeverityStyles,
+    header,
+    probe_block,
+    summary_line,
+)
+from gpuaudit.tui.views.roofline_view import roofline_change_line
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -10,12 +22,6 @@ from textual.containers import Horizontal, VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, OptionList, Static
 from textual.widgets.option_list import Option
-
-from gpuaudit.probes.core.models import Severity
-from gpuaudit.snapshots.diff import ProbeDiff, SnapshotDiff, diff_snapshots
-from gpuaudit.snapshots.schema import Snapshot
-from gpuaudit.tui.views.diff_report import KIND_MARK, SEVERITY_STYLE, SeverityStyles, header, probe_block, summary_line
-from gpuaudit.tui.views.roofline_view import roofline_change_line
 
 _WORST_KIND = ("new", "severity", "resolved", "observed", "added", "removed")
 _STYLED_KINDS = ("new", "severity", "resolved")
@@ -27,7 +33,11 @@ def without_ok_churn(diff: SnapshotDiff) -> SnapshotDiff:
     anyone acts on. Counted in `hidden`; a probe left with nothing else drops out of the list."""
     probes, hidden = [], diff.hidden
     for pd in diff.probes:
-        kept = [f for f in pd.findings if not (f.kind == "observed" and f.old_severity == f.new_severity == Severity.OK)]
+        kept = [
+            f
+            for f in pd.findings
+            if not (f.kind == "observed" and f.old_severity == f.new_severity == Severity.OK)
+        ]
         hidden += len(pd.findings) - len(kept)
         pd = pd.model_copy(update={"findings": kept})
         if pd.changed:
@@ -36,7 +46,7 @@ def without_ok_churn(diff: SnapshotDiff) -> SnapshotDiff:
 
 
 def probe_label(pd: ProbeDiff) -> Text:
-    """"✗ PCIe  2 new · 3 facts" — the list entry of one changed probe, coloured by its worst change."""
+    """ "✗ PCIe  2 new · 3 facts" — the list entry of one changed probe, coloured by its worst change."""
     kinds = [f.kind for f in pd.findings]
     style = next((KIND_MARK[k][1] for k in _STYLED_KINDS if k in kinds), "")
     parts = [f"{kinds.count(k)} {k}" for k in _WORST_KIND if k in kinds]
@@ -63,7 +73,9 @@ class SnapshotDiffScreen(Screen[None]):
     ]
     """`v`, not `r`: everywhere else `r` re-runs a probe."""
 
-    def __init__(self, old: Snapshot, new: Snapshot, palette: SeverityStyles = SEVERITY_STYLE) -> None:
+    def __init__(
+        self, old: Snapshot, new: Snapshot, palette: SeverityStyles = SEVERITY_STYLE
+    ) -> None:
         super().__init__(id="snapshot-diff")
         self.old, self.new = old, new
         self.palette = palette
@@ -76,7 +88,9 @@ class SnapshotDiffScreen(Screen[None]):
     def head(self) -> Text:
         head = header(self.diff)
         head.append_text(summary_line(self.diff))
-        if self.diff.roofline is not None:  # the decode speed before -> after (e.g. an upgrade's effect)
+        if (
+            self.diff.roofline is not None
+        ):  # the decode speed before -> after (e.g. an upgrade's effect)
             head.rstrip()
             head.append("\n")
             head.append_text(roofline_change_line(self.diff.roofline, self.palette))
@@ -85,16 +99,25 @@ class SnapshotDiffScreen(Screen[None]):
     def rename_new(self, name: str) -> None:
         """B was just saved under `name`: say so in the header."""
         self.new = self.new.model_copy(update={"name": name})
-        self.diff = self.diff.model_copy(update={"new": self.diff.new.model_copy(update={"name": name})})
+        self.diff = self.diff.model_copy(
+            update={"new": self.diff.new.model_copy(update={"name": name})}
+        )
         self.query_one("#diff-header", Static).update(self.head())
 
     def compose(self) -> ComposeResult:
         yield Static(self.head(), id="diff-header")
         with Horizontal():
-            yield OptionList(*[Option(probe_label(pd), id=pd.probe_id) for pd in self.diff.probes], id="diff-probes")
+            yield OptionList(
+                *[Option(probe_label(pd), id=pd.probe_id) for pd in self.diff.probes],
+                id="diff-probes",
+            )
             with VerticalScroll(id="diff-body"):
                 for pd in self.diff.probes:
-                    yield Static(probe_block(pd, palette=self.palette), id=f"diff-{pd.probe_id}", classes="diff-probe")
+                    yield Static(
+                        probe_block(pd, palette=self.palette),
+                        id=f"diff-{pd.probe_id}",
+                        classes="diff-probe",
+                    )
                 if not self.diff.probes:
                     yield Static(Text("No probe changed.", style="green"))
         yield Footer(compact=True)
@@ -106,7 +129,9 @@ class SnapshotDiffScreen(Screen[None]):
     @on(OptionList.OptionHighlighted, "#diff-probes")
     def _jump(self, event: OptionList.OptionHighlighted) -> None:
         if event.option.id:
-            self.query_one(f"#diff-{event.option.id}", Static).scroll_visible(top=True, animate=False)
+            self.query_one(f"#diff-{event.option.id}", Static).scroll_visible(
+                top=True, animate=False
+            )
 
     def action_toggle_raw(self) -> None:
         """Show or hide the unified diffs of the raw outputs that differ."""

@@ -4,6 +4,30 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from gpuaudit.probes.core.judge.plan import evidence_line, fix_commands
+from gpuaudit.probes.core.models import AuditRun, CommandRecord, EvidenceRef, Finding, ProbeResult
+from gpuaudit.probes.core.roofline.report import Roofline
+from gpuaudit.tui.views.render import (
+    evidence_row,
+    facts_rows,
+    finding_detail,
+    neutralise,
+    pane_subtitle,
+    record_cells,
+    record_output,
+    unreachable_roles,
+    visible,
+)
+from gpuaudit.tui.views.roofline_view import (
+    explanation_line,
+    explanations_heading,
+    findings_of,
+    roofline_detail,
+    roofline_of,
+    roofline_summary,
+)
+from gpuaudit.tui.widgets.command_output import CommandOutput
+from gpuaudit.tui.widgets.findings_table import FindingsTable
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -11,18 +35,17 @@ from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
 from textual.events import Resize
 from textual.screen import Screen
-from textual.widgets import DataTable, Footer, Input, Label, OptionList, Static, TabbedContent, TabPane
+from textual.widgets import (
+    DataTable,
+    Footer,
+    Input,
+    Label,
+    OptionList,
+    Static,
+    TabbedContent,
+    TabPane,
+)
 from textual.widgets.option_list import Option
-
-from gpuaudit.probes.core.models import AuditRun, CommandRecord, EvidenceRef, Finding, ProbeResult
-from gpuaudit.probes.core.judge.plan import evidence_line, fix_commands
-from gpuaudit.probes.core.roofline.report import Roofline
-from gpuaudit.tui.views.render import (evidence_row, facts_rows, finding_detail, neutralise, pane_subtitle, record_cells,
-                                 record_output, unreachable_roles, visible)
-from gpuaudit.tui.views.roofline_view import (explanation_line, explanations_heading, findings_of, roofline_detail, roofline_of,
-                                        roofline_summary)
-from gpuaudit.tui.widgets.command_output import CommandOutput
-from gpuaudit.tui.widgets.findings_table import FindingsTable
 
 if TYPE_CHECKING:
     from gpuaudit.tui.app import GpuAuditApp
@@ -35,9 +58,20 @@ ROOFLINE_PROBE = "python"
 
 def finding_as_text(f: Finding) -> str:
     """A finding as plain text for the clipboard (a ticket, a chat)."""
-    lines = [f"[{f.severity.value}] {f.title}", f"check: {f.id} · on: {', '.join(f.targets) or '-'} · owner: {f.owner or '?'}"]
-    lines += [f"{label}: {value}" for label, value in (("observed", f.observed), ("expected", f.expected),
-                                                       ("why", f.why), ("fix", f.fix)) if value]
+    lines = [
+        f"[{f.severity.value}] {f.title}",
+        f"check: {f.id} · on: {', '.join(f.targets) or '-'} · owner: {f.owner or '?'}",
+    ]
+    lines += [
+        f"{label}: {value}"
+        for label, value in (
+            ("observed", f.observed),
+            ("expected", f.expected),
+            ("why", f.why),
+            ("fix", f.fix),
+        )
+        if value
+    ]
     lines += [f"  $ {c}" for c in fix_commands(f.fix)]
     return neutralise("\n".join(lines))
 
@@ -55,7 +89,9 @@ class DrilldownScreen(Screen[None]):
     ]
     app: GpuAuditApp
 
-    def __init__(self, probe_id: str, finding_id: str | None = None, tab: str | None = None) -> None:
+    def __init__(
+        self, probe_id: str, finding_id: str | None = None, tab: str | None = None
+    ) -> None:
         super().__init__()  # no fixed id: a drill-down opens another one on top (a finding of another probe)
         self.probe_id = probe_id
         self.finding_id = finding_id
@@ -93,7 +129,11 @@ class DrilldownScreen(Screen[None]):
                 commands.add_columns("on", "command", "exit", "time", "flags")
                 yield commands
                 with Horizontal(id="search-bar"):
-                    yield Input(placeholder="search raw output, any case (Enter: go, then n / N)", id="search", select_on_focus=False)
+                    yield Input(
+                        placeholder="search raw output, any case (Enter: go, then n / N)",
+                        id="search",
+                        select_on_focus=False,
+                    )
                     yield Label("", id="search-count")
                 yield CommandOutput(id="output")
         yield Footer(compact=True)
@@ -122,7 +162,9 @@ class DrilldownScreen(Screen[None]):
         self.set_class(tab == "roofline", "-roofline")
         self.set_class(False, "-show-output")
         if tab == "roofline":
-            self.query_one("#roofline-scroll", VerticalScroll).focus()  # arrows and PageDown read on; Tab: the list
+            self.query_one(
+                "#roofline-scroll", VerticalScroll
+            ).focus()  # arrows and PageDown read on; Tab: the list
 
     @on(TabbedContent.TabActivated, "#dd-tabs")
     def _tab_activated(self, event: TabbedContent.TabActivated) -> None:
@@ -143,7 +185,12 @@ class DrilldownScreen(Screen[None]):
     def shown_key(result: ProbeResult | None) -> tuple[object, ...]:
         if result is None:
             return ()
-        return (result.status, len(result.records), result.summary, tuple((f.id, f.severity, f.observed) for f in result.findings))
+        return (
+            result.status,
+            len(result.records),
+            result.summary,
+            tuple((f.id, f.severity, f.observed) for f in result.findings),
+        )
 
     @property
     def result(self) -> ProbeResult | None:
@@ -156,22 +203,31 @@ class DrilldownScreen(Screen[None]):
         if result is None:
             return
         palette = self.app.palette
-        title = Text.assemble((result.title, "bold"), f"  ·  {pane_subtitle(result, self.app.clock())}  ·  ",
-                              neutralise(result.summary or ""))
+        title = Text.assemble(
+            (result.title, "bold"),
+            f"  ·  {pane_subtitle(result, self.app.clock())}  ·  ",
+            neutralise(result.summary or ""),
+        )
         gone = unreachable_roles(self.app.audit_run)
         if gone:
-            title.append("\n" + " · ".join(f"{r} not audited: unreachable" for r in gone), style="italic")
+            title.append(
+                "\n" + " · ".join(f"{r} not audited: unreachable" for r in gone), style="italic"
+            )
         elif result.error:
             title.append(f"\n✖ FAILED: {neutralise(result.error)}")
         self.query_one("#dd-title", Static).update(title)
-        self.query_one(FindingsTable).set_findings(visible(result.findings, self.app.finding_filter, result), palette)
+        self.query_one(FindingsTable).set_findings(
+            visible(result.findings, self.app.finding_filter, result), palette
+        )
         facts = self.query_one("#facts", DataTable)
         facts.clear()
         for role, name, value, source in facts_rows(result.facts, result.records):
             facts.add_row(Text(role), Text(name), Text(value), Text(source, style="dim"))
         table = self.query_one("#commands", DataTable)
         row = table.cursor_row
-        if [r.command_id for r in result.records] != [r.command_id for r in self.records] or not table.row_count:
+        if [r.command_id for r in result.records] != [
+            r.command_id for r in self.records
+        ] or not table.row_count:
             table.clear()
             for n, rec in enumerate(result.records):
                 table.add_row(*record_cells(rec), key=str(n))
@@ -195,7 +251,9 @@ class DrilldownScreen(Screen[None]):
         if ids != self.explanations or box.option_count != len(ids):
             self.explanations = ids
             box.clear_options()
-            box.add_options([Option(explanation_line(e, palette), id=e["id"]) for e in rf.explanations])
+            box.add_options(
+                [Option(explanation_line(e, palette), id=e["id"]) for e in rf.explanations]
+            )
         box.display = bool(ids)
         self.query_one("#roofline-detail", Static).update(roofline_detail(rf))
 
@@ -213,7 +271,10 @@ class DrilldownScreen(Screen[None]):
         table = self.query_one(FindingsTable)
         index = next((n for n, f in enumerate(table.findings) if f.id == fid), None)
         if index is None:
-            self.notify(f"{fid} is hidden by the filter ({self.app.finding_filter.describe()})", severity="warning")
+            self.notify(
+                f"{fid} is hidden by the filter ({self.app.finding_filter.describe()})",
+                severity="warning",
+            )
             return
         table.move_cursor(row=index)
         self._show_finding()
@@ -226,7 +287,11 @@ class DrilldownScreen(Screen[None]):
         if f is None:
             detail.update(Text("no findings match the filter", style="dim"))
             return
-        detail.update(finding_detail(f, self.app.palette, [evidence_line(self.app.audit_run, e) for e in f.evidence]))
+        detail.update(
+            finding_detail(
+                f, self.app.palette, [evidence_line(self.app.audit_run, e) for e in f.evidence]
+            )
+        )
 
     def show_record(self, index: int) -> None:
         table = self.query_one("#commands", DataTable)
@@ -241,7 +306,14 @@ class DrilldownScreen(Screen[None]):
             self.query_one(CommandOutput).show(record_output(record))
 
     def record_index(self, ref: EvidenceRef) -> int | None:
-        return next((n for n, r in enumerate(self.records) if r.target == ref.target and r.command_id == ref.command_id), None)
+        return next(
+            (
+                n
+                for n, r in enumerate(self.records)
+                if r.target == ref.target and r.command_id == ref.command_id
+            ),
+            None,
+        )
 
     @on(DataTable.RowHighlighted, "#findings")
     def _finding_highlighted(self) -> None:
@@ -264,13 +336,18 @@ class DrilldownScreen(Screen[None]):
             return
         index = self.record_index(f.evidence[0])
         if index is None:
-            self.notify(f"no record for {f.evidence[0].target}:{f.evidence[0].command_id}", severity="warning")
+            self.notify(
+                f"no record for {f.evidence[0].target}:{f.evidence[0].command_id}",
+                severity="warning",
+            )
             return
         self.show_record(index)
         output = self.query_one(CommandOutput)
         row = evidence_row(output.text, f)
         self.set_class(True, "-show-output")
-        if row is not None:  # after the layout: on a narrow screen the viewer was hidden (no size to scroll in)
+        if (
+            row is not None
+        ):  # after the layout: on a narrow screen the viewer was hidden (no size to scroll in)
             output.call_after_refresh(output.goto_line, row)
         output.focus()
 
@@ -311,7 +388,9 @@ class DrilldownScreen(Screen[None]):
         current, total = output.match_position(self.query_text)
         self.query_one("#search-count", Label).update(f"{current}/{total}" if found else "0/0")
         if not found:
-            self.notify(f"not found: {self.query_text}", severity="warning")  # the app neutralises, markup off
+            self.notify(
+                f"not found: {self.query_text}", severity="warning"
+            )  # the app neutralises, markup off
         return found
 
     def action_find_previous(self) -> None:

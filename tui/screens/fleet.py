@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from gpuaudit.probes.core.models import Severity
 from gpuaudit.probes.core.fleet.model import (
     MIN_PEERS,
     PROBE_ABBR,
@@ -18,8 +17,9 @@ from gpuaudit.probes.core.fleet.model import (
     NodeRow,
     next_sort,
 )
-from gpuaudit.tui.views.render import PLAIN, SEV_ICON, Palette, format_elapsed, neutralise
+from gpuaudit.probes.core.models import Severity
 from gpuaudit.tui.screens.dashboard import DashboardScreen
+from gpuaudit.tui.views.render import PLAIN, SEV_ICON, Palette, format_elapsed, neutralise
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -34,11 +34,28 @@ if TYPE_CHECKING:
 
 WIDE = 110
 """From this width on, a duration and a note column (first outlier fact or the reason) are shown."""
-COUNT_COLUMNS = ((Severity.CRITICAL, "critical"), (Severity.WARNING, "warning"), (Severity.UNKNOWN, "unknown"))
-SORT_NAMES = {"inventory": "inventory order" , "worst": "worst first", "name": "name", "state": "state",
-              "critical": "✖ criticals", "warning": "▲ warnings", "unknown": "? unknowns", "outliers": "≠ outliers",
-              **{p: f"{p} ({PROBE_ABBR[p]})" for p in PROBES}}
-STATE_WORD = {"pending": "pending", "auditing": "auditing", "done": "done", "unreachable": "unreachable"}
+COUNT_COLUMNS = (
+    (Severity.CRITICAL, "critical"),
+    (Severity.WARNING, "warning"),
+    (Severity.UNKNOWN, "unknown"),
+)
+SORT_NAMES = {
+    "inventory": "inventory order",
+    "worst": "worst first",
+    "name": "name",
+    "state": "state",
+    "critical": "✖ criticals",
+    "warning": "▲ warnings",
+    "unknown": "? unknowns",
+    "outliers": "≠ outliers",
+    **{p: f"{p} ({PROBE_ABBR[p]})" for p in PROBES},
+}
+STATE_WORD = {
+    "pending": "pending",
+    "auditing": "auditing",
+    "done": "done",
+    "unreachable": "unreachable",
+}
 
 
 def fixed_widths(width: int, longest: int = 26) -> dict[str, int]:
@@ -47,8 +64,14 @@ def fixed_widths(width: int, longest: int = 26) -> dict[str, int]:
     Wide: the node column fits the `longest` name (12..28) and the note column takes the rest.
     """
     wide = width >= WIDE
-    cols = {"state": 12 if wide else 9, **{p: 3 for p in PROBES}, "critical": 4, "warning": 4, "unknown": 4,
-            "outliers": 4}
+    cols = {
+        "state": 12 if wide else 9,
+        **{p: 3 for p in PROBES},
+        "critical": 4,
+        "warning": 4,
+        "unknown": 4,
+        "outliers": 4,
+    }
     if wide:
         cols["time"] = 8
     fixed = sum(cols.values()) + 2  # the vertical scrollbar, when there are more rows than lines
@@ -60,8 +83,17 @@ def fixed_widths(width: int, longest: int = 26) -> dict[str, int]:
     return cols
 
 
-HEADERS = {"name": " node", "state": "state", **{p: f" {PROBE_ABBR[p]}" for p in PROBES}, "critical": "   ✖",
-           "warning": "   ▲", "unknown": "   ?", "outliers": "   ≠", "time": "    time", "note": " note"}
+HEADERS = {
+    "name": " node",
+    "state": "state",
+    **{p: f" {PROBE_ABBR[p]}" for p in PROBES},
+    "critical": "   ✖",
+    "warning": "   ▲",
+    "unknown": "   ?",
+    "outliers": "   ≠",
+    "time": "    time",
+    "note": " note",
+}
 
 
 def clip(text: str, width: int) -> str:
@@ -76,8 +108,11 @@ def row_cells(row: NodeRow, widths: dict[str, int], palette: Palette) -> list[Te
             cells.append(Text(" " + clip(neutralise(row.name), w - 2)))
         elif col == "state":
             word = STATE_WORD[row.state] if w >= 12 or row.state != "unreachable" else "unreach."
-            style = {"pending": "dim", "auditing": palette.get(Severity.INFO, ""),
-                     "unreachable": palette.get(Severity.CRITICAL, "")}.get(row.state, "")
+            style = {
+                "pending": "dim",
+                "auditing": palette.get(Severity.INFO, ""),
+                "unreachable": palette.get(Severity.CRITICAL, ""),
+            }.get(row.state, "")
             cells.append(Text(word, style=style))
         elif col in PROBE_ABBR:
             sev = row.worst.get(col)
@@ -89,12 +124,20 @@ def row_cells(row: NodeRow, widths: dict[str, int], palette: Palette) -> list[Te
         elif col in ("critical", "warning", "unknown"):
             sev = Severity(col)
             n = row.counts.get(sev, 0) if row.state == "done" else 0
-            cells.append(Text(f"{n:>4}", style=palette.get(sev, "")) if n else Text("   ·", style="dim"))
+            cells.append(
+                Text(f"{n:>4}", style=palette.get(sev, "")) if n else Text("   ·", style="dim")
+            )
         elif col == "outliers":
             n = len(row.outliers)
-            cells.append(Text(f" ≠{n:<2}", style=palette.get(Severity.WARNING, "")) if n else Text("   ·", style="dim"))
+            cells.append(
+                Text(f" ≠{n:<2}", style=palette.get(Severity.WARNING, ""))
+                if n
+                else Text("   ·", style="dim")
+            )
         elif col == "time":
-            cells.append(Text(f"{format_elapsed(row.duration_s):>8}" if row.duration_s is not None else ""))
+            cells.append(
+                Text(f"{format_elapsed(row.duration_s):>8}" if row.duration_s is not None else "")
+            )
         elif col == "note":
             cells.append(Text(" " + clip(neutralise(note_of(row)), w - 1), style="dim"))
     return cells
@@ -103,7 +146,7 @@ def row_cells(row: NodeRow, widths: dict[str, int], palette: Palette) -> list[Te
 def reason_of(row: NodeRow) -> str:
     """Why it was not audited, without the spec the reason starts with (the row already names it)."""
     reason = row.reason or "unreachable"
-    return reason[len(row.spec) + 2:] if reason.startswith(f"{row.spec}: ") else reason
+    return reason[len(row.spec) + 2 :] if reason.startswith(f"{row.spec}: ") else reason
 
 
 def note_of(row: NodeRow) -> str:
@@ -137,8 +180,12 @@ def detail_text(row: NodeRow | None, palette: Palette = PLAIN) -> Text:
         body.append("; ".join(neutralise(t) for t in row.outlier_texts()))
     elif row.state == "done":
         peers = row.class_size - 1
-        body.append(f"agrees with its {peers} peers" if row.class_size >= MIN_PEERS
-                    else f"{peers} peer(s) so far: too few to compare", style="dim")
+        body.append(
+            f"agrees with its {peers} peers"
+            if row.class_size >= MIN_PEERS
+            else f"{peers} peer(s) so far: too few to compare",
+            style="dim",
+        )
         if row.klass:
             body.append(f" ({neutralise(row.klass)})", style="dim")
     else:
@@ -183,8 +230,11 @@ class FleetScreen(Screen[None]):
         yield Static(id="fleet-progress")
         yield DataTable(id="fleet-table", cursor_type="row", cell_padding=0, zebra_stripes=True)
         yield Static(id="fleet-detail")
-        yield Input(placeholder="/ filter nodes by name, spec, class or outlier fact",
-                    id="fleet-filter", select_on_focus=False)
+        yield Input(
+            placeholder="/ filter nodes by name, spec, class or outlier fact",
+            id="fleet-filter",
+            select_on_focus=False,
+        )
         yield Static(id="fleet-sort")
         yield Footer(compact=True)
 
@@ -208,14 +258,18 @@ class FleetScreen(Screen[None]):
     def refresh_view(self) -> None:
         """Progress line always (its clock moves); the table only when rows, sort, filter or width changed."""
         width = self.size.width or self.app.size.width
-        self.query_one("#fleet-progress", Static).update(Text(self.model.progress_line(width - 2), no_wrap=True))
+        self.query_one("#fleet-progress", Static).update(
+            Text(self.model.progress_line(width - 2), no_wrap=True)
+        )
         state = (self.model.version, self.sort, self.text, width)
         if state == self._shown:
             return
         self._shown = state
         table = self.query_one(DataTable)
         keep = self.current_key()
-        widths = fixed_widths(width, max((len(r.name) for r in self.model.rows.values()), default=0))
+        widths = fixed_widths(
+            width, max((len(r.name) for r in self.model.rows.values()), default=0)
+        )
         table.clear(columns=True)
         for col, w in widths.items():
             label = HEADERS[col]
@@ -240,7 +294,11 @@ class FleetScreen(Screen[None]):
 
     def current_key(self) -> str | None:
         table = self.query_one(DataTable)
-        if not self._keys or table.cursor_row is None or not 0 <= table.cursor_row < len(self._keys):
+        if (
+            not self._keys
+            or table.cursor_row is None
+            or not 0 <= table.cursor_row < len(self._keys)
+        ):
             return None
         return self._keys[table.cursor_row]
 
@@ -260,7 +318,9 @@ class FleetScreen(Screen[None]):
         if row is None:
             return
         if not row.openable:
-            self.notify(f"{row.name} is {row.state}: its dashboard opens once its audit has finished")
+            self.notify(
+                f"{row.name} is {row.state}: its dashboard opens once its audit has finished"
+            )
             return
         self.post_message(self.NodeChosen(row.key))
 

@@ -11,7 +11,6 @@ from textual.containers import VerticalScroll
 from textual.screen import ModalScreen
 from textual.widgets import Static
 
-
 KEY_NAMES = {"question_mark": "?", "slash": "/", "escape": "esc", "enter": "enter"}
 
 
@@ -38,7 +37,9 @@ class HelpScreen(ModalScreen[None]):
         self.rows = rows
 
     def compose(self) -> ComposeResult:
-        table = Table(title="gpuaudit-tui keys (also in the command palette: ctrl+p)", expand=True, box=None)
+        table = Table(
+            title="gpuaudit-tui keys (also in the command palette: ctrl+p)", expand=True, box=None
+        )
         for col in ("where", "key", "action"):
             table.add_column(col)
         for row in self.rows:
@@ -48,6 +49,9 @@ class HelpScreen(ModalScreen[None]):
         table.add_row("all", "click", "open a pane / select a row")
         with VerticalScroll(id="help-body"):
             yield Static(table)
-            yield Static("Severity is always written as a word and an icon: ✖ CRIT  ▲ WARN  ? UNKN  ● INFO  ✔ OK. "
-                         "Output from targets is shown with control characters made visible (\\x1b), never interpreted. "
-                         "Esc closes this screen.", id="help-note")
+            yield Static(
+                "Severity is always written as a word and an icon: ✖ CRIT  ▲ WARN  ? UNKN  ● INFO  ✔ OK. "
+                "Output from targets is shown with control characters made visible (\\x1b), never interpreted. "
+                "Esc closes this screen.",
+                id="help-note",
+            )

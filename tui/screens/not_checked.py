@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
+from gpuaudit.probes.core.models import AuditRun, Finding
+from gpuaudit.tui.views.render import PLAIN, Palette, neutralise, not_checked, unreachable_roles
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -12,23 +14,29 @@ from textual.screen import Screen
 from textual.widgets import Footer, OptionList, Static
 from textual.widgets.option_list import Option
 
-from gpuaudit.probes.core.models import AuditRun, Finding
-from gpuaudit.tui.views.render import PLAIN, Palette, neutralise, not_checked, unreachable_roles
-
 if TYPE_CHECKING:
     from gpuaudit.tui.app import GpuAuditApp
 
 
 def unknown_option(f: Finding) -> Text:
     """Two lines: the check and where, then the reason it couldn't be judged."""
-    return Text.assemble(("? ", "bold"), (f.id, "bold"), f"  ({', '.join(f.targets) or '-'})  ", (neutralise(f.title), "dim"),
-                         "\n    ", neutralise(f.observed or "no reason recorded"))
+    return Text.assemble(
+        ("? ", "bold"),
+        (f.id, "bold"),
+        f"  ({', '.join(f.targets) or '-'})  ",
+        (neutralise(f.title), "dim"),
+        "\n    ",
+        neutralise(f.observed or "no reason recorded"),
+    )
 
 
 class NotCheckedScreen(Screen[None]):
     """Every unknown finding; Enter opens it in its probe's drill-down."""
 
-    BINDINGS = [Binding("escape,u", "app.pop_screen", "Back"), Binding("enter", "open", "Open in drill-down", show=False)]
+    BINDINGS = [
+        Binding("escape,u", "app.pop_screen", "Back"),
+        Binding("enter", "open", "Open in drill-down", show=False),
+    ]
     app: GpuAuditApp
 
     def __init__(self, run: AuditRun, palette: Palette = PLAIN) -> None:
@@ -44,7 +52,10 @@ class NotCheckedScreen(Screen[None]):
         for p in self.failed:
             head.append(f"\nprobe {p.probe_id} failed: {neutralise(p.error or 'unknown error')}")
         yield Static(head, id="nc-title")
-        yield OptionList(*[Option(unknown_option(f), id=str(n)) for n, f in enumerate(self.findings)], id="nc-list")
+        yield OptionList(
+            *[Option(unknown_option(f), id=str(n)) for n, f in enumerate(self.findings)],
+            id="nc-list",
+        )
         yield Footer(compact=True)
 
     @on(OptionList.OptionSelected, "#nc-list")

@@ -9,6 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gpuaudit.probes.core.judge.plan import build_plan, fix_commands, plan_markdown
+from gpuaudit.probes.core.models import AuditRun
+from gpuaudit.tui.views.render import PLAIN, Palette, not_checked_text, plan_step_text
+from gpuaudit.tui.widgets.roofline_strip import RooflineStrip
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -17,11 +21,6 @@ from textual.containers import VerticalScroll
 from textual.screen import Screen
 from textual.widgets import Footer, OptionList, Static
 from textual.widgets.option_list import Option
-
-from gpuaudit.probes.core.models import AuditRun
-from gpuaudit.probes.core.judge.plan import build_plan, fix_commands, plan_markdown
-from gpuaudit.tui.views.render import PLAIN, Palette, not_checked_text, plan_step_text
-from gpuaudit.tui.widgets.roofline_strip import RooflineStrip
 
 if TYPE_CHECKING:
     from gpuaudit.tui.app import GpuAuditApp
@@ -43,29 +42,47 @@ class PlanScreen(Screen[None]):
     ]
     app: GpuAuditApp
 
-    def __init__(self, run: AuditRun, palette: Palette = PLAIN, save_dir: Path | None = None) -> None:
+    def __init__(
+        self, run: AuditRun, palette: Palette = PLAIN, save_dir: Path | None = None
+    ) -> None:
         super().__init__(id="plan")
         self.run = run
         self.plan = build_plan(run)
         self.palette = palette
         self.save_dir = save_dir
-        self.running = run.finished_at is None and any(p.status in ("running", "pending") for p in run.probes)
+        self.running = run.finished_at is None and any(
+            p.status in ("running", "pending") for p in run.probes
+        )
 
     def compose(self) -> ComposeResult:
         n = sum(len(s.findings) for s in self.plan)
-        head = Text(f"Action plan: {len(self.plan)} step(s) resolving {n} finding(s) at warning or worse", style="bold")
+        head = Text(
+            f"Action plan: {len(self.plan)} step(s) resolving {n} finding(s) at warning or worse",
+            style="bold",
+        )
         if self.running:
             head.append("  (audit still running: partial)", style="italic")
-        head.append("\nEnter opens a step's finding · c copies its fix command · C the plan · m saves it as Markdown",
-                    style="dim")
+        head.append(
+            "\nEnter opens a step's finding · c copies its fix command · C the plan · m saves it as Markdown",
+            style="dim",
+        )
         yield Static(head, id="plan-title")
         yield RooflineStrip(id="plan-roofline")
         with VerticalScroll(id="plan-body"):
             if self.plan:
-                yield OptionList(*[Option(plan_step_text(s, self.palette), id=str(n)) for n, s in enumerate(self.plan)],
-                                 id="plan-steps")
+                yield OptionList(
+                    *[
+                        Option(plan_step_text(s, self.palette), id=str(n))
+                        for n, s in enumerate(self.plan)
+                    ],
+                    id="plan-steps",
+                )
             else:
-                yield Static(Text("Nothing at warning or worse. Check what couldn't be checked (below) before trusting that."))
+                yield Static(
+                    Text(
+                        "Nothing at warning or worse. Check what couldn't be checked (below) before trusting that."
+                    )
+                )
             yield Static(not_checked_text(self.run, self.palette), id="plan-not-checked")
         yield Footer(compact=True)
 
@@ -101,7 +118,9 @@ class PlanScreen(Screen[None]):
         commands = fix_commands(step.fix)
         text = "\n".join(commands) if commands else step.fix
         self.app.copy_to_clipboard(text)
-        self.notify(f"copied {'the fix command' if commands else 'the fix text'} of step {step.rank} (OSC 52)")
+        self.notify(
+            f"copied {'the fix command' if commands else 'the fix text'} of step {step.rank} (OSC 52)"
+        )
 
     def markdown(self) -> str:
         return plan_markdown(self.plan, self.run)

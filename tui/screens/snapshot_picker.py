@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from gpuaudit.probes.core.text import neutralise
+from gpuaudit.snapshots.listing import SnapshotInfo, counts_text, list_snapshots
 from rich.text import Text
 from textual import on
 from textual.app import ComposeResult
@@ -11,9 +13,6 @@ from textual.binding import Binding
 from textual.containers import Vertical
 from textual.screen import ModalScreen
 from textual.widgets import DataTable, Label
-
-from gpuaudit.probes.core.text import neutralise
-from gpuaudit.snapshots.listing import SnapshotInfo, counts_text, list_snapshots
 
 TITLE = "Pick a snapshot to compare with"
 
@@ -24,7 +23,7 @@ def cell(text: str) -> Text:
 
 
 def taken_cell(mode: str) -> Text:
-    """"live" for an audit of a machine; demos and replays are marked as recordings, never as live."""
+    """ "live" for an audit of a machine; demos and replays are marked as recordings, never as live."""
     if mode in ("demo", "replay"):
         return Text(f"recorded ({mode})", style="italic")
     return Text(mode or "?")
@@ -47,7 +46,10 @@ class SnapshotPickerScreen(ModalScreen[Path | None]):
 
     def compose(self) -> ComposeResult:
         with Vertical():
-            yield Label(Text.assemble(TITLE, (f"  ({neutralise(str(self.directory))})", "dim")), id="picker-title")
+            yield Label(
+                Text.assemble(TITLE, (f"  ({neutralise(str(self.directory))})", "dim")),
+                id="picker-title",
+            )
             yield DataTable(id="picker-table", cursor_type="row", zebra_stripes=True)
 
     def on_mount(self) -> None:
@@ -57,10 +59,21 @@ class SnapshotPickerScreen(ModalScreen[Path | None]):
         for n, info in enumerate(self.infos):
             name = f"{info.name} (example)" if info.example else info.name
             date = info.created_at.strftime("%Y-%m-%d %H:%M") if info.created_at else ""
-            table.add_row(cell(name), Text(date), cell(info.kernel or "?"), cell(info.driver or "?"),
-                          Text(counts_text(info.counts)), taken_cell(info.mode), key=str(n))
+            table.add_row(
+                cell(name),
+                Text(date),
+                cell(info.kernel or "?"),
+                cell(info.driver or "?"),
+                Text(counts_text(info.counts)),
+                taken_cell(info.mode),
+                key=str(n),
+            )
         if not self.infos:
-            self.query_one("#picker-title", Label).update(Text(f"No snapshots in {neutralise(str(self.directory))} (press s on the dashboard to save one)"))
+            self.query_one("#picker-title", Label).update(
+                Text(
+                    f"No snapshots in {neutralise(str(self.directory))} (press s on the dashboard to save one)"
+                )
+            )
         table.focus()
 
     @on(DataTable.RowSelected, "#picker-table")

@@ -6,20 +6,28 @@ import json
 from collections.abc import Mapping
 from typing import Any
 
-from rich.console import Console
-from rich.text import Text
-
 from gpuaudit.probes.core.models import Severity
 from gpuaudit.probes.core.text import neutralise
 from gpuaudit.snapshots.diff import FactChange, FindingChange, ProbeDiff, RawChange, SnapshotDiff
+from rich.console import Console
+from rich.text import Text
 
 SeverityStyles = Mapping[Severity, str]
-SEVERITY_STYLE: SeverityStyles = {Severity.CRITICAL: "bold red", Severity.WARNING: "yellow", Severity.UNKNOWN: "magenta",
-                                  Severity.INFO: "cyan", Severity.OK: "green"}
+SEVERITY_STYLE: SeverityStyles = {
+    Severity.CRITICAL: "bold red",
+    Severity.WARNING: "yellow",
+    Severity.UNKNOWN: "magenta",
+    Severity.INFO: "cyan",
+    Severity.OK: "green",
+}
 """The CLI's colours; the TUI passes its theme palette (tui.views.render.palette_from) instead."""
 KIND_MARK = {
-    "resolved": ("✓ resolved", "green"), "new": ("✗ new", "bold red"), "severity": ("~ severity", "yellow"),
-    "observed": ("~ observed", "cyan"), "added": ("+ added", "cyan"), "removed": ("- removed", "dim"),
+    "resolved": ("✓ resolved", "green"),
+    "new": ("✗ new", "bold red"),
+    "severity": ("~ severity", "yellow"),
+    "observed": ("~ observed", "cyan"),
+    "added": ("+ added", "cyan"),
+    "removed": ("- removed", "dim"),
 }
 ABSENT = "(absent)"
 
@@ -42,11 +50,19 @@ def header(diff: SnapshotDiff) -> Text:
     t = Text()
     for label, side in (("A", diff.old), ("B", diff.new)):
         t.append(f"{label}: ", style="bold")
-        t.append(neutralise(f"{side.name or '(unnamed)'}  {side.created_at[:19].replace('T', ' ')}  [{side.mode}]") + "\n")
+        t.append(
+            neutralise(
+                f"{side.name or '(unnamed)'}  {side.created_at[:19].replace('T', ' ')}  [{side.mode}]"
+            )
+            + "\n"
+        )
         if side.note:
             t.append(f"   {neutralise(side.note)}\n", style="italic yellow")
     for tc in diff.targets:
-        t.append(neutralise(f"target {tc.role}: {tc.old or ABSENT} → {tc.new or ABSENT}"), style="bold red" if tc.structural else "dim")
+        t.append(
+            neutralise(f"target {tc.role}: {tc.old or ABSENT} → {tc.new or ABSENT}"),
+            style="bold red" if tc.structural else "dim",
+        )
         t.append("" if tc.structural else "  (matched by role)", style="dim")
         t.append("\n")
     return t
@@ -56,8 +72,10 @@ def hidden_note(diff: SnapshotDiff) -> str:
     """What the default view left out, and how to see it ("" when nothing was)."""
     if not diff.hidden:
         return ""
-    return (f"{diff.hidden} change(s) of volatile facts, timings or raw text hidden "
-            "(--all-facts shows them, --raw the raw outputs)")
+    return (
+        f"{diff.hidden} change(s) of volatile facts, timings or raw text hidden "
+        "(--all-facts shows them, --raw the raw outputs)"
+    )
 
 
 def summary_line(diff: SnapshotDiff) -> Text:
@@ -69,7 +87,11 @@ def summary_line(diff: SnapshotDiff) -> Text:
         return t
     c = diff.counts()
     parts = [f"{len(diff.probes)} probe(s) changed"]
-    parts += [f"{c[k]} {k}" for k in ("resolved", "new", "severity", "observed", "added", "removed") if c.get(k)]
+    parts += [
+        f"{c[k]} {k}"
+        for k in ("resolved", "new", "severity", "observed", "added", "removed")
+        if c.get(k)
+    ]
     parts += [f"{c['facts']} fact(s)", f"{c['raw']} raw output(s)"]
     t = Text(" · ".join(parts), style="bold")
     if note:
@@ -88,7 +110,10 @@ def finding_line(fc: FindingChange, palette: SeverityStyles = SEVERITY_STYLE) ->
     t.append_text(_sev(fc.new_severity, palette))
     t.append(f"  {neutralise(fc.title)}")
     if fc.old_observed != fc.new_observed:
-        t.append(f"\n      observed: {neutralise(fc.old_observed) or ABSENT} → {neutralise(fc.new_observed) or ABSENT}", style="dim")
+        t.append(
+            f"\n      observed: {neutralise(fc.old_observed) or ABSENT} → {neutralise(fc.new_observed) or ABSENT}",
+            style="dim",
+        )
     return t
 
 
@@ -111,16 +136,29 @@ def raw_line(rc: RawChange, show_unified: bool) -> Text:
         t.append(neutralise(f"  {rc.kind}  ({rc.old_status or rc.new_status})"), style="dim")
     if show_unified and rc.unified:
         for line in neutralise(rc.unified).rstrip("\n").split("\n"):
-            style = "green" if line.startswith("+") else "red" if line.startswith("-") else "cyan" if line.startswith("@@") else "dim"
+            style = (
+                "green"
+                if line.startswith("+")
+                else "red"
+                if line.startswith("-")
+                else "cyan"
+                if line.startswith("@@")
+                else "dim"
+            )
             t.append("\n      " + line, style=style)
     return t
 
 
-def probe_block(pd: ProbeDiff, *, show_unified: bool = False, palette: SeverityStyles = SEVERITY_STYLE) -> Text:
+def probe_block(
+    pd: ProbeDiff, *, show_unified: bool = False, palette: SeverityStyles = SEVERITY_STYLE
+) -> Text:
     t = Text()
     t.append(neutralise(f"{pd.title} ({pd.probe_id})"), style="bold underline")
     if pd.old_status != pd.new_status:
-        t.append(neutralise(f"  status {pd.old_status or ABSENT} → {pd.new_status or ABSENT}"), style="yellow")
+        t.append(
+            neutralise(f"  status {pd.old_status or ABSENT} → {pd.new_status or ABSENT}"),
+            style="yellow",
+        )
     t.append("\n")
     sections: list[tuple[str, list[Text]]] = [
         ("findings", [finding_line(f, palette) for f in pd.findings]),
@@ -136,7 +174,9 @@ def probe_block(pd: ProbeDiff, *, show_unified: bool = False, palette: SeverityS
     return t
 
 
-def render(diff: SnapshotDiff, *, show_unified: bool = False, palette: SeverityStyles = SEVERITY_STYLE) -> Text:
+def render(
+    diff: SnapshotDiff, *, show_unified: bool = False, palette: SeverityStyles = SEVERITY_STYLE
+) -> Text:
     """The whole report as one Text (header, summary, one block per changed probe)."""
     t = header(diff)
     t.append_text(summary_line(diff))
@@ -150,7 +190,9 @@ def render(diff: SnapshotDiff, *, show_unified: bool = False, palette: SeverityS
     return t
 
 
-def print_report(diff: SnapshotDiff, *, show_unified: bool = False, console: Console | None = None) -> None:
+def print_report(
+    diff: SnapshotDiff, *, show_unified: bool = False, console: Console | None = None
+) -> None:
     """Print to stdout; Rich decides colour (a terminal, and NO_COLOR unset)."""
     console = console or Console(highlight=False, soft_wrap=True)
     console.print(render(diff, show_unified=show_unified))

@@ -10,8 +10,13 @@ from gpuaudit.probes.core.models import Finding, ProbeResult, Severity
 LEVELS: tuple[str, ...] = ("all", "info", "warning", "critical", "unknown")
 """`f` cycles through these: at-or-above for the first four, "unknown" shows only what couldn't be checked."""
 
-LEVEL_WORDS = {"all": "all findings", "info": "info, warning and critical", "warning": "warning and critical",
-               "critical": "critical only", "unknown": "unknown only (what couldn't be checked)"}
+LEVEL_WORDS = {
+    "all": "all findings",
+    "info": "info, warning and critical",
+    "warning": "warning and critical",
+    "critical": "critical only",
+    "unknown": "unknown only (what couldn't be checked)",
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -43,7 +48,9 @@ class FindingFilter:
         if not self.text:
             return True
         needle = self.text.lower()
-        hay = [f.title, f.id, f.observed] + ([probe.title, probe.probe_id] if probe is not None else [])
+        hay = [f.title, f.id, f.observed] + (
+            [probe.title, probe.probe_id] if probe is not None else []
+        )
         return any(needle in h.lower() for h in hay)
 
     def describe(self) -> str:
@@ -62,8 +69,11 @@ def as_filter(value: FindingFilter | Severity | None) -> FindingFilter:
     return ALL if value is None else FindingFilter(level=value.value)
 
 
-def visible(findings: Iterable[Finding], flt: FindingFilter | Severity | None = None,
-            probe: ProbeResult | None = None) -> list[Finding]:
+def visible(
+    findings: Iterable[Finding],
+    flt: FindingFilter | Severity | None = None,
+    probe: ProbeResult | None = None,
+) -> list[Finding]:
     """Findings the filter admits, worst first, stable within a severity."""
     f = as_filter(flt)
     keep = [x for x in findings if f.admits(x, probe)]

@@ -11,22 +11,47 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 
-from rich.text import Text
-
-from gpuaudit.probes.core.models import SEVERITY_ORDER, AuditRun, CommandRecord, Finding, ProbeResult, Severity, TargetState
 from gpuaudit.probes.core.judge.plan import PlanStep, fix_commands
+from gpuaudit.probes.core.models import (
+    SEVERITY_ORDER,
+    AuditRun,
+    CommandRecord,
+    Finding,
+    ProbeResult,
+    Severity,
+    TargetState,
+)
 from gpuaudit.probes.core.text import neutralise
 from gpuaudit.tui.views.filtering import FindingFilter, as_filter, visible
+from rich.text import Text
 
 __all__ = ["neutralise", "visible"]  # re-exported: screens and widgets import them from here
 
-SEV_ICON = {Severity.CRITICAL: "✖", Severity.WARNING: "▲", Severity.INFO: "●", Severity.OK: "✔", Severity.UNKNOWN: "?"}
-SEV_WORD = {Severity.CRITICAL: "CRIT", Severity.WARNING: "WARN", Severity.INFO: "INFO", Severity.OK: "OK", Severity.UNKNOWN: "UNKN"}
-SEV_VAR = {Severity.CRITICAL: "status-crit", Severity.WARNING: "status-warn", Severity.INFO: "status-info",
-           Severity.OK: "status-ok", Severity.UNKNOWN: "status-unknown"}
+SEV_ICON = {
+    Severity.CRITICAL: "✖",
+    Severity.WARNING: "▲",
+    Severity.INFO: "●",
+    Severity.OK: "✔",
+    Severity.UNKNOWN: "?",
+}
+SEV_WORD = {
+    Severity.CRITICAL: "CRIT",
+    Severity.WARNING: "WARN",
+    Severity.INFO: "INFO",
+    Severity.OK: "OK",
+    Severity.UNKNOWN: "UNKN",
+}
+SEV_VAR = {
+    Severity.CRITICAL: "status-crit",
+    Severity.WARNING: "status-warn",
+    Severity.INFO: "status-info",
+    Severity.OK: "status-ok",
+    Severity.UNKNOWN: "status-unknown",
+}
 Palette = Mapping[Severity, str]
 PLAIN: Palette = {s: "" for s in Severity}
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
+
 
 def palette_from(variables: Mapping[str, str]) -> Palette:
     """Theme CSS variables -> a rich style per severity (Python never picks the colours)."""
@@ -62,7 +87,11 @@ def state_class(result: ProbeResult | None) -> str:
     if result.status in ("skipped", "cancelled"):
         return "-skipped"
     worst = result.worst
-    return {Severity.CRITICAL: "-fail", Severity.WARNING: "-warn", Severity.UNKNOWN: "-unknown"}.get(worst, "-ok")  # type: ignore[arg-type]
+    return {
+        Severity.CRITICAL: "-fail",
+        Severity.WARNING: "-warn",
+        Severity.UNKNOWN: "-unknown",
+    }.get(worst, "-ok")  # type: ignore[arg-type]
 
 
 def format_elapsed(seconds: float) -> str:
@@ -80,7 +109,7 @@ def elapsed(result: ProbeResult, now: datetime) -> float:
 
 
 def running_line(result: ProbeResult, now: datetime) -> str:
-    """"⠹ running 2.3s": the spinner frame follows the elapsed time, so redraws animate it."""
+    """ "⠹ running 2.3s": the spinner frame follows the elapsed time, so redraws animate it."""
     t = elapsed(result, now)
     return f"{SPINNER[int(t * 10) % len(SPINNER)]} running {format_elapsed(t)}"
 
@@ -111,15 +140,23 @@ def _counts_line(findings: list[Finding], roles: Sequence[str], palette: Palette
 
 
 def _unreachable_line(roles: Sequence[str], unreachable: Mapping[str, str]) -> Text:
-    """"not audited: host unreachable" -- one line instead of a list of unknowns that only say so."""
+    """ "not audited: host unreachable" -- one line instead of a list of unknowns that only say so."""
     gone = [r for r in roles if r in unreachable]
     return Text("not audited: " + ", ".join(f"{r} unreachable" for r in gone), style="dim")
 
 
-def pane_body(result: ProbeResult, *, roles: Sequence[str], now: datetime,
-              running: Sequence[tuple[str, str]] = (), min_severity: FindingFilter | Severity | None = None,
-              palette: Palette = PLAIN, height: int | None = None, width: int | None = None,
-              unreachable: Mapping[str, str] | None = None) -> Text:
+def pane_body(
+    result: ProbeResult,
+    *,
+    roles: Sequence[str],
+    now: datetime,
+    running: Sequence[tuple[str, str]] = (),
+    min_severity: FindingFilter | Severity | None = None,
+    palette: Palette = PLAIN,
+    height: int | None = None,
+    width: int | None = None,
+    unreachable: Mapping[str, str] | None = None,
+) -> Text:
     """What a dashboard pane shows: live progress, or counts per target, key facts and top findings.
 
     `unreachable`: role -> reason for targets that were never reached; their findings are all
@@ -140,7 +177,12 @@ def pane_body(result: ProbeResult, *, roles: Sequence[str], now: datetime,
     else:
         findings = [f for f in result.findings if not f.targets or set(f.targets) & set(reached)]
         if result.status == "failed":
-            lines.append(Text.assemble(("✖ FAILED ", palette.get(Severity.CRITICAL, "")), neutralise(result.error or "")))
+            lines.append(
+                Text.assemble(
+                    ("✖ FAILED ", palette.get(Severity.CRITICAL, "")),
+                    neutralise(result.error or ""),
+                )
+            )
         if result.summary:
             lines.append(Text(neutralise(result.summary)))
         if gone:
@@ -156,16 +198,26 @@ def pane_body(result: ProbeResult, *, roles: Sequence[str], now: datetime,
         if len(shown) > room:
             lines.append(Text(f"… {len(shown) - room} more (Enter)", style="dim"))
         if not shown and findings:
-            lines.append(Text("nothing matches the filter" if flt.active else "all checks ok", style="dim"))
+            lines.append(
+                Text("nothing matches the filter" if flt.active else "all checks ok", style="dim")
+            )
     if width:  # one line per fact: cut with an ellipsis rather than wrap into the next line
         for line in lines:
             line.truncate(width, overflow="ellipsis")
     return Text("\n").join(lines)
 
 
-def compact_pane_body(result: ProbeResult, *, roles: Sequence[str], now: datetime, title: str,
-                      min_severity: FindingFilter | Severity | None = None, palette: Palette = PLAIN,
-                      width: int | None = None, unreachable: Mapping[str, str] | None = None) -> Text:
+def compact_pane_body(
+    result: ProbeResult,
+    *,
+    roles: Sequence[str],
+    now: datetime,
+    title: str,
+    min_severity: FindingFilter | Severity | None = None,
+    palette: Palette = PLAIN,
+    width: int | None = None,
+    unreachable: Mapping[str, str] | None = None,
+) -> Text:
     """Two lines for small terminals: "▲ WARN PCIe · <key facts>", then the worst finding's title."""
     flt = as_filter(min_severity)
     worst = result.worst if result.status == "done" else None
@@ -185,15 +237,25 @@ def compact_pane_body(result: ProbeResult, *, roles: Sequence[str], now: datetim
         if result.summary:
             head.append(" · " + neutralise(result.summary), style="dim")
         reached = {r for r in roles if r not in gone}
-        shown = [f for f in visible(result.findings, flt, result) if f.severity != Severity.OK
-                 and (not f.targets or set(f.targets) & reached)]
+        shown = [
+            f
+            for f in visible(result.findings, flt, result)
+            if f.severity != Severity.OK and (not f.targets or set(f.targets) & reached)
+        ]
         if result.status == "failed":
-            second = Text.assemble(("✖ FAILED ", palette.get(Severity.CRITICAL, "")), neutralise(result.error or ""))
+            second = Text.assemble(
+                ("✖ FAILED ", palette.get(Severity.CRITICAL, "")), neutralise(result.error or "")
+            )
         elif shown:
             more = f"  +{len(shown) - 1} more" if len(shown) > 1 else ""
-            second = Text.assemble(sev_text(shown[0].severity, palette), " ", neutralise(shown[0].title), (more, "dim"))
+            second = Text.assemble(
+                sev_text(shown[0].severity, palette), " ", neutralise(shown[0].title), (more, "dim")
+            )
         else:
-            second = Text("nothing matches the filter" if flt.active and result.findings else "all checks ok", style="dim")
+            second = Text(
+                "nothing matches the filter" if flt.active and result.findings else "all checks ok",
+                style="dim",
+            )
     for line in (head, second):
         if width:
             line.truncate(width, overflow="ellipsis")
@@ -202,7 +264,11 @@ def compact_pane_body(result: ProbeResult, *, roles: Sequence[str], now: datetim
 
 def unreachable_roles(run: AuditRun) -> dict[str, str]:
     """role -> reason, for every target that failed to connect."""
-    return {role: st.reason or "unreachable" for role, st in run.target_states.items() if st.state == "failed"}
+    return {
+        role: st.reason or "unreachable"
+        for role, st in run.target_states.items()
+        if st.state == "failed"
+    }
 
 
 RECORDED_MODES = ("demo", "replay")
@@ -219,10 +285,10 @@ def _target_state(run: AuditRun, st: TargetState | None) -> tuple[str, str]:
 
 
 def _short_reason(label: str, spec: str, reason: str) -> str:
-    """"root@10.0.0.9:22: connection refused" under a target already labelled with that address -> the cause."""
+    """ "root@10.0.0.9:22: connection refused" under a target already labelled with that address -> the cause."""
     for prefix in (f"{label}: ", f"{spec}: "):
         if reason.startswith(prefix):
-            reason = reason[len(prefix):]
+            reason = reason[len(prefix) :]
     return reason.replace("host host unreachable", "host unreachable")
 
 
@@ -230,7 +296,9 @@ def _target_part(run: AuditRun, role: str, full: bool, palette: Palette) -> Text
     t = next(x for x in run.targets if x.role == role)
     st = run.target_states.get(role)
     icon, word = _target_state(run, st)
-    style = {"✔": palette.get(Severity.OK, ""), "✖": palette.get(Severity.CRITICAL, "")}.get(icon, "")
+    style = {"✔": palette.get(Severity.OK, ""), "✖": palette.get(Severity.CRITICAL, "")}.get(
+        icon, ""
+    )
     who = (st.hostname if st and st.hostname and not full else t.spec) or t.spec
     part = Text.assemble((f"{role} ", "bold"), neutralise(who))
     if full and st and st.hostname:
@@ -239,17 +307,27 @@ def _target_part(run: AuditRun, role: str, full: bool, palette: Palette) -> Text
     if st and st.reason and st.state == "failed":
         host = run.target_states.get("host")
         through_host = role != "host" and host is not None and host.state == "failed"
-        why = "not reached, the host is unreachable" if through_host else _short_reason(t.label, t.spec, st.reason)
+        why = (
+            "not reached, the host is unreachable"
+            if through_host
+            else _short_reason(t.label, t.spec, st.reason)
+        )
         part.append(": " + neutralise(why), style=style)
     return part
 
 
-def header_text(run: AuditRun, palette: Palette = PLAIN, min_severity: FindingFilter | Severity | None = None,
-                width: int | None = None) -> Text:
+def header_text(
+    run: AuditRun,
+    palette: Palette = PLAIN,
+    min_severity: FindingFilter | Severity | None = None,
+    width: int | None = None,
+) -> Text:
     """The targets (state and cause, all on one line when it fits, else one line each) and, for a demo or
     a replay, its note: wrapped by the widget, never cut."""
-    tag = Text.assemble(("gpuaudit " if (width or 200) >= 100 else "", "bold"),
-                        (f"[{run.mode.upper()}]", "reverse bold" if run.mode != "live" else "bold"))
+    tag = Text.assemble(
+        ("gpuaudit " if (width or 200) >= 100 else "", "bold"),
+        (f"[{run.mode.upper()}]", "reverse bold" if run.mode != "live" else "bold"),
+    )
     roles = [t.role for t in run.targets]
     room = (width or 10_000) - tag.cell_len - 2
     text = tag.copy()
@@ -263,7 +341,9 @@ def header_text(run: AuditRun, palette: Palette = PLAIN, min_severity: FindingFi
     else:
         for n, part in enumerate(parts):  # one line per target, cut rather than wrapped
             text.append("\n  " if n else "  ")
-            part.truncate(max(20, (width or 10_000) - (2 if n else tag.cell_len + 2)), overflow="ellipsis")
+            part.truncate(
+                max(20, (width or 10_000) - (2 if n else tag.cell_len + 2)), overflow="ellipsis"
+            )
             text.append_text(part)
     flt = as_filter(min_severity)
     if flt.active:
@@ -274,23 +354,56 @@ def header_text(run: AuditRun, palette: Palette = PLAIN, min_severity: FindingFi
     return text
 
 
-def finding_detail(f: Finding, palette: Palette = PLAIN, evidence_lines: Sequence[str] = ()) -> Text:
+def finding_detail(
+    f: Finding, palette: Palette = PLAIN, evidence_lines: Sequence[str] = ()
+) -> Text:
     """Severity, title, observed vs expected, why, fix and evidence of one finding."""
-    text = Text.assemble(sev_text(f.severity, palette), " ", (neutralise(f.title), "bold"), "\n", (f.id, "dim"),
-                         (f"  on: {', '.join(f.targets) or '-'}", "dim"), (f"  who fixes it: {f.owner}" if f.owner else "", "dim"), "\n\n")
-    for label, value in (("observed", f.observed), ("expected", f.expected), ("why", f.why), ("fix", f.fix)):
+    text = Text.assemble(
+        sev_text(f.severity, palette),
+        " ",
+        (neutralise(f.title), "bold"),
+        "\n",
+        (f.id, "dim"),
+        (f"  on: {', '.join(f.targets) or '-'}", "dim"),
+        (f"  who fixes it: {f.owner}" if f.owner else "", "dim"),
+        "\n\n",
+    )
+    for label, value in (
+        ("observed", f.observed),
+        ("expected", f.expected),
+        ("why", f.why),
+        ("fix", f.fix),
+    ):
         if value:
             text.append(f"{label:>9}: ", style="bold")
             text.append(neutralise(value) + "\n")
     if evidence_lines:
         text.append(" evidence: ", style="bold")
-        text.append("\n           ".join(neutralise(e) for e in evidence_lines) + "\n           (Enter or e on the finding jumps there)\n")
+        text.append(
+            "\n           ".join(neutralise(e) for e in evidence_lines)
+            + "\n           (Enter or e on the finding jumps there)\n"
+        )
     return text
 
 
-UNIT_SUFFIXES = {"_mib": "MiB", "_gib": "GiB", "_mb": "MB", "_kb": "kB", "_bytes": "B", "_b": "B", "_s": "s",
-                 "_ms": "ms", "_us": "µs", "_w": "W", "_mhz": "MHz", "_ghz": "GHz", "_pct": "%", "_percent": "%",
-                 "_gts": "GT/s", "_c": "°C"}
+UNIT_SUFFIXES = {
+    "_mib": "MiB",
+    "_gib": "GiB",
+    "_mb": "MB",
+    "_kb": "kB",
+    "_bytes": "B",
+    "_b": "B",
+    "_s": "s",
+    "_ms": "ms",
+    "_us": "µs",
+    "_w": "W",
+    "_mhz": "MHz",
+    "_ghz": "GHz",
+    "_pct": "%",
+    "_percent": "%",
+    "_gts": "GT/s",
+    "_c": "°C",
+}
 """Fact-name suffix -> unit, so `max_power_w: 600` reads "600 W"."""
 
 
@@ -313,7 +426,7 @@ def fact_value(name: str, value: object, limit: int = 120) -> str:
     else:
         text = str(value)
     text = neutralise(text)
-    return text if len(text) <= limit else text[:limit - 1] + "…"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
 def fact_source(value: object, records: Sequence[CommandRecord]) -> str:
@@ -326,7 +439,9 @@ def fact_source(value: object, records: Sequence[CommandRecord]) -> str:
     return next((r.command_id for r in records if needle in r.stdout), "derived")
 
 
-def facts_rows(facts: Mapping[str, Mapping[str, object]], records: Sequence[CommandRecord]) -> list[tuple[str, str, str, str]]:
+def facts_rows(
+    facts: Mapping[str, Mapping[str, object]], records: Sequence[CommandRecord]
+) -> list[tuple[str, str, str, str]]:
     """(target, fact, value with unit, seen in) for the Facts table, one row per top-level fact."""
     rows = []
     for role, data in facts.items():
@@ -341,22 +456,37 @@ def facts_text(facts: Mapping[str, Mapping[str, object]]) -> Text:
     text = Text()
     for role, data in facts.items():
         text.append(f"{role}\n", style="bold underline")
-        text.append(neutralise(json.dumps(data, indent=2, default=str, ensure_ascii=False)) + "\n\n")
+        text.append(
+            neutralise(json.dumps(data, indent=2, default=str, ensure_ascii=False)) + "\n\n"
+        )
     return text or Text("no facts", style="dim")
 
 
 def record_cells(rec: CommandRecord) -> tuple[Text, ...]:
     """Commands-table row: target, command id, exit, duration, flags."""
     exit_ = "-" if rec.exit_status is None else str(rec.exit_status)
-    flags = [w for w, on in (("timed out", rec.timed_out), ("truncated", rec.truncated), ("needs root", rec.needs_root and bool(rec.error))) if on]
+    flags = [
+        w
+        for w, on in (
+            ("timed out", rec.timed_out),
+            ("truncated", rec.truncated),
+            ("needs root", rec.needs_root and bool(rec.error)),
+        )
+        if on
+    ]
     if rec.error and not flags:
         flags.append(neutralise(rec.error)[:40])
-    return (Text(rec.target), Text(neutralise(rec.command_id)), Text(exit_, justify="right"),
-            Text(format_duration(rec.duration_s), justify="right"), Text(", ".join(flags)))
+    return (
+        Text(rec.target),
+        Text(neutralise(rec.command_id)),
+        Text(exit_, justify="right"),
+        Text(format_duration(rec.duration_s), justify="right"),
+        Text(", ".join(flags)),
+    )
 
 
 def format_duration(seconds: float) -> str:
-    """"0.12 s", "12.3 s", "2m05s": the unit always shows, in five or six cells."""
+    """ "0.12 s", "12.3 s", "2m05s": the unit always shows, in five or six cells."""
     if seconds < 10:
         return f"{seconds:.2f} s"
     return f"{seconds:.1f} s" if seconds < 60 else format_elapsed(seconds)
@@ -364,18 +494,38 @@ def format_duration(seconds: float) -> str:
 
 def record_output(rec: CommandRecord) -> str:
     """Plain, neutralised text for the raw-output viewer: the command line, its status, stdout, stderr."""
-    status = "timed out" if rec.timed_out else f"exit {rec.exit_status}" if rec.exit_status is not None else "no exit status"
-    head = [f"$ {rec.executed or rec.command}", f"# {rec.target} · {rec.command_id} · {status} · {rec.duration_s:.3f}s"
-            + (" · TRUNCATED" if rec.truncated else "") + (f" · {rec.error}" if rec.error else "")]
-    body = [*head, "── stdout ──", rec.stdout.rstrip("\n") or "(empty)", "── stderr ──", rec.stderr.rstrip("\n") or "(empty)"]
+    status = (
+        "timed out"
+        if rec.timed_out
+        else f"exit {rec.exit_status}"
+        if rec.exit_status is not None
+        else "no exit status"
+    )
+    head = [
+        f"$ {rec.executed or rec.command}",
+        f"# {rec.target} · {rec.command_id} · {status} · {rec.duration_s:.3f}s"
+        + (" · TRUNCATED" if rec.truncated else "")
+        + (f" · {rec.error}" if rec.error else ""),
+    ]
+    body = [
+        *head,
+        "── stdout ──",
+        rec.stdout.rstrip("\n") or "(empty)",
+        "── stderr ──",
+        rec.stderr.rstrip("\n") or "(empty)",
+    ]
     return neutralise("\n".join(body))
 
 
-def plan_text(plan: Sequence[PlanStep], palette: Palette = PLAIN, run: AuditRun | None = None) -> Text:
+def plan_text(
+    plan: Sequence[PlanStep], palette: Palette = PLAIN, run: AuditRun | None = None
+) -> Text:
     """The action plan for the plan screen; with `run`, also what couldn't be checked."""
     text = Text()
     if not plan:
-        text.append("Nothing at warning or worse. Check what couldn't be checked (below) before trusting that.\n\n")
+        text.append(
+            "Nothing at warning or worse. Check what couldn't be checked (below) before trusting that.\n\n"
+        )
     for step in plan:
         text.append_text(plan_step_text(step, palette))
         text.append("\n")
@@ -385,8 +535,13 @@ def plan_text(plan: Sequence[PlanStep], palette: Palette = PLAIN, run: AuditRun 
 
 
 def plan_step_text(step: PlanStep, palette: Palette = PLAIN) -> Text:
-    text = Text.assemble((f"{step.rank:>2}. ", "bold"), sev_text(step.severity, palette), " ",
-                         (neutralise(step.title), "bold"), "\n")
+    text = Text.assemble(
+        (f"{step.rank:>2}. ", "bold"),
+        sev_text(step.severity, palette),
+        " ",
+        (neutralise(step.title), "bold"),
+        "\n",
+    )
     if step.owners:
         text.append(f"    who: {', '.join(step.owners)}\n", style="italic")
     if step.relation:
@@ -400,9 +555,14 @@ def plan_step_text(step: PlanStep, palette: Palette = PLAIN) -> Text:
     for f in step.findings:
         text.append("    • ")
         text.append_text(sev_text(f.severity, palette))
-        text.append(f" {f.id} ({', '.join(f.targets) or '-'}{', ' + f.owner if f.owner else ''}): {neutralise(f.title)}\n")
+        text.append(
+            f" {f.id} ({', '.join(f.targets) or '-'}{', ' + f.owner if f.owner else ''}): {neutralise(f.title)}\n"
+        )
         if f.observed or f.expected:
-            text.append(f"        observed {neutralise(f.observed) or '-'} · expected {neutralise(f.expected) or '-'}\n", style="dim")
+            text.append(
+                f"        observed {neutralise(f.observed) or '-'} · expected {neutralise(f.expected) or '-'}\n",
+                style="dim",
+            )
         for e in f.evidence:
             text.append(f"        evidence: {e.target} {neutralise(e.command_id)}\n", style="dim")
     return text
@@ -411,7 +571,11 @@ def plan_step_text(step: PlanStep, palette: Palette = PLAIN) -> Text:
 def not_checked(run: AuditRun) -> list[Finding]:
     """Unknown findings, except the ones that only repeat "target unreachable" (the header says it once)."""
     gone = unreachable_roles(run)
-    return [f for f in run.findings if f.severity == Severity.UNKNOWN and not (f.targets and set(f.targets) <= set(gone))]
+    return [
+        f
+        for f in run.findings
+        if f.severity == Severity.UNKNOWN and not (f.targets and set(f.targets) <= set(gone))
+    ]
 
 
 def not_checked_text(run: AuditRun, palette: Palette = PLAIN) -> Text:
@@ -435,8 +599,31 @@ def not_checked_text(run: AuditRun, palette: Palette = PLAIN) -> Text:
 
 
 _TOKEN = re.compile(r"[A-Za-z_][\w.-]{2,}|\d+(?:\.\d+)*")
-_STOP = {"the", "and", "with", "not", "on", "for", "gpu", "gpus", "from", "than", "are", "was", "none", "all", "any",
-         "cpu", "cpus", "host", "container", "enabled", "disabled", "expected", "bytes"}
+_STOP = {
+    "the",
+    "and",
+    "with",
+    "not",
+    "on",
+    "for",
+    "gpu",
+    "gpus",
+    "from",
+    "than",
+    "are",
+    "was",
+    "none",
+    "all",
+    "any",
+    "cpu",
+    "cpus",
+    "host",
+    "container",
+    "enabled",
+    "disabled",
+    "expected",
+    "bytes",
+}
 
 
 def evidence_row(text: str, finding: Finding) -> int | None:

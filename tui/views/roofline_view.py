@@ -8,25 +8,33 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rich.console import Group
-from rich.table import Table
-from rich.text import Text
-
 from gpuaudit.probes.core.models import AuditRun, Severity
 from gpuaudit.probes.core.roofline.report import Roofline, roofline_for_run, strip_text
 from gpuaudit.snapshots.diff import RooflineChange
 from gpuaudit.tui.views.render import PLAIN, SEV_ICON, Palette, neutralise, sev_text
+from rich.console import Group
+from rich.table import Table
+from rich.text import Text
 
-BOUND_NAMES = {"naive": "naive (all GPUs' bandwidth)", "tp_aware": "TP-aware, η = 1",
-               "tp_aware_eta": "TP-aware, η = 0.8", "comm_aware": "with all-reduce latency"}
+BOUND_NAMES = {
+    "naive": "naive (all GPUs' bandwidth)",
+    "tp_aware": "TP-aware, η = 1",
+    "tp_aware_eta": "TP-aware, η = 0.8",
+    "comm_aware": "with all-reduce latency",
+}
 """The engine's bound keys, in plain words (the same as the --plan Markdown)."""
 REALISTIC_ORDER = ("comm_aware", "tp_aware_eta", "tp_aware")
 """The most realistic bound first: how far measured is from it colours the strip."""
 NEAR, FAR = 0.5, 0.2
 """Measured ÷ the most realistic bound: ≥ NEAR is near physics (the best published single-stream runs reach
 about half the TP-aware bound, ROOFLINE.md), below FAR the gap dwarfs any tuning (PROBES.md §13.5's 10–30×)."""
-LEVEL_CLASS = {Severity.OK: "-ok", Severity.WARNING: "-warn", Severity.CRITICAL: "-fail", Severity.INFO: "-info",
-               Severity.UNKNOWN: "-unknown"}
+LEVEL_CLASS = {
+    Severity.OK: "-ok",
+    Severity.WARNING: "-warn",
+    Severity.CRITICAL: "-fail",
+    Severity.INFO: "-info",
+    Severity.UNKNOWN: "-unknown",
+}
 """The strip's CSS class per level (the theme colours it; the icon and the % say it too)."""
 
 
@@ -35,8 +43,18 @@ def run_key(run: AuditRun) -> tuple[object, ...]:
     (records only grow during a run, and a re-run passes through `running`), so the key guards a cache. A running
     probe's records are left out: recomputing on each of a live audit's ~150 commands would cost the UI ~3 s;
     its start and its end are enough."""
-    return (run.started_at, tuple((p.probe_id, p.status, None if p.status == "running" else len(p.records),
-                                   tuple((f.id, f.severity) for f in p.findings)) for p in run.probes))
+    return (
+        run.started_at,
+        tuple(
+            (
+                p.probe_id,
+                p.status,
+                None if p.status == "running" else len(p.records),
+                tuple((f.id, f.severity) for f in p.findings),
+            )
+            for p in run.probes
+        ),
+    )
 
 
 _cache: tuple[tuple[object, ...], Roofline] | None = None
@@ -49,7 +67,9 @@ def roofline_of(run: AuditRun) -> Roofline:
     if _cache is None or _cache[0] != key:
         try:
             rf = roofline_for_run(run)
-        except Exception as exc:  # an engine bug must not take the dashboard down; say so instead of a figure
+        except (
+            Exception
+        ) as exc:  # an engine bug must not take the dashboard down; say so instead of a figure
             rf = Roofline(missing=[f"roofline error: {exc.__class__.__name__}: {exc}"])
             rf.strip = strip_text(rf)
         _cache = (key, rf)
@@ -80,20 +100,29 @@ def level(rf: Roofline) -> Severity:
 PENDING = "roofline pending: the audit is still reading the engine, the model and the GPUs"
 
 
-def strip_line(rf: Roofline, palette: Palette = PLAIN, width: int | None = None, hint: str = "",
-               pending: bool = False) -> Text:
-    """"✖ roofline  decode 10.1 tok/s · bound 98–195 tok/s · 5–10% of physics", cut to `width` with an ellipsis.
+def strip_line(
+    rf: Roofline,
+    palette: Palette = PLAIN,
+    width: int | None = None,
+    hint: str = "",
+    pending: bool = False,
+) -> Text:
+    """ "✖ roofline  decode 10.1 tok/s · bound 98–195 tok/s · 5–10% of physics", cut to `width` with an ellipsis.
 
     `hint` (e.g. "p: how") is added only when it fits whole; the figures are never cut for it. `pending`: the
     audit is still running, so an unknown roofline is not yet a missing input.
     """
     sev = level(rf)
     pending = pending and sev == Severity.UNKNOWN
-    line = Text("… " if pending else f"{SEV_ICON[sev]} ", style="" if pending else palette.get(sev, ""))
+    line = Text(
+        "… " if pending else f"{SEV_ICON[sev]} ", style="" if pending else palette.get(sev, "")
+    )
     strip = PENDING if pending else neutralise(rf.strip or strip_text(rf))
     if not strip.startswith("roofline"):
         line.append("roofline  ", style="bold")
-    line.append(strip, style="dim" if pending else palette.get(sev, "") if sev != Severity.INFO else "")
+    line.append(
+        strip, style="dim" if pending else palette.get(sev, "") if sev != Severity.INFO else ""
+    )
     if hint and (width is None or line.cell_len + len(hint) + 4 <= width):
         line.append(f"  ·  {hint}", style="dim")
     if width:
@@ -102,7 +131,9 @@ def strip_line(rf: Roofline, palette: Palette = PLAIN, width: int | None = None,
 
 
 def _table(*columns: str) -> Table:
-    table = Table(*columns, box=None, show_header=False, pad_edge=False, padding=(0, 2, 0, 0), expand=False)
+    table = Table(
+        *columns, box=None, show_header=False, pad_edge=False, padding=(0, 2, 0, 0), expand=False
+    )
     table.columns[-1].overflow = "fold"
     return table
 
@@ -116,7 +147,10 @@ def roofline_summary(rf: Roofline, palette: Palette = PLAIN) -> Text:
     text = strip_line(rf, palette)
     text.append("\n")
     if not rf.bounds:
-        text.append("No bound without every input: nothing is guessed. What is missing is listed below.\n", style="dim")
+        text.append(
+            "No bound without every input: nothing is guessed. What is missing is listed below.\n",
+            style="dim",
+        )
         return text
     for key, value in rf.bounds.items():
         text.append(f"  {BOUND_NAMES.get(key, key):<28}{value:>5.0f} tok/s")
@@ -130,7 +164,9 @@ def roofline_summary(rf: Roofline, palette: Palette = PLAIN) -> Text:
     else:
         text.append("  measured: not available (no single-stream decode log line)\n", style="dim")
     if rf.speculative_accept_len is not None:
-        text.append(f"  speculative decoding: {rf.speculative_accept_len:.2f} accepted tokens per step\n")
+        text.append(
+            f"  speculative decoding: {rf.speculative_accept_len:.2f} accepted tokens per step\n"
+        )
     if rf.unexplained_ms_per_token is not None:
         text.append("  unexplained ", style="bold")
         text.append(f"{rf.unexplained_ms_per_token:.1f} ms per token")
@@ -144,16 +180,22 @@ def explanation_line(e: dict[str, str], palette: Palette = PLAIN) -> Text:
         sev = Severity(e.get("severity", "unknown"))
     except ValueError:
         sev = Severity.UNKNOWN
-    return Text.assemble(sev_text(sev, palette), " ", neutralise(e.get("title", "")), (f"  {e.get('id', '')}", "dim"))
+    return Text.assemble(
+        sev_text(sev, palette), " ", neutralise(e.get("title", "")), (f"  {e.get('id', '')}", "dim")
+    )
 
 
 def explanations_heading(rf: Roofline) -> Text:
     if not rf.explanations:
-        return Text("No finding at warning or worse among those that usually explain a gap (PROBES.md §13.5).",
-                    style="dim")
+        return Text(
+            "No finding at warning or worse among those that usually explain a gap (PROBES.md §13.5).",
+            style="dim",
+        )
     gap = "the gap" if rf.ratios else "a slow decode"  # no measured ÷ bound: no gap to explain yet
-    return Text.assemble((f"Findings that plausibly explain {gap}", "bold underline"),
-                         (", in the order to check them (Tab, then Enter opens one):", "dim"))
+    return Text.assemble(
+        (f"Findings that plausibly explain {gap}", "bold underline"),
+        (", in the order to check them (Tab, then Enter opens one):", "dim"),
+    )
 
 
 def roofline_detail(rf: Roofline) -> Group:
@@ -162,9 +204,13 @@ def roofline_detail(rf: Roofline) -> Group:
     if rf.reference:
         ref = rf.reference
         mtp = f", {ref['tok_s_mtp']} tok/s with MTP" if ref.get("tok_s_mtp") else ""
-        parts += [_heading("Published on the same hardware"),
-                  Text(f"{ref.get('tok_s')} tok/s single stream{mtp} · {neutralise(str(ref.get('setup', '')))}\n"
-                       f"source: {neutralise(str(ref.get('source', '')))}")]
+        parts += [
+            _heading("Published on the same hardware"),
+            Text(
+                f"{ref.get('tok_s')} tok/s single stream{mtp} · {neutralise(str(ref.get('setup', '')))}\n"
+                f"source: {neutralise(str(ref.get('source', '')))}"
+            ),
+        ]
     if rf.inputs:
         table = _table("input", "value")
         for label, value in rf.inputs.items():
@@ -173,17 +219,22 @@ def roofline_detail(rf: Roofline) -> Group:
     if rf.steps:
         table = _table("step", "value", "how")
         for step in rf.steps:
-            table.add_row(Text(neutralise(step.label), style="bold"), Text(neutralise(step.value), justify="right"),
-                          Text(neutralise(step.how), style="dim"))
+            table.add_row(
+                Text(neutralise(step.label), style="bold"),
+                Text(neutralise(step.value), justify="right"),
+                Text(neutralise(step.how), style="dim"),
+            )
         parts += [_heading("Steps"), table]
     if rf.missing:
-        parts += [_heading("Missing inputs (no figure is guessed)"),
-                  Text("\n".join(f"• {neutralise(m)}" for m in rf.missing))]
+        parts += [
+            _heading("Missing inputs (no figure is guessed)"),
+            Text("\n".join(f"• {neutralise(m)}" for m in rf.missing)),
+        ]
     return Group(*parts)
 
 
 def roofline_change_line(change: RooflineChange, palette: Palette = PLAIN) -> Text:
-    """"roofline  decode 10.1 tok/s · … → decode 48.0 tok/s · …": a faster decode green, a slower one red."""
+    """ "roofline  decode 10.1 tok/s · … → decode 48.0 tok/s · …": a faster decode green, a slower one red."""
 
     def side(strip: str) -> str:
         return neutralise(strip.removeprefix("roofline ") or "(not in this snapshot)")
@@ -193,7 +244,13 @@ def roofline_change_line(change: RooflineChange, palette: Palette = PLAIN) -> Te
     text.append("  →  ")
     faster = (change.old_measured or 0) < (change.new_measured or 0)
     slower = change.old_measured is not None and (change.new_measured or 0) < change.old_measured
-    style = palette.get(Severity.OK, "") if faster else palette.get(Severity.CRITICAL, "") if slower else ""
+    style = (
+        palette.get(Severity.OK, "")
+        if faster
+        else palette.get(Severity.CRITICAL, "")
+        if slower
+        else ""
+    )
     text.append(side(change.new_strip), style=style)
     if change.bounds_changed:
         text.append("  (bounds changed: model, GPUs or layout differ)", style="italic")

@@ -59,7 +59,9 @@ class CommandOutput(ScrollView, can_focus=True):
         if not query:
             return False
         q, hay = query.lower(), self.folded
-        at = self._pos if self.match else -1  # next looks after the current match, previous strictly before it
+        at = (
+            self._pos if self.match else -1
+        )  # next looks after the current match, previous strictly before it
         if backwards:
             idx = hay.rfind(q, 0, at + len(q) - 1) if at > 0 else -1
             if idx < 0:
@@ -94,7 +96,9 @@ class CommandOutput(ScrollView, can_focus=True):
     def _select(self, row: int, col: int, length: int, style: Style) -> None:
         self.match, self._match_style = (row, col, length), style
         visible = max(1, self.size.width - self._gutter - 2)
-        x = 0 if col + length <= visible else min(col, col + length - visible + 12)  # line starts in view when possible
+        x = (
+            0 if col + length <= visible else min(col, col + length - visible + 12)
+        )  # line starts in view when possible
         self.scroll_to(x, max(0, row - self.size.height // 2), animate=False)
         self.refresh()
 
@@ -103,7 +107,7 @@ class CommandOutput(ScrollView, can_focus=True):
         if self.match is None:
             return ""
         row, col, n = self.match
-        return self.lines[row][col:col + n]
+        return self.lines[row][col : col + n]
 
     def render_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset
@@ -115,7 +119,11 @@ class CommandOutput(ScrollView, can_focus=True):
         line = self.lines[row]
         if self.match and self.match[0] == row:
             _, col, n = self.match
-            parts = [Segment(line[:col], base), Segment(line[col:col + n], base + self._match_style), Segment(line[col + n:], base)]
+            parts = [
+                Segment(line[:col], base),
+                Segment(line[col : col + n], base + self._match_style),
+                Segment(line[col + n :], base),
+            ]
         else:
             parts = [Segment(line, base)]
         gutter = Segment(f"{row + 1:>{self._gutter - 1}} ", base + GUTTER)

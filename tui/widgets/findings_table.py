@@ -4,11 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from rich.text import Text
-from textual.widgets import DataTable
-
 from gpuaudit.probes.core.models import Finding
 from gpuaudit.tui.views.render import PLAIN, Palette, neutralise, sev_text
+from rich.text import Text
+from textual.widgets import DataTable
 
 
 class FindingsTable(DataTable[Text]):
@@ -26,8 +25,14 @@ class FindingsTable(DataTable[Text]):
         self.findings = list(findings)
         self.clear()
         for n, f in enumerate(self.findings):
-            self.add_row(sev_text(f.severity, palette), Text(neutralise(f.title)), Text(",".join(f.targets) or "-"),
-                         Text(f.owner or "-"), Text(f.id, style="dim"), key=str(n))
+            self.add_row(
+                sev_text(f.severity, palette),
+                Text(neutralise(f.title)),
+                Text(",".join(f.targets) or "-"),
+                Text(f.owner or "-"),
+                Text(f.id, style="dim"),
+                key=str(n),
+            )
         if self.findings:
             self.move_cursor(row=min(max(row, 0), len(self.findings) - 1))
 

@@ -5,14 +5,20 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from datetime import datetime
 
+from gpuaudit.probes.core.models import ProbeResult
+from gpuaudit.tui.views.filtering import ALL, FindingFilter
+from gpuaudit.tui.views.render import (
+    PLAIN,
+    compact_pane_body,
+    pane_body,
+    pane_subtitle,
+    sev_label,
+    state_class,
+)
 from rich.text import Text
 from textual.message import Message
 from textual.reactive import reactive
 from textual.widget import Widget
-
-from gpuaudit.probes.core.models import ProbeResult
-from gpuaudit.tui.views.filtering import ALL, FindingFilter
-from gpuaudit.tui.views.render import PLAIN, compact_pane_body, pane_body, pane_subtitle, sev_label, state_class
 
 STATE_CLASSES = ("-pending", "-running", "-ok", "-warn", "-fail", "-unknown", "-error", "-skipped")
 
@@ -40,7 +46,9 @@ class ProbePane(Widget, can_focus=True):
             super().__init__()
             self.probe_id = probe_id
 
-    def __init__(self, result: ProbeResult, roles: Sequence[str], clock: Callable[[], datetime]) -> None:
+    def __init__(
+        self, result: ProbeResult, roles: Sequence[str], clock: Callable[[], datetime]
+    ) -> None:
         super().__init__(id=f"pane-{result.probe_id}", classes="-pending")
         self.probe_id = result.probe_id
         self.roles = list(roles)
@@ -82,7 +90,9 @@ class ProbePane(Widget, can_focus=True):
         below = flt.active and not any(flt.admits(f, result) for f in result.findings)
         settled = result.status in ("done", "failed")
         self.set_class(below and settled, "-dimmed")
-        self.set_class(below and settled and bool(flt.text), "-filtered-out")  # a text filter hides, k9s-style
+        self.set_class(
+            below and settled and bool(flt.text), "-filtered-out"
+        )  # a text filter hides, k9s-style
 
     def tick(self) -> None:
         """Called by the dashboard's timer while this probe runs (spinner + elapsed)."""
@@ -95,12 +105,27 @@ class ProbePane(Widget, can_focus=True):
         palette = getattr(self.app, "palette", PLAIN)
         if self.compact:
             title = ("Δ " if self.changed else "") + self.result.title
-            return compact_pane_body(self.result, roles=self.roles, now=self.clock(), title=title,
-                                     min_severity=self.finding_filter, palette=palette, width=self.content_size.width,
-                                     unreachable=self.unreachable)
-        return pane_body(self.result, roles=self.roles, now=self.clock(), running=self.running,
-                         min_severity=self.finding_filter, palette=palette, height=self.content_size.height,
-                         width=self.content_size.width, unreachable=self.unreachable)
+            return compact_pane_body(
+                self.result,
+                roles=self.roles,
+                now=self.clock(),
+                title=title,
+                min_severity=self.finding_filter,
+                palette=palette,
+                width=self.content_size.width,
+                unreachable=self.unreachable,
+            )
+        return pane_body(
+            self.result,
+            roles=self.roles,
+            now=self.clock(),
+            running=self.running,
+            min_severity=self.finding_filter,
+            palette=palette,
+            height=self.content_size.height,
+            width=self.content_size.width,
+            unreachable=self.unreachable,
+        )
 
     def action_select(self) -> None:
         self.post_message(self.Selected(self.probe_id))

@@ -6,14 +6,13 @@ it is mounted. Clicking it posts `Selected` (the screen opens the python drill-d
 
 from __future__ import annotations
 
-from rich.text import Text
-from textual.message import Message
-from textual.widget import Widget
-
 from gpuaudit.probes.core.models import AuditRun, Severity
 from gpuaudit.probes.core.roofline.report import Roofline
 from gpuaudit.tui.views.render import PLAIN
 from gpuaudit.tui.views.roofline_view import LEVEL_CLASS, level, roofline_of, strip_line
+from rich.text import Text
+from textual.message import Message
+from textual.widget import Widget
 
 HINT = {True: "p: what is missing", False: "p: how it is computed"}
 """Shown after the figures only when it fits whole (never at 80 columns); by whether the roofline is unknown."""
@@ -35,7 +34,9 @@ class RooflineStrip(Widget):
 
     def _run_changed(self, run: AuditRun) -> None:
         rf = roofline_of(run)
-        pending = run.finished_at is None and any(p.status in ("pending", "running") for p in run.probes)
+        pending = run.finished_at is None and any(
+            p.status in ("pending", "running") for p in run.probes
+        )
         if rf is not self.roofline or pending != self.pending:
             self.roofline, self.pending = rf, pending
             self.remove_class(*LEVEL_CLASS.values())
@@ -44,8 +45,13 @@ class RooflineStrip(Widget):
 
     def render(self) -> Text:
         unknown = not self.roofline.bounds
-        return strip_line(self.roofline, getattr(self.app, "palette", PLAIN), width=self.content_size.width or None,
-                          hint="" if unknown and self.pending else HINT[unknown], pending=self.pending)
+        return strip_line(
+            self.roofline,
+            getattr(self.app, "palette", PLAIN),
+            width=self.content_size.width or None,
+            hint="" if unknown and self.pending else HINT[unknown],
+            pending=self.pending,
+        )
 
     def on_click(self) -> None:
         self.post_message(self.Selected())

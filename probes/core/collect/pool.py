@@ -6,9 +6,8 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from gpuaudit.probes.core.errors import TransportError
-
 from gpuaudit.probes.core.collect.transport import Gate, RawResult, Transport, not_run
+from gpuaudit.probes.core.errors import TransportError
 
 
 class PooledTransport:
@@ -55,15 +54,25 @@ class PooledTransport:
     @property
     def lost(self) -> bool:
         """Every connection of the pool died."""
-        return bool(self.members) and all(getattr(m, "lost", False) for m in (self._alive or self.members))
+        return bool(self.members) and all(
+            getattr(m, "lost", False) for m in (self._alive or self.members)
+        )
 
     @property
     def lost_reason(self) -> str | None:
         reasons = [getattr(m, "lost_reason", None) for m in self.members]
         return next((r for r in reasons if r), None)
 
-    async def run(self, line: str, *, command_id: str, timeout_s: float, max_bytes: int,
-                  gate: Gate | None = None, marker: str | None = None) -> RawResult:
+    async def run(
+        self,
+        line: str,
+        *,
+        command_id: str,
+        timeout_s: float,
+        max_bytes: int,
+        gate: Gate | None = None,
+        marker: str | None = None,
+    ) -> RawResult:
         """Run on the least busy live member; a command that never started moves to another live member at once."""
         result = not_run("connection lost: not connected")
         for _ in range(len(self.members)):
@@ -72,8 +81,14 @@ class PooledTransport:
                 return result
             self._in_flight[id(member)] += 1
             try:
-                result = await member.run(line, command_id=command_id, timeout_s=timeout_s, max_bytes=max_bytes,
-                                          gate=gate, marker=marker)  # type: ignore[call-arg]
+                result = await member.run(
+                    line,
+                    command_id=command_id,
+                    timeout_s=timeout_s,
+                    max_bytes=max_bytes,
+                    gate=gate,
+                    marker=marker,
+                )  # type: ignore[call-arg]
             finally:
                 self._in_flight[id(member)] -= 1
             if not (result.not_started and getattr(member, "lost", False)):

@@ -26,10 +26,19 @@ LOCALE = "LC_ALL=C; export LC_ALL; "
 WRAPPER_SLACK_S = 10
 """The host-side backstop of a wrapped command allows for the wrapper's start-up; the timeout inside the
 container (whose clock starts with the command) is the one that fires first."""
-_SIMPLE_STAGE = re.compile(r"^\s*(?P<cmd>[A-Za-z0-9_./-]+(?:\s+[A-Za-z0-9_./=:,@%+-]+)*)(?P<err>\s+2>/dev/null)?\s*$")
+_SIMPLE_STAGE = re.compile(
+    r"^\s*(?P<cmd>[A-Za-z0-9_./-]+(?:\s+[A-Za-z0-9_./=:,@%+-]+)*)(?P<err>\s+2>/dev/null)?\s*$"
+)
 """A tool and plain words: no quotes, globs or expansions (a glob must be expanded by root, e.g. /etc/pve/lxc/*)."""
-_SUDO_REFUSALS = ("a password is required", "a terminal is required", "is not allowed to execute", "not in the sudoers",
-                  "may not run sudo", "no tty present", "is not in the sudoers")
+_SUDO_REFUSALS = (
+    "a password is required",
+    "a terminal is required",
+    "is not allowed to execute",
+    "not in the sudoers",
+    "may not run sudo",
+    "no tty present",
+    "is not in the sudoers",
+)
 
 
 def new_marker() -> str:
@@ -53,7 +62,7 @@ def _first_pipe(shell: str) -> int:
         elif ch == "\\":
             i += 1
         elif ch == "|":
-            if shell[i + 1:i + 2] == "|":
+            if shell[i + 1 : i + 2] == "|":
                 return -1  # `a || b` first: not a plain pipeline stage
             return i
         i += 1
@@ -75,8 +84,16 @@ def sudo_first_stage(shell: str) -> str | None:
     return f"sudo -n {m['cmd']}{m['err'] or ''}{' ' + tail.lstrip() if tail else ''}"
 
 
-def remote_line(shell: str, *, marker: str | None = None, wrap_prefix: str | None = None, sudo: bool = False,
-                wrap_sudo: bool = False, timeout_s: float | None = None, inner_timeout: bool = True) -> str:
+def remote_line(
+    shell: str,
+    *,
+    marker: str | None = None,
+    wrap_prefix: str | None = None,
+    sudo: bool = False,
+    wrap_sudo: bool = False,
+    timeout_s: float | None = None,
+    inner_timeout: bool = True,
+) -> str:
     """The line for one declared shell command.
 
     `timeout_s` None: the target has no timeout(1); `inner_timeout` False: the container has none.
@@ -110,7 +127,11 @@ def remote_line(shell: str, *, marker: str | None = None, wrap_prefix: str | Non
     else:
         cmd = f"sh -c {shlex.quote(body)}"
     if outer_secs is not None:
-        cmd = (f"timeout -s TERM -k 1 {outer_secs} " if term_first else f"timeout -s KILL {outer_secs} ") + cmd
+        cmd = (
+            f"timeout -s TERM -k 1 {outer_secs} "
+            if term_first
+            else f"timeout -s KILL {outer_secs} "
+        ) + cmd
     # exec: the login shell is replaced (nothing it runs can print after the command); timeout(1) stays the
     # session leader, so a signal the client sends over the channel reaches the whole process group.
     line = f"exec {cmd}"
@@ -129,7 +150,7 @@ def cut_at_marker(data: bytes | bytearray, marker: str) -> tuple[bytes | bytearr
     at = data.find(tag)
     if at < 0:
         return data, False
-    return data[at + len(tag):], True
+    return data[at + len(tag) :], True
 
 
 def sudo_refusal(stderr: str) -> str | None:
@@ -143,4 +164,8 @@ def sudo_refusal(stderr: str) -> str | None:
 
 def strip_marker_prefix(line: str) -> str:
     """The line without the marker printfs (for logs and lints that compare lines)."""
-    return re.sub(r"printf '%s\\n' @@gpuaudit-[0-9a-f]+@@; printf '%s\\n' @@gpuaudit-[0-9a-f]+@@ >&2; ", "", line)
+    return re.sub(
+        r"printf '%s\\n' @@gpuaudit-[0-9a-f]+@@; printf '%s\\n' @@gpuaudit-[0-9a-f]+@@ >&2; ",
+        "",
+        line,
+    )

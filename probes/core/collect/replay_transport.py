@@ -4,11 +4,11 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import Iterable, Mapping
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
-from gpuaudit.probes.core.models import CommandRecord
 from gpuaudit.probes.core.collect.transport import PREFLIGHT_ID, RawResult
+from gpuaudit.probes.core.models import CommandRecord
 
 NOT_RECORDED = "not recorded in this snapshot (the probe's command is newer than the recording)"
 
@@ -16,8 +16,13 @@ NOT_RECORDED = "not recorded in this snapshot (the probe's command is newer than
 class ReplayTransport:
     """Answers each command id with what a snapshot recorded for it; never contacts a machine."""
 
-    def __init__(self, records: Iterable[CommandRecord], label: str = "replay", delay_s: float = 0.0,
-                 hostname: str = "replay") -> None:
+    def __init__(
+        self,
+        records: Iterable[CommandRecord],
+        label: str = "replay",
+        delay_s: float = 0.0,
+        hostname: str = "replay",
+    ) -> None:
         self.label = label
         self.hostname = hostname
         """What the preflight reports: the recorded target's hostname keeps replayed headers and names right."""
@@ -29,9 +34,13 @@ class ReplayTransport:
     async def connect(self) -> None:
         return None
 
-    async def run(self, line: str, *, command_id: str, timeout_s: float, max_bytes: int) -> RawResult:
+    async def run(
+        self, line: str, *, command_id: str, timeout_s: float, max_bytes: int
+    ) -> RawResult:
         if command_id == PREFLIGHT_ID:
-            return RawResult(exit_status=0, stdout=b"0\n" + self.hostname.encode(errors="replace") + b"\n")
+            return RawResult(
+                exit_status=0, stdout=b"0\n" + self.hostname.encode(errors="replace") + b"\n"
+            )
         if self.delay_s:
             await asyncio.sleep(self.delay_s)
         rec = self._by_id.get(command_id)
@@ -41,7 +50,7 @@ class ReplayTransport:
             exit_status=rec.exit_status,
             stdout=rec.stdout.encode("utf-8", errors="surrogateescape"),
             stderr=rec.stderr.encode("utf-8", errors="surrogateescape"),
-            started_at=rec.started_at or datetime.now(timezone.utc),
+            started_at=rec.started_at or datetime.now(UTC),
             duration_s=rec.duration_s,
             timed_out=rec.timed_out,
             truncated=rec.truncated,
@@ -74,7 +83,9 @@ class DirectoryTransport:
     async def connect(self) -> None:
         return None
 
-    async def run(self, line: str, *, command_id: str, timeout_s: float, max_bytes: int) -> RawResult:
+    async def run(
+        self, line: str, *, command_id: str, timeout_s: float, max_bytes: int
+    ) -> RawResult:
         if command_id == PREFLIGHT_ID:
             return RawResult(exit_status=0, stdout=b"0\n" + self.label.encode() + b"\n")
         out = self.directory / f"{command_id}.out"

@@ -13,7 +13,7 @@ import re
 import shlex
 import shutil
 import tempfile
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 
 _MATCH = re.compile(r"^(?P<indent>\s*)match(?P<sep>\s+|\s*=\s*)(?P<rest>.*)$", re.IGNORECASE)
@@ -71,7 +71,7 @@ def rewrite_localnetwork(text: str, ssh_dir: Path) -> tuple[str, int]:
     return "\n".join(out) + "\n", count
 
 
-@lru_cache(maxsize=None)
+@cache
 def config_override(config: str | None = None) -> tuple[str | None, str | None]:
     """(path of a private rewritten copy of the user's ssh config or None, a one-line warning or None).
 
@@ -93,5 +93,7 @@ def config_override(config: str | None = None) -> tuple[str | None, str | None]:
     fd = os.open(copy, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
     with os.fdopen(fd, "w") as fh:
         fh.write(new)
-    return str(copy), (f"{path}: `Match localnetwork` needs the Python module ifaddr (not installed); "
-                       f"{count} such criterion(s) treated as not matching")
+    return str(copy), (
+        f"{path}: `Match localnetwork` needs the Python module ifaddr (not installed); "
+        f"{count} such criterion(s) treated as not matching"
+    )

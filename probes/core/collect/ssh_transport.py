@@ -9,15 +9,24 @@ import random
 import time
 import weakref
 from dataclasses import dataclass
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from gpuaudit.probes.core.errors import TransportError
 from gpuaudit.probes.core.collect.targets import SshAddress
-from gpuaudit.probes.core.collect.transport import Gate, MarkedCap, RawResult, StreamCap, not_run, read_capped
+from gpuaudit.probes.core.collect.transport import (
+    Gate,
+    MarkedCap,
+    RawResult,
+    StreamCap,
+    not_run,
+    read_capped,
+)
+from gpuaudit.probes.core.errors import TransportError
 
-DEFAULT_MAX_CHANNELS = 8  # OpenSSH MaxSessions is 10; sshd frees slots a little late, 8 never raced (TESTING.md)
+DEFAULT_MAX_CHANNELS = (
+    8  # OpenSSH MaxSessions is 10; sshd frees slots a little late, 8 never raced (TESTING.md)
+)
 EXIT_GRACE_S = 0.5
 """After the exit status, how long to wait for stdout/stderr EOF before closing (a background child may hold them)."""
 POLL_S = 0.25
@@ -78,31 +87,47 @@ class ChannelLimiter:
         self.limit = max(1, min(self.limit, self.active - 1))
 
 
-def _describe_connect_error(exc: BaseException, where: str, known_hosts: str, accept_new: bool = False,
-                            revoked: bool = False) -> str:
+def _describe_connect_error(
+    exc: BaseException,
+    where: str,
+    known_hosts: str,
+    accept_new: bool = False,
+    revoked: bool = False,
+) -> str:
     import asyncssh
 
     if isinstance(exc, asyncssh.HostKeyNotVerifiable):
         reason = exc.reason or "unknown key"
-        if revoked or "revoked" in reason.lower():  # --accept-new-host-keys can never help: say so, never suggest it
+        if (
+            revoked or "revoked" in reason.lower()
+        ):  # --accept-new-host-keys can never help: say so, never suggest it
             return f"{where}: host key is marked @revoked in {known_hosts} ({reason}); refused"
-        hint = ("a known host's changed key is never accepted, not even with --accept-new-host-keys" if accept_new
-                else "check the key, or use --accept-new-host-keys for a host never seen before")
+        hint = (
+            "a known host's changed key is never accepted, not even with --accept-new-host-keys"
+            if accept_new
+            else "check the key, or use --accept-new-host-keys for a host never seen before"
+        )
         return f"{where}: host key not verifiable against {known_hosts} ({reason}); {hint}"
     if isinstance(exc, asyncssh.PermissionDenied):
         return f"{where}: authentication failed ({exc.reason or 'permission denied'}); check --identity / agent / user"
     if isinstance(exc, asyncssh.KeyImportError) and "assphrase" in str(exc):
         return f"{where}: key is encrypted: load it with ssh-add (the agent's copy is used), or give an unencrypted key"
     if isinstance(exc, (asyncssh.ConnectionLost, ConnectionResetError, BrokenPipeError)):
-        return (f"{where}: connection dropped by the server before login ({exc.__class__.__name__}; "
-                "likely sshd's MaxStartups limit of unauthenticated connections: lower --max-connections)")
+        return (
+            f"{where}: connection dropped by the server before login ({exc.__class__.__name__}; "
+            "likely sshd's MaxStartups limit of unauthenticated connections: lower --max-connections)"
+        )
     if isinstance(exc, ConnectionRefusedError):
         return f"{where}: connection refused"
     if isinstance(exc, (TimeoutError, asyncio.TimeoutError)):
         return f"{where}: no answer (connect timeout)"
     if isinstance(exc, OSError) and exc.__class__.__name__ == "gaierror":
         return f"{where}: name not resolvable ({exc})"
-    if isinstance(exc, OSError) and exc.errno in (errno.EINVAL, errno.ENETUNREACH, errno.EHOSTUNREACH):
+    if isinstance(exc, OSError) and exc.errno in (
+        errno.EINVAL,
+        errno.ENETUNREACH,
+        errno.EHOSTUNREACH,
+    ):
         # a blackhole or missing route answers EINVAL locally; unreachable hosts ENETUNREACH/EHOSTUNREACH
         return f"{where}: no route to host ({exc.strerror or exc})"
     if isinstance(exc, OSError) and exc.strerror:
@@ -117,7 +142,8 @@ def _dropped_before_login(exc: BaseException) -> bool:
     import asyncssh
 
     return isinstance(exc, (asyncssh.ConnectionLost, ConnectionResetError, BrokenPipeError)) or (
-        isinstance(exc, asyncssh.DisconnectError) and "closed" in str(exc.reason).lower())
+        isinstance(exc, asyncssh.DisconnectError) and "closed" in str(exc.reason).lower()
+    )
 
 
 CONNECT_RETRIES = 4
@@ -129,7 +155,9 @@ KILL_GRACE_S = 0.3
 MAX_PENDING_LOGINS = 8
 """Logins in progress at once in this process. A stock sshd (MaxStartups 10:30:100) starts dropping new
 connections at random once 10 are unauthenticated; a fleet through one ProxyJump host would trip it."""
-_login_slots: "weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore]" = weakref.WeakKeyDictionary()
+_login_slots: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, asyncio.Semaphore] = (
+    weakref.WeakKeyDictionary()
+)
 
 
 def _login_slot() -> asyncio.Semaphore:
@@ -140,7 +168,7 @@ def _login_slot() -> asyncio.Semaphore:
     return slot
 
 
-def _make_client(owner: "SshTransport") -> Any:
+def _make_client(owner: SshTransport) -> Any:
     """An asyncssh client that tells the transport the moment its connection dies."""
     import asyncssh
 
@@ -194,8 +222,13 @@ class SshTransport:
         return self.options.known_hosts or str(Path.home() / ".ssh" / "known_hosts")
 
     def _connect_kwargs(self) -> dict[str, Any]:
-        kw: dict[str, Any] = {"connect_timeout": self.options.connect_timeout_s, "login_timeout": self.options.connect_timeout_s,
-                              "keepalive_interval": 5, "keepalive_count_max": 3, "client_factory": _make_client(self)}
+        kw: dict[str, Any] = {
+            "connect_timeout": self.options.connect_timeout_s,
+            "login_timeout": self.options.connect_timeout_s,
+            "keepalive_interval": 5,
+            "keepalive_count_max": 3,
+            "client_factory": _make_client(self),
+        }
         if self.address.port:
             kw["port"] = self.address.port
         if self.address.user:
@@ -230,14 +263,18 @@ class SshTransport:
             if "assphrase" not in str(exc):
                 raise TransportError(f"{self.where}: cannot read key {path}: {exc}") from None
         except OSError as exc:
-            raise TransportError(f"{self.where}: cannot read key {path}: {exc.strerror or exc}") from None
+            raise TransportError(
+                f"{self.where}: cannot read key {path}: {exc.strerror or exc}"
+            ) from None
         hint = f"{self.where}: key {path} is encrypted: load it with ssh-add (the agent's copy is used)"
         if not self.options.use_agent or not os.environ.get("SSH_AUTH_SOCK"):
             raise TransportError(hint + "; no SSH agent is running (SSH_AUTH_SOCK unset)")
         try:
             public = asyncssh.read_public_key(path + ".pub").public_data
         except (OSError, asyncssh.KeyImportError):
-            raise TransportError(hint + f"; {path}.pub is missing, so its copy in the agent cannot be found") from None
+            raise TransportError(
+                hint + f"; {path}.pub is missing, so its copy in the agent cannot be found"
+            ) from None
         try:
             async with asyncssh.connect_agent() as agent:
                 keys = [k for k in await agent.get_keys() if k.public_data == public]
@@ -258,7 +295,7 @@ class SshTransport:
             except (OSError, asyncssh.Error) as exc:
                 if attempt + 1 >= CONNECT_RETRIES or not _dropped_before_login(exc):
                     raise
-            await asyncio.sleep(0.3 * 2 ** attempt + random.random() * 0.3)
+            await asyncio.sleep(0.3 * 2**attempt + random.random() * 0.3)
         raise AssertionError("unreachable")
 
     async def connect(self) -> None:
@@ -274,11 +311,15 @@ class SshTransport:
             # a key marked @revoked is known, never trusted on first use
             revoked = "revoked" in str(exc.reason).lower() or self._revoked_for_host(kh)
             if not self.options.accept_new_host_keys or revoked or self._host_is_known(kh):
-                raise TransportError(_describe_connect_error(exc, self.where, kh, self.options.accept_new_host_keys, revoked)
-                                     + ("" if revoked else self._known_line_hint(kh))) from None
+                raise TransportError(
+                    _describe_connect_error(
+                        exc, self.where, kh, self.options.accept_new_host_keys, revoked
+                    )
+                    + ("" if revoked else self._known_line_hint(kh))
+                ) from None
         except asyncssh.PermissionDenied as exc:
             raise TransportError(await self._auth_failure(exc, kw, kh)) from None
-        except (OSError, asyncssh.Error, asyncio.TimeoutError) as exc:
+        except (TimeoutError, OSError, asyncssh.Error) as exc:
             raise TransportError(_describe_connect_error(exc, self.where, kh)) from None
         await self._connect_accepting_new_key(kw, kh)
 
@@ -289,13 +330,17 @@ class SshTransport:
         try:
             opts = {k: v for k, v in kw.items() if k in ("port", "username", "config")}
             conn_opts = asyncssh.SSHClientConnectionOptions(known_hosts=kw.get("known_hosts", ()))
-            methods = await asyncio.wait_for(asyncssh.get_server_auth_methods(self.address.host, options=conn_opts, **opts),
-                                             self.options.connect_timeout_s)
-        except (OSError, asyncssh.Error, asyncio.TimeoutError):
+            methods = await asyncio.wait_for(
+                asyncssh.get_server_auth_methods(self.address.host, options=conn_opts, **opts),
+                self.options.connect_timeout_s,
+            )
+        except (TimeoutError, OSError, asyncssh.Error):
             methods = []
         if methods and "publickey" not in methods:
-            return (f"{self.where}: authentication failed: the server accepts only password authentication "
-                    f"({', '.join(methods)}); gpuaudit logs in with keys only")
+            return (
+                f"{self.where}: authentication failed: the server accepts only password authentication "
+                f"({', '.join(methods)}); gpuaudit logs in with keys only"
+            )
         return _describe_connect_error(exc, self.where, known_hosts)
 
     def _revoked_for_host(self, known_hosts: str) -> bool:
@@ -350,11 +395,13 @@ class SshTransport:
         kw = dict(kw, known_hosts=None)
         try:
             self._conn = await self._connect_once(kw)
-        except (OSError, asyncssh.Error, asyncio.TimeoutError) as exc:
+        except (TimeoutError, OSError, asyncssh.Error) as exc:
             raise TransportError(_describe_connect_error(exc, self.where, known_hosts)) from None
         key = self._conn.get_server_host_key()
         if key is not None:
-            line = f"{self._known_hosts_name()} {key.export_public_key('openssh').decode().strip()}\n"
+            line = (
+                f"{self._known_hosts_name()} {key.export_public_key('openssh').decode().strip()}\n"
+            )
             path = Path(known_hosts)
             path.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
             fd = os.open(path, os.O_WRONLY | os.O_APPEND | os.O_CREAT, 0o600)
@@ -369,10 +416,14 @@ class SshTransport:
             raise TransportError(f"connection lost: {self._lost or 'not connected'}")
         await self._limiter.acquire()
         try:
-            proc = await asyncio.wait_for(self._conn.create_process(line, encoding=None), open_timeout_s)
-        except asyncio.TimeoutError:
+            proc = await asyncio.wait_for(
+                self._conn.create_process(line, encoding=None), open_timeout_s
+            )
+        except TimeoutError:
             await self._limiter.release()
-            self._declare_dead(f"no answer to a session open in {open_timeout_s:.0f} s (connection not responding)")
+            self._declare_dead(
+                f"no answer to a session open in {open_timeout_s:.0f} s (connection not responding)"
+            )
             raise TransportError(f"connection lost: {self._lost}") from None
         except BaseException:
             await self._limiter.release()
@@ -385,8 +436,16 @@ class SshTransport:
 
         return SshSessionChannel(proc, release, self._declare_dead)
 
-    async def run(self, line: str, *, command_id: str, timeout_s: float, max_bytes: int,
-                  gate: Gate | None = None, marker: str | None = None) -> RawResult:
+    async def run(
+        self,
+        line: str,
+        *,
+        command_id: str,
+        timeout_s: float,
+        max_bytes: int,
+        gate: Gate | None = None,
+        marker: str | None = None,
+    ) -> RawResult:
         """Wait for a channel, then run; the deadline starts when the command does, never while queued."""
         import asyncssh
 
@@ -404,33 +463,47 @@ class SshTransport:
                     return not_run(reason)
                 try:
                     proc = await asyncio.wait_for(
-                        self._conn.create_process(line, encoding=None, stdin=asyncssh.DEVNULL), OPEN_TIMEOUT_S)
-                except asyncio.TimeoutError:
-                    self._declare_dead(f"no answer to a channel open in {OPEN_TIMEOUT_S:.0f} s (connection not responding)")
+                        self._conn.create_process(line, encoding=None, stdin=asyncssh.DEVNULL),
+                        OPEN_TIMEOUT_S,
+                    )
+                except TimeoutError:
+                    self._declare_dead(
+                        f"no answer to a channel open in {OPEN_TIMEOUT_S:.0f} s (connection not responding)"
+                    )
                     return not_run(f"connection lost: {self._lost}")
                 except asyncssh.ChannelOpenError as exc:
-                    if self._lost or self._conn.is_closed() or "connection closed" in str(exc.reason).lower():
+                    if (
+                        self._lost
+                        or self._conn.is_closed()
+                        or "connection closed" in str(exc.reason).lower()
+                    ):
                         self._lost = self._lost or f"connection closed ({exc.reason})"
                         return not_run(f"connection lost: {self._lost}")
                     attempt += 1
                     waited = time.monotonic() - queued
                     if waited > max(timeout_s, OPEN_TIMEOUT_S) or attempt > 200:
-                        return not_run(f"channel refused by server for {waited:.1f} s: {exc.reason} (MaxSessions?)")
+                        return not_run(
+                            f"channel refused by server for {waited:.1f} s: {exc.reason} (MaxSessions?)"
+                        )
                     self._limiter.shrink()
                     retry_delay = min(0.5, 0.02 * attempt)
                 else:
                     return await self._collect(proc, timeout_s, max_bytes, marker)
             except (asyncssh.Error, OSError, BrokenPipeError) as exc:
-                self._lost = self._lost or f"{exc.__class__.__name__}: {getattr(exc, 'reason', exc) or exc}"
+                self._lost = (
+                    self._lost or f"{exc.__class__.__name__}: {getattr(exc, 'reason', exc) or exc}"
+                )
                 return not_run(f"connection lost: {self._lost}")
             finally:
                 await self._limiter.release()
             await asyncio.sleep(retry_delay)
 
-    async def _collect(self, proc: Any, timeout_s: float, max_bytes: int, marker: str | None = None) -> RawResult:
+    async def _collect(
+        self, proc: Any, timeout_s: float, max_bytes: int, marker: str | None = None
+    ) -> RawResult:
         """Read a started channel. With a start marker, the deadline and the duration count from the marker (the
         command itself), and the login shell before it gets LOGIN_WAIT_S of its own."""
-        opened_at = datetime.now(timezone.utc)
+        opened_at = datetime.now(UTC)
         t_open = time.monotonic()
         out, err = MarkedCap(max_bytes, marker), StreamCap(max_bytes)
         deadline = t_open + (timeout_s if out.seen_at is not None else LOGIN_WAIT_S)
@@ -439,7 +512,10 @@ class SshTransport:
         clock_set = out.seen_at is not None
 
         readers: asyncio.Future[Any] = asyncio.ensure_future(
-            asyncio.gather(read_capped(proc.stdout, out, overflow), read_capped(proc.stderr, err, overflow)))
+            asyncio.gather(
+                read_capped(proc.stdout, out, overflow), read_capped(proc.stderr, err, overflow)
+            )
+        )
         waiter = asyncio.ensure_future(overflow.wait())
         start_seen = asyncio.ensure_future(out.seen.wait())
         timed_out = killed = held_open = False
@@ -449,7 +525,10 @@ class SshTransport:
             while True:
                 now = time.monotonic()
                 if not clock_set and out.seen_at is not None:
-                    deadline, clock_set = out.seen_at + timeout_s, True  # the command started: its own clock from here
+                    deadline, clock_set = (
+                        out.seen_at + timeout_s,
+                        True,
+                    )  # the command started: its own clock from here
                 if now >= deadline:
                     timed_out = True
                     login_timed_out = out.seen_at is None
@@ -462,9 +541,14 @@ class SshTransport:
                     break
                 if self._lost:
                     break
-                step = min(deadline - now, POLL_S if exited_at is None else EXIT_GRACE_S - (now - exited_at))
+                step = min(
+                    deadline - now,
+                    POLL_S if exited_at is None else EXIT_GRACE_S - (now - exited_at),
+                )
                 wake = {readers, waiter} if start_seen.done() else {readers, waiter, start_seen}
-                done, _ = await asyncio.wait(wake, timeout=max(0.01, step), return_when=asyncio.FIRST_COMPLETED)
+                done, _ = await asyncio.wait(
+                    wake, timeout=max(0.01, step), return_when=asyncio.FIRST_COMPLETED
+                )
                 if start_seen in done and not (readers in done or waiter in done):
                     continue
                 if waiter in done:
@@ -474,8 +558,10 @@ class SshTransport:
                     if read_error is not None:
                         break
                     try:
-                        await asyncio.wait_for(proc.wait_closed(), timeout=max(0.5, deadline - time.monotonic()))
-                    except asyncio.TimeoutError:
+                        await asyncio.wait_for(
+                            proc.wait_closed(), timeout=max(0.5, deadline - time.monotonic())
+                        )
+                    except TimeoutError:
                         timed_out = True
                     break
             if timed_out or overflow.is_set():
@@ -502,16 +588,29 @@ class SshTransport:
             status = 128 + _signal_number(proc.exit_signal[0] if proc.exit_signal else "")
         elif status is None:
             if read_error is not None:
-                self._lost = self._lost or f"{read_error.__class__.__name__}: {getattr(read_error, 'reason', read_error)}"
-            self._lost = self._lost or "channel closed without an exit status (server or connection died)"
+                self._lost = (
+                    self._lost
+                    or f"{read_error.__class__.__name__}: {getattr(read_error, 'reason', read_error)}"
+                )
+            self._lost = (
+                self._lost or "channel closed without an exit status (server or connection died)"
+            )
             error = f"connection lost: {self._lost}"
         if login_timed_out:
-            return not_run(f"the login shell did not start the command within {LOGIN_WAIT_S:.0f} s (slow or hanging rc files)")
+            return not_run(
+                f"the login shell did not start the command within {LOGIN_WAIT_S:.0f} s (slow or hanging rc files)"
+            )
         t_start = out.seen_at if out.seen_at is not None else t_open
         started = opened_at + timedelta(seconds=t_start - t_open)
         return RawResult(
-            exit_status=status, stdout=out.value(), stderr=err.value(), started_at=started,
-            duration_s=time.monotonic() - t_start, timed_out=timed_out, truncated=out.truncated or err.truncated, error=error,
+            exit_status=status,
+            stdout=out.value(),
+            stderr=err.value(),
+            started_at=started,
+            duration_s=time.monotonic() - t_start,
+            timed_out=timed_out,
+            truncated=out.truncated or err.truncated,
+            error=error,
         )
 
     async def _kill(self, proc: Any) -> None:
@@ -535,7 +634,9 @@ class SshTransport:
             proc.close()
             await asyncio.wait({closed}, timeout=2)
             if not closed.done():
-                self._declare_dead("the server did not acknowledge closing a channel in 2 s (connection not responding)")
+                self._declare_dead(
+                    "the server did not acknowledge closing a channel in 2 s (connection not responding)"
+                )
         finally:
             closed.cancel()
             await asyncio.gather(closed, return_exceptions=True)
@@ -555,6 +656,6 @@ class SshTransport:
             self._conn.close()
             try:
                 await asyncio.wait_for(self._conn.wait_closed(), timeout=2)
-            except (asyncio.TimeoutError, Exception):
+            except (TimeoutError, Exception):
                 pass
             self._conn = None

@@ -24,7 +24,20 @@ WRAP_PREFIX = {
     "lxc": "lxc-attach -n {name} --",
     "docker": "docker exec {name}",
 }
-UNSUPPORTED_KINDS = ("podman", "lxd", "incus", "nspawn", "machinectl", "kubectl", "k8s", "qm", "vm", "ct", "crictl", "nerdctl")
+UNSUPPORTED_KINDS = (
+    "podman",
+    "lxd",
+    "incus",
+    "nspawn",
+    "machinectl",
+    "kubectl",
+    "k8s",
+    "qm",
+    "vm",
+    "ct",
+    "crictl",
+    "nerdctl",
+)
 """Container-ish prefixes we do not enter: refused by name, never looked up as a host called `podman`."""
 
 
@@ -89,7 +102,9 @@ def parse_host_spec(text: str | None) -> TargetSpec:
         return TargetSpec(role="host", raw="local", kind="local")
     text = text.strip()
     if not text:
-        raise UsageError("--host is empty: give [user@]host[:port], or leave it out for this machine")
+        raise UsageError(
+            "--host is empty: give [user@]host[:port], or leave it out for this machine"
+        )
     if container_prefix(text):
         raise UsageError(f"--host {text!r}: pct:/lxc:/docker: specs are for --container")
     return TargetSpec(role="host", raw=text, kind="ssh", ssh=parse_ssh_address(text))
@@ -99,21 +114,31 @@ def parse_container_spec(text: str, *, host: TargetSpec) -> TargetSpec:
     """--container: `pct:ID`, `lxc:NAME`, `docker:NAME` (through the host) or `[user@]host[:port]`."""
     text = text.strip()
     if not text:
-        raise UsageError("--container is empty: give pct:ID, lxc:NAME, docker:NAME or [user@]host[:port]")
+        raise UsageError(
+            "--container is empty: give pct:ID, lxc:NAME, docker:NAME or [user@]host[:port]"
+        )
     prefix = container_prefix(text)
     rest = text.partition(":")[2]
     if prefix in UNSUPPORTED_KINDS:
-        raise UsageError(f"--container {text!r}: {prefix}: containers are not supported; give pct:ID, lxc:NAME, "
-                         "docker:NAME, or the container's own SSH address")
+        raise UsageError(
+            f"--container {text!r}: {prefix}: containers are not supported; give pct:ID, lxc:NAME, "
+            "docker:NAME, or the container's own SSH address"
+        )
     if prefix is not None:
-        text = f"{prefix}:{rest}"  # PCT:101 == pct:101: the kind is case-insensitive, the name is not
+        text = (
+            f"{prefix}:{rest}"  # PCT:101 == pct:101: the kind is case-insensitive, the name is not
+        )
         valid = _PCT_ID if prefix == "pct" else _CONTAINER_NAME
         if not valid.match(rest):
-            what = "a numeric VMID" if prefix == "pct" else "a name of letters, digits, '_', '.', '-'"
+            what = (
+                "a numeric VMID" if prefix == "pct" else "a name of letters, digits, '_', '.', '-'"
+            )
             raise UsageError(f"malformed container {text!r}: {prefix}: needs {what}")
         return TargetSpec(role="container", raw=text, kind=prefix, name=rest)
     if host.kind == "local" and text == "local":
-        raise UsageError("--container local is not a container; give pct:ID, lxc:NAME, docker:NAME or an SSH address")
+        raise UsageError(
+            "--container local is not a container; give pct:ID, lxc:NAME, docker:NAME or an SSH address"
+        )
     return TargetSpec(role="container", raw=text, kind="ssh", ssh=parse_ssh_address(text))
 
 
@@ -181,6 +206,8 @@ def known_hosts_problem(path: str | None, *, accept_new: bool = False) -> str | 
     except UnicodeDecodeError as exc:
         line = data.count(b"\n", 0, exc.start) + 1
         column = exc.start - (data.rfind(b"\n", 0, exc.start) + 1) + 1
-        return (f"{what}: line {line} is not text (byte 0x{data[exc.start]:02x} at column {column}); "
-                "fix or delete that line")
+        return (
+            f"{what}: line {line} is not text (byte 0x{data[exc.start]:02x} at column {column}); "
+            "fix or delete that line"
+        )
     return None

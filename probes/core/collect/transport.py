@@ -6,9 +6,9 @@ import asyncio
 import os
 import signal
 import time
-from dataclasses import dataclass, field
-from datetime import datetime, timezone
 from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
 from typing import Any, Protocol
 
 DEFAULT_MAX_BYTES = 8 * 1024 * 1024
@@ -24,7 +24,7 @@ class RawResult:
     exit_status: int | None
     stdout: bytes | bytearray = b""
     stderr: bytes | bytearray = b""
-    started_at: datetime = field(default_factory=lambda: datetime.now(timezone.utc))
+    started_at: datetime = field(default_factory=lambda: datetime.now(UTC))
     duration_s: float = 0.0
     timed_out: bool = False
     truncated: bool = False
@@ -55,7 +55,9 @@ class Transport(Protocol):
     async def connect(self) -> None:
         """Open the connection (raise TransportError with a clear reason on failure)."""
 
-    async def run(self, line: str, *, command_id: str, timeout_s: float, max_bytes: int) -> RawResult:
+    async def run(
+        self, line: str, *, command_id: str, timeout_s: float, max_bytes: int
+    ) -> RawResult:
         """Run one shell line; never raise for command failures (they are data).
 
         Transports that run lines for real also accept `gate: Gate | None` (see `executes_lines`).
@@ -112,7 +114,7 @@ class MarkedCap(StreamCap):
     def add(self, chunk: bytes) -> bool:
         before = len(self.buf)
         kept = super().add(chunk)
-        if self.seen_at is None and self.tag in self.buf[max(0, before - len(self.tag)):]:
+        if self.seen_at is None and self.tag in self.buf[max(0, before - len(self.tag)) :]:
             self.seen_at = time.monotonic()
             self.seen.set()
         return kept
@@ -141,38 +143,54 @@ class LocalTransport:
     async def connect(self) -> None:
         return None
 
-    async def run(self, line: str, *, command_id: str, timeout_s: float, max_bytes: int,
-                  gate: Gate | None = None, marker: str | None = None) -> RawResult:
+    async def run(
+        self,
+        line: str,
+        *,
+        command_id: str,
+        timeout_s: float,
+        max_bytes: int,
+        gate: Gate | None = None,
+        marker: str | None = None,
+    ) -> RawResult:
         reason = gate() if gate is not None else None
         if reason:
             return not_run(reason)
-        started = datetime.now(timezone.utc)
+        started = datetime.now(UTC)
         t0 = time.monotonic()
         try:
             proc = await asyncio.create_subprocess_exec(
-                "/bin/sh", "-c", line,
+                "/bin/sh",
+                "-c",
+                line,
                 stdin=asyncio.subprocess.DEVNULL,
                 stdout=asyncio.subprocess.PIPE,
                 stderr=asyncio.subprocess.PIPE,
                 start_new_session=True,  # own process group: a timeout kills the whole pipeline
             )
         except OSError as exc:
-            return RawResult(exit_status=None, started_at=started, error=f"cannot start /bin/sh: {exc}")
+            return RawResult(
+                exit_status=None, started_at=started, error=f"cannot start /bin/sh: {exc}"
+            )
         out, err = StreamCap(max_bytes), StreamCap(max_bytes)
         overflow = asyncio.Event()
         assert proc.stdout is not None and proc.stderr is not None
-        readers: asyncio.Future[Any] = asyncio.gather(read_capped(proc.stdout, out, overflow), read_capped(proc.stderr, err, overflow))
+        readers: asyncio.Future[Any] = asyncio.gather(
+            read_capped(proc.stdout, out, overflow), read_capped(proc.stderr, err, overflow)
+        )
         overflow_wait = asyncio.ensure_future(overflow.wait())
         timed_out = False
         try:
-            done, _ = await asyncio.wait({readers, overflow_wait}, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED)
+            done, _ = await asyncio.wait(
+                {readers, overflow_wait}, timeout=timeout_s, return_when=asyncio.FIRST_COMPLETED
+            )
             if not done:
                 timed_out = True
             if timed_out or overflow.is_set():
                 await _stop_group(proc)
             try:
                 await asyncio.wait_for(proc.wait(), timeout=5)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 _kill_group(proc.pid)
             readers.cancel()
             try:
@@ -186,7 +204,9 @@ class LocalTransport:
         finally:
             overflow_wait.cancel()
         return RawResult(
-            exit_status=None if timed_out or overflow.is_set() else proc.returncode,  # killed by us: no status of its own
+            exit_status=None
+            if timed_out or overflow.is_set()
+            else proc.returncode,  # killed by us: no status of its own
             stdout=out.value(),
             stderr=err.value(),
             started_at=started,
@@ -217,7 +237,7 @@ async def _drain(proc: asyncio.subprocess.Process) -> None:
         try:
             while await asyncio.wait_for(stream.read(READ_CHUNK), timeout=1):
                 pass
-        except (asyncio.TimeoutError, OSError):
+        except (TimeoutError, OSError):
             pass
 
 
@@ -233,6 +253,6 @@ async def _stop_group(proc: asyncio.subprocess.Process) -> None:
     _kill_group(proc.pid, signal.SIGTERM)
     try:
         await asyncio.wait_for(asyncio.shield(proc.wait()), timeout=0.3)
-    except (asyncio.TimeoutError, asyncio.CancelledError):
+    except (TimeoutError, asyncio.CancelledError):
         pass
     _kill_group(proc.pid)

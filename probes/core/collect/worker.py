@@ -35,7 +35,7 @@ import secrets
 import shlex
 from dataclasses import dataclass, field
 
-WORKER_SOURCE = r'''
+WORKER_SOURCE = r"""
 import json, os, select, signal, subprocess, sys, time
 jobs, fds, poller = {}, {}, select.poll()
 def put(b):
@@ -152,7 +152,7 @@ finally:
         time.sleep(0.02)
     for job in jobs.values():
         group(job, signal.SIGKILL)
-'''
+"""
 
 INTERPRETER = "python3 -I -B"
 """-I: no user site, no PYTHON* variables (the worker is standard library only); -B: no __pycache__ written."""
@@ -234,7 +234,7 @@ class FrameReader:
             end = nl + 1 + size
             if len(self.buf) < end:
                 return frames
-            frames.append(Frame(int(m[1]), m[2].decode(), bytes(self.buf[nl + 1:end])))
+            frames.append(Frame(int(m[1]), m[2].decode(), bytes(self.buf[nl + 1 : end])))
             del self.buf[:end]
 
 

@@ -17,10 +17,17 @@ import os
 import signal
 import time
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
-from gpuaudit.probes.core.collect.transport import Gate, MarkedCap, RawResult, StreamCap, Transport, not_run
+from gpuaudit.probes.core.collect.transport import (
+    Gate,
+    MarkedCap,
+    RawResult,
+    StreamCap,
+    Transport,
+    not_run,
+)
 from gpuaudit.probes.core.collect.worker import (
     KEEPALIVE,
     KEEPALIVE_S,
@@ -115,24 +122,28 @@ class WorkerSession:
         while True:
             at = seen.find(tag)
             if at >= 0:
-                rest = bytes(seen[at + len(tag):])
+                rest = bytes(seen[at + len(tag) :])
                 break
             left = deadline - time.monotonic()
             if left <= 0:
                 raise SessionUnavailable(f"the worker did not start within {wait_s:.0f} s")
             try:
                 chunk = await asyncio.wait_for(self.channel.read_out(65536), left)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 continue
             except Exception as exc:  # noqa: BLE001 - any channel failure means no session here
                 raise SessionUnavailable(f"{exc.__class__.__name__}: {exc}") from None
             if not chunk:
                 await asyncio.sleep(0.05)  # let stderr's reader catch the reason
                 first = bytes(self._stderr).decode("utf-8", "replace").strip().splitlines()
-                raise SessionUnavailable(f"the worker did not start ({first[-1][:160] if first else 'no output'})")
+                raise SessionUnavailable(
+                    f"the worker did not start ({first[-1][:160] if first else 'no output'})"
+                )
             seen += chunk
             if len(seen) > 1 << 20:
-                raise SessionUnavailable("the login shell printed over 1 MiB before the worker started")
+                raise SessionUnavailable(
+                    "the login shell printed over 1 MiB before the worker started"
+                )
         self._tasks.append(asyncio.create_task(self._read(rest)))
         self._tasks.append(asyncio.create_task(self._keepalive()))
 
@@ -147,11 +158,15 @@ class WorkerSession:
             if pinged is not None and self._heard >= pinged:
                 pinged = None
             if pinged is not None and now - pinged > PONG_WAIT_S:
-                reason = f"no answer from the session in {PONG_WAIT_S:.1f} s (connection not responding)"
+                reason = (
+                    f"no answer from the session in {PONG_WAIT_S:.1f} s (connection not responding)"
+                )
                 self._die(reason)
                 self.channel.abort(reason)
                 return
-            if pinged is None and ((self._jobs and now - self._heard > STALL_S) or now - last_sent > KEEPALIVE_S):
+            if pinged is None and (
+                (self._jobs and now - self._heard > STALL_S) or now - last_sent > KEEPALIVE_S
+            ):
                 pinged = last_sent = now
                 self._send(KEEPALIVE)
 
@@ -213,7 +228,9 @@ class WorkerSession:
             self._die(f"cannot write to the session: {exc.__class__.__name__}: {exc}")
             return False
 
-    async def run(self, line: str, *, timeout_s: float, max_bytes: int, marker: str | None) -> RawResult:
+    async def run(
+        self, line: str, *, timeout_s: float, max_bytes: int, marker: str | None
+    ) -> RawResult:
         """Run one line; the deadline and the duration count from the line's start marker (the command itself)."""
         if self.dead:
             return not_run(f"session ended: {self.dead}")
@@ -221,23 +238,32 @@ class WorkerSession:
         self._next += 1
         job = _Job(MarkedCap(max_bytes, marker), StreamCap(max_bytes))
         self._jobs[cmd_id] = job
-        opened_at = datetime.now(timezone.utc)
+        opened_at = datetime.now(UTC)
         t_open = time.monotonic()
         timed_out = killed = False
         try:
             if not self._send(request(cmd_id, line, timeout_s, max_bytes)):
                 return not_run(f"session ended: {self.dead}")
-            waits = {asyncio.ensure_future(job.done.wait()), asyncio.ensure_future(job.overflow.wait())}
+            waits = {
+                asyncio.ensure_future(job.done.wait()),
+                asyncio.ensure_future(job.overflow.wait()),
+            }
             started = asyncio.ensure_future(job.out.seen.wait())
             try:
                 while not job.done.is_set():
                     now = time.monotonic()
-                    deadline = job.out.seen_at + timeout_s if job.out.seen_at is not None else t_open + START_WAIT_S
+                    deadline = (
+                        job.out.seen_at + timeout_s
+                        if job.out.seen_at is not None
+                        else t_open + START_WAIT_S
+                    )
                     if now >= deadline:
                         timed_out = True
                         break
                     wake = waits if started.done() else waits | {started}
-                    await asyncio.wait(wake, timeout=deadline - now, return_when=asyncio.FIRST_COMPLETED)
+                    await asyncio.wait(
+                        wake, timeout=deadline - now, return_when=asyncio.FIRST_COMPLETED
+                    )
                     if job.overflow.is_set():
                         break
             finally:
@@ -247,31 +273,48 @@ class WorkerSession:
                 killed = True
                 await self._stop(cmd_id, job)
         except asyncio.CancelledError:
-            self._send(kill_request(cmd_id))  # the worker stops it (TERM, KILL); the audit is going away
+            self._send(
+                kill_request(cmd_id)
+            )  # the worker stops it (TERM, KILL); the audit is going away
             raise
         finally:
             self._jobs.pop(cmd_id, None)
-        return self._result(job, opened_at, t_open, timed_out=timed_out, killed=killed, timeout_s=timeout_s)
+        return self._result(
+            job, opened_at, t_open, timed_out=timed_out, killed=killed, timeout_s=timeout_s
+        )
 
     async def _stop(self, cmd_id: int, job: _Job) -> None:
         if not self._send(kill_request(cmd_id)):
             return
         try:
             await asyncio.wait_for(job.done.wait(), KILL_WAIT_S)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             self._die(f"the worker did not stop a command within {KILL_WAIT_S:.0f} s")
             await self.aclose()
 
-    def _result(self, job: _Job, opened_at: datetime, t_open: float, *, timed_out: bool, killed: bool,
-                timeout_s: float) -> RawResult:
+    def _result(
+        self,
+        job: _Job,
+        opened_at: datetime,
+        t_open: float,
+        *,
+        timed_out: bool,
+        killed: bool,
+        timeout_s: float,
+    ) -> RawResult:
         t_start = job.out.seen_at if job.out.seen_at is not None else t_open
         if job.lost is not None and not timed_out and not killed:
             # never reached its end: read-only, so the caller may run it again on another session
             if job.out.seen_at is None and not job.out.value() and not job.err.value():
                 return not_run(SESSION_ENDED + job.lost)
-            return RawResult(exit_status=None, stdout=job.out.value(), stderr=job.err.value(),
-                             started_at=opened_at + timedelta(seconds=t_start - t_open),
-                             duration_s=time.monotonic() - t_start, error=SESSION_ENDED + job.lost)
+            return RawResult(
+                exit_status=None,
+                stdout=job.out.value(),
+                stderr=job.err.value(),
+                started_at=opened_at + timedelta(seconds=t_start - t_open),
+                duration_s=time.monotonic() - t_start,
+                error=SESSION_ENDED + job.lost,
+            )
         end = job.end or {}
         why = end.get("why")
         if end.get("e"):
@@ -285,10 +328,15 @@ class WorkerSession:
         if killed or why in ("deadline", "cap", "kill"):
             status = None  # stopped by us: no exit status of its own
         return RawResult(
-            exit_status=status, stdout=job.out.value(), stderr=job.err.value(),
+            exit_status=status,
+            stdout=job.out.value(),
+            stderr=job.err.value(),
             started_at=opened_at + timedelta(seconds=t_start - t_open),
-            duration_s=min(time.monotonic() - t_start, timeout_s + KILL_WAIT_S) if timed_out else time.monotonic() - t_start,
-            timed_out=timed_out, truncated=job.out.truncated or job.err.truncated or bool(end.get("trunc")),
+            duration_s=min(time.monotonic() - t_start, timeout_s + KILL_WAIT_S)
+            if timed_out
+            else time.monotonic() - t_start,
+            timed_out=timed_out,
+            truncated=job.out.truncated or job.err.truncated or bool(end.get("trunc")),
         )
 
     async def aclose(self) -> None:
@@ -310,7 +358,9 @@ class SessionTransport:
     executes_lines = True
     runs_sessions = True
 
-    def __init__(self, inner: Transport, *, host_sessions: bool = True, parallel: int = WORKER_PARALLEL) -> None:
+    def __init__(
+        self, inner: Transport, *, host_sessions: bool = True, parallel: int = WORKER_PARALLEL
+    ) -> None:
         self.inner = inner
         self.label = inner.label
         self.host_sessions = host_sessions
@@ -361,10 +411,15 @@ class SessionTransport:
         token = new_token()
         line = start_line(token, scope or None)
         try:
-            channel = await (opener(line, open_timeout_s=REPLACEMENT_OPEN_S) if scope in self._sessions and
-                             isinstance(self.inner, _SSH_KINDS()) else opener(line))
+            channel = await (
+                opener(line, open_timeout_s=REPLACEMENT_OPEN_S)
+                if scope in self._sessions and isinstance(self.inner, _SSH_KINDS())
+                else opener(line)
+            )
         except Exception as exc:  # noqa: BLE001 - no session: one channel per command
-            if not self.lost:  # a lost connection says so on the next command, it is no reason to give up sessions
+            if (
+                not self.lost
+            ):  # a lost connection says so on the next command, it is no reason to give up sessions
                 self.unavailable[scope] = f"cannot open a session: {exc.__class__.__name__}: {exc}"
             return None
         session = WorkerSession(channel, line, token)
@@ -389,7 +444,12 @@ class SessionTransport:
 
     def prestart(self, scope: str) -> None:
         """Start a scope's session in the background (the runner knows a container's wrapper before it is needed)."""
-        if scope in self._sessions or scope in self._starting or scope in self.unavailable or self._closed:
+        if (
+            scope in self._sessions
+            or scope in self._starting
+            or scope in self.unavailable
+            or self._closed
+        ):
             return
         task = asyncio.ensure_future(self._session(scope))
         self._prestarts.add(task)
@@ -399,8 +459,17 @@ class SessionTransport:
         """scope -> the start line of every session that ran here (what the snapshot records)."""
         return {scope: [s.line] for scope, s in self._sessions.items()}
 
-    async def run(self, line: str, *, command_id: str, timeout_s: float, max_bytes: int, gate: Gate | None = None,
-                  marker: str | None = None, session: SessionLine | None = None) -> RawResult:
+    async def run(
+        self,
+        line: str,
+        *,
+        command_id: str,
+        timeout_s: float,
+        max_bytes: int,
+        gate: Gate | None = None,
+        marker: str | None = None,
+        session: SessionLine | None = None,
+    ) -> RawResult:
         scope, inner_line = (session.scope, session.line) if session is not None else ("", line)
         interrupted: RawResult | None = None
         for _ in range(MAX_STARTS):
@@ -412,13 +481,17 @@ class SessionTransport:
                 reason = gate() if gate is not None else None
                 if reason:
                     return not_run(reason)
-                raw = await worker.run(inner_line, timeout_s=timeout_s, max_bytes=max_bytes, marker=marker)
+                raw = await worker.run(
+                    inner_line, timeout_s=timeout_s, max_bytes=max_bytes, marker=marker
+                )
             raw.executed = inner_line
             raw.session = worker.line
             if not (raw.error or "").split("not run: ", 1)[-1].startswith(SESSION_ENDED):
                 return raw
             interrupted = raw  # the session died under it: a replacement session runs it again
-            await asyncio.sleep(0.05)  # the connection's own end, if that was the cause, lands first
+            await asyncio.sleep(
+                0.05
+            )  # the connection's own end, if that was the cause, lands first
             if self.lost:
                 break
         if self.lost:
@@ -427,8 +500,14 @@ class SessionTransport:
                 return not_run(why)
             interrupted.error = why  # it ran partly: what it printed is kept, it has no exit status
             return interrupted
-        raw = await self.inner.run(line, command_id=command_id, timeout_s=timeout_s, max_bytes=max_bytes,
-                                   gate=gate, marker=marker)  # type: ignore[call-arg]
+        raw = await self.inner.run(
+            line,
+            command_id=command_id,
+            timeout_s=timeout_s,
+            max_bytes=max_bytes,
+            gate=gate,
+            marker=marker,
+        )  # type: ignore[call-arg]
         raw.executed = line
         return raw
 
@@ -457,10 +536,16 @@ class LocalSessionChannel:
         self.proc = proc
 
     @classmethod
-    async def open(cls, line: str) -> "LocalSessionChannel":
+    async def open(cls, line: str) -> LocalSessionChannel:
         proc = await asyncio.create_subprocess_exec(
-            "/bin/sh", "-c", line, stdin=asyncio.subprocess.PIPE, stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE, start_new_session=True)
+            "/bin/sh",
+            "-c",
+            line,
+            stdin=asyncio.subprocess.PIPE,
+            stdout=asyncio.subprocess.PIPE,
+            stderr=asyncio.subprocess.PIPE,
+            start_new_session=True,
+        )
         return cls(proc)
 
     async def read_out(self, n: int) -> bytes:
@@ -486,14 +571,14 @@ class LocalSessionChannel:
             self.proc.stdin.close()
         try:
             await asyncio.wait_for(self.proc.wait(), 2)
-        except asyncio.TimeoutError:
+        except TimeoutError:
             try:
                 os.killpg(self.proc.pid, signal.SIGTERM)
             except OSError:
                 pass
             try:
                 await asyncio.wait_for(self.proc.wait(), 1)
-            except asyncio.TimeoutError:
+            except TimeoutError:
                 try:
                     os.killpg(self.proc.pid, signal.SIGKILL)
                 except OSError:
@@ -529,7 +614,7 @@ class SshSessionChannel:
                 pass
             try:
                 await asyncio.wait_for(self.proc.wait_closed(), 2)
-            except (asyncio.TimeoutError, Exception):  # noqa: BLE001
+            except (TimeoutError, Exception):  # noqa: BLE001
                 try:
                     self.proc.close()
                 except Exception:  # noqa: BLE001

@@ -31,8 +31,15 @@ def host_records(doc: dict) -> dict[str, str]:
     out: dict[str, str] = {}
     for probe in doc.get("probes") or []:
         for r in probe.get("records") or []:
-            if (isinstance(r, dict) and r.get("target") == "host" and r.get("exit_status") == 0 and not r.get("error")
-                    and not r.get("timed_out") and not r.get("truncated") and isinstance(r.get("stdout"), str)):
+            if (
+                isinstance(r, dict)
+                and r.get("target") == "host"
+                and r.get("exit_status") == 0
+                and not r.get("error")
+                and not r.get("timed_out")
+                and not r.get("truncated")
+                and isinstance(r.get("stdout"), str)
+            ):
                 out.setdefault(str(r.get("command_id")), r["stdout"])
     return out
 

@@ -20,8 +20,8 @@ import shlex
 import stat
 from dataclasses import dataclass, field
 
-from gpuaudit.probes.core.errors import UsageError
 from gpuaudit.probes.core.collect.targets import parse_ssh_address
+from gpuaudit.probes.core.errors import UsageError
 
 MAX_INVENTORY_BYTES = 4 * 1024 * 1024
 MAX_HOSTS = 10_000
@@ -58,8 +58,10 @@ class Inventory:
         """One line for stderr naming the ignored variables, or None."""
         if not self.ignored:
             return None
-        return (f"inventory: ignored variable(s) {', '.join(self.ignored)} (used: ansible_host, ansible_port, "
-                "ansible_user, ansible_private_key_file and their ansible_ssh_* spellings)")
+        return (
+            f"inventory: ignored variable(s) {', '.join(self.ignored)} (used: ansible_host, ansible_port, "
+            "ansible_user, ansible_private_key_file and their ansible_ssh_* spellings)"
+        )
 
 
 @dataclass(slots=True)
@@ -140,7 +142,9 @@ def _parse(text: str, source: str) -> _Parsed:
         if kind == "vars":
             key, sep, value = line.partition("=")
             if not sep or not key.strip():
-                raise UsageError(f"{where}: cannot read {line[:60]!r}: expected key=value in [{group}:vars]")
+                raise UsageError(
+                    f"{where}: cannot read {line[:60]!r}: expected key=value in [{group}:vars]"
+                )
             out.group_vars.setdefault(group, {})[key.strip()] = value.strip().strip("'\"")
             continue
         first, hvars = _host_line(line, where)
@@ -149,15 +153,24 @@ def _parse(text: str, source: str) -> _Parsed:
         except UsageError as exc:
             raise UsageError(f"{where}: {exc}") from None
         groups = [] if group == "ungrouped" else [group]
-        if first in out.pending:  # the same inventory name in two groups is one host (Ansible's rule)
+        if (
+            first in out.pending
+        ):  # the same inventory name in two groups is one host (Ansible's rule)
             p = out.pending[first]
             p.groups = list(dict.fromkeys(p.groups + groups))
             p.hostvars.update(hvars)
         else:
             if len(out.pending) >= MAX_HOSTS:
                 raise UsageError(f"{where}: more than {MAX_HOSTS} hosts in one inventory; split it")
-            out.pending[first] = _Pending(name=first, user=addr.user, host=addr.host, port=addr.port,
-                                          hostvars=hvars, groups=groups, line=n)
+            out.pending[first] = _Pending(
+                name=first,
+                user=addr.user,
+                host=addr.host,
+                port=addr.port,
+                hostvars=hvars,
+                groups=groups,
+                line=n,
+            )
     return out
 
 
@@ -210,7 +223,11 @@ def read_inventory(text: str, source: str = "inventory") -> Inventory:
         if spec in seen:  # two names for one address: audit it once
             continue
         seen.add(spec)
-        hosts.append(FleetHost(spec=spec, name=p.name, groups=tuple(p.groups), identity=_first(levels, KEY_VARS)))
+        hosts.append(
+            FleetHost(
+                spec=spec, name=p.name, groups=tuple(p.groups), identity=_first(levels, KEY_VARS)
+            )
+        )
     ignored = tuple(sorted(v for v in used_vars if v.startswith("ansible_") and v not in HONOURED))
     return Inventory(hosts, ignored)
 
@@ -231,11 +248,20 @@ def read_inventory_file(path: str) -> str:
     except OSError as exc:
         raise UsageError(f"--hosts {path}: {exc.strerror or exc}") from None
     if not stat.S_ISREG(st.st_mode):
-        what = ("a directory" if stat.S_ISDIR(st.st_mode) else "a FIFO" if stat.S_ISFIFO(st.st_mode)
-                else "a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode) else "a socket or special file")
+        what = (
+            "a directory"
+            if stat.S_ISDIR(st.st_mode)
+            else "a FIFO"
+            if stat.S_ISFIFO(st.st_mode)
+            else "a device"
+            if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode)
+            else "a socket or special file"
+        )
         raise UsageError(f"--hosts {path}: {what}, not a regular inventory file")
     if st.st_size > MAX_INVENTORY_BYTES:
-        raise UsageError(f"--hosts {path}: too large ({st.st_size} bytes, limit {MAX_INVENTORY_BYTES})")
+        raise UsageError(
+            f"--hosts {path}: too large ({st.st_size} bytes, limit {MAX_INVENTORY_BYTES})"
+        )
     try:
         # O_NONBLOCK: if the path was swapped for a FIFO since the stat, open must not block; fstat re-checks
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOCTTY", 0))

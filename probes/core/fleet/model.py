@@ -14,11 +14,22 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from gpuaudit.probes.core.models import Severity
-from gpuaudit.probes.core.fleet.peers import Node, Outlier, compare, node_from_records
 from gpuaudit.probes.core.fleet.documents import host_records, node_name
+from gpuaudit.probes.core.fleet.peers import Node, Outlier, compare, node_from_records
+from gpuaudit.probes.core.models import Severity
 
-PROBES = ("firmware", "container", "driver", "kernel", "pcie", "power", "nccl", "numa", "python", "nvlink")
+PROBES = (
+    "firmware",
+    "container",
+    "driver",
+    "kernel",
+    "pcie",
+    "power",
+    "nccl",
+    "numa",
+    "python",
+    "nvlink",
+)
 """The ten probe columns, in the dashboard's order."""
 PROBE_ABBR = dict(zip(PROBES, ("fw", "ct", "dr", "kn", "pc", "pw", "nc", "nu", "py", "nv")))
 STATES = ("pending", "auditing", "done", "unreachable")
@@ -68,7 +79,14 @@ class NodeRow:
         needle = text.strip().lower()
         if not needle:
             return True
-        hay = [self.name, self.spec, self.klass, self.state, self.reason or "", *self.outlier_texts()]
+        hay = [
+            self.name,
+            self.spec,
+            self.klass,
+            self.state,
+            self.reason or "",
+            *self.outlier_texts(),
+        ]
         return any(needle in h.lower() for h in hay)
 
 
@@ -94,7 +112,7 @@ def findings_summary(doc: Mapping[str, Any]) -> tuple[dict[str, Severity], dict[
 
 def host_state(doc: Mapping[str, Any]) -> tuple[str, str | None]:
     """("done" | "unreachable", reason) from the host target's recorded state."""
-    state = ((doc.get("target_states") or {}).get("host") or {})
+    state = (doc.get("target_states") or {}).get("host") or {}
     if state.get("state") == "failed":
         return "unreachable", state.get("reason") or "failed"
     return "done", None
@@ -113,8 +131,15 @@ def _by_probe(probe: str) -> SortKey:
 
 SORTS: dict[str, SortKey] = {
     "inventory": lambda r: (r.index,),
-    "worst": lambda r: (r.state != "unreachable", -_sev_rank(r.worst_overall), -r.counts.get(Severity.CRITICAL, 0),
-                        -r.counts.get(Severity.WARNING, 0), -len(r.outliers), STATE_ORDER[r.state], r.index),
+    "worst": lambda r: (
+        r.state != "unreachable",
+        -_sev_rank(r.worst_overall),
+        -r.counts.get(Severity.CRITICAL, 0),
+        -r.counts.get(Severity.WARNING, 0),
+        -len(r.outliers),
+        STATE_ORDER[r.state],
+        r.index,
+    ),
     "name": lambda r: (r.name.lower(), r.index),
     "state": lambda r: (STATE_ORDER[r.state], r.index),
     "critical": lambda r: (-r.counts.get(Severity.CRITICAL, 0), r.index),
@@ -135,8 +160,16 @@ def next_sort(current: str, step: int = 1) -> str:
 class FleetModel:
     """Every node's row and the run's progress; `version` changes whenever a row does (the screen polls it)."""
 
-    def __init__(self, rows: Iterable[NodeRow], *, live: bool, title: str = "fleet", skipped: Iterable[str] = (),
-                 max_connections: int | None = None, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(
+        self,
+        rows: Iterable[NodeRow],
+        *,
+        live: bool,
+        title: str = "fleet",
+        skipped: Iterable[str] = (),
+        max_connections: int | None = None,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.rows: dict[str, NodeRow] = {r.key: r for r in rows}
         self.live, self.title, self.skipped = live, title, list(skipped)
         self.max_connections, self.clock = max_connections, clock
@@ -171,8 +204,18 @@ class FleetModel:
         state, reason = host_state(doc)
         node = node_from_records(key, path, host_records(doc))
         spec = str(((doc.get("targets") or [{}])[0] or {}).get("spec") or path)
-        self.rows[key] = NodeRow(key=key, name=key, spec=spec, index=index, state=state, worst=worst, counts=counts,
-                                 klass=node.klass, reason=reason, path=path)
+        self.rows[key] = NodeRow(
+            key=key,
+            name=key,
+            spec=spec,
+            index=index,
+            state=state,
+            worst=worst,
+            counts=counts,
+            klass=node.klass,
+            reason=reason,
+            path=path,
+        )
         self._nodes[key] = node
         self.version += 1
 
@@ -195,9 +238,17 @@ class FleetModel:
         if not unreachable:
             node = node_from_records(key, key, host_records(doc))
             self._nodes[key], klass = node, node.klass
-        self.rows[key] = replace(row, state="unreachable" if unreachable else "done", worst=worst, counts=counts,
-                                 reason=result.error, duration_s=result.duration_s, exit_status=result.exit_status,
-                                 snapshot_json=result.snapshot_json, klass=klass)
+        self.rows[key] = replace(
+            row,
+            state="unreachable" if unreachable else "done",
+            worst=worst,
+            counts=counts,
+            reason=result.error,
+            duration_s=result.duration_s,
+            exit_status=result.exit_status,
+            snapshot_json=result.snapshot_json,
+            klass=klass,
+        )
         self.recompute_outliers()
         self.version += 1
 
@@ -212,7 +263,10 @@ class FleetModel:
                 found.setdefault(o.node, []).append(o)
         sizes = Counter(n.klass for n in self._nodes.values())
         for key, row in self.rows.items():
-            new, size = tuple(found.get(key, ())), sizes.get(row.klass, 0) if key in self._nodes else 0
+            new, size = (
+                tuple(found.get(key, ())),
+                sizes.get(row.klass, 0) if key in self._nodes else 0,
+            )
             if new != row.outliers or size != row.class_size:
                 self.rows[key] = replace(row, outliers=new, class_size=size)
 
@@ -226,7 +280,9 @@ class FleetModel:
     def finished(self) -> bool:
         return self.finished_at is not None
 
-    def visible(self, sort: str = "inventory", text: str = "", reverse: bool = False) -> list[NodeRow]:
+    def visible(
+        self, sort: str = "inventory", text: str = "", reverse: bool = False
+    ) -> list[NodeRow]:
         rows = [r for r in self.rows.values() if r.matches(text)]
         return sorted(rows, key=SORTS[sort], reverse=reverse)
 
@@ -257,7 +313,9 @@ class FleetModel:
         if self.live:
             parts.append(f"{end - self.started_at:.1f}s")
         if odd or self.compared:
-            parts.append((f"{odd} differs" if odd == 1 else f"{odd} differ") if odd else "peers agree")
+            parts.append(
+                (f"{odd} differs" if odd == 1 else f"{odd} differ") if odd else "peers agree"
+            )
         if self.skipped:
             parts.append(f"{len(self.skipped)} file(s) skipped")
         if self.live and self.max_connections and not self.finished:
@@ -265,7 +323,7 @@ class FleetModel:
         return parts
 
     def progress_line(self, width: int = 10_000) -> str:
-        """"fleet hosts.ini: 3/8 done · 2 auditing · 3 pending · 1 unreachable · 4.2s · 1 differs", cut at whole
+        """ "fleet hosts.ini: 3/8 done · 2 auditing · 3 pending · 1 unreachable · 4.2s · 1 differs", cut at whole
         parts ("differ": nodes with an outlier fact)."""
         line = f"{self.title}:"
         for i, part in enumerate(self.progress_parts()):

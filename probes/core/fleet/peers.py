@@ -26,7 +26,9 @@ Records = Mapping[str, str]
 
 
 def _csv_column(text: str, index: int) -> list[str]:
-    rows = [[c.strip() for c in ln.split(",")] for ln in text.splitlines() if ln.count(",") >= index]
+    rows = [
+        [c.strip() for c in ln.split(",")] for ln in text.splitlines() if ln.count(",") >= index
+    ]
     return [r[index] for r in rows if len(r) > index]
 
 
@@ -53,12 +55,17 @@ def _kernel(r: Records) -> str | None:
 def _bios(r: Records) -> str | None:
     if len(lines := r.get("dmi_bios", "").strip().splitlines()) >= 2:
         return lines[1].strip()
-    m = re.search(r"BIOS Information\n(?:[ \t].*\n)*?[ \t]+Version: (.+)", r.get("dmidecode_bios", ""))
+    m = re.search(
+        r"BIOS Information\n(?:[ \t].*\n)*?[ \t]+Version: (.+)", r.get("dmidecode_bios", "")
+    )
     return m.group(1).strip() if m else None
 
 
 def _board(r: Records) -> str | None:
-    m = re.search(r"Base Board Information\n(?:[ \t].*\n)*?[ \t]+Product Name: (.+)", r.get("dmidecode_bios", ""))
+    m = re.search(
+        r"Base Board Information\n(?:[ \t].*\n)*?[ \t]+Product Name: (.+)",
+        r.get("dmidecode_bios", ""),
+    )
     return m.group(1).strip() if m else None
 
 
@@ -75,12 +82,18 @@ def _governor(r: Records) -> str | None:
 
 
 def _iommu(r: Records) -> str | None:
-    types = [ln.split()[-1] for ln in r.get("iommu_state", "").splitlines() if ln.startswith("gpu ") and len(ln.split()) >= 3]
+    types = [
+        ln.split()[-1]
+        for ln in r.get("iommu_state", "").splitlines()
+        if ln.startswith("gpu ") and len(ln.split()) >= 3
+    ]
     return _uniform(types)
 
 
 def _acs(r: Records) -> str | None:
-    text = r.get("lspci_vvv", "") or r.get("lspci_acsctl", "")  # lspci_acsctl: snapshots before the merge
+    text = r.get("lspci_vvv", "") or r.get(
+        "lspci_acsctl", ""
+    )  # lspci_acsctl: snapshots before the merge
     if not text:
         return None
     redirect = sum(1 for ln in text.splitlines() if "ACSCtl:" in ln and "ReqRedir+" in ln)
@@ -125,7 +138,7 @@ FACTS: dict[str, Callable[[Records], str | None]] = {
     "vbios": lambda r: _uniform(_csv_column(r.get("smi_query_fw", ""), 2)),
     "scaling_driver": lambda r: _sysfs_value(r.get("sys_cpufreq", ""), "scaling_driver"),
     "governor": _governor,
-    "numa_balancing": lambda r: (r.get("numa_balancing", "").strip() or None),
+    "numa_balancing": lambda r: r.get("numa_balancing", "").strip() or None,
     "iommu_mode": _iommu,
     "acs": _acs,
     "max_read_req": _mrrs,
@@ -207,6 +220,8 @@ def compare(nodes: Iterable[Node]) -> list[ClassReport]:
             (value, count), *_ = Counter(v for _, v in read).most_common(1)
             if count * 2 <= len(read):
                 continue
-            rep.outliers += [Outlier(m.name, key, v, value, count, len(read)) for m, v in read if v != value]
+            rep.outliers += [
+                Outlier(m.name, key, v, value, count, len(read)) for m, v in read if v != value
+            ]
         reports.append(rep)
     return reports

@@ -70,27 +70,45 @@ class _Family:
         self.samples.append(f"{self.name}{_labels(labels)} {_num(value)}")
 
     def text(self) -> str:
-        return f"# HELP {self.name} {self.help}\n# TYPE {self.name} {self.kind}\n" + "".join(s + "\n" for s in self.samples)
+        return f"# HELP {self.name} {self.help}\n# TYPE {self.name} {self.kind}\n" + "".join(
+            s + "\n" for s in self.samples
+        )
 
 
 def render(nodes: Mapping[str | None, NodeAudit]) -> str:
     """One exposition for one node (key None: no node label) or many (fleet: key = node name)."""
     fam = {
-        "check": _Family("gpuaudit_check_severity", f"Verdict of each check per target ({SEVERITY_HELP})."),
+        "check": _Family(
+            "gpuaudit_check_severity", f"Verdict of each check per target ({SEVERITY_HELP})."
+        ),
         "count": _Family("gpuaudit_findings", "Checks at each severity, per target."),
-        "up": _Family("gpuaudit_target_up", "1 when the target was audited, 0 when it could not be reached."),
+        "up": _Family(
+            "gpuaudit_target_up", "1 when the target was audited, 0 when it could not be reached."
+        ),
         "ts": _Family("gpuaudit_last_run_timestamp_seconds", "When the audit ran (Unix time)."),
         "dur": _Family("gpuaudit_run_duration_seconds", "Wall time of the audit."),
         "probe": _Family("gpuaudit_probe_duration_seconds", "Wall time of each probe."),
         "info": _Family("gpuaudit_node_info", "Facts fleets group nodes by (value always 1)."),
-        "roof": _Family("gpuaudit_decode_roofline_tokens_per_second", "Decode roofline bounds for one stream."),
-        "meas": _Family("gpuaudit_decode_tokens_per_second", "Measured single-stream decode speed."),
+        "roof": _Family(
+            "gpuaudit_decode_roofline_tokens_per_second", "Decode roofline bounds for one stream."
+        ),
+        "meas": _Family(
+            "gpuaudit_decode_tokens_per_second", "Measured single-stream decode speed."
+        ),
     }
     for node, audit in nodes.items():
         base = {"node": node} if node is not None else {}
         for f in audit.findings:  # a cross-target check is one series, target="host+container"
-            fam["check"].add({**base, "check": f.id, "probe": f.probe, "target": "+".join(f.targets or ["host"]),
-                              "owner": f.owner or ""}, f.severity.rank)
+            fam["check"].add(
+                {
+                    **base,
+                    "check": f.id,
+                    "probe": f.probe,
+                    "target": "+".join(f.targets or ["host"]),
+                    "owner": f.owner or "",
+                },
+                f.severity.rank,
+            )
         for target in audit.targets:
             counts = {s: 0 for s in SEVERITY_ORDER}
             for f in audit.findings:
@@ -140,8 +158,15 @@ def write_textfile(path: Path, text: str) -> Path:
 
 
 def _host_stdouts(records: Iterable[CommandRecord]) -> dict[str, str]:
-    return {r.command_id: r.stdout for r in records
-            if r.target == "host" and r.exit_status == 0 and not r.timed_out and not r.error and not r.truncated}
+    return {
+        r.command_id: r.stdout
+        for r in records
+        if r.target == "host"
+        and r.exit_status == 0
+        and not r.timed_out
+        and not r.error
+        and not r.truncated
+    }
 
 
 def node_info(records: list[CommandRecord]) -> dict[str, str]:
@@ -158,7 +183,9 @@ def from_snapshot(snapshot: Any) -> NodeAudit:
     """A NodeAudit from a `Snapshot` (duck-typed: the engine does not import snapshots/)."""
     records = [r for p in snapshot.probes for r in p.records]
     states = snapshot.target_states or {}
-    targets = {t.role: getattr(states.get(t.role), "state", None) != "failed" for t in snapshot.targets}
+    targets = {
+        t.role: getattr(states.get(t.role), "state", None) != "failed" for t in snapshot.targets
+    }
     starts = [p.started_at for p in snapshot.probes if p.started_at]
     ends = [p.started_at.timestamp() + p.duration_s for p in snapshot.probes if p.started_at]
     duration = (max(ends) - min(s.timestamp() for s in starts)) if starts else None
@@ -170,10 +197,25 @@ def from_snapshot(snapshot: Any) -> NodeAudit:
                 roofline[str(key)] = float(value)
         if isinstance(roof.get("measured_tok_s"), (int, float)):
             roofline["measured"] = float(roof["measured_tok_s"])
-    return NodeAudit(findings=tuple(f for p in snapshot.probes for f in p.findings), targets=targets,
-                     created_at=snapshot.created_at, duration_s=duration,
-                     probe_durations={p.probe_id: p.duration_s for p in snapshot.probes if p.status in ("done", "failed")},
-                     info=node_info(records), roofline=roofline)
+    return NodeAudit(
+        findings=tuple(f for p in snapshot.probes for f in p.findings),
+        targets=targets,
+        created_at=snapshot.created_at,
+        duration_s=duration,
+        probe_durations={
+            p.probe_id: p.duration_s for p in snapshot.probes if p.status in ("done", "failed")
+        },
+        info=node_info(records),
+        roofline=roofline,
+    )
 
 
-__all__ = ["NodeAudit", "escape_label", "from_snapshot", "node_info", "render", "write_textfile", "Severity"]
+__all__ = [
+    "NodeAudit",
+    "escape_label",
+    "from_snapshot",
+    "node_info",
+    "render",
+    "write_textfile",
+    "Severity",
+]

@@ -100,7 +100,10 @@ class Ctx:
     def usable(self, command_id: str, role: Role | None = None) -> bool:
         """Whether an optional source gave a normal answer on this (or the given) target."""
         rec = self.outputs.get(role or self.role or "host", {}).get(command_id)
-        return rec is not None and source_problem(rec, self.facts.get(role or self.role or "host")) is None
+        return (
+            rec is not None
+            and source_problem(rec, self.facts.get(role or self.role or "host")) is None
+        )
 
 
 VerdictFn = Callable[[Ctx], Verdict]
@@ -148,17 +151,41 @@ class Check:
 
 # The Debian/Ubuntu package that provides a tool, for "unknown: <tool> not installed (apt install <pkg>)".
 TOOL_PACKAGES: dict[str, str] = {
-    "lspci": "pciutils", "setpci": "pciutils", "dmidecode": "dmidecode", "numactl": "numactl",
-    "numastat": "numactl", "cpupower": "linux-cpupower (Debian) / linux-tools-common (Ubuntu)",
-    "turbostat": "linux-cpupower (Debian) / linux-tools-common (Ubuntu)", "lscpu": "util-linux",
-    "lsblk": "util-linux", "journalctl": "systemd", "systemctl": "systemd", "tuned-adm": "tuned",
+    "lspci": "pciutils",
+    "setpci": "pciutils",
+    "dmidecode": "dmidecode",
+    "numactl": "numactl",
+    "numastat": "numactl",
+    "cpupower": "linux-cpupower (Debian) / linux-tools-common (Ubuntu)",
+    "turbostat": "linux-cpupower (Debian) / linux-tools-common (Ubuntu)",
+    "lscpu": "util-linux",
+    "lsblk": "util-linux",
+    "journalctl": "systemd",
+    "systemctl": "systemd",
+    "tuned-adm": "tuned",
     "nvidia-smi": "the NVIDIA driver's utilities (nvidia-utils-<branch>)",
-    "nv-fabricmanager": "nvidia-fabricmanager-<branch>", "modinfo": "kmod", "lsmod": "kmod",
-    "ethtool": "ethtool", "ibstat": "infiniband-diags", "ibv_devinfo": "ibverbs-utils", "docker": "docker.io",
-    "pct": "pve-container (Proxmox VE)", "lxc-info": "lxc", "lxc-attach": "lxc", "dkms": "dkms",
-    "python3": "python3", "ps": "procps", "pgrep": "procps", "sysctl": "procps", "ldconfig": "libc-bin",
-    "nvcc": "nvidia-cuda-toolkit", "all_reduce_perf": "nccl-tests (build from github.com/NVIDIA/nccl-tests)",
-    "dmesg": "util-linux", "ip": "iproute2", "awk": "mawk", "findmnt": "util-linux",
+    "nv-fabricmanager": "nvidia-fabricmanager-<branch>",
+    "modinfo": "kmod",
+    "lsmod": "kmod",
+    "ethtool": "ethtool",
+    "ibstat": "infiniband-diags",
+    "ibv_devinfo": "ibverbs-utils",
+    "docker": "docker.io",
+    "pct": "pve-container (Proxmox VE)",
+    "lxc-info": "lxc",
+    "lxc-attach": "lxc",
+    "dkms": "dkms",
+    "python3": "python3",
+    "ps": "procps",
+    "pgrep": "procps",
+    "sysctl": "procps",
+    "ldconfig": "libc-bin",
+    "nvcc": "nvidia-cuda-toolkit",
+    "all_reduce_perf": "nccl-tests (build from github.com/NVIDIA/nccl-tests)",
+    "dmesg": "util-linux",
+    "ip": "iproute2",
+    "awk": "mawk",
+    "findmnt": "util-linux",
 }
 
 _NOT_FOUND = re.compile(r"(?:^|[\s:])([\w.+-]+): (?:command )?not found", re.M)
@@ -190,7 +217,12 @@ def source_problem(record: CommandRecord | None, facts: Any = None) -> str | Non
         return "target unreachable"
     src = SOURCES.get(record.command_id)
     tolerated = src.ok_exits if src is not None else frozenset({0})
-    if record.exit_status in tolerated and not record.error and not record.timed_out and not record.truncated:
+    if (
+        record.exit_status in tolerated
+        and not record.error
+        and not record.timed_out
+        and not record.truncated
+    ):
         problem = None
     elif record.missing_tool and not record.error and not record.timed_out:
         problem = tool_hint(missing_tool_name(record))
@@ -217,7 +249,9 @@ def unreachable_reason(records: Mapping[str, CommandRecord]) -> str | None:
     return None
 
 
-def _finding(check: Check, targets: Iterable[Role], v: Verdict, evidence: Iterable[tuple[Role, str]]) -> Finding:
+def _finding(
+    check: Check, targets: Iterable[Role], v: Verdict, evidence: Iterable[tuple[Role, str]]
+) -> Finding:
     return Finding(
         id=check.id,
         severity=Severity(v.severity),
@@ -233,14 +267,22 @@ def _finding(check: Check, targets: Iterable[Role], v: Verdict, evidence: Iterab
     )
 
 
-def _gate(check: Check, roles: tuple[Role, ...], facts: Mapping[Role, Any],
-          outputs: Mapping[Role, Mapping[str, CommandRecord]]) -> tuple[Verdict | None, list[tuple[Role, str]]]:
+def _gate(
+    check: Check,
+    roles: tuple[Role, ...],
+    facts: Mapping[Role, Any],
+    outputs: Mapping[Role, Mapping[str, CommandRecord]],
+) -> tuple[Verdict | None, list[tuple[Role, str]]]:
     """The framework's verdict when the check can't be judged (unknown / not applicable), and the evidence."""
     evidence: list[tuple[Role, str]] = []
     for role in roles:
         recs = outputs.get(role, {})
         if reason := unreachable_reason(recs):
-            return unknown(f"{role} unreachable: {reason}" if len(roles) > 1 else f"target unreachable: {reason}"), []
+            return unknown(
+                f"{role} unreachable: {reason}"
+                if len(roles) > 1
+                else f"target unreachable: {reason}"
+            ), []
     if check.needs_gpu:
         for role in roles:
             present, _why = nvidia_presence(outputs.get(role, {}))
@@ -258,26 +300,38 @@ def _gate(check: Check, roles: tuple[Role, ...], facts: Mapping[Role, Any],
             if problem:
                 unusable.append(f"{cid}{f' ({role})' if len(roles) > 1 else ''}: {problem}")
         if check.any_of:
-            tried = [(cid, source_problem(recs.get(cid), facts.get(role))) for cid in check.any_of if cid in recs]
+            tried = [
+                (cid, source_problem(recs.get(cid), facts.get(role)))
+                for cid in check.any_of
+                if cid in recs
+            ]
             good = [cid for cid, p in tried if p is None]
             if good:
                 evidence.append((role, good[0]))
             else:
-                unusable.append("; ".join(f"{cid}: {p}" for cid, p in tried) or "none of " + ", ".join(check.any_of) + " collected")
+                unusable.append(
+                    "; ".join(f"{cid}: {p}" for cid, p in tried)
+                    or "none of " + ", ".join(check.any_of) + " collected"
+                )
                 evidence.extend((role, cid) for cid, _ in tried)
     if unusable:
         return unknown("; ".join(unusable)), evidence
     return None, evidence
 
 
-def not_run_active(check: Check, roles: Iterable[Role], outputs: Mapping[Role, Mapping[str, CommandRecord]]) -> bool:
+def not_run_active(
+    check: Check, roles: Iterable[Role], outputs: Mapping[Role, Mapping[str, CommandRecord]]
+) -> bool:
     """A check over ACTIVE (load-generating) sources when none of them ran: an audit without --active judges nothing."""
     active = [c for c in check.sources if c in SOURCES and SOURCES[c].active]
     return bool(active) and not any(c in outputs.get(r, {}) for r in roles for c in active)
 
 
-def judge_checks(checks: Iterable[Check], facts: Mapping[Role, Any],
-                 outputs: Mapping[Role, Mapping[str, CommandRecord]]) -> Iterator[Finding]:
+def judge_checks(
+    checks: Iterable[Check],
+    facts: Mapping[Role, Any],
+    outputs: Mapping[Role, Mapping[str, CommandRecord]],
+) -> Iterator[Finding]:
     """Every check -> exactly one finding per target set it covers among the roles the probe ran on."""
     ran = [r for r in ("host", "container") if r in outputs]
     for check in checks:
@@ -293,8 +347,12 @@ def judge_checks(checks: Iterable[Check], facts: Mapping[Role, Any],
             yield _judge_one(check, group, facts, outputs)
 
 
-def _judge_one(check: Check, group: tuple[Role, ...], facts: Mapping[Role, Any],
-               outputs: Mapping[Role, Mapping[str, CommandRecord]]) -> Finding:
+def _judge_one(
+    check: Check,
+    group: tuple[Role, ...],
+    facts: Mapping[Role, Any],
+    outputs: Mapping[Role, Mapping[str, CommandRecord]],
+) -> Finding:
     gated, evidence = _gate(check, group, facts, outputs)
     if gated is not None:
         return _finding(check, group, gated, evidence)
@@ -303,6 +361,8 @@ def _judge_one(check: Check, group: tuple[Role, ...], facts: Mapping[Role, Any],
         if check.applies is not None and (why := check.applies(ctx)):
             return _finding(check, group, not_applicable(why), evidence)
         v = check.verdict(ctx)
-    except Exception as exc:  # a rule bug makes this one check unknown, visibly, not the whole probe
+    except (
+        Exception
+    ) as exc:  # a rule bug makes this one check unknown, visibly, not the whole probe
         v = unknown(f"rule error: {exc.__class__.__name__}: {exc}")
     return _finding(check, group, v, [*evidence, *v.evidence])

@@ -9,7 +9,12 @@ import re
 from collections.abc import Mapping
 
 from gpuaudit.probes.core.models import CommandRecord
-from gpuaudit.probes.core.parsers.lspci import bus_tree, parse_lspci_tree, parse_lspci_vvv, tree_path
+from gpuaudit.probes.core.parsers.lspci import (
+    bus_tree,
+    parse_lspci_tree,
+    parse_lspci_vvv,
+    tree_path,
+)
 
 Outputs = Mapping[str, CommandRecord]
 
@@ -18,8 +23,13 @@ PRESENCE_SOURCES = ("proc_driver_version", "pci_nvidia_sysfs")
 
 
 def _answered(rec: CommandRecord | None, ok_exits: tuple[int, ...] = (0,)) -> bool:
-    return (rec is not None and rec.error is None and not rec.timed_out and not rec.truncated
-            and rec.exit_status in ok_exits)
+    return (
+        rec is not None
+        and rec.error is None
+        and not rec.timed_out
+        and not rec.truncated
+        and rec.exit_status in ok_exits
+    )
 
 
 def nvidia_presence(outputs: Outputs) -> tuple[bool | None, str]:
@@ -36,8 +46,13 @@ def nvidia_presence(outputs: Outputs) -> tuple[bool | None, str]:
     functions = [ln for ln in (pci.stdout.splitlines() if pci else []) if ln.strip()]
     if _answered(pci, (0, 1)) and functions:
         return True, f"{len(functions)} NVIDIA PCI function(s) in sysfs"
-    module_absent = (drv is not None and drv.error is None and not drv.timed_out and drv.exit_status not in (0, None)
-                     and "no such file" in (drv.stderr + drv.stdout).lower())
+    module_absent = (
+        drv is not None
+        and drv.error is None
+        and not drv.timed_out
+        and drv.exit_status not in (0, None)
+        and "no such file" in (drv.stderr + drv.stdout).lower()
+    )
     if module_absent and _answered(pci, (0, 1)) and not functions:
         return False, "no NVIDIA PCI device in sysfs and no NVIDIA kernel module"
     return None, "GPU presence not determined"
@@ -51,8 +66,11 @@ def virtual_machine(outputs: Outputs) -> tuple[bool | None, str]:
     """
     rec = outputs.get("cpu_hypervisor_flag")
     if _answered(rec, (0, 1)):
-        return ("hypervisor" in rec.stdout if rec else False), ("CPU flag 'hypervisor' set" if rec and "hypervisor" in rec.stdout
-                                                                  else "no 'hypervisor' CPU flag")
+        return ("hypervisor" in rec.stdout if rec else False), (
+            "CPU flag 'hypervisor' set"
+            if rec and "hypervisor" in rec.stdout
+            else "no 'hypervisor' CPU flag"
+        )
     lscpu = outputs.get("lscpu_json")
     if _answered(lscpu) and lscpu is not None:
         m = re.search(r'"Hypervisor vendor:",\s*"data":\s*"([^"]+)"', lscpu.stdout)
@@ -64,10 +82,14 @@ def virtual_machine(outputs: Outputs) -> tuple[bool | None, str]:
 
 
 def vm_reason(outputs: Outputs) -> str | None:
-    """"virtual machine (<why>)" when the target is proven a guest, else None: for a check's `applies`,
+    """ "virtual machine (<why>)" when the target is proven a guest, else None: for a check's `applies`,
     so every probe says the same thing about the same VM (kernel.version, firmware.cppc, numa_mode...)."""
     vm, why = virtual_machine(outputs)
-    return f"virtual machine ({why}): the hypervisor host's firmware and hardware decide this" if vm else None
+    return (
+        f"virtual machine ({why}): the hypervisor host's firmware and hardware decide this"
+        if vm
+        else None
+    )
 
 
 # --- IOMMU translation of the GPU functions (nccl.iommu_acs_gate; firmware.iommu_mode reads the same source) -------
@@ -127,10 +149,13 @@ def gpu_iommu_translation(outputs: Outputs) -> tuple[bool | None, str]:
             if not units and not typed:
                 return False, "no IOMMU unit"
             if any(t.startswith("DMA") for t in typed.values()):
-                return True, f"{len(units)} IOMMU unit(s); GPU functions' domains: {type_counts(types)}"
+                return (
+                    True,
+                    f"{len(units)} IOMMU unit(s); GPU functions' domains: {type_counts(types)}",
+                )
             if typed and len(typed) == len(types):
                 return False, f"GPU functions' domains: {type_counts(types)}"
-            live_why = (f"{len(units)} IOMMU unit(s); GPU functions' domains: {type_counts(types) or 'no NVIDIA function'}")
+            live_why = f"{len(units)} IOMMU unit(s); GPU functions' domains: {type_counts(types) or 'no NVIDIA function'}"
     cmd = outputs.get("proc_cmdline")
     if _answered(cmd) and cmd is not None and (m := _IOMMU_OFF_ARGS.search(cmd.stdout)):
         return False, f"kernel command line {m.group(0)}"
@@ -164,11 +189,19 @@ def gpu_acs_redirect(outputs: Outputs) -> tuple[list[str] | None, str]:
     if not gpus:
         return None, f"no NVIDIA GPU in lspci_vvv ({len(devices)} function(s))"
     tv = outputs.get("lspci_tv")
-    trees = ([parse_lspci_tree(tv.stdout)] if _answered(tv) and tv is not None else []) + [bus_tree(devices)]
+    trees = ([parse_lspci_tree(tv.stdout)] if _answered(tv) and tv is not None else []) + [
+        bus_tree(devices)
+    ]
     tree = next((t for t in trees if any(tree_path(t, g) for g in gpus)), None)
     by = {d.bdf: d for d in devices}
     bridges = sorted({p for g in gpus for p in (tree_path(tree, g) if tree else []) if p in by})
     if not bridges:
-        return None, "no bridge found above the GPUs (no lspci -tv path, no Bus: line leads to them)"
+        return (
+            None,
+            "no bridge found above the GPUs (no lspci -tv path, no Bus: line leads to them)",
+        )
     redirect = [b for b in bridges if acs_redirects(by[b].acs_ctl)]
-    return redirect, f"{len(redirect)} of {len(bridges)} bridge(s) above {len(gpus)} GPU(s) redirect"
+    return (
+        redirect,
+        f"{len(redirect)} of {len(bridges)} bridge(s) above {len(gpus)} GPU(s) redirect",
+    )

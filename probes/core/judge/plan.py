@@ -34,34 +34,84 @@ class Relation:
 
 
 RELATIONS: tuple[Relation, ...] = (
-    Relation("kernel-upgrade", "Upgrade the kernel (and rebuild the NVIDIA module for it)",
-             ("kernel.version", "power.cpu_scaling_driver", "firmware.cppc", "driver.dkms_kernel_match"),
-             "amd_pstate loads by default on Zen 5 servers only from kernel 6.13: the upgrade also fixes the CPU frequency driver"),
-    Relation("cstates", "Limit deep CPU C-states", ("power.cpu_cstates", "firmware.cstate_exposure"),
-             "firmware exposure and OS use of the same idle states"),
-    Relation("iommu-acs", "Fix IOMMU/ACS so GPU peer-to-peer stays off the root complex",
-             ("firmware.iommu_mode", "pcie.acs", "nccl.iommu_acs_gate", "nccl.p2p_matrix", "nccl.transport_observed"),
-             "IOMMU translation and ACS redirect both force P2P traffic through the root complex"),
-    Relation("persistence", "Enable the persistence daemon on the host", ("driver.persistence", "driver.persistence_host_vs_container"),
-             "the container inherits persistence mode from the host"),
-    Relation("shm", "Give the container a large /dev/shm (or --ipc=host)",
-             ("container.shm", "container.shm_ipc"), "NCCL's SHM transport lives in /dev/shm"),
-    Relation("fabric-manager", "Start nvidia-fabricmanager and check the NVSwitch fabric",
-             ("nvlink.fabric_manager_service", "nvlink.fabric_state", "nvlink.fabric_vs_container"),
-             "the fabric state follows the fabric manager service"),
+    Relation(
+        "kernel-upgrade",
+        "Upgrade the kernel (and rebuild the NVIDIA module for it)",
+        ("kernel.version", "power.cpu_scaling_driver", "firmware.cppc", "driver.dkms_kernel_match"),
+        "amd_pstate loads by default on Zen 5 servers only from kernel 6.13: the upgrade also fixes the CPU frequency driver",
+    ),
+    Relation(
+        "cstates",
+        "Limit deep CPU C-states",
+        ("power.cpu_cstates", "firmware.cstate_exposure"),
+        "firmware exposure and OS use of the same idle states",
+    ),
+    Relation(
+        "iommu-acs",
+        "Fix IOMMU/ACS so GPU peer-to-peer stays off the root complex",
+        (
+            "firmware.iommu_mode",
+            "pcie.acs",
+            "nccl.iommu_acs_gate",
+            "nccl.p2p_matrix",
+            "nccl.transport_observed",
+        ),
+        "IOMMU translation and ACS redirect both force P2P traffic through the root complex",
+    ),
+    Relation(
+        "persistence",
+        "Enable the persistence daemon on the host",
+        ("driver.persistence", "driver.persistence_host_vs_container"),
+        "the container inherits persistence mode from the host",
+    ),
+    Relation(
+        "shm",
+        "Give the container a large /dev/shm (or --ipc=host)",
+        ("container.shm", "container.shm_ipc"),
+        "NCCL's SHM transport lives in /dev/shm",
+    ),
+    Relation(
+        "fabric-manager",
+        "Start nvidia-fabricmanager and check the NVSwitch fabric",
+        ("nvlink.fabric_manager_service", "nvlink.fabric_state", "nvlink.fabric_vs_container"),
+        "the fabric state follows the fabric manager service",
+    ),
 )
 
 # Expected impact on inference throughput (0-10), for ranking within one severity. Unlisted: per probe.
 IMPACT: dict[str, int] = {
-    "driver.gpu_health": 10, "python.cuda_graphs": 10, "python.measured_throughput": 9, "nccl.p2p_matrix": 9, "nccl.iommu_acs_gate": 9,
-    "pcie.link_capability": 8, "pcie.link_current_under_load": 8, "python.torch_arch_support": 8,
-    "python.flashinfer_sm120": 8, "driver.min_for_arch": 8, "nvlink.link_state": 8, "nvlink.fabric_state": 8,
-    "power.gpu_clock_events": 7, "power.gpu_power_limit": 7, "power.cpu_scaling_driver": 6, "kernel.version": 5,
-    "pcie.max_read_req": 4, "kernel.numa_balancing": 4, "power.cpu_cstates": 4, "driver.xid_history": 7,
+    "driver.gpu_health": 10,
+    "python.cuda_graphs": 10,
+    "python.measured_throughput": 9,
+    "nccl.p2p_matrix": 9,
+    "nccl.iommu_acs_gate": 9,
+    "pcie.link_capability": 8,
+    "pcie.link_current_under_load": 8,
+    "python.torch_arch_support": 8,
+    "python.flashinfer_sm120": 8,
+    "driver.min_for_arch": 8,
+    "nvlink.link_state": 8,
+    "nvlink.fabric_state": 8,
+    "power.gpu_clock_events": 7,
+    "power.gpu_power_limit": 7,
+    "power.cpu_scaling_driver": 6,
+    "kernel.version": 5,
+    "pcie.max_read_req": 4,
+    "kernel.numa_balancing": 4,
+    "power.cpu_cstates": 4,
+    "driver.xid_history": 7,
 }
 PROBE_IMPACT: dict[str, int] = {
-    "python": 6, "nccl": 6, "nvlink": 6, "pcie": 5, "driver": 5, "power": 5,
-    "numa": 4, "container": 4, "kernel": 3, "firmware": 3,
+    "python": 6,
+    "nccl": 6,
+    "nvlink": 6,
+    "pcie": 5,
+    "driver": 5,
+    "power": 5,
+    "numa": 4,
+    "container": 4,
+    "kernel": 3,
+    "firmware": 3,
 }
 
 
@@ -129,18 +179,51 @@ def build_plan(run: AuditRun) -> list[PlanStep]:
         else:
             fix, title = head.fix, head.title
             note = "same fix" if len(members) > 1 else None
-        steps.append(PlanStep(rank=0, severity=head.severity, title=title, fix=fix,
-                              impact=max(impact(f) for f in members) + len(members) - 1,
-                              findings=members, evidence=evidence, relation=note))
+        steps.append(
+            PlanStep(
+                rank=0,
+                severity=head.severity,
+                title=title,
+                fix=fix,
+                impact=max(impact(f) for f in members) + len(members) - 1,
+                findings=members,
+                evidence=evidence,
+                relation=note,
+            )
+        )
     steps.sort(key=lambda s: (-s.severity.rank, -s.impact, -len(s.findings), s.findings[0].id))
     return [s.model_copy(update={"rank": n}) for n, s in enumerate(steps, 1)]
 
 
-COMMAND_WORDS = ("systemctl", "sysctl", "nvidia-smi", "modprobe", "setpci", "cpupower", "numactl", "taskset",
-                 "tuned-adm", "update-grub", "update-initramfs", "pct set", "docker run", "lxc-", "echo ", "ulimit",
-                 "nvidia-persistenced", "proxmox-boot-tool", "apt ", "apt-get ", "pip install")
-_COMMAND = re.compile(r"(?<![\w/-])(?:" + "|".join(re.escape(w) for w in COMMAND_WORDS) + r")[^;()]*")
-_PROSE_AFTER = re.compile(r"\s(?:and|or|on|in|if|unless|then|to|for|per|when|with(?= the))\s.*$|[.,]\s*$|[.,]\s.*$")
+COMMAND_WORDS = (
+    "systemctl",
+    "sysctl",
+    "nvidia-smi",
+    "modprobe",
+    "setpci",
+    "cpupower",
+    "numactl",
+    "taskset",
+    "tuned-adm",
+    "update-grub",
+    "update-initramfs",
+    "pct set",
+    "docker run",
+    "lxc-",
+    "echo ",
+    "ulimit",
+    "nvidia-persistenced",
+    "proxmox-boot-tool",
+    "apt ",
+    "apt-get ",
+    "pip install",
+)
+_COMMAND = re.compile(
+    r"(?<![\w/-])(?:" + "|".join(re.escape(w) for w in COMMAND_WORDS) + r")[^;()]*"
+)
+_PROSE_AFTER = re.compile(
+    r"\s(?:and|or|on|in|if|unless|then|to|for|per|when|with(?= the))\s.*$|[.,]\s*$|[.,]\s.*$"
+)
 
 
 def fix_commands(fix: str) -> list[str]:
@@ -152,7 +235,14 @@ def fix_commands(fix: str) -> list[str]:
         while len(words) > 2 and all(w.isalpha() and w.islower() for w in words[-2:]):
             words.pop()  # trailing prose
         args = words[1:]
-        if not any(a[0] in "-<" or "=" in a or "/" in a or ":" in a or a in ("enable", "disable", "restart", "start", "install") for a in args):
+        if not any(
+            a[0] in "-<"
+            or "=" in a
+            or "/" in a
+            or ":" in a
+            or a in ("enable", "disable", "restart", "start", "install")
+            for a in args
+        ):
             continue  # a command named in prose ("setpci changes are ..."), not a command line
         cmd = " ".join(words)
         if cmd not in out:
@@ -180,7 +270,9 @@ def evidence_line(run: AuditRun, ref: EvidenceRef) -> str:
         return f"{ref.target}: {ref.command_id} (no record)"
     status = rec.error or ("timed out" if rec.timed_out else f"exit {rec.exit_status}")
     command = _clean(rec.command)
-    if len(command) > 100:  # long scripts (process scans) would drown the plan: the drill-down has them whole
+    if (
+        len(command) > 100
+    ):  # long scripts (process scans) would drown the plan: the drill-down has them whole
         command = command[:97] + "..."
     return f"{ref.target}: {ref.command_id} `{command}` ({status}, {rec.duration_s:.2f} s)"
 
@@ -195,18 +287,29 @@ def roofline_markdown(run: AuditRun) -> list[str]:
     rf = roofline_for_run(run)
     lines = [f"**{_clean(rf.strip)}**", ""]
     if rf.bounds:
-        named = {"naive": "naive (all GPUs' bandwidth)", "tp_aware": "TP-aware, η = 1",
-                 "tp_aware_eta": "TP-aware, η = 0.8", "comm_aware": "with all-reduce latency"}
-        lines += [f"- bound {named.get(k, k)}: {v:.0f} tok/s" + (f" (measured is {100 * rf.ratios[k]:.0f}%)" if k in rf.ratios else "")
-                  for k, v in rf.bounds.items()]
+        named = {
+            "naive": "naive (all GPUs' bandwidth)",
+            "tp_aware": "TP-aware, η = 1",
+            "tp_aware_eta": "TP-aware, η = 0.8",
+            "comm_aware": "with all-reduce latency",
+        }
+        lines += [
+            f"- bound {named.get(k, k)}: {v:.0f} tok/s"
+            + (f" (measured is {100 * rf.ratios[k]:.0f}%)" if k in rf.ratios else "")
+            for k, v in rf.bounds.items()
+        ]
         if rf.unexplained_ms_per_token is not None:
             lines.append(f"- unexplained time per token: {rf.unexplained_ms_per_token:.1f} ms")
         if rf.reference:
             ref = rf.reference
-            lines.append(f"- published on the same hardware: {ref['tok_s']} tok/s ({_clean(str(ref['setup']))}; {_clean(str(ref['source']))})")
+            lines.append(
+                f"- published on the same hardware: {ref['tok_s']} tok/s ({_clean(str(ref['setup']))}; {_clean(str(ref['source']))})"
+            )
         if rf.explanations:
-            lines.append("- findings that plausibly explain the gap, in the order to check them: "
-                         + ", ".join(f"`{e['id']}`" for e in rf.explanations))
+            lines.append(
+                "- findings that plausibly explain the gap, in the order to check them: "
+                + ", ".join(f"`{e['id']}`" for e in rf.explanations)
+            )
         lines.append("")
     for m in rf.missing:
         lines.append(f"- roofline input missing: {_clean(m)}")
@@ -230,7 +333,9 @@ def plan_markdown(plan: list[PlanStep], run: AuditRun) -> str:
     if not plan:
         lines += ["Nothing at warning or worse. Check the unknowns below before trusting that.", ""]
     for step in plan:
-        lines.append(f"## {step.rank}. [{SEV_WORD.get(step.severity, step.severity.value.upper())}] {_clean(step.title)}")
+        lines.append(
+            f"## {step.rank}. [{SEV_WORD.get(step.severity, step.severity.value.upper())}] {_clean(step.title)}"
+        )
         lines.append("")
         if step.relation:
             lines += [f"_Grouped: {_clean(step.relation)}._", ""]
@@ -248,7 +353,9 @@ def plan_markdown(plan: list[PlanStep], run: AuditRun) -> str:
             owner = f", owner {f.owner}" if f.owner else ""
             lines.append(f"- `{f.id}` ({f.severity.value}, {where}{owner}): {_clean(f.title)}")
             if f.observed or f.expected:
-                lines.append(f"  - observed: {_clean(f.observed) or '-'}; expected: {_clean(f.expected) or '-'}")
+                lines.append(
+                    f"  - observed: {_clean(f.observed) or '-'}; expected: {_clean(f.expected) or '-'}"
+                )
             if f.why:
                 lines.append(f"  - why: {_clean(f.why)}")
             for ref in f.evidence:
@@ -259,7 +366,9 @@ def plan_markdown(plan: list[PlanStep], run: AuditRun) -> str:
     if unknown or failed:
         lines.append("## Not checked")
         lines.append("")
-        lines += [f"- probe `{p.probe_id}` failed: {_clean(p.error or 'unknown error')}" for p in failed]
+        lines += [
+            f"- probe `{p.probe_id}` failed: {_clean(p.error or 'unknown error')}" for p in failed
+        ]
         lines += [f"- `{f.id}` unknown: {_clean(f.observed or f.title)}" for f in unknown]
         lines.append("")
     return "\n".join(lines).rstrip("\n") + "\n"

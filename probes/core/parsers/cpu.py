@@ -21,9 +21,23 @@ from dataclasses import dataclass
 
 from gpuaudit.probes.core.parsers.system import parse_grep_h
 
-__all__ = ["DEEP_LATENCY_US", "LSCPU_CMD", "SYS_CPPC_CMD", "SYS_CPUIDLE_CMD", "CPU_DIR", "CpuIdleInfo", "IdleState",
-           "cpu_identity", "cstate_number", "idle_states_from_sysfs", "is_deep_cstate", "parse_cpupower_frequency_info", "parse_cpupower_idle_info", "parse_grep_h",
-           "parse_lscpu"]
+__all__ = [
+    "DEEP_LATENCY_US",
+    "LSCPU_CMD",
+    "SYS_CPPC_CMD",
+    "SYS_CPUIDLE_CMD",
+    "CPU_DIR",
+    "CpuIdleInfo",
+    "IdleState",
+    "cpu_identity",
+    "cstate_number",
+    "idle_states_from_sysfs",
+    "is_deep_cstate",
+    "parse_cpupower_frequency_info",
+    "parse_cpupower_idle_info",
+    "parse_grep_h",
+    "parse_lscpu",
+]
 
 CPU_DIR = _CPU = "/sys/devices/system/cpu"
 # Command lines shared by the power and firmware probes (identical strings run once per target).
@@ -32,7 +46,7 @@ SYS_CPUIDLE_CMD = (
     f"{_CPU}/cpu0/power/pm_qos_resume_latency_us {_CPU}/cpu0/cpuidle/state*/name {_CPU}/cpu0/cpuidle/state*/latency "
     f"{_CPU}/cpu0/cpuidle/state*/disable {_CPU}/cpu0/cpuidle/state*/usage; "
     "for n in /sys/devices/system/node/node[0-9]*; do c=$(ls -d $n/cpu[0-9]* 2>/dev/null | sort -V | tail -n 1); "
-    "[ -n \"$c\" ] && grep -s -H . $c/cpuidle/state*/name $c/cpuidle/state*/latency $c/cpuidle/state*/disable "
+    '[ -n "$c" ] && grep -s -H . $c/cpuidle/state*/name $c/cpuidle/state*/latency $c/cpuidle/state*/disable '
     "$c/cpuidle/state*/usage; done; true"
 )
 SYS_CPPC_CMD = (
@@ -121,12 +135,17 @@ def cpu_identity(fields: dict[str, str]) -> CpuIdentity:
     vendor = {"AuthenticAMD": "AMD", "GenuineIntel": "Intel", "ARM": "ARM"}.get(raw or "", raw)
     flags = fields.get("Flags")
     return CpuIdentity(
-        vendor=vendor, family=_int(fields.get("CPU family")), model=_int(fields.get("Model")),
-        model_name=fields.get("Model name"), sockets=_int(fields.get("Socket(s)")),
-        numa_nodes=_int(fields.get("NUMA node(s)")), cpus=_int(fields.get("CPU(s)")),
+        vendor=vendor,
+        family=_int(fields.get("CPU family")),
+        model=_int(fields.get("Model")),
+        model_name=fields.get("Model name"),
+        sockets=_int(fields.get("Socket(s)")),
+        numa_nodes=_int(fields.get("NUMA node(s)")),
+        cpus=_int(fields.get("CPU(s)")),
         threads_per_core=_int(fields.get("Thread(s) per core")),
         has_cppc_flag=(" cppc" in f" {flags} ") if flags else None,
-        hypervisor=fields.get("Hypervisor vendor") or ("unknown hypervisor" if flags and " hypervisor " in f" {flags} " else None),
+        hypervisor=fields.get("Hypervisor vendor")
+        or ("unknown hypervisor" if flags and " hypervisor " in f" {flags} " else None),
     )
 
 
@@ -184,22 +203,36 @@ def parse_cpupower_frequency_info(text: str) -> CpuFreqInfo:
         elif line.startswith("available cpufreq governors:"):
             val = line.split(":", 1)[1].strip()
             # an e-mail client may wrap the list onto the next line
-            if i + 1 < len(lines) and lines[i + 1] and not lines[i + 1].startswith(" ") and ":" not in lines[i + 1]:
+            if (
+                i + 1 < len(lines)
+                and lines[i + 1]
+                and not lines[i + 1].startswith(" ")
+                and ":" not in lines[i + 1]
+            ):
                 val += " " + lines[i + 1].strip()
             governors = tuple(g for g in val.split() if val != "Not Available")
-        elif (m := re.search(r"frequency should be within (.+?) and (.+?)\.?$", line)):
+        elif m := re.search(r"frequency should be within (.+?) and (.+?)\.?$", line):
             pol_lo, pol_hi = _mhz(m.group(1)), _mhz(m.group(2))
-        elif (m := re.search(r'The governor "([^"]+)"', line)):
+        elif m := re.search(r'The governor "([^"]+)"', line):
             governor = m.group(1)
         elif line.startswith("Supported:"):
             sup = line.split(":", 1)[1].strip() == "yes"
         elif line.startswith("Active:"):
             act = line.split(":", 1)[1].strip() == "yes"
-        elif (m := re.match(r"Pstate-P\d+:\s*(\d+)MHz", line)):
+        elif m := re.match(r"Pstate-P\d+:\s*(\d+)MHz", line):
             pstates.append(int(m.group(1)))
-    return CpuFreqInfo(driver=driver, governor=governor, governors=governors, hw_min_mhz=lo, hw_max_mhz=hi,
-                       boost_supported=sup, boost_active=act, pstates_mhz=tuple(pstates), policy_min_mhz=pol_lo,
-                       policy_max_mhz=pol_hi)
+    return CpuFreqInfo(
+        driver=driver,
+        governor=governor,
+        governors=governors,
+        hw_min_mhz=lo,
+        hw_max_mhz=hi,
+        boost_supported=sup,
+        boost_active=act,
+        pstates_mhz=tuple(pstates),
+        policy_min_mhz=pol_lo,
+        policy_max_mhz=pol_hi,
+    )
 
 
 @dataclass(frozen=True)
@@ -241,9 +274,9 @@ def parse_cpupower_idle_info(text: str) -> CpuIdleInfo:
             driver = line.split(":", 1)[1].strip()
         elif line.startswith("CPUidle governor:"):
             governor = line.split(":", 1)[1].strip()
-        elif (m := re.match(r"analyzing CPU (\d+)", line)):
+        elif m := re.match(r"analyzing CPU (\d+)", line):
             cpu = int(m.group(1))
-        elif (m := re.match(r"^([A-Za-z0-9_-]+)(\s*\(DISABLED\))?\s*:$", line)):
+        elif m := re.match(r"^([A-Za-z0-9_-]+)(\s*\(DISABLED\))?\s*:$", line):
             states.append({"index": len(states), "name": m.group(1), "disabled": bool(m.group(2))})
         elif states and line.startswith("Latency:"):
             states[-1]["latency_us"] = _int(line.split(":", 1)[1])
@@ -251,7 +284,9 @@ def parse_cpupower_idle_info(text: str) -> CpuIdleInfo:
             states[-1]["usage"] = _int(line.split(":", 1)[1])
         elif states and line.startswith("Flags/Description:"):
             states[-1]["description"] = line.split(":", 1)[1].strip()
-    return CpuIdleInfo(driver=driver, governor=governor, cpu=cpu, states=tuple(IdleState(**s) for s in states))
+    return CpuIdleInfo(
+        driver=driver, governor=governor, cpu=cpu, states=tuple(IdleState(**s) for s in states)
+    )
 
 
 _STATE_FILE = re.compile(r"/cpu(\d+)/cpuidle/state(\d+)/(name|latency|disable|usage|desc)$")

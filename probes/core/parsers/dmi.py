@@ -96,7 +96,7 @@ class MemoryDevice:
 
 
 def _size_mb(v: str) -> int | None:
-    """"32 GB" -> 32768; "No Module Installed" -> None."""
+    """ "32 GB" -> 32768; "No Module Installed" -> None."""
     b = size_bytes(v)
     return b // 2**20 if b is not None else None
 
@@ -122,10 +122,18 @@ def memory_devices(records: list[DmiRecord]) -> list[MemoryDevice]:
         if r.type != 17:
             continue
         f = r.fields
-        out.append(MemoryDevice(locator=f.get("Locator", "?"), size_mb=_size_mb(f.get("Size", "")),
-                                speed_mts=_mts(f.get("Speed")),
-                                configured_mts=_mts(f.get("Configured Memory Speed") or f.get("Configured Clock Speed")),
-                                type=f.get("Type"), bank=f.get("Bank Locator")))
+        out.append(
+            MemoryDevice(
+                locator=f.get("Locator", "?"),
+                size_mb=_size_mb(f.get("Size", "")),
+                speed_mts=_mts(f.get("Speed")),
+                configured_mts=_mts(
+                    f.get("Configured Memory Speed") or f.get("Configured Clock Speed")
+                ),
+                type=f.get("Type"),
+                bank=f.get("Bank Locator"),
+            )
+        )
     return out
 
 
@@ -170,9 +178,9 @@ class SlotPlace:
 def slot_place(locator: str, bank: str | None) -> SlotPlace:
     """Socket and channel of one DIMM slot from its Locator and Bank Locator.
 
-        slot_place("P2-DIMMA1", "P1_Node1_Channel0_Dimm0") -> SlotPlace(socket="2", channel="A")
-        slot_place("DIMM 0", "P0 CHANNEL A")               -> SlotPlace(socket="0", channel="A")
-        slot_place("B3", "Not Specified")                   -> SlotPlace(socket="B", channel=None)   # Dell
+    slot_place("P2-DIMMA1", "P1_Node1_Channel0_Dimm0") -> SlotPlace(socket="2", channel="A")
+    slot_place("DIMM 0", "P0 CHANNEL A")               -> SlotPlace(socket="0", channel="A")
+    slot_place("B3", "Not Specified")                   -> SlotPlace(socket="B", channel=None)   # Dell
     """
     fields = {"locator": (locator or "").strip(), "bank": (bank or "").strip()}
     socket = channel = None

@@ -27,8 +27,23 @@ from gpuaudit.probes.core.parsing import cpu_list
 
 # Variables worth keeping from an engine's environment; everything else (and every secret) stays behind.
 # Prefixes end in "_"; whole names are matched with their "=". The discovery command's grep is built from it.
-ENV_KEEP = ("NCCL_", "CUDA_", "TORCH_", "PYTORCH_", "VLLM_", "SGLANG_", "SGL_", "FLASHINFER_", "OMP_", "NVIDIA_",
-            "LD_PRELOAD", "LD_LIBRARY_PATH", "TRITON_", "TGI_", "MKL_NUM_THREADS")
+ENV_KEEP = (
+    "NCCL_",
+    "CUDA_",
+    "TORCH_",
+    "PYTORCH_",
+    "VLLM_",
+    "SGLANG_",
+    "SGL_",
+    "FLASHINFER_",
+    "OMP_",
+    "NVIDIA_",
+    "LD_PRELOAD",
+    "LD_LIBRARY_PATH",
+    "TRITON_",
+    "TGI_",
+    "MKL_NUM_THREADS",
+)
 _ENV_GREP = "|".join(k if k.endswith("_") else k + "=" for k in ENV_KEEP)
 
 # Finds engine processes by name (SGLang/vLLM/TGI, including setproctitle'd workers) and by the PIDs
@@ -39,12 +54,14 @@ ENGINE_PROCS_SHELL = (
     "n=0; for d in /proc/[0-9]*; do p=${d#/proc/}; "
     "c=$(tr '\\0' ' ' 2>/dev/null < $d/cmdline); [ -n \"$c\" ] || continue; "
     "case \"$c\" in *@@p*|*@@gpuaudit-*|*'export LC_ALL'*) continue;; esac; hit=; "
-    "case \"$c\" in *sglang*|*vllm*|*VLLM*|*text-generation-*) hit=1;; esac; "
-    "for a in $apps; do [ \"$a\" = \"$p\" ] && hit=1; done; [ -n \"$hit\" ] || continue; "
+    'case "$c" in *sglang*|*vllm*|*VLLM*|*text-generation-*) hit=1;; esac; '
+    'for a in $apps; do [ "$a" = "$p" ] && hit=1; done; [ -n "$hit" ] || continue; '
     "n=$((n+1)); [ $n -le 32 ] || break; "
-    "echo \"@@pid $p\"; echo \"@@exe $(readlink $d/exe 2>/dev/null)\"; echo '@@cmdline'; "
+    'echo "@@pid $p"; echo "@@exe $(readlink $d/exe 2>/dev/null)"; echo \'@@cmdline\'; '
     "tr '\\0' '\\n' 2>/dev/null < $d/cmdline; echo; echo '@@environ'; "
-    "tr '\\0' '\\n' 2>/dev/null < $d/environ | grep -E '^(" + _ENV_GREP + ")' || echo '@@environ-unreadable'; "
+    "tr '\\0' '\\n' 2>/dev/null < $d/environ | grep -E '^("
+    + _ENV_GREP
+    + ")' || echo '@@environ-unreadable'; "
     "echo '@@maps'; grep -o '/[^ ]*libnccl[^ ]*' $d/maps 2>/dev/null | sort -u; echo '@@end'; done; "
     "[ $n -gt 0 ] || echo '@@none'"
 )
@@ -60,7 +77,6 @@ class EngineProc:
     env: dict[str, str] = field(default_factory=dict)
     env_readable: bool = True
     nccl_libs: tuple[str, ...] = ()
-
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,8 +174,16 @@ def parse_engine_procs(text: str) -> list[EngineProc]:
     section = ""
     for line in text.splitlines():
         if line.startswith("@@pid "):
-            cur = {"pid": int(line.split()[1]) if line.split()[1:] and line.split()[1].isdigit() else -1,
-                   "exe": "", "argv": [], "env": [], "env_readable": True, "maps": []}
+            cur = {
+                "pid": int(line.split()[1])
+                if line.split()[1:] and line.split()[1].isdigit()
+                else -1,
+                "exe": "",
+                "argv": [],
+                "env": [],
+                "env_readable": True,
+                "maps": [],
+            }
             section = ""
         elif cur is None:
             continue
@@ -170,9 +194,16 @@ def parse_engine_procs(text: str) -> list[EngineProc]:
         elif line == "@@environ-unreadable":
             cur["env_readable"] = False
         elif line == "@@end":
-            procs.append(EngineProc(pid=cur["pid"], exe=cur["exe"], argv=tuple(a for a in cur["argv"] if a != ""),
-                                    env=parse_environ("\n".join(cur["env"])), env_readable=cur["env_readable"],
-                                    nccl_libs=tuple(dict.fromkeys(m for m in cur["maps"] if m))))
+            procs.append(
+                EngineProc(
+                    pid=cur["pid"],
+                    exe=cur["exe"],
+                    argv=tuple(a for a in cur["argv"] if a != ""),
+                    env=parse_environ("\n".join(cur["env"])),
+                    env_readable=cur["env_readable"],
+                    nccl_libs=tuple(dict.fromkeys(m for m in cur["maps"] if m)),
+                )
+            )
             cur, section = None, ""
         elif section == "cmdline":
             cur["argv"].append(line)
@@ -190,13 +221,15 @@ _SGLANG_MAIN = re.compile(r"(?:^|[/ .])sglang(?:\.launch_server|\.srt\.server|$)
 
 
 def engine_kind(argv: list[str] | tuple[str, ...]) -> str | None:
-    """"sglang" / "vllm" / "tgi" when argv is an engine's API server (not a worker), else None."""
+    """ "sglang" / "vllm" / "tgi" when argv is an engine's API server (not a worker), else None."""
     joined = " ".join(argv[:4])
-    if re.search(r"\bsglang\.launch_server\b|\bsglang\.srt\.entrypoints|(?:^|/)sglang serve\b", joined) or \
-            (len(argv) > 1 and argv[1].endswith("/sglang") and "serve" in argv[2:3]):
+    if re.search(
+        r"\bsglang\.launch_server\b|\bsglang\.srt\.entrypoints|(?:^|/)sglang serve\b", joined
+    ) or (len(argv) > 1 and argv[1].endswith("/sglang") and "serve" in argv[2:3]):
         return "sglang"
-    if re.search(r"\bvllm\.entrypoints\.(?:openai\.)?api_server\b|(?:^|/)vllm serve\b", joined) or \
-            (len(argv) > 2 and argv[1].endswith("/vllm") and argv[2] == "serve"):
+    if re.search(r"\bvllm\.entrypoints\.(?:openai\.)?api_server\b|(?:^|/)vllm serve\b", joined) or (
+        len(argv) > 2 and argv[1].endswith("/vllm") and argv[2] == "serve"
+    ):
         return "vllm"
     if re.search(r"text-generation-launcher|text-generation-server", joined):
         return "tgi"
@@ -206,14 +239,50 @@ def engine_kind(argv: list[str] | tuple[str, ...]) -> str | None:
 # Option names read below: an abbreviation argparse accepts (SGLang's "--speculative-algo") resolves to
 # the one of them it is a prefix of.
 _KNOWN_OPTS = (
-    "tp", "tp-size", "tensor-parallel-size", "pp", "pp-size", "pipeline-parallel-size", "dp", "dp-size",
-    "data-parallel-size", "ep", "ep-size", "expert-parallel-size", "enable-ep-moe", "enable-expert-parallel",
-    "enable-dp-attention", "disable-cuda-graph", "cuda-graph-max-bs", "enforce-eager", "compilation-config",
-    "cudagraph-mode", "attention-backend", "moe-runner-backend", "moe-a2a-backend", "disable-custom-all-reduce",
-    "model-path", "model", "model-id", "quantization", "quantize", "kv-cache-dtype", "speculative-algorithm",
-    "speculative-num-steps", "speculative-eagle-topk", "speculative-num-draft-tokens",
-    "speculative-draft-model-path", "speculative-config", "speculative-model", "num-speculative-tokens",
-    "spec-method", "spec-tokens", "spec-model", "num-shard", "cuda-graphs", "port",
+    "tp",
+    "tp-size",
+    "tensor-parallel-size",
+    "pp",
+    "pp-size",
+    "pipeline-parallel-size",
+    "dp",
+    "dp-size",
+    "data-parallel-size",
+    "ep",
+    "ep-size",
+    "expert-parallel-size",
+    "enable-ep-moe",
+    "enable-expert-parallel",
+    "enable-dp-attention",
+    "disable-cuda-graph",
+    "cuda-graph-max-bs",
+    "enforce-eager",
+    "compilation-config",
+    "cudagraph-mode",
+    "attention-backend",
+    "moe-runner-backend",
+    "moe-a2a-backend",
+    "disable-custom-all-reduce",
+    "model-path",
+    "model",
+    "model-id",
+    "quantization",
+    "quantize",
+    "kv-cache-dtype",
+    "speculative-algorithm",
+    "speculative-num-steps",
+    "speculative-eagle-topk",
+    "speculative-num-draft-tokens",
+    "speculative-draft-model-path",
+    "speculative-config",
+    "speculative-model",
+    "num-speculative-tokens",
+    "spec-method",
+    "spec-tokens",
+    "spec-model",
+    "num-shard",
+    "cuda-graphs",
+    "port",
 )
 _DEFAULT_PORT = {"sglang": 30000, "vllm": 8000, "tgi": 3000}
 _ALLREDUCE_FLAG = re.compile(r"all-?reduce|mscclpp|symm-mem|quick-reduce|custom-ar\b")
@@ -271,11 +340,16 @@ def _json_opt(opts: dict[str, str], name: str) -> dict:
 
 def _port(kind: str, opts: dict[str, str]) -> dict:
     port = _int(opts, "port")
-    return {"port": port if port is not None else _DEFAULT_PORT.get(kind), "port_is_default": port is None}
+    return {
+        "port": port if port is not None else _DEFAULT_PORT.get(kind),
+        "port_is_default": port is None,
+    }
 
 
 def _allreduce_flags(opts: dict[str, str]) -> tuple[str, ...]:
-    return tuple(f"--{k}" + (f" {v}" if v else "") for k, v in opts.items() if _ALLREDUCE_FLAG.search(k))
+    return tuple(
+        f"--{k}" + (f" {v}" if v else "") for k, v in opts.items() if _ALLREDUCE_FLAG.search(k)
+    )
 
 
 def _sglang(opts: dict[str, str]) -> EngineConfig:
@@ -284,22 +358,31 @@ def _sglang(opts: dict[str, str]) -> EngineConfig:
     ep = _int(opts, "ep", "ep-size", "expert-parallel-size")
     spec = opts.get("speculative-algorithm") or None
     return EngineConfig(
-        kind="sglang", tp=tp, pp=_int(opts, "pp", "pp-size", "pipeline-parallel-size", default=1) or 1,
+        kind="sglang",
+        tp=tp,
+        pp=_int(opts, "pp", "pp-size", "pipeline-parallel-size", default=1) or 1,
         dp=_int(opts, "dp", "dp-size", "data-parallel-size", default=1) or 1,
         ep=ep if ep is not None else (tp if _truthy(opts, "enable-ep-moe") else None),
         dp_attention=_truthy(opts, "enable-dp-attention"),
-        cuda_graphs_disabled=disabled, graph_flag="--disable-cuda-graph" if disabled else None,
+        cuda_graphs_disabled=disabled,
+        graph_flag="--disable-cuda-graph" if disabled else None,
         cuda_graph_max_bs=_int(opts, "cuda-graph-max-bs"),
         attention_backend=opts.get("attention-backend") or None,
         moe_backend=opts.get("moe-runner-backend") or opts.get("moe-a2a-backend") or None,
-        custom_allreduce_disabled=_truthy(opts, "disable-custom-all-reduce"), allreduce_flags=_allreduce_flags(opts),
-        model=opts.get("model-path") or opts.get("model") or None, quantization=opts.get("quantization") or None,
-        kv_cache_dtype=opts.get("kv-cache-dtype") or None, speculative=spec,
+        custom_allreduce_disabled=_truthy(opts, "disable-custom-all-reduce"),
+        allreduce_flags=_allreduce_flags(opts),
+        model=opts.get("model-path") or opts.get("model") or None,
+        quantization=opts.get("quantization") or None,
+        kv_cache_dtype=opts.get("kv-cache-dtype") or None,
+        speculative=spec,
         speculative_steps=_int(opts, "speculative-num-steps") if spec else None,
         speculative_topk=_int(opts, "speculative-eagle-topk") if spec else None,
         speculative_draft_tokens=_int(opts, "speculative-num-draft-tokens") if spec else None,
-        speculative_draft_model=(opts.get("speculative-draft-model-path") or None) if spec else None,
-        **_port("sglang", opts))
+        speculative_draft_model=(opts.get("speculative-draft-model-path") or None)
+        if spec
+        else None,
+        **_port("sglang", opts),
+    )
 
 
 def _vllm_speculative(opts: dict[str, str]) -> dict:
@@ -312,39 +395,71 @@ def _vllm_speculative(opts: dict[str, str]) -> dict:
     if not (method or model or steps or opts.get("speculative-config")):
         return {}
     name = str(method) if method else ("draft model" if model else "speculative (method not named)")
-    return {"speculative": name, "speculative_steps": steps, "speculative_draft_model": str(model) if model else None}
+    return {
+        "speculative": name,
+        "speculative_steps": steps,
+        "speculative_draft_model": str(model) if model else None,
+    }
 
 
 def _vllm(opts: dict[str, str], argv: list[str] | tuple[str, ...]) -> EngineConfig:
     eager = _truthy(opts, "enforce-eager")
-    mode = _json_opt(opts, "compilation-config").get("cudagraph_mode") or opts.get("cudagraph-mode") or None
-    none_mode = bool(re.search(r"cudagraph_mode\"?\s*[:=]\s*\"?NONE|^NONE$", opts.get("compilation-config") or "", re.I)) \
+    mode = (
+        _json_opt(opts, "compilation-config").get("cudagraph_mode")
+        or opts.get("cudagraph-mode")
+        or None
+    )
+    none_mode = (
+        bool(
+            re.search(
+                r"cudagraph_mode\"?\s*[:=]\s*\"?NONE|^NONE$",
+                opts.get("compilation-config") or "",
+                re.I,
+            )
+        )
         or str(mode or "").upper() == "NONE"
+    )
     flag = "--enforce-eager" if eager else ("cudagraph_mode=NONE" if none_mode else None)
     positional = None
     if "serve" in argv:  # `vllm serve <model>`
-        nxt = list(argv)[list(argv).index("serve") + 1:]
+        nxt = list(argv)[list(argv).index("serve") + 1 :]
         if nxt and not nxt[0].startswith("-"):
             positional = nxt[0]
     tp = _int(opts, "tensor-parallel-size", "tp", default=1) or 1
     dp = _int(opts, "data-parallel-size", "dp", default=1) or 1
     return EngineConfig(
-        kind="vllm", tp=tp, pp=_int(opts, "pipeline-parallel-size", "pp", default=1) or 1, dp=dp,
+        kind="vllm",
+        tp=tp,
+        pp=_int(opts, "pipeline-parallel-size", "pp", default=1) or 1,
+        dp=dp,
         ep=tp * dp if _truthy(opts, "enable-expert-parallel") else None,
-        cuda_graphs_disabled=bool(flag), graph_flag=flag, cuda_graph_mode=str(mode) if mode else None,
+        cuda_graphs_disabled=bool(flag),
+        graph_flag=flag,
+        cuda_graph_mode=str(mode) if mode else None,
         attention_backend=opts.get("attention-backend") or None,
-        custom_allreduce_disabled=_truthy(opts, "disable-custom-all-reduce"), allreduce_flags=_allreduce_flags(opts),
-        model=opts.get("model") or positional, quantization=opts.get("quantization") or None,
-        kv_cache_dtype=opts.get("kv-cache-dtype") or None, **_vllm_speculative(opts), **_port("vllm", opts))
+        custom_allreduce_disabled=_truthy(opts, "disable-custom-all-reduce"),
+        allreduce_flags=_allreduce_flags(opts),
+        model=opts.get("model") or positional,
+        quantization=opts.get("quantization") or None,
+        kv_cache_dtype=opts.get("kv-cache-dtype") or None,
+        **_vllm_speculative(opts),
+        **_port("vllm", opts),
+    )
 
 
 def _tgi(opts: dict[str, str]) -> EngineConfig:
     # CUDA graphs are on unless --cuda-graphs 0; tensor parallelism = --num-shard.
     graphs = opts.get("cuda-graphs")
     disabled = graphs is not None and graphs.strip() in ("0", "")
-    return EngineConfig(kind="tgi", tp=_int(opts, "num-shard", default=1) or 1, cuda_graphs_disabled=disabled,
-                        graph_flag="--cuda-graphs 0" if disabled else None, model=opts.get("model-id") or None,
-                        quantization=opts.get("quantize") or None, **_port("tgi", opts))
+    return EngineConfig(
+        kind="tgi",
+        tp=_int(opts, "num-shard", default=1) or 1,
+        cuda_graphs_disabled=disabled,
+        graph_flag="--cuda-graphs 0" if disabled else None,
+        model=opts.get("model-id") or None,
+        quantization=opts.get("quantize") or None,
+        **_port("tgi", opts),
+    )
 
 
 def parse_engine_args(argv: list[str] | tuple[str, ...]) -> EngineConfig | None:
@@ -373,7 +488,9 @@ def main_engine(procs: list[EngineProc]) -> tuple[EngineProc, EngineConfig] | No
     return None
 
 
-def engine_env(procs: list[EngineProc], found: tuple[EngineProc, EngineConfig] | None = None) -> tuple[dict[str, str], bool]:
+def engine_env(
+    procs: list[EngineProc], found: tuple[EngineProc, EngineConfig] | None = None
+) -> tuple[dict[str, str], bool]:
     """The engine's environment (main process first, workers merged in) and whether any was readable.
 
     `found` is `main_engine(procs)` when the caller already has it.
@@ -410,8 +527,14 @@ def summarize_engine(procs: list[EngineProc]) -> EngineSummary:
     if not procs:
         return EngineSummary(procs=procs)
     env, readable = engine_env(procs, found)
-    return EngineSummary(procs=procs, main=found[0] if found else None, config=found[1] if found else None,
-                         env=env, env_readable=readable, nccl_libs=sorted({lib for p in procs for lib in p.nccl_libs}))
+    return EngineSummary(
+        procs=procs,
+        main=found[0] if found else None,
+        config=found[1] if found else None,
+        env=env,
+        env_readable=readable,
+        nccl_libs=sorted({lib for p in procs for lib in p.nccl_libs}),
+    )
 
 
 def engine_listing_problem(listings: Mapping[str, str | None], found: bool) -> str | None:
@@ -427,8 +550,6 @@ def engine_listing_problem(listings: Mapping[str, str | None], found: bool) -> s
     return "; ".join(probs) or None
 
 
-
-
 # ------------------------------------------------------------------ per-process status and NUMA placement
 
 # Same discovery as ENGINE_PROCS_SHELL (name match or nvidia-smi compute PID; our own shells carry "@@p"),
@@ -437,17 +558,17 @@ def engine_listing_problem(listings: Mapping[str, str | None], found: bool) -> s
 # Read-only: /proc reads, awk sums (no ">" anywhere: the lint), echo.
 ENGINE_STATUS_SHELL = (
     "apps=$(nvidia-smi --query-compute-apps=pid,gpu_uuid --format=csv,noheader 2>/dev/null | tr -d ' '); "
-    "echo '@@apps'; for a in $apps; do echo \"$a\"; done; echo \"@@online $(cat /sys/devices/system/cpu/online 2>/dev/null)\"; "
+    'echo \'@@apps\'; for a in $apps; do echo "$a"; done; echo "@@online $(cat /sys/devices/system/cpu/online 2>/dev/null)"; '
     "n=0; for d in /proc/[0-9]*; do p=${d#/proc/}; "
     "c=$(tr '\\0' ' ' 2>/dev/null < $d/cmdline); [ -n \"$c\" ] || continue; "
     "case \"$c\" in *@@p*|*@@gpuaudit-*|*'export LC_ALL'*) continue;; esac; hit=; "
-    "case \"$c\" in *sglang*|*vllm*|*VLLM*|*text-generation-*) hit=1;; esac; "
-    "for a in $apps; do [ \"${a%%,*}\" = \"$p\" ] && hit=1; done; [ -n \"$hit\" ] || continue; "
+    'case "$c" in *sglang*|*vllm*|*VLLM*|*text-generation-*) hit=1;; esac; '
+    'for a in $apps; do [ "${a%%,*}" = "$p" ] && hit=1; done; [ -n "$hit" ] || continue; '
     "n=$((n+1)); [ $n -le 64 ] || break; "
-    "echo \"@@pid $p\"; echo \"@@cmd $(echo \"$c\" | cut -c1-160)\"; "
+    'echo "@@pid $p"; echo "@@cmd $(echo "$c" | cut -c1-160)"; '
     "grep -E '^(Cpus_allowed_list|Mems_allowed_list|VmRSS|VmSwap|Threads):' $d/status 2>/dev/null; echo '@@numa'; "
-    "awk '{k=4; for(i=2;i<=NF;i++) if ($i ~ /^kernelpagesize_kB=/) {split($i,b,\"=\"); k=b[2]} "
-    "for(i=2;i<=NF;i++) if ($i ~ /^N[0-9]+=/) {split($i,a,\"=\"); s[a[1]]+=a[2]*k}} END{for(x in s) print x, s[x]}' "
+    'awk \'{k=4; for(i=2;i<=NF;i++) if ($i ~ /^kernelpagesize_kB=/) {split($i,b,"="); k=b[2]} '
+    'for(i=2;i<=NF;i++) if ($i ~ /^N[0-9]+=/) {split($i,a,"="); s[a[1]]+=a[2]*k}} END{for(x in s) print x, s[x]}\' '
     "$d/numa_maps 2>/dev/null || echo '@@numa-unreadable'; echo '@@end'; done; [ $n -gt 0 ] || echo '@@none'"
 )
 
@@ -571,9 +692,9 @@ ENGINE_LOGS_SHELL = (
     "case \"$c\" in *@@p*|*@@gpuaudit-*|*'export LC_ALL'*) continue;; *sglang.launch_server*|*sglang.srt.entrypoints*|*'sglang serve'*|"
     "*vllm.entrypoints*|*'vllm serve'*|*text-generation-launcher*) ;; *) continue;; esac; "
     "n=$((n+1)); [ $n -le 2 ] || break; o=$(readlink $d/fd/1 2>/dev/null); "
-    "u=$(grep -o '[^/]*[.]service' $d/cgroup 2>/dev/null | tail -n1); echo \"@@pid ${d#/proc/}\"; echo \"@@stdout $o\"; "
-    "if [ -f \"$o\" ]; then echo \"@@source file $o\"; src() { tail -n 200000 \"$o\"; }; "
-    "elif [ -n \"$u\" ]; then echo \"@@source journal $u\"; src() { journalctl -u \"$u\" -b -n 200000 --no-pager -o cat 2>/dev/null; }; "
+    'u=$(grep -o \'[^/]*[.]service\' $d/cgroup 2>/dev/null | tail -n1); echo "@@pid ${d#/proc/}"; echo "@@stdout $o"; '
+    'if [ -f "$o" ]; then echo "@@source file $o"; src() { tail -n 200000 "$o"; }; '
+    'elif [ -n "$u" ]; then echo "@@source journal $u"; src() { journalctl -u "$u" -b -n 200000 --no-pager -o cat 2>/dev/null; }; '
     "else echo '@@source none'; src() { :; }; fi; "
     "echo '@@nccl'; src | awk '/NCCL INFO.*( via |Connected all|NCCL version)/ { if (k < 96) print; k++ } "
     "/gen throughput|generation throughput|Mean acceptance length/ { t[m % 20] = $0; m++ } "
@@ -625,8 +746,16 @@ def parse_engine_logs(text: str) -> list[EngineLog]:
         elif line in ("@@nccl", "@@throughput"):
             section = line[2:]
         elif line == "@@end":
-            out.append(EngineLog(pid=cur["pid"], stdout=cur.get("stdout", ""), source=cur.get("source", "none"),
-                                 where=cur.get("where", ""), nccl_lines=tuple(cur["nccl"]), throughput_lines=tuple(cur["tp"])))
+            out.append(
+                EngineLog(
+                    pid=cur["pid"],
+                    stdout=cur.get("stdout", ""),
+                    source=cur.get("source", "none"),
+                    where=cur.get("where", ""),
+                    nccl_lines=tuple(cur["nccl"]),
+                    throughput_lines=tuple(cur["tp"]),
+                )
+            )
             cur, section = None, ""
         elif section == "nccl" and line.strip():
             cur["nccl"].append(line.rstrip())
@@ -638,8 +767,12 @@ def parse_engine_logs(text: str) -> list[EngineLog]:
 
 def log_source_labels(logs: list[EngineLog]) -> list[str]:
     """Where each API server's log was read: "journal sglang.service", "file /var/log/x", "none (pipe:[1])"."""
-    return [f"{lg.source} {lg.where}".strip() if lg.source != "none" else f"none ({lg.stdout or 'stdout unreadable'})"
-            for lg in logs]
+    return [
+        f"{lg.source} {lg.where}".strip()
+        if lg.source != "none"
+        else f"none ({lg.stdout or 'stdout unreadable'})"
+        for lg in logs
+    ]
 
 
 @dataclass(frozen=True, slots=True)
@@ -651,21 +784,25 @@ class NcclChannel:
     detail: str
 
 
-_CHANNEL = re.compile(r"NCCL INFO Channel \d+(?:/\d+)?\s*:\s*\d+\[(\d+)\]\s*->\s*\d+\[(\d+)\]\s*(?:\[\w+\]\s*)?via (\S+)")
+_CHANNEL = re.compile(
+    r"NCCL INFO Channel \d+(?:/\d+)?\s*:\s*\d+\[(\d+)\]\s*->\s*\d+\[(\d+)\]\s*(?:\[\w+\]\s*)?via (\S+)"
+)
 
 
 def parse_nccl_channels(lines: list[str] | tuple[str, ...]) -> list[NcclChannel]:
     """NCCL_DEBUG=INFO connection lines -> channels (device indices are the CUDA-visible ones).
 
-        node:2950:3101 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read
-        node:2950:3101 [0] NCCL INFO Channel 01 : 0[0] -> 1[1] via SHM/direct/direct
+    node:2950:3101 [0] NCCL INFO Channel 00/0 : 0[0] -> 1[1] via P2P/CUMEM/read
+    node:2950:3101 [0] NCCL INFO Channel 01 : 0[0] -> 1[1] via SHM/direct/direct
     """
     out = []
     for ln in lines:
         m = _CHANNEL.search(ln)
         if m:
             detail = m.group(3)
-            out.append(NcclChannel(int(m.group(1)), int(m.group(2)), detail.split("/")[0].upper(), detail))
+            out.append(
+                NcclChannel(int(m.group(1)), int(m.group(2)), detail.split("/")[0].upper(), detail)
+            )
     return out
 
 
@@ -699,14 +836,23 @@ def parse_throughput_lines(lines: list[str] | tuple[str, ...]) -> list[Throughpu
     """
     out: list[ThroughputSample] = []
     for ln in lines:
-        m = re.search(r"gen throughput \(token/s\):\s*([\d.]+)", ln) or re.search(r"Avg generation throughput:\s*([\d.]+)", ln)
+        m = re.search(r"gen throughput \(token/s\):\s*([\d.]+)", ln) or re.search(
+            r"Avg generation throughput:\s*([\d.]+)", ln
+        )
         if not m:
-            if "SpecDecoding metrics" in ln and out and out[-1].accept_len is None and (acc := _accept_len(ln)) is not None:
+            if (
+                "SpecDecoding metrics" in ln
+                and out
+                and out[-1].accept_len is None
+                and (acc := _accept_len(ln)) is not None
+            ):
                 out[-1] = ThroughputSample(out[-1].tok_s, out[-1].running, acc)
             continue
         r = re.search(r"#running-req:\s*(\d+)", ln) or re.search(r"Running:\s*(\d+)\s*req", ln)
         try:
-            out.append(ThroughputSample(float(m.group(1)), int(r.group(1)) if r else None, _accept_len(ln)))
+            out.append(
+                ThroughputSample(float(m.group(1)), int(r.group(1)) if r else None, _accept_len(ln))
+            )
         except ValueError:
             continue
     return out

@@ -19,14 +19,33 @@ from dataclasses import dataclass, field
 
 from gpuaudit.probes.core.parsers.system import normalize_bdf
 
-__all__ = ["PciDevice", "TreeNode", "acs_flags", "bus_tree", "normalize_bdf", "parse_lspci_tree", "parse_lspci_vvv",
-           "tree_path"]
+__all__ = [
+    "PciDevice",
+    "TreeNode",
+    "acs_flags",
+    "bus_tree",
+    "normalize_bdf",
+    "parse_lspci_tree",
+    "parse_lspci_vvv",
+    "tree_path",
+]
 
-_HEADER = re.compile(r"^(?P<bdf>(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\s+(?P<rest>.*)$")
+_HEADER = re.compile(
+    r"^(?P<bdf>(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])\s+(?P<rest>.*)$"
+)
 _IDS = re.compile(r"\[([0-9a-f]{4}):([0-9a-f]{4})\]")
 _SIZE = re.compile(r"(\d+)\s*(bytes|[KMGT]B?)\b")
-_UNITS = {"bytes": 1, "K": 1 << 10, "KB": 1 << 10, "M": 1 << 20, "MB": 1 << 20, "G": 1 << 30, "GB": 1 << 30,
-          "T": 1 << 40, "TB": 1 << 40}
+_UNITS = {
+    "bytes": 1,
+    "K": 1 << 10,
+    "KB": 1 << 10,
+    "M": 1 << 20,
+    "MB": 1 << 20,
+    "G": 1 << 30,
+    "GB": 1 << 30,
+    "T": 1 << 40,
+    "TB": 1 << 40,
+}
 
 
 def _bytes(text: str) -> int | None:
@@ -101,7 +120,10 @@ class PciDevice:
 
     @property
     def is_bridge(self) -> bool:
-        return self.port_type in ("Root Port", "Downstream Port", "Upstream Port") or "bridge" in self.description.lower()
+        return (
+            self.port_type in ("Root Port", "Downstream Port", "Upstream Port")
+            or "bridge" in self.description.lower()
+        )
 
 
 def _parse_block(header: re.Match[str], lines: list[str]) -> PciDevice:
@@ -127,8 +149,12 @@ def _parse_block(header: re.Match[str], lines: list[str]) -> PciDevice:
         if line.startswith("Region ") and "[size=" in line:
             m = re.match(r"Region (\d+):.*\[size=(\d+)([KMGT]?)\]", line)
             if m:
-                dev.regions[int(m.group(1))] = int(m.group(2)) * _UNITS.get(m.group(3) or "bytes", 1)
-        elif key == "Bus" and (m := re.search(r"secondary=([0-9a-f]{2}), subordinate=([0-9a-f]{2})", val)):
+                dev.regions[int(m.group(1))] = int(m.group(2)) * _UNITS.get(
+                    m.group(3) or "bytes", 1
+                )
+        elif key == "Bus" and (
+            m := re.search(r"secondary=([0-9a-f]{2}), subordinate=([0-9a-f]{2})", val)
+        ):
             dev.secondary_bus, dev.subordinate_bus = int(m.group(1), 16), int(m.group(2), 16)
         elif line.startswith("Kernel driver in use:"):
             dev.kernel_driver = val.strip()
@@ -149,7 +175,9 @@ def _parse_block(header: re.Match[str], lines: list[str]) -> PciDevice:
         elif key == "LnkSta":
             dev.lnksta_speed, dev.lnksta_width = _speed(val), _width(val)
             dev.speed_unknown = "Speed unknown" in val
-            dev.speed_downgraded = bool(re.search(r"GT/s(?: \([^)]*\))? ?\(downgraded\)|Speed unknown \(downgraded\)", val))
+            dev.speed_downgraded = bool(
+                re.search(r"GT/s(?: \([^)]*\))? ?\(downgraded\)|Speed unknown \(downgraded\)", val)
+            )
             dev.width_downgraded = bool(re.search(r"Width x\d+ \(downgraded\)", val))
         elif key == "DevCap2":
             section = "DevCap2"
@@ -171,7 +199,11 @@ def _parse_block(header: re.Match[str], lines: list[str]) -> PciDevice:
             dev.tag10_req_en = "10BitTagReq+" in line
         elif section.startswith("Capabilities:") and "Express" in section and ("RlxdOrd" in line):
             dev.relaxed_ordering = "RlxdOrd+" in line
-        elif "Resizable BAR" in section and section.startswith("Capabilities:") and "Physical" in section:
+        elif (
+            "Resizable BAR" in section
+            and section.startswith("Capabilities:")
+            and "Physical" in section
+        ):
             m = re.match(r"BAR (\d+): current size:\s*(\d+)([KMGT]B)", line)
             if m:
                 dev.rebar_current[int(m.group(1))] = int(m.group(2)) * _UNITS[m.group(3)]
@@ -273,7 +305,9 @@ def bus_tree(devices: list[PciDevice]) -> dict[str, TreeNode]:
     nodes: dict[str, TreeNode] = {}
     for d in devices:
         parent = below.get((d.bdf[:4], int(d.bdf[5:7], 16)))
-        nodes[d.bdf] = TreeNode(bdf=d.bdf, parent=parent if parent != d.bdf else None, name=d.description)
+        nodes[d.bdf] = TreeNode(
+            bdf=d.bdf, parent=parent if parent != d.bdf else None, name=d.description
+        )
     return nodes
 
 

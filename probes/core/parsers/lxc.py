@@ -106,9 +106,13 @@ def _rule(value: str, v1: bool) -> DeviceRule | None:
         m = re.fullmatch(r"(\d+|\*):(\d+|\*)", p[1])
         if not m:
             return None
-        return DeviceRule(type=p[0], major=None if m.group(1) == "*" else int(m.group(1)),
-                          minor=None if m.group(2) == "*" else int(m.group(2)),
-                          access=p[2] if len(p) > 2 else "rwm", cgroup_v1=v1)
+        return DeviceRule(
+            type=p[0],
+            major=None if m.group(1) == "*" else int(m.group(1)),
+            minor=None if m.group(2) == "*" else int(m.group(2)),
+            access=p[2] if len(p) > 2 else "rwm",
+            cgroup_v1=v1,
+        )
     return None
 
 
@@ -178,18 +182,30 @@ def parse_lxc_conf(text: str, vmid: str | None = None) -> LxcConfig:
     cpulimit = None
     if (v := keys.get("cpulimit")) and re.fullmatch(r"\d+(?:\.\d+)?", v):
         cpulimit = float(v)
-    return LxcConfig(vmid=vmid, hostname=keys.get("hostname"), unprivileged=keys.get("unprivileged") == "1",
-                     cores=num("cores"), cpulimit=cpulimit, memory_mb=num("memory"), swap_mb=num("swap"),
-                     allow=tuple(allow), deny=tuple(deny), mounts=tuple(mounts), devs=tuple(devs),
-                     idmap=tuple(idmap), prlimit_memlock=keys.get("lxc.prlimit.memlock"),
-                     cpuset_cpus=keys.get("lxc.cgroup2.cpuset.cpus"), keys=keys)
+    return LxcConfig(
+        vmid=vmid,
+        hostname=keys.get("hostname"),
+        unprivileged=keys.get("unprivileged") == "1",
+        cores=num("cores"),
+        cpulimit=cpulimit,
+        memory_mb=num("memory"),
+        swap_mb=num("swap"),
+        allow=tuple(allow),
+        deny=tuple(deny),
+        mounts=tuple(mounts),
+        devs=tuple(devs),
+        idmap=tuple(idmap),
+        prlimit_memlock=keys.get("lxc.prlimit.memlock"),
+        cpuset_cpus=keys.get("lxc.cgroup2.cpuset.cpus"),
+        keys=keys,
+    )
 
 
 def parse_conf_dump(text: str) -> dict[str, LxcConfig]:
     """`grep -H . /etc/pve/lxc/*.conf` -> vmid -> config (one grep over every container's config).
 
-        /etc/pve/lxc/101.conf:hostname: sglang
-        /etc/pve/lxc/101.conf:lxc.cgroup2.devices.allow: c 195:* rwm
+    /etc/pve/lxc/101.conf:hostname: sglang
+    /etc/pve/lxc/101.conf:lxc.cgroup2.devices.allow: c 195:* rwm
     """
     per: dict[str, list[str]] = {}
     for line in text.splitlines():

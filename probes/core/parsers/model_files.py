@@ -15,18 +15,18 @@ from dataclasses import dataclass, field
 from gpuaudit.probes.core.errors import ParseError
 
 MODEL_FILES_SHELL = (
-    'for d in /proc/[0-9]*; do c=$(tr \'\\0\' \'\\n\' 2>/dev/null < $d/cmdline); case "$c" in *@@p*|*@@gpuaudit-*|*\'export LC_ALL\'*) continue;;'
-    ' *sglang.launch_server*|*sglang.srt.entrypoints*|*vllm.entrypoints*|*vllm*serve*) ;; *) continue;; e'
+    "for d in /proc/[0-9]*; do c=$(tr '\\0' '\\n' 2>/dev/null < $d/cmdline); case \"$c\" in *@@p*|*@@gpuaudit-*|*'export LC_ALL'*) continue;;"
+    " *sglang.launch_server*|*sglang.srt.entrypoints*|*vllm.entrypoints*|*vllm*serve*) ;; *) continue;; e"
     'sac; m=$(printf \'%s\\n\' "$c" | awk \'f { print; exit } $0 == "--model-path" || $0 == "--model" || $0 ='
     '= "serve" { f = 1 } /^--model(-path)?=/ { sub(/^--model(-path)?=/, ""); print; exit }\'); [ -n "$m" ]'
     ' || continue; echo "@@model $m"; case "$m" in /*) p=$m;; *) p=$(readlink $d/cwd 2>/dev/null)/$m;; es'
-    'ac; if [ ! -d "$p" ]; then h=$(tr \'\\0\' \'\\n\' 2>/dev/null < $d/environ | grep -m1 \'^HF_HOME=\' | cut -d'
+    "ac; if [ ! -d \"$p\" ]; then h=$(tr '\\0' '\\n' 2>/dev/null < $d/environ | grep -m1 '^HF_HOME=' | cut -d"
     '= -f2-); r=models--$(printf %s "$m" | sed \'s#/#--#g\'); for hub in "${h:-/nonexistent}/hub" /root/.ca'
     'che/huggingface/hub /home/*/.cache/huggingface/hub; do s=$(ls -d "$hub/$r"/snapshots/* 2>/dev/null |'
     ' head -n1); if [ -n "$s" ]; then p=$s; break; fi; done; fi; echo "@@path $p"; for f in config.json h'
     'f_quant_config.json; do if [ -f "$p/$f" ]; then echo "@@file $f"; head -c 1048576 "$p/$f"; echo; fi;'
     ' done; if [ -f "$p/model.safetensors.index.json" ]; then echo \'@@file model.safetensors.index.json ('
-    'head)\'; head -c 4096 "$p/model.safetensors.index.json"; echo; fi; echo \'@@end\'; break; done'
+    "head)'; head -c 4096 \"$p/model.safetensors.index.json\"; echo; fi; echo '@@end'; break; done"
 )
 
 
@@ -54,18 +54,20 @@ class ModelFiles:
     @property
     def total_size(self) -> int | None:
         """`metadata.total_size` of the safetensors index: the checkpoint's exact bytes on disk."""
-        m = re.search(r'"total_size"\s*:\s*(\d+)', self.files.get("model.safetensors.index.json (head)", ""))
+        m = re.search(
+            r'"total_size"\s*:\s*(\d+)', self.files.get("model.safetensors.index.json (head)", "")
+        )
         return int(m.group(1)) if m else None
 
 
 def parse_model_files(text: str) -> ModelFiles | None:
     """Output of MODEL_FILES_SHELL -> the files, or None when no engine with a model argument runs.
 
-        @@model zai-org/GLM-5
-        @@path /root/.cache/huggingface/hub/models--zai-org--GLM-5/snapshots/0a1b2c
-        @@file config.json
-        {"architectures": ["GlmMoeDsaForCausalLM"], ...}
-        @@end
+    @@model zai-org/GLM-5
+    @@path /root/.cache/huggingface/hub/models--zai-org--GLM-5/snapshots/0a1b2c
+    @@file config.json
+    {"architectures": ["GlmMoeDsaForCausalLM"], ...}
+    @@end
     """
     model = path = None
     files: dict[str, str] = {}

@@ -46,7 +46,9 @@ class AllReducePerf:
         bad = 0
         for r in self.rows:
             try:
-                if r.wrong not in (None, "N/A") and float(r.wrong) > (1e-3 if "e" in r.wrong or "." in r.wrong else 0):
+                if r.wrong not in (None, "N/A") and float(r.wrong) > (
+                    1e-3 if "e" in r.wrong or "." in r.wrong else 0
+                ):
                     bad += 1
             except ValueError:
                 continue
@@ -57,7 +59,8 @@ _NUM = r"[0-9]+(?:\.[0-9]+)?(?:e[-+]?[0-9]+)?"
 # size count type redop [root] time algbw busbw wrong time algbw busbw wrong
 _ROW = re.compile(
     rf"^\s*(\d+)\s+(\d+)\s+([a-z0-9_]+)\s+([a-z]+)\s+(?:(-?\d+)\s+)?({_NUM})\s+({_NUM})\s+({_NUM})\s+(\S+)"
-    rf"(?:\s+({_NUM})\s+({_NUM})\s+({_NUM})\s+(\S+))?\s*$")
+    rf"(?:\s+({_NUM})\s+({_NUM})\s+({_NUM})\s+(\S+))?\s*$"
+)
 
 
 def parse_all_reduce_perf(text: str) -> AllReducePerf:
@@ -78,22 +81,39 @@ def parse_all_reduce_perf(text: str) -> AllReducePerf:
     for line in text.splitlines():
         if (m := re.search(r"nGpus\s+(\d+)", line)) and line.lstrip().startswith("#"):
             n_gpus = int(m.group(1))
-        elif (m := re.match(r"#\s+Rank\s+\d+.*?device\s+\d+\s+\[[^\]]*\]\s+(.*\S)", line)):
+        elif m := re.match(r"#\s+Rank\s+\d+.*?device\s+\d+\s+\[[^\]]*\]\s+(.*\S)", line):
             devices.append(m.group(1))
-        elif (m := re.search(r"Avg bus bandwidth\s*:\s*(" + _NUM + ")", line)):
+        elif m := re.search(r"Avg bus bandwidth\s*:\s*(" + _NUM + ")", line):
             avg = float(m.group(1))
-        elif (m := re.search(r"NCCL version\s+(\d+\.\d+\.\d+\S*)", line)):
+        elif m := re.search(r"NCCL version\s+(\d+\.\d+\.\d+\S*)", line):
             version = m.group(1)
-        elif (m := re.search(r"Out of bounds values\s*:\s*\d+\s+(OK|FAILED)", line)):
+        elif m := re.search(r"Out of bounds values\s*:\s*\d+\s+(OK|FAILED)", line):
             oob = m.group(1) == "OK"
         elif not line.lstrip().startswith("#") and (m := _ROW.match(line)):
             g = m.groups()
-            rows.append(PerfRow(size_b=int(g[0]), count=int(g[1]), dtype=g[2], time_us=float(g[5]), algbw=float(g[6]),
-                                busbw=float(g[7]), wrong=g[8], busbw_inplace=float(g[11]) if g[11] else None))
+            rows.append(
+                PerfRow(
+                    size_b=int(g[0]),
+                    count=int(g[1]),
+                    dtype=g[2],
+                    time_us=float(g[5]),
+                    algbw=float(g[6]),
+                    busbw=float(g[7]),
+                    wrong=g[8],
+                    busbw_inplace=float(g[11]) if g[11] else None,
+                )
+            )
     if not rows:
         raise ParseError("no all_reduce_perf result rows")
-    return AllReducePerf(n_gpus=n_gpus, ranks=len(devices), devices=tuple(devices), rows=tuple(rows), avg_busbw=avg,
-                         nccl_version=version, out_of_bounds_ok=oob)
+    return AllReducePerf(
+        n_gpus=n_gpus,
+        ranks=len(devices),
+        devices=tuple(devices),
+        rows=tuple(rows),
+        avg_busbw=avg,
+        nccl_version=version,
+        out_of_bounds_ok=oob,
+    )
 
 
 def human_size(n: int) -> str:

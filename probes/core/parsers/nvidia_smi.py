@@ -25,8 +25,8 @@ anything else, and return empty results for empty input.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Any, cast
 
 from gpuaudit.probes.core.errors import ParseError
@@ -67,17 +67,41 @@ SMI_ERR_NOT_FOUND = "not_found"
 # In priority order; matched case-insensitively against the whole output.
 _ERROR_PATTERNS: tuple[tuple[str, tuple[str, ...], re.Pattern[str]], ...] = (
     # (kind, lower-case literals one of which every match contains, pattern)
-    (SMI_ERR_MISMATCH, ("driver/library version mismatch",), re.compile(r"Driver/library version mismatch", re.I)),
-    (SMI_ERR_NO_DRIVER, ("couldn't communicate with the nvidia driver",),
-     re.compile(r"couldn't communicate with the NVIDIA driver", re.I)),
-    (SMI_ERR_NO_DEVICES, ("no devices were found",), re.compile(r"^\s*No devices were found", re.I | re.M)),
-    (SMI_ERR_GPU_LOST, ("gpu is lost", "has fallen off the bus"),
-     re.compile(r"(?<!\[)GPU is lost(?!\])|has fallen off the bus", re.I)),  # not a "[GPU is lost]" cell
-    (SMI_ERR_DEVICE_HANDLE, ("unable to determine the device handle for gpu",),
-     re.compile(r"Unable to determine the device handle for GPU", re.I)),
-    (SMI_ERR_NO_PERMISSION, ("failed to initialize nvml: insufficient permissions",),
-     re.compile(r"Failed to initialize NVML: Insufficient Permissions", re.I)),
-    (SMI_ERR_NVML_INIT, ("failed to initialize nvml",), re.compile(r"Failed to initialize NVML", re.I)),
+    (
+        SMI_ERR_MISMATCH,
+        ("driver/library version mismatch",),
+        re.compile(r"Driver/library version mismatch", re.I),
+    ),
+    (
+        SMI_ERR_NO_DRIVER,
+        ("couldn't communicate with the nvidia driver",),
+        re.compile(r"couldn't communicate with the NVIDIA driver", re.I),
+    ),
+    (
+        SMI_ERR_NO_DEVICES,
+        ("no devices were found",),
+        re.compile(r"^\s*No devices were found", re.I | re.M),
+    ),
+    (
+        SMI_ERR_GPU_LOST,
+        ("gpu is lost", "has fallen off the bus"),
+        re.compile(r"(?<!\[)GPU is lost(?!\])|has fallen off the bus", re.I),
+    ),  # not a "[GPU is lost]" cell
+    (
+        SMI_ERR_DEVICE_HANDLE,
+        ("unable to determine the device handle for gpu",),
+        re.compile(r"Unable to determine the device handle for GPU", re.I),
+    ),
+    (
+        SMI_ERR_NO_PERMISSION,
+        ("failed to initialize nvml: insufficient permissions",),
+        re.compile(r"Failed to initialize NVML: Insufficient Permissions", re.I),
+    ),
+    (
+        SMI_ERR_NVML_INIT,
+        ("failed to initialize nvml",),
+        re.compile(r"Failed to initialize NVML", re.I),
+    ),
     (SMI_ERR_NOT_FOUND, ("nvidia-smi: ",), re.compile(r"nvidia-smi: (?:command )?not found", re.I)),
 )
 
@@ -122,7 +146,7 @@ def detect_smi_error(text: str) -> str | None:
     m = found[1]
     start = text.rfind("\n", 0, m.start()) + 1
     end = text.find("\n", m.end())
-    return text[start:end if end != -1 else len(text)].strip()
+    return text[start : end if end != -1 else len(text)].strip()
 
 
 @dataclass(frozen=True, slots=True)
@@ -138,22 +162,26 @@ class HandleError:
         return "lost" in self.reason.lower()
 
 
-_HANDLE = re.compile(r"Unable to determine the device handle for GPU\s*([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d)"
-                     r":\s*([^\n]*(?:\n [^\n]+)*)")
+_HANDLE = re.compile(
+    r"Unable to determine the device handle for GPU\s*([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d)"
+    r":\s*([^\n]*(?:\n [^\n]+)*)"
+)
 
 
 def parse_handle_errors(text: str) -> list[HandleError]:
     """Every GPU nvidia-smi could not open, with its bus id and the reason (a console-wrapped reason rejoined).
 
-        Unable to determine the device handle for GPU 0000:02:00.0: GPU is lost. Reboot the system to recover this GPU
-        Unable to determine the device handle for GPU0000:07:00.0: Unknown Error
+    Unable to determine the device handle for GPU 0000:02:00.0: GPU is lost. Reboot the system to recover this GPU
+    Unable to determine the device handle for GPU0000:07:00.0: Unknown Error
     """
-    return [HandleError(bus_id=m.group(1), reason=" ".join(m.group(2).split()).rstrip("."))
-            for m in _HANDLE.finditer(strip_escapes(text))]
+    return [
+        HandleError(bus_id=m.group(1), reason=" ".join(m.group(2).split()).rstrip("."))
+        for m in _HANDLE.finditer(strip_escapes(text))
+    ]
 
 
 def nvml_library_version(text: str) -> str | None:
-    """"NVML library version: 570.124" (printed after a mismatch banner) -> "570.124"."""
+    """ "NVML library version: 570.124" (printed after a mismatch banner) -> "570.124"."""
     m = re.search(r"NVML library version:\s*([0-9][0-9.]*)", text or "")
     return m.group(1) if m else None
 
@@ -162,8 +190,15 @@ def nvml_library_version(text: str) -> str | None:
 
 _ERROR_TOKENS = {"[unknown error]", "[insufficient permissions]", "[gpu is lost]"}
 """Tokens that say the value could not be read (unlike "[N/A]", which says the GPU has no such value)."""
-_MISSING = {"", "n/a", "[n/a]", "[not supported]", "not supported", "[requested functionality has been deprecated]",
-            *_ERROR_TOKENS}
+_MISSING = {
+    "",
+    "n/a",
+    "[n/a]",
+    "[not supported]",
+    "not supported",
+    "[requested functionality has been deprecated]",
+    *_ERROR_TOKENS,
+}
 CSV_ERRORS_KEY = "_errors"
 """Row key `parse_query_gpu_csv` adds when cells held error tokens: their field names, comma-separated."""
 _HEADER_UNIT = re.compile(r"\s*\[([^\]]*)\]\s*$")
@@ -189,7 +224,9 @@ def _field_key(name: str) -> str:
     return {"gpu_name": "name", "gpu_bus_id": "pci.bus_id", "gpu_uuid": "uuid"}.get(name, name)
 
 
-def parse_query_gpu_csv(text: str, fields: list[str] | tuple[str, ...] | None = None) -> list[dict[str, str | None]]:
+def parse_query_gpu_csv(
+    text: str, fields: list[str] | tuple[str, ...] | None = None
+) -> list[dict[str, str | None]]:
     """`nvidia-smi --query-gpu=... --format=csv[,noheader][,nounits]` -> one dict per GPU row.
 
         index, name, memory.total [MiB], compute_cap, driver_version
@@ -247,6 +284,7 @@ def parse_query_gpu_csv(text: str, fields: list[str] | tuple[str, ...] | None = 
 
 # --------------------------------------------------------------------------- the default table
 
+
 @dataclass
 class SmiGpuRow:
     """One GPU block of the `nvidia-smi` table (values as printed, "N/A" kept)."""
@@ -283,7 +321,8 @@ class SmiTable:
 
 
 _HEADER = re.compile(
-    r"NVIDIA-SMI\s+(?P<smi>\S+)\s+(?:Driver|KMD) Version:\s*(?P<drv>\S+)\s+CUDA(?: UMD)? Version:\s*(?P<cuda>\S+)")
+    r"NVIDIA-SMI\s+(?P<smi>\S+)\s+(?:Driver|KMD) Version:\s*(?P<drv>\S+)\s+CUDA(?: UMD)? Version:\s*(?P<cuda>\S+)"
+)
 _ROW1 = re.compile(r"^\s*(?P<idx>\d+)\s+(?P<name>.+?)\s+(?P<pm>On|Off|N/A)\s*$")
 _MEM = re.compile(r"(\d+)MiB\s*/\s*(\d+)MiB")
 
@@ -320,8 +359,13 @@ def parse_smi_table(text: str) -> SmiTable:
             continue
         r1 = _ROW1.match(cells[0])
         if r1 and re.match(r"^[0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d", cells[1]):
-            current = SmiGpuRow(index=int(r1["idx"]), name=r1["name"], persistence=r1["pm"],
-                                bus_id=cells[1].split()[0], ecc_uncorrected=cells[2] or None)
+            current = SmiGpuRow(
+                index=int(r1["idx"]),
+                name=r1["name"],
+                persistence=r1["pm"],
+                bus_id=cells[1].split()[0],
+                ecc_uncorrected=cells[2] or None,
+            )
             out.gpus.append(current)
             line_in_block = 1
             continue
@@ -333,11 +377,16 @@ def parse_smi_table(text: str) -> SmiTable:
             current.perf_state = f"P{perf.group(1)}" if perf else None
             mem = _MEM.search(cells[1])
             if mem:
-                current.memory_used_mib, current.memory_total_mib = int(mem.group(1)), int(mem.group(2))
+                current.memory_used_mib, current.memory_total_mib = (
+                    int(mem.group(1)),
+                    int(mem.group(2)),
+                )
             util_mode = re.match(r"^(\S+)\s+(.+?)\s*$", cells[2])
             mode = util_mode.group(2) if util_mode else (cells[2] or None)
             current.compute_mode = _TABLE_COMPUTE_MODES.get(mode or "", mode)
-            current.sensor_errors = _sensor_errors(cells[0], util_mode.group(1) if util_mode else "")
+            current.sensor_errors = _sensor_errors(
+                cells[0], util_mode.group(1) if util_mode else ""
+            )
         elif line_in_block == 3:
             current.mig_mode = cells[2] or None
             current = None
@@ -350,7 +399,7 @@ def _sensor_errors(fan_temp_perf_power: str, util: str) -> list[str]:
     names: list[str] = []
     if "/" in toks:  # power "draw / cap" closes the cell; fan, temperature, perf state precede it
         slash = toks.index("/")
-        head, draw, cap = toks[:slash - 1], toks[slash - 1:slash], toks[slash + 1:slash + 2]
+        head, draw, cap = toks[: slash - 1], toks[slash - 1 : slash], toks[slash + 1 : slash + 2]
         names += [n for n, t in zip(("fan", "temperature", "perf"), head) if t == "ERR!"]
         names += ["power"] * (draw == ["ERR!"]) + ["power_cap"] * (cap == ["ERR!"])
     else:
@@ -392,7 +441,9 @@ def _q_tree(lines: list[str]) -> dict:
             continue
         parent[key] = node
         stack.append((indent, node))
-    return cast(dict, _collapse(root))  # root's values are child nodes (dicts): it never collapses to a str
+    return cast(
+        dict, _collapse(root)
+    )  # root's values are child nodes (dicts): it never collapses to a str
 
 
 def _collapse(node: dict) -> dict | str:
@@ -405,8 +456,8 @@ def _collapse(node: dict) -> dict | str:
 def parse_smi_q_header(text: str) -> dict[str, str]:
     """`nvidia-smi -q` lines before the first GPU block: Driver Version, CUDA Version, Attached GPUs.
 
-        Driver Version                            : 565.57.01
-        CUDA Version                              : 12.7
+    Driver Version                            : 565.57.01
+    CUDA Version                              : 12.7
     """
     text = strip_escapes(text)
     out: dict[str, str] = {}
@@ -475,9 +526,23 @@ def q_get(tree: dict, *path: str) -> str | None:
 
 XML_ERROR_TOKENS = ("unknown error", "insufficient permissions", "gpu is lost", "not found")
 """Values that say the driver could not read the field (unlike "N/A": the GPU has no such value)."""
-_XML_NA_TOKENS = ("n/a", "not supported", "requested functionality has been deprecated", "not available")
-CLOCK_EVENT_REASONS = ("gpu_idle", "applications_clocks_setting", "sw_power_cap", "hw_slowdown", "hw_thermal_slowdown",
-                       "hw_power_brake_slowdown", "sync_boost", "sw_thermal_slowdown", "display_clocks_setting")
+_XML_NA_TOKENS = (
+    "n/a",
+    "not supported",
+    "requested functionality has been deprecated",
+    "not available",
+)
+CLOCK_EVENT_REASONS = (
+    "gpu_idle",
+    "applications_clocks_setting",
+    "sw_power_cap",
+    "hw_slowdown",
+    "hw_thermal_slowdown",
+    "hw_power_brake_slowdown",
+    "sync_boost",
+    "sw_thermal_slowdown",
+    "display_clocks_setting",
+)
 """Canonical clock event reason names (the element suffixes of `clocks_event_reasons` / `clocks_throttle_reasons`)."""
 
 
@@ -572,27 +637,49 @@ class SmiXml:
 
 _XML_TEXT: tuple[tuple[str, tuple[str, ...]], ...] = (
     # field, paths tried in order (renamed across driver branches)
-    ("product_name", ("product_name",)), ("product_brand", ("product_brand",)),
-    ("product_architecture", ("product_architecture",)), ("uuid", ("uuid",)),
-    ("persistence_mode", ("persistence_mode",)), ("compute_mode", ("compute_mode",)),
-    ("mig_current", ("mig_mode/current_mig",)), ("mig_pending", ("mig_mode/pending_mig",)),
-    ("ecc_current", ("ecc_mode/current_ecc",)), ("ecc_pending", ("ecc_mode/pending_ecc",)),
+    ("product_name", ("product_name",)),
+    ("product_brand", ("product_brand",)),
+    ("product_architecture", ("product_architecture",)),
+    ("uuid", ("uuid",)),
+    ("persistence_mode", ("persistence_mode",)),
+    ("compute_mode", ("compute_mode",)),
+    ("mig_current", ("mig_mode/current_mig",)),
+    ("mig_pending", ("mig_mode/pending_mig",)),
+    ("ecc_current", ("ecc_mode/current_ecc",)),
+    ("ecc_pending", ("ecc_mode/pending_ecc",)),
     ("retired_pending", ("retired_pages/pending_retirement", "retired_pages/pending_blacklist")),
     ("remap_pending", ("remapped_rows/remapped_row_pending",)),
-    ("remap_failure", ("remapped_rows/remapped_row_failure", "remapped_rows/remapped_row_failure_occurred")),
+    (
+        "remap_failure",
+        ("remapped_rows/remapped_row_failure", "remapped_rows/remapped_row_failure_occurred"),
+    ),
     ("performance_state", ("performance_state",)),
-    ("vbios_version", ("vbios_version",)), ("gsp_firmware_version", ("gsp_firmware_version",)),
+    ("vbios_version", ("vbios_version",)),
+    ("gsp_firmware_version", ("gsp_firmware_version",)),
     ("inforom_image", ("inforom_version/img_version",)),
-    ("fabric_state", ("fabric/state",)), ("fabric_status", ("fabric/status",)),
+    ("fabric_state", ("fabric/state",)),
+    ("fabric_status", ("fabric/status",)),
     ("reset_required", ("gpu_reset_status/reset_required",)),
     ("drain_and_reset_recommended", ("gpu_reset_status/drain_and_reset_recommended",)),
     ("recovery_action", ("gpu_recovery_action",)),
 )
 _XML_NUMBER: tuple[tuple[str, tuple[str, ...]], ...] = (
-    ("ecc_volatile_corrected", ("ecc_errors/volatile/dram_correctable", "ecc_errors/volatile/single_bit/total")),
-    ("ecc_volatile_uncorrected", ("ecc_errors/volatile/dram_uncorrectable", "ecc_errors/volatile/double_bit/total")),
-    ("ecc_aggregate_corrected", ("ecc_errors/aggregate/dram_correctable", "ecc_errors/aggregate/single_bit/total")),
-    ("ecc_aggregate_uncorrected", ("ecc_errors/aggregate/dram_uncorrectable", "ecc_errors/aggregate/double_bit/total")),
+    (
+        "ecc_volatile_corrected",
+        ("ecc_errors/volatile/dram_correctable", "ecc_errors/volatile/single_bit/total"),
+    ),
+    (
+        "ecc_volatile_uncorrected",
+        ("ecc_errors/volatile/dram_uncorrectable", "ecc_errors/volatile/double_bit/total"),
+    ),
+    (
+        "ecc_aggregate_corrected",
+        ("ecc_errors/aggregate/dram_correctable", "ecc_errors/aggregate/single_bit/total"),
+    ),
+    (
+        "ecc_aggregate_uncorrected",
+        ("ecc_errors/aggregate/dram_uncorrectable", "ecc_errors/aggregate/double_bit/total"),
+    ),
     ("ecc_volatile_sram_uncorrected", ("ecc_errors/volatile/sram_uncorrectable",)),
     ("ecc_aggregate_sram_uncorrected", ("ecc_errors/aggregate/sram_uncorrectable",)),
     ("retired_sbe", ("retired_pages/multiple_single_bit_retirement/retired_count",)),
@@ -600,11 +687,27 @@ _XML_NUMBER: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("remap_correctable", ("remapped_rows/remapped_row_corr",)),
     ("remap_uncorrectable", ("remapped_rows/remapped_row_unc",)),
     ("utilization_gpu_pct", ("utilization/gpu_util",)),
-    ("power_draw_w", ("gpu_power_readings/power_draw", "gpu_power_readings/instant_power_draw",
-                      "gpu_power_readings/average_power_draw", "power_readings/power_draw")),
-    ("power_limit_w", ("gpu_power_readings/current_power_limit", "power_readings/enforced_power_limit",
-                       "power_readings/power_limit")),
-    ("power_default_limit_w", ("gpu_power_readings/default_power_limit", "power_readings/default_power_limit")),
+    (
+        "power_draw_w",
+        (
+            "gpu_power_readings/power_draw",
+            "gpu_power_readings/instant_power_draw",
+            "gpu_power_readings/average_power_draw",
+            "power_readings/power_draw",
+        ),
+    ),
+    (
+        "power_limit_w",
+        (
+            "gpu_power_readings/current_power_limit",
+            "power_readings/enforced_power_limit",
+            "power_readings/power_limit",
+        ),
+    ),
+    (
+        "power_default_limit_w",
+        ("gpu_power_readings/default_power_limit", "power_readings/default_power_limit"),
+    ),
     ("power_min_limit_w", ("gpu_power_readings/min_power_limit", "power_readings/min_power_limit")),
     ("power_max_limit_w", ("gpu_power_readings/max_power_limit", "power_readings/max_power_limit")),
     ("temp_c", ("temperature/gpu_temp",)),
@@ -624,7 +727,13 @@ _XML_NUMBER: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("mem_clock_max_mhz", ("max_clocks/mem_clock",)),
     ("memory_bus_width", ("memory_bus_width",)),
 )
-_FLOAT_FIELDS = {"power_draw_w", "power_limit_w", "power_default_limit_w", "power_min_limit_w", "power_max_limit_w"}
+_FLOAT_FIELDS = {
+    "power_draw_w",
+    "power_limit_w",
+    "power_default_limit_w",
+    "power_min_limit_w",
+    "power_max_limit_w",
+}
 _NUMBER = re.compile(r"^\s*(-?\d+(?:\.\d+)?)\s*(?:x|W|C|MiB|MHz|%|bits?|bit)?\s*$")
 
 
@@ -674,8 +783,11 @@ def parse_smi_q_xml(text: str) -> SmiXml:
         return found.text.strip() or None
 
     attached = txt(root, "attached_gpus")
-    out = SmiXml(driver_version=txt(root, "driver_version"), cuda_version=txt(root, "cuda_version"),
-                 attached_gpus=int(attached) if attached and attached.isdigit() else None)
+    out = SmiXml(
+        driver_version=txt(root, "driver_version"),
+        cuda_version=txt(root, "cuda_version"),
+        attached_gpus=int(attached) if attached and attached.isdigit() else None,
+    )
     for i, g in enumerate(root.findall("gpu")):
         out.gpus.append(_xml_gpu(g, i, txt))
     return out
@@ -707,16 +819,25 @@ def _xml_gpu(g: Any, index: int, txt: Callable[[Any, str], str | None]) -> SmiXm
         if tok := _xml_token(value):
             note(name, tok)
         elif m := _NUMBER.match(value):
-            setattr(rec, name, float(m.group(1)) if name in _FLOAT_FIELDS else int(float(m.group(1))))
+            setattr(
+                rec, name, float(m.group(1)) if name in _FLOAT_FIELDS else int(float(m.group(1)))
+            )
         else:
             note(name, value)
-    for scope in ("volatile", "aggregate"):  # R570+: sram_uncorrectable_parity + sram_uncorrectable_secded
-        parts = [txt(g, f"ecc_errors/{scope}/sram_uncorrectable_{kind}") for kind in ("parity", "secded")]
+    for scope in (
+        "volatile",
+        "aggregate",
+    ):  # R570+: sram_uncorrectable_parity + sram_uncorrectable_secded
+        parts = [
+            txt(g, f"ecc_errors/{scope}/sram_uncorrectable_{kind}") for kind in ("parity", "secded")
+        ]
         if all(p is not None and p.isdigit() for p in parts):
             setattr(rec, f"ecc_{scope}_sram_uncorrected", sum(int(p) for p in parts if p))
     remap = g.find("remapped_rows")
     if remap is not None and len(remap) == 0 and (tok := _xml_token(remap.text or "")):
-        note("remap_pending", tok)  # "<remapped_rows>N/A</remapped_rows>": no row remapper (or MIG mode)
+        note(
+            "remap_pending", tok
+        )  # "<remapped_rows>N/A</remapped_rows>": no row remapper (or MIG mode)
         note("remap_failure", tok)
     devices = g.find("mig_devices")
     rec.mig_devices = len(devices.findall("mig_device")) if devices is not None else 0
@@ -739,6 +860,7 @@ def _xml_gpu(g: Any, index: int, txt: Callable[[Any, str], str | None]) -> SmiXm
 
 
 # --------------------------------------------------------------------------- topo -m
+
 
 @dataclass
 class TopoMatrix:
@@ -803,13 +925,13 @@ def parse_topo_m(text: str) -> TopoMatrix:
     out.devices = [t for t in lines[header_i].split() if _TOPO_DEVICE.fullmatch(t)]
     n = len(out.devices)
     seen_rows: set[str] = set()
-    for line in lines[header_i + 1:]:
+    for line in lines[header_i + 1 :]:
         toks = line.split()
         if not toks or toks[0] not in out.devices:
             if line.strip().startswith("Legend"):
                 break
             continue
-        name, cells, rest = toks[0], toks[1:1 + n], toks[1 + n:]
+        name, cells, rest = toks[0], toks[1 : 1 + n], toks[1 + n :]
         seen_rows.add(name)
         for col, cell in zip(out.devices, cells):
             if cell != "X":
@@ -827,6 +949,7 @@ def parse_topo_m(text: str) -> TopoMatrix:
 
 
 # --------------------------------------------------------------------------- nvlink -s / -e
+
 
 @dataclass
 class NvLink:
@@ -940,5 +1063,11 @@ def parse_smi_gpu_ids(text: str) -> list[SmiGpuId]:
     Raises ParseError on an nvidia-smi error banner.
     """
     rows = parse_query_gpu_csv(text, ["index", "uuid", "pci.bus_id", "name"])
-    return [SmiGpuId(index=int(i) if (i := r.get("index") or "").isdigit() else None, uuid=r.get("uuid"),
-                     bus_id=normalize_bdf(r.get("pci.bus_id") or "")) for r in rows]
+    return [
+        SmiGpuId(
+            index=int(i) if (i := r.get("index") or "").isdigit() else None,
+            uuid=r.get("uuid"),
+            bus_id=normalize_bdf(r.get("pci.bus_id") or ""),
+        )
+        for r in rows
+    ]

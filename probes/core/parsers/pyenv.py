@@ -23,37 +23,57 @@ import re
 from gpuaudit.probes.core.errors import ParseError
 from pydantic import BaseModel
 
-PACKAGES = ("torch", "triton", "flashinfer-python", "flashinfer-cubin", "flashinfer-jit-cache", "sglang", "sgl-kernel",
-            "sglang-kernel", "vllm", "xformers", "text-generation-server", "nvidia-nccl-cu12", "nvidia-nccl-cu13",
-            "nvidia-cuda-runtime-cu12", "nvidia-cuda-runtime-cu13", "nvidia-cuda-runtime", "nvidia-cublas-cu12",
-            "nvidia-cublas-cu13", "nvidia-cudnn-cu12", "nvidia-cudnn-cu13", "deep-gemm", "flash-attn")
+PACKAGES = (
+    "torch",
+    "triton",
+    "flashinfer-python",
+    "flashinfer-cubin",
+    "flashinfer-jit-cache",
+    "sglang",
+    "sgl-kernel",
+    "sglang-kernel",
+    "vllm",
+    "xformers",
+    "text-generation-server",
+    "nvidia-nccl-cu12",
+    "nvidia-nccl-cu13",
+    "nvidia-cuda-runtime-cu12",
+    "nvidia-cuda-runtime-cu13",
+    "nvidia-cuda-runtime",
+    "nvidia-cublas-cu12",
+    "nvidia-cublas-cu13",
+    "nvidia-cudnn-cu12",
+    "nvidia-cudnn-cu13",
+    "deep-gemm",
+    "flash-attn",
+)
 
 # No ">" anywhere (the read-only lint), double quotes only (it sits inside single quotes).
 _SNIPPET = (
     "# @@pyenv (marker: the engine discovery skips its own probes)\n"
     "import json, sys, importlib.metadata as m\n"
-    "o = {\"python\": sys.version.split()[0], \"executable\": sys.executable, \"packages\": {}}\n"
+    'o = {"python": sys.version.split()[0], "executable": sys.executable, "packages": {}}\n'
     "for p in " + repr(PACKAGES).replace("'", '"') + ":\n"
     "    try:\n"
-    "        o[\"packages\"][p] = m.version(p)\n"
+    '        o["packages"][p] = m.version(p)\n'
     "    except Exception:\n"
     "        pass\n"
     "try:\n"
     "    import torch\n"
-    "    o[\"torch\"] = torch.__version__\n"
-    "    o[\"torch_cuda\"] = torch.version.cuda\n"
+    '    o["torch"] = torch.__version__\n'
+    '    o["torch_cuda"] = torch.version.cuda\n'
     "    try:\n"
-    "        o[\"arch_list\"] = list(torch._C._cuda_getArchFlags().split())\n"
+    '        o["arch_list"] = list(torch._C._cuda_getArchFlags().split())\n'
     "    except Exception as e:\n"
-    "        o[\"arch_error\"] = repr(e)[:200]\n"
+    '        o["arch_error"] = repr(e)[:200]\n'
     "    try:\n"
     "        import torch.cuda.nccl as tn\n"
     "        v = tn.version()\n"
-    "        o[\"nccl\"] = \".\".join(str(x) for x in v) if isinstance(v, tuple) else str(v)\n"
+    '        o["nccl"] = ".".join(str(x) for x in v) if isinstance(v, tuple) else str(v)\n'
     "    except Exception as e:\n"
-    "        o[\"nccl_error\"] = repr(e)[:200]\n"
+    '        o["nccl_error"] = repr(e)[:200]\n'
     "except Exception as e:\n"
-    "    o[\"torch_error\"] = repr(e)[:300]\n"
+    '    o["torch_error"] = repr(e)[:300]\n'
     "print(json.dumps(o))\n"
 )
 
@@ -61,12 +81,12 @@ _SNIPPET = (
 # The engine's interpreter when one runs (argv[0] if it is an absolute executable path, which keeps a
 # venv's site-packages; else /proc/<pid>/exe), unless --python named another; then the snippet.
 PYENV_SHELL = (
-    "py={python}; if [ \"$py\" = python3 ]; then for d in /proc/[0-9]*; do "
+    'py={python}; if [ "$py" = python3 ]; then for d in /proc/[0-9]*; do '
     "c=$(tr '\\0' ' ' 2>/dev/null < $d/cmdline); case \"$c\" in *@@p*|*@@gpuaudit-*|*'export LC_ALL'*) continue;; "
     "*sglang.launch_server*|*vllm.entrypoints*|*'vllm serve'*|*'sglang serve'*|*text-generation-server*) "
-    "a=${c%% *}; case \"$a\" in /*) [ -x \"$a\" ] && py=$a;; esac; "
-    "[ \"$py\" = python3 ] && e=$(readlink $d/exe 2>/dev/null) && [ -x \"$e\" ] && py=$e; break;; esac; done; fi; "
-    "echo \"@@python $py\"; PYTHONDONTWRITEBYTECODE=1 \"$py\" -B -c '" + _SNIPPET + "'"
+    'a=${c%% *}; case "$a" in /*) [ -x "$a" ] && py=$a;; esac; '
+    '[ "$py" = python3 ] && e=$(readlink $d/exe 2>/dev/null) && [ -x "$e" ] && py=$e; break;; esac; done; fi; '
+    'echo "@@python $py"; PYTHONDONTWRITEBYTECODE=1 "$py" -B -c \'' + _SNIPPET + "'"
 )
 
 
@@ -116,9 +136,13 @@ def parse_pyenv_json(text: str) -> PyEnv:
         raise ParseError("no JSON line in the output")
     arch = data.get("arch_list")
     return PyEnv(
-        interpreter=data.get("executable") or interp, python=data.get("python"), torch=data.get("torch"),
-        torch_cuda=data.get("torch_cuda"), arch_list=[str(a) for a in arch] if isinstance(arch, list) else None,
-        nccl=data.get("nccl"), packages={str(k): str(v) for k, v in (data.get("packages") or {}).items()},
+        interpreter=data.get("executable") or interp,
+        python=data.get("python"),
+        torch=data.get("torch"),
+        torch_cuda=data.get("torch_cuda"),
+        arch_list=[str(a) for a in arch] if isinstance(arch, list) else None,
+        nccl=data.get("nccl"),
+        packages={str(k): str(v) for k, v in (data.get("packages") or {}).items()},
         torch_error=data.get("torch_error"),
     )
 
@@ -157,15 +181,15 @@ def parse_collect_env(text: str) -> PyEnv:
             in_env = True
             continue
         # the sectioned format lists variables under "Environment Variables"; the old one just appends them
-        if (em := re.match(r"^([A-Z][A-Z0-9_]*)=(.*)$", line)):
+        if em := re.match(r"^([A-Z][A-Z0-9_]*)=(.*)$", line):
             env.setdefault(em.group(1), em.group(2))
             continue
         if in_env and line.startswith("====="):
             continue
-        if (pm := _PIP.match(line)):
+        if pm := _PIP.match(line):
             packages.setdefault(pm.group(1).lower().replace("_", "-"), pm.group(2))
             continue
-        if (cm := re.match(r"^GPU [0-9, ]+ Compute Capability:\s*(\S+)", line)):
+        if cm := re.match(r"^GPU [0-9, ]+ Compute Capability:\s*(\S+)", line):
             caps.append(cm.group(1))
             continue
         kv = _kv(line)
@@ -179,7 +203,11 @@ def parse_collect_env(text: str) -> PyEnv:
     if not torch_v and not packages:
         raise ParseError("no PyTorch version and no package list: not a collect-env report")
     torch_cuda = vals.get("CUDA used to build PyTorch")
-    if torch_cuda in (None, "", "N/A", "None", "Could not collect") and torch_v and (m := re.search(r"\+cu(\d+)(\d)$", torch_v)):
+    if (
+        torch_cuda in (None, "", "N/A", "None", "Could not collect")
+        and torch_v
+        and (m := re.search(r"\+cu(\d+)(\d)$", torch_v))
+    ):
         torch_cuda = f"{int(m.group(1))}.{m.group(2)}"  # "+cu130" -> "13.0"
     if torch_cuda in ("", "N/A", "None", "Could not collect"):
         torch_cuda = None
@@ -193,16 +221,23 @@ def parse_collect_env(text: str) -> PyEnv:
     vllm_v = vals.get("vLLM Version")
     if vllm_v:
         packages.setdefault("vllm", vllm_v.split()[0])
-    return PyEnv(python=pyv.split()[0] if pyv else None, torch=torch_v, torch_cuda=torch_cuda, packages=packages,
-                 cuda_runtime=runtime if runtime not in ("", "N/A", "Could not collect") else None,
-                 driver=driver if driver not in ("", "N/A", "Could not collect") else None,
-                 compute_caps=caps, env=env)
+    return PyEnv(
+        python=pyv.split()[0] if pyv else None,
+        torch=torch_v,
+        torch_cuda=torch_cuda,
+        packages=packages,
+        cuda_runtime=runtime if runtime not in ("", "N/A", "Could not collect") else None,
+        driver=driver if driver not in ("", "N/A", "Could not collect") else None,
+        compute_caps=caps,
+        env=env,
+    )
 
 
 # --------------------------------------------------------------------------- helpers
 
+
 def cuda_major_minor(text: str | None) -> tuple[int, int] | None:
-    """"13.0", "12.8.93", "cu128" -> (13, 0) / (12, 8) / (12, 8); None when unreadable."""
+    """ "13.0", "12.8.93", "cu128" -> (13, 0) / (12, 8) / (12, 8); None when unreadable."""
     if not text:
         return None
     m = re.match(r"\s*(\d+)\.(\d+)", text)

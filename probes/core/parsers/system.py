@@ -41,11 +41,13 @@ def parse_uname(text: str) -> Uname:
         release = parts[0]
     elif len(parts) >= 3 and parts[0] == "Linux" and _RELEASE.match(parts[2]):
         hostname, release = parts[1], parts[2]
-    return Uname(release=release, hostname=hostname, flavour=kernel_flavour(release) if release else None)
+    return Uname(
+        release=release, hostname=hostname, flavour=kernel_flavour(release) if release else None
+    )
 
 
 def kernel_flavour(release: str) -> str | None:
-    """"6.8.12-9-pve" -> "pve"; "5.15.0-46-generic" -> "generic"; "4.18.0-80.11.2.el8_0.x86_64" -> "el8_0"."""
+    """ "6.8.12-9-pve" -> "pve"; "5.15.0-46-generic" -> "generic"; "4.18.0-80.11.2.el8_0.x86_64" -> "el8_0"."""
     m = re.search(r"-(?:\d+-)?([a-z][a-z0-9_]*)$", release)
     if m:
         return m.group(1)
@@ -96,18 +98,22 @@ class CpuId:
 def parse_cpuinfo_id(text: str) -> CpuId:
     """`grep -m4 -E '^(vendor_id|cpu family|model|model name)' /proc/cpuinfo` -> CpuId.
 
-        vendor_id	: AuthenticAMD
-        cpu family	: 26
-        model		: 2
-        model name	: AMD EPYC 9575F 64-Core Processor
+    vendor_id	: AuthenticAMD
+    cpu family	: 26
+    model		: 2
+    model name	: AMD EPYC 9575F 64-Core Processor
     """
     vals = kv_lines(text)
 
     def num(s: str | None) -> int | None:
         return int(s) if s and s.isdigit() else None
 
-    return CpuId(vendor=vals.get("vendor_id") or None, family=num(vals.get("cpu family")),
-                 model=num(vals.get("model")), model_name=vals.get("model name") or None)
+    return CpuId(
+        vendor=vals.get("vendor_id") or None,
+        family=num(vals.get("cpu family")),
+        model=num(vals.get("model")),
+        model_name=vals.get("model name") or None,
+    )
 
 
 # --------------------------------------------------------------------------- sysctl / single values
@@ -116,8 +122,8 @@ def parse_cpuinfo_id(text: str) -> CpuId:
 def parse_sysctl(text: str) -> dict[str, str]:
     """`sysctl -a` / `sysctl k1 k2` lines "key = value" -> dict (first occurrence wins).
 
-        kernel.numa_balancing = 1
-        vm.zone_reclaim_mode = 0
+    kernel.numa_balancing = 1
+    vm.zone_reclaim_mode = 0
     """
     out: dict[str, str] = {}
     for line in text.splitlines():
@@ -192,15 +198,18 @@ def parse_numactl_h(text: str) -> NumaTopology:
             row = [int(x) for x in m.group(2).split()]
             distances[int(m.group(1))] = dict(zip(header, row))
     ids = sorted(set(cpus) | set(size) | set(free))
-    nodes = {i: NumaNode(id=i, cpus=cpus.get(i, ()), size_mb=size.get(i), free_mb=free.get(i)) for i in ids}
+    nodes = {
+        i: NumaNode(id=i, cpus=cpus.get(i, ()), size_mb=size.get(i), free_mb=free.get(i))
+        for i in ids
+    }
     return NumaTopology(nodes=nodes, distances=distances)
 
 
 def parse_node_list(text: str) -> list[int]:
     """`ls -d /sys/devices/system/node/node[0-9]*` -> sorted node ids.
 
-        /sys/devices/system/node/node0
-        /sys/devices/system/node/node1
+    /sys/devices/system/node/node0
+    /sys/devices/system/node/node1
     """
     return sorted({int(m.group(1)) for m in re.finditer(r"node(\d+)\s*$", text, re.M)})
 
@@ -251,7 +260,10 @@ def parse_pci_numa(text: str) -> dict[str, PciNuma]:
     node: dict[str, int] = {}
     cpus: dict[str, tuple[int, ...]] = {}
     for path, lines in parse_grep_h(text).items():
-        m = re.search(r"/([0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])/(numa_node|local_cpulist)$", path)
+        m = re.search(
+            r"/([0-9a-fA-F]{4,8}:[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7])/(numa_node|local_cpulist)$",
+            path,
+        )
         if not m or not lines:
             continue
         bdf = normalize_bdf(m.group(1))
@@ -262,7 +274,10 @@ def parse_pci_numa(text: str) -> dict[str, PciNuma]:
                 cpus[bdf] = tuple(cpu_list(lines[0]))
             except ValueError:
                 pass
-    return {b: PciNuma(bdf=b, numa_node=node.get(b), local_cpus=cpus.get(b, ())) for b in sorted(set(node) | set(cpus))}
+    return {
+        b: PciNuma(bdf=b, numa_node=node.get(b), local_cpus=cpus.get(b, ()))
+        for b in sorted(set(node) | set(cpus))
+    }
 
 
 def normalize_bdf(bus_id: str) -> str:
@@ -291,9 +306,9 @@ class CgroupMembership:
 def parse_proc_self_cgroup(text: str) -> CgroupMembership:
     """`cat /proc/self/cgroup` -> cgroup version and container hints.
 
-        0::/lxc/101/ns/user.slice/user-0.slice/session-3.scope     (host view of a PVE container)
-        0::/init.scope                                            (inside a container, cgroup namespace)
-        12:freezer:/ ... 0::/init.scope                           (hybrid v1+v2)
+    0::/lxc/101/ns/user.slice/user-0.slice/session-3.scope     (host view of a PVE container)
+    0::/init.scope                                            (inside a container, cgroup namespace)
+    12:freezer:/ ... 0::/init.scope                           (hybrid v1+v2)
     """
     lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
     unified = None
@@ -317,8 +332,12 @@ def parse_proc_self_cgroup(text: str) -> CgroupMembership:
     paths = " ".join(ln.split(":", 2)[-1] for ln in lines)
     m = re.search(r"/lxc(?:\.payload)?[./](\d+)(?:/|\b)", paths)
     d = re.search(r"/docker[-/]([0-9a-f]{12,64})", paths)
-    return CgroupMembership(version=version, unified_path=unified, lxc_id=m.group(1) if m else None,
-                            docker_id=d.group(1) if d else None)
+    return CgroupMembership(
+        version=version,
+        unified_path=unified,
+        lxc_id=m.group(1) if m else None,
+        docker_id=d.group(1) if d else None,
+    )
 
 
 @dataclass(frozen=True)
@@ -348,8 +367,10 @@ def parse_cpu_max(text: str) -> tuple[int | None, int | None]:
     return quota, period
 
 
-CGROUP_FILES = ("grep -H . /sys/fs/cgroup/cpuset.cpus.effective /sys/fs/cgroup/cpuset.mems.effective "
-                "/sys/fs/cgroup/cpu.max /sys/fs/cgroup/memory.max /sys/fs/cgroup/cpu.stat /sys/fs/cgroup/memory.events")
+CGROUP_FILES = (
+    "grep -H . /sys/fs/cgroup/cpuset.cpus.effective /sys/fs/cgroup/cpuset.mems.effective "
+    "/sys/fs/cgroup/cpu.max /sys/fs/cgroup/memory.max /sys/fs/cgroup/cpu.stat /sys/fs/cgroup/memory.events"
+)
 """The one command line reading a container's cgroup v2 limits (numa, container); `parse_cgroup_files` reads it.
 grep exits 2 when a file is absent (no cpuset controller): see `spec.partial_grep_ok`."""
 
@@ -389,17 +410,24 @@ def parse_cgroup_files(text: str) -> CgroupLimits:
     if "memory.max" in by_name:
         v = by_name["memory.max"][0]
         mem = int(v) if v.isdigit() else None
-    return CgroupLimits(cpuset_cpus=cpus("cpuset.cpus.effective"), cpuset_mems=cpus("cpuset.mems.effective"),
-                        cpu_quota_us=quota, cpu_period_us=period, cpu_max_read="cpu.max" in by_name,
-                        memory_max=mem, memory_max_read="memory.max" in by_name,
-                        cpu_stat=stat("cpu.stat"), memory_events=stat("memory.events"))
+    return CgroupLimits(
+        cpuset_cpus=cpus("cpuset.cpus.effective"),
+        cpuset_mems=cpus("cpuset.mems.effective"),
+        cpu_quota_us=quota,
+        cpu_period_us=period,
+        cpu_max_read="cpu.max" in by_name,
+        memory_max=mem,
+        memory_max_read="memory.max" in by_name,
+        cpu_stat=stat("cpu.stat"),
+        memory_events=stat("memory.events"),
+    )
 
 
 def parse_status_allowed(text: str) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None]:
     """`grep -E '^(Cpus|Mems)_allowed_list' /proc/self/status` -> (cpus, mems).
 
-        Cpus_allowed_list:	0-63
-        Mems_allowed_list:	0-1
+    Cpus_allowed_list:	0-63
+    Mems_allowed_list:	0-1
     """
     cpus = mems = None
     for line in text.splitlines():
@@ -419,7 +447,7 @@ def parse_status_allowed(text: str) -> tuple[tuple[int, ...] | None, tuple[int, 
 def parse_uid_map(text: str) -> list[tuple[int, int, int]]:
     """`cat /proc/self/uid_map` -> [(inside, outside, count)]; "0 100000 65536" means unprivileged.
 
-             0     100000      65536
+    0     100000      65536
     """
     out = []
     for line in text.splitlines():
@@ -460,15 +488,37 @@ def parse_df(text: str) -> list[DfRow]:
         pending = ""
         if len(parts) < 6:
             continue
-        rows.append(DfRow(filesystem=parts[0], size_bytes=size_bytes(parts[1]), used_bytes=size_bytes(parts[2]),
-                          avail_bytes=size_bytes(parts[3]), mounted_on=" ".join(parts[5:])))
+        rows.append(
+            DfRow(
+                filesystem=parts[0],
+                size_bytes=size_bytes(parts[1]),
+                used_bytes=size_bytes(parts[2]),
+                avail_bytes=size_bytes(parts[3]),
+                mounted_on=" ".join(parts[5:]),
+            )
+        )
     return rows
 
 
 # ulimit letter <- dash's names (dash prints "locked memory(kbytes) 64" instead of bash's "(kbytes, -l)").
-_DASH_ULIMIT = {"time": "t", "file": "f", "data": "d", "stack": "s", "coredump": "c", "memory": "m",
-                "locked memory": "l", "process": "u", "nofiles": "n", "vmemory": "v", "locks": "x",
-                "rtprio": "r", "nice": "e", "sigpending": "i", "msgqueue": "q", "rttime": "R"}
+_DASH_ULIMIT = {
+    "time": "t",
+    "file": "f",
+    "data": "d",
+    "stack": "s",
+    "coredump": "c",
+    "memory": "m",
+    "locked memory": "l",
+    "process": "u",
+    "nofiles": "n",
+    "vmemory": "v",
+    "locks": "x",
+    "rtprio": "r",
+    "nice": "e",
+    "sigpending": "i",
+    "msgqueue": "q",
+    "rttime": "R",
+}
 
 
 def parse_ulimit_a(text: str) -> dict[str, str]:
@@ -490,7 +540,7 @@ def parse_ulimit_a(text: str) -> dict[str, str]:
 
 
 def ulimit_kb(value: str | None) -> int | None:
-    """"unlimited" -> -1, "8192" -> 8192, anything else -> None."""
+    """ "unlimited" -> -1, "8192" -> 8192, anything else -> None."""
     if value is None:
         return None
     if value == "unlimited":
@@ -521,11 +571,11 @@ class ProcDevices:
 def parse_proc_devices(text: str) -> ProcDevices:
     """`cat /proc/devices` -> char and block majors by name.
 
-        Character devices:
-        195 nvidia-frontend
-        510 nvidia-uvm
-        Block devices:
-          9 md
+    Character devices:
+    195 nvidia-frontend
+    510 nvidia-uvm
+    Block devices:
+      9 md
     """
     char: dict[str, list[int]] = {}
     block: dict[str, list[int]] = {}
@@ -560,12 +610,12 @@ class DevNode:
 def parse_ls_dev(text: str) -> list[DevNode]:
     """`ls -l /dev/nvidia*` (directories such as /dev/nvidia-caps listed in their own section).
 
-        crw-rw-rw- 1 root root 195,   0 Mar  3 10:01 /dev/nvidia0
-        crw-rw-rw- 1 root root 510,   0 Mar  3 10:01 /dev/nvidia-uvm
+    crw-rw-rw- 1 root root 195,   0 Mar  3 10:01 /dev/nvidia0
+    crw-rw-rw- 1 root root 510,   0 Mar  3 10:01 /dev/nvidia-uvm
 
-        /dev/nvidia-caps:
-        total 0
-        cr-------- 1 root root 235, 1 Mar  3 10:01 nvidia-cap1
+    /dev/nvidia-caps:
+    total 0
+    cr-------- 1 root root 235, 1 Mar  3 10:01 nvidia-cap1
     """
     nodes: list[DevNode] = []
     directory = ""
@@ -576,15 +626,26 @@ def parse_ls_dev(text: str) -> list[DevNode]:
         if s.endswith(":") and " " not in s:
             directory = s[:-1].rstrip("/") + "/"
             continue
-        m = re.match(r"^([cbdl-])([rwxsStT-]{9})[.+]?\s+\d+\s+(\S+)\s+(\S+)\s+(?:(\d+),\s*(\d+)|\d+)\s+"
-                     r"\S+\s+\S+\s+\S+\s+(.+)$", s)
+        m = re.match(
+            r"^([cbdl-])([rwxsStT-]{9})[.+]?\s+\d+\s+(\S+)\s+(\S+)\s+(?:(\d+),\s*(\d+)|\d+)\s+"
+            r"\S+\s+\S+\s+\S+\s+(.+)$",
+            s,
+        )
         if not m:
             continue
         name = m.group(7).split(" -> ")[0]
         path = name if name.startswith("/") else directory + name
-        nodes.append(DevNode(path=path, kind=m.group(1), mode=m.group(1) + m.group(2), owner=m.group(3),
-                             group=m.group(4), major=int(m.group(5)) if m.group(5) else None,
-                             minor=int(m.group(6)) if m.group(6) else None))
+        nodes.append(
+            DevNode(
+                path=path,
+                kind=m.group(1),
+                mode=m.group(1) + m.group(2),
+                owner=m.group(3),
+                group=m.group(4),
+                major=int(m.group(5)) if m.group(5) else None,
+                minor=int(m.group(6)) if m.group(6) else None,
+            )
+        )
     return nodes
 
 

@@ -14,16 +14,18 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
-from pydantic import BaseModel, Field
-
 from gpuaudit.probes.core.roofline.gpus import GpuSpec
 from gpuaudit.probes.core.roofline.model import ModelSpec
+from pydantic import BaseModel, Field
 
 ETA_DEFAULT = 0.8
 ALLREDUCE_US = {
     # small-message all-reduce latency defaults, µs, when nccl-tests (--active) did not measure it
-    "pcie": (24.0, "NCCL ~24 µs at 256 B-64 KB on 8 PCIe Gen5 GPUs behind switches (rtx6kpro measurements, "
-                   "ROOFLINE.md §4.3)"),
+    "pcie": (
+        24.0,
+        "NCCL ~24 µs at 256 B-64 KB on 8 PCIe Gen5 GPUs behind switches (rtx6kpro measurements, "
+        "ROOFLINE.md §4.3)",
+    ),
     "nvlink": (8.0, "NVLink/NVSwitch small-message minimum latency 8 µs (llm-analysis default)"),
 }
 
@@ -69,15 +71,25 @@ def rank_share(tp_mode: str, layout: Layout, kv_split: int, spec: ModelSpec) -> 
         return 1 / n, f"÷ min(TP, KV heads) = {n}"
     if tp_mode == "experts" and layout.ep and layout.ep > 1 and spec.experts_active:
         per_rank = math.ceil(spec.experts_active / layout.ep)
-        return per_rank / spec.experts_active, (f"EP {layout.ep}: the busiest rank holds ≥ {per_rank} of the "
-                                                f"{spec.experts_active} active experts")
+        return per_rank / spec.experts_active, (
+            f"EP {layout.ep}: the busiest rank holds ≥ {per_rank} of the "
+            f"{spec.experts_active} active experts"
+        )
     if tp_mode == "experts":
         return 1 / tp, f"÷ TP {tp} (each active expert split over the ranks)"
     return 1.0, "replicated on every rank"
 
 
-def compute(spec: ModelSpec, layout: Layout, gpu: GpuSpec | None, *, interconnect: str | None,
-            eta: float = ETA_DEFAULT, allreduce_us: float | None = None, allreduce_source: str = "") -> Bounds:
+def compute(
+    spec: ModelSpec,
+    layout: Layout,
+    gpu: GpuSpec | None,
+    *,
+    interconnect: str | None,
+    eta: float = ETA_DEFAULT,
+    allreduce_us: float | None = None,
+    allreduce_source: str = "",
+) -> Bounds:
     b = Bounds()
     steps = b.steps
     per_gpu = 0.0
@@ -87,29 +99,69 @@ def compute(spec: ModelSpec, layout: Layout, gpu: GpuSpec | None, *, interconnec
         read = c.params * c.bytes_per_param
         unique += read
         per_gpu += read * share
-        steps.append(Step(label=c.name, value=gb(read * share),
-                          how=f"{c.params / 1e9:.3f} B params × {c.bytes_per_param:g} B ({c.precision}) {why}"))
+        steps.append(
+            Step(
+                label=c.name,
+                value=gb(read * share),
+                how=f"{c.params / 1e9:.3f} B params × {c.bytes_per_param:g} B ({c.precision}) {why}",
+            )
+        )
     b.bytes_per_gpu, b.unique_active_bytes = per_gpu, unique
-    steps.append(Step(label="bytes per rank per token (ctx 0)", value=gb(per_gpu), how="sum of the rows above"))
+    steps.append(
+        Step(
+            label="bytes per rank per token (ctx 0)", value=gb(per_gpu), how="sum of the rows above"
+        )
+    )
     kv_share = 1 / min(max(layout.tp, 1), max(spec.kv_split, 1))
-    steps.append(Step(label="KV cache per 1K tokens of context, per rank", value=gb(spec.kv_bytes_per_token * 1000 * kv_share),
-                      how=("latent KV replicated on every rank" if spec.kv_split == 1 else f"split over {1 / kv_share:.0f} ranks")
-                      + (f"; DSA reads at most {spec.kv_read_cap} tokens" if spec.kv_read_cap else "")
-                      + " (bounds below at context 0)"))
+    steps.append(
+        Step(
+            label="KV cache per 1K tokens of context, per rank",
+            value=gb(spec.kv_bytes_per_token * 1000 * kv_share),
+            how=(
+                "latent KV replicated on every rank"
+                if spec.kv_split == 1
+                else f"split over {1 / kv_share:.0f} ranks"
+            )
+            + (f"; DSA reads at most {spec.kv_read_cap} tokens" if spec.kv_read_cap else "")
+            + " (bounds below at context 0)",
+        )
+    )
     if gpu is None:
         b.missing.append("GPU memory bandwidth (GPU model not in the table)")
         return b
     bw = gpu.bandwidth_gbs * 1e9
-    steps.append(Step(label="peak bandwidth per GPU", value=f"{gpu.bandwidth_gbs:g} GB/s", how=f"{gpu.model}: {gpu.source}"))
+    steps.append(
+        Step(
+            label="peak bandwidth per GPU",
+            value=f"{gpu.bandwidth_gbs:g} GB/s",
+            how=f"{gpu.model}: {gpu.source}",
+        )
+    )
     b.naive = layout.gpus * bw / unique
-    steps.append(Step(label="naive bound", value=f"{b.naive:.0f} tok/s",
-                      how=f"{layout.gpus} × {gpu.bandwidth_gbs:g} GB/s ÷ {gb(unique)} unique active bytes"))
+    steps.append(
+        Step(
+            label="naive bound",
+            value=f"{b.naive:.0f} tok/s",
+            how=f"{layout.gpus} × {gpu.bandwidth_gbs:g} GB/s ÷ {gb(unique)} unique active bytes",
+        )
+    )
     b.tp_aware = bw / per_gpu
-    steps.append(Step(label="TP-aware bound (η = 1)", value=f"{b.tp_aware:.0f} tok/s", how=f"{gpu.bandwidth_gbs:g} GB/s ÷ {gb(per_gpu)}"))
+    steps.append(
+        Step(
+            label="TP-aware bound (η = 1)",
+            value=f"{b.tp_aware:.0f} tok/s",
+            how=f"{gpu.bandwidth_gbs:g} GB/s ÷ {gb(per_gpu)}",
+        )
+    )
     t_mem = per_gpu / (eta * bw)
     b.tp_aware_eta = 1 / t_mem
-    steps.append(Step(label=f"TP-aware bound (η = {eta:g})", value=f"{b.tp_aware_eta:.0f} tok/s",
-                      how=f"t_mem = {gb(per_gpu)} ÷ ({eta:g} × {gpu.bandwidth_gbs:g} GB/s) = {t_mem * 1e3:.2f} ms"))
+    steps.append(
+        Step(
+            label=f"TP-aware bound (η = {eta:g})",
+            value=f"{b.tp_aware_eta:.0f} tok/s",
+            how=f"t_mem = {gb(per_gpu)} ÷ ({eta:g} × {gpu.bandwidth_gbs:g} GB/s) = {t_mem * 1e3:.2f} ms",
+        )
+    )
     if layout.tp <= 1:
         b.comm_aware = b.tp_aware_eta
         steps.append(Step(label="communication", value="0 ms", how="TP 1: no all-reduce per layer"))
@@ -122,8 +174,18 @@ def compute(spec: ModelSpec, layout: Layout, gpu: GpuSpec | None, *, interconnec
     n_ar = 2 * spec.layers
     t_comm = n_ar * allreduce_us * 1e-6
     b.comm_aware = 1 / (t_mem + t_comm)
-    steps.append(Step(label="communication per token", value=f"{t_comm * 1e3:.2f} ms",
-                      how=f"2 × {spec.layers} layers = {n_ar} all-reduces × {allreduce_us:g} µs ({allreduce_source})"))
-    steps.append(Step(label=f"comm-aware bound (η = {eta:g})", value=f"{b.comm_aware:.0f} tok/s",
-                      how=f"1 ÷ ({t_mem * 1e3:.2f} ms + {t_comm * 1e3:.2f} ms)"))
+    steps.append(
+        Step(
+            label="communication per token",
+            value=f"{t_comm * 1e3:.2f} ms",
+            how=f"2 × {spec.layers} layers = {n_ar} all-reduces × {allreduce_us:g} µs ({allreduce_source})",
+        )
+    )
+    steps.append(
+        Step(
+            label=f"comm-aware bound (η = {eta:g})",
+            value=f"{b.comm_aware:.0f} tok/s",
+            how=f"1 ÷ ({t_mem * 1e3:.2f} ms + {t_comm * 1e3:.2f} ms)",
+        )
+    )
     return b

@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from typing import Literal
 
 from gpuaudit.probes.core.errors import ParseError
+from gpuaudit.probes.core.fleet.peers import gpu_model
 from gpuaudit.probes.core.models import AuditRun, CommandRecord, Role, Severity
 from gpuaudit.probes.core.parsers.engine import (
     main_engine,
@@ -20,7 +21,6 @@ from gpuaudit.probes.core.parsers.engine import (
 )
 from gpuaudit.probes.core.parsers.model_files import parse_model_files
 from gpuaudit.probes.core.parsers.nvidia_smi import parse_topo_m
-from gpuaudit.probes.core.fleet.peers import gpu_model
 from gpuaudit.probes.core.roofline.bounds import ETA_DEFAULT, Layout, Step, compute
 from gpuaudit.probes.core.roofline.gpus import gpu_spec
 from gpuaudit.probes.core.roofline.model import ModelConfigError, model_spec
@@ -28,17 +28,42 @@ from gpuaudit.probes.core.spec import record_problem
 from pydantic import BaseModel, Field
 
 # PROBES.md §13.5: what explains a large single-stream gap, in the order to look at it.
-EXPLAINERS = ("python.cuda_graphs", "nccl.p2p_matrix", "nccl.iommu_acs_gate", "nccl.transport_observed",
-              "firmware.iommu_mode", "pcie.acs", "python.torch_arch_support", "python.flashinfer_sm120",
-              "python.attention_backend", "power.cpu_scaling_driver", "power.cpu_cstates", "power.cpu_effective_freq",
-              "python.measured_throughput")
+EXPLAINERS = (
+    "python.cuda_graphs",
+    "nccl.p2p_matrix",
+    "nccl.iommu_acs_gate",
+    "nccl.transport_observed",
+    "firmware.iommu_mode",
+    "pcie.acs",
+    "python.torch_arch_support",
+    "python.flashinfer_sm120",
+    "python.attention_backend",
+    "power.cpu_scaling_driver",
+    "power.cpu_cstates",
+    "power.cpu_effective_freq",
+    "python.measured_throughput",
+)
 
 # Published single-stream decode on the same hardware class and model family (ROOFLINE.md §4.4).
 REFERENCES: tuple[dict[str, object], ...] = (
-    {"gpu": "RTX PRO 6000 Blackwell", "count": 8, "family": "glm_moe_dsa", "tok_s": 51.6, "tok_s_mtp": 95.1,
-     "setup": "GLM-5 NVFP4, SGLang TP8, batch 1, context 0", "source": "rtx6kpro models/glm5.md (Mar 2026)"},
-    {"gpu": "RTX PRO 6000 Blackwell", "count": 8, "family": "glm4_moe", "tok_s": 58.0, "tok_s_mtp": None,
-     "setup": "GLM-4.6-FP8, SGLang, batch 1", "source": "vllm PR #29240 comment"},
+    {
+        "gpu": "RTX PRO 6000 Blackwell",
+        "count": 8,
+        "family": "glm_moe_dsa",
+        "tok_s": 51.6,
+        "tok_s_mtp": 95.1,
+        "setup": "GLM-5 NVFP4, SGLang TP8, batch 1, context 0",
+        "source": "rtx6kpro models/glm5.md (Mar 2026)",
+    },
+    {
+        "gpu": "RTX PRO 6000 Blackwell",
+        "count": 8,
+        "family": "glm4_moe",
+        "tok_s": 58.0,
+        "tok_s_mtp": None,
+        "setup": "GLM-4.6-FP8, SGLang, batch 1",
+        "source": "vllm PR #29240 comment",
+    },
 )
 
 
@@ -110,7 +135,9 @@ def _interconnect(recs: dict[Role, dict[str, CommandRecord]]) -> str | None:
     return None
 
 
-def _measured(records: Mapping[str, CommandRecord]) -> tuple[float | None, float | None, str | None]:
+def _measured(
+    records: Mapping[str, CommandRecord],
+) -> tuple[float | None, float | None, str | None]:
     rec = _usable(records, "engine_logs")
     if rec is None:
         return None, None, None
@@ -123,8 +150,11 @@ def _measured(records: Mapping[str, CommandRecord]) -> tuple[float | None, float
     if not single:
         return None, None, None
     accept = [s.accept_len for s in single if s.accept_len]
-    return (statistics.median(s.tok_s for s in single), statistics.median(accept) if accept else None,
-            f"median of {len(single)} single-stream decode log line(s) (engine_logs)")
+    return (
+        statistics.median(s.tok_s for s in single),
+        statistics.median(accept) if accept else None,
+        f"median of {len(single)} single-stream decode log line(s) (engine_logs)",
+    )
 
 
 def roofline_for_run(run: AuditRun, *, eta: float = ETA_DEFAULT) -> Roofline:
@@ -138,21 +168,29 @@ def roofline_for_run(run: AuditRun, *, eta: float = ETA_DEFAULT) -> Roofline:
         rf.missing.append("GPU model and count (smi_gpu_ids not read)")
     if role is None or cfg is None:
         return _finish(rf, run)
-    rf.inputs["engine"] = f"{cfg.kind} on the {role}: TP {cfg.tp}, PP {cfg.pp}, DP {cfg.dp}" + (f", EP {cfg.ep}" if cfg.ep else "")
+    rf.inputs["engine"] = f"{cfg.kind} on the {role}: TP {cfg.tp}, PP {cfg.pp}, DP {cfg.dp}" + (
+        f", EP {cfg.ep}" if cfg.ep else ""
+    )
     if cfg.kv_cache_dtype:
         rf.inputs["KV cache dtype"] = cfg.kv_cache_dtype
     if cfg.speculative:
-        rf.inputs["speculative decoding"] = cfg.speculative + (f", {cfg.speculative_steps} steps" if cfg.speculative_steps else "")
+        rf.inputs["speculative decoding"] = cfg.speculative + (
+            f", {cfg.speculative_steps} steps" if cfg.speculative_steps else ""
+        )
     mrec = _usable(recs.get(role, {}), "engine_model_files")
     files = None
     if mrec is None:
         problem = record_problem(recs.get(role, {}).get("engine_model_files"))
-        rf.missing.append(f"the model's config.json (engine_model_files: {problem or 'not collected'})")
+        rf.missing.append(
+            f"the model's config.json (engine_model_files: {problem or 'not collected'})"
+        )
     else:
         try:
             files = parse_model_files(mrec.stdout)
             if files is None:
-                rf.missing.append("the engine's model path (no --model/--model-path argument found)")
+                rf.missing.append(
+                    "the engine's model path (no --model/--model-path argument found)"
+                )
         except ParseError as exc:
             rf.missing.append(f"model files: {exc}")
     spec = None
@@ -163,10 +201,18 @@ def roofline_for_run(run: AuditRun, *, eta: float = ETA_DEFAULT) -> Roofline:
             if config is None:
                 raise ModelConfigError(f"no config.json in {files.path or files.model}")
             spec = model_spec(config, files.json("hf_quant_config.json"), cfg.kv_cache_dtype)
-            rf.inputs["architecture"] = (f"{spec.family}: {spec.layers} layers, hidden {spec.hidden}"
-                                         + (f", {spec.experts_active} of {spec.experts_total} experts" if spec.experts_total else ""))
+            rf.inputs["architecture"] = (
+                f"{spec.family}: {spec.layers} layers, hidden {spec.hidden}"
+                + (
+                    f", {spec.experts_active} of {spec.experts_total} experts"
+                    if spec.experts_total
+                    else ""
+                )
+            )
             if files.total_size:
-                rf.inputs["checkpoint size"] = f"{files.total_size / 1e9:.1f} GB (safetensors index metadata.total_size)"
+                rf.inputs["checkpoint size"] = (
+                    f"{files.total_size / 1e9:.1f} GB (safetensors index metadata.total_size)"
+                )
         except (ModelConfigError, ParseError) as exc:
             rf.missing.append(f"model config: {exc}")
     if spec is None:
@@ -181,14 +227,33 @@ def roofline_for_run(run: AuditRun, *, eta: float = ETA_DEFAULT) -> Roofline:
     b = compute(spec, layout, gpu, interconnect=interconnect, eta=eta)
     rf.steps = b.steps
     rf.missing += b.missing
-    rf.bounds = {k: round(v, 1) for k, v in (("naive", b.naive), ("tp_aware", b.tp_aware),
-                                               ("tp_aware_eta", b.tp_aware_eta), ("comm_aware", b.comm_aware)) if v}
+    rf.bounds = {
+        k: round(v, 1)
+        for k, v in (
+            ("naive", b.naive),
+            ("tp_aware", b.tp_aware),
+            ("tp_aware_eta", b.tp_aware_eta),
+            ("comm_aware", b.comm_aware),
+        )
+        if v
+    }
     measured, accept, source = _measured(recs.get(role, {}))
     rf.measured_tok_s, rf.speculative_accept_len, rf.measured_source = measured, accept, source
     if measured is None:
-        rf.missing.append("measured single-stream decode speed (no decode log line with one running request)")
-    ref = next((r for r in REFERENCES if gpu and r["gpu"] == gpu.model.split(" (")[0] and r["count"] == gpu_count
-                and r["family"] == spec.family), None)
+        rf.missing.append(
+            "measured single-stream decode speed (no decode log line with one running request)"
+        )
+    ref = next(
+        (
+            r
+            for r in REFERENCES
+            if gpu
+            and r["gpu"] == gpu.model.split(" (")[0]
+            and r["count"] == gpu_count
+            and r["family"] == spec.family
+        ),
+        None,
+    )
     rf.reference = dict(ref) if ref else None
     return _finish(rf, run)
 
@@ -197,9 +262,15 @@ def _finish(rf: Roofline, run: AuditRun) -> Roofline:
     if rf.measured_tok_s:
         rf.ratios = {k: round(rf.measured_tok_s / v, 3) for k, v in rf.bounds.items()}
         if "comm_aware" in rf.bounds:
-            rf.unexplained_ms_per_token = round(1e3 / rf.measured_tok_s - 1e3 / rf.bounds["comm_aware"], 2)
+            rf.unexplained_ms_per_token = round(
+                1e3 / rf.measured_tok_s - 1e3 / rf.bounds["comm_aware"], 2
+            )
     bad = {f.id: f for f in run.findings if f.severity in (Severity.CRITICAL, Severity.WARNING)}
-    rf.explanations = [{"id": i, "severity": bad[i].severity.value, "title": bad[i].title} for i in EXPLAINERS if i in bad]
+    rf.explanations = [
+        {"id": i, "severity": bad[i].severity.value, "title": bad[i].title}
+        for i in EXPLAINERS
+        if i in bad
+    ]
     rf.status = "ok" if rf.bounds and not rf.missing else "partial" if rf.bounds else "unknown"
     rf.strip = strip_text(rf)
     return rf
@@ -211,9 +282,17 @@ def strip_text(rf: Roofline) -> str:
         return "roofline unknown: " + (rf.missing[0] if rf.missing else "no input")
     lo = rf.bounds.get("comm_aware") or rf.bounds.get("tp_aware_eta")
     hi = rf.bounds.get("tp_aware")
-    bound = f"bound {lo:.0f}–{hi:.0f} tok/s" if lo and hi and round(lo) != round(hi) else f"bound {hi or lo:.0f} tok/s"
+    bound = (
+        f"bound {lo:.0f}–{hi:.0f} tok/s"
+        if lo and hi and round(lo) != round(hi)
+        else f"bound {hi or lo:.0f} tok/s"
+    )
     if rf.measured_tok_s is None:
         return f"decode ? tok/s (not measured) · {bound}"
     pct = [100 * rf.measured_tok_s / v for v in (hi, lo) if v]
-    share = f"{min(pct):.0f}–{max(pct):.0f}%" if len(pct) == 2 and round(min(pct)) != round(max(pct)) else f"{pct[0]:.0f}%"
+    share = (
+        f"{min(pct):.0f}–{max(pct):.0f}%"
+        if len(pct) == 2 and round(min(pct)) != round(max(pct))
+        else f"{pct[0]:.0f}%"
+    )
     return f"decode {rf.measured_tok_s:.1f} tok/s · {bound} · {share} of physics"

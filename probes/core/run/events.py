@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
-from typing import Annotated, Literal, Union
+from typing import Annotated, Literal
 
 from gpuaudit.probes.core.models import (
     AuditRun,
@@ -72,17 +72,15 @@ class AuditFinished(BaseModel):
 
 
 AuditEvent = Annotated[
-    Union[
-        TargetConnecting,
-        TargetConnected,
-        TargetFailed,
-        TargetExecuted,
-        ProbeStarted,
-        CommandStarted,
-        CommandFinished,
-        ProbeFinished,
-        AuditFinished,
-    ],
+    TargetConnecting
+    | TargetConnected
+    | TargetFailed
+    | TargetExecuted
+    | ProbeStarted
+    | CommandStarted
+    | CommandFinished
+    | ProbeFinished
+    | AuditFinished,
     Field(discriminator="kind"),
 ]
 
@@ -134,7 +132,9 @@ def apply_event(run: AuditRun, event: BaseModel) -> AuditRun:
             for p in run.probes
         ]
     elif isinstance(event, ProbeFinished):
-        run.probes = [event.result if p.probe_id == event.result.probe_id else p for p in run.probes]
+        run.probes = [
+            event.result if p.probe_id == event.result.probe_id else p for p in run.probes
+        ]
     elif isinstance(event, AuditFinished):
         run.finished_at = event.at
     return run

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 
-from gpuaudit.probes.core.models import CommandRecord, Role, Target, TargetState
 from gpuaudit.probes.core.collect.replay_transport import ReplayTransport
+from gpuaudit.probes.core.collect.transport import PREFLIGHT_ID, RawResult, Transport
+from gpuaudit.probes.core.models import CommandRecord, Role, Target, TargetState
 from gpuaudit.probes.core.run.runner import TargetBinding
 from gpuaudit.probes.core.spec import Probe
-from gpuaudit.probes.core.collect.transport import PREFLIGHT_ID, RawResult, Transport
 
 NOT_RERUN = "not re-run: the resumed snapshot had no live connection for this target"
 
@@ -33,8 +33,13 @@ def good_records(records: Iterable[CommandRecord]) -> dict[Role, dict[str, Comma
     return out
 
 
-def rerun_plan(records: Iterable[CommandRecord], probes: Sequence[Probe], roles: Iterable[Role],
-               *, active: bool = False) -> dict[Role, list[str]]:
+def rerun_plan(
+    records: Iterable[CommandRecord],
+    probes: Sequence[Probe],
+    roles: Iterable[Role],
+    *,
+    active: bool = False,
+) -> dict[Role, list[str]]:
     """role -> the command ids that must run live (in probe order, each once)."""
     good = good_records(records)
     plan: dict[Role, list[str]] = {}
@@ -51,8 +56,15 @@ def rerun_plan(records: Iterable[CommandRecord], probes: Sequence[Probe], roles:
 class ResumeTransport:
     """Recorded answers first; the live transport (if any) for the rest, preflight included."""
 
-    def __init__(self, good: Mapping[str, CommandRecord], live: Transport | None, *,
-                 state: TargetState | None = None, owns_live: bool = True, label: str = "resume") -> None:
+    def __init__(
+        self,
+        good: Mapping[str, CommandRecord],
+        live: Transport | None,
+        *,
+        state: TargetState | None = None,
+        owns_live: bool = True,
+        label: str = "resume",
+    ) -> None:
         self.label = label
         self.live = live
         self.owns_live = owns_live
@@ -66,17 +78,27 @@ class ResumeTransport:
         if self.live is not None and self.owns_live:
             await self.live.connect()
 
-    async def run(self, line: str, *, command_id: str, timeout_s: float, max_bytes: int) -> RawResult:
+    async def run(
+        self, line: str, *, command_id: str, timeout_s: float, max_bytes: int
+    ) -> RawResult:
         if command_id in self._good:
-            return await self._replay.run(line, command_id=command_id, timeout_s=timeout_s, max_bytes=max_bytes)
+            return await self._replay.run(
+                line, command_id=command_id, timeout_s=timeout_s, max_bytes=max_bytes
+            )
         if self.live is not None:
             if command_id != PREFLIGHT_ID:
                 self.ran_live.append(command_id)
-            return await self.live.run(line, command_id=command_id, timeout_s=timeout_s, max_bytes=max_bytes)
+            return await self.live.run(
+                line, command_id=command_id, timeout_s=timeout_s, max_bytes=max_bytes
+            )
         if command_id == PREFLIGHT_ID:  # nothing to run here: report the recorded identity
-            is_root = self._state.is_root if self._state and self._state.is_root is not None else True
+            is_root = (
+                self._state.is_root if self._state and self._state.is_root is not None else True
+            )
             hostname = (self._state.hostname if self._state else None) or self.label
-            return RawResult(exit_status=0, stdout=f"{0 if is_root else 1000}\n{hostname}\n".encode())
+            return RawResult(
+                exit_status=0, stdout=f"{0 if is_root else 1000}\n{hostname}\n".encode()
+            )
         return RawResult(exit_status=None, error=NOT_RERUN)
 
     async def aclose(self) -> None:
@@ -84,9 +106,13 @@ class ResumeTransport:
             await self.live.aclose()
 
 
-def resume_bindings(targets: Sequence[Target], records: Sequence[CommandRecord], plan: Mapping[Role, list[str]],
-                    live: Sequence[TargetBinding] = (), states: Mapping[str, TargetState] | None = None,
-                    ) -> list[TargetBinding]:
+def resume_bindings(
+    targets: Sequence[Target],
+    records: Sequence[CommandRecord],
+    plan: Mapping[Role, list[str]],
+    live: Sequence[TargetBinding] = (),
+    states: Mapping[str, TargetState] | None = None,
+) -> list[TargetBinding]:
     """One binding per recorded target; a live transport only where the plan has something to run.
 
     `live` holds bindings built from the snapshot's target specs (or the CLI's overrides); a
@@ -103,10 +129,19 @@ def resume_bindings(targets: Sequence[Target], records: Sequence[CommandRecord],
     for t in targets:
         lb = live_by_role.get(t.role)
         use_live = lb is not None and wanted(t.role)
-        transport = ResumeTransport(good.get(t.role, {}), lb.transport if use_live else None,  # type: ignore[union-attr]
-                                    state=states.get(t.role), owns_live=lb is None or lb.via is None,
-                                    label=f"resume:{t.role}")
-        out.append(TargetBinding(target=lb.target if lb else t, transport=transport,
-                                 wrap_prefix=lb.wrap_prefix if lb else None,
-                                 via=lb.via if use_live and lb else None))
+        transport = ResumeTransport(
+            good.get(t.role, {}),
+            lb.transport if use_live else None,  # type: ignore[union-attr]
+            state=states.get(t.role),
+            owns_live=lb is None or lb.via is None,
+            label=f"resume:{t.role}",
+        )
+        out.append(
+            TargetBinding(
+                target=lb.target if lb else t,
+                transport=transport,
+                wrap_prefix=lb.wrap_prefix if lb else None,
+                via=lb.via if use_live and lb else None,
+            )
+        )
     return out

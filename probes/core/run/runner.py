@@ -6,11 +6,27 @@ import asyncio
 import shlex
 from collections.abc import AsyncIterator, Iterable, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from typing import Any
 
-from gpuaudit.probes.core.judge.checks import judge_checks
+from gpuaudit.probes.core.collect.remote_line import (
+    cut_at_marker,
+    new_marker,
+    remote_line,
+    sudo_refusal,
+)
+from gpuaudit.probes.core.collect.transport import (
+    DEFAULT_MAX_BYTES,
+    PREFLIGHT_ID,
+    RawResult,
+    Transport,
+)
+from gpuaudit.probes.core.collect.worker import session_prefix
+from gpuaudit.probes.core.collect.worker_transport import SessionLine
 from gpuaudit.probes.core.errors import TransportError
+from gpuaudit.probes.core.judge.checks import judge_checks
+from gpuaudit.probes.core.models import CommandRecord, ProbeResult, Role, Target
+from gpuaudit.probes.core.redact import redact_text
 from gpuaudit.probes.core.run.events import (
     AuditFinished,
     CommandFinished,
@@ -22,18 +38,7 @@ from gpuaudit.probes.core.run.events import (
     TargetExecuted,
     TargetFailed,
 )
-from gpuaudit.probes.core.models import CommandRecord, ProbeResult, Role, Target
-from gpuaudit.probes.core.redact import redact_text
-from gpuaudit.probes.core.collect.remote_line import cut_at_marker, new_marker, remote_line, sudo_refusal
 from gpuaudit.probes.core.spec import Command, Probe
-from gpuaudit.probes.core.collect.transport import (
-    DEFAULT_MAX_BYTES,
-    PREFLIGHT_ID,
-    RawResult,
-    Transport,
-)
-from gpuaudit.probes.core.collect.worker import session_prefix
-from gpuaudit.probes.core.collect.worker_transport import SessionLine
 from pydantic import BaseModel
 
 DEFAULT_TIMEOUT_S = 20.0
@@ -57,7 +62,10 @@ def hang_prone_slots(transport: object) -> int:
     """Calls of one hang-prone tool in flight at once on a target: half its channels, at most HANG_PRONE_PARALLEL
     (a fleet's one connection of 8 channels: 4; the default 2 × 8: 8; a transport without a limit: 8)."""
     channels = getattr(transport, "channels", None)
-    return HANG_PRONE_PARALLEL if channels is None else max(1, min(HANG_PRONE_PARALLEL, channels // 2))
+    return (
+        HANG_PRONE_PARALLEL if channels is None else max(1, min(HANG_PRONE_PARALLEL, channels // 2))
+    )
+
 
 PREFLIGHT = Command(
     PREFLIGHT_ID,
@@ -135,7 +143,12 @@ def parse_preflight(stdout: str) -> tuple[bool, bool, str | None]:
 class Audit:
     """Runs probes over targets; `events()` streams what happens. Connections stay open for re-runs."""
 
-    def __init__(self, bindings: Sequence[TargetBinding], probes: Sequence[Probe], options: AuditOptions | None = None) -> None:
+    def __init__(
+        self,
+        bindings: Sequence[TargetBinding],
+        probes: Sequence[Probe],
+        options: AuditOptions | None = None,
+    ) -> None:
         self.bindings = {b.target.role: b for b in bindings}
         self.probes = list(probes)
         self.options = options or AuditOptions()
@@ -183,7 +196,7 @@ class Audit:
             for role in self.bindings:
                 self._ensure_connect(role, queue)
             await asyncio.gather(*(self._run_probe(p, cache, queue) for p in probes))
-            queue.put_nowait(AuditFinished(at=datetime.now(timezone.utc)))
+            queue.put_nowait(AuditFinished(at=datetime.now(UTC)))
         finally:
             pending = [t for t in cache.values() if not t.done()]
             for t in pending:
@@ -192,7 +205,9 @@ class Audit:
                 await asyncio.wait(pending, timeout=3)
             queue.put_nowait(None)
 
-    def _ensure_connect(self, role: Role, queue: asyncio.Queue[BaseModel | None]) -> asyncio.Task[_TargetInfo]:
+    def _ensure_connect(
+        self, role: Role, queue: asyncio.Queue[BaseModel | None]
+    ) -> asyncio.Task[_TargetInfo]:
         task = self._connect_tasks.get(role)
         if task is None or (task.done() and not task.cancelled() and not task.result().ok):
             task = asyncio.create_task(self._connect(role, queue))
@@ -206,29 +221,54 @@ class Audit:
             if binding.via is not None:
                 host_info = await self._ensure_connect(binding.via, queue)
                 if not host_info.ok:
-                    raise TransportError(f"the {binding.via} it is entered through is unreachable: {host_info.reason}")
+                    raise TransportError(
+                        f"the {binding.via} it is entered through is unreachable: {host_info.reason}"
+                    )
             else:
                 await binding.transport.connect()
                 self._prestart_container_sessions(role)
-            host_timeout = (await self._connect_tasks[binding.via]).has_timeout if binding.via is not None else False
-            line = remote_line(PREFLIGHT.shell, marker=self._marker_for(binding), wrap_prefix=binding.wrap_prefix,
-                               wrap_sudo=self._wrap_needs_sudo(role), inner_timeout=False,
-                               timeout_s=PREFLIGHT.timeout_s if host_timeout else None)
+            host_timeout = (
+                (await self._connect_tasks[binding.via]).has_timeout
+                if binding.via is not None
+                else False
+            )
+            line = remote_line(
+                PREFLIGHT.shell,
+                marker=self._marker_for(binding),
+                wrap_prefix=binding.wrap_prefix,
+                wrap_sudo=self._wrap_needs_sudo(role),
+                inner_timeout=False,
+                timeout_s=PREFLIGHT.timeout_s if host_timeout else None,
+            )
             preflight_timeout = min(PREFLIGHT.timeout_s or 15, self.options.timeout_s + 10)
             if getattr(binding.transport, "executes_lines", False):
                 extra = self._session_kw(role, PREFLIGHT.shell, None)
-                raw = await binding.transport.run(line, command_id=PREFLIGHT.id, timeout_s=preflight_timeout, max_bytes=64 * 1024,
-                                                  marker=self._marker_for(binding), **extra)  # type: ignore[call-arg]
+                raw = await binding.transport.run(
+                    line,
+                    command_id=PREFLIGHT.id,
+                    timeout_s=preflight_timeout,
+                    max_bytes=64 * 1024,
+                    marker=self._marker_for(binding),
+                    **extra,
+                )  # type: ignore[call-arg]
                 self._note_executed(role, raw, line, queue)
             else:
-                raw = await binding.transport.run(line, command_id=PREFLIGHT.id, timeout_s=preflight_timeout, max_bytes=64 * 1024)
+                raw = await binding.transport.run(
+                    line, command_id=PREFLIGHT.id, timeout_s=preflight_timeout, max_bytes=64 * 1024
+                )
             raw = self._unmark(binding, raw)
             if raw.exit_status != 0 or raw.not_started:
-                detail = (decode_output(raw.stderr).strip() or raw.error or f"exit {raw.exit_status}").splitlines()
-                raise TransportError(f"{binding.target.spec}: cannot run commands: {detail[0][:200] if detail else 'no output'}")
+                detail = (
+                    decode_output(raw.stderr).strip() or raw.error or f"exit {raw.exit_status}"
+                ).splitlines()
+                raise TransportError(
+                    f"{binding.target.spec}: cannot run commands: {detail[0][:200] if detail else 'no output'}"
+                )
             is_root, has_timeout, hostname = parse_preflight(decode_output(raw.stdout))
             inner_timeout = False
-            if binding.via is not None:  # the outer timeout(1) runs on the host, the inner one in the container
+            if (
+                binding.via is not None
+            ):  # the outer timeout(1) runs on the host, the inner one in the container
                 inner_timeout, has_timeout = has_timeout, host_timeout
         except TransportError as exc:
             queue.put_nowait(TargetFailed(role=role, reason=str(exc)))
@@ -238,53 +278,110 @@ class Audit:
             queue.put_nowait(TargetFailed(role=role, reason=reason))
             return _TargetInfo(ok=False, reason=reason)
         queue.put_nowait(TargetConnected(role=role, is_root=is_root, hostname=hostname))
-        return _TargetInfo(ok=True, is_root=is_root, has_timeout=has_timeout, hostname=hostname, inner_timeout=inner_timeout)
+        return _TargetInfo(
+            ok=True,
+            is_root=is_root,
+            has_timeout=has_timeout,
+            hostname=hostname,
+            inner_timeout=inner_timeout,
+        )
 
-    async def _run_probe(self, probe: Probe, cache: dict[tuple[Role, str], asyncio.Task[tuple[RawResult, str, str]]],
-                         queue: asyncio.Queue[BaseModel | None]) -> None:
-        started = datetime.now(timezone.utc)
+    async def _run_probe(
+        self,
+        probe: Probe,
+        cache: dict[tuple[Role, str], asyncio.Task[tuple[RawResult, str, str]]],
+        queue: asyncio.Queue[BaseModel | None],
+    ) -> None:
+        started = datetime.now(UTC)
         queue.put_nowait(ProbeStarted(probe_id=probe.id, at=started))
         roles = [r for r in self.bindings if probe.commands_for(r)]
-        per_role = await asyncio.gather(*(self._run_commands(probe, r, cache, queue) for r in roles))
+        per_role = await asyncio.gather(
+            *(self._run_commands(probe, r, cache, queue) for r in roles)
+        )
         records = [rec for recs in per_role for rec in recs]
         result = judge_probe(probe, {r: recs for r, recs in zip(roles, per_role)}, started)
         queue.put_nowait(ProbeFinished(result=result.model_copy(update={"records": records})))
 
-    async def _run_commands(self, probe: Probe, role: Role, cache: dict[tuple[Role, str], asyncio.Task[tuple[RawResult, str, str]]],
-                            queue: asyncio.Queue[BaseModel | None]) -> list[CommandRecord]:
+    async def _run_commands(
+        self,
+        probe: Probe,
+        role: Role,
+        cache: dict[tuple[Role, str], asyncio.Task[tuple[RawResult, str, str]]],
+        queue: asyncio.Queue[BaseModel | None],
+    ) -> list[CommandRecord]:
         info = await self._connect_tasks[role]
         commands = [c for c in probe.commands_for(role) if self.options.active or not c.active]
-        return list(await asyncio.gather(*(self._run_one(probe, c, role, info, cache, queue) for c in commands)))
+        return list(
+            await asyncio.gather(
+                *(self._run_one(probe, c, role, info, cache, queue) for c in commands)
+            )
+        )
 
-    async def _run_one(self, probe: Probe, command: Command, role: Role, info: _TargetInfo,
-                       cache: dict[tuple[Role, str], asyncio.Task[tuple[RawResult, str, str]]], queue: asyncio.Queue[BaseModel | None]) -> CommandRecord:
+    async def _run_one(
+        self,
+        probe: Probe,
+        command: Command,
+        role: Role,
+        info: _TargetInfo,
+        cache: dict[tuple[Role, str], asyncio.Task[tuple[RawResult, str, str]]],
+        queue: asyncio.Queue[BaseModel | None],
+    ) -> CommandRecord:
         binding = self.bindings[role]
         shell = render_shell(command, self.options)
         timeout_s = command_timeout(command, self.options)
         use_sudo = command.needs_root and self.options.sudo and not info.is_root
-        line = remote_line(shell, marker=self._marker_for(binding), wrap_prefix=binding.wrap_prefix, sudo=use_sudo,
-                           wrap_sudo=self._wrap_needs_sudo(role), timeout_s=timeout_s if info.has_timeout else None,
-                           inner_timeout=info.inner_timeout)
-        base: dict[str, Any] = dict(target=role, probe_id=probe.id, command_id=command.id, command=shell, executed=line,
-                    needs_root=command.needs_root)
+        line = remote_line(
+            shell,
+            marker=self._marker_for(binding),
+            wrap_prefix=binding.wrap_prefix,
+            sudo=use_sudo,
+            wrap_sudo=self._wrap_needs_sudo(role),
+            timeout_s=timeout_s if info.has_timeout else None,
+            inner_timeout=info.inner_timeout,
+        )
+        base: dict[str, Any] = dict(
+            target=role,
+            probe_id=probe.id,
+            command_id=command.id,
+            command=shell,
+            executed=line,
+            needs_root=command.needs_root,
+        )
         if not info.ok:
             rec = CommandRecord(**base, error=f"target failed: {info.reason}")
         elif command.needs_root and not info.is_root and not self.options.sudo:
             rec = CommandRecord(**base, error="needs root (run as root or with --sudo)")
         else:
             queue.put_nowait(CommandStarted(probe_id=probe.id, role=role, command_id=command.id))
-            for _ in range(launch_rank(shell)):  # longest first: quick reads queue behind driver queries
+            for _ in range(
+                launch_rank(shell)
+            ):  # longest first: quick reads queue behind driver queries
                 await asyncio.sleep(0)
             key = (role, line)
             task = cache.get(key)
             if task is None:  # the same line asked by two probes runs once, and its text is shared
-                task = asyncio.create_task(self._fetch(binding, role, line, command.id, timeout_s,
-                                                       self._session_kw(role, shell, timeout_s if info.inner_timeout else None)))
+                task = asyncio.create_task(
+                    self._fetch(
+                        binding,
+                        role,
+                        line,
+                        command.id,
+                        timeout_s,
+                        self._session_kw(role, shell, timeout_s if info.inner_timeout else None),
+                    )
+                )
                 cache[key] = task
             raw, stdout, stderr = await asyncio.shield(task)
             base["executed"] = raw.executed or line
             self._note_executed(role, raw, None, queue)
-            rec = record_from_text(base, raw, stdout, stderr, sudo=use_sudo or self._wrap_needs_sudo(role), timeout_s=timeout_s)
+            rec = record_from_text(
+                base,
+                raw,
+                stdout,
+                stderr,
+                sudo=use_sudo or self._wrap_needs_sudo(role),
+                timeout_s=timeout_s,
+            )
             self._note_lost(role, queue)
         queue.put_nowait(CommandFinished(record=rec))
         return rec
@@ -293,13 +390,23 @@ class Audit:
         """Once every connection to a target died, its state says so (and that of a container entered through it)."""
         binding = self.bindings[role]
         transport_role = binding.via or role
-        if transport_role in self._lost or not getattr(self.bindings[transport_role].transport, "lost", False):
+        if transport_role in self._lost or not getattr(
+            self.bindings[transport_role].transport, "lost", False
+        ):
             return
-        reason = getattr(self.bindings[transport_role].transport, "lost_reason", None) or "connection closed"
+        reason = (
+            getattr(self.bindings[transport_role].transport, "lost_reason", None)
+            or "connection closed"
+        )
         for r, b in self.bindings.items():
             if r == transport_role or b.via == transport_role:
                 self._lost.add(r)
-                queue.put_nowait(TargetFailed(role=r, reason=f"{b.target.spec}: connection lost during the audit: {reason}"))
+                queue.put_nowait(
+                    TargetFailed(
+                        role=r,
+                        reason=f"{b.target.spec}: connection lost during the audit: {reason}",
+                    )
+                )
 
     def _prestart_container_sessions(self, role: Role) -> None:
         """Start the session of a container entered through this host now, alongside the host's own: its login and
@@ -319,9 +426,15 @@ class Audit:
         if binding.wrap_prefix is None or not getattr(binding.transport, "runs_sessions", False):
             return {}
         inner = remote_line(shell, marker=self._marker_for(binding), timeout_s=inner_timeout_s)
-        return {"session": SessionLine(session_prefix(binding.wrap_prefix, sudo=self._wrap_needs_sudo(role)), inner)}
+        return {
+            "session": SessionLine(
+                session_prefix(binding.wrap_prefix, sudo=self._wrap_needs_sudo(role)), inner
+            )
+        }
 
-    def _note_executed(self, role: Role, raw: RawResult, line: str | None, queue: asyncio.Queue[BaseModel | None]) -> None:
+    def _note_executed(
+        self, role: Role, raw: RawResult, line: str | None, queue: asyncio.Queue[BaseModel | None]
+    ) -> None:
         """Record the lines run outside the probes' records: a new session's start line, the preflight."""
         seen = self._executed.setdefault(role, set())
         for text in (raw.session, (raw.executed or line) if line is not None else None):
@@ -351,60 +464,105 @@ class Audit:
         err, _ = cut_at_marker(raw.stderr, self._marker)
         if seen:
             raw.stdout, raw.stderr = out, err
-        elif getattr(binding.transport, "executes_lines", False) and not raw.not_started and raw.error is None:
-            why = "did not reach it before the timeout" if raw.timed_out else f"ended first (exit {raw.exit_status})"
+        elif (
+            getattr(binding.transport, "executes_lines", False)
+            and not raw.not_started
+            and raw.error is None
+        ):
+            why = (
+                "did not reach it before the timeout"
+                if raw.timed_out
+                else f"ended first (exit {raw.exit_status})"
+            )
             text = decode_output(raw.stderr)
             first = text.strip().splitlines()[:1]
             refusal = sudo_refusal(text)
-            raw.error = (f"needs root (sudo -n refused: {refusal[:120]})" if refusal else
-                         f"not run: the login shell or container wrapper {why}" + (f": {first[0][:160]}" if first else ""))
+            raw.error = (
+                f"needs root (sudo -n refused: {refusal[:120]})"
+                if refusal
+                else f"not run: the login shell or container wrapper {why}"
+                + (f": {first[0][:160]}" if first else "")
+            )
             raw.timed_out, raw.not_started = False, True
         return raw
 
-    async def _fetch(self, binding: TargetBinding, role: Role, line: str, command_id: str,
-                     timeout_s: float, extra: dict[str, Any] | None = None) -> tuple[RawResult, str, str]:
+    async def _fetch(
+        self,
+        binding: TargetBinding,
+        role: Role,
+        line: str,
+        command_id: str,
+        timeout_s: float,
+        extra: dict[str, Any] | None = None,
+    ) -> tuple[RawResult, str, str]:
         """Run one line and turn its bytes into redacted text; the bytes are dropped so only the text stays alive."""
         gate_role = binding.via or role
         if self._budget_left <= 0:
-            raw = RawResult(exit_status=None, truncated=True, not_started=True,
-                            error=f"not run: the audit's output budget ({self.options.output_budget} bytes) is spent")
+            raw = RawResult(
+                exit_status=None,
+                truncated=True,
+                not_started=True,
+                error=f"not run: the audit's output budget ({self.options.output_budget} bytes) is spent",
+            )
             return raw, "", ""
         reason = self._gate(gate_role, line)
         max_bytes = max(1, min(self.options.max_bytes, self._budget_left))
-        room = max_bytes + RC_ROOM  # the login shell's banner counts against the stream cap until it is cut
+        room = (
+            max_bytes + RC_ROOM
+        )  # the login shell's banner counts against the stream cap until it is cut
         if reason:
             raw = RawResult(exit_status=None, error=f"not run: {reason}", not_started=True)
         elif getattr(binding.transport, "executes_lines", False):
             tool = hang_prone_tool(line)
-            slots = self._tool_slots.setdefault((gate_role, tool), asyncio.Semaphore(hang_prone_slots(binding.transport))) if tool else None
+            slots = (
+                self._tool_slots.setdefault(
+                    (gate_role, tool), asyncio.Semaphore(hang_prone_slots(binding.transport))
+                )
+                if tool
+                else None
+            )
             if slots is not None:
                 await slots.acquire()
             try:
-                raw = await binding.transport.run(line, command_id=command_id, timeout_s=timeout_s, max_bytes=room,
-                                                  gate=lambda: self._gate(gate_role, line),
-                                                  marker=self._marker_for(binding), **(extra or {}))  # type: ignore[call-arg]
+                raw = await binding.transport.run(
+                    line,
+                    command_id=command_id,
+                    timeout_s=timeout_s,
+                    max_bytes=room,
+                    gate=lambda: self._gate(gate_role, line),
+                    marker=self._marker_for(binding),
+                    **(extra or {}),
+                )  # type: ignore[call-arg]
             finally:
                 if slots is not None:
                     slots.release()
         else:
-            raw = await binding.transport.run(line, command_id=command_id, timeout_s=timeout_s, max_bytes=room)
+            raw = await binding.transport.run(
+                line, command_id=command_id, timeout_s=timeout_s, max_bytes=room
+            )
         raw = self._unmark(binding, raw)
         over_budget = False
         for stream in ("stdout", "stderr"):
             data = getattr(raw, stream)
-            keep = min(max_bytes, max(0, self._budget_left))  # checked again now: others may have spent it meanwhile
+            keep = min(
+                max_bytes, max(0, self._budget_left)
+            )  # checked again now: others may have spent it meanwhile
             if len(data) > keep:
                 setattr(raw, stream, data[:keep])
                 raw.truncated = True
                 over_budget = over_budget or keep < max_bytes
             self._budget_left -= len(getattr(raw, stream))
         if over_budget and not raw.error:
-            raw.error = (f"output truncated: the audit's output budget ({self.options.output_budget} bytes) ran out "
-                         f"({len(raw.stdout)} bytes kept)")
+            raw.error = (
+                f"output truncated: the audit's output budget ({self.options.output_budget} bytes) ran out "
+                f"({len(raw.stdout)} bytes kept)"
+            )
         tool = hang_prone_tool(line)
         if raw.timed_out and tool and gate_role not in self._hung:
             self._hung[gate_role] = (tool, command_id)
-        if len(raw.stdout) + len(raw.stderr) > REDACT_CHUNK:  # redacting MBs takes seconds: keep the loop free
+        if (
+            len(raw.stdout) + len(raw.stderr) > REDACT_CHUNK
+        ):  # redacting MBs takes seconds: keep the loop free
             stdout, stderr = await asyncio.to_thread(_text_of, raw)
         else:
             stdout, stderr = _text_of(raw)
@@ -416,7 +574,11 @@ class Audit:
         if binding.via is None or not self.options.sudo:
             return False
         host_task = self._connect_tasks.get(binding.via)
-        host_info = host_task.result() if host_task is not None and host_task.done() and not host_task.cancelled() else None
+        host_info = (
+            host_task.result()
+            if host_task is not None and host_task.done() and not host_task.cancelled()
+            else None
+        )
         return not (host_info and host_info.is_root)
 
     async def aclose(self) -> None:
@@ -442,7 +604,16 @@ class Audit:
                     pass
 
 
-SLOW_MARKERS = ("nvidia-smi", "lspci", "dmidecode", "/proc/[0-9]", "ldconfig", "systemctl", "journalctl", "modinfo")
+SLOW_MARKERS = (
+    "nvidia-smi",
+    "lspci",
+    "dmidecode",
+    "/proc/[0-9]",
+    "ldconfig",
+    "systemctl",
+    "journalctl",
+    "modinfo",
+)
 
 
 def launch_rank(shell: str) -> int:
@@ -503,7 +674,9 @@ def _text_of(raw: RawResult) -> tuple[str, str]:
     err_parts = redacted_parts(raw.stderr)
     raw.stderr = b""
     stdout, stderr = "".join(out_parts), "".join(err_parts)
-    if big:  # the freed chunks sit in the heap (glibc raised its mmap threshold): hand them back now
+    if (
+        big
+    ):  # the freed chunks sit in the heap (glibc raised its mmap threshold): hand them back now
         del out_parts, err_parts
         _release_free_heap()
     return stdout, stderr
@@ -515,11 +688,20 @@ def command_timeout(command: Command, options: AuditOptions) -> float:
     return own if command.active else min(own, options.timeout_s)
 
 
-def record_from_text(base: dict[str, object], raw: RawResult, stdout: str, stderr: str, *, sudo: bool = False,
-                     timeout_s: float | None = None) -> CommandRecord:
+def record_from_text(
+    base: dict[str, object],
+    raw: RawResult,
+    stdout: str,
+    stderr: str,
+    *,
+    sudo: bool = False,
+    timeout_s: float | None = None,
+) -> CommandRecord:
     """Freeze a transport result whose outputs are already decoded and redacted into a CommandRecord."""
     exit_status, timed_out = raw.exit_status, raw.timed_out
-    if timeout_s and exit_status in (124, 137, 143) and raw.duration_s >= timeout_s:  # killed by the remote timeout(1)
+    if (
+        timeout_s and exit_status in (124, 137, 143) and raw.duration_s >= timeout_s
+    ):  # killed by the remote timeout(1)
         exit_status, timed_out = None, True
     error = raw.error
     refusal = sudo_refusal(stderr) if sudo and not error else None
@@ -527,12 +709,20 @@ def record_from_text(base: dict[str, object], raw: RawResult, stdout: str, stder
         error = f"needs root (sudo -n refused: {refusal[:120]})"
     return CommandRecord(
         **base,  # type: ignore[arg-type]
-        exit_status=exit_status, stdout=stdout, stderr=stderr, started_at=raw.started_at,
-        duration_s=round(raw.duration_s, 4), timed_out=timed_out, truncated=raw.truncated, error=error,
+        exit_status=exit_status,
+        stdout=stdout,
+        stderr=stderr,
+        started_at=raw.started_at,
+        duration_s=round(raw.duration_s, 4),
+        timed_out=timed_out,
+        truncated=raw.truncated,
+        error=error,
     )
 
 
-def judge_probe(probe: Probe, records_by_role: dict[Role, list[CommandRecord]], started: datetime | None = None) -> ProbeResult:
+def judge_probe(
+    probe: Probe, records_by_role: dict[Role, list[CommandRecord]], started: datetime | None = None
+) -> ProbeResult:
     """Interpret and judge one probe from its records (pure): the same code path for live runs and replay."""
     result = ProbeResult(probe_id=probe.id, title=probe.title, started_at=started)
     try:
@@ -541,21 +731,31 @@ def judge_probe(probe: Probe, records_by_role: dict[Role, list[CommandRecord]], 
         findings = [*judge_checks(probe.checks, facts, outputs), *probe.judge(facts)]
         summary = probe.summarize(facts)
     except Exception as exc:  # a parser/rule bug fails this probe only, visibly
-        return result.model_copy(update={"status": "failed", "error": f"{exc.__class__.__name__}: {exc}",
-                                         "duration_s": _elapsed(started)})
+        return result.model_copy(
+            update={
+                "status": "failed",
+                "error": f"{exc.__class__.__name__}: {exc}",
+                "duration_s": _elapsed(started),
+            }
+        )
     all_failed = bool(records_by_role) and all(
-        r.error and r.error.startswith("target failed") for recs in records_by_role.values() for r in recs)
-    return result.model_copy(update={
-        "status": "failed" if all_failed else "done",
-        "error": "every target failed" if all_failed else None,
-        "facts": {role: f.model_dump(mode="json") for role, f in facts.items()},
-        "findings": findings,
-        "summary": summary,
-        "duration_s": _elapsed(started),
-    })
+        r.error and r.error.startswith("target failed")
+        for recs in records_by_role.values()
+        for r in recs
+    )
+    return result.model_copy(
+        update={
+            "status": "failed" if all_failed else "done",
+            "error": "every target failed" if all_failed else None,
+            "facts": {role: f.model_dump(mode="json") for role, f in facts.items()},
+            "findings": findings,
+            "summary": summary,
+            "duration_s": _elapsed(started),
+        }
+    )
 
 
 def _elapsed(started: datetime | None) -> float:
     if started is None:
         return 0.0
-    return round((datetime.now(timezone.utc) - started).total_seconds(), 4)
+    return round((datetime.now(UTC) - started).total_seconds(), 4)

@@ -9,22 +9,20 @@ from collections.abc import Callable, Coroutine, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from pydantic import BaseModel
-
-from gpuaudit.probes.core.run.events import apply_event, initial_run
-from gpuaudit.probes.core.models import AuditRun, CommandRecord, Target, TargetState
 from gpuaudit.probes.core.collect.pool import PooledTransport
 from gpuaudit.probes.core.collect.replay_transport import (
     DirectoryTransport,
     ReplayTransport,
     records_by_role,
 )
-from gpuaudit.probes.core.run.runner import Audit, TargetBinding
 from gpuaudit.probes.core.collect.ssh_transport import SshOptions, SshTransport
 from gpuaudit.probes.core.collect.targets import TargetSpec
 from gpuaudit.probes.core.collect.transport import LocalTransport, Transport
 from gpuaudit.probes.core.collect.worker_transport import SessionTransport
-
+from gpuaudit.probes.core.models import AuditRun, CommandRecord, Target, TargetState
+from gpuaudit.probes.core.run.events import apply_event, initial_run
+from gpuaudit.probes.core.run.runner import Audit, TargetBinding
+from pydantic import BaseModel
 
 T = TypeVar("T")
 
@@ -45,70 +43,119 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     return box[0]
 
 
-def _transport_for(spec: TargetSpec, ssh: SshOptions, *, wraps_container: bool = False) -> Transport:
+def _transport_for(
+    spec: TargetSpec, ssh: SshOptions, *, wraps_container: bool = False
+) -> Transport:
     """The transport of one target; with sessions on, SSH commands go through long-lived workers (one login,
     one rc), and a local host hosts workers only for the container it enters (one `pct exec` per session)."""
     if spec.kind == "local":
-        return SessionTransport(LocalTransport(), host_sessions=False) if (ssh is None or ssh.sessions) and wraps_container else LocalTransport()
+        return (
+            SessionTransport(LocalTransport(), host_sessions=False)
+            if (ssh is None or ssh.sessions) and wraps_container
+            else LocalTransport()
+        )
     assert spec.ssh is not None
     inner: Transport
     if ssh.connections > 1:
-        inner = PooledTransport([SshTransport(spec.ssh, ssh, label=spec.raw) for _ in range(ssh.connections)])
+        inner = PooledTransport(
+            [SshTransport(spec.ssh, ssh, label=spec.raw) for _ in range(ssh.connections)]
+        )
     else:
         inner = SshTransport(spec.ssh, ssh, label=spec.raw)
-    return SessionTransport(inner, parallel=ssh.max_channels * ssh.connections) if ssh.sessions else inner
+    return (
+        SessionTransport(inner, parallel=ssh.max_channels * ssh.connections)
+        if ssh.sessions
+        else inner
+    )
 
 
-def live_bindings(host: TargetSpec, container: TargetSpec | None, ssh: SshOptions) -> list[TargetBinding]:
+def live_bindings(
+    host: TargetSpec, container: TargetSpec | None, ssh: SshOptions
+) -> list[TargetBinding]:
     """Host over local/SSH; container over its own SSH connection or wrapped through the host's."""
-    host_transport = _transport_for(host, ssh, wraps_container=bool(container is not None and container.wrap_prefix))
+    host_transport = _transport_for(
+        host, ssh, wraps_container=bool(container is not None and container.wrap_prefix)
+    )
     bindings = [TargetBinding(target=host.to_target(), transport=host_transport)]
     if container is not None:
         if container.wrap_prefix:
-            bindings.append(TargetBinding(target=container.to_target(), transport=host_transport,
-                                          wrap_prefix=container.wrap_prefix, via="host"))
+            bindings.append(
+                TargetBinding(
+                    target=container.to_target(),
+                    transport=host_transport,
+                    wrap_prefix=container.wrap_prefix,
+                    via="host",
+                )
+            )
         else:
-            bindings.append(TargetBinding(target=container.to_target(), transport=_transport_for(container, ssh)))
+            bindings.append(
+                TargetBinding(
+                    target=container.to_target(), transport=_transport_for(container, ssh)
+                )
+            )
     return bindings
 
 
-def replay_bindings(targets: Sequence[Target], records: Sequence[CommandRecord], delay_s: float = 0.0,
-                    states: Mapping[str, TargetState] | None = None) -> list[TargetBinding]:
+def replay_bindings(
+    targets: Sequence[Target],
+    records: Sequence[CommandRecord],
+    delay_s: float = 0.0,
+    states: Mapping[str, TargetState] | None = None,
+) -> list[TargetBinding]:
     """One ReplayTransport per recorded target role (reporting the recorded hostname when known)."""
     grouped = records_by_role(records)
     states = states or {}
     return [
-        TargetBinding(target=t, transport=ReplayTransport(
-            grouped.get(t.role, []), label=f"replay:{t.role}", delay_s=delay_s,
-            hostname=((states[t.role].hostname or "replay") if t.role in states else "replay")))
+        TargetBinding(
+            target=t,
+            transport=ReplayTransport(
+                grouped.get(t.role, []),
+                label=f"replay:{t.role}",
+                delay_s=delay_s,
+                hostname=((states[t.role].hostname or "replay") if t.role in states else "replay"),
+            ),
+        )
         for t in targets
     ]
 
 
-def directory_bindings(root: Path, roles: Sequence[str] = ("host", "container")) -> list[TargetBinding]:
+def directory_bindings(
+    root: Path, roles: Sequence[str] = ("host", "container")
+) -> list[TargetBinding]:
     """Bindings answering from `<root>/<role>/` directories that exist."""
     out = []
     for role in roles:
         d = Path(root) / role
         if d.is_dir():
-            target = Target(role=role, spec=f"dir:{d}", kind="directory", label=f"{role} (recorded)")  # type: ignore[arg-type]
+            target = Target(
+                role=role, spec=f"dir:{d}", kind="directory", label=f"{role} (recorded)"
+            )  # type: ignore[arg-type]
             out.append(TargetBinding(target=target, transport=DirectoryTransport(d, label=role)))
     return out
 
 
-async def run_to_end(audit: Audit, on_event: Callable[[BaseModel], None] | None = None,
-                     partial: list[AuditRun] | None = None) -> AuditRun:
+async def run_to_end(
+    audit: Audit,
+    on_event: Callable[[BaseModel], None] | None = None,
+    partial: list[AuditRun] | None = None,
+) -> AuditRun:
     """Run `audit` to completion and fold its events into one AuditRun (not yet stamped with a mode or note).
 
     `on_event(event)` sees every event after it is folded (a front end's progress line). `partial`, when given,
     holds the run so far (for an interrupted --save) and makes SIGTERM cancel the current task like Ctrl-C does,
     so every remote command is killed before the process exits. The audit is closed however the run ends.
     """
-    task = asyncio.current_task() if partial is not None else None  # the one-target audit of headless main() only
+    task = (
+        asyncio.current_task() if partial is not None else None
+    )  # the one-target audit of headless main() only
     if task is not None:
         try:
             asyncio.get_running_loop().add_signal_handler(signal.SIGTERM, task.cancel)
-        except (ValueError, RuntimeError, NotImplementedError):  # not the main thread, or no signals here
+        except (
+            ValueError,
+            RuntimeError,
+            NotImplementedError,
+        ):  # not the main thread, or no signals here
             pass
     run = initial_run(audit.targets, [(p.id, p.title) for p in audit.probes])
     try:
