@@ -14,6 +14,7 @@ from gpuaudit.probes.core.run.runner import Audit
 from gpuaudit.probes.core.text import neutralise
 from gpuaudit.themes import DEFAULT_THEME, STATUS_DEFAULTS, STYLESHEETS, THEMES
 from gpuaudit.tui import snapshot_actions
+from gpuaudit.tui.cli.preflight import plan_folder
 from gpuaudit.tui.cli.session_setup import build_setup
 from gpuaudit.tui.screens.dashboard import DashboardScreen
 from gpuaudit.tui.screens.diff import SnapshotDiffScreen
@@ -97,8 +98,11 @@ class GpuAuditApp(App[int]):
         theme: str | None = None,
         replay_file: Path | None = None,
         autostart: bool = True,
+        plan_dir: Path | None = None,
     ) -> None:
         super().__init__()
+        self.plan_dir = plan_dir
+        """Where `m` saves the plan (checked writable before the audit: tui/cli/preflight.py plan_folder)."""
         self.set_reactive(GpuAuditApp.audit_run, run)
         self.audit, self.clock = audit, clock
         self.snapshot_dir, self.theme_store, self.replay_file, self.autostart = (
@@ -226,7 +230,7 @@ class GpuAuditApp(App[int]):
 
     def action_plan(self) -> None:
         if self.screen.id != "plan":
-            self.push_screen(PlanScreen(self.audit_run, self.palette))
+            self.push_screen(PlanScreen(self.audit_run, self.palette, save_dir=self.plan_dir))
 
     def action_not_checked(self) -> None:
         if self.screen.id != "not-checked":
@@ -311,6 +315,7 @@ def make_app(
     theme: str | None = None,
     replay_file: Path | None = None,
     autostart: bool = True,
+    plan_dir: Path | None = None,
 ) -> GpuAuditApp:
     """A live/replay app over an Audit, or a static view of an already folded AuditRun (no re-judging)."""
     if isinstance(source, AuditRun):
@@ -322,6 +327,7 @@ def make_app(
             theme_store=theme_store,
             theme=theme,
             replay_file=replay_file,
+            plan_dir=plan_dir,
         )
     run = initial_run(source.targets, [(p.id, p.title) for p in source.probes])
     run = run.model_copy(update={"mode": mode, "note": note})
@@ -334,6 +340,7 @@ def make_app(
         theme=theme,
         replay_file=replay_file,
         autostart=autostart,
+        plan_dir=plan_dir,
     )
 
 
@@ -357,5 +364,6 @@ def run_app(request: AuditRequest) -> int:
         theme_store=store,
         snapshot_dir=Path(request.snapshot_dir) if request.snapshot_dir else None,
         theme=request.theme or store.load() or DEFAULT_THEME,
+        plan_dir=plan_folder(),
     )
     return app.run() or 0

@@ -35,7 +35,23 @@ class OneLineParser(argparse.ArgumentParser):
     """argparse that reports errors as a single stderr line (no usage dump, no traceback)."""
 
     def error(self, message: str) -> NoReturn:
-        raise CliError(message)
+        raise CliError(message + self._nearest(message))
+
+    def _nearest(self, message: str) -> str:
+        """`--jsn` -> "; did you mean --json?", `dif a b` -> "; did you mean `diff`?" (tui/cli/preflight.py)."""
+        from gpuaudit.tui.cli.preflight import suggestion
+
+        prefix = "unrecognized arguments: "
+        if not message.startswith(prefix) or not (words := message[len(prefix) :].split()):
+            return ""
+        word = words[0]
+        if not word.startswith("-"):
+            near = suggestion(word, SUBCOMMANDS)
+            return (
+                f"; did you mean `{near}`?" if near else f"; subcommands: {', '.join(SUBCOMMANDS)}"
+            )
+        near = suggestion(word.partition("=")[0], self._option_string_actions)
+        return f"; did you mean {near}?" if near else ""
 
 
 def positive_float(text: str) -> float:
@@ -406,6 +422,10 @@ def main(argv: Sequence[str] | None = None) -> int:
 
             return list_checks.main(args.json)
         _check_combinations(args)
+        from gpuaudit.tui.cli.preflight import problems
+
+        for why in problems(args):  # errors before work: output paths, key files, --container
+            raise CliError(why)
         request = audit_request(args)
         if request.hosts:
             from gpuaudit.tui.cli import fleet_hosts as fleet

@@ -132,6 +132,9 @@ class PlanScreen(Screen[None]):
     def action_save_markdown(self) -> None:
         path = (self.save_dir or Path.cwd()) / plan_file_name(self.run)
         try:
+            path.parent.mkdir(
+                parents=True, exist_ok=True
+            )  # plan_folder()'s fallback may not exist yet
             path.write_text(self.markdown(), encoding="utf-8")
         except OSError as exc:
             self.notify(f"could not save the plan: {exc}", severity="error", timeout=10)
