@@ -14,9 +14,9 @@ import time
 
 import pytest
 from gpuaudit.probes.core.collect import worker as w
+from gpuaudit.probes.core.collect.session_channels import LocalSessionChannel
 from gpuaudit.probes.core.collect.transport import LocalTransport
 from gpuaudit.probes.core.collect.worker_transport import (
-    LocalSessionChannel,
     SessionLine,
     SessionTransport,
     SessionUnavailable,

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 from gpuaudit.probes import get
-from gpuaudit.probes.core.collect.transport import RawResult
+from gpuaudit.probes.core.collect.transport import RawResult, TransportBase
 from gpuaudit.probes.core.models import Target
 from gpuaudit.probes.core.run.events import apply_event, initial_run
 from gpuaudit.probes.core.run.resume import needs_rerun, rerun_plan, resume_bindings
@@ -21,7 +21,7 @@ from sshd_server import free_port
 KERNEL = get("kernel")
 
 
-class FakeTransport:
+class FakeTransport(TransportBase):
     """Synthetic answers per command id; remembers every command id it was asked to run."""
 
     def __init__(self, answers: dict[str, str]) -> None:

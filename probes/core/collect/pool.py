@@ -6,11 +6,17 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from gpuaudit.probes.core.collect.transport import Gate, RawResult, Transport, not_run
+from gpuaudit.probes.core.collect.transport import (
+    Gate,
+    RawResult,
+    Transport,
+    TransportBase,
+    not_run,
+)
 from gpuaudit.probes.core.errors import TransportError
 
 
-class PooledTransport:
+class PooledTransport(TransportBase):
     """Spreads commands over N connections to the same target (each keeps its own channel cap).
 
     OpenSSH allows 10 sessions per connection; a full audit declares about a hundred commands, so
@@ -20,6 +26,7 @@ class PooledTransport:
     """
 
     executes_lines = True
+    reopens_quickly = True
 
     def __init__(self, members: Sequence[Transport]) -> None:
         if not members:
@@ -32,8 +39,8 @@ class PooledTransport:
     @property
     def channels(self) -> int | None:
         """Commands in flight at once over every member; None when a member has no limit of its own."""
-        limits = [getattr(m, "channels", None) for m in self.members]
-        return None if None in limits else sum(limits)  # type: ignore[arg-type]
+        limits = [m.channels for m in self.members]
+        return None if any(c is None for c in limits) else sum(c or 0 for c in limits)
 
     async def connect(self) -> None:
         first = self.members[0]
@@ -46,7 +53,7 @@ class PooledTransport:
 
     def _pick(self) -> Transport | None:
         """The live member with the fewest commands in flight; members whose connection died are dropped."""
-        self._alive = [m for m in self._alive if not getattr(m, "lost", False)]
+        self._alive = [m for m in self._alive if not m.lost]
         if not self._alive:
             return None
         return min(self._alive, key=lambda m: self._in_flight[id(m)])
@@ -54,13 +61,11 @@ class PooledTransport:
     @property
     def lost(self) -> bool:
         """Every connection of the pool died."""
-        return bool(self.members) and all(
-            getattr(m, "lost", False) for m in (self._alive or self.members)
-        )
+        return bool(self.members) and all(m.lost for m in (self._alive or self.members))
 
     @property
     def lost_reason(self) -> str | None:
-        reasons = [getattr(m, "lost_reason", None) for m in self.members]
+        reasons = [m.lost_reason for m in self.members]
         return next((r for r in reasons if r), None)
 
     async def run(
@@ -91,16 +96,16 @@ class PooledTransport:
                 )  # type: ignore[call-arg]
             finally:
                 self._in_flight[id(member)] -= 1
-            if not (result.not_started and getattr(member, "lost", False)):
+            if not (result.not_started and member.lost):
                 return result  # a command that ran (even partly) is never run twice
         return result
 
     async def open_session(self, line: str, **kw: Any) -> Any:
         """A long-lived channel on the live member holding the fewest sessions (a dead member's sessions move)."""
-        self._alive = [m for m in self._alive if not getattr(m, "lost", False)]
+        self._alive = [m for m in self._alive if not m.lost]
         if not self._alive:
             raise TransportError(f"connection lost: {self.lost_reason or 'not connected'}")
-        member = min(self._alive, key=lambda m: getattr(m, "sessions_open", 0))
+        member = min(self._alive, key=lambda m: m.sessions_open)
         return await member.open_session(line, **kw)  # type: ignore[attr-defined]
 
     async def aclose(self) -> None:

@@ -7,13 +7,13 @@ from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
 
-from gpuaudit.probes.core.collect.transport import PREFLIGHT_ID, RawResult
+from gpuaudit.probes.core.collect.transport import PREFLIGHT_ID, RawResult, TransportBase
 from gpuaudit.probes.core.models import CommandRecord
 
 NOT_RECORDED = "not recorded in this snapshot (the probe's command is newer than the recording)"
 
 
-class ReplayTransport:
+class ReplayTransport(TransportBase):
     """Answers each command id with what a snapshot recorded for it; never contacts a machine."""
 
     def __init__(
@@ -69,7 +69,7 @@ def records_by_role(records: Iterable[CommandRecord]) -> Mapping[str, list[Comma
     return out
 
 
-class DirectoryTransport:
+class DirectoryTransport(TransportBase):
     """Answers from files `<dir>/<command_id>.out` (+ `.err`, `.exit`); a missing file means "not installed".
 
     Used for test fixtures and to build the case-study example snapshots from raw outputs.

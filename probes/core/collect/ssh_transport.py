@@ -13,12 +13,15 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from gpuaudit.probes.core.collect.session_channels import SshSessionChannel
+from gpuaudit.probes.core.collect.ssh_config import config_override
 from gpuaudit.probes.core.collect.targets import SshAddress
 from gpuaudit.probes.core.collect.transport import (
     Gate,
     MarkedCap,
     RawResult,
     StreamCap,
+    TransportBase,
     not_run,
     read_capped,
 )
@@ -179,10 +182,11 @@ def _make_client(owner: SshTransport) -> Any:
     return _Client
 
 
-class SshTransport:
+class SshTransport(TransportBase):
     """Runs shell lines over one asyncssh connection."""
 
     executes_lines = True
+    reopens_quickly = True
 
     def __init__(self, address: SshAddress, options: SshOptions, label: str | None = None) -> None:
         self.address = address
@@ -240,8 +244,6 @@ class SshTransport:
         if not self.options.use_ssh_config:
             kw["config"] = None
         else:  # `Match localnetwork` without ifaddr: a private copy that asyncssh can read (ssh_config.py)
-            from gpuaudit.probes.core.collect.ssh_config import config_override
-
             override, _ = config_override()
             if override:
                 kw["config"] = [override]
@@ -408,13 +410,12 @@ class SshTransport:
             with os.fdopen(fd, "a") as fh:
                 fh.write(line)
 
-    async def open_session(self, line: str, open_timeout_s: float = OPEN_TIMEOUT_S) -> Any:
+    async def open_session(self, line: str, open_timeout_s: float | None = None) -> Any:
         """A long-lived channel for a worker session (probes/core/collect/worker_transport.py); it holds a channel slot."""
-        from gpuaudit.probes.core.collect.worker_transport import SshSessionChannel
-
         if self._conn is None or self._lost:
             raise TransportError(f"connection lost: {self._lost or 'not connected'}")
         await self._limiter.acquire()
+        open_timeout_s = OPEN_TIMEOUT_S if open_timeout_s is None else open_timeout_s
         try:
             proc = await asyncio.wait_for(
                 self._conn.create_process(line, encoding=None), open_timeout_s

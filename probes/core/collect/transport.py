@@ -11,6 +11,9 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any, Protocol
 
+from gpuaudit.probes.core.collect.session_channels import LocalSessionChannel
+from gpuaudit.probes.core.errors import TransportError
+
 DEFAULT_MAX_BYTES = 8 * 1024 * 1024
 READ_CHUNK = 64 * 1024
 PREFLIGHT_ID = "preflight"
@@ -48,25 +51,92 @@ def not_run(reason: str) -> RawResult:
 
 
 class Transport(Protocol):
-    """Runs shell lines on one machine. The runner only knows this protocol."""
+    """Runs shell lines on one machine. The runner only knows this protocol; what a transport can do beyond
+    `run` is declared here (TransportBase gives the defaults), never probed with getattr."""
 
     label: str
+    executes_lines: bool
+    """Runs lines for real: `run` accepts `gate` and `marker` (recordings answer by command id instead)."""
+    runs_sessions: bool
+    """Runs a container's lines inside a worker session: `run` accepts `session` (a SessionLine)."""
+    reopens_quickly: bool
+    """A replacement session opens over a live connection (SSH): a short open timeout is enough."""
+
+    @property
+    def channels(self) -> int | None:
+        """Commands it runs at once on this target; None: no limit of its own."""
+
+    @property
+    def live_lines(self) -> bool:
+        """Some of its lines really run (a resume's live part included), so outputs carry the start marker."""
+
+    @property
+    def lost(self) -> bool:
+        """Every connection to the target died."""
+
+    @property
+    def lost_reason(self) -> str | None:
+        """Why the connection was lost, when it was."""
+
+    @property
+    def sessions_open(self) -> int:
+        """Long-lived session channels open now (a pool opens the next one on its least loaded member)."""
 
     async def connect(self) -> None:
         """Open the connection (raise TransportError with a clear reason on failure)."""
 
     async def run(
-        self, line: str, *, command_id: str, timeout_s: float, max_bytes: int
+        self, line: str, *, command_id: str, timeout_s: float, max_bytes: int, **kw: Any
     ) -> RawResult:
-        """Run one shell line; never raise for command failures (they are data).
+        """Run one shell line; never raise for command failures (they are data)."""
 
-        Transports that run lines for real also accept `gate: Gate | None` (see `executes_lines`).
-        """
+    async def open_session(self, line: str, open_timeout_s: float | None = None) -> Any:
+        """A long-lived channel for a worker session; TransportError when it cannot keep one open."""
+
+    def prestart(self, scope: str) -> None:
+        """Start a scope's worker session in the background (no-op where there are no sessions)."""
 
     async def aclose(self) -> None:
         """Close the connection; idempotent."""
 
-    # Optional: `channels: int`, how many commands it runs at once on this target (absent: no limit of its own).
+
+class TransportBase:
+    """The defaults of every capability in `Transport`: a transport declares what it does differently."""
+
+    label: str = ""
+    executes_lines: bool = False
+    runs_sessions: bool = False
+    reopens_quickly: bool = False
+
+    @property
+    def channels(self) -> int | None:
+        return None
+
+    @property
+    def live_lines(self) -> bool:
+        return self.executes_lines
+
+    @property
+    def lost(self) -> bool:
+        return False
+
+    @property
+    def lost_reason(self) -> str | None:
+        return None
+
+    sessions_open: int = 0
+
+    async def connect(self) -> None:
+        return None
+
+    async def open_session(self, line: str, open_timeout_s: float | None = None) -> Any:
+        raise TransportError("this transport cannot keep a session open")
+
+    def prestart(self, scope: str) -> None:
+        return None
+
+    async def aclose(self) -> None:
+        return None
 
 
 class StreamCap:
@@ -131,7 +201,7 @@ async def read_capped(stream: Any, cap: StreamCap, on_overflow: asyncio.Event) -
             return
 
 
-class LocalTransport:
+class LocalTransport(TransportBase):
     """The embedded default: runs commands on this machine with /bin/sh, no SSH involved."""
 
     executes_lines = True
@@ -215,10 +285,8 @@ class LocalTransport:
             truncated=out.truncated or err.truncated,
         )
 
-    async def open_session(self, line: str) -> Any:
+    async def open_session(self, line: str, open_timeout_s: float | None = None) -> Any:
         """A long-lived local process for a worker session (a container entered from this machine)."""
-        from gpuaudit.probes.core.collect.worker_transport import LocalSessionChannel
-
         return await LocalSessionChannel.open(line)
 
     async def aclose(self) -> None:

@@ -13,8 +13,6 @@ by the lint, so it runs once more on the replacement (never on the same session 
 from __future__ import annotations
 
 import asyncio
-import os
-import signal
 import time
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
@@ -26,6 +24,7 @@ from gpuaudit.probes.core.collect.transport import (
     RawResult,
     StreamCap,
     Transport,
+    TransportBase,
     not_run,
 )
 from gpuaudit.probes.core.collect.worker import (
@@ -351,7 +350,7 @@ class WorkerSession:
             pass
 
 
-class SessionTransport:
+class SessionTransport(TransportBase):
     """A transport that runs lines through long-lived workers, one per scope, over an inner transport that can
     open them; it falls back to the inner transport's one channel per command wherever a worker cannot run."""
 
@@ -365,8 +364,7 @@ class SessionTransport:
         self.label = inner.label
         self.host_sessions = host_sessions
         """False for a local host: a local command costs no login; only container scopes get workers."""
-        self.channels = parallel
-        """Commands in flight at once per scope (the runner's hang-prone tool slots are half of it)."""
+        self._channels = parallel
         self._sessions: dict[str, WorkerSession] = {}
         self._starting: dict[str, asyncio.Task[WorkerSession | None]] = {}
         self._starts: dict[str, int] = {}
@@ -378,11 +376,16 @@ class SessionTransport:
 
     @property
     def lost(self) -> bool:
-        return bool(getattr(self.inner, "lost", False))
+        return self.inner.lost
 
     @property
     def lost_reason(self) -> str | None:
-        return getattr(self.inner, "lost_reason", None)
+        return self.inner.lost_reason
+
+    @property
+    def channels(self) -> int | None:
+        """Commands in flight at once per scope (the runner's hang-prone tool slots are half of it)."""
+        return self._channels
 
     async def connect(self) -> None:
         await self.inner.connect()
@@ -404,16 +407,13 @@ class SessionTransport:
         return await asyncio.shield(task)
 
     async def _start(self, scope: str) -> WorkerSession | None:
-        opener = getattr(self.inner, "open_session", None)
-        if opener is None:
-            self.unavailable[scope] = "the transport cannot keep a session open"
-            return None
+        opener = self.inner.open_session
         token = new_token()
         line = start_line(token, scope or None)
         try:
             channel = await (
                 opener(line, open_timeout_s=REPLACEMENT_OPEN_S)
-                if scope in self._sessions and isinstance(self.inner, _SSH_KINDS())
+                if scope in self._sessions and self.inner.reopens_quickly
                 else opener(line)
             )
         except Exception as exc:  # noqa: BLE001 - no session: one channel per command
@@ -476,7 +476,7 @@ class SessionTransport:
             worker = await self._session(scope)
             if worker is None:
                 break
-            slots = self._slots.setdefault(scope, asyncio.Semaphore(self.channels))
+            slots = self._slots.setdefault(scope, asyncio.Semaphore(self._channels))
             async with slots:
                 reason = gate() if gate is not None else None
                 if reason:
@@ -520,106 +520,3 @@ class SessionTransport:
         await asyncio.gather(*pending, return_exceptions=True)
         await asyncio.gather(*(s.aclose() for s in self._sessions.values()), return_exceptions=True)
         await self.inner.aclose()
-
-
-def _SSH_KINDS() -> tuple[type, ...]:
-    from gpuaudit.probes.core.collect.pool import PooledTransport
-    from gpuaudit.probes.core.collect.ssh_transport import SshTransport
-
-    return (PooledTransport, SshTransport)
-
-
-class LocalSessionChannel:
-    """A local subprocess as a session channel (a container entered from this machine: `pct exec` once)."""
-
-    def __init__(self, proc: asyncio.subprocess.Process) -> None:
-        self.proc = proc
-
-    @classmethod
-    async def open(cls, line: str) -> LocalSessionChannel:
-        proc = await asyncio.create_subprocess_exec(
-            "/bin/sh",
-            "-c",
-            line,
-            stdin=asyncio.subprocess.PIPE,
-            stdout=asyncio.subprocess.PIPE,
-            stderr=asyncio.subprocess.PIPE,
-            start_new_session=True,
-        )
-        return cls(proc)
-
-    async def read_out(self, n: int) -> bytes:
-        assert self.proc.stdout is not None
-        return await self.proc.stdout.read(n)
-
-    async def read_err(self, n: int) -> bytes:
-        assert self.proc.stderr is not None
-        return await self.proc.stderr.read(n)
-
-    def write(self, data: bytes) -> None:
-        assert self.proc.stdin is not None
-        self.proc.stdin.write(data)
-
-    def abort(self, reason: str) -> None:
-        try:
-            os.killpg(self.proc.pid, signal.SIGKILL)
-        except OSError:
-            pass
-
-    async def aclose(self) -> None:
-        if self.proc.stdin is not None and not self.proc.stdin.is_closing():
-            self.proc.stdin.close()
-        try:
-            await asyncio.wait_for(self.proc.wait(), 2)
-        except TimeoutError:
-            try:
-                os.killpg(self.proc.pid, signal.SIGTERM)
-            except OSError:
-                pass
-            try:
-                await asyncio.wait_for(self.proc.wait(), 1)
-            except TimeoutError:
-                try:
-                    os.killpg(self.proc.pid, signal.SIGKILL)
-                except OSError:
-                    pass
-
-
-class SshSessionChannel:
-    """An asyncssh process (one SSH channel) as a session channel; it holds one channel slot while open."""
-
-    def __init__(self, proc: Any, release: Any, on_abort: Any = None) -> None:
-        self.proc = proc
-        self._release = release
-        self._on_abort = on_abort
-
-    def abort(self, reason: str) -> None:
-        if self._on_abort is not None:
-            self._on_abort(reason)
-
-    async def read_out(self, n: int) -> bytes:
-        return bytes(await self.proc.stdout.read(n))
-
-    async def read_err(self, n: int) -> bytes:
-        return bytes(await self.proc.stderr.read(n))
-
-    def write(self, data: bytes) -> None:
-        self.proc.stdin.write(data)
-
-    async def aclose(self) -> None:
-        try:
-            try:
-                self.proc.stdin.write_eof()
-            except Exception:  # noqa: BLE001
-                pass
-            try:
-                await asyncio.wait_for(self.proc.wait_closed(), 2)
-            except (TimeoutError, Exception):  # noqa: BLE001
-                try:
-                    self.proc.close()
-                except Exception:  # noqa: BLE001
-                    pass
-        finally:
-            release, self._release = self._release, None
-            if release is not None:
-                await release()

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Mapping, Sequence
 
 from gpuaudit.probes.core.collect.replay_transport import ReplayTransport
-from gpuaudit.probes.core.collect.transport import PREFLIGHT_ID, RawResult, Transport
+from gpuaudit.probes.core.collect.transport import PREFLIGHT_ID, RawResult, Transport, TransportBase
 from gpuaudit.probes.core.models import CommandRecord, Role, Target, TargetState
 from gpuaudit.probes.core.run.runner import TargetBinding
 from gpuaudit.probes.core.spec import Probe
@@ -53,7 +53,7 @@ def rerun_plan(
     return plan
 
 
-class ResumeTransport:
+class ResumeTransport(TransportBase):
     """Recorded answers first; the live transport (if any) for the rest, preflight included."""
 
     def __init__(
@@ -73,6 +73,11 @@ class ResumeTransport:
         self._good = good
         self._state = state
         self.ran_live: list[str] = []
+
+    @property
+    def live_lines(self) -> bool:
+        """Its live part really runs lines: their outputs carry the start marker."""
+        return self.live is not None and self.live.executes_lines
 
     async def connect(self) -> None:
         if self.live is not None and self.owns_live:

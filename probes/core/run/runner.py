@@ -58,10 +58,10 @@ NVML clients of ours at once. 4 cost 0.5 s of a 2 s audit with typical nvidia-sm
 (tests/bench/bench_audit.py: 2.05 s at 4, 1.6 s at 8, 1.25 s at 16, 16 channels)."""
 
 
-def hang_prone_slots(transport: object) -> int:
+def hang_prone_slots(transport: Transport) -> int:
     """Calls of one hang-prone tool in flight at once on a target: half its channels, at most HANG_PRONE_PARALLEL
     (a fleet's one connection of 8 channels: 4; the default 2 × 8: 8; a transport without a limit: 8)."""
-    channels = getattr(transport, "channels", None)
+    channels = transport.channels
     return (
         HANG_PRONE_PARALLEL if channels is None else max(1, min(HANG_PRONE_PARALLEL, channels // 2))
     )
@@ -241,7 +241,7 @@ class Audit:
                 timeout_s=PREFLIGHT.timeout_s if host_timeout else None,
             )
             preflight_timeout = min(PREFLIGHT.timeout_s or 15, self.options.timeout_s + 10)
-            if getattr(binding.transport, "executes_lines", False):
+            if binding.transport.executes_lines:
                 extra = self._session_kw(role, PREFLIGHT.shell, None)
                 raw = await binding.transport.run(
                     line,
@@ -390,14 +390,9 @@ class Audit:
         """Once every connection to a target died, its state says so (and that of a container entered through it)."""
         binding = self.bindings[role]
         transport_role = binding.via or role
-        if transport_role in self._lost or not getattr(
-            self.bindings[transport_role].transport, "lost", False
-        ):
+        if transport_role in self._lost or not self.bindings[transport_role].transport.lost:
             return
-        reason = (
-            getattr(self.bindings[transport_role].transport, "lost_reason", None)
-            or "connection closed"
-        )
+        reason = self.bindings[transport_role].transport.lost_reason or "connection closed"
         for r, b in self.bindings.items():
             if r == transport_role or b.via == transport_role:
                 self._lost.add(r)
@@ -412,8 +407,8 @@ class Audit:
         """Start the session of a container entered through this host now, alongside the host's own: its login and
         wrapper (`pct exec`, ~0.4 s of CPU) then overlap the host's instead of following them. With --sudo the
         wrapper's `sudo -n` depends on the host login's uid: that session starts with the container's preflight."""
-        prestart = getattr(self.bindings[role].transport, "prestart", None)
-        if prestart is None or self.options.sudo:
+        prestart = self.bindings[role].transport.prestart
+        if self.options.sudo:
             return
         for other in self.bindings.values():
             if other.via == role and other.wrap_prefix:
@@ -423,7 +418,7 @@ class Audit:
         """For a container entered through its host over a session transport: the container's scope and the line
         its worker runs there (the wrapper is paid once per session); nothing for other targets."""
         binding = self.bindings[role]
-        if binding.wrap_prefix is None or not getattr(binding.transport, "runs_sessions", False):
+        if binding.wrap_prefix is None or not binding.transport.runs_sessions:
             return {}
         inner = remote_line(shell, marker=self._marker_for(binding), timeout_s=inner_timeout_s)
         return {
@@ -453,10 +448,7 @@ class Audit:
     def _marker_for(self, binding: TargetBinding) -> str | None:
         """The start marker for lines that really run somewhere (a resume's live part included); recordings get none,
         so a replayed or rebuilt snapshot keeps the same executed lines."""
-        transport = binding.transport
-        live = getattr(transport, "live", None)
-        runs = getattr(transport, "executes_lines", False) or getattr(live, "executes_lines", False)
-        return self._marker if runs else None
+        return self._marker if binding.transport.live_lines else None
 
     def _unmark(self, binding: TargetBinding, raw: RawResult) -> RawResult:
         """Cut what the login shell printed before the command's marker; no marker from a live run = never started."""
@@ -464,11 +456,7 @@ class Audit:
         err, _ = cut_at_marker(raw.stderr, self._marker)
         if seen:
             raw.stdout, raw.stderr = out, err
-        elif (
-            getattr(binding.transport, "executes_lines", False)
-            and not raw.not_started
-            and raw.error is None
-        ):
+        elif binding.transport.executes_lines and not raw.not_started and raw.error is None:
             why = (
                 "did not reach it before the timeout"
                 if raw.timed_out
@@ -512,7 +500,7 @@ class Audit:
         )  # the login shell's banner counts against the stream cap until it is cut
         if reason:
             raw = RawResult(exit_status=None, error=f"not run: {reason}", not_started=True)
-        elif getattr(binding.transport, "executes_lines", False):
+        elif binding.transport.executes_lines:
             tool = hang_prone_tool(line)
             slots = (
                 self._tool_slots.setdefault(
