@@ -1,8 +1,11 @@
 """`gpuaudit-tui fleet [SNAPSHOT|DIR ...]`: which node differs from its peers (files, directories, or the store).
 
 On a terminal (stdin and stdout TTYs) without --json or --text it opens the fleet screen (`--tui` forces it);
-otherwise text, `--json` for scripts. Exit 0 when every class agrees, 1 when a node is an outlier, 2 on a
-usage error (an unreadable snapshot is listed as skipped, one line each, and does not stop the others).
+otherwise text, `--json` for scripts. Exit 0 only when every class agrees (every node compared with a peer,
+nothing differs); 1 when a node is an outlier, a class has no majority on a fact (each side is listed), a node
+is alone in its class or not comparable (its class could not be read: the reason is named); 2 on a usage
+error or when no snapshot could be read (an unreadable snapshot is listed as skipped, one line each, and does
+not stop the others).
 """
 
 from __future__ import annotations
@@ -12,8 +15,8 @@ import json
 import sys
 from pathlib import Path
 
-from gpuaudit.probes.core.fleet.documents import load_node, snapshot_files
-from gpuaudit.probes.core.fleet.peers import ClassReport, Node, compare
+from gpuaudit.probes.core.fleet.documents import load_document, node_name, snapshot_files
+from gpuaudit.probes.core.fleet.peers import FleetReport, Node, fleet_report, node_from_document
 
 
 class _Parser(argparse.ArgumentParser):
@@ -54,23 +57,66 @@ def parser() -> argparse.ArgumentParser:
     return p
 
 
-def render_text(reports: list[ClassReport], skipped: list[str]) -> str:
+def render_text(report: FleetReport, skipped: list[str]) -> str:
     lines = []
-    for rep in reports:
-        lines.append(
-            f"{rep.klass}: {len(rep.nodes)} node(s), {len({o.node for o in rep.outliers})} differ"
-        )
+    for rep in report.classes:
+        odd = len({o.node for o in rep.outliers})
+        if len(rep.nodes) == 1:
+            state = "no peer: nothing compared"
+        elif rep.splits and not rep.outliers:
+            state = f"no majority on {len(rep.splits)} fact(s)"
+        else:
+            state = f"{odd} differ" + (
+                f", no majority on {len(rep.splits)} fact(s)" if rep.splits else ""
+            )
+        lines.append(f"{rep.klass}: {len(rep.nodes)} node(s), {state}")
         for o in rep.outliers:
             lines.append(
                 f"  {o.node}: {o.fact} = {o.value}   (majority {o.majority}, {o.agree} of {o.of})"
             )
+        for sp in rep.splits:
+            lines.append(f"  no majority on {sp.fact}: {sp.text()}")
+    for name, why in report.not_comparable:
+        lines.append(f"not comparable: {name}: {why}")
     lines += [f"skipped {s}" for s in skipped]
-    total = sum(len(r.outliers) for r in reports)
-    lines.append(
-        f"{sum(len(r.nodes) for r in reports)} node(s) in {len(reports)} class(es); "
-        f"{total} outlier fact(s)" + ("" if total else ": every class agrees")
-    )
+    lines.append(report.verdict())
     return "\n".join(lines) + "\n"
+
+
+def report_json(report: FleetReport, skipped: list[str]) -> dict:
+    return {
+        "classes": [
+            {
+                "class": r.klass,
+                "nodes": r.nodes,
+                "compared": r.compared,
+                "outliers": [
+                    {
+                        "node": o.node,
+                        "fact": o.fact,
+                        "value": o.value,
+                        "majority": o.majority,
+                        "agree": o.agree,
+                        "of": o.of,
+                    }
+                    for o in r.outliers
+                ],
+                "no_majority": [
+                    {
+                        "fact": sp.fact,
+                        "sides": [{"value": v, "nodes": list(ns)} for v, ns in sp.sides],
+                    }
+                    for sp in r.splits
+                ],
+            }
+            for r in report.classes
+        ],
+        "not_comparable": [{"node": n, "why": w} for n, w in report.not_comparable],
+        "alone": report.alone,
+        "agrees": report.agrees,
+        "verdict": report.verdict(),
+        "skipped": skipped,
+    }
 
 
 def main(argv: list[str]) -> int:
@@ -86,6 +132,10 @@ def main(argv: list[str]) -> int:
             file=sys.stderr,
         )
         return 2
+    if not files:
+        where = " ".join(args.paths) or "the snapshot store"
+        print(f"gpuaudit-tui fleet: error: no snapshot file in {where}", file=sys.stderr)
+        return 2
     if args.tui or (not args.json and not args.text and sys.stdin.isatty() and sys.stdout.isatty()):
         from gpuaudit.tui import (
             interactive,  # the bridge to Textual, lazily: the text report never loads it
@@ -96,47 +146,31 @@ def main(argv: list[str]) -> int:
     seen: dict[str, int] = {}
     for path in files:
         try:
-            node = load_node(path)
+            doc = load_document(path)
         except (OSError, ValueError) as exc:
             skipped.append(f"{path}: {exc}")
             continue
-        if (
-            node.name in seen
-        ):  # two snapshots of one host, or hosts sharing a name: keep both, told apart
+        node = node_from_document(node_name(doc, str(path)), str(path), doc)
+        if node.name in seen:  # two snapshots of one host, or hosts sharing a name: keep both
             node = Node(
                 name=f"{node.name} ({path.stem})",
                 source=node.source,
                 klass=node.klass,
                 facts=node.facts,
+                not_comparable=node.not_comparable,
             )
         seen[node.name] = 1
         nodes.append(node)
-    reports = compare(nodes)
+    if not nodes:
+        where = " ".join(args.paths) or "the snapshot store"
+        why = f" ({len(skipped)} file(s) unreadable, first: {skipped[0]})" if skipped else ""
+        print(f"gpuaudit-tui fleet: error: no usable snapshot in {where}{why}", file=sys.stderr)
+        return 2
+    report = fleet_report(nodes)
     if args.json:
-        doc = {
-            "classes": [
-                {
-                    "class": r.klass,
-                    "nodes": r.nodes,
-                    "outliers": [
-                        {
-                            "node": o.node,
-                            "fact": o.fact,
-                            "value": o.value,
-                            "majority": o.majority,
-                            "agree": o.agree,
-                            "of": o.of,
-                        }
-                        for o in r.outliers
-                    ],
-                }
-                for r in reports
-            ],
-            "skipped": skipped,
-        }
-        sys.stdout.write(json.dumps(doc, indent=2) + "\n")
+        sys.stdout.write(json.dumps(report_json(report, skipped), indent=2) + "\n")
     else:
-        sys.stdout.write(render_text(reports, skipped))
+        sys.stdout.write(render_text(report, skipped))
     for s in skipped:
         print(f"gpuaudit-tui fleet: skipped {s}", file=sys.stderr)
-    return 1 if any(r.outliers for r in reports) else 0
+    return report.exit_status()

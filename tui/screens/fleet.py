@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import TYPE_CHECKING
 
 from gpuaudit.probes.core.fleet.model import (
-    MIN_PEERS,
     PROBE_ABBR,
     PROBES,
     FleetModel,
@@ -179,13 +178,7 @@ def detail_text(row: NodeRow | None, palette: Palette = PLAIN) -> Text:
         body.append("≠ ", style=palette.get(Severity.WARNING, ""))
         body.append("; ".join(neutralise(t) for t in row.outlier_texts()))
     elif row.state == "done":
-        peers = row.class_size - 1
-        body.append(
-            f"agrees with its {peers} peers"
-            if row.class_size >= MIN_PEERS
-            else f"{peers} peer(s) so far: too few to compare",
-            style="dim",
-        )
+        body.append(neutralise(row.peer_note) or "not compared yet", style="dim")
         if row.klass:
             body.append(f" ({neutralise(row.klass)})", style="dim")
     else:

@@ -14,8 +14,14 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from gpuaudit.probes.core.fleet.documents import host_records, node_name
-from gpuaudit.probes.core.fleet.peers import Node, Outlier, compare, node_from_records
+from gpuaudit.probes.core.fleet.documents import node_name
+from gpuaudit.probes.core.fleet.peers import (
+    FleetReport,
+    Node,
+    Outlier,
+    fleet_report,
+    node_from_document,
+)
 from gpuaudit.probes.core.models import Severity
 
 PROBES = (
@@ -58,6 +64,9 @@ class NodeRow:
     reason: str | None = None
     duration_s: float | None = None
     exit_status: int | None = None
+    peer_note: str = ""
+    """What the peer comparison says of this node (the text report's words): agrees, differs, no majority,
+    not comparable (why), or no peer."""
     snapshot_json: str | None = None
     """Live mode: the host's Snapshot JSON, validated only when its dashboard opens."""
     path: str | None = None
@@ -178,6 +187,7 @@ class FleetModel:
         self.version = 0
         self.error: str | None = None
         self._nodes: dict[str, Node] = {}
+        self.report = FleetReport()
 
     @classmethod
     def for_hosts(cls, hosts: Iterable[Any], **kw: Any) -> FleetModel:
@@ -202,7 +212,7 @@ class FleetModel:
             key = f"{name} ({path.rsplit('/', 1)[-1].removesuffix('.json')})"
         worst, counts = findings_summary(doc)
         state, reason = host_state(doc)
-        node = node_from_records(key, path, host_records(doc))
+        node = node_from_document(key, path, doc)
         spec = str(((doc.get("targets") or [{}])[0] or {}).get("spec") or path)
         self.rows[key] = NodeRow(
             key=key,
@@ -236,7 +246,7 @@ class FleetModel:
         unreachable = result.exit_status == 3 or not doc
         klass = ""
         if not unreachable:
-            node = node_from_records(key, key, host_records(doc))
+            node = node_from_document(key, key, doc)
             self._nodes[key], klass = node, node.klass
         self.rows[key] = replace(
             row,
@@ -258,22 +268,24 @@ class FleetModel:
 
     def recompute_outliers(self) -> None:
         found: dict[str, list[Outlier]] = {}
-        for rep in compare(self._nodes.values()):
+        self.report = fleet_report(self._nodes.values())
+        for rep in self.report.classes:
             for o in rep.outliers:
                 found.setdefault(o.node, []).append(o)
-        sizes = Counter(n.klass for n in self._nodes.values())
+        sizes = Counter(n.klass for n in self._nodes.values() if not n.not_comparable)
         for key, row in self.rows.items():
             new, size = (
                 tuple(found.get(key, ())),
                 sizes.get(row.klass, 0) if key in self._nodes else 0,
             )
-            if new != row.outliers or size != row.class_size:
-                self.rows[key] = replace(row, outliers=new, class_size=size)
+            note = self.report.note(key) if key in self._nodes else ""
+            if new != row.outliers or size != row.class_size or note != row.peer_note:
+                self.rows[key] = replace(row, outliers=new, class_size=size, peer_note=note)
 
     @property
     def compared(self) -> bool:
-        """Whether any class has enough finished nodes (3) for a majority."""
-        return any(r.class_size >= MIN_PEERS for r in self.rows.values())
+        """Whether any finished node was compared with a peer (a class of 2+ comparable nodes)."""
+        return any(len(c.nodes) >= 2 for c in self.report.classes)
 
     # --- reading --------------------------------------------------------------------------------------
     @property
@@ -312,10 +324,14 @@ class FleetModel:
             parts.append(f"{t['unreachable']} unreachable")
         if self.live:
             parts.append(f"{end - self.started_at:.1f}s")
-        if odd or self.compared:
-            parts.append(
-                (f"{odd} differs" if odd == 1 else f"{odd} differ") if odd else "peers agree"
-            )
+        if odd:
+            parts.append(f"{odd} differs" if odd == 1 else f"{odd} differ")
+        if self.report.agrees:
+            parts.append("peers agree")
+        elif (not self.live or self.finished) and (
+            self.report.classes or self.report.not_comparable
+        ):
+            parts += [p for p in self.report.problems() if "outlier" not in p]
         if self.skipped:
             parts.append(f"{len(self.skipped)} file(s) skipped")
         if self.live and self.max_connections and not self.finished:
@@ -336,7 +352,7 @@ class FleetModel:
     def exit_status(self) -> int:
         """Live: the worst host's status, 3 when a host never finished. Snapshots: 1 when any outlier."""
         if not self.live:
-            return 1 if any(r.outliers for r in self.rows.values()) else 0
+            return self.report.exit_status() if self._nodes else 2
         if any(r.exit_status is None for r in self.rows.values()):
             return 3
         return max((r.exit_status or 0 for r in self.rows.values()), default=0)

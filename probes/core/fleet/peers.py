@@ -2,9 +2,14 @@
 
 Nodes are grouped by class (GPU model × GPU count × board). Within a class, the facts that must agree
 (driver, CUDA, kernel, BIOS, VBIOS, CPU scaling driver and governor, NUMA balancing, IOMMU mode, ACS,
-persistence, MIG mode, GPU link generation/width, MaxReadReq, engine version) are compared, and every node
-whose value differs from the class majority is an outlier, named with the majority value. Volatile facts
-(counters, temperatures, pids) are never compared.
+persistence, MIG mode, GPU link generation/width, MaxReadReq, engine version; and inside the container the
+engine, torch and NCCL versions) are compared. A node whose value differs from a strict majority of its class
+(3+ nodes that read the fact) is an outlier, named with the majority value; a fact on which the class has no
+strict majority (two nodes that differ, a 2-vs-2 split) is a split, listed with each side's nodes. A node whose
+class cannot be established (GPU model or board not read: e.g. audited without root) is "not comparable",
+with the reason, never a class of one. The report says "every class agrees" only when every node was
+compared with at least one peer and nothing differs. Volatile facts (counters, temperatures, pids) are never
+compared.
 
 The facts come from raw records with stable command ids (the snapshot's recording), through small pure
 readers, so the comparison does not depend on a probe's facts model of a given release.
@@ -118,15 +123,57 @@ def _links(r: Records) -> str | None:
     return f"Gen{_uniform(gens)} x{_uniform(widths)}"
 
 
-def _engine(r: Records) -> str | None:
+def _pyenvs(r: Records) -> list[dict]:
+    """Every interpreter's JSON line of the `pyenv` record (one per python found)."""
+    out = []
     for ln in r.get("pyenv", "").splitlines():
         if ln.startswith("{"):
             try:
-                pk = json.loads(ln).get("packages") or {}
+                doc = json.loads(ln)
             except ValueError:
-                return None
-            found = [f"{k} {pk[k]}" for k in ("sglang", "vllm", "tensorrt_llm", "torch") if k in pk]
-            return ", ".join(found) or None
+                continue
+            if isinstance(doc, dict):
+                out.append(doc)
+    return out
+
+
+ENGINES = ("sglang", "vllm", "tensorrt_llm", "tensorrt-llm")
+
+
+def _engine(r: Records) -> str | None:
+    for doc in _pyenvs(r)[:1]:
+        pk = doc.get("packages") or {}
+        found = [f"{k} {pk[k]}" for k in ("sglang", "vllm", "tensorrt_llm", "torch") if k in pk]
+        return ", ".join(found) or None
+    return None
+
+
+def _package(names: tuple[str, ...], key: str | None = None) -> Callable[[Records], str | None]:
+    """The version of the first package of `names` any interpreter has (`key`: a top-level field first)."""
+
+    def read(r: Records) -> str | None:
+        found = []
+        for doc in _pyenvs(r):
+            pk = doc.get("packages") or {}
+            if key and isinstance(doc.get(key), str):
+                found.append(doc[key])
+                continue
+            for name in names:
+                if isinstance(pk.get(name), str):
+                    found.append(f"{name} {pk[name]}" if len(names) > 1 else pk[name])
+                    break
+        return _uniform(found)
+
+    return read
+
+
+def _nccl_pkg(r: Records) -> str | None:
+    for doc in _pyenvs(r):
+        if isinstance(doc.get("nccl"), str):
+            return doc["nccl"]
+        for name, version in (doc.get("packages") or {}).items():
+            if name.startswith("nvidia-nccl") and isinstance(version, str):
+                return version
     return None
 
 
@@ -149,6 +196,20 @@ FACTS: dict[str, Callable[[Records], str | None]] = {
 }
 """The facts that must agree within a class. None = not read on that node (never an outlier by itself)."""
 
+CONTAINER_FACTS: dict[str, Callable[[Records], str | None]] = {
+    "container.engine": _package(ENGINES),
+    "container.torch": _package(("torch",), key="torch"),
+    "container.nccl": _nccl_pkg,
+}
+"""Facts read inside the container (its Python environment): a node whose host agrees can still serve with
+another engine, torch or NCCL."""
+
+IDENTITY = {
+    "smi_gpu_ids": "GPU model and count",
+    "dmidecode_bios": "board model",
+}
+"""The records a node's class is made of, and what each tells."""
+
 
 @dataclass(frozen=True, slots=True)
 class Node:
@@ -156,6 +217,8 @@ class Node:
     source: str
     klass: str
     facts: dict[str, str | None]
+    not_comparable: str | None = None
+    """Why this node's class could not be established (it is then compared with nobody), else None."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -168,11 +231,102 @@ class Outlier:
     of: int
 
 
+@dataclass(frozen=True, slots=True)
+class Split:
+    """A fact on which a class has no strict majority: each side's value and its nodes, largest first."""
+
+    fact: str
+    sides: tuple[tuple[str, tuple[str, ...]], ...]
+
+    def text(self) -> str:
+        return " | ".join(f"{v} ({', '.join(ns)})" for v, ns in self.sides)
+
+
 @dataclass(slots=True)
 class ClassReport:
     klass: str
     nodes: list[str] = field(default_factory=list)
     outliers: list[Outlier] = field(default_factory=list)
+    splits: list[Split] = field(default_factory=list)
+    compared: list[str] = field(default_factory=list)
+    """The facts read by 2+ nodes of the class (what was actually compared)."""
+
+    @property
+    def agrees(self) -> bool:
+        return len(self.nodes) >= 2 and not self.outliers and not self.splits
+
+
+@dataclass(slots=True)
+class FleetReport:
+    """Every class's comparison plus the nodes that could not be compared, and what that allows to say."""
+
+    classes: list[ClassReport] = field(default_factory=list)
+    not_comparable: list[tuple[str, str]] = field(default_factory=list)
+    """(node, why)."""
+
+    @property
+    def nodes(self) -> int:
+        return sum(len(c.nodes) for c in self.classes) + len(self.not_comparable)
+
+    @property
+    def alone(self) -> list[str]:
+        """Nodes alone in their class: nothing to compare them with."""
+        return [c.nodes[0] for c in self.classes if len(c.nodes) == 1]
+
+    @property
+    def agrees(self) -> bool:
+        """True only when every node was compared with a peer and nothing differs."""
+        return (
+            bool(self.classes) and not self.not_comparable and all(c.agrees for c in self.classes)
+        )
+
+    def exit_status(self) -> int:
+        """0: every class agrees; 1: an outlier, a split without majority, a node alone or not comparable."""
+        return 0 if self.agrees else 1
+
+    def problems(self) -> list[str]:
+        """The short parts that keep the fleet from 'agrees' ("2 outlier fact(s)", ...), zero counts left out."""
+        outliers = sum(len(c.outliers) for c in self.classes)
+        splits = sum(len(c.splits) for c in self.classes)
+        parts = []
+        if outliers:
+            parts.append(f"{outliers} outlier fact(s)")
+        if splits:
+            parts.append(f"{splits} fact(s) with no majority")
+        if self.not_comparable:
+            parts.append(f"{len(self.not_comparable)} node(s) not comparable")
+        if self.alone:
+            parts.append(f"{len(self.alone)} node(s) with no peer to compare with")
+        return parts
+
+    def verdict(self) -> str:
+        """The last line of the text report (the fleet screen shows the same words)."""
+        head = f"{self.nodes} node(s) in {len(self.classes)} class(es)"
+        if self.agrees:
+            facts = sorted({f for c in self.classes for f in c.compared})
+            return f"{head}: every class agrees ({len(facts)} fact(s) compared)"
+        return f"{head}; " + "; ".join(self.problems() or ["nothing compared"])
+
+    def note(self, node: str) -> str:
+        """One node's line for the fleet screen: why it was not compared, how it differs, or that it agrees."""
+        for name, why in self.not_comparable:
+            if name == node:
+                return f"not comparable: {why}"
+        for c in self.classes:
+            if node not in c.nodes:
+                continue
+            if len(c.nodes) == 1:
+                return "no peer of its class: nothing to compare with"
+            mine = [o for o in c.outliers if o.node == node]
+            parts = [
+                f"{o.fact} = {o.value} (majority {o.majority}, {o.agree} of {o.of})" for o in mine
+            ]
+            parts += [f"no majority on {s.fact}: {s.text()}" for s in c.splits]
+            if parts:
+                return "; ".join(parts)
+            peers = len(c.nodes) - 1
+            return f"agrees with its {peers} peer" + ("s" if peers != 1 else "")
+        return ""
 
 
 def gpu_names(smi_gpu_ids: str) -> list[str]:
@@ -190,38 +344,132 @@ def gpu_model(smi_gpu_ids: str) -> tuple[str | None, int]:
     return (Counter(names).most_common(1)[0][0], len(names)) if names else (None, 0)
 
 
-def node_from_records(name: str, source: str, records: Records) -> Node:
-    """A node's class and agreement facts from its host records."""
-    names = gpu_names(records.get("smi_gpu_ids", ""))
-    model = Counter(names).most_common(1)[0][0] if names else "unknown GPU"
-    board = _board(records) or "unknown board"
-    klass = f"{len(names)}× {model} · {board}"
-    facts = {}
-    for key, read in FACTS.items():
+def _read_all(table: Mapping[str, Callable[[Records], str | None]], records: Records) -> dict:
+    facts: dict[str, str | None] = {}
+    for key, read in table.items():
         try:
             facts[key] = read(records)
         except Exception:  # an odd recording makes one fact unread, never the comparison fail
             facts[key] = None
-    return Node(name=name, source=source, klass=klass, facts=facts)
+    return facts
+
+
+def node_from_records(
+    name: str,
+    source: str,
+    records: Records,
+    container: Records | None = None,
+    why: Mapping[str, str] | None = None,
+) -> Node:
+    """A node's class and agreement facts from its host records (and its container's, when given).
+
+    `why`: command id -> why that record is not usable (from the snapshot), to explain a missing identity.
+    """
+    names = gpu_names(records.get("smi_gpu_ids", ""))
+    board = _board(records)
+    missing = []
+    if not names:
+        missing.append("smi_gpu_ids")
+    if board is None:
+        missing.append("dmidecode_bios")
+    model = Counter(names).most_common(1)[0][0] if names else "unknown GPU"
+    klass = f"{len(names)}× {model} · {board or 'unknown board'}"
+    facts = _read_all(FACTS, records)
+    if container is not None:
+        facts.update(_read_all(CONTAINER_FACTS, container))
+    reason = None
+    if not records:
+        reason = (why or {}).get("*") or "no usable host record"
+    elif missing:
+        reason = "; ".join(
+            f"{IDENTITY[c]} not read ({(why or {}).get(c) or 'no usable ' + c + ' record'})"
+            for c in missing
+        )
+    return Node(name=name, source=source, klass=klass, facts=facts, not_comparable=reason)
+
+
+def _record_problem(r: Mapping) -> str | None:
+    if r.get("error"):
+        return str(r["error"])
+    if r.get("timed_out"):
+        return "timed out"
+    if r.get("truncated"):
+        return "output cut"
+    if r.get("exit_status") not in (0, None):
+        first = next(iter(str(r.get("stderr") or "").strip().splitlines()), "")
+        status = r.get("exit_status")
+        what = "not installed" if status == 127 else f"exit {status}"
+        return f"{r.get('command_id')}: {what}" + (f": {first[:120]}" if first else "")
+    return None
+
+
+def usable_records(doc: Mapping, target: str) -> dict[str, str]:
+    """command id -> stdout of every usable record of `target` in a snapshot document (first one wins)."""
+    out: dict[str, str] = {}
+    for probe in doc.get("probes") or []:
+        for r in probe.get("records") or []:
+            if (
+                isinstance(r, dict)
+                and r.get("target") == target
+                and _record_problem(r) is None
+                and r.get("exit_status") == 0
+                and isinstance(r.get("stdout"), str)
+            ):
+                out.setdefault(str(r.get("command_id")), r["stdout"])
+    return out
+
+
+def node_from_document(name: str, source: str, doc: Mapping) -> Node:
+    """A node from a snapshot document (a dict): host and container records, and why an identity is missing."""
+    why: dict[str, str] = {}
+    state = (doc.get("target_states") or {}).get("host") or {}
+    if state.get("state") == "failed":
+        why["*"] = f"host unreachable: {state.get('reason') or 'failed'}"
+    for probe in doc.get("probes") or []:
+        for r in probe.get("records") or []:
+            if isinstance(r, dict) and r.get("target") == "host":
+                cid = str(r.get("command_id"))
+                if cid in IDENTITY and cid not in why and (p := _record_problem(r)):
+                    why[cid] = p
+    if state.get("is_root") is False and "dmidecode_bios" not in why:
+        why["dmidecode_bios"] = "audited without root"
+    roles = {t.get("role") for t in doc.get("targets") or [] if isinstance(t, dict)}
+    container = usable_records(doc, "container") if "container" in roles else None
+    return node_from_records(name, source, usable_records(doc, "host"), container, why)
 
 
 def compare(nodes: Iterable[Node]) -> list[ClassReport]:
-    """Group by class; in each class with 3+ nodes, name the nodes whose facts differ from a strict majority."""
+    """Group comparable nodes by class; in each class, name the nodes whose facts differ from a strict
+    majority (3+ readers), and list the facts on which there is no majority (splits) with each side."""
+    return fleet_report(nodes).classes
+
+
+def fleet_report(nodes: Iterable[Node]) -> FleetReport:
+    report = FleetReport()
     by_class: dict[str, list[Node]] = {}
     for n in nodes:
-        by_class.setdefault(n.klass, []).append(n)
-    reports = []
+        if n.not_comparable:
+            report.not_comparable.append((n.name, n.not_comparable))
+        else:
+            by_class.setdefault(n.klass, []).append(n)
+    keys = list(FACTS) + list(CONTAINER_FACTS)
     for klass, members in sorted(by_class.items()):
         rep = ClassReport(klass=klass, nodes=[m.name for m in members])
-        for key in FACTS:
+        for key in keys:
             read = [(m, v) for m in members if (v := m.facts.get(key)) is not None]
-            if len(read) < 3:
-                continue  # two nodes that disagree have no majority to name
-            (value, count), *_ = Counter(v for _, v in read).most_common(1)
-            if count * 2 <= len(read):
+            if len(read) < 2:
                 continue
-            rep.outliers += [
-                Outlier(m.name, key, v, value, count, len(read)) for m, v in read if v != value
-            ]
-        reports.append(rep)
-    return reports
+            rep.compared.append(key)
+            counts = Counter(v for _, v in read).most_common()
+            value, count = counts[0]
+            if count == len(read):
+                continue
+            if len(read) >= 3 and count * 2 > len(read):
+                rep.outliers += [
+                    Outlier(m.name, key, v, value, count, len(read)) for m, v in read if v != value
+                ]
+                continue
+            sides = tuple((v, tuple(m.name for m, mv in read if mv == v)) for v, _ in counts)
+            rep.splits.append(Split(key, sides))
+        report.classes.append(rep)
+    return report
