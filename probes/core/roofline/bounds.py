@@ -4,6 +4,9 @@
 * tp_aware:   bytes ONE rank reads per token (split parts ÷ TP + replicated parts) ÷ one GPU's bandwidth (η = 1)
 * tp_aware_eta: the same at the usable fraction η of peak bandwidth
 * comm_aware: t_mem(η) + 2 × layers × all-reduce latency (TP > 1)
+* published_eta: the same at a published MEASURED bandwidth (DCGM's floor for the SKU), when one is published
+* speculative decoding (MTP, EAGLE, n-gram) multiplies every bound by the tokens accepted per step, as its own
+  step (the draft's own cost is left out, so a bound stays a bound)
 
 Pipeline parallelism does not divide a single stream's bytes (stages run one after another), so only TP (and EP
 for routed experts) divide them.
@@ -28,6 +31,19 @@ ALLREDUCE_US = {
     ),
     "nvlink": (8.0, "NVLink/NVSwitch small-message minimum latency 8 µs (llm-analysis default)"),
 }
+CUSTOM_ALLREDUCE_US = {
+    # the engine's own one-shot all-reduce kernel (not NCCL) for small messages
+    "pcie_oneshot": (
+        7.5,
+        "custom PCIe one-shot all-reduce 7.5-9 µs at <= 8 KB on GPUs behind switches (rtx6kpro "
+        "hardware/pcie-bandwidth.md, ROOFLINE.md §4.3)",
+    ),
+    "pcie_2gpu": (
+        6.0,
+        "engine custom all-reduce on 2 PCIe GPUs (vLLM/SGLang enable it for 2 PCIe ranks): one-shot 6-9 µs "
+        "(rtx6kpro, ROOFLINE.md §4.3)",
+    ),
+}
 
 
 class Step(BaseModel):
@@ -43,6 +59,13 @@ class Bounds(BaseModel):
     tp_aware: float | None = None
     tp_aware_eta: float | None = None
     comm_aware: float | None = None
+    published_eta: float | None = None
+    """comm-aware at a published measured bandwidth (GpuSpec.measured_gbs), tok/s."""
+    published_eta_value: float | None = None
+    published_eta_source: str = ""
+    speculative: float | None = None
+    """Tokens per step the bounds above were multiplied by (speculative decoding); None = off."""
+    allreduce_us: float | None = None
     bytes_per_gpu: float | None = None
     unique_active_bytes: float | None = None
     steps: list[Step] = Field(default_factory=list)
@@ -89,6 +112,8 @@ def compute(
     eta: float = ETA_DEFAULT,
     allreduce_us: float | None = None,
     allreduce_source: str = "",
+    accept_len: float | None = None,
+    accept_source: str = "",
 ) -> Bounds:
     b = Bounds()
     steps = b.steps
@@ -162,30 +187,74 @@ def compute(
             how=f"t_mem = {gb(per_gpu)} ÷ ({eta:g} × {gpu.bandwidth_gbs:g} GB/s) = {t_mem * 1e3:.2f} ms",
         )
     )
+    t_comm = 0.0
     if layout.tp <= 1:
         b.comm_aware = b.tp_aware_eta
         steps.append(Step(label="communication", value="0 ms", how="TP 1: no all-reduce per layer"))
+    else:
+        if allreduce_us is None:
+            if interconnect not in ALLREDUCE_US:
+                b.missing.append(
+                    "interconnect (nvidia-smi topo -m not read): no all-reduce latency"
+                )
+                return _speculative(b, accept_len, accept_source)
+            allreduce_us, allreduce_source = ALLREDUCE_US[interconnect]
+        b.allreduce_us = allreduce_us
+        n_ar = 2 * spec.layers
+        t_comm = n_ar * allreduce_us * 1e-6
+        b.comm_aware = 1 / (t_mem + t_comm)
+        steps.append(
+            Step(
+                label="communication per token",
+                value=f"{t_comm * 1e3:.2f} ms",
+                how=f"2 × {spec.layers} layers = {n_ar} all-reduces × {allreduce_us:g} µs ({allreduce_source})",
+            )
+        )
+        steps.append(
+            Step(
+                label=f"comm-aware bound (η = {eta:g})",
+                value=f"{b.comm_aware:.0f} tok/s",
+                how=f"1 ÷ ({t_mem * 1e3:.2f} ms + {t_comm * 1e3:.2f} ms)",
+            )
+        )
+    if gpu.measured_gbs:
+        t_pub = per_gpu / (gpu.measured_gbs * 1e9)
+        b.published_eta = 1 / (t_pub + t_comm)
+        b.published_eta_value = gpu.measured_gbs / gpu.bandwidth_gbs
+        b.published_eta_source = gpu.measured_source
+        steps.append(
+            Step(
+                label=f"comm-aware bound at published η = {b.published_eta_value:.2f}",
+                value=f"{b.published_eta:.0f} tok/s",
+                how=f"1 ÷ ({gb(per_gpu)} ÷ {gpu.measured_gbs:g} GB/s + {t_comm * 1e3:.2f} ms); "
+                f"{gpu.measured_source}",
+            )
+        )
+    return _speculative(b, accept_len, accept_source)
+
+
+def _speculative(b: Bounds, accept_len: float | None, source: str) -> Bounds:
+    """Speculative decoding: every bound × the tokens accepted per step (its own step)."""
+    if not accept_len or accept_len <= 1:
         return b
-    if allreduce_us is None:
-        if interconnect not in ALLREDUCE_US:
-            b.missing.append("interconnect (nvidia-smi topo -m not read): no all-reduce latency")
-            return b
-        allreduce_us, allreduce_source = ALLREDUCE_US[interconnect]
-    n_ar = 2 * spec.layers
-    t_comm = n_ar * allreduce_us * 1e-6
-    b.comm_aware = 1 / (t_mem + t_comm)
-    steps.append(
+    b.speculative = accept_len
+    for key in ("naive", "tp_aware", "tp_aware_eta", "comm_aware", "published_eta"):
+        value = getattr(b, key)
+        if value is not None:
+            setattr(b, key, value * accept_len)
+    b.steps.append(
         Step(
-            label="communication per token",
-            value=f"{t_comm * 1e3:.2f} ms",
-            how=f"2 × {spec.layers} layers = {n_ar} all-reduces × {allreduce_us:g} µs ({allreduce_source})",
+            label="speculative decoding",
+            value=f"× {accept_len:.2f} tokens per step",
+            how=f"{source}; every bound above × {accept_len:.2f} (the draft's own cost left out)",
         )
     )
-    steps.append(
-        Step(
-            label=f"comm-aware bound (η = {eta:g})",
-            value=f"{b.comm_aware:.0f} tok/s",
-            how=f"1 ÷ ({t_mem * 1e3:.2f} ms + {t_comm * 1e3:.2f} ms)",
+    if b.comm_aware is not None:
+        b.steps.append(
+            Step(
+                label="comm-aware bound with speculative decoding",
+                value=f"{b.comm_aware:.0f} tok/s",
+                how=f"{b.comm_aware / accept_len:.0f} tok/s per step × {accept_len:.2f}",
+            )
         )
-    )
     return b

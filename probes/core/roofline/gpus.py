@@ -18,7 +18,17 @@ class GpuSpec:
     bandwidth_gbs: float
     """Peak memory bandwidth, GB/s (10^9 bytes per second)."""
     source: str
+    measured_gbs: float | None = None
+    """A published MEASURED memory-bandwidth figure (the realistic η), GB/s; None = none published."""
+    measured_source: str = ""
 
+
+# NVIDIA DCGM diag SKU table (DCGM 4.5+, nvvs/diag-skus.yaml.in): memory-bandwidth floors set at 0.75 x what
+# `dcgmproftester -t 1005` measured on the SKU (ROOFLINE.md §4.5).
+_DCGM = (
+    "NVIDIA DCGM diag SKU table (nvvs/diag-skus.yaml.in, DCGM 4.5+), memory_bandwidth floor for device {dev}: "
+    "{mbs} MB/s = η {eta:.2f} of the spec"
+)
 
 GPU_TABLE: tuple[GpuSpec, ...] = (
     GpuSpec(
@@ -26,12 +36,16 @@ GPU_TABLE: tuple[GpuSpec, ...] = (
         "RTX PRO 6000 Blackwell Max-Q",
         1792,
         "NVIDIA RTX PRO 6000 Blackwell Max-Q Workstation Edition datasheet: 96 GB GDDR7, 1792 GB/s",
+        1530,
+        _DCGM.format(dev="2bb4 (Max-Q)", mbs="1,530,000", eta=1530 / 1792),
     ),
     GpuSpec(
         r"RTX PRO 6000 Blackwell",
         "RTX PRO 6000 Blackwell",
         1792,
         "NVIDIA RTX PRO 6000 Blackwell Server/Workstation Edition datasheets: 96 GB GDDR7 512-bit, 1792 GB/s",
+        1480,
+        _DCGM.format(dev="2bb5 (Server Edition)", mbs="1,480,000", eta=1480 / 1792),
     ),
     GpuSpec(
         r"GB200", "GB200 (per B200 GPU)", 8000, "NVIDIA GB200 NVL72 datasheet: 8 TB/s HBM3e per GPU"

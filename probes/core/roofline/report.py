@@ -21,9 +21,16 @@ from gpuaudit.probes.core.parsers.engine import (
 )
 from gpuaudit.probes.core.parsers.model_files import parse_model_files
 from gpuaudit.probes.core.parsers.nvidia_smi import parse_topo_m
-from gpuaudit.probes.core.roofline.bounds import ETA_DEFAULT, Layout, Step, compute
+from gpuaudit.probes.core.roofline.bounds import (
+    CUSTOM_ALLREDUCE_US,
+    ETA_DEFAULT,
+    Layout,
+    Step,
+    compute,
+)
 from gpuaudit.probes.core.roofline.gpus import gpu_spec
 from gpuaudit.probes.core.roofline.model import ModelConfigError, model_spec
+from gpuaudit.probes.core.roofline.references import matching
 from gpuaudit.probes.core.spec import record_problem
 from pydantic import BaseModel, Field
 
@@ -44,28 +51,6 @@ EXPLAINERS = (
     "python.measured_throughput",
 )
 
-# Published single-stream decode on the same hardware class and model family (ROOFLINE.md §4.4).
-REFERENCES: tuple[dict[str, object], ...] = (
-    {
-        "gpu": "RTX PRO 6000 Blackwell",
-        "count": 8,
-        "family": "glm_moe_dsa",
-        "tok_s": 51.6,
-        "tok_s_mtp": 95.1,
-        "setup": "GLM-5 NVFP4, SGLang TP8, batch 1, context 0",
-        "source": "rtx6kpro models/glm5.md (Mar 2026)",
-    },
-    {
-        "gpu": "RTX PRO 6000 Blackwell",
-        "count": 8,
-        "family": "glm4_moe",
-        "tok_s": 58.0,
-        "tok_s_mtp": None,
-        "setup": "GLM-4.6-FP8, SGLang, batch 1",
-        "source": "vllm PR #29240 comment",
-    },
-)
-
 
 class Roofline(BaseModel):
     status: Literal["ok", "partial", "unknown"] = "unknown"
@@ -82,6 +67,14 @@ class Roofline(BaseModel):
     unexplained_ms_per_token: float | None = None
     explanations: list[dict[str, str]] = Field(default_factory=list)
     reference: dict[str, object] | None = None
+    """The first published figure for the same setup (references below)."""
+    references: list[dict[str, object]] = Field(default_factory=list)
+    """Published single-stream figures for the same GPU model and count, model family, TP and MTP on/off."""
+    published_eta: float | None = None
+    """The published measured bandwidth fraction behind bounds["published_eta"], and its source."""
+    published_eta_source: str | None = None
+    near_bound: bool = False
+    """Measured >= NEAR_BOUND of the comm-aware bound: the plan says the box is near its bound."""
     strip: str = ""
 
 
@@ -224,7 +217,29 @@ def roofline_for_run(run: AuditRun, *, eta: float = ETA_DEFAULT) -> Roofline:
     rf.inputs["interconnect"] = interconnect or "unknown (smi_topo_m not read)"
     rf.inputs["η (usable bandwidth fraction)"] = f"{eta:g} (default; PROBES.md §13.1)"
     layout = Layout(gpus=max(cfg.tp * cfg.pp, 1), tp=cfg.tp, pp=cfg.pp, ep=cfg.ep)
-    b = compute(spec, layout, gpu, interconnect=interconnect, eta=eta)
+    measured, log_accept, source = _measured(recs.get(role, {}))
+    rf.measured_tok_s, rf.measured_source = measured, source
+    ar = allreduce_choice(cfg, interconnect)
+    if ar is not None:
+        rf.inputs["all-reduce"] = f"{ar[0]:g} µs: {ar[1]}"
+    accept, accept_source = acceptance(cfg, log_accept)
+    rf.speculative_accept_len = accept
+    if cfg.speculative and accept is None:
+        rf.missing.append(
+            f"speculative decoding ({cfg.speculative}) is on but its acceptance length is neither "
+            "measured nor configured: the bounds are per step"
+        )
+    b = compute(
+        spec,
+        layout,
+        gpu,
+        interconnect=interconnect,
+        eta=eta,
+        allreduce_us=ar[0] if ar else None,
+        allreduce_source=ar[1] if ar else "",
+        accept_len=accept,
+        accept_source=accept_source,
+    )
     rf.steps = b.steps
     rf.missing += b.missing
     rf.bounds = {
@@ -234,28 +249,65 @@ def roofline_for_run(run: AuditRun, *, eta: float = ETA_DEFAULT) -> Roofline:
             ("tp_aware", b.tp_aware),
             ("tp_aware_eta", b.tp_aware_eta),
             ("comm_aware", b.comm_aware),
+            ("published_eta", b.published_eta),
         )
         if v
     }
-    measured, accept, source = _measured(recs.get(role, {}))
-    rf.measured_tok_s, rf.speculative_accept_len, rf.measured_source = measured, accept, source
+    if b.published_eta_value:
+        rf.published_eta = round(b.published_eta_value, 3)
+        rf.published_eta_source = b.published_eta_source
     if measured is None:
         rf.missing.append(
             "measured single-stream decode speed (no decode log line with one running request)"
         )
-    ref = next(
-        (
-            r
-            for r in REFERENCES
-            if gpu
-            and r["gpu"] == gpu.model.split(" (")[0]
-            and r["count"] == gpu_count
-            and r["family"] == spec.family
-        ),
-        None,
-    )
-    rf.reference = dict(ref) if ref else None
+    if gpu is not None:
+        refs = matching(gpu.model, gpu_count, spec.family, cfg.tp, bool(cfg.speculative))
+        rf.references = [
+            {
+                "tok_s": r.tok_s,
+                "model": r.model,
+                "engine": r.engine,
+                "setup": r.setup,
+                "source": r.source,
+            }
+            for r in refs
+        ]
+        rf.reference = rf.references[0] if rf.references else None
     return _finish(rf, run)
+
+
+def allreduce_choice(cfg, interconnect: str | None) -> tuple[float, str] | None:
+    """The engine's own all-reduce when it runs one instead of NCCL for decode-sized messages, else None."""
+    if interconnect != "pcie" or cfg.tp <= 1 or cfg.kind not in ("sglang", "vllm"):
+        return None
+    flags = " ".join(cfg.allreduce_flags)
+    if "pcie-oneshot-allreduce" in flags and "false" not in flags.lower():
+        us, src = CUSTOM_ALLREDUCE_US["pcie_oneshot"]
+        return us, f"{src}; the engine runs --enable-pcie-oneshot-allreduce"
+    if cfg.tp == 2 and not cfg.custom_allreduce_disabled:
+        return CUSTOM_ALLREDUCE_US["pcie_2gpu"]
+    return None
+
+
+def acceptance(cfg, measured: float | None) -> tuple[float | None, str]:
+    """Tokens per step for speculative decoding: measured (the engine's log/metrics), else the configured
+    maximum (draft tokens + 1: every draft accepted), which keeps the bound a bound."""
+    if not cfg.speculative:
+        return None, ""
+    if measured:
+        return measured, f"{cfg.speculative}: measured acceptance length {measured:.2f}"
+    if cfg.speculative_draft_tokens and (cfg.speculative_topk or 1) == 1:
+        n = cfg.speculative_draft_tokens
+        return float(
+            n
+        ), f"{cfg.speculative}: at most {n} tokens per step (--speculative-num-draft-tokens)"
+    if cfg.speculative_steps:
+        n = cfg.speculative_steps + 1
+        return float(n), (
+            f"{cfg.speculative}: at most {n} tokens per step ({cfg.speculative_steps} drafted + 1), "
+            "acceptance not measured"
+        )
+    return None, ""
 
 
 def _finish(rf: Roofline, run: AuditRun) -> Roofline:
