@@ -1,7 +1,8 @@
 """Python runtime and serving engine probe: torch build vs GPU arch, CUDA stack, engine flags and env.
 
-Never creates a CUDA context (PROBES.md §0.2): package metadata, torch's compiled arch flags and the
-engine's /proc entries only. The interpreter is `--python`, else the running engine's, else python3.
+Never creates a CUDA context (PROBES.md §0.2) and never runs the engine's interpreter (issue 29): package metadata,
+torch's version file and compiled arch flags read as data, and the engine's /proc entries. The environment read is
+`--python`'s, else the running engine's, else python3's.
 The facts also carry what a decode roofline needs from the engine's command line and log (§13).
 """
 

@@ -100,8 +100,8 @@ def test_snippet_runs_read_only_here():
     assert (
         "torch.cuda.is_available" not in PYENV_SHELL and "get_arch_list" not in PYENV_SHELL
     )  # no CUDA context
-    # importing torch must not write __pycache__ on the target
-    assert '"$py" -B -c \'' in PYENV_SHELL and "PYTHONDONTWRITEBYTECODE=1" in PYENV_SHELL
+    # nothing of the engine's is imported or run: an isolated stdlib reader, no bytecode written (issue 29)
+    assert '"$r" -I -S -B -c \'' in PYENV_SHELL and "import torch" not in PYENV_SHELL
     line = build_command_line(PYENV_SHELL.replace("{python}", "python3"))
     env = parse_pyenv_json(
         subprocess.run(line, shell=True, capture_output=True, text=True, timeout=60).stdout

@@ -684,6 +684,17 @@ def _status_line(cur: dict, s: str, section: str) -> str:
 
 # ------------------------------------------------------------------ engine logs (NCCL transport, throughput)
 
+# Reads a file a target user controls as that user (issue 29): `rd CMD...` runs CMD with the uid/gid of the
+# process in $d when the audit is root and the process is not (setpriv; without setpriv it refuses), so a
+# symlink from the user's tree to a root-only file fails as it would for the user. Define after $d is set.
+AS_OWNER_SHELL = (
+    "u=$(awk '/^Uid:/ {print $3}' $d/status 2>/dev/null); g=$(awk '/^Gid:/ {print $3}' $d/status 2>/dev/null); "
+    'rd() { if [ "$(id -u)" != 0 ] || [ "$u" = 0 ]; then "$@"; '
+    'elif [ -n "$u" ] && [ -n "$g" ] && command -v setpriv 1>/dev/null; then '
+    'setpriv --reuid="$u" --regid="$g" --clear-groups -- "$@"; '
+    'else echo "refused: reading as uid ${u:-unknown} needs setpriv" 1>&2; return 1; fi; }; '
+)
+
 # The engine's API server (at most two): where its stdout goes (a regular file, else the systemd unit's
 # journal), then the NCCL INFO lines that name a transport (the first 96) and the engine's own throughput lines
 # (the last 20), both from one pass over the log (awk prints the @@throughput section at its end).
@@ -691,10 +702,10 @@ ENGINE_LOGS_SHELL = (
     "n=0; for d in /proc/[0-9]*; do c=$(tr '\\0' ' ' 2>/dev/null < $d/cmdline); "
     "case \"$c\" in *@@p*|*@@gpuaudit-*|*'export LC_ALL'*) continue;; *sglang.launch_server*|*sglang.srt.entrypoints*|*'sglang serve'*|"
     "*vllm.entrypoints*|*'vllm serve'*|*text-generation-launcher*) ;; *) continue;; esac; "
-    "n=$((n+1)); [ $n -le 2 ] || break; o=$(readlink $d/fd/1 2>/dev/null); "
-    'u=$(grep -o \'[^/]*[.]service\' $d/cgroup 2>/dev/null | tail -n1); echo "@@pid ${d#/proc/}"; echo "@@stdout $o"; '
-    'if [ -f "$o" ]; then echo "@@source file $o"; src() { tail -n 200000 "$o"; }; '
-    'elif [ -n "$u" ]; then echo "@@source journal $u"; src() { journalctl -u "$u" -b -n 200000 --no-pager -o cat 2>/dev/null; }; '
+    "n=$((n+1)); [ $n -le 2 ] || break; o=$(readlink $d/fd/1 2>/dev/null); " + AS_OWNER_SHELL + ""
+    'j=$(grep -o \'[^/]*[.]service\' $d/cgroup 2>/dev/null | tail -n1); echo "@@pid ${d#/proc/}"; echo "@@stdout $o"; '
+    'if [ -f "$o" ]; then echo "@@source file $o"; src() { rd tail -n 200000 "$o"; }; '
+    'elif [ -n "$j" ]; then echo "@@source journal $j"; src() { journalctl -u "$j" -b -n 200000 --no-pager -o cat 2>/dev/null; }; '
     "else echo '@@source none'; src() { :; }; fi; "
     "echo '@@nccl'; src | awk '/NCCL INFO.*( via |Connected all|NCCL version)/ { if (k < 96) print; k++ } "
     "/gen throughput|generation throughput|Mean acceptance length/ { t[m % 20] = $0; m++ } "

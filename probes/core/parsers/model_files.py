@@ -13,20 +13,25 @@ import re
 from dataclasses import dataclass, field
 
 from gpuaudit.probes.core.errors import ParseError
+from gpuaudit.probes.core.parsers.engine import AS_OWNER_SHELL
 
 MODEL_FILES_SHELL = (
     "for d in /proc/[0-9]*; do c=$(tr '\\0' '\\n' 2>/dev/null < $d/cmdline); case \"$c\" in *@@p*|*@@gpuaudit-*|*'export LC_ALL'*) continue;;"
     " *sglang.launch_server*|*sglang.srt.entrypoints*|*vllm.entrypoints*|*vllm*serve*) ;; *) continue;; e"
     'sac; m=$(printf \'%s\\n\' "$c" | awk \'f { print; exit } $0 == "--model-path" || $0 == "--model" || $0 ='
     '= "serve" { f = 1 } /^--model(-path)?=/ { sub(/^--model(-path)?=/, ""); print; exit }\'); [ -n "$m" ]'
-    ' || continue; echo "@@model $m"; case "$m" in /*) p=$m;; *) p=$(readlink $d/cwd 2>/dev/null)/$m;; es'
+    " || continue; "
+    + AS_OWNER_SHELL
+    + 'echo "@@model $m"; case "$m" in /*) p=$m;; *) p=$(readlink $d/cwd 2>/dev/null)/$m;; es'
     "ac; if [ ! -d \"$p\" ]; then h=$(tr '\\0' '\\n' 2>/dev/null < $d/environ | grep -m1 '^HF_HOME=' | cut -d"
     '= -f2-); r=models--$(printf %s "$m" | sed \'s#/#--#g\'); for hub in "${h:-/nonexistent}/hub" /root/.ca'
     'che/huggingface/hub /home/*/.cache/huggingface/hub; do s=$(ls -d "$hub/$r"/snapshots/* 2>/dev/null |'
     ' head -n1); if [ -n "$s" ]; then p=$s; break; fi; done; fi; echo "@@path $p"; for f in config.json h'
-    'f_quant_config.json; do if [ -f "$p/$f" ]; then echo "@@file $f"; head -c 1048576 "$p/$f"; echo; fi;'
-    ' done; if [ -f "$p/model.safetensors.index.json" ]; then echo \'@@file model.safetensors.index.json ('
-    "head)'; head -c 4096 \"$p/model.safetensors.index.json\"; echo; fi; echo '@@end'; break; done"
+    'f_quant_config.json; do if [ -f "$p/$f" ] && ! rd test -r "$p/$f"; then echo "unreadable as the engi'
+    'ne\'s user: $p/$f" 1>&2; elif [ -f "$p/$f" ]; then echo "@@file $f"; rd head -c 1048576 "$p/$f"; ech'
+    'o; fi; done; if [ -f "$p/model.safetensors.index.json" ] && rd test -r "$p/model.safetensors.index.js'
+    "on\"; then echo '@@file model.safetensors.index.json (head)'; rd head -c 4096 \"$p/model.safetensors."
+    "index.json\"; echo; fi; echo '@@end'; break; done"
 )
 
 

@@ -8,17 +8,19 @@ Owner: the python/nccl probes. Public API:
                                        sectioned formats) and `python3 -m sglang.check_env` reports
 * `cuda_major_minor(text)`, `arch_sms(arch_list)` helpers
 
-Design: the snippet never creates a CUDA context (PROBES.md §0.2). It reads package versions with
-`importlib.metadata`, imports torch only for `torch.version.cuda` and the compiled arch flags
-(`torch._C._cuda_getArchFlags()`, no device init; `torch.cuda.get_arch_list()` would first call
-`is_available()`), and reads the bundled NCCL version through `torch.cuda.nccl.version()`, which returns the linked
-library's `ncclGetVersion()` without touching a device.
+Design: nothing is executed that a target user chose (issue 29). A stdlib-only reader (`pyenv_reader.py`), run
+by the target's root-owned python3 with `-I -S -B`, reads the engine's environment as data: the venv's
+`pyvenv.cfg`, `site-packages/*.dist-info/METADATA`, `torch/version.py` (version, CUDA), the compiled arch flags
+string in `torch/lib/libtorch_python.so` (what `torch._C._cuda_getArchFlags()` returns) and the NCCL version
+from the nvidia-nccl package or a versioned libnccl file name. Under root it drops to the engine process's own
+uid/gid before reading any of its files. Never a CUDA context (PROBES.md §0.2), never an import of the engine's code.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from pathlib import Path
 
 from gpuaudit.probes.core.errors import ParseError
 from pydantic import BaseModel
@@ -48,46 +50,41 @@ PACKAGES = (
     "flash-attn",
 )
 
-# No ">" anywhere (the read-only lint), double quotes only (it sits inside single quotes).
-_SNIPPET = (
-    "# @@pyenv (marker: the engine discovery skips its own probes)\n"
-    "import json, sys, importlib.metadata as m\n"
-    'o = {"python": sys.version.split()[0], "executable": sys.executable, "packages": {}}\n'
-    "for p in " + repr(PACKAGES).replace("'", '"') + ":\n"
-    "    try:\n"
-    '        o["packages"][p] = m.version(p)\n'
-    "    except Exception:\n"
-    "        pass\n"
-    "try:\n"
-    "    import torch\n"
-    '    o["torch"] = torch.__version__\n'
-    '    o["torch_cuda"] = torch.version.cuda\n'
-    "    try:\n"
-    '        o["arch_list"] = list(torch._C._cuda_getArchFlags().split())\n'
-    "    except Exception as e:\n"
-    '        o["arch_error"] = repr(e)[:200]\n'
-    "    try:\n"
-    "        import torch.cuda.nccl as tn\n"
-    "        v = tn.version()\n"
-    '        o["nccl"] = ".".join(str(x) for x in v) if isinstance(v, tuple) else str(v)\n'
-    "    except Exception as e:\n"
-    '        o["nccl_error"] = repr(e)[:200]\n'
-    "except Exception as e:\n"
-    '    o["torch_error"] = repr(e)[:300]\n'
-    "print(json.dumps(o))\n"
-)
 
-# -B and PYTHONDONTWRITEBYTECODE: importing torch must not leave __pycache__ files on the target.
-# The engine's interpreter when one runs (argv[0] if it is an absolute executable path, which keeps a
-# venv's site-packages; else /proc/<pid>/exe), unless --python named another; then the snippet.
+def _reader_source() -> str:
+    """pyenv_reader.py as embedded text: comments, one-line docstrings and blank lines dropped, the package
+    list filled in. It sits inside single quotes, so it must hold none (and pass the read-only lint)."""
+    src = (Path(__file__).with_name("pyenv_reader.py")).read_text(encoding="utf-8")
+    pkgs = "(" + ", ".join(f'"{p}"' for p in PACKAGES) + ",)"
+    lines = []
+    for line in src.splitlines():
+        bare = line.strip()
+        if not bare or bare.startswith("#") or (bare.startswith('"""') and bare.endswith('"""')):
+            continue
+        lines.append(pkgs.join(line.split("()", 1)) if line.startswith("PACKAGES = ") else line)
+    text = (
+        "# @@pyenv (marker: the engine discovery skips its own probes)\n" + "\n".join(lines) + "\n"
+    )
+    if "'" in text:
+        raise AssertionError("pyenv_reader.py must not contain a single quote")
+    return text
+
+
+READER = _reader_source()
+
+# The environment is READ AS DATA by a stdlib-only reader (pyenv_reader.py) that the target's own python3
+# runs isolated (-I -S -B: no site-packages, .pth, sitecustomize, PYTHON* variables or bytecode). Nothing the
+# engine process names (argv[0], /proc/PID/exe) is executed: any local user can start a process that looks
+# like an engine (issue 29). As root the reader interpreter must be root-owned and not group/other-writable.
+# `{python}` (--python) names the interpreter whose environment is read; python3 = the running engine's.
 PYENV_SHELL = (
-    'py={python}; if [ "$py" = python3 ]; then for d in /proc/[0-9]*; do '
-    "c=$(tr '\\0' ' ' 2>/dev/null < $d/cmdline); case \"$c\" in *@@p*|*@@gpuaudit-*|*'export LC_ALL'*) continue;; "
-    "*sglang.launch_server*|*vllm.entrypoints*|*'vllm serve'*|*'sglang serve'*|*text-generation-server*) "
-    'a=${c%% *}; case "$a" in /*) [ -x "$a" ] && py=$a;; esac; '
-    '[ "$py" = python3 ] && e=$(readlink $d/exe 2>/dev/null) && [ -x "$e" ] && py=$e; break;; esac; done; fi; '
-    'echo "@@python $py"; PYTHONDONTWRITEBYTECODE=1 "$py" -B -c \'' + _SNIPPET + "'"
+    "r=$(command -v python3) || { echo 'python3: command not found (the reader of the engine environment "
+    "is a stdlib-only python3 -I -S)' 1>&2; exit 127; }; "
+    'if [ "$(id -u)" = 0 ] && [ -z "$(find -L "$r" -maxdepth 0 -user 0 ! -perm -020 ! -perm -002 '
+    '2>/dev/null)" ]; then echo "refused: $r is not owned by root or is writable by others" 1>&2; '
+    'exit 126; fi; echo "@@reader $r"; "$r" -I -S -B -c \'' + READER + "' {python}"
 )
+"""The command (id `pyenv`): the reader's `@@python` line and one JSON line, as `parse_pyenv_json` reads."""
 
 
 class PyEnv(BaseModel, frozen=True):
