@@ -1,4 +1,4 @@
-"""The probe catalogue: REGISTRY holds the ten probes in display order."""
+"""The probe catalogue: REGISTRY holds the ten probes in display order (imported on purpose, never by `gpuaudit.probes`)."""
 
 from __future__ import annotations
 

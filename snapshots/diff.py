@@ -12,6 +12,7 @@ import re
 from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Literal
 
+from gpuaudit.probes import catalogue
 from gpuaudit.probes.core.models import CommandRecord, Finding, ProbeResult, Severity
 from gpuaudit.snapshots.schema import Snapshot
 from pydantic import BaseModel, Field
@@ -26,10 +27,8 @@ VolatileFacts = Mapping[str, Iterable[str]]
 
 
 def registry_volatile_facts() -> dict[str, frozenset[str]]:
-    """Every registered probe's declared volatile facts (imported lazily: the registry loads every probe)."""
-    from gpuaudit.probes import REGISTRY
-
-    return {p.id: frozenset(p.volatile_facts) for p in REGISTRY if p.volatile_facts}
+    """Every registered probe's declared volatile facts (read at call time: tests extend the registry)."""
+    return {p.id: frozenset(p.volatile_facts) for p in catalogue.REGISTRY if p.volatile_facts}
 
 
 class FactChange(BaseModel):

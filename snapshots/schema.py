@@ -6,16 +6,16 @@ from datetime import UTC, datetime
 from typing import Any, Literal
 
 from gpuaudit.probes.core.models import AuditRun, Finding, ProbeResult, Target, TargetState
+from gpuaudit.probes.core.roofline.report import roofline_for_run
 from gpuaudit.probes.core.version import __version__
 from pydantic import BaseModel, Field
 
-SCHEMA_VERSION = 1
+SCHEMA_VERSION = 2
+"""1: 0.1.0-0.2.x. 2: "not applicable" is its own severity `n/a` (schema 1 wrote ok + "not applicable: ")."""
 
 
 def roofline_dict(run: AuditRun) -> dict[str, Any] | None:
     """The run's roofline as plain data; None when computing it failed (it never stops a snapshot)."""
-    from gpuaudit.probes.core.roofline.report import roofline_for_run
-
     try:
         return roofline_for_run(run).model_dump(mode="json")
     except Exception:  # noqa: BLE001 - a derived figure must not cost the audit its snapshot

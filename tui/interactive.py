@@ -8,16 +8,18 @@ from __future__ import annotations
 import sys
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpuaudit.probes.core.fleet.documents import load_document
 from gpuaudit.probes.core.fleet.model import FleetModel
 from gpuaudit.probes.core.run.request import AuditRequest
 from gpuaudit.tui.app import KNOWN_THEMES, run_app
-from gpuaudit.tui.cli.fleet_hosts import FleetHost, HostResult
-from gpuaudit.tui.cli.resume import run_then_show
+from gpuaudit.tui.cli.headless import run_then_show
 from gpuaudit.tui.fleet_app import FleetApp
 from gpuaudit.tui.theme_store import ThemeStore
+
+if TYPE_CHECKING:  # types only: fleet_hosts imports this module lazily to open the screen
+    from gpuaudit.tui.cli.fleet_hosts import FleetHost, HostResult
 
 
 def main(request: AuditRequest) -> int:

@@ -183,7 +183,7 @@ def cli_probe_args() -> list[str]:
 
 
 def selected() -> list:
-    from gpuaudit.probes import REGISTRY
+    from gpuaudit.probes.catalogue import REGISTRY
 
     return [p for p in REGISTRY if PROBE_IDS is None or p.id in PROBE_IDS]
 
@@ -608,7 +608,7 @@ def main(argv: list[str] | None = None) -> int:
             0
         )  # every command asks for a channel in declaration order
     if args.probes or args.quick:
-        from gpuaudit.probes import REGISTRY
+        from gpuaudit.probes.catalogue import REGISTRY
 
         # quick: two probes plus the one that reads `nvidia-smi -q -x` (the big-output scenario needs it)
         xml = [

@@ -67,7 +67,7 @@ def burners(n: int) -> list[subprocess.Popen]:
 async def audit(
     server, container: str | None, timeout_s: float, sessions: bool = True
 ) -> tuple[float, object]:
-    from gpuaudit.probes import REGISTRY
+    from gpuaudit.probes.catalogue import REGISTRY
     from gpuaudit.probes.core.collect.targets import parse_container_spec, parse_host_spec
     from gpuaudit.probes.core.run.events import fold_events, initial_run
     from gpuaudit.probes.core.run.runner import Audit, AuditOptions

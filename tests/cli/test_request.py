@@ -7,7 +7,9 @@ from pathlib import Path
 
 import pytest
 from gpuaudit.probes.core.run.request import AuditRequest
-from gpuaudit.tui.cli.entry import CliError, audit_request, build_parser
+from gpuaudit.tui.cli.args import CliError
+from gpuaudit.tui.cli.commands import audit_request
+from gpuaudit.tui.cli.entry import build_parser
 
 
 def test_defaults_of_the_parser_and_of_the_request_agree() -> None:

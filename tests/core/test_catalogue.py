@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from gpuaudit.probes import REGISTRY
+from gpuaudit.probes.catalogue import REGISTRY
 from gpuaudit.probes.core.judge.checks import OWNERS, Check
 from gpuaudit.probes.core.judge.plan import IMPACT, RELATIONS
 from gpuaudit.probes.core.sources import SOURCES

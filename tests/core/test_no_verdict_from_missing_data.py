@@ -8,7 +8,7 @@ asks for: a hung nvidia-smi is itself a critical sign of a wedged GPU or driver 
 from __future__ import annotations
 
 import pytest
-from gpuaudit.probes import REGISTRY
+from gpuaudit.probes.catalogue import REGISTRY
 from gpuaudit.probes.core.models import CommandRecord
 from gpuaudit.probes.core.run.runner import judge_probe
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from gpuaudit.probes import PROBE_IDS, REGISTRY
+from gpuaudit.probes.catalogue import PROBE_IDS, REGISTRY
 from gpuaudit.probes.core.readonly import write_risks
 from gpuaudit.probes.core.run.runner import PREFLIGHT
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 
-from gpuaudit.probes import REGISTRY
+from gpuaudit.probes.catalogue import REGISTRY
 from gpuaudit.probes.core.models import AuditRun
 from gpuaudit.probes.core.run.runner import Audit, AuditOptions
 from gpuaudit.probes.core.run.session import replay_bindings, run_to_end

@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from collections import Counter
 
-from gpuaudit.probes import REGISTRY
+from gpuaudit.probes.catalogue import REGISTRY
 from gpuaudit.probes.core.sources import ALIASES, SOURCES
 
 MERGED = {"lspci_acsctl": "lspci_vvv", "sys_iommu_groups": "iommu_state"}

@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 import pytest
-from gpuaudit.probes import REGISTRY
+from gpuaudit.probes.catalogue import REGISTRY
 from gpuaudit.probes.core.collect.targets import build_command_line
 from gpuaudit.probes.core.collect.worker import start_line
 from gpuaudit.probes.core.run.runner import PREFLIGHT, AuditOptions, render_shell

@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from gpuaudit.probes import get
+from gpuaudit.probes.catalogue import get
 from gpuaudit.probes.core.redact import REDACTED, redact_text
 from gpuaudit.probes.core.run.runner import AuditOptions
 from gpuaudit.probes.core.spec import Command

@@ -12,7 +12,7 @@ import time
 from pathlib import Path
 
 import pytest
-from gpuaudit.probes import REGISTRY
+from gpuaudit.probes.catalogue import REGISTRY
 from gpuaudit.probes.core.collect.pool import PooledTransport
 from gpuaudit.probes.core.collect.ssh_transport import SshTransport
 from gpuaudit.probes.core.collect.targets import parse_host_spec

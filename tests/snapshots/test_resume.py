@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from gpuaudit.probes import get
+from gpuaudit.probes.catalogue import get
 from gpuaudit.probes.core.collect.transport import RawResult, TransportBase
 from gpuaudit.probes.core.models import Target
 from gpuaudit.probes.core.run.events import apply_event, initial_run

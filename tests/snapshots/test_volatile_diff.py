@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from gpuaudit.probes import REGISTRY
+from gpuaudit.probes.catalogue import REGISTRY
 from gpuaudit.snapshots.diff import diff_snapshots, is_noise, registry_volatile_facts
 from gpuaudit.tui.cli.snapshot_commands import main as snapshots_main
 from gpuaudit.tui.views.diff_report import render
@@ -73,7 +73,7 @@ def test_noise_rule():
 
 def test_the_registry_declarations_are_used_by_default(monkeypatch):
     """A synthetic registry entry declares its volatile facts; diff's default reads them from Probe.volatile_facts."""
-    import gpuaudit.probes as probes_pkg
+    import gpuaudit.probes.catalogue as probes_pkg
 
     fake = replace(
         REGISTRY[0], id="synthetic", volatile_facts=frozenset({"engine_pid", "gpus", "counters"})
@@ -85,7 +85,7 @@ def test_the_registry_declarations_are_used_by_default(monkeypatch):
 
 
 def test_cli_exit_0_by_default_and_1_with_all_facts(tmp_path, monkeypatch, capsys):
-    import gpuaudit.probes as probes_pkg
+    import gpuaudit.probes.catalogue as probes_pkg
     from gpuaudit.snapshots import store
 
     fake = replace(

@@ -6,7 +6,8 @@ import os
 from pathlib import Path
 
 from gpuaudit.tui.app import make_app, run_app
-from gpuaudit.tui.cli.entry import audit_request, build_parser
+from gpuaudit.tui.cli.commands import audit_request
+from gpuaudit.tui.cli.entry import build_parser
 from gpuaudit.tui.screens.drilldown import DrilldownScreen
 from gpuaudit.tui.theme_store import ThemeStore
 from tui_support import FixedClock, synthetic_run
@@ -66,7 +67,7 @@ async def test_ctrl_c_quits() -> None:
 
 
 def test_help_lists_examples_one_per_line_themes_probes_and_ssh_config(capsys) -> None:
-    from gpuaudit.probes import PROBE_IDS
+    from gpuaudit.probes.catalogue import PROBE_IDS
     from gpuaudit.themes import THEMES
     from gpuaudit.tui.cli.entry import PROBE_NAMES, THEME_NAMES, main
 

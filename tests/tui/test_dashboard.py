@@ -6,7 +6,7 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
-from gpuaudit.probes import PROBE_IDS, REGISTRY
+from gpuaudit.probes.catalogue import PROBE_IDS, REGISTRY
 from gpuaudit.probes.core.collect.replay_transport import ReplayTransport
 from gpuaudit.probes.core.errors import TransportError
 from gpuaudit.probes.core.models import CommandRecord

@@ -323,7 +323,8 @@ def test_sort_cycle_wraps() -> None:
 
 # --- the real run_fleet, live, over a real sshd -------------------------------------------------------
 async def test_live_screen_over_real_ssh_one_host_refused(sshd, tmp_path: Path) -> None:
-    from gpuaudit.tui.cli.entry import audit_request, build_parser
+    from gpuaudit.tui.cli.commands import audit_request
+    from gpuaudit.tui.cli.entry import build_parser
     from gpuaudit.tui.cli.session_setup import ssh_options
 
     down = f"{sshd.user}@127.0.0.1:{free_port()}"  # nothing listens: refused at once

@@ -10,10 +10,14 @@ import sys
 import textwrap
 from collections.abc import Sequence
 from pathlib import Path
-from typing import TYPE_CHECKING, NoReturn
+from typing import TYPE_CHECKING
+
+from gpuaudit.probes.core.errors import GpuAuditError
+from gpuaudit.probes.core.version import __version__
+from gpuaudit.tui.cli.args import SUBCOMMANDS, CliError, OneLineParser
 
 if TYPE_CHECKING:  # imported lazily at run time: `--help` stays light
-    from gpuaudit.probes.core.run.request import AuditRequest
+    pass
 
 
 EXIT_USAGE = 2
@@ -24,34 +28,8 @@ EXIT_RULE = (
 )
 """The one exit rule of every mode (--json, --plan, --prom, --health, --resume, --replay, --hosts): tui/cli/headless.py applies it."""
 FAIL_ON = ("critical", "warning", "never")
-SUBCOMMANDS = ("diff", "snapshots", "fleet")
-
-
-class CliError(Exception):
-    """A usage or input error: printed as one line, exit 2."""
-
-
-class OneLineParser(argparse.ArgumentParser):
-    """argparse that reports errors as a single stderr line (no usage dump, no traceback)."""
-
-    def error(self, message: str) -> NoReturn:
-        raise CliError(message + self._nearest(message))
-
-    def _nearest(self, message: str) -> str:
-        """`--jsn` -> "; did you mean --json?", `dif a b` -> "; did you mean `diff`?" (tui/cli/preflight.py)."""
-        from gpuaudit.tui.cli.preflight import suggestion
-
-        prefix = "unrecognized arguments: "
-        if not message.startswith(prefix) or not (words := message[len(prefix) :].split()):
-            return ""
-        word = words[0]
-        if not word.startswith("-"):
-            near = suggestion(word, SUBCOMMANDS)
-            return (
-                f"; did you mean `{near}`?" if near else f"; subcommands: {', '.join(SUBCOMMANDS)}"
-            )
-        near = suggestion(word.partition("=")[0], self._option_string_actions)
-        return f"; did you mean {near}?" if near else ""
+SCHEMA_DOCUMENTS = ("snapshot", "diff", "fleet", "fleet-hosts", "checks")
+"""Kept here, not imported (--help stays light): a test holds it equal to snapshots/json_schema.py DOCUMENTS."""
 
 
 def positive_float(text: str) -> float:
@@ -75,11 +53,9 @@ def positive_int(text: str) -> int:
 
 
 class _LazyVersion(argparse.Action):
-    """--version without importing `probes` for every run: its __init__ loads the whole catalogue (~0.3 s)."""
+    """--version: printed before anything else of the CLI loads."""
 
     def __call__(self, parser, namespace, values, option_string=None):  # type: ignore[no-untyped-def]
-        from gpuaudit.probes.core.version import __version__
-
         print(f"gpuaudit-tui {__version__}")
         parser.exit()
 
@@ -182,6 +158,9 @@ def build_parser() -> OneLineParser:
         metavar="N",
         help="fleet: targets connected at once (default 32)",
     )
+    from gpuaudit.tui.cli.bmc_args import add_bmc_arguments
+
+    add_bmc_arguments(p)  # --bmc, --bmc-credentials, --bmc-ca, --bmc-insecure (issue 27)
     ssh = p.add_argument_group("ssh")
     ssh.add_argument(
         "--known-hosts",
@@ -297,147 +276,29 @@ def build_parser() -> OneLineParser:
         action="store_true",
         help="list every check (id, owner, title, sources) and exit; with --json every field",
     )
+    out.add_argument(
+        "--json-schema",
+        nargs="?",
+        const="snapshot",
+        choices=SCHEMA_DOCUMENTS,
+        metavar="NAME",
+        help=f"print the JSON Schema of a --json document and exit: {', '.join(SCHEMA_DOCUMENTS)} "
+        "(default snapshot; docs/JSON.md is the field reference)",
+    )
     ui = p.add_argument_group("interface")
     ui.add_argument("--theme", metavar="NAME", help="TUI theme (remembered)")
     return p
 
 
-def parse_probe_ids(text: str | None) -> list[str] | None:
-    """`pcie,power` -> ["pcie", "power"], validated against the registry."""
-    if text is None:
-        return None
-    from gpuaudit.probes import PROBE_IDS
-
-    ids = [t.strip() for t in text.split(",") if t.strip()]
-    unknown = [i for i in ids if i not in PROBE_IDS]
-    if not ids:
-        raise CliError("--probes: empty list")
-    if unknown:
-        raise CliError(
-            f"--probes: unknown probe id(s) {', '.join(unknown)}; known: {', '.join(PROBE_IDS)}"
-        )
-    return ids
-
-
-def validate_python_path(text: str | None) -> None:
-    if text is None:
-        return
-    bad = set(" \t\n'\"`$;&|<>()\\*?!{}[]")
-    if not text or any(c in bad for c in text) or not text.startswith(("/", "python")):
-        raise CliError(
-            f"--python {text!r}: give an absolute interpreter path without spaces, quotes or shell characters"
-        )
-
-
-def _check_combinations(args: argparse.Namespace) -> None:
-    sources = [n for n in ("replay", "resume", "demo", "hosts") if getattr(args, n)]
-    if len(sources) > 1:
-        raise CliError(f"--{sources[0]} and --{sources[1]} cannot be combined")
-    if (args.replay or args.demo) and (args.host or args.container):
-        raise CliError("--replay/--demo contact no machine; drop --host/--container")
-    if args.json and args.plan:
-        raise CliError("--json and --plan are two outputs; choose one")
-    if args.container is not None and not args.container.strip():
-        raise CliError(
-            "--container is empty: give pct:ID, lxc:NAME, docker:NAME or [user@]host[:port]"
-        )
-    if args.hosts and (args.host or args.container):
-        raise CliError("--hosts audits the inventory's hosts; drop --host/--container")
-    if args.hosts and (args.plan or args.save is not None):
-        raise CliError(
-            "--hosts prints a fleet report (table or --json); --plan/--save are per-host"
-        )
-    if (
-        args.host or args.container or args.hosts or args.resume
-    ):  # checked once, before any target is contacted
-        from gpuaudit.probes.core.collect.targets import known_hosts_problem
-
-        if (
-            why := known_hosts_problem(args.known_hosts, accept_new=args.accept_new_host_keys)
-        ) is not None:
-            raise CliError(why)
-        from gpuaudit.probes.core.collect.ssh_config import config_override
-
-        if (
-            note := config_override()[1]
-        ) is not None:  # said once here, not once per failing target
-            print(f"gpuaudit-tui: warning: {note}", file=sys.stderr)
-
-
-def audit_request(args: argparse.Namespace) -> AuditRequest:
-    """The one place the Namespace becomes the typed, frozen request every layer below reads (probes/core/run/request.py).
-
-    Validates --probes and --python on the way (CliError, exit 2)."""
-    from gpuaudit.probes.core.run.request import AuditRequest
-
-    probe_ids = parse_probe_ids(args.probes)
-    validate_python_path(args.python)
-    return AuditRequest(
-        host=args.host,
-        container=args.container,
-        hosts=args.hosts,
-        max_connections=args.max_connections,
-        probe_ids=None if probe_ids is None else tuple(probe_ids),
-        timeout=args.timeout,
-        max_output=args.max_output,
-        sudo=args.sudo,
-        python=args.python,
-        active=args.active,
-        known_hosts=args.known_hosts,
-        identity=args.identity,
-        accept_new_host_keys=args.accept_new_host_keys,
-        max_channels=args.max_channels,
-        connections=args.connections,
-        sessions=args.sessions,
-        output_budget=args.output_budget,
-        replay=args.replay,
-        resume=args.resume,
-        demo=args.demo,
-        yes=args.yes,
-        json=args.json,
-        plan=args.plan,
-        prom=args.prom,
-        health=args.health,
-        fail_on=args.fail_on,
-        save=args.save,
-        snapshot_dir=args.snapshot_dir,
-        theme=args.theme,
-    )
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     argv = list(sys.argv[1:] if argv is None else argv)
     try:
-        if argv and argv[0] == "fleet":
-            from gpuaudit.tui.cli import fleet_compare
+        args = None if argv and argv[0] in SUBCOMMANDS else build_parser().parse_args(argv)
+        # --help and --version exited above with argparse alone; the rest of the CLI (the catalogue, the engine,
+        # SSH) loads only now: the one lazy import of this module, for start-up time
+        from gpuaudit.tui.cli import commands
 
-            return fleet_compare.main(argv[1:])
-        if argv and argv[0] in SUBCOMMANDS:
-            from gpuaudit.tui.cli import snapshot_commands
-
-            return snapshot_commands.main(argv[0], argv[1:])
-        args = build_parser().parse_args(argv)
-        if args.list_checks:
-            from gpuaudit.tui.cli import list_checks
-
-            return list_checks.main(args.json)
-        _check_combinations(args)
-        from gpuaudit.tui.cli.preflight import problems
-
-        for why in problems(args):  # errors before work: output paths, key files, --container
-            raise CliError(why)
-        request = audit_request(args)
-        if request.hosts:
-            from gpuaudit.tui.cli import fleet_hosts as fleet
-
-            return fleet.main(request)
-        if request.json or request.plan or request.prom or request.health:
-            from gpuaudit.tui.cli import headless
-
-            return headless.main(request)
-        from gpuaudit.tui import interactive
-
-        return interactive.main(request)
+        return commands.run(argv, args)
     except CliError as exc:
         print(f"gpuaudit-tui: error: {exc}", file=sys.stderr)
         return EXIT_USAGE
@@ -452,8 +313,6 @@ def main(argv: Sequence[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return 141  # 128 + SIGPIPE, what a shell reports for a pipeline writer killed by the signal
     except Exception as exc:  # noqa: BLE001 - map domain errors, never a traceback
-        from gpuaudit.probes.core.errors import GpuAuditError
-
         if isinstance(exc, GpuAuditError):
             print(f"gpuaudit-tui: error: {exc}", file=sys.stderr)
             return EXIT_USAGE

@@ -32,8 +32,16 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gpuaudit.probes.core.collect.targets import parse_host_spec
 from gpuaudit.probes.core.fleet.inventory import FleetHost, load_inventory, parse_inventory  # noqa: F401 - re-exported
+from gpuaudit.probes.core.fleet.prometheus import NodeAudit, from_snapshot, render, write_textfile
 from gpuaudit.probes.core.run.request import AuditRequest
+from gpuaudit.probes.core.run.runner import Audit
+from gpuaudit.probes.core.run.session import live_bindings, run_sync
+from gpuaudit.snapshots.listing import severity_counts
+from gpuaudit.snapshots.schema import Snapshot
+from gpuaudit.tui.cli.headless import EXIT_TARGET_FAILED, collect, exit_code
+from gpuaudit.tui.cli.session_setup import AuditSetup, audit_options, selected_probes, ssh_options
 
 
 @dataclass(slots=True)
@@ -58,13 +66,6 @@ async def audit_host(
 
     `on_start(host)` is called once the cap lets this host's audit begin (the TUI's "auditing").
     """
-    from gpuaudit.probes.core.collect.targets import parse_host_spec
-    from gpuaudit.probes.core.run.runner import Audit
-    from gpuaudit.probes.core.run.session import live_bindings
-    from gpuaudit.snapshots.listing import severity_counts
-    from gpuaudit.snapshots.schema import Snapshot
-    from gpuaudit.tui.cli.headless import EXIT_TARGET_FAILED, collect, exit_code
-    from gpuaudit.tui.cli.session_setup import AuditSetup, audit_options, selected_probes
 
     async with limit:
         if on_start is not None:
@@ -167,13 +168,6 @@ def fleet_table(results: list[HostResult]) -> str:
 
 def write_fleet_prom(results: list[HostResult], path: Path) -> None:
     """--prom in fleet mode: ONE textfile for every host, each series labelled node="<inventory name>"."""
-    from gpuaudit.probes.core.fleet.prometheus import (
-        NodeAudit,
-        from_snapshot,
-        render,
-        write_textfile,
-    )
-    from gpuaudit.snapshots.schema import Snapshot
 
     nodes: dict[str | None, NodeAudit] = {}
     for r in results:
@@ -213,7 +207,6 @@ def run_screen(hosts: list[FleetHost], request: AuditRequest, ssh: object) -> li
 
 
 def main(request: AuditRequest) -> int:
-    from gpuaudit.tui.cli.session_setup import ssh_options
 
     inventory = load_inventory(request.hosts)
     hosts = inventory.hosts
@@ -237,7 +230,6 @@ def main(request: AuditRequest) -> int:
             )
             return 3  # an incomplete audit never passes
         return max((r.exit_status for r in results), default=0)
-    from gpuaudit.probes.core.run.session import run_sync
 
     results = run_sync(run_fleet(hosts, request, ssh))
     elapsed = time.monotonic() - t0

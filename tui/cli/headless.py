@@ -3,14 +3,24 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import sys
+from collections.abc import Callable
+from pathlib import Path
 
+from gpuaudit.probes.core.fleet.prometheus import from_snapshot, render, write_textfile
+from gpuaudit.probes.core.judge.plan import build_plan, plan_markdown
 from gpuaudit.probes.core.models import AuditRun, Severity
 from gpuaudit.probes.core.run.events import CommandFinished, ProbeFinished, TargetFailed
 from gpuaudit.probes.core.run.request import AuditRequest
 from gpuaudit.probes.core.run.session import run_sync, run_to_end
+from gpuaudit.snapshots import store
+from gpuaudit.snapshots.naming import default_name
 from gpuaudit.snapshots.schema import Snapshot
-from gpuaudit.tui.cli.session_setup import AuditSetup, build_setup, stamp
+from gpuaudit.tui.cli.health import health_line
+from gpuaudit.tui.cli.resume import finish
+from gpuaudit.tui.cli.session_setup import build_setup, stamp
+from gpuaudit.tui.cli.setup_options import AuditSetup
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR, EXIT_TARGET_FAILED = 0, 1, 2, 3
 # The one exit rule of every mode: tui/cli/entry.py EXIT_RULE (--help's epilog).
@@ -38,6 +48,7 @@ class _Progress:
     """A Rich progress line on stderr (only when stderr is a terminal)."""
 
     def __init__(self, total: int) -> None:
+        # Rich loads only for a progress line on a terminal: `--json` in a pipe never pays for it
         from rich.console import Console
         from rich.progress import BarColumn, Progress, TextColumn, TimeElapsedColumn
 
@@ -88,10 +99,6 @@ def write_json(snapshot: Snapshot) -> None:
 
 def write_prom(snapshot: Snapshot, path: object) -> None:
     """--prom FILE: the audit as node_exporter textfile metrics, written atomically."""
-    from pathlib import Path
-
-    from gpuaudit.probes.core.fleet.prometheus import from_snapshot, render, write_textfile
-
     write_textfile(Path(str(path)), render({None: from_snapshot(snapshot)}))
 
 
@@ -100,9 +107,6 @@ INCOMPLETE_NOTE = "incomplete: interrupted before the audit finished; --resume r
 
 def _save_incomplete(run: AuditRun, setup: AuditSetup, request: AuditRequest) -> None:
     """--save of an interrupted audit: what was collected, marked incomplete, so --resume can finish it."""
-    from gpuaudit.snapshots import store
-    from gpuaudit.snapshots.naming import default_name
-
     snapshot = Snapshot.from_run(stamp(run, setup))
     snapshot = snapshot.model_copy(update={"note": INCOMPLETE_NOTE})
     name = request.save or default_name(snapshot)
@@ -121,13 +125,8 @@ def main(request: AuditRequest) -> int:
         raise KeyboardInterrupt from None
     snapshot = Snapshot.from_run(run)
     if setup.mode == "resume":  # always stored as a new snapshot (tui/cli/resume.py)
-        from gpuaudit.tui.cli.resume import finish
-
         snapshot, _ = finish(snapshot, setup, request)
     elif request.save is not None:
-        from gpuaudit.snapshots import store
-        from gpuaudit.snapshots.naming import default_name
-
         name = request.save or default_name(snapshot)
         path = store.save(snapshot.model_copy(update={"name": name}), name, request.snapshot_dir)
         print(f"saved snapshot: {path}", file=sys.stderr)
@@ -137,14 +136,18 @@ def main(request: AuditRequest) -> int:
     if request.prom:
         write_prom(snapshot, request.prom)
     if request.health:
-        from gpuaudit.tui.cli.health import health_line
-
         sys.stdout.write(health_line(run) + "\n")
     elif request.plan:
-        from gpuaudit.probes.core.judge.plan import build_plan, plan_markdown
-
         sys.stdout.write(plan_markdown(build_plan(run), run))
     elif request.json or not request.prom:
         write_json(snapshot)
     sys.stdout.flush()
     return exit_code(run, request.fail_on)
+
+
+def run_then_show(request: AuditRequest, run_app: Callable[[AuditRequest], int]) -> int:
+    """TUI path of --resume: resume headless (progress on stderr), then open the stored result as a replay."""
+    setup = build_setup(request)
+    run = run_sync(collect(setup, progress=sys.stderr.isatty()))
+    _, path = finish(Snapshot.from_run(run), setup, request)
+    return run_app(dataclasses.replace(request, resume=None, replay=str(path)))

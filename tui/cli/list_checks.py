@@ -5,11 +5,11 @@ from __future__ import annotations
 import json
 import sys
 
+from gpuaudit.probes.catalogue import REGISTRY
 from gpuaudit.probes.core.judge.checks import Check
 
 
 def catalogue_rows() -> list[Check]:
-    from gpuaudit.probes import REGISTRY
 
     return [c for p in REGISTRY for c in p.checks]
 

@@ -12,9 +12,13 @@ import difflib
 import os
 import stat
 import tempfile
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+
+from gpuaudit.probes.core.collect.targets import parse_container_spec, parse_host_spec
+from gpuaudit.probes.core.errors import GpuAuditError
+from gpuaudit.snapshots import store
 
 PSEUDO_FS = ("/proc", "/sys", "/dev")
 """Kernel file systems: a report written there is never what the user meant, and some writes succeed oddly."""
@@ -63,7 +67,6 @@ def folder_write_problem(folder: Path) -> str | None:
 
 def store_problem(directory: Path | None) -> str | None:
     """--save: the snapshot store (or the nearest folder it would be created in) must be usable."""
-    from gpuaudit.snapshots import store
 
     directory = Path(os.path.abspath(directory or store.default_dir()))
     shown = f"--save: snapshot store {directory}"
@@ -103,11 +106,6 @@ def container_problem(text: str | None) -> str | None:
     """--container parsed now, so a malformed spec fails before any connection and names the accepted forms."""
     if text is None:
         return None
-    from gpuaudit.probes.core.collect.targets import (
-        parse_container_spec,
-        parse_host_spec,
-    )
-    from gpuaudit.probes.core.errors import GpuAuditError
 
     try:
         parse_container_spec(text, host=parse_host_spec(None))
@@ -135,12 +133,6 @@ def problems(args: Any) -> Iterator[str]:
         yield why
     if (why := container_problem(getattr(args, "container", None))) is not None:
         yield why
-
-
-def suggestion(word: str, choices: Iterable[str]) -> str | None:
-    """The nearest known flag or subcommand to a mistyped one, or None."""
-    near = difflib.get_close_matches(word, list(choices), n=1, cutoff=0.6)
-    return near[0] if near else None
 
 
 def _example(flag: str) -> str:

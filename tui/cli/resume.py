@@ -2,9 +2,7 @@
 
 from __future__ import annotations
 
-import dataclasses
 import sys
-from collections.abc import Callable
 from pathlib import Path
 
 from gpuaudit.probes.core.collect.targets import TargetSpec, parse_container_spec, parse_host_spec
@@ -15,7 +13,9 @@ from gpuaudit.probes.core.run.resume import ResumeTransport, rerun_plan, resume_
 from gpuaudit.probes.core.run.runner import Audit, TargetBinding
 from gpuaudit.probes.core.run.session import live_bindings
 from gpuaudit.snapshots import store
+from gpuaudit.snapshots.naming import default_name
 from gpuaudit.snapshots.schema import Snapshot
+from gpuaudit.tui.cli.setup_options import AuditSetup, audit_options, selected_probes, ssh_options
 
 LIVE_KINDS = ("local", "ssh", "pct", "lxc", "docker")
 
@@ -70,12 +70,6 @@ def confirm_targets(
 
 def build_resume_setup(request: AuditRequest):
     """An AuditSetup whose transports answer from the snapshot and reach the machine only for failures."""
-    from gpuaudit.tui.cli.session_setup import (
-        AuditSetup,
-        audit_options,
-        selected_probes,
-        ssh_options,
-    )
 
     path = store.resolve(request.resume, _store_dir(request))
     snap = store.load(path)
@@ -130,7 +124,6 @@ def merge(original: Snapshot, resumed: Snapshot) -> Snapshot:
 
 def finish(snapshot: Snapshot, setup, request: AuditRequest) -> tuple[Snapshot, Path]:
     """Merge with the original, store as a new snapshot, print its path on stderr."""
-    from gpuaudit.snapshots.naming import default_name
 
     assert setup.source is not None
     merged = merge(store.load(setup.source), snapshot)
@@ -145,15 +138,3 @@ def finish(snapshot: Snapshot, setup, request: AuditRequest) -> tuple[Snapshot, 
     print(f"re-ran live: {done}", file=sys.stderr)
     print(f"saved resumed snapshot: {path}", file=sys.stderr)
     return merged, path
-
-
-def run_then_show(request: AuditRequest, run_app: Callable[[AuditRequest], int]) -> int:
-    """TUI path: resume headless (progress on stderr), then open the stored result as a replay."""
-    from gpuaudit.probes.core.run.session import run_sync
-    from gpuaudit.tui.cli.headless import collect
-    from gpuaudit.tui.cli.session_setup import build_setup
-
-    setup = build_setup(request)
-    run = run_sync(collect(setup, progress=sys.stderr.isatty()))
-    _, path = finish(Snapshot.from_run(run), setup, request)
-    return run_app(dataclasses.replace(request, resume=None, replay=str(path)))

@@ -3,65 +3,25 @@ shared by headless and the TUI. No Textual."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
 
-from gpuaudit.probes import REGISTRY
-from gpuaudit.probes.core.collect.ssh_transport import SshOptions
 from gpuaudit.probes.core.collect.targets import parse_container_spec, parse_host_spec
 from gpuaudit.probes.core.models import AuditRun
 from gpuaudit.probes.core.run.request import AuditRequest
-from gpuaudit.probes.core.run.runner import Audit, AuditOptions
+from gpuaudit.probes.core.run.runner import Audit
 from gpuaudit.probes.core.run.session import live_bindings, replay_bindings
+from gpuaudit.snapshots import store
+from gpuaudit.tui.cli.resume import build_resume_setup
+from gpuaudit.tui.cli.setup_options import AuditSetup, audit_options, selected_probes, ssh_options
 
 DEMO_NOTE = "DEMO: illustrative example (case study), not a capture of a real machine"
 """One line at 80 columns: the 80x24 dashboard has room for the note, the roofline strip and all ten panes."""
-
-
-@dataclass
-class AuditSetup:
-    """What a front end needs to run and show an audit."""
-
-    audit: Audit
-    mode: str
-    note: str | None = None
-    source: Path | None = None
-
-
-def audit_options(request: AuditRequest) -> AuditOptions:
-    return AuditOptions(
-        timeout_s=request.timeout,
-        max_bytes=request.max_output,
-        sudo=request.sudo,
-        active=request.active,
-        python=request.python,
-        output_budget=request.output_budget,
-    )
-
-
-def ssh_options(request: AuditRequest) -> SshOptions:
-    return SshOptions(
-        known_hosts=request.known_hosts,
-        identity=request.identity,
-        accept_new_host_keys=request.accept_new_host_keys,
-        max_channels=request.max_channels,
-        connections=request.connections,
-        sessions=request.sessions,
-        connect_timeout_s=min(30.0, max(5.0, request.timeout)),
-    )
-
-
-def selected_probes(request: AuditRequest) -> list:
-    ids = request.probe_ids
-    return [p for p in REGISTRY if ids is None or p.id in ids]
 
 
 def build_setup(request: AuditRequest) -> AuditSetup:
     """Live audit from --host/--container, or a replay of --replay FILE / --demo."""
 
     if request.replay or request.demo:
-        from gpuaudit.snapshots import store
-
         path = (
             store.EXAMPLES_DIR / "case-study-before.json"
             if request.demo
@@ -82,8 +42,6 @@ def build_setup(request: AuditRequest) -> AuditSetup:
             Audit(bindings, selected_probes(request), audit_options(request)), mode, note, path
         )
     if request.resume:  # failed commands live, the rest from the snapshot (tui/cli/resume.py)
-        from gpuaudit.tui.cli.resume import build_resume_setup
-
         return build_resume_setup(request)
     host = parse_host_spec(request.host)
     container = parse_container_spec(request.container, host=host) if request.container else None

@@ -3,15 +3,24 @@
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
+
+from gpuaudit.probes.core.text import neutralise
+from gpuaudit.snapshots import store
+from gpuaudit.snapshots.diff import diff_snapshots
+from gpuaudit.snapshots.listing import counts_text, list_snapshots
+from gpuaudit.tui.cli.args import OneLineParser
+from gpuaudit.tui.views.diff_report import print_report
+from rich.console import Console
+from rich.markup import escape
+from rich.table import Table
 
 EXIT_SAME, EXIT_DIFFERENT = 0, 1
 
 
 def _parser(name: str):
-    from gpuaudit.tui.cli.entry import OneLineParser
-
     if name == "diff":
         p = OneLineParser(
             prog="gpuaudit-tui diff",
@@ -60,8 +69,6 @@ def main(name: str, argv: list[str]) -> int:
 
 
 def run_diff(args, directory: Path | None) -> int:
-    from gpuaudit.snapshots import store
-    from gpuaudit.snapshots.diff import diff_snapshots
 
     _, old = store.load_ref(args.old, directory)
     _, new = store.load_ref(args.new, directory)
@@ -71,15 +78,12 @@ def run_diff(args, directory: Path | None) -> int:
         payload["identical"] = diff.identical
         sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
     else:
-        from gpuaudit.tui.views.diff_report import print_report
-
         print_report(diff, show_unified=args.raw)
     return EXIT_SAME if diff.identical else EXIT_DIFFERENT
 
 
 def _columns() -> int | None:
     """$COLUMNS when it is a sane width, else None."""
-    import os
 
     try:
         width = int(os.environ.get("COLUMNS", ""))
@@ -89,9 +93,6 @@ def _columns() -> int | None:
 
 
 def run_list(args, directory: Path | None) -> int:
-    from gpuaudit.probes.core.text import neutralise
-    from gpuaudit.snapshots import store
-    from gpuaudit.snapshots.listing import counts_text, list_snapshots
 
     directory = directory or store.default_dir()
     infos = list_snapshots(directory, examples=args.examples)
@@ -103,9 +104,6 @@ def run_list(args, directory: Path | None) -> int:
             + "\n"
         )
         return 0
-    from rich.console import Console
-    from rich.markup import escape
-    from rich.table import Table
 
     # COLUMNS wins; piped output without it is read by scripts and people alike: don't fold names at 80 columns
     console = Console(highlight=False, width=_columns() or (None if sys.stdout.isatty() else 200))

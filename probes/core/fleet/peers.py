@@ -23,8 +23,7 @@ from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
-from gpuaudit.probes.core.errors import ParseError
-from gpuaudit.probes.core.parsers.nvidia_smi import parse_query_gpu_csv
+from gpuaudit.probes.core.parsers.nvidia_smi import gpu_names
 
 Records = Mapping[str, str]
 """command id -> stdout of a usable host record."""
@@ -327,21 +326,6 @@ class FleetReport:
             peers = len(c.nodes) - 1
             return f"agrees with its {peers} peer" + ("s" if peers != 1 else "")
         return ""
-
-
-def gpu_names(smi_gpu_ids: str) -> list[str]:
-    """Product name of every GPU from the `smi_gpu_ids` query (empty on an error banner or no GPU)."""
-    try:
-        rows = parse_query_gpu_csv(smi_gpu_ids, ["index", "uuid", "pci.bus_id", "name"])
-    except (ParseError, ValueError):
-        return []
-    return [r["name"] for r in rows if r.get("name")]
-
-
-def gpu_model(smi_gpu_ids: str) -> tuple[str | None, int]:
-    """(the most common GPU name, how many GPUs) — (None, 0) when not read."""
-    names = gpu_names(smi_gpu_ids)
-    return (Counter(names).most_common(1)[0][0], len(names)) if names else (None, 0)
 
 
 def _read_all(table: Mapping[str, Callable[[Records], str | None]], records: Records) -> dict:

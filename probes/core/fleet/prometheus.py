@@ -3,8 +3,8 @@
 Series (every one carries a `node` label in fleet mode, one file for all nodes; none in a single audit,
 where Prometheus adds `instance` from the scrape):
 
-* `gpuaudit_check_severity{check,probe,target,owner}` — 0 ok, 1 info, 2 unknown, 3 warning, 4 critical
-  (the `Severity.rank`). One series per check and target whatever its verdict, so a series never vanishes
+* `gpuaudit_check_severity{check,probe,target,owner}` — -1 n/a (proven not to apply), 0 ok, 1 info,
+  2 unknown, 3 warning, 4 critical (the `Severity.rank`). One series per check and target whatever its verdict, so a series never vanishes
   when a check changes state and alert rules compare numbers: `gpuaudit_check_severity >= 4`.
 * `gpuaudit_findings{target,severity}` — how many checks are at each severity.
 * `gpuaudit_target_up{target}` — 1 audited, 0 could not be reached.
@@ -26,9 +26,11 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from gpuaudit.probes.core.fleet.peers import FACTS
 from gpuaudit.probes.core.models import SEVERITY_ORDER, CommandRecord, Finding, Severity
+from gpuaudit.probes.core.parsers.nvidia_smi import gpu_model
 
-SEVERITY_HELP = "0 ok, 1 info, 2 unknown, 3 warning, 4 critical"
+SEVERITY_HELP = "-1 n/a, 0 ok, 1 info, 2 unknown, 3 warning, 4 critical"
 
 
 @dataclass(frozen=True, slots=True)
@@ -171,8 +173,6 @@ def _host_stdouts(records: Iterable[CommandRecord]) -> dict[str, str]:
 
 def node_info(records: list[CommandRecord]) -> dict[str, str]:
     """driver, cuda, kernel, bios, gpu_model, gpu_count of the host ("" when not read): the fleet comparison's readers."""
-    from gpuaudit.probes.core.fleet.peers import FACTS, gpu_model
-
     out = _host_stdouts(records)
     info = {key: FACTS[key](out) or "" for key in ("driver", "cuda", "kernel", "bios")}
     model, count = gpu_model(out.get("smi_gpu_ids", ""))

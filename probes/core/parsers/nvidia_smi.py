@@ -25,6 +25,7 @@ anything else, and return empty results for empty input.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, cast
@@ -1071,3 +1072,18 @@ def parse_smi_gpu_ids(text: str) -> list[SmiGpuId]:
         )
         for r in rows
     ]
+
+
+def gpu_names(smi_gpu_ids: str) -> list[str]:
+    """Product name of every GPU from the `smi_gpu_ids` query (empty on an error banner or no GPU)."""
+    try:
+        rows = parse_query_gpu_csv(smi_gpu_ids, ["index", "uuid", "pci.bus_id", "name"])
+    except (ParseError, ValueError):
+        return []
+    return [r["name"] for r in rows if r.get("name")]
+
+
+def gpu_model(smi_gpu_ids: str) -> tuple[str | None, int]:
+    """(the most common GPU name, how many GPUs) — (None, 0) when not read."""
+    names = gpu_names(smi_gpu_ids)
+    return (Counter(names).most_common(1)[0][0], len(names)) if names else (None, 0)

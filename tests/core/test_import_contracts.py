@@ -1,0 +1,84 @@
+"""The layers are enforced by tools: import-linter's contracts (pyproject.toml), no import cycles, few lazy imports.
+
+scripts/import_graph.py lays probes/ snapshots/ tui/ themes/ out as the installed `gpuaudit.*` package first
+(the editable install's import hook hides them from grimp).
+"""
+
+from __future__ import annotations
+
+import ast
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[2]
+SCRIPT = ROOT / "scripts" / "import_graph.py"
+
+pytestmark = pytest.mark.fast
+
+ALLOWED_LAZY = {
+    # --help and --version parse with argparse alone; the rest of the CLI loads after them
+    ("tui/cli/entry.py", "gpuaudit.tui.cli"),
+    # the one bridge to Textual, opened only when a screen is shown
+    ("tui/cli/commands.py", "gpuaudit.tui"),
+    ("tui/cli/fleet_hosts.py", "gpuaudit.tui"),
+    ("tui/cli/fleet_compare.py", "gpuaudit.tui"),
+}
+
+
+def run(what: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, str(SCRIPT), what], capture_output=True, text=True, timeout=300
+    )
+
+
+def test_import_linter_contracts_are_kept():
+    proc = run("lint")
+    assert proc.returncode == 0, proc.stdout[-4000:] + proc.stderr[-2000:]
+    assert "Contracts: 5 kept, 0 broken." in proc.stdout
+
+
+def test_no_import_cycles_lazy_imports_included():
+    proc = run("cycles")
+    assert proc.returncode == 0, proc.stdout + proc.stderr
+    assert proc.stdout.strip().endswith("0 cycle(s), 0 module(s)")
+
+
+def function_level_imports() -> list[tuple[str, str]]:
+    """(file, module) of every import of a project module inside a function (TYPE_CHECKING blocks excluded)."""
+    found: list[tuple[str, str]] = []
+    for folder in ("probes", "snapshots", "tui", "themes"):
+        for path in sorted((ROOT / folder).rglob("*.py")):
+            if "examples" in path.parts:
+                continue
+            rel = str(path.relative_to(ROOT))
+
+            def visit(node: ast.AST, in_function: bool, rel: str = rel) -> None:
+                for child in ast.iter_child_nodes(node):
+                    if isinstance(child, ast.If) and "TYPE_CHECKING" in ast.unparse(child.test):
+                        continue
+                    if in_function and isinstance(child, ast.ImportFrom) and child.module:
+                        if child.module.startswith("gpuaudit"):
+                            found.append((rel, child.module))
+                    if in_function and isinstance(child, ast.Import):
+                        found += [(rel, a.name) for a in child.names if a.name.startswith("gpuaudit")]
+                    funcs = (ast.FunctionDef, ast.AsyncFunctionDef)
+                    visit(child, in_function or isinstance(child, funcs))
+
+            visit(ast.parse(path.read_text()), False)
+    return found
+
+
+def test_function_level_imports_are_few_and_each_has_its_reason():
+    lazy = function_level_imports()
+    assert len(lazy) <= 5, lazy
+    assert set(lazy) <= ALLOWED_LAZY, set(lazy) - ALLOWED_LAZY
+
+
+def test_the_core_folder_shows_its_layers():
+    flat = [p.name for p in (ROOT / "probes" / "core").glob("*.py") if p.name != "__init__.py"]
+    assert len(flat) <= 14, flat
+    for sub in ("collect", "run", "judge", "parsers", "roofline", "fleet"):
+        assert (ROOT / "probes" / "core" / sub / "__init__.py").is_file(), sub

@@ -1,0 +1,142 @@
+"""What the command line does once its arguments parsed: validates them, builds the AuditRequest, dispatches.
+
+Imported by tui/cli/entry.py only after argparse has handled --help and --version. No Textual here: the TUI
+is reached through tui/interactive.py alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from gpuaudit.probes.catalogue import PROBE_IDS
+from gpuaudit.probes.core.collect.ssh_config import config_override
+from gpuaudit.probes.core.collect.targets import known_hosts_problem
+from gpuaudit.probes.core.run.request import AuditRequest
+from gpuaudit.snapshots.json_schema import render as render_json_schema
+from gpuaudit.tui.cli import fleet_compare, fleet_hosts, headless, list_checks, snapshot_commands
+from gpuaudit.tui.cli.args import CliError
+from gpuaudit.tui.cli.preflight import problems
+from gpuaudit.tui.cli.bmc_args import bmc_request_fields, check_bmc_args
+
+
+def run(argv: list[str], args: argparse.Namespace | None) -> int:
+    """A subcommand (args None: `fleet`, `diff`, `snapshots` parse their own) or an audit."""
+    if args is None:
+        if argv[0] == "fleet":
+            return fleet_compare.main(argv[1:])
+        return snapshot_commands.main(argv[0], argv[1:])
+    if args.json_schema:
+        sys.stdout.write(render_json_schema(args.json_schema))
+        return 0
+    if args.list_checks:
+        return list_checks.main(args.json)
+    _check_combinations(args)
+    for why in problems(args):  # errors before work: output paths, key files, --container
+        raise CliError(why)
+    request = audit_request(args)
+    if request.hosts:
+        return fleet_hosts.main(request)
+    if request.json or request.plan or request.prom or request.health:
+        return headless.main(request)
+    # the one bridge to Textual, loaded only when the TUI opens
+    from gpuaudit.tui import interactive
+
+    return interactive.main(request)
+
+
+def parse_probe_ids(text: str | None) -> list[str] | None:
+    """`pcie,power` -> ["pcie", "power"], validated against the registry."""
+    if text is None:
+        return None
+    ids = [t.strip() for t in text.split(",") if t.strip()]
+    unknown = [i for i in ids if i not in PROBE_IDS]
+    if not ids:
+        raise CliError("--probes: empty list")
+    if unknown:
+        raise CliError(
+            f"--probes: unknown probe id(s) {', '.join(unknown)}; known: {', '.join(PROBE_IDS)}"
+        )
+    return ids
+
+
+def validate_python_path(text: str | None) -> None:
+    if text is None:
+        return
+    bad = set(" \t\n'\"`$;&|<>()\\*?!{}[]")
+    if not text or any(c in bad for c in text) or not text.startswith(("/", "python")):
+        raise CliError(
+            f"--python {text!r}: give an absolute interpreter path without spaces, quotes or shell characters"
+        )
+
+
+def _check_combinations(args: argparse.Namespace) -> None:
+    sources = [n for n in ("replay", "resume", "demo", "hosts") if getattr(args, n)]
+    if len(sources) > 1:
+        raise CliError(f"--{sources[0]} and --{sources[1]} cannot be combined")
+    if (args.replay or args.demo) and (args.host or args.container):
+        raise CliError("--replay/--demo contact no machine; drop --host/--container")
+    if args.json and args.plan:
+        raise CliError("--json and --plan are two outputs; choose one")
+    if args.container is not None and not args.container.strip():
+        raise CliError(
+            "--container is empty: give pct:ID, lxc:NAME, docker:NAME or [user@]host[:port]"
+        )
+    check_bmc_args(args)  # --bmc (issue 27)
+    if args.hosts and (args.host or args.container):
+        raise CliError("--hosts audits the inventory's hosts; drop --host/--container")
+    if args.hosts and (args.plan or args.save is not None):
+        raise CliError(
+            "--hosts prints a fleet report (table or --json); --plan/--save are per-host"
+        )
+    if (
+        args.host or args.container or args.hosts or args.resume
+    ):  # checked once, before any target is contacted
+        if (
+            why := known_hosts_problem(args.known_hosts, accept_new=args.accept_new_host_keys)
+        ) is not None:
+            raise CliError(why)
+        if (
+            note := config_override()[1]
+        ) is not None:  # said once here, not once per failing target
+            print(f"gpuaudit-tui: warning: {note}", file=sys.stderr)
+
+
+def audit_request(args: argparse.Namespace) -> AuditRequest:
+    """The one place the Namespace becomes the typed, frozen request every layer below reads (probes/core/run/request.py).
+
+    Validates --probes and --python on the way (CliError, exit 2)."""
+    probe_ids = parse_probe_ids(args.probes)
+    validate_python_path(args.python)
+    return AuditRequest(
+        host=args.host,
+        container=args.container,
+        hosts=args.hosts,
+        max_connections=args.max_connections,
+        probe_ids=None if probe_ids is None else tuple(probe_ids),
+        timeout=args.timeout,
+        max_output=args.max_output,
+        sudo=args.sudo,
+        python=args.python,
+        active=args.active,
+        known_hosts=args.known_hosts,
+        identity=args.identity,
+        accept_new_host_keys=args.accept_new_host_keys,
+        max_channels=args.max_channels,
+        connections=args.connections,
+        sessions=args.sessions,
+        output_budget=args.output_budget,
+        replay=args.replay,
+        resume=args.resume,
+        demo=args.demo,
+        yes=args.yes,
+        json=args.json,
+        plan=args.plan,
+        prom=args.prom,
+        health=args.health,
+        fail_on=args.fail_on,
+        save=args.save,
+        snapshot_dir=args.snapshot_dir,
+        theme=args.theme,
+        **bmc_request_fields(args),
+    )

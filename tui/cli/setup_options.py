@@ -1,0 +1,51 @@
+"""The options every audit front end derives from an AuditRequest: the runner's, SSH's, the probes. No Textual."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from pathlib import Path
+
+from gpuaudit.probes.catalogue import REGISTRY
+from gpuaudit.probes.core.collect.ssh_transport import SshOptions
+from gpuaudit.probes.core.run.request import AuditRequest
+from gpuaudit.probes.core.run.runner import Audit, AuditOptions
+from gpuaudit.tui.cli.bmc_args import bmc_reader
+
+
+@dataclass
+class AuditSetup:
+    """What a front end needs to run and show an audit."""
+
+    audit: Audit
+    mode: str
+    note: str | None = None
+    source: Path | None = None
+
+
+def audit_options(request: AuditRequest) -> AuditOptions:
+    return AuditOptions(
+        timeout_s=request.timeout,
+        max_bytes=request.max_output,
+        sudo=request.sudo,
+        active=request.active,
+        python=request.python,
+        output_budget=request.output_budget,
+        bmc=bmc_reader(request),  # --bmc (issue 27)
+    )
+
+
+def ssh_options(request: AuditRequest) -> SshOptions:
+    return SshOptions(
+        known_hosts=request.known_hosts,
+        identity=request.identity,
+        accept_new_host_keys=request.accept_new_host_keys,
+        max_channels=request.max_channels,
+        connections=request.connections,
+        sessions=request.sessions,
+        connect_timeout_s=min(30.0, max(5.0, request.timeout)),
+    )
+
+
+def selected_probes(request: AuditRequest) -> list:
+    ids = request.probe_ids
+    return [p for p in REGISTRY if ids is None or p.id in ids]
