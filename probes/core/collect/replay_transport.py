@@ -55,6 +55,7 @@ class ReplayTransport(TransportBase):
             timed_out=rec.timed_out,
             truncated=rec.truncated,
             error=rec.error,
+            executed=rec.executed,  # provenance as recorded (a container's `pct exec 101 --`; '' kept)
         )
 
     async def aclose(self) -> None:
