@@ -53,6 +53,25 @@ SOURCES: dict[str, Source] = {
             description="BIOS identity without root (fallback)",
         ),
         Source("cpuinfo_microcode", "grep -m1 microcode /proc/cpuinfo", on=HOST),
+        # BMC reads (--bmc): HTTPS GETs from the client (probes/core/collect/redfish.py), never a shell line
+        Source(
+            "redfish_system",
+            "redfish GET /redfish/v1/Systems/FIRST-MEMBER",
+            on=HOST,
+            description="the BMC's ComputerSystem (vendor, model, BIOS version, Bios link); only with --bmc",
+        ),
+        Source(
+            "redfish_bios",
+            "redfish GET /redfish/v1/Systems/MEMBER/Bios",
+            on=HOST,
+            description="the BIOS settings (Attributes) as the BMC reports them; only with --bmc",
+        ),
+        Source(
+            "redfish_bios_pending",
+            "redfish GET Bios/@Redfish.Settings/SettingsObject",
+            on=HOST,
+            description="BIOS settings set but not yet applied (a reboot applies them); only with --bmc",
+        ),
         Source(
             "lscpu_json",
             "lscpu -J",

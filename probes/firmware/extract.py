@@ -33,6 +33,7 @@ from gpuaudit.probes.core.parsers.nvidia_smi import (
 )
 from gpuaudit.probes.core.parsing import first_line
 from gpuaudit.probes.core.spec import Outputs, usable_stdout
+from gpuaudit.probes.firmware.bios import read_bios, read_pending, read_system
 from gpuaudit.probes.firmware.facts import Dimm, FirmwareFacts
 
 FW_FIELDS = ("index", "pci.bus_id", "vbios_version", "inforom.img")
@@ -195,6 +196,10 @@ READERS: tuple[tuple[str, Callable[[str, Data, Problems], None]], ...] = (
     ("smi_q_memory", _smi_q_memory),
     ("dmidecode_memory", _dimms),
     ("smi_query_fw", _gpu_fw),
+    # --bmc (bios.py): the system first, it picks the vendor's map rows
+    ("redfish_system", read_system),
+    ("redfish_bios", read_bios),
+    ("redfish_bios_pending", read_pending),
 )
 """Source -> reader, in order (dmi_bios is the fallback for dmidecode_bios)."""
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from gpuaudit.probes.firmware.bios import BiosSetting
 from pydantic import BaseModel
 
 
@@ -37,5 +38,16 @@ class FirmwareFacts(BaseModel, frozen=True):
     fb_mib: dict[str, int] = {}
     dimms: list[Dimm] = []
     gpu_fw: dict[str, tuple[str, str]] = {}
+    bmc_system: dict[str, str] = {}
+    """--bmc: the ComputerSystem as the BMC states it (manufacturer, model, bios_version, cpu_model, cpu_count)."""
+    bios_settings: dict[str, BiosSetting] = {}
+    """--bmc: normalised setting id (bios_map.SETTINGS) -> value beside its raw attribute name and value."""
+    bios_unmapped: list[str] = []
+    """--bmc: raw attribute names the map does not know (kept raw, never guessed; values in the redfish_bios record)."""
+    bios_vendor_map: str | None = None
+    """The vendor family whose map rows were used ("any" when the manufacturer is not one the map knows)."""
+    bios_registry: str | None = None
+    bios_pending: dict[str, list[str]] = {}
+    """--bmc: pending attribute -> [current, pending] where they differ (a reboot applies them)."""
     problems: dict[str, str] = {}
     """command_id -> why its output could not be used (the framework makes dependent checks unknown)."""

@@ -55,3 +55,10 @@ class AuditRequest:
     snapshot_dir: Path | None = None
     # interface
     theme: str | None = None
+    # bmc (probes/core/collect/redfish.py): the credentials themselves are never part of the request
+    bmc: str | None = None
+    """--bmc ADDRESS of the host's BMC; None: no Redfish reads."""
+    bmc_credentials: str | None = None
+    """--bmc-credentials FILE (0600); None: GPUAUDIT_BMC_USER/GPUAUDIT_BMC_PASSWORD from the environment."""
+    bmc_ca: str | None = None
+    bmc_insecure: bool = False

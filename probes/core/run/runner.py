@@ -9,12 +9,14 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from gpuaudit.probes.core.collect.redfish import BMC_LINE_PREFIX, BMC_SOURCE_IDS
 from gpuaudit.probes.core.collect.remote_line import (
     cut_at_marker,
     new_marker,
     remote_line,
     sudo_refusal,
 )
+from gpuaudit.probes.core.collect.replay_transport import DirectoryTransport, ReplayTransport
 from gpuaudit.probes.core.collect.transport import (
     DEFAULT_MAX_BYTES,
     PREFLIGHT_ID,
@@ -89,6 +91,9 @@ class AuditOptions:
     """Interpreter the python probe inspects; None lets the probe find the engine's, else python3."""
     output_budget: int = DEFAULT_OUTPUT_BUDGET
     """Audit-wide cap on kept output bytes (see DEFAULT_OUTPUT_BUDGET)."""
+    bmc: Any = None
+    """--bmc: a probes.core.collect.redfish.BmcReader answering the host's `redfish GET` sources; None: those
+    sources are not run (a recording still answers them)."""
 
 
 @dataclass(slots=True)
@@ -311,6 +316,8 @@ class Audit:
     ) -> list[CommandRecord]:
         info = await self._connect_tasks[role]
         commands = [c for c in probe.commands_for(role) if self.options.active or not c.active]
+        if not self._bmc_answered(role):  # no --bmc: the BMC reads are not sources of this audit
+            commands = [c for c in commands if not c.shell.startswith(BMC_LINE_PREFIX)]
         return list(
             await asyncio.gather(
                 *(self._run_one(probe, c, role, info, cache, queue) for c in commands)
@@ -347,7 +354,14 @@ class Audit:
             executed=line,
             needs_root=command.needs_root,
         )
-        if not info.ok:
+        if command.shell.startswith(BMC_LINE_PREFIX) and self.options.bmc is not None:
+            # read from the client over HTTPS (never through the target's shell), GET only
+            queue.put_nowait(CommandStarted(probe_id=probe.id, role=role, command_id=command.id))
+            raw = await self.options.bmc.read(command.id)
+            stdout, stderr = _text_of(raw)
+            base.update(executed=raw.executed or shell, needs_root=False)
+            rec = record_from_text(base, raw, stdout, stderr)
+        elif not info.ok:
             rec = CommandRecord(**base, error=f"target failed: {info.reason}")
         elif command.needs_root and not info.is_root and not self.options.sudo:
             rec = CommandRecord(**base, error="needs root (run as root or with --sudo)")
@@ -385,6 +399,19 @@ class Audit:
             self._note_lost(role, queue)
         queue.put_nowait(CommandFinished(record=rec))
         return rec
+
+    def _bmc_answered(self, role: Role) -> bool:
+        """Whether `redfish GET` sources run on this target: the host with --bmc, or any recording (replay, demo,
+        resume: the recorded BMC records answer; a recording without them says so like any missing source)."""
+        transport = self.bindings[role].transport
+        if self.options.bmc is not None and role == "host":
+            return True
+        if isinstance(transport, DirectoryTransport):
+            return any((transport.directory / f"{cid}.out").exists() for cid in BMC_SOURCE_IDS)
+        recorded = getattr(transport, "_good", None) or (
+            getattr(transport, "_by_id", None) if isinstance(transport, ReplayTransport) else None
+        )
+        return bool(recorded) and any(cid in recorded for cid in BMC_SOURCE_IDS)
 
     def _note_lost(self, role: Role, queue: asyncio.Queue[BaseModel | None]) -> None:
         """Once every connection to a target died, its state says so (and that of a container entered through it)."""
