@@ -1,5 +1,5 @@
 """The shipped deployment recipes are checked: systemd units verify, the DaemonSet matches the Kubernetes API
-types, the Slurm health check drains with the worst finding's one-line reason."""
+types (the Slurm health check: test_slurm.py)."""
 
 from __future__ import annotations
 
@@ -102,51 +102,4 @@ def test_a_typo_in_a_manifest_is_caught():
     assert _check_against_model({"metadata": {"nmae": "x"}}, "V1DaemonSet")
 
 
-def test_slurm_health_check_drains_with_the_worst_finding(tmp_path):
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    log = tmp_path / "scontrol.log"
-    (bindir / "gpuaudit-tui").write_text(
-        f'#!/bin/sh\nexec {sys.executable} -m gpuaudit.tui "$@" --replay {BEFORE}\n'
-    )
-    (bindir / "scontrol").write_text(f'#!/bin/sh\nprintf "%s\\n" "$@" >> {log}\n')
-    (bindir / "hostname").write_text("#!/bin/sh\necho gpu01\n")
-    for f in bindir.iterdir():
-        f.chmod(0o755)
-    script = DEPLOY / "slurm" / "gpuaudit-healthcheck.sh"
-    env = {
-        **os.environ,
-        "PATH": f"{bindir}:/usr/bin:/bin",
-        "GPUAUDIT_PROBES": "python",
-        "PYTHONPATH": os.pathsep.join(sys.path),
-    }
-    text = script.read_text().replace("PATH=/usr/local/bin:", f"PATH={bindir}:")
-    (tmp_path / "hc.sh").write_text(text)
-    proc = subprocess.run(
-        ["sh", str(tmp_path / "hc.sh")],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        cwd=ROOT,
-    )
-    assert proc.returncode == 1, proc.stdout + proc.stderr
-    assert proc.stdout.startswith("gpuaudit: CRITICAL [container] python.cuda_graphs")
-    assert "fix:" in proc.stdout and len(proc.stdout.splitlines()) == 1
-    drained = log.read_text()
-    assert (
-        "nodename=gpu01" in drained and "state=drain" in drained and "python.cuda_graphs" in drained
-    )
-    env["GPUAUDIT_PROBES"] = (
-        "nvlink"  # nothing critical there: the node stays up, nothing is drained
-    )
-    log.unlink()
-    proc = subprocess.run(
-        ["sh", str(tmp_path / "hc.sh")],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=120,
-        cwd=ROOT,
-    )
-    assert proc.returncode == 0 and not log.exists(), proc.stdout + proc.stderr
+# The Slurm health check: tests/deploy/test_slurm.py (an empty environment, and a real slurmd).
