@@ -111,3 +111,23 @@ def test_demo_diff_is_different() -> None:
     )
     assert r.returncode == 1, r.stderr
     assert "resolved" in r.stdout and "illustrative example" in r.stdout
+
+
+def test_after_says_its_decode_speed_was_not_re_measured() -> None:
+    """The case study measured no speed after the fixes: the after snapshot never repeats the before figure."""
+    before = json.loads((EXAMPLES / "case-study-before.json").read_text())
+    after = json.loads((EXAMPLES / "case-study-after.json").read_text())
+    assert before["roofline"]["measured_tok_s"] == pytest.approx(10.05, abs=0.1)
+    assert after["roofline"]["measured_tok_s"] is None
+    assert "not measured" in after["roofline"]["strip"] and "10.1" not in after["roofline"]["strip"]
+    assert "not re-measured" in after["note"]
+    r = subprocess.run(
+        [sys.executable, "-m", "gpuaudit.tui", "diff", "case-study-before", "case-study-after"],
+        capture_output=True,
+        text=True,
+        cwd=REPO,
+        timeout=60,
+    )
+    (line,) = [ln for ln in r.stdout.splitlines() if ln.startswith("roofline:")]
+    old, new = line.split("→")
+    assert "10.1 tok/s" in old and "not measured" in new and "10.1" not in new
