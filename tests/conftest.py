@@ -59,3 +59,43 @@ def sshd_factory(tmp_path: Path):
     yield make
     for s in servers:
         s.stop()
+
+
+FAST_FOLDERS = ("probes", "core", "snapshots", "roofline")
+"""The fast lane (`pytest -m fast`, docs in AGENTS.md): parsers, checks, the framework, snapshots, the roofline."""
+NOT_FAST = {
+    # real processes, real sessions, subprocess CLI runs or static analysis over the whole tree
+    "test_worker_sessions.py",
+    "test_lxc_container.py",
+    "test_container_live_lxc.py",
+    "test_import_contracts.py",
+    "test_typing.py",
+    "test_sudo.py",
+    "test_ssh_transport.py",
+    "test_cli.py",
+    "test_case_study.py",
+    "test_replay_identity.py",
+    "test_previous_release.py",
+    "test_engine_scan_races.py",
+    "test_engine_scan_skips_the_audit.py",
+}
+SLOW_FIXTURES = {"sshd", "sshd_factory"}
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark the fast lane: a developer's edit-test loop in well under a minute (no sshd, Pilot, subprocess)."""
+    for item in items:
+        path = Path(str(item.fspath))
+        try:
+            folder = path.relative_to(TESTS).parts[0]
+        except ValueError:
+            continue
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if (
+            folder in FAST_FOLDERS
+            and path.name not in NOT_FAST
+            and not fixtures & SLOW_FIXTURES
+            and not item.get_closest_marker("slow")
+            and not item.get_closest_marker("netns")
+        ):
+            item.add_marker(pytest.mark.fast)
