@@ -275,3 +275,5 @@ def test_a_foreign_snapshot_names_its_targets_and_needs_consent(tmp_path: Path) 
             *consent,
         )
         assert r.returncode == 3 and "connection refused" in r.stderr, r.stderr
+        assert "still unreachable: host (" in r.stderr and "nothing was re-run for it" in r.stderr
+        assert "all recorded answers were usable" not in r.stderr  # issue 24: never when down

@@ -131,9 +131,17 @@ def finish(snapshot: Snapshot, setup, request: AuditRequest) -> tuple[Snapshot, 
     merged = merged.model_copy(update={"name": name})
     path = store.save(merged, name, _store_dir(request))
     live = {role: ids for role, ids in ran_live(setup).items() if ids}
-    done = (
-        "; ".join(f"{role}: {', '.join(ids)}" for role, ids in live.items())
-        or "nothing (all recorded answers were usable)"
+    down = {
+        role: st.reason or "failed"
+        for role, st in (snapshot.target_states or {}).items()
+        if st.state == "failed"
+    }
+    for role, why in down.items():  # still down: say so, never "all recorded answers were usable"
+        print(f"still unreachable: {role} ({why}): nothing was re-run for it", file=sys.stderr)
+    done = "; ".join(f"{role}: {', '.join(ids)}" for role, ids in live.items()) or (
+        "nothing (the target(s) that needed it were unreachable)"
+        if down
+        else "nothing (all recorded answers were usable)"
     )
     print(f"re-ran live: {done}", file=sys.stderr)
     print(f"saved resumed snapshot: {path}", file=sys.stderr)
