@@ -386,7 +386,7 @@ class Audit:
                 )
                 cache[key] = task
             raw, stdout, stderr = await asyncio.shield(task)
-            base["executed"] = raw.executed or line
+            base["executed"] = line if raw.executed is None else raw.executed  # a replay: as recorded
             self._note_executed(role, raw, None, queue)
             rec = record_from_text(
                 base,
