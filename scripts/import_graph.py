@@ -23,7 +23,11 @@ FOLDERS = ("probes", "snapshots", "tui", "themes")
 def build_tree(dest: Path) -> Path:
     pkg = dest / "gpuaudit"
     for name in FOLDERS:
-        shutil.copytree(ROOT / name, pkg / name, ignore=shutil.ignore_patterns("examples", "__pycache__", "*.json"))
+        shutil.copytree(
+            ROOT / name,
+            pkg / name,
+            ignore=shutil.ignore_patterns("examples", "__pycache__", "*.json"),
+        )
     return dest
 
 
