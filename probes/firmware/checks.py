@@ -22,6 +22,12 @@ from gpuaudit.probes.core.judge.checks import (
 )
 from gpuaudit.probes.core.judge.combiners import vm_reason
 from gpuaudit.probes.core.parsers.cpu import is_deep_cstate
+from gpuaudit.probes.firmware.bios_checks import (
+    BIOS_CHECKS,
+    df_pstates_from_bios,
+    socket_power_from_bios,
+    xgmi_from_bios,
+)
 from gpuaudit.probes.firmware.facts import FirmwareFacts
 from gpuaudit.probes.firmware.population import defects, describe, population
 
@@ -184,6 +190,8 @@ def cstate_exposure(ctx: Ctx) -> Verdict:
 
 
 def df_pstates(ctx: Ctx) -> Verdict:
+    if (v := df_pstates_from_bios(ctx)) is not None:  # --bmc: judged from the BIOS settings
+        return v
     return unknown(
         "manual: check BIOS APBDIS = 1, Fixed SOC P-state = P0, DF C-states = Disabled (not readable from"
         " Linux without the amd_hsmp/E-SMI tools)",
@@ -192,6 +200,8 @@ def df_pstates(ctx: Ctx) -> Verdict:
 
 
 def socket_power(ctx: Ctx) -> Verdict:
+    if (v := socket_power_from_bios(ctx)) is not None:  # --bmc: judged from the BIOS settings
+        return v
     obs = (
         "manual: check BIOS Determinism Control = Manual, Determinism Slider = Power, cTDP and package power limit"
         " = maximum (E-SMI can read it where installed)"
@@ -209,6 +219,8 @@ def xgmi_applies(ctx: Ctx) -> str | None:
 
 def xgmi_links(ctx: Ctx) -> Verdict:
     h: FirmwareFacts = ctx.f
+    if (v := xgmi_from_bios(ctx)) is not None:  # --bmc: judged from the BIOS settings
+        return v
     return info(
         f"manual: check BIOS xGMI Link Width Control = Manual, Force Link Width = x16, max speed"
         f" ({h.sockets} sockets; not readable from Linux)",
@@ -377,4 +389,5 @@ CHECKS: tuple[Check, ...] = (
         sources=("smi_query_fw",),
         needs_gpu=True,
     ),
+    *BIOS_CHECKS,  # --bmc: the BIOS settings read from the BMC (bios_checks.py)
 )

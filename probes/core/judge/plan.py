@@ -292,6 +292,7 @@ def roofline_markdown(run: AuditRun) -> list[str]:
             "tp_aware": "TP-aware, η = 1",
             "tp_aware_eta": "TP-aware, η = 0.8",
             "comm_aware": "with all-reduce latency",
+            "published_eta": "with all-reduce latency, at a published measured η",
         }
         lines += [
             f"- bound {named.get(k, k)}: {v:.0f} tok/s"
@@ -300,10 +301,16 @@ def roofline_markdown(run: AuditRun) -> list[str]:
         ]
         if rf.unexplained_ms_per_token is not None:
             lines.append(f"- unexplained time per token: {rf.unexplained_ms_per_token:.1f} ms")
-        if rf.reference:
-            ref = rf.reference
+        if rf.published_eta_source:
+            lines.append(f"- published η: {_clean(rf.published_eta_source)}")
+        for ref in rf.references or ([rf.reference] if rf.reference else []):
             lines.append(
                 f"- published on the same hardware: {ref['tok_s']} tok/s ({_clean(str(ref['setup']))}; {_clean(str(ref['source']))})"
+            )
+        if rf.near_bound:
+            lines.append(
+                "- the box is near its bound (measured >= 80% of the comm-aware bound): "
+                "no finding is listed as explaining a gap"
             )
         if rf.explanations:
             lines.append(
