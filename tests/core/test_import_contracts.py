@@ -63,9 +63,9 @@ def function_level_imports() -> list[tuple[str, str]]:
                         if child.module.startswith("gpuaudit"):
                             found.append((rel, child.module))
                     if in_function and isinstance(child, ast.Import):
-                        found += [
+                        found.extend(
                             (rel, a.name) for a in child.names if a.name.startswith("gpuaudit")
-                        ]
+                        )
                     funcs = (ast.FunctionDef, ast.AsyncFunctionDef)
                     visit(child, in_function or isinstance(child, funcs))
 
