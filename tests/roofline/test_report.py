@@ -12,6 +12,7 @@ from gpuaudit.probes.core.roofline.report import roofline_for_run
 
 ROOT = Path(__file__).resolve().parents[2]
 RECORDINGS = ROOT / "snapshots" / "examples" / "case-study"
+STRIP = "decode 10.1 tok/s · 10% of comm-aware bound 98–100 tok/s"
 
 
 def _builder():
@@ -46,16 +47,39 @@ def test_the_case_study_roofline(before_run):
     assert rf.measured_tok_s == pytest.approx(
         10.05
     )  # median of the three single-stream log lines (9.71, 10.05, 10.12)
-    assert rf.strip == "decode 10.1 tok/s · bound 98–195 tok/s · 5–10% of physics"
+    assert rf.strip == STRIP
+    assert rf.bounds["published_eta"] == pytest.approx(
+        100.4, abs=0.2
+    )  # DCGM's 1.48 TB/s floor, η 0.83
+    assert (
+        rf.published_eta == pytest.approx(1480 / 1792, abs=1e-3)
+        and "DCGM" in rf.published_eta_source
+    )
     assert rf.unexplained_ms_per_token == pytest.approx(1000 / 10.05 - 1000 / 98.5, abs=0.05)
     assert rf.explanations[0]["id"] == "python.cuda_graphs"
+    # every GPU pair of the case study crosses the root complex (NODE/SYS): ACS redirect changes no path
+    assert "pcie.acs" in {f.id for f in before_run.findings if f.severity.value == "warning"}
+    assert "pcie.acs" not in [e["id"] for e in rf.explanations]
+    # eager engine: the CPU-side findings apply (the CPU launches every kernel)
+    assert [e["id"] for e in rf.explanations] == [
+        "python.cuda_graphs",
+        "power.cpu_scaling_driver",
+        "power.cpu_cstates",
+    ]
+    assert "eager" in rf.explanations[1]["why"] and "90%" in rf.explanations[0]["cost"]
     assert rf.reference and rf.reference["tok_s"] == 51.6
+    assert {r["tok_s"] for r in rf.references} == {51.6, 50.4, 56.6}
     assert any("GlmMoeDsa" in v or "glm_moe_dsa" in v for v in rf.inputs.values())
 
 
 def test_the_plan_starts_with_the_strip(before_run):
     text = plan_markdown(build_plan(before_run), before_run)
-    assert text.splitlines()[2] == "**decode 10.1 tok/s · bound 98–195 tok/s · 5–10% of physics**"
+    lines = text.splitlines()
+    assert lines[2] == f"**{STRIP}**"
+    assert (
+        "- bound TP-aware, η = 1: 195 tok/s (measured is 5%)" in lines
+    )  # η = 1 stays, as a detail line
+    assert any(ln.startswith("- published η: NVIDIA DCGM diag SKU table") for ln in lines)
 
 
 def test_no_engine_means_no_figure(tmp_path):
@@ -110,3 +134,90 @@ def test_no_single_stream_log_line_keeps_the_bounds_but_no_measured_speed(tmp_pa
     assert rf.status == "partial" and rf.measured_tok_s is None and rf.ratios == {}
     assert rf.bounds["tp_aware"] == pytest.approx(194.9, abs=0.2)
     assert rf.strip.startswith("decode ? tok/s (not measured)")
+
+
+def _fast(d: Path, tok_s: str = "85.00", extra: str = "") -> None:
+    """Single-stream log lines at `tok_s` (accept len `extra` appended) on the case study's engine."""
+    f = d / "container" / "engine_logs.out"
+    text = f.read_text()
+    for old in ("9.71", "10.12", "10.05"):
+        text = text.replace(
+            f"gen throughput (token/s): {old}", f"{extra}gen throughput (token/s): {tok_s}"
+        )
+    f.write_text(text)
+
+
+def _argv(d: Path, old: str, new: str) -> None:
+    for role in ("host", "container"):
+        f = d / role / "engine_procs.out"
+        if f.exists():
+            f.write_text(f.read_text().replace(old, new))
+
+
+def test_near_the_bound_the_plan_says_so_instead_of_explaining(tmp_path):
+    run = run_with(tmp_path, _fast)  # 85 tok/s: 86% of the comm-aware bound
+    rf = roofline_for_run(run)
+    assert rf.ratios["comm_aware"] == pytest.approx(85 / 98.5, abs=0.01)
+    assert rf.near_bound and rf.explanations == []
+    assert rf.strip.endswith("· near its bound")
+    text = plan_markdown(build_plan(run), run)
+    assert "the box is near its bound" in text and "plausibly explain" not in text
+
+
+def test_acs_explains_only_when_a_gpu_pair_sits_behind_a_switch(tmp_path):
+    def switched(d: Path) -> None:
+        for role in ("host", "container"):
+            f = d / role / "smi_topo_m.out"
+            if f.exists():
+                f.write_text(f.read_text().replace("NODE", "PIX"))
+
+    rf = roofline_for_run(run_with(tmp_path, switched))
+    ids = [e["id"] for e in rf.explanations]
+    assert "pcie.acs" in ids and ids[0] == "python.cuda_graphs"
+
+
+def test_mtp_multiplies_the_bound_with_the_measured_acceptance(tmp_path):
+    def mtp(d: Path) -> None:
+        _argv(
+            d,
+            "--trust-remote-code\n",
+            "--trust-remote-code\n--speculative-algorithm\nNEXTN\n"
+            "--speculative-num-steps\n3\n--speculative-eagle-topk\n1\n--speculative-num-draft-tokens\n4\n",
+        )
+        _fast(d, "95.10", "accept len: 2.50, ")
+
+    rf = roofline_for_run(run_with(tmp_path, mtp))
+    assert rf.speculative_accept_len == pytest.approx(2.5)
+    assert rf.bounds["comm_aware"] == pytest.approx(98.45 * 2.5, abs=0.5)
+    assert any(s.label == "speculative decoding" for s in rf.steps)
+    assert rf.ratios["comm_aware"] < 0.5  # 95 tok/s with MTP is not "97% of physics"
+    assert "(×2.50 spec)" in rf.strip
+    assert [r["tok_s"] for r in rf.references] == [95.1]
+
+
+def test_configured_mtp_without_a_measured_acceptance_uses_the_draft_maximum(tmp_path):
+    def mtp(d: Path) -> None:
+        _argv(
+            d,
+            "--trust-remote-code\n",
+            "--trust-remote-code\n--speculative-algorithm\nNEXTN\n"
+            "--speculative-num-steps\n3\n--speculative-eagle-topk\n1\n--speculative-num-draft-tokens\n4\n",
+        )
+
+    rf = roofline_for_run(run_with(tmp_path, mtp))
+    assert rf.speculative_accept_len == 4.0
+    assert rf.bounds["comm_aware"] == pytest.approx(98.45 * 4, abs=1)
+
+
+def test_the_engine_custom_pcie_allreduce_sets_the_latency(tmp_path):
+    rf = roofline_for_run(
+        run_with(
+            tmp_path,
+            lambda d: _argv(
+                d, "--trust-remote-code\n", "--trust-remote-code\n--enable-pcie-oneshot-allreduce\n"
+            ),
+        )
+    )
+    assert "7.5 µs" in rf.inputs["all-reduce"]
+    t_mem = 9.1943e9 / (0.8 * 1792e9)
+    assert rf.bounds["comm_aware"] == pytest.approx(1 / (t_mem + 156 * 7.5e-6), rel=2e-3)

@@ -11,7 +11,6 @@ from collections.abc import Mapping
 from typing import Literal
 
 from gpuaudit.probes.core.errors import ParseError
-from gpuaudit.probes.core.fleet.peers import gpu_model
 from gpuaudit.probes.core.models import AuditRun, CommandRecord, Role, Severity
 from gpuaudit.probes.core.parsers.engine import (
     main_engine,
@@ -20,7 +19,7 @@ from gpuaudit.probes.core.parsers.engine import (
     parse_throughput_lines,
 )
 from gpuaudit.probes.core.parsers.model_files import parse_model_files
-from gpuaudit.probes.core.parsers.nvidia_smi import parse_topo_m
+from gpuaudit.probes.core.parsers.nvidia_smi import gpu_model, parse_topo_m
 from gpuaudit.probes.core.roofline.bounds import (
     CUSTOM_ALLREDUCE_US,
     ETA_DEFAULT,
@@ -28,28 +27,12 @@ from gpuaudit.probes.core.roofline.bounds import (
     Step,
     compute,
 )
+from gpuaudit.probes.core.roofline.explain import Context, explanations, switch_pairs
 from gpuaudit.probes.core.roofline.gpus import gpu_spec
 from gpuaudit.probes.core.roofline.model import ModelConfigError, model_spec
 from gpuaudit.probes.core.roofline.references import matching
 from gpuaudit.probes.core.spec import record_problem
 from pydantic import BaseModel, Field
-
-# PROBES.md §13.5: what explains a large single-stream gap, in the order to look at it.
-EXPLAINERS = (
-    "python.cuda_graphs",
-    "nccl.p2p_matrix",
-    "nccl.iommu_acs_gate",
-    "nccl.transport_observed",
-    "firmware.iommu_mode",
-    "pcie.acs",
-    "python.torch_arch_support",
-    "python.flashinfer_sm120",
-    "python.attention_backend",
-    "power.cpu_scaling_driver",
-    "power.cpu_cstates",
-    "power.cpu_effective_freq",
-    "python.measured_throughput",
-)
 
 
 class Roofline(BaseModel):
@@ -116,16 +99,22 @@ def _gpus(recs: dict[Role, dict[str, CommandRecord]]) -> tuple[str | None, int]:
     return None, 0
 
 
-def _interconnect(recs: dict[Role, dict[str, CommandRecord]]) -> str | None:
+def _topology(recs: dict[Role, dict[str, CommandRecord]]) -> tuple[str | None, bool | None]:
+    """(interconnect "nvlink"/"pcie", whether a GPU pair sits behind a PCIe switch) from topo -m."""
     for role in ("host", "container"):
         rec = _usable(recs.get(role, {}), "smi_topo_m")  # type: ignore[arg-type]
         if rec is None:
             continue
         try:
-            return "nvlink" if parse_topo_m(rec.stdout).nvlink_pairs() else "pcie"
+            topo = parse_topo_m(rec.stdout)
+            return ("nvlink" if topo.nvlink_pairs() else "pcie"), switch_pairs(topo.links)
         except (ParseError, ValueError):
             continue
-    return None
+    return None, None
+
+
+def _interconnect(recs: dict[Role, dict[str, CommandRecord]]) -> str | None:
+    return _topology(recs)[0]
 
 
 def _measured(
@@ -161,6 +150,7 @@ def roofline_for_run(run: AuditRun, *, eta: float = ETA_DEFAULT) -> Roofline:
         rf.missing.append("GPU model and count (smi_gpu_ids not read)")
     if role is None or cfg is None:
         return _finish(rf, run)
+    engine_ctx = Context(tp=cfg.tp, eager=cfg.cuda_graphs_disabled)
     rf.inputs["engine"] = f"{cfg.kind} on the {role}: TP {cfg.tp}, PP {cfg.pp}, DP {cfg.dp}" + (
         f", EP {cfg.ep}" if cfg.ep else ""
     )
@@ -209,11 +199,12 @@ def roofline_for_run(run: AuditRun, *, eta: float = ETA_DEFAULT) -> Roofline:
         except (ModelConfigError, ParseError) as exc:
             rf.missing.append(f"model config: {exc}")
     if spec is None:
-        return _finish(rf, run)
+        return _finish(rf, run, engine_ctx)
     gpu = gpu_spec(gpu_name) if gpu_name else None
     if gpu_name and gpu is None:
         rf.missing.append(f"memory bandwidth of {gpu_name} (not in the GPU table)")
-    interconnect = _interconnect(recs)
+    interconnect, switched = _topology(recs)
+    ctx = Context(tp=cfg.tp, eager=cfg.cuda_graphs_disabled, switch_pairs=switched)
     rf.inputs["interconnect"] = interconnect or "unknown (smi_topo_m not read)"
     rf.inputs["η (usable bandwidth fraction)"] = f"{eta:g} (default; PROBES.md §13.1)"
     layout = Layout(gpus=max(cfg.tp * cfg.pp, 1), tp=cfg.tp, pp=cfg.pp, ep=cfg.ep)
@@ -273,7 +264,7 @@ def roofline_for_run(run: AuditRun, *, eta: float = ETA_DEFAULT) -> Roofline:
             for r in refs
         ]
         rf.reference = rf.references[0] if rf.references else None
-    return _finish(rf, run)
+    return _finish(rf, run, ctx)
 
 
 def allreduce_choice(cfg, interconnect: str | None) -> tuple[float, str] | None:
@@ -310,41 +301,47 @@ def acceptance(cfg, measured: float | None) -> tuple[float | None, str]:
     return None, ""
 
 
-def _finish(rf: Roofline, run: AuditRun) -> Roofline:
+def _finish(rf: Roofline, run: AuditRun, ctx: Context | None = None) -> Roofline:
     if rf.measured_tok_s:
         rf.ratios = {k: round(rf.measured_tok_s / v, 3) for k, v in rf.bounds.items()}
         if "comm_aware" in rf.bounds:
             rf.unexplained_ms_per_token = round(
                 1e3 / rf.measured_tok_s - 1e3 / rf.bounds["comm_aware"], 2
             )
-    bad = {f.id: f for f in run.findings if f.severity in (Severity.CRITICAL, Severity.WARNING)}
-    rf.explanations = [
-        {"id": i, "severity": bad[i].severity.value, "title": bad[i].title}
-        for i in EXPLAINERS
-        if i in bad
+    bad = [
+        (f.id, f.severity.value, f.title)
+        for f in run.findings
+        if f.severity in (Severity.CRITICAL, Severity.WARNING)
     ]
+    rf.explanations, rf.near_bound = explanations(
+        bad, ctx or Context(), rf.ratios.get("comm_aware")
+    )
     rf.status = "ok" if rf.bounds and not rf.missing else "partial" if rf.bounds else "unknown"
     rf.strip = strip_text(rf)
     return rf
 
 
 def strip_text(rf: Roofline) -> str:
-    """The one line for the dashboard, the plan screen and --plan: decode 10 tok/s · bound 94–182 tok/s · 5–11% of physics."""
+    """The one line for the dashboard, the plan screen and --plan: measured decode against the comm-aware bound at
+    the default η and at a published measured η (the plan's next lines name both η and their sources; the η = 1
+    bound is a detail line, not the headline). Fits 80 columns with the strip's prefix:
+
+        decode 10.1 tok/s · 10% of comm-aware bound 98–100 tok/s
+    """
     if not rf.bounds:
         return "roofline unknown: " + (rf.missing[0] if rf.missing else "no input")
-    lo = rf.bounds.get("comm_aware") or rf.bounds.get("tp_aware_eta")
-    hi = rf.bounds.get("tp_aware")
-    bound = (
-        f"bound {lo:.0f}–{hi:.0f} tok/s"
-        if lo and hi and round(lo) != round(hi)
-        else f"bound {hi or lo:.0f} tok/s"
-    )
+    comm = rf.bounds.get("comm_aware")
+    lo = comm or rf.bounds.get("tp_aware_eta") or rf.bounds.get("tp_aware") or 0.0
+    pub = rf.bounds.get("published_eta")
+    name = "comm-aware bound" if comm else "TP-aware bound"
+    figures = [v for v in (lo, pub) if v]
+    a, b = min(figures), max(figures)
+    span = f"{a:.0f}–{b:.0f} tok/s" if round(a) != round(b) else f"{a:.0f} tok/s"
+    spec = f" (×{rf.speculative_accept_len:.2f} spec)" if rf.speculative_accept_len else ""
     if rf.measured_tok_s is None:
-        return f"decode ? tok/s (not measured) · {bound}"
-    pct = [100 * rf.measured_tok_s / v for v in (hi, lo) if v]
-    share = (
-        f"{min(pct):.0f}–{max(pct):.0f}%"
-        if len(pct) == 2 and round(min(pct)) != round(max(pct))
-        else f"{pct[0]:.0f}%"
-    )
-    return f"decode {rf.measured_tok_s:.1f} tok/s · {bound} · {share} of physics"
+        return f"decode ? tok/s (not measured) · {name} {span}{spec}"
+    pct = [100 * rf.measured_tok_s / v for v in figures]
+    lo_pct, hi_pct = min(pct), max(pct)
+    share = f"{lo_pct:.0f}–{hi_pct:.0f}%" if round(lo_pct) != round(hi_pct) else f"{lo_pct:.0f}%"
+    near = " · near its bound" if rf.near_bound else ""
+    return f"decode {rf.measured_tok_s:.1f} tok/s · {share} of {name} {span}{spec}{near}"
