@@ -30,33 +30,43 @@ class Cert:
     key: Path
 
 
-def make_cert(tmp: Path, name: str = "bmc", san: str = "IP:127.0.0.1") -> Cert:
-    if shutil.which("openssl") is None:
-        pytest.skip("openssl not installed")
-    cert, key = tmp / f"{name}.pem", tmp / f"{name}.key"
-    subprocess.run(
-        [
-            "openssl",
-            "req",
-            "-x509",
-            "-newkey",
-            "rsa:2048",
-            "-nodes",
-            "-keyout",
-            str(key),
-            "-out",
-            str(cert),
-            "-days",
-            "2",
-            "-subj",
-            f"/CN={name}",
-            "-addext",
-            f"subjectAltName={san}",
-        ],
-        check=True,
-        capture_output=True,
+def make_cert(tmp: Path, name: str = "bmc", ip: str = "127.0.0.1") -> Cert:
+    """A self-signed certificate for `ip` (cryptography comes with asyncssh)."""
+    import datetime
+    import ipaddress
+
+    from cryptography import x509
+    from cryptography.hazmat.primitives import hashes, serialization
+    from cryptography.hazmat.primitives.asymmetric import ec
+    from cryptography.x509.oid import NameOID
+
+    key = ec.generate_private_key(ec.SECP256R1())
+    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(subject)
+        .public_key(key.public_key())
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - datetime.timedelta(minutes=5))
+        .not_valid_after(now + datetime.timedelta(days=2))
+        .add_extension(
+            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address(ip))]), critical=False
+        )
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .sign(key, hashes.SHA256())
     )
-    return Cert(cert, key)
+    paths = Cert(tmp / f"{name}.pem", tmp / f"{name}.key")
+    paths.cert.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+    paths.key.write_bytes(
+        key.private_bytes(
+            serialization.Encoding.PEM,
+            serialization.PrivateFormat.PKCS8,
+            serialization.NoEncryption(),
+        )
+    )
+    return paths
 
 
 @dataclass
