@@ -7,14 +7,8 @@ from datetime import UTC, datetime
 from gpuaudit.probes.core.collect.transport import RawResult
 from gpuaudit.probes.core.models import Target
 from gpuaudit.probes.core.redact import redact_text
-from gpuaudit.probes.core.run.runner import (
-    REDACT_CHUNK,
-    Audit,
-    TargetBinding,
-    decode_output,
-    decode_redacted,
-    launch_rank,
-)
+from gpuaudit.probes.core.run.records import REDACT_CHUNK, decode_output, decode_redacted
+from gpuaudit.probes.core.run.runner import Audit, TargetBinding, launch_rank
 from gpuaudit.probes.core.spec import Command, Probe
 from pydantic import BaseModel
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import hw_helpers as hw
 import pytest
 from gpuaudit.probes import nvlink
-from gpuaudit.probes.core.run.runner import judge_probe
+from gpuaudit.probes.core.judge.probe import judge_probe
 
 rec = partial(hw.rec, "nvlink")
 FX = Path(__file__).parents[1] / "fixtures"
@@ -36,8 +36,8 @@ def judge(**stdout_by_cid: str | tuple[str, int]) -> dict:
 def test_mig_refusal_is_not_applicable_not_critical(xml):
     by = judge(nvlink_s=MIG_REFUSED, smi_q_xml=(XML / xml).read_text())
     for fid in ("nvlink.presence", "nvlink.link_state"):
-        assert by[fid].severity.value == "ok" and by[fid].observed.startswith(
-            "not applicable: GPU 0 in MIG mode"
+        assert by[fid].severity.value == "n/a" and by[fid].observed.startswith(
+            "GPU 0 in MIG mode"
         ), by[fid]
     assert (
         nvlink.summarize(
@@ -67,8 +67,8 @@ def test_mig_refusal_with_a_failing_exit_is_unknown_naming_it_never_critical():
 def test_mig_mode_from_the_xml_alone_makes_links_not_applicable():
     """MIG Enabled in the XML with an empty nvlink -s: judged from MIG mode, not from the missing links."""
     by = judge(nvlink_s=EMPTY, smi_q_xml=(XML / "telegraf-a100-sxm4-v12.xml").read_text())
-    assert by["nvlink.presence"].observed.startswith("not applicable: GPU 0 in MIG mode")
-    assert by["nvlink.link_state"].observed.startswith("not applicable: GPU 0 in MIG mode")
+    assert by["nvlink.presence"].observed.startswith("GPU 0 in MIG mode")
+    assert by["nvlink.link_state"].observed.startswith("GPU 0 in MIG mode")
 
 
 def test_mig_mode_from_the_driver_csv():
@@ -97,7 +97,7 @@ def test_empty_nvlink_s_is_never_ok():
 def test_empty_nvlink_s_on_a_pcie_board_is_not_applicable():
     by = judge(nvlink_s=EMPTY, smi_q_xml=(XML / "netdata-rtx-4090-driver-535.xml").read_text())
     for fid in ("nvlink.presence", "nvlink.link_state"):
-        assert by[fid].severity.value == "ok" and by[fid].observed.startswith("not applicable"), by[
+        assert by[fid].severity.value == "n/a", by[
             fid
         ]
     assert all(f.observed.strip() for f in by.values())

@@ -26,9 +26,8 @@ from gpuaudit.probes.core.collect.transport import (
 from gpuaudit.probes.core.collect.worker import session_prefix
 from gpuaudit.probes.core.collect.worker_transport import SessionLine
 from gpuaudit.probes.core.errors import TransportError
-from gpuaudit.probes.core.judge.checks import judge_checks
-from gpuaudit.probes.core.models import CommandRecord, ProbeResult, Role, Target
-from gpuaudit.probes.core.redact import redact_text
+from gpuaudit.probes.core.judge.probe import judge_probe
+from gpuaudit.probes.core.models import CommandRecord, Role, Target
 from gpuaudit.probes.core.run.events import (
     AuditFinished,
     CommandFinished,
@@ -39,6 +38,12 @@ from gpuaudit.probes.core.run.events import (
     TargetConnecting,
     TargetExecuted,
     TargetFailed,
+)
+from gpuaudit.probes.core.run.records import (
+    REDACT_CHUNK,
+    decode_output,
+    record_from_text,
+    text_of,
 )
 from gpuaudit.probes.core.spec import Command, Probe
 from pydantic import BaseModel
@@ -116,11 +121,6 @@ class _TargetInfo:
     hostname: str | None = None
     inner_timeout: bool = False
     """A container entered through its host has timeout(1) inside (killing the wrapper does not kill its command)."""
-
-
-def decode_output(data: bytes | bytearray) -> str:
-    """Bytes -> text without ever failing: undecodable bytes become visible `\\xNN` escapes."""
-    return data.decode("utf-8", errors="backslashreplace")
 
 
 def render_shell(command: Command, options: AuditOptions) -> str:
@@ -358,7 +358,7 @@ class Audit:
             # read from the client over HTTPS (never through the target's shell), GET only
             queue.put_nowait(CommandStarted(probe_id=probe.id, role=role, command_id=command.id))
             raw = await self.options.bmc.read(command.id)
-            stdout, stderr = _text_of(raw)
+            stdout, stderr = text_of(raw)
             base.update(executed=raw.executed or shell, needs_root=False)
             rec = record_from_text(base, raw, stdout, stderr)
         elif not info.ok:
@@ -386,7 +386,9 @@ class Audit:
                 )
                 cache[key] = task
             raw, stdout, stderr = await asyncio.shield(task)
-            base["executed"] = line if raw.executed is None else raw.executed  # a replay: as recorded
+            base["executed"] = (
+                line if raw.executed is None else raw.executed
+            )  # a replay: as recorded
             self._note_executed(role, raw, None, queue)
             rec = record_from_text(
                 base,
@@ -578,9 +580,9 @@ class Audit:
         if (
             len(raw.stdout) + len(raw.stderr) > REDACT_CHUNK
         ):  # redacting MBs takes seconds: keep the loop free
-            stdout, stderr = await asyncio.to_thread(_text_of, raw)
+            stdout, stderr = await asyncio.to_thread(text_of, raw)
         else:
-            stdout, stderr = _text_of(raw)
+            stdout, stderr = text_of(raw)
         return raw, stdout, stderr
 
     def _wrap_needs_sudo(self, role: Role) -> bool:
@@ -644,133 +646,7 @@ def launch_rank(shell: str) -> int:
     return 1 if any(m in shell for m in SLOW_MARKERS) else 2
 
 
-REDACT_CHUNK = 1 << 20
-
-
-def _release_free_heap() -> None:
-    """Give the freed read chunks of a big output (64 KiB pieces: heap, not mmap) back to the OS (glibc only)."""
-    try:
-        import ctypes
-
-        ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
-
-
-def decode_redacted(data: bytes | bytearray) -> str:
-    """decode_output + redact_text; a big output goes line-aligned chunk by chunk.
-
-    Same result as redacting the whole text (no redaction pattern spans a newline, and a chunk starts
-    where a line starts), but the regexes' transient copies stay ~1 MiB instead of several times a
-    50 MB output.
-    """
-    return "".join(redacted_parts(data))
-
-
-def redacted_parts(data: bytes | bytearray) -> list[str]:
-    """decode_redacted's pieces, line-aligned chunks of about REDACT_CHUNK bytes (the caller joins them)."""
-    if len(data) <= REDACT_CHUNK:
-        return [redact_text(decode_output(data))]
-    _release_free_heap()
-    parts, start = [], 0
-    while start < len(data):
-        end = data.find(b"\n", start + REDACT_CHUNK)
-        end = len(data) if end < 0 else end + 1
-        parts.append(redact_text(decode_output(data[start:end])))
-        start = end
-    return parts
-
-
-def _text_of(raw: RawResult) -> tuple[str, str]:
-    """Both streams as redacted text, dropping each stream's bytes before joining its text (one copy at the peak)."""
-    big = len(raw.stdout) + len(raw.stderr) > REDACT_CHUNK
-    out_parts = redacted_parts(raw.stdout)
-    raw.stdout = b""
-    err_parts = redacted_parts(raw.stderr)
-    raw.stderr = b""
-    stdout, stderr = "".join(out_parts), "".join(err_parts)
-    if (
-        big
-    ):  # the freed chunks sit in the heap (glibc raised its mmap threshold): hand them back now
-        del out_parts, err_parts
-        _release_free_heap()
-    return stdout, stderr
-
-
 def command_timeout(command: Command, options: AuditOptions) -> float:
     """A command's own timeout, capped by --timeout (load-generating --active commands keep theirs)."""
     own = command.timeout_s or options.timeout_s
     return own if command.active else min(own, options.timeout_s)
-
-
-def record_from_text(
-    base: dict[str, object],
-    raw: RawResult,
-    stdout: str,
-    stderr: str,
-    *,
-    sudo: bool = False,
-    timeout_s: float | None = None,
-) -> CommandRecord:
-    """Freeze a transport result whose outputs are already decoded and redacted into a CommandRecord."""
-    exit_status, timed_out = raw.exit_status, raw.timed_out
-    if (
-        timeout_s and exit_status in (124, 137, 143) and raw.duration_s >= timeout_s
-    ):  # killed by the remote timeout(1)
-        exit_status, timed_out = None, True
-    error = raw.error
-    refusal = sudo_refusal(stderr) if sudo and not error else None
-    if refusal:
-        error = f"needs root (sudo -n refused: {refusal[:120]})"
-    return CommandRecord(
-        **base,  # type: ignore[arg-type]
-        exit_status=exit_status,
-        stdout=stdout,
-        stderr=stderr,
-        started_at=raw.started_at,
-        duration_s=round(raw.duration_s, 4),
-        timed_out=timed_out,
-        truncated=raw.truncated,
-        error=error,
-    )
-
-
-def judge_probe(
-    probe: Probe, records_by_role: dict[Role, list[CommandRecord]], started: datetime | None = None
-) -> ProbeResult:
-    """Interpret and judge one probe from its records (pure): the same code path for live runs and replay."""
-    result = ProbeResult(probe_id=probe.id, title=probe.title, started_at=started)
-    try:
-        outputs = {role: {r.command_id: r for r in recs} for role, recs in records_by_role.items()}
-        facts = {role: probe.extract(outputs[role], role) for role in outputs}
-        findings = [*judge_checks(probe.checks, facts, outputs), *probe.judge(facts)]
-        summary = probe.summarize(facts)
-    except Exception as exc:  # a parser/rule bug fails this probe only, visibly
-        return result.model_copy(
-            update={
-                "status": "failed",
-                "error": f"{exc.__class__.__name__}: {exc}",
-                "duration_s": _elapsed(started),
-            }
-        )
-    all_failed = bool(records_by_role) and all(
-        r.error and r.error.startswith("target failed")
-        for recs in records_by_role.values()
-        for r in recs
-    )
-    return result.model_copy(
-        update={
-            "status": "failed" if all_failed else "done",
-            "error": "every target failed" if all_failed else None,
-            "facts": {role: f.model_dump(mode="json") for role, f in facts.items()},
-            "findings": findings,
-            "summary": summary,
-            "duration_s": _elapsed(started),
-        }
-    )
-
-
-def _elapsed(started: datetime | None) -> float:
-    if started is None:
-        return 0.0
-    return round((datetime.now(UTC) - started).total_seconds(), 4)
