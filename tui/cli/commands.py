@@ -16,8 +16,8 @@ from gpuaudit.probes.core.run.request import AuditRequest
 from gpuaudit.snapshots.json_schema import render as render_json_schema
 from gpuaudit.tui.cli import fleet_compare, fleet_hosts, headless, list_checks, snapshot_commands
 from gpuaudit.tui.cli.args import CliError
+from gpuaudit.tui.cli.bmc_setup import bmc_request_fields, check_bmc_args
 from gpuaudit.tui.cli.preflight import problems
-from gpuaudit.tui.cli.bmc_args import bmc_request_fields, check_bmc_args
 
 
 def run(argv: list[str], args: argparse.Namespace | None) -> int:

@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING
 from gpuaudit.probes.core.errors import GpuAuditError
 from gpuaudit.probes.core.version import __version__
 from gpuaudit.tui.cli.args import SUBCOMMANDS, CliError, OneLineParser
+from gpuaudit.tui.cli.bmc_args import add_bmc_arguments
 
 if TYPE_CHECKING:  # imported lazily at run time: `--help` stays light
     pass
@@ -158,8 +159,6 @@ def build_parser() -> OneLineParser:
         metavar="N",
         help="fleet: targets connected at once (default 32)",
     )
-    from gpuaudit.tui.cli.bmc_args import add_bmc_arguments
-
     add_bmc_arguments(p)  # --bmc, --bmc-credentials, --bmc-ca, --bmc-insecure (issue 27)
     ssh = p.add_argument_group("ssh")
     ssh.add_argument(

@@ -9,7 +9,7 @@ from gpuaudit.probes.catalogue import REGISTRY
 from gpuaudit.probes.core.collect.ssh_transport import SshOptions
 from gpuaudit.probes.core.run.request import AuditRequest
 from gpuaudit.probes.core.run.runner import Audit, AuditOptions
-from gpuaudit.tui.cli.bmc_args import bmc_reader
+from gpuaudit.tui.cli.bmc_setup import bmc_reader
 
 
 @dataclass
