@@ -32,8 +32,9 @@ from gpuaudit.tui.cli.session_setup import AuditSetup  # noqa: E402
 EXAMPLES = ROOT / "snapshots" / "examples"
 RECORDINGS = EXAMPLES / "case-study"
 NOTE = (
-    "DEMO: illustrative example modelled on the case study in the project docs "
-    "(Proxmox host with 8x RTX PRO 6000 Blackwell and an LXC container) - not a capture of a real machine"
+    "DEMO: illustrative example modelled on a real case (Proxmox host with 8x RTX PRO 6000 Blackwell and "
+    "an LXC container serving GLM-5 NVFP4 with SGLang at ~10 tok/s single stream) - not a capture of a real "
+    "machine"
 )
 NOTE_AFTER = (
     " - decode speed not re-measured after the fixes (the case study measured none; the engine log since "

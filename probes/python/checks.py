@@ -132,8 +132,8 @@ CHECKS: tuple[Check, ...] = (
         "engine",
         why="The engine's decode-batch figures exclude prefill and queueing; wall-clock tok/s per request includes "
         "them (a '~9 tok/s' report was 30-35 tok/s decode).",
-        fix="Compare single-stream decode with the roofline (PROBES.md §13); keep the engine's log readable.",
-        expected="compare single-stream decode with the roofline (§13); aggregate tok/s grows with concurrency",
+        fix="Compare single-stream decode with the roofline (docs/ROOFLINE-METHOD.md §5); keep the engine's log readable.",
+        expected="compare single-stream decode with the roofline (docs/ROOFLINE-METHOD.md); aggregate tok/s grows with concurrency",
         verdict=eng.measured_throughput,
         sources=("engine_procs", "engine_logs"),
         applies=no_engine,

@@ -188,7 +188,7 @@ def explanation_line(e: dict[str, str], palette: Palette = PLAIN) -> Text:
 def explanations_heading(rf: Roofline) -> Text:
     if not rf.explanations:
         return Text(
-            "No finding at warning or worse among those that usually explain a gap (PROBES.md §13.5).",
+            "No finding at warning or worse among those that usually explain a gap (docs/ROOFLINE-METHOD.md §5).",
             style="dim",
         )
     gap = "the gap" if rf.ratios else "a slow decode"  # no measured ÷ bound: no gap to explain yet

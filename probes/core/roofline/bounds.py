@@ -27,7 +27,7 @@ ALLREDUCE_US = {
     "pcie": (
         24.0,
         "NCCL ~24 µs at 256 B-64 KB on 8 PCIe Gen5 GPUs behind switches (rtx6kpro measurements, "
-        "ROOFLINE.md §4.3)",
+        "docs/ROOFLINE-METHOD.md §3)",
     ),
     "nvlink": (8.0, "NVLink/NVSwitch small-message minimum latency 8 µs (llm-analysis default)"),
 }
@@ -36,12 +36,12 @@ CUSTOM_ALLREDUCE_US = {
     "pcie_oneshot": (
         7.5,
         "custom PCIe one-shot all-reduce 7.5-9 µs at <= 8 KB on GPUs behind switches (rtx6kpro "
-        "hardware/pcie-bandwidth.md, ROOFLINE.md §4.3)",
+        "hardware/pcie-bandwidth.md, docs/ROOFLINE-METHOD.md §3)",
     ),
     "pcie_2gpu": (
         6.0,
         "engine custom all-reduce on 2 PCIe GPUs (vLLM/SGLang enable it for 2 PCIe ranks): one-shot 6-9 µs "
-        "(rtx6kpro, ROOFLINE.md §4.3)",
+        "(rtx6kpro, docs/ROOFLINE-METHOD.md §3)",
     ),
 }
 

@@ -206,7 +206,7 @@ def roofline_for_run(run: AuditRun, *, eta: float = ETA_DEFAULT) -> Roofline:
     interconnect, switched = _topology(recs)
     ctx = Context(tp=cfg.tp, eager=cfg.cuda_graphs_disabled, switch_pairs=switched)
     rf.inputs["interconnect"] = interconnect or "unknown (smi_topo_m not read)"
-    rf.inputs["η (usable bandwidth fraction)"] = f"{eta:g} (default; PROBES.md §13.1)"
+    rf.inputs["η (usable bandwidth fraction)"] = f"{eta:g} (default; docs/ROOFLINE-METHOD.md §4)"
     layout = Layout(gpus=max(cfg.tp * cfg.pp, 1), tp=cfg.tp, pp=cfg.pp, ep=cfg.ep)
     measured, log_accept, source = _measured(recs.get(role, {}))
     rf.measured_tok_s, rf.measured_source = measured, source
