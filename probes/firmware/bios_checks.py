@@ -73,6 +73,11 @@ def bios_settings(ctx: Ctx) -> Verdict:
         f"{sysinfo or 'BMC'}: {len(s)} setting(s) normalised [{mapped or 'none'}]; "
         f"{len(h.bios_unmapped)} attribute(s) not in the map, kept raw"
     )
+    rec = ctx.outputs.get(ctx.role or "host", {}).get("redfish_bios")
+    if rec is not None and rec.stderr.startswith(
+        "illustrative"
+    ):  # the demo's stand-in capture says so
+        obs = "ILLUSTRATIVE, not this host's BMC: " + obs
     if h.bios_unmapped:
         obs += (
             " ("
