@@ -88,11 +88,7 @@ def link_state(ctx: Ctx) -> Verdict:
         return unknown(
             "nvidia-smi nvlink -s listed no GPU" + (" (empty output)" if not f.links else "")
         )
-    names = f.gpu_names
-    want = {
-        i: k.expected_links(names[i]) if i < len(names) and k.sku_class(names[i]) == "sxm" else None
-        for i in links
-    }
+    want = {i: k.expected_for(f, i) for i in links}
     short = {i for i, ls in links.items() if (w := want[i]) and k.active_links(ls) < w}
     speeds = [s for ls in links.values() for _, a, s in ls if a and s]
     top = max(speeds) if speeds else None

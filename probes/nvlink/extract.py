@@ -53,6 +53,7 @@ def _nvlink_s(rec: CommandRecord, f: Fields) -> None:
     gpus = parse_nvlink_s(rec.stdout)
     f.update(
         links={g.index: [(ln.link, ln.active, ln.speed_gbs) for ln in g.links] for g in gpus},
+        link_names={g.index: g.name for g in gpus},
         all_inactive_gpus=[g.index for g in gpus if g.all_inactive],
         links_read=bool(gpus),
     )

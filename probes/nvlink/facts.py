@@ -12,6 +12,8 @@ class NvlinkFacts(BaseModel, frozen=True):
     gpu_names: list[str] = []
     links: dict[int, list[tuple[int, bool, float | None]]] = {}
     """GPU index -> (link, active, GB/s) from `nvlink -s`."""
+    link_names: dict[int, str] = {}
+    """GPU index -> product name as `nvlink -s` lists it (the expected link count is looked up by index)."""
     links_read: bool = False
     """`nvlink -s` listed at least one GPU (an empty output says nothing)."""
     all_inactive_gpus: list[int] = []

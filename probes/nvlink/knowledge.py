@@ -46,6 +46,15 @@ def expected_links(name: str) -> int | None:
     return next((k for key, k in SXM_LINKS if key in n), None)
 
 
+def expected_for(f: NvlinkFacts, index: int) -> int | None:
+    """Links GPU `index` should have up: looked up by its GPU index (never its position in a listing that may
+    start past GPU 0 or skip a GPU), from the name `nvlink -s` gave it; one model on the board answers for all."""
+    name = f.link_names.get(index)
+    if name is None and len(set(f.gpu_names)) == 1:
+        name = f.gpu_names[0]
+    return expected_links(name) if name and sku_class(name) == "sxm" else None
+
+
 def classes(f: NvlinkFacts) -> set[SkuClass]:
     return {sku_class(n) for n in f.gpu_names}
 
