@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from gpuaudit.probes.core.errors import UsageError
 from gpuaudit.probes.core.models import Role, Target
+from gpuaudit.probes.core.redact import without_userinfo
 
 _HOSTNAME = r"[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,252})"
 _SSH_SPEC = re.compile(
@@ -89,10 +90,12 @@ def parse_ssh_address(text: str) -> SshAddress:
     """Parse `[user@]host[:port]` (IPv6 as `[::1]:22`); raise UsageError on anything else."""
     m = _SSH_SPEC.match(text)
     if not m:
-        raise UsageError(f"malformed target {text!r}: expected [user@]host[:port]")
+        raise UsageError(
+            f"malformed target {without_userinfo(text)!r}: expected [user@]host[:port]"
+        )
     port = int(m["port"]) if m["port"] else None
     if port is not None and not 1 <= port <= 65535:
-        raise UsageError(f"malformed target {text!r}: port must be 1-65535")
+        raise UsageError(f"malformed target {without_userinfo(text)!r}: port must be 1-65535")
     return SshAddress(host=m["v6"] or m["host"], user=m["user"], port=port)
 
 
