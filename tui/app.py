@@ -21,6 +21,7 @@ from gpuaudit.tui.screens.diff import SnapshotDiffScreen
 from gpuaudit.tui.screens.drilldown import ROOFLINE_PROBE, DrilldownScreen
 from gpuaudit.tui.screens.help import HelpScreen, binding_rows, key_display
 from gpuaudit.tui.screens.not_checked import NotCheckedScreen
+from gpuaudit.tui.screens.pictures import PROBE_TAB, PicturesScreen
 from gpuaudit.tui.screens.plan import PlanScreen
 from gpuaudit.tui.screens.snapshot_picker import SnapshotPickerScreen
 from gpuaudit.tui.theme_store import ThemeStore
@@ -58,6 +59,7 @@ class GpuAuditApp(App[int]):
         Binding("u", "not_checked", "Not checked", show=False),
         Binding("t", "cycle_theme", "Theme", show=False),
         Binding("p", "roofline", "Roofline", show=False),
+        Binding("v", "pictures", "Pictures", show=False),
     ]
     PALETTE_TEXT = {
         "quit_app": None,  # the palette's own "Quit" entry already does it
@@ -75,6 +77,10 @@ class GpuAuditApp(App[int]):
             "Unknown findings with their reasons, unreachable targets",
         ),
         "cycle_theme": ("Next gpuaudit theme", "dark → light → high contrast"),
+        "pictures": (
+            "Pictures of the machine",
+            "PCIe/NUMA tree, GPU x GPU paths, GPU/NUMA/cpuset, roofline bar",
+        ),
         "roofline": (
             "Decode roofline",
             "Measured decode speed against its physical bounds: every input and step",
@@ -215,6 +221,7 @@ class GpuAuditApp(App[int]):
                             ("drill-down", DrilldownScreen.BINDINGS),
                             ("plan", PlanScreen.BINDINGS),
                             ("not checked", NotCheckedScreen.BINDINGS),
+                            ("pictures", PicturesScreen.BINDINGS),
                             ("diff", SnapshotDiffScreen.BINDINGS),
                             (
                                 "snapshot picker",
@@ -247,6 +254,13 @@ class GpuAuditApp(App[int]):
             )
         else:
             self.open_drilldown(ROOFLINE_PROBE, tab="roofline")
+
+    def action_pictures(self) -> None:
+        """The pictures; from a drill-down, the one of that probe's data."""
+        if self.screen.id == "pictures":
+            return
+        probe = self.screen.probe_id if isinstance(self.screen, DrilldownScreen) else None
+        self.push_screen(PicturesScreen(PROBE_TAB.get(probe or "", "tree")))
 
     def action_save(self) -> None:
         snapshot_actions.save(self)
