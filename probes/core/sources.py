@@ -18,6 +18,7 @@ from gpuaudit.probes.core.parsers.engine import (
     ENGINE_PROCS_SHELL,
     ENGINE_STATUS_SHELL,
 )
+from gpuaudit.probes.core.parsers.engine_metrics import ENGINE_METRICS_SHELL
 from gpuaudit.probes.core.parsers.model_files import MODEL_FILES_SHELL
 from gpuaudit.probes.core.parsers.nvidia_smi import SMI_GPU_IDS
 from gpuaudit.probes.core.parsers.pyenv import PYENV_SHELL
@@ -469,6 +470,14 @@ SOURCES: dict[str, Source] = {
             MODEL_FILES_SHELL,
             on=BOTH,
             description="the serving engine's config.json, hf_quant_config.json and safetensors index head (roofline)",
+        ),
+        Source(
+            "engine_metrics",
+            ENGINE_METRICS_SHELL,
+            on=BOTH,
+            timeout_s=15,
+            description="the serving engine's own Prometheus page (GET 127.0.0.1:<its --port>/metrics, 5 s, <= 4 MB): "
+            "time per output token, running requests, speculative acceptance (roofline)",
         ),
         # Shared facts (probes/core/judge/combiners.py): GPU presence on every role, virtualisation.
         Source(

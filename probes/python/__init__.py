@@ -25,7 +25,8 @@ COMMANDS = use(
     "engine_logs",
     "jit_cache_dirs",
     "engine_model_files",
-)  # engine_model_files: the roofline (probes/core/roofline)
+    "engine_metrics",
+)  # engine_model_files, engine_metrics: the roofline (probes/core/roofline)
 
 PROBE = Probe(
     id=PROBE_ID,

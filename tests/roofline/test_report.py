@@ -221,3 +221,54 @@ def test_the_engine_custom_pcie_allreduce_sets_the_latency(tmp_path):
     assert "7.5 µs" in rf.inputs["all-reduce"]
     t_mem = 9.1943e9 / (0.8 * 1792e9)
     assert rf.bounds["comm_aware"] == pytest.approx(1 / (t_mem + 156 * 7.5e-6), rel=2e-3)
+
+
+METRICS_PAGES = ROOT / "tests" / "fixtures" / "engine_metrics"
+
+
+def _metrics_page(name: str):
+    def write(d: Path) -> None:
+        page = (METRICS_PAGES / name).read_text()
+        (d / "container" / "engine_metrics.out").write_text(
+            f"@@pid 2417 http://127.0.0.1:30000/metrics\n{page}\n@@end\n"
+        )
+
+    return write
+
+
+def _only_single_stream_lines(d: Path) -> None:
+    f = d / "container" / "engine_logs.out"
+    f.write_text(
+        "\n".join(
+            ln
+            for ln in f.read_text().splitlines()
+            if "#running-req" not in ln or "#running-req: 1," in ln
+        )
+        + "\n"
+    )
+
+
+def test_the_engine_metrics_histogram_is_the_measured_speed_when_one_request_ran_at_a_time(
+    tmp_path,
+):
+    def change(d: Path) -> None:
+        _metrics_page("sglang-llama31-8b-one-running.prom")(d)
+        _only_single_stream_lines(d)
+
+    rf = roofline_for_run(run_with(tmp_path, change))
+    assert rf.measured_tok_s == pytest.approx(7.400757e06 / 866964.5791549598)  # 8.54 tok/s
+    assert rf.measured_source.startswith("engine metrics: http://127.0.0.1:30000/metrics")
+    assert "one running request" in rf.measured_source
+    # the case study's log also shows bursts of up to 1024 requests: then the histogram is not single stream
+    rf = roofline_for_run(
+        run_with(tmp_path / "b", _metrics_page("sglang-llama31-8b-one-running.prom"))
+    )
+    assert rf.measured_tok_s == pytest.approx(10.05)
+    assert "log shows up to 1024 running requests" in rf.inputs["engine metrics"]
+
+
+def test_a_busy_metrics_page_falls_back_to_the_log_and_says_why(tmp_path):
+    rf = roofline_for_run(run_with(tmp_path, _metrics_page("sglang-llama31-8b-busy.prom")))
+    assert rf.measured_tok_s == pytest.approx(10.05)
+    assert "engine_logs" in rf.measured_source
+    assert "162 running" in rf.inputs["engine metrics"]

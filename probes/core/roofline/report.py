@@ -18,6 +18,7 @@ from gpuaudit.probes.core.parsers.engine import (
     parse_engine_procs,
     parse_throughput_lines,
 )
+from gpuaudit.probes.core.parsers.engine_metrics import parse_engine_metrics, single_stream
 from gpuaudit.probes.core.parsers.model_files import parse_model_files
 from gpuaudit.probes.core.parsers.nvidia_smi import gpu_model, parse_topo_m
 from gpuaudit.probes.core.roofline.bounds import (
@@ -76,7 +77,7 @@ def _records_by_role(run: AuditRun) -> dict[Role, dict[str, CommandRecord]]:
 
 def _engine(recs: dict[Role, dict[str, CommandRecord]], rf: Roofline):
     for role in ("container", "host"):
-        rec = _usable(recs.get(role, {}), "engine_procs")  # type: ignore[arg-type]
+        rec = _usable(recs.get(role, {}), "engine_procs")
         if rec is None:
             continue
         try:
@@ -93,7 +94,7 @@ def _engine(recs: dict[Role, dict[str, CommandRecord]], rf: Roofline):
 
 def _gpus(recs: dict[Role, dict[str, CommandRecord]]) -> tuple[str | None, int]:
     for role in ("host", "container"):
-        rec = _usable(recs.get(role, {}), "smi_gpu_ids")  # type: ignore[arg-type]
+        rec = _usable(recs.get(role, {}), "smi_gpu_ids")
         if rec is not None and (found := gpu_model(rec.stdout))[0]:
             return found
     return None, 0
@@ -102,7 +103,7 @@ def _gpus(recs: dict[Role, dict[str, CommandRecord]]) -> tuple[str | None, int]:
 def _topology(recs: dict[Role, dict[str, CommandRecord]]) -> tuple[str | None, bool | None]:
     """(interconnect "nvlink"/"pcie", whether a GPU pair sits behind a PCIe switch) from topo -m."""
     for role in ("host", "container"):
-        rec = _usable(recs.get(role, {}), "smi_topo_m")  # type: ignore[arg-type]
+        rec = _usable(recs.get(role, {}), "smi_topo_m")
         if rec is None:
             continue
         try:
@@ -118,23 +119,39 @@ def _interconnect(recs: dict[Role, dict[str, CommandRecord]]) -> str | None:
 
 
 def _measured(
-    records: Mapping[str, CommandRecord],
+    records: Mapping[str, CommandRecord], notes: dict[str, str] | None = None
 ) -> tuple[float | None, float | None, str | None]:
+    """Single-stream decode speed, its speculative acceptance and its provenance: the engine's own metrics
+    histogram when the requests it counts ran one at a time, else the median of the log's single-stream lines."""
+    notes = notes if notes is not None else {}
+    samples = []
     rec = _usable(records, "engine_logs")
-    if rec is None:
-        return None, None, None
-    try:
-        logs = parse_engine_logs(rec.stdout)
-    except ParseError:
-        return None, None, None
-    samples = [s for lg in logs for s in parse_throughput_lines(lg.throughput_lines)]
+    if rec is not None:
+        try:
+            logs = parse_engine_logs(rec.stdout)
+            samples = [s for lg in logs for s in parse_throughput_lines(lg.throughput_lines)]
+        except ParseError:
+            samples = []
+    log_accept = [s.accept_len for s in samples if s.running == 1 and s.accept_len]
+    mrec = _usable(records, "engine_metrics")
+    if mrec is not None:
+        try:
+            metrics = parse_engine_metrics(mrec.stdout)
+        except ParseError as exc:
+            metrics = None
+            notes["engine metrics"] = str(exc)
+        if metrics is not None:
+            ss = single_stream(metrics, [s.running for s in samples if s.running is not None])
+            if ss.tok_s is not None:
+                accept = ss.accept_len or (statistics.median(log_accept) if log_accept else None)
+                return ss.tok_s, accept, f"engine metrics: {ss.provenance}"
+            notes["engine metrics"] = f"not used for single stream: {ss.provenance}"
     single = [s for s in samples if s.running == 1]
     if not single:
         return None, None, None
-    accept = [s.accept_len for s in single if s.accept_len]
     return (
         statistics.median(s.tok_s for s in single),
-        statistics.median(accept) if accept else None,
+        statistics.median(log_accept) if log_accept else None,
         f"median of {len(single)} single-stream decode log line(s) (engine_logs)",
     )
 
@@ -208,7 +225,9 @@ def roofline_for_run(run: AuditRun, *, eta: float = ETA_DEFAULT) -> Roofline:
     rf.inputs["interconnect"] = interconnect or "unknown (smi_topo_m not read)"
     rf.inputs["η (usable bandwidth fraction)"] = f"{eta:g} (default; docs/ROOFLINE-METHOD.md §4)"
     layout = Layout(gpus=max(cfg.tp * cfg.pp, 1), tp=cfg.tp, pp=cfg.pp, ep=cfg.ep)
-    measured, log_accept, source = _measured(recs.get(role, {}))
+    notes: dict[str, str] = {}
+    measured, log_accept, source = _measured(recs.get(role, {}), notes)
+    rf.inputs.update(notes)
     rf.measured_tok_s, rf.measured_source = measured, source
     ar = allreduce_choice(cfg, interconnect)
     if ar is not None:

@@ -1,0 +1,260 @@
+"""The serving engine's own Prometheus page (`GET /metrics`), read from inside its container, read-only.
+
+`ENGINE_METRICS_SHELL` finds the API server the same way the engine scans do, takes its port (and an explicit
+IPv4 `--host`) from its command line (SGLang default 30000, vLLM 8000), and fetches the page with curl, else
+python3's urllib (isolated, -I -S -B; curl and wget are refused by the read-only lint) — 5 s timeout, at most
+4 MB. SGLang serves /metrics only with `--enable-metrics`.
+
+Parsed: time per output token / inter-token latency histograms (vLLM `vllm:inter_token_latency_seconds`,
+`vllm:request_time_per_output_token_seconds`, older `vllm:time_per_output_token_seconds`; SGLang
+`sglang:inter_token_latency_seconds`, older `sglang:time_per_output_token_seconds`), running and waiting requests,
+vLLM's tokens-per-engine-step histogram (`vllm:iteration_tokens_total`, the evidence that decode ran one request
+at a time) and speculative decoding acceptance (vLLM `vllm:spec_decode_num_drafts_total` /
+`..._num_accepted_tokens_total`; SGLang `sglang:spec_accept_length`).
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass, field
+
+from gpuaudit.probes.core.errors import ParseError
+
+MAX_BYTES = 4_000_000
+# python3 in isolated mode without site (-I -S: no PYTHON* variables, no sitecustomize) and -B (no __pycache__):
+# the engine's image always has one; a GET of its own loopback /metrics page changes nothing.
+_FETCH = (
+    "python3 -I -S -B -c 'import sys, urllib.request as r; "
+    'sys.stdout.write(r.urlopen(sys.argv[1], timeout=5).read({cap}).decode("utf-8", "replace"))\' "$u"'
+).replace("{cap}", str(MAX_BYTES))
+
+ENGINE_METRICS_SHELL = (
+    "n=0; for d in /proc/[0-9]*; do c=$(tr '\\0' ' ' 2>/dev/null < $d/cmdline); "
+    "case \"$c\" in *@@p*|*@@gpuaudit-*|*'export LC_ALL'*) continue;; *sglang.launch_server*|"
+    "*sglang.srt.entrypoints*|*'sglang serve'*|*vllm.entrypoints*|*'vllm serve'*) ;; *) continue;; esac; "
+    "n=$((n+1)); [ $n -le 1 ] || break; "
+    "p=$(echo \"$c\" | grep -oE -- '--port[= ]+[0-9]+' | grep -oE '[0-9]+$' | head -n1); "
+    "h=$(echo \"$c\" | grep -oE -- '--host[= ]+[0-9]+[.][0-9]+[.][0-9]+[.][0-9]+' | grep -oE '[0-9.]+$' | head -n1); "
+    'case "$h" in ""|0.0.0.0) h=127.0.0.1;; esac; '
+    'case "$c" in *sglang*) p=${p:-30000};; *) p=${p:-8000};; esac; '
+    'u="http://$h:$p/metrics"; echo "@@pid ${d#/proc/} $u"; '
+    f"{_FETCH} 2>&1 | head -c {MAX_BYTES}; echo; echo '@@end'; done; "
+    "[ $n -gt 0 ] || echo '@@none'"
+)
+
+TPOT_NAMES = (
+    "vllm:inter_token_latency_seconds",
+    "vllm:request_time_per_output_token_seconds",
+    "vllm:time_per_output_token_seconds",
+    "sglang:inter_token_latency_seconds",
+    "sglang:time_per_output_token_seconds",
+)
+RUNNING = ("vllm:num_requests_running", "sglang:num_running_reqs")
+WAITING = ("vllm:num_requests_waiting", "sglang:num_queue_reqs")
+
+
+@dataclass(frozen=True, slots=True)
+class Histogram:
+    name: str
+    total: float
+    count: float
+    buckets: tuple[tuple[float, float], ...] = ()
+    """(upper bound, cumulative count), summed over label sets (data-parallel engines), sorted."""
+
+    @property
+    def mean(self) -> float | None:
+        return self.total / self.count if self.count > 0 else None
+
+    def at(self, le: float) -> float | None:
+        return next((c for b, c in self.buckets if b == le), None)
+
+
+@dataclass(frozen=True, slots=True)
+class EngineMetrics:
+    engine: str | None
+    """"vllm" or "sglang" (by the metric prefix)."""
+    url: str = ""
+    tpot: Histogram | None = None
+    running: float | None = None
+    waiting: float | None = None
+    iteration_tokens: Histogram | None = None
+    accept_len: float | None = None
+    generation_tokens: float | None = None
+    samples: int = 0
+
+
+@dataclass(frozen=True, slots=True)
+class SingleStream:
+    tok_s: float | None
+    provenance: str
+    accept_len: float | None = None
+
+
+@dataclass
+class _Acc:
+    values: dict[str, float] = field(default_factory=dict)
+    hist: dict[str, dict[str, float]] = field(default_factory=dict)
+    buckets: dict[str, dict[float, float]] = field(default_factory=dict)
+
+
+_SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)")
+_LE = re.compile(r'le="([^"]+)"')
+
+
+def parse_prometheus(text: str) -> EngineMetrics:
+    """A Prometheus text page -> the figures above (label sets summed: one value per metric)."""
+    acc = _Acc()
+    n = 0
+    for line in text.splitlines():
+        if not line or line.startswith("#"):
+            continue
+        m = _SAMPLE.match(line)
+        if not m:
+            continue
+        name, labels, raw = m.group(1), m.group(2) or "", m.group(3)
+        try:
+            value = float(raw)
+        except ValueError:
+            continue
+        if math.isnan(value):
+            continue
+        n += 1
+        if name.endswith("_bucket"):
+            le = _LE.search(labels)
+            if le:
+                bound = math.inf if le.group(1) == "+Inf" else float(le.group(1))
+                b = acc.buckets.setdefault(name[: -len("_bucket")], {})
+                b[bound] = b.get(bound, 0.0) + value
+            continue
+        for suffix in ("_sum", "_count"):
+            if name.endswith(suffix):
+                h = acc.hist.setdefault(name[: -len(suffix)], {})
+                h[suffix] = h.get(suffix, 0.0) + value
+        acc.values[name] = acc.values.get(name, 0.0) + value
+    engine = (
+        "vllm"
+        if any(k.startswith("vllm:") for k in acc.values)
+        else "sglang"
+        if any(k.startswith("sglang:") for k in acc.values)
+        else None
+    )
+
+    def hist(name: str) -> Histogram | None:
+        h = acc.hist.get(name)
+        if not h or "_count" not in h:
+            return None
+        return Histogram(
+            name,
+            h.get("_sum", 0.0),
+            h["_count"],
+            tuple(sorted(acc.buckets.get(name, {}).items())),
+        )
+
+    tpot = next((h for n_ in TPOT_NAMES if (h := hist(n_)) is not None and h.count > 0), None)
+    tpot = tpot or next((h for n_ in TPOT_NAMES if (h := hist(n_)) is not None), None)
+
+    def first(names: tuple[str, ...]) -> float | None:
+        return next((acc.values[k] for k in names if k in acc.values), None)
+
+    accept = None
+    drafts = acc.values.get("vllm:spec_decode_num_drafts_total")
+    accepted = acc.values.get("vllm:spec_decode_num_accepted_tokens_total")
+    if drafts and accepted is not None:
+        accept = 1 + accepted / drafts
+    elif acc.values.get("sglang:spec_accept_length"):
+        accept = acc.values["sglang:spec_accept_length"]
+    return EngineMetrics(
+        engine=engine,
+        tpot=tpot,
+        running=first(RUNNING),
+        waiting=first(WAITING),
+        iteration_tokens=hist("vllm:iteration_tokens_total"),
+        accept_len=accept,
+        generation_tokens=first(("vllm:generation_tokens_total", "sglang:generation_tokens_total")),
+        samples=n,
+    )
+
+
+def parse_engine_metrics(text: str) -> EngineMetrics | None:
+    """Output of `ENGINE_METRICS_SHELL` -> the page's figures; None when no engine runs (`@@none`).
+
+    Raises ParseError when the fetch failed (exit status named) or the page holds no vLLM/SGLang metric.
+    """
+    if text.strip() == "@@none":
+        return None
+    m = re.search(r"^@@pid \d+ (\S+)$", text, flags=re.M)
+    if not m or "@@end" not in text:
+        raise ParseError("engine metrics: output incomplete (no @@pid/@@end section)")
+    url = m.group(1)
+    body = text[m.end() : text.rfind("@@end")]
+    metrics = parse_prometheus(body)
+    if metrics.engine is None:
+        tail = [ln.strip() for ln in body.strip().splitlines() if ln.strip()]
+        why = tail[-1][:160] if tail else "empty page"
+        raise ParseError(
+            f"engine metrics: {url} gave no engine metrics ({why}; SGLang needs --enable-metrics)"
+        )
+    return EngineMetrics(
+        engine=metrics.engine,
+        url=url,
+        tpot=metrics.tpot,
+        running=metrics.running,
+        waiting=metrics.waiting,
+        iteration_tokens=metrics.iteration_tokens,
+        accept_len=metrics.accept_len,
+        generation_tokens=metrics.generation_tokens,
+        samples=metrics.samples,
+    )
+
+
+def single_stream(m: EngineMetrics, log_running: list[int] | None = None) -> SingleStream:
+    """Single-stream decode speed from the time-per-output-token histogram, only when the requests it counts ran
+    one at a time; otherwise None with the reason (the caller then uses the engine's log).
+
+    Evidence of one at a time: vLLM — no engine step decoded 2-8 tokens (`vllm:iteration_tokens_total`
+    buckets le=1 and le=8 equal: decode steps held one request, prefill steps many tokens); SGLang (no per-step
+    histogram) — every decode line of the engine's log window says `#running-req` <= 1. Either way nothing is
+    running or queued right now beyond one request. The histogram counts since the engine started.
+    """
+    h = m.tpot
+    if h is None or not h.count:
+        return SingleStream(None, "no time-per-output-token histogram samples on the metrics page")
+    mean = h.mean or 0.0
+    if mean <= 0:
+        return SingleStream(None, f"{h.name}: zero mean")
+    if (m.running or 0) > 1 or (m.waiting or 0) > 0:
+        return SingleStream(
+            None,
+            f"{h.name}: mean {1e3 * mean:.1f} ms per token over {h.count:.0f} tokens, but "
+            f"{m.running or 0:.0f} running / {m.waiting or 0:.0f} waiting requests: not one at a time",
+        )
+    it = m.iteration_tokens
+    if it is not None and it.buckets:
+        one, eight = it.at(1.0), it.at(8.0)
+        if one is None or eight is None or eight - one > 0:
+            return SingleStream(
+                None,
+                f"{h.name}: vllm:iteration_tokens_total has steps of 2-8 tokens: requests were batched",
+            )
+        proof = (
+            "vllm:iteration_tokens_total shows no step of 2-8 tokens (decode one request at a time)"
+        )
+    elif log_running:
+        if max(log_running) > 1:
+            return SingleStream(
+                None, f"{h.name}: the log shows up to {max(log_running)} running requests"
+            )
+        proof = f"every one of {len(log_running)} decode log line(s) shows one running request"
+    else:
+        return SingleStream(
+            None,
+            f"{h.name}: nothing proves the requests it counts ran one at a time "
+            "(no per-step histogram, no decode log lines)",
+        )
+    return SingleStream(
+        1 / mean,
+        f"{m.url}: {h.name} mean {1e3 * mean:.2f} ms over {h.count:.0f} tokens since the engine "
+        f"started; {proof}",
+        m.accept_len,
+    )
