@@ -258,3 +258,11 @@ def test_credentials_are_sent_but_never_echoed(tmp_path):
     assert b"[redacted:bmc-credential]" in raw.stdout
     assert "lists no system" in raw.error
     assert PASSWORD not in repr(BmcCredentials(USER, PASSWORD))
+
+
+def test_a_short_password_does_not_shred_the_answer():
+    reader = BmcReader(BmcConfig(address="127.0.0.1", credentials=BmcCredentials("a", "b")))
+    body = b'{"Members": [{"@odata.id": "/redfish/v1/Systems/1"}], "Name": "bios"}'
+    token = base64.b64encode(b"a:b")
+    assert reader._clean(body) == body
+    assert reader._clean(body + token) == body + b"[redacted:bmc-credential]"

@@ -38,6 +38,8 @@ HEADER_CAP = 64 * 1024
 DEFAULT_BMC_TIMEOUT_S = 20.0
 DEFAULT_BMC_MAX_BYTES = 4 * 1024 * 1024
 REDACTED = "[redacted:bmc-credential]"
+MIN_REDACTED = 4
+"""Shorter secrets are not replaced in BMC answers (they would match ordinary text); the Basic token always is."""
 
 BMC_SYSTEM_ID = "redfish_system"
 BMC_BIOS_ID = "redfish_bios"
@@ -430,7 +432,8 @@ class BmcReader:
         if creds is None:
             return body
         for secret in sorted(creds.secrets(), key=len, reverse=True):
-            body = body.replace(secret.encode(), REDACTED.encode())
+            if len(secret) >= MIN_REDACTED:  # a 1-3 character password would shred the JSON
+                body = body.replace(secret.encode(), REDACTED.encode())
         return body
 
     def _result(self, path: str, resp: HttpResponse, started: datetime) -> tuple[RawResult, Any]:
