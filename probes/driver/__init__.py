@@ -13,6 +13,7 @@ from gpuaudit.probes.driver.checks import CHECKS
 from gpuaudit.probes.driver.extract import COMMANDS, QUERY_FIELDS, SMI_SOURCES, extract
 from gpuaudit.probes.driver.facts import VOLATILE_FACTS, DriverFacts, GpuState, HandleFailure
 from gpuaudit.probes.driver.knowledge import gpu_arch, short_name
+from gpuaudit.probes.driver.lifecycle import CHECKS as LIFECYCLE_CHECKS
 from gpuaudit.probes.driver.summary import summarize
 
 PROBE_ID = "driver"
@@ -22,7 +23,7 @@ PROBE = Probe(
     title="NVIDIA driver & CUDA",
     commands=COMMANDS,
     extract=extract,
-    checks=CHECKS,
+    checks=CHECKS + LIFECYCLE_CHECKS,
     summarize=summarize,
     volatile_facts=VOLATILE_FACTS,
 )
