@@ -18,11 +18,15 @@ from gpuaudit.snapshots import store
 from gpuaudit.snapshots.naming import default_name
 from gpuaudit.snapshots.schema import Snapshot
 from gpuaudit.tui.cli.health import health_line
-from gpuaudit.tui.cli.resume import finish
+from gpuaudit.tui.cli.resume import finish, merged_resume, store_resumed
 from gpuaudit.tui.cli.session_setup import build_setup, stamp
 from gpuaudit.tui.cli.setup_options import AuditSetup
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR, EXIT_TARGET_FAILED = 0, 1, 2, 3
+EXIT_OUTPUT_FAILED = 4
+"""--save, --prom (or --resume's store) could not be written; stdout's --json/--plan/--health is complete."""
+EXIT_TERMINATED = 143
+"""SIGTERM: 128 + 15, what a shell and systemd expect of a terminated program."""
 # The one exit rule of every mode: tui/cli/entry.py EXIT_RULE (--help's epilog).
 
 
@@ -114,35 +118,79 @@ def _save_incomplete(run: AuditRun, setup: AuditSetup, request: AuditRequest) ->
     print(f"saved incomplete snapshot: {path}", file=sys.stderr)
 
 
+def write_text(text: str) -> None:
+    """A text output (--plan, --health) in the output's encoding; what it cannot show degrades to `?`, never a
+    traceback (`PYTHONIOENCODING=ascii`, a C locale, a Latin-1 terminal)."""
+    enc = getattr(sys.stdout, "encoding", None) or "utf-8"
+    sys.stdout.flush()
+    sys.stdout.buffer.write(text.encode(enc, errors="replace"))
+
+
+def _side_outputs(
+    snapshot: Snapshot, run: AuditRun, setup: AuditSetup, request: AuditRequest
+) -> list[str]:
+    """--save (or --resume's store), --prom: each after stdout's output is complete; a failure is one line on
+    stderr naming the output, never a lost audit. Returns the failures."""
+    failed: list[str] = []
+
+    def attempt(label: str, action: Callable[[], object]) -> None:
+        try:
+            action()
+        except Exception as exc:  # noqa: BLE001 - any failure of one output is reported, the rest go on
+            why = str(exc) or type(exc).__name__
+            print(f"gpuaudit-tui: {label} failed: {why} (the audit completed)", file=sys.stderr)
+            failed.append(label)
+
+    if setup.mode == "resume":  # always stored as a new snapshot (tui/cli/resume.py)
+        attempt("--resume's store", lambda: store_resumed(snapshot, setup, request))
+    elif request.save is not None:
+
+        def save() -> None:
+            name = request.save or default_name(snapshot)
+            path = store.save(
+                snapshot.model_copy(update={"name": name}), name, request.snapshot_dir
+            )
+            print(f"saved snapshot: {path}", file=sys.stderr)
+
+        attempt("--save", save)
+    if request.prom:
+        attempt(f"--prom {request.prom}", lambda: write_prom(snapshot, request.prom))
+    return failed
+
+
 def main(request: AuditRequest) -> int:
     setup = build_setup(request)
     partial: list[AuditRun] = []
     try:
         run = run_sync(collect(setup, progress=sys.stderr.isatty(), partial=partial))
-    except (KeyboardInterrupt, asyncio.CancelledError):  # Ctrl-C, or SIGTERM (run_to_end's handler)
+    except (
+        KeyboardInterrupt,
+        asyncio.CancelledError,
+    ) as exc:  # Ctrl-C, or SIGTERM (run_to_end's handler)
         if request.save is not None and partial and setup.mode != "resume":
             _save_incomplete(partial[0], setup, request)
+        if isinstance(exc, asyncio.CancelledError):  # only SIGTERM cancels the audit's task
+            print("gpuaudit-tui: terminated", file=sys.stderr)
+            raise SystemExit(EXIT_TERMINATED) from None
         raise KeyboardInterrupt from None
     snapshot = Snapshot.from_run(run)
-    if setup.mode == "resume":  # always stored as a new snapshot (tui/cli/resume.py)
-        snapshot, _ = finish(snapshot, setup, request)
-    elif request.save is not None:
-        name = request.save or default_name(snapshot)
-        path = store.save(snapshot.model_copy(update={"name": name}), name, request.snapshot_dir)
-        print(f"saved snapshot: {path}", file=sys.stderr)
+    if setup.mode == "resume":
+        snapshot = merged_resume(snapshot, setup, request)
     for state in run.target_states.values():
         if state.state == "failed":
             print(f"gpuaudit-tui: target {state.role} failed: {state.reason}", file=sys.stderr)
-    if request.prom:
-        write_prom(snapshot, request.prom)
+    # stdout's document first: a failing --save/--prom never takes the audit's output with it
     if request.health:
-        sys.stdout.write(health_line(run) + "\n")
+        write_text(health_line(run) + "\n")
     elif request.plan:
-        sys.stdout.write(plan_markdown(build_plan(run), run))
+        write_text(plan_markdown(build_plan(run), run))
     elif request.json or not request.prom:
         write_json(snapshot)
     sys.stdout.flush()
-    return exit_code(run, request.fail_on)
+    status = exit_code(run, request.fail_on)
+    if _side_outputs(snapshot, run, setup, request) and status != EXIT_TARGET_FAILED:
+        return EXIT_OUTPUT_FAILED
+    return status
 
 
 def run_then_show(request: AuditRequest, run_app: Callable[[AuditRequest], int]) -> int:

@@ -122,18 +122,21 @@ def merge(original: Snapshot, resumed: Snapshot) -> Snapshot:
     )
 
 
-def finish(snapshot: Snapshot, setup, request: AuditRequest) -> tuple[Snapshot, Path]:
-    """Merge with the original, store as a new snapshot, print its path on stderr."""
-
+def merged_resume(snapshot: Snapshot, setup, request: AuditRequest) -> Snapshot:
+    """The resumed run merged with the original, named (not stored yet)."""
     assert setup.source is not None
     merged = merge(store.load(setup.source), snapshot)
     name = request.save or f"{default_name(merged)}_resumed"
-    merged = merged.model_copy(update={"name": name})
-    path = store.save(merged, name, _store_dir(request))
+    return merged.model_copy(update={"name": name})
+
+
+def store_resumed(merged: Snapshot, setup, request: AuditRequest) -> Path:
+    """Store the merged snapshot as a new one and say what was re-run (stderr)."""
+    path = store.save(merged, merged.name or "resumed", _store_dir(request))
     live = {role: ids for role, ids in ran_live(setup).items() if ids}
     down = {
         role: st.reason or "failed"
-        for role, st in (snapshot.target_states or {}).items()
+        for role, st in (merged.target_states or {}).items()
         if st.state == "failed"
     }
     for role, why in down.items():  # still down: say so, never "all recorded answers were usable"
@@ -145,4 +148,10 @@ def finish(snapshot: Snapshot, setup, request: AuditRequest) -> tuple[Snapshot, 
     )
     print(f"re-ran live: {done}", file=sys.stderr)
     print(f"saved resumed snapshot: {path}", file=sys.stderr)
-    return merged, path
+    return path
+
+
+def finish(snapshot: Snapshot, setup, request: AuditRequest) -> tuple[Snapshot, Path]:
+    """Merge with the original, store as a new snapshot, print its path on stderr."""
+    merged = merged_resume(snapshot, setup, request)
+    return merged, store_resumed(merged, setup, request)
