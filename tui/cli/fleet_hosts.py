@@ -34,7 +34,7 @@ from pathlib import Path
 
 from gpuaudit.probes.core.collect.targets import parse_host_spec
 from gpuaudit.probes.core.fleet.inventory import FleetHost, load_inventory, parse_inventory  # noqa: F401 - re-exported
-from gpuaudit.probes.core.fleet.prometheus import NodeAudit, from_snapshot, render, write_textfile
+from gpuaudit.probes.core.fleet.prometheus import NodeAudit, from_snapshot, write_prom_file
 from gpuaudit.probes.core.run.request import AuditRequest
 from gpuaudit.probes.core.run.runner import Audit
 from gpuaudit.probes.core.run.session import live_bindings, run_sync
@@ -74,6 +74,8 @@ async def audit_host(
         try:
             if host.identity:  # the inventory's ansible_private_key_file for this host
                 ssh = dataclasses.replace(ssh, identity=host.identity)  # type: ignore[type-var]
+            if host.bmc:  # the inventory's gpuaudit_bmc for this host (issue 27)
+                request = dataclasses.replace(request, bmc=host.bmc)
             bindings = live_bindings(parse_host_spec(host.spec), None, ssh)  # type: ignore[arg-type]
             setup = AuditSetup(
                 Audit(bindings, selected_probes(request), audit_options(request)), "live"
@@ -167,7 +169,9 @@ def fleet_table(results: list[HostResult]) -> str:
 
 
 def write_fleet_prom(results: list[HostResult], path: Path) -> None:
-    """--prom in fleet mode: ONE textfile for every host, each series labelled node="<inventory name>"."""
+    """--prom in fleet mode: ONE textfile for every host, each series labelled gpuaudit_node="<inventory
+    name>", in the compact layout (check series at unknown or worse); an unreachable host keeps its last
+    verdicts from the file being replaced."""
 
     nodes: dict[str | None, NodeAudit] = {}
     for r in results:
@@ -182,7 +186,7 @@ def write_fleet_prom(results: list[HostResult], path: Path) -> None:
                 probe_durations={},
                 info={},
             )
-    write_textfile(Path(path), render(nodes))
+    write_prom_file(Path(path), nodes)
 
 
 def wants_screen(request: AuditRequest) -> bool:

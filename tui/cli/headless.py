@@ -8,7 +8,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
-from gpuaudit.probes.core.fleet.prometheus import from_snapshot, render, write_textfile
+from gpuaudit.probes.core.fleet.prometheus import from_snapshot, write_prom_file
 from gpuaudit.probes.core.judge.plan import build_plan, plan_markdown
 from gpuaudit.probes.core.models import AuditRun, Severity
 from gpuaudit.probes.core.run.events import CommandFinished, ProbeFinished, TargetFailed
@@ -103,7 +103,7 @@ def write_json(snapshot: Snapshot) -> None:
 
 def write_prom(snapshot: Snapshot, path: object) -> None:
     """--prom FILE: the audit as node_exporter textfile metrics, written atomically."""
-    write_textfile(Path(str(path)), render({None: from_snapshot(snapshot)}))
+    write_prom_file(Path(str(path)), {None: from_snapshot(snapshot)})
 
 
 INCOMPLETE_NOTE = "incomplete: interrupted before the audit finished; --resume runs what is missing"

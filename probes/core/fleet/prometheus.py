@@ -1,24 +1,39 @@
 """The audit in the Prometheus text exposition format, for node_exporter's textfile collector.
 
-Series (every one carries a `node` label in fleet mode, one file for all nodes; none in a single audit,
-where Prometheus adds `instance` from the scrape):
+Series. A single audit's file carries no node label (Prometheus adds `instance` from the scrape); a fleet file
+(`--hosts FILE --prom FILE`, one file for every node) labels each series `gpuaudit_node="<inventory name>"` —
+never `node`, `instance`, `job` or another label a scrape config commonly sets (`SCRAPE_LABELS`), so no label is
+renamed to `exported_*` and queries keep matching.
 
-* `gpuaudit_check_severity{check,probe,target,owner}` — -1 n/a (proven not to apply), 0 ok, 1 info,
-  2 unknown, 3 warning, 4 critical (the `Severity.rank`). One series per check and target whatever its verdict, so a series never vanishes
-  when a check changes state and alert rules compare numbers: `gpuaudit_check_severity >= 4`.
-* `gpuaudit_findings{target,severity}` — how many checks are at each severity.
-* `gpuaudit_target_up{target}` — 1 audited, 0 could not be reached.
-* `gpuaudit_last_run_timestamp_seconds`, `gpuaudit_run_duration_seconds`, `gpuaudit_probe_duration_seconds{probe}`.
-* `gpuaudit_node_info{driver,cuda,kernel,bios,gpu_model,gpu_count}` 1 — what fleets group by.
+* `gpuaudit_check_severity{check,probe,target,owner}` — -1 n/a, 0 ok, 1 info, 2 unknown, 3 warning, 4 critical
+  (`Severity.rank`). A single audit: one series per check and target whatever its verdict. A fleet file (the
+  compact layout, so 1,000 nodes scrape in under 2 s): only checks at unknown or worse. Alert rules compare
+  numbers (`>= 4`) either way.
+* `gpuaudit_findings{target,severity}` — how many checks are at each severity (single audits; in a fleet file
+  count the check series: `count by (gpuaudit_node) (gpuaudit_check_severity >= 3)`).
+* `gpuaudit_target_up{target}` — 1 audited, 0 could not be reached. **A target that could not be reached keeps
+  the verdicts of the last audit that reached it** (read back from the file being replaced), so an unreachable
+  node never "resolves" a firing critical; `gpuaudit_target_audited_timestamp_seconds{target}` says when those
+  verdicts were judged (the stale marker).
+* `gpuaudit_last_run_timestamp_seconds` — when the evidence was captured (the last command's end: a
+  `--replay old.json --prom` carries the old capture time, so the staleness alert sees old evidence),
+  `gpuaudit_run_duration_seconds`, `gpuaudit_probe_duration_seconds{probe}` (single audits only); the decode
+  roofline bounds (single audits only) and the measured single-stream speed.
+* `gpuaudit_node_info{driver,cuda,kernel,bios,gpu_model,gpu_count,class}` 1 — what fleets group by.
+* `gpuaudit_fact_info{class,fact,value}` 1 — every fact `gpuaudit-tui fleet` compares within a class (driver,
+  CUDA, kernel, BIOS, VBIOS, scaling driver, governor, NUMA balancing, IOMMU mode, ACS, MaxReadReq, persistence,
+  MIG mode, GPU link, engine), one series per fact that was read; the shipped rules name the peer outlier.
 * `gpuaudit_decode_roofline_tokens_per_second{bound}` / `gpuaudit_decode_tokens_per_second` when known.
 
 Pure rendering (`render`) plus one atomic writer (`write_textfile`: temp file in the same directory + rename,
-as the textfile collector requires so it never reads half a file).
+as the textfile collector requires so it never reads half a file); `write_prom_file` renders with the file's
+previous content (the carried-over verdicts) and writes it.
 """
 
 from __future__ import annotations
 
 import os
+import re
 import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -26,11 +41,25 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
-from gpuaudit.probes.core.fleet.peers import FACTS
+from gpuaudit.probes.core.fleet.peers import FACTS, node_from_records
 from gpuaudit.probes.core.models import SEVERITY_ORDER, CommandRecord, Finding, Severity
 from gpuaudit.probes.core.parsers.nvidia_smi import gpu_model
 
 SEVERITY_HELP = "-1 n/a, 0 ok, 1 info, 2 unknown, 3 warning, 4 critical"
+NODE_LABEL = "gpuaudit_node"
+"""The node's name in a fleet file (one file for every node)."""
+SCRAPE_LABELS = frozenset(
+    {"job", "instance", "node", "pod", "namespace", "container", "service", "endpoint", "host"}
+    | {"hostname", "cluster", "region", "zone", "env", "environment", "exported_instance"}
+)
+"""Labels scrape configs and service discovery commonly set: none of our series may carry one (a collision
+renames ours to exported_*, and the documented queries would match nothing)."""
+COMPACT_MIN_RANK = Severity.UNKNOWN.rank
+"""A fleet file's check series: only verdicts at unknown or worse."""
+MAX_PREVIOUS_BYTES = 64 * 1024 * 1024
+
+_SAMPLE = re.compile(r"^(?P<name>[a-z_:]+)(?:\{(?P<labels>.*)\})? (?P<value>\S+)$")
+_LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
 
 
 @dataclass(frozen=True, slots=True)
@@ -41,16 +70,25 @@ class NodeAudit:
     targets: Mapping[str, bool]
     """role -> reached."""
     created_at: datetime | None
+    """When the evidence was captured."""
     duration_s: float | None
     probe_durations: Mapping[str, float]
     info: Mapping[str, str]
     roofline: Mapping[str, float] = field(default_factory=dict)
     """bound name -> tokens/s (and "measured" for the engine's own figure)."""
+    klass: str = ""
+    """The peer class (GPU count x model x board), as `gpuaudit-tui fleet` groups nodes."""
+    facts: Mapping[str, str] = field(default_factory=dict)
+    """fact -> value for every fact `fleet` compares that was read on this node."""
 
 
 def escape_label(value: str) -> str:
     """Label values escape backslash, double quote and newline (exposition format)."""
     return value.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+
+
+def _unescape(value: str) -> str:
+    return re.sub(r"\\(.)", lambda m: "\n" if m[1] == "n" else m[1], value)
 
 
 def _labels(pairs: Mapping[str, str]) -> str:
@@ -77,20 +115,84 @@ class _Family:
         )
 
 
-def render(nodes: Mapping[str | None, NodeAudit]) -> str:
-    """One exposition for one node (key None: no node label) or many (fleet: key = node name)."""
+CARRIED = ("gpuaudit_check_severity", "gpuaudit_target_audited_timestamp_seconds")
+
+
+@dataclass(slots=True)
+class Previous:
+    """What the file being replaced said, per node (None = a single audit's file): the carried families."""
+
+    series: dict[str | None, dict[str, list[tuple[dict[str, str], float]]]] = field(
+        default_factory=dict
+    )
+
+    def of(self, node: str | None, name: str) -> list[tuple[dict[str, str], float]]:
+        return self.series.get(node, {}).get(name, [])
+
+
+def read_previous(text: str) -> Previous:
+    """The carried families of a previous exposition of ours (anything unreadable is skipped)."""
+    prev = Previous()
+    for line in text.splitlines():
+        if not line.startswith(CARRIED):
+            continue
+        m = _SAMPLE.match(line)
+        if not m or m["name"] not in CARRIED:
+            continue
+        try:
+            value = float(m["value"])
+        except ValueError:
+            continue
+        labels = {k: _unescape(v) for k, v in _LABEL.findall(m["labels"] or "")}
+        node = labels.pop(NODE_LABEL, None)
+        prev.series.setdefault(node, {}).setdefault(m["name"], []).append((labels, value))
+    return prev
+
+
+def _roles(target: str) -> set[str]:
+    return set(target.split("+"))
+
+
+def render(
+    nodes: Mapping[str | None, NodeAudit],
+    previous: Previous | None = None,
+    *,
+    compact: bool | None = None,
+) -> str:
+    """One exposition for one node (key None: no node label) or many (fleet: key = node name).
+
+    `previous`: what the replaced file said; a target that was not reached keeps its last verdicts from it.
+    `compact` (default: a fleet file): check series only at unknown or worse, no per-probe durations.
+    """
+    if compact is None:
+        compact = any(node is not None for node in nodes)
+    previous = previous or Previous()
     fam = {
         "check": _Family(
-            "gpuaudit_check_severity", f"Verdict of each check per target ({SEVERITY_HELP})."
+            "gpuaudit_check_severity",
+            f"Verdict of each check per target ({SEVERITY_HELP})"
+            + ("; a fleet file lists only unknown or worse." if compact else "."),
         ),
         "count": _Family("gpuaudit_findings", "Checks at each severity, per target."),
         "up": _Family(
             "gpuaudit_target_up", "1 when the target was audited, 0 when it could not be reached."
         ),
-        "ts": _Family("gpuaudit_last_run_timestamp_seconds", "When the audit ran (Unix time)."),
+        "audited": _Family(
+            "gpuaudit_target_audited_timestamp_seconds",
+            "When the target's check verdicts were judged (older than the run: it was not reached "
+            "and keeps its last verdicts).",
+        ),
+        "ts": _Family(
+            "gpuaudit_last_run_timestamp_seconds",
+            "When the audit's evidence was captured (Unix time).",
+        ),
         "dur": _Family("gpuaudit_run_duration_seconds", "Wall time of the audit."),
         "probe": _Family("gpuaudit_probe_duration_seconds", "Wall time of each probe."),
         "info": _Family("gpuaudit_node_info", "Facts fleets group nodes by (value always 1)."),
+        "fact": _Family(
+            "gpuaudit_fact_info",
+            "Every fact the peer comparison compares within a class (value always 1).",
+        ),
         "roof": _Family(
             "gpuaudit_decode_roofline_tokens_per_second", "Decode roofline bounds for one stream."
         ),
@@ -99,38 +201,65 @@ def render(nodes: Mapping[str | None, NodeAudit]) -> str:
         ),
     }
     for node, audit in nodes.items():
-        base = {"node": node} if node is not None else {}
+        base = {NODE_LABEL: node} if node is not None else {}
+        down = {role for role, up in audit.targets.items() if not up}
+        ts = round(audit.created_at.timestamp(), 3) if audit.created_at is not None else None
+        carried = {
+            tuple(sorted(labels.items())): value
+            for labels, value in previous.of(node, "gpuaudit_check_severity")
+            if "host" in down or _roles(labels.get("target", "host")) & down
+        }  # the host unreached: its containers were not reached either
+        emitted: set[tuple[Any, ...]] = set()
         for f in audit.findings:  # a cross-target check is one series, target="host+container"
-            fam["check"].add(
-                {
-                    **base,
-                    "check": f.id,
-                    "probe": f.probe,
-                    "target": "+".join(f.targets or ["host"]),
-                    "owner": f.owner or "",
-                },
-                f.severity.rank,
-            )
-        for target in audit.targets:
+            labels = {
+                "check": f.id,
+                "probe": f.probe,
+                "target": "+".join(f.targets or ["host"]),
+                "owner": f.owner or "",
+            }
+            key = tuple(sorted(labels.items()))
+            rank = f.severity.rank
+            if key in carried:  # its target was not reached: the last verdict judged while it was
+                rank = carried[key]
+            emitted.add(key)
+            if not compact or rank >= COMPACT_MIN_RANK:
+                fam["check"].add({**base, **labels}, rank)
+        for key, rank in carried.items():  # the node (or target) gone entirely this time
+            if key not in emitted and (not compact or rank >= COMPACT_MIN_RANK):
+                got = dict(key)
+                order = [k for k in ("check", "probe", "target", "owner") if k in got]
+                fam["check"].add({**base, **{k: got[k] for k in order + sorted(got)}}, rank)
+        for target in audit.targets if not compact else ():  # a fleet file: count the series
             counts = {s: 0 for s in SEVERITY_ORDER}
             for f in audit.findings:
                 if target in (f.targets or ["host"]):
                     counts[f.severity] += 1
             for sev in SEVERITY_ORDER:
                 fam["count"].add({**base, "target": target, "severity": sev.value}, counts[sev])
+        prev_audited = {
+            labels.get("target"): value
+            for labels, value in previous.of(node, "gpuaudit_target_audited_timestamp_seconds")
+        }
         for target, up in audit.targets.items():
             fam["up"].add({**base, "target": target}, 1 if up else 0)
-        if audit.created_at is not None:
-            fam["ts"].add(base, round(audit.created_at.timestamp(), 3))
+            when = ts if up else prev_audited.get(target)
+            if when is not None and not (compact and up):  # a fleet file: only the stale ones
+                fam["audited"].add({**base, "target": target}, when)
+        if ts is not None:
+            fam["ts"].add(base, ts)
         if audit.duration_s is not None:
             fam["dur"].add(base, round(audit.duration_s, 3))
-        for probe, seconds in audit.probe_durations.items():
-            fam["probe"].add({**base, "probe": probe}, round(seconds, 4))
-        fam["info"].add({**base, **audit.info}, 1)
+        if not compact:
+            for probe, seconds in audit.probe_durations.items():
+                fam["probe"].add({**base, "probe": probe}, round(seconds, 4))
+        if audit.info or audit.klass:
+            fam["info"].add({**base, **audit.info, "class": audit.klass}, 1)
+        for fact, value in audit.facts.items():
+            fam["fact"].add({**base, "class": audit.klass, "fact": fact, "value": value}, 1)
         for bound, value in audit.roofline.items():
             if bound == "measured":
                 fam["meas"].add(base, round(value, 3))
-            else:
+            elif not compact:
                 fam["roof"].add({**base, "bound": bound}, round(value, 3))
     return "".join(f.text() for f in fam.values() if f.samples)
 
@@ -153,6 +282,23 @@ def write_textfile(path: Path, text: str) -> Path:
         Path(tmp).unlink(missing_ok=True)
         raise
     return path
+
+
+def previous_file(path: Path) -> Previous:
+    """The carried verdicts of the file `path` replaces (empty when there is none or it is unreadable)."""
+    try:
+        with open(path, "rb") as fh:
+            data = fh.read(MAX_PREVIOUS_BYTES)
+    except OSError:
+        return Previous()
+    return read_previous(data.decode("utf-8", errors="replace"))
+
+
+def write_prom_file(path: Path, nodes: Mapping[str | None, NodeAudit]) -> Path:
+    """--prom FILE: render (carrying the last verdicts of unreachable targets over from the file being
+    replaced) and write atomically."""
+    path = Path(path)
+    return write_textfile(path, render(nodes, previous_file(path)))
 
 
 # --------------------------------------------------------------------------------------------------
@@ -179,6 +325,21 @@ def node_info(records: list[CommandRecord]) -> dict[str, str]:
     return {**info, "gpu_model": model or "", "gpu_count": str(count) if count else ""}
 
 
+def captured_at(snapshot: Any) -> datetime | None:
+    """When the evidence was captured: the last command's end (a replay keeps the recorded times), else the
+    snapshot's creation time."""
+    ends = [
+        r.started_at.timestamp() + (r.duration_s or 0.0)
+        for p in snapshot.probes
+        for r in p.records
+        if getattr(r, "started_at", None) is not None
+        and (r.exit_status is not None or r.timed_out)  # ran (a replay's unrecorded source did not)
+    ]
+    if ends:
+        return datetime.fromtimestamp(max(ends), tz=snapshot.created_at.tzinfo)
+    return snapshot.created_at
+
+
 def from_snapshot(snapshot: Any) -> NodeAudit:
     """A NodeAudit from a `Snapshot` (duck-typed: the engine does not import snapshots/)."""
     records = [r for p in snapshot.probes for r in p.records]
@@ -197,25 +358,34 @@ def from_snapshot(snapshot: Any) -> NodeAudit:
                 roofline[str(key)] = float(value)
         if isinstance(roof.get("measured_tok_s"), (int, float)):
             roofline["measured"] = float(roof["measured_tok_s"])
+    peer = node_from_records("", "", _host_stdouts(records))
     return NodeAudit(
         findings=tuple(f for p in snapshot.probes for f in p.findings),
         targets=targets,
-        created_at=snapshot.created_at,
+        created_at=captured_at(snapshot),
         duration_s=duration,
         probe_durations={
             p.probe_id: p.duration_s for p in snapshot.probes if p.status in ("done", "failed")
         },
         info=node_info(records),
         roofline=roofline,
+        klass=peer.klass,
+        facts={k: str(v) for k, v in peer.facts.items() if v is not None},
     )
 
 
 __all__ = [
+    "NODE_LABEL",
+    "SCRAPE_LABELS",
     "NodeAudit",
+    "Previous",
+    "captured_at",
     "escape_label",
     "from_snapshot",
     "node_info",
+    "read_previous",
     "render",
+    "write_prom_file",
     "write_textfile",
     "Severity",
 ]
