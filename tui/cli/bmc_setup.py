@@ -23,17 +23,25 @@ def check_bmc_args(args: argparse.Namespace) -> None:
         if value
     ]
     address = getattr(args, "bmc", None)
-    if given and not address:
-        raise CliError(f"{given[0]} needs --bmc ADDRESS")
-    if not address:
-        return
-    if args.replay or args.demo or args.hosts or args.resume:
+    if args.hosts and address:
         raise CliError(
-            "--bmc reads one live host's BMC; it cannot be combined with --replay/--demo/--hosts/--resume"
+            "--hosts: give each host's BMC in the inventory (gpuaudit_bmc=ADDRESS); --bmc-credentials, "
+            "--bmc-ca and --bmc-insecure apply to all of them"
         )
+    if given and not address and not args.hosts:
+        raise CliError(f"{given[0]} needs --bmc ADDRESS")
+    if args.replay or args.demo or args.resume:
+        if address or given:
+            raise CliError(
+                "--bmc reads a live host's BMC; it cannot be combined with --replay/--demo/--resume"
+            )
+        return
+    if not address and not given:
+        return
     try:
         bmc_config(
-            address,
+            address
+            or "127.0.0.1",  # --hosts: the addresses come from the inventory; check the rest now
             credentials_file=args.bmc_credentials,
             ca_file=args.bmc_ca,
             insecure=args.bmc_insecure,

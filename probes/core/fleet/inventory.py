@@ -20,6 +20,7 @@ import shlex
 import stat
 from dataclasses import dataclass, field
 
+from gpuaudit.probes.core.collect.redfish import BmcConfigError, parse_address
 from gpuaudit.probes.core.collect.targets import parse_ssh_address
 from gpuaudit.probes.core.errors import UsageError
 
@@ -30,6 +31,8 @@ HOST_VARS = ("ansible_host", "ansible_ssh_host")
 PORT_VARS = ("ansible_port", "ansible_ssh_port")
 USER_VARS = ("ansible_user", "ansible_ssh_user")
 KEY_VARS = ("ansible_private_key_file", "ansible_ssh_private_key_file")
+BMC_VARS = ("gpuaudit_bmc",)
+"""The host's BMC address for --bmc reads (BIOS settings over Redfish); credentials/CA come from the command line."""
 HONOURED = frozenset(HOST_VARS + PORT_VARS + USER_VARS + KEY_VARS)
 
 _SECTION = re.compile(r"^\[(?P<name>[A-Za-z0-9_][A-Za-z0-9_.-]*)(?::(?P<kind>vars|children))?\]$")
@@ -46,6 +49,8 @@ class FleetHost:
     name: str
     groups: tuple[str, ...] = ()
     identity: str | None = None
+    bmc: str | None = None
+    """`gpuaudit_bmc=ADDRESS`: this host's BMC, read over Redfish like --bmc (issue 27)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -223,9 +228,19 @@ def read_inventory(text: str, source: str = "inventory") -> Inventory:
         if spec in seen:  # two names for one address: audit it once
             continue
         seen.add(spec)
+        bmc = _first(levels, BMC_VARS)
+        if bmc is not None:
+            try:
+                parse_address(bmc)
+            except BmcConfigError as exc:
+                raise UsageError(f"{source}:{p.line}: gpuaudit_bmc: {exc}") from None
         hosts.append(
             FleetHost(
-                spec=spec, name=p.name, groups=tuple(p.groups), identity=_first(levels, KEY_VARS)
+                spec=spec,
+                name=p.name,
+                groups=tuple(p.groups),
+                identity=_first(levels, KEY_VARS),
+                bmc=bmc,
             )
         )
     ignored = tuple(sorted(v for v in used_vars if v.startswith("ansible_") and v not in HONOURED))
