@@ -109,3 +109,20 @@ def test_sigterm_exits_143(hung_smi, tmp_path):
     _out, err = proc.communicate(timeout=30)
     assert proc.returncode == 143, err.decode()[-800:]
     assert b"Traceback" not in err
+
+
+def test_interactive_tui_refuses_without_a_terminal():
+    t0 = time.monotonic()
+    res = subprocess.run(
+        [sys.executable, "-m", "gpuaudit.tui", "--replay", str(BEFORE)],
+        stdin=subprocess.DEVNULL,
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert res.returncode == 2 and res.stdout == ""
+    assert res.stderr.strip().splitlines() == [
+        "gpuaudit-tui: error: the interactive TUI needs a terminal (stdin and stdout); "
+        "use --json, --plan, --prom or --health"
+    ]
+    assert time.monotonic() - t0 < 30

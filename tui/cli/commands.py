@@ -39,6 +39,10 @@ def run(argv: list[str], args: argparse.Namespace | None) -> int:
         return fleet_hosts.main(request)
     if request.json or request.plan or request.prom or request.health:
         return headless.main(request)
+    if not (sys.stdin.isatty() and sys.stdout.isatty()):  # cron, CI, a pipe: never hang on a screen
+        raise CliError(
+            "the interactive TUI needs a terminal (stdin and stdout); use --json, --plan, --prom or --health"
+        )
     # the one bridge to Textual, loaded only when the TUI opens
     from gpuaudit.tui import interactive
 
@@ -119,6 +123,7 @@ def audit_request(args: argparse.Namespace) -> AuditRequest:
         sudo=args.sudo,
         python=args.python,
         active=args.active,
+        expect_gpus=getattr(args, "expect_gpus", None),
         known_hosts=args.known_hosts,
         identity=args.identity,
         accept_new_host_keys=args.accept_new_host_keys,
