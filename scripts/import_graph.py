@@ -5,6 +5,10 @@ cannot walk, so this copies the sources into a temporary `gpuaudit/` tree first.
 
     python scripts/import_graph.py lint      # run lint-imports (contracts in pyproject.toml)
     python scripts/import_graph.py cycles    # print import cycles (lazy imports included, TYPE_CHECKING not)
+    python scripts/import_graph.py mypy      # mypy --strict over gpuaudit.probes and gpuaudit.snapshots
+
+mypy run on the folders directly sees `from gpuaudit.probes...` as a missing module (Any), so it must run on
+the package layout too.
 """
 
 from __future__ import annotations
@@ -81,6 +85,13 @@ def main(argv: list[str]) -> int:
                 print(" <-> ".join(comp))
             print(f"{len(found)} cycle(s), {sum(map(len, found))} module(s)")
             return 1 if found else 0
+        if what == "mypy":
+            cmd = [sys.executable, "-m", "mypy", "--config-file", str(ROOT / "pyproject.toml")]
+            cmd += ["--explicit-package-bases", "-p", "gpuaudit.probes", "-p", "gpuaudit.snapshots"]
+            proc = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True)
+            sys.stdout.write(proc.stdout.replace(f"{tmp}/", "").replace("gpuaudit/", ""))
+            sys.stderr.write(proc.stderr)
+            return proc.returncode
         env = {**os.environ, "PYTHONPATH": str(tree)}
         lint = shutil.which("lint-imports") or "lint-imports"
         cmd = [lint, "--config", str(ROOT / "pyproject.toml"), "--no-cache"]

@@ -5,12 +5,14 @@ All are judged once, on the container when it was audited (else the host): the e
 
 from __future__ import annotations
 
+from typing import Any
+
 from gpuaudit.probes.core.judge.checks import BOTH, Check
 from gpuaudit.probes.python import checks_engine as eng
 from gpuaudit.probes.python import checks_runtime as rt
 from gpuaudit.probes.python.targets import FIRST_OF, no_engine
 
-_ON = dict(roles=BOTH, first_of=FIRST_OF)
+_ON: dict[str, Any] = dict(roles=BOTH, first_of=FIRST_OF)  # the same roles on every row
 
 CHECKS: tuple[Check, ...] = (
     Check(

@@ -77,6 +77,7 @@ class PooledTransport(TransportBase):
         max_bytes: int,
         gate: Gate | None = None,
         marker: str | None = None,
+        session: Any = None,
     ) -> RawResult:
         """Run on the least busy live member; a command that never started moves to another live member at once."""
         result = not_run("connection lost: not connected")
@@ -93,20 +94,20 @@ class PooledTransport(TransportBase):
                     max_bytes=max_bytes,
                     gate=gate,
                     marker=marker,
-                )  # type: ignore[call-arg]
+                )
             finally:
                 self._in_flight[id(member)] -= 1
             if not (result.not_started and member.lost):
                 return result  # a command that ran (even partly) is never run twice
         return result
 
-    async def open_session(self, line: str, **kw: Any) -> Any:
+    async def open_session(self, line: str, open_timeout_s: float | None = None) -> Any:
         """A long-lived channel on the live member holding the fewest sessions (a dead member's sessions move)."""
         self._alive = [m for m in self._alive if not m.lost]
         if not self._alive:
             raise TransportError(f"connection lost: {self.lost_reason or 'not connected'}")
         member = min(self._alive, key=lambda m: m.sessions_open)
-        return await member.open_session(line, **kw)  # type: ignore[attr-defined]
+        return await member.open_session(line, open_timeout_s)
 
     async def aclose(self) -> None:
         await asyncio.gather(*(m.aclose() for m in self.members), return_exceptions=True)

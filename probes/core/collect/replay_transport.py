@@ -6,8 +6,9 @@ import asyncio
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
+from typing import Any
 
-from gpuaudit.probes.core.collect.transport import PREFLIGHT_ID, RawResult, TransportBase
+from gpuaudit.probes.core.collect.transport import PREFLIGHT_ID, Gate, RawResult, TransportBase
 from gpuaudit.probes.core.models import CommandRecord
 
 NOT_RECORDED = "not recorded in this snapshot (the probe's command is newer than the recording)"
@@ -34,8 +35,19 @@ class ReplayTransport(TransportBase):
     async def connect(self) -> None:
         return None
 
+    def has_recorded(self, command_id: str) -> bool:
+        return command_id in self._by_id
+
     async def run(
-        self, line: str, *, command_id: str, timeout_s: float, max_bytes: int
+        self,
+        line: str,
+        *,
+        command_id: str,
+        timeout_s: float,
+        max_bytes: int,
+        gate: Gate | None = None,
+        marker: str | None = None,
+        session: Any = None,
     ) -> RawResult:
         if command_id == PREFLIGHT_ID:
             return RawResult(
@@ -84,8 +96,19 @@ class DirectoryTransport(TransportBase):
     async def connect(self) -> None:
         return None
 
+    def has_recorded(self, command_id: str) -> bool:
+        return (self.directory / f"{command_id}.out").exists()
+
     async def run(
-        self, line: str, *, command_id: str, timeout_s: float, max_bytes: int
+        self,
+        line: str,
+        *,
+        command_id: str,
+        timeout_s: float,
+        max_bytes: int,
+        gate: Gate | None = None,
+        marker: str | None = None,
+        session: Any = None,
     ) -> RawResult:
         if command_id == PREFLIGHT_ID:
             return RawResult(exit_status=0, stdout=b"0\n" + self.label.encode() + b"\n")

@@ -22,7 +22,7 @@ _INCLUDE = re.compile(r"^(?P<indent>\s*)include(?P<sep>\s+|\s*=\s*)(?P<rest>.*)$
 
 def ifaddr_available() -> bool:
     try:
-        import ifaddr  # type: ignore[import-not-found]  # noqa: F401
+        import ifaddr  # noqa: F401
     except ImportError:
         return False
     return True

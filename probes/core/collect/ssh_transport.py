@@ -446,6 +446,7 @@ class SshTransport(TransportBase):
         max_bytes: int,
         gate: Gate | None = None,
         marker: str | None = None,
+        session: Any = None,
     ) -> RawResult:
         """Wait for a channel, then run; the deadline starts when the command does, never while queued."""
         import asyncssh

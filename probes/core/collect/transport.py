@@ -86,15 +86,30 @@ class Transport(Protocol):
         """Open the connection (raise TransportError with a clear reason on failure)."""
 
     async def run(
-        self, line: str, *, command_id: str, timeout_s: float, max_bytes: int, **kw: Any
+        self,
+        line: str,
+        *,
+        command_id: str,
+        timeout_s: float,
+        max_bytes: int,
+        gate: Gate | None = None,
+        marker: str | None = None,
+        session: Any = None,
     ) -> RawResult:
-        """Run one shell line; never raise for command failures (they are data)."""
+        """Run one shell line; never raise for command failures (they are data).
+
+        Every transport accepts every keyword; `executes_lines` says whether it honours `gate` (asked right
+        before the command starts) and `marker` (the start marker to cut the login's banner at), `runs_sessions`
+        whether it honours `session` (a SessionLine: the line a container's worker runs)."""
 
     async def open_session(self, line: str, open_timeout_s: float | None = None) -> Any:
         """A long-lived channel for a worker session; TransportError when it cannot keep one open."""
 
     def prestart(self, scope: str) -> None:
         """Start a scope's worker session in the background (no-op where there are no sessions)."""
+
+    def has_recorded(self, command_id: str) -> bool:
+        """A recording answers this command id (replay, recorded directories, a resume's usable records)."""
 
     async def aclose(self) -> None:
         """Close the connection; idempotent."""
@@ -134,6 +149,9 @@ class TransportBase:
 
     def prestart(self, scope: str) -> None:
         return None
+
+    def has_recorded(self, command_id: str) -> bool:
+        return False
 
     async def aclose(self) -> None:
         return None
@@ -222,6 +240,7 @@ class LocalTransport(TransportBase):
         max_bytes: int,
         gate: Gate | None = None,
         marker: str | None = None,
+        session: Any = None,
     ) -> RawResult:
         reason = gate() if gate is not None else None
         if reason:

@@ -507,7 +507,7 @@ class SessionTransport(TransportBase):
             max_bytes=max_bytes,
             gate=gate,
             marker=marker,
-        )  # type: ignore[call-arg]
+        )
         raw.executed = line
         return raw
 

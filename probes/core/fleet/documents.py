@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import json
+from collections.abc import Mapping
 from pathlib import Path
+from typing import Any
 
 from gpuaudit.probes.core.fleet.peers import Node, node_from_records
 from gpuaudit.snapshots.store import default_dir
@@ -26,7 +28,7 @@ def snapshot_files(paths: list[str], store: Path | None) -> list[Path]:
     return files
 
 
-def host_records(doc: dict) -> dict[str, str]:
+def host_records(doc: Mapping[str, Any]) -> dict[str, str]:
     """command id -> stdout of every usable host record of a snapshot document."""
     out: dict[str, str] = {}
     for probe in doc.get("probes") or []:
@@ -44,7 +46,7 @@ def host_records(doc: dict) -> dict[str, str]:
     return out
 
 
-def load_document(path: Path) -> dict:
+def load_document(path: Path) -> dict[str, Any]:
     """A snapshot file as a dict; ValueError (one line) for what is not one."""
     if path.stat().st_size > MAX_SNAPSHOT_BYTES:
         raise ValueError("larger than 256 MiB")
@@ -57,7 +59,7 @@ def load_document(path: Path) -> dict:
     return doc
 
 
-def node_name(doc: dict, path: str) -> str:
+def node_name(doc: Mapping[str, Any], path: str) -> str:
     """The host's recorded hostname, else the snapshot's name, else the file's stem."""
     state = (doc.get("target_states") or {}).get("host") or {}
     return str(state.get("hostname") or doc.get("name") or Path(path).stem)

@@ -9,9 +9,16 @@ never recorded (a probe newer than the recording) are run too.
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
+from typing import Any
 
 from gpuaudit.probes.core.collect.replay_transport import ReplayTransport
-from gpuaudit.probes.core.collect.transport import PREFLIGHT_ID, RawResult, Transport, TransportBase
+from gpuaudit.probes.core.collect.transport import (
+    PREFLIGHT_ID,
+    Gate,
+    RawResult,
+    Transport,
+    TransportBase,
+)
 from gpuaudit.probes.core.models import CommandRecord, Role, Target, TargetState
 from gpuaudit.probes.core.run.runner import TargetBinding
 from gpuaudit.probes.core.spec import Probe
@@ -83,8 +90,19 @@ class ResumeTransport(TransportBase):
         if self.live is not None and self.owns_live:
             await self.live.connect()
 
+    def has_recorded(self, command_id: str) -> bool:
+        return command_id in self._good
+
     async def run(
-        self, line: str, *, command_id: str, timeout_s: float, max_bytes: int
+        self,
+        line: str,
+        *,
+        command_id: str,
+        timeout_s: float,
+        max_bytes: int,
+        gate: Gate | None = None,
+        marker: str | None = None,
+        session: Any = None,
     ) -> RawResult:
         if command_id in self._good:
             return await self._replay.run(

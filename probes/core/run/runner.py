@@ -16,7 +16,6 @@ from gpuaudit.probes.core.collect.remote_line import (
     remote_line,
     sudo_refusal,
 )
-from gpuaudit.probes.core.collect.replay_transport import DirectoryTransport, ReplayTransport
 from gpuaudit.probes.core.collect.transport import (
     DEFAULT_MAX_BYTES,
     PREFLIGHT_ID,
@@ -255,7 +254,7 @@ class Audit:
                     max_bytes=64 * 1024,
                     marker=self._marker_for(binding),
                     **extra,
-                )  # type: ignore[call-arg]
+                )
                 self._note_executed(role, raw, line, queue)
             else:
                 raw = await binding.transport.run(
@@ -405,15 +404,9 @@ class Audit:
     def _bmc_answered(self, role: Role) -> bool:
         """Whether `redfish GET` sources run on this target: the host with --bmc, or any recording (replay, demo,
         resume: the recorded BMC records answer; a recording without them says so like any missing source)."""
-        transport = self.bindings[role].transport
         if self.options.bmc is not None and role == "host":
             return True
-        if isinstance(transport, DirectoryTransport):
-            return any((transport.directory / f"{cid}.out").exists() for cid in BMC_SOURCE_IDS)
-        recorded = getattr(transport, "_good", None) or (
-            getattr(transport, "_by_id", None) if isinstance(transport, ReplayTransport) else None
-        )
-        return bool(recorded) and any(cid in recorded for cid in BMC_SOURCE_IDS)
+        return any(self.bindings[role].transport.has_recorded(cid) for cid in BMC_SOURCE_IDS)
 
     def _note_lost(self, role: Role, queue: asyncio.Queue[BaseModel | None]) -> None:
         """Once every connection to a target died, its state says so (and that of a container entered through it)."""
@@ -549,7 +542,7 @@ class Audit:
                     gate=lambda: self._gate(gate_role, line),
                     marker=self._marker_for(binding),
                     **(extra or {}),
-                )  # type: ignore[call-arg]
+                )
             finally:
                 if slots is not None:
                     slots.release()

@@ -19,7 +19,7 @@ from gpuaudit.probes.core.collect.ssh_transport import SshOptions, SshTransport
 from gpuaudit.probes.core.collect.targets import TargetSpec
 from gpuaudit.probes.core.collect.transport import LocalTransport, Transport
 from gpuaudit.probes.core.collect.worker_transport import SessionTransport
-from gpuaudit.probes.core.models import AuditRun, CommandRecord, Target, TargetState
+from gpuaudit.probes.core.models import AuditRun, CommandRecord, Role, Target, TargetState
 from gpuaudit.probes.core.run.events import apply_event, initial_run
 from gpuaudit.probes.core.run.runner import Audit, TargetBinding
 from pydantic import BaseModel
@@ -120,7 +120,7 @@ def replay_bindings(
 
 
 def directory_bindings(
-    root: Path, roles: Sequence[str] = ("host", "container")
+    root: Path, roles: Sequence[Role] = ("host", "container")
 ) -> list[TargetBinding]:
     """Bindings answering from `<root>/<role>/` directories that exist."""
     out = []
@@ -129,7 +129,7 @@ def directory_bindings(
         if d.is_dir():
             target = Target(
                 role=role, spec=f"dir:{d}", kind="directory", label=f"{role} (recorded)"
-            )  # type: ignore[arg-type]
+            )
             out.append(TargetBinding(target=target, transport=DirectoryTransport(d, label=role)))
     return out
 
