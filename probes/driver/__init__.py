@@ -8,8 +8,10 @@ the framework.
 
 from __future__ import annotations
 
+from gpuaudit.probes.core.sources import use
 from gpuaudit.probes.core.spec import Probe
 from gpuaudit.probes.driver.checks import CHECKS
+from gpuaudit.probes.driver.expected import CHECKS as EXPECTED_CHECKS
 from gpuaudit.probes.driver.extract import COMMANDS, QUERY_FIELDS, SMI_SOURCES, extract
 from gpuaudit.probes.driver.facts import VOLATILE_FACTS, DriverFacts, GpuState, HandleFailure
 from gpuaudit.probes.driver.knowledge import gpu_arch, short_name
@@ -21,9 +23,9 @@ PROBE_ID = "driver"
 PROBE = Probe(
     id=PROBE_ID,
     title="NVIDIA driver & CUDA",
-    commands=COMMANDS,
+    commands=COMMANDS + use("sys_pci_nvidia", on=frozenset({"host"})),
     extract=extract,
-    checks=CHECKS + LIFECYCLE_CHECKS,
+    checks=CHECKS + LIFECYCLE_CHECKS + EXPECTED_CHECKS,
     summarize=summarize,
     volatile_facts=VOLATILE_FACTS,
 )

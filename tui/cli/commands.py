@@ -124,6 +124,7 @@ def audit_request(args: argparse.Namespace) -> AuditRequest:
         python=args.python,
         active=args.active,
         expect_gpus=getattr(args, "expect_gpus", None),
+        expect_gpus=getattr(args, "expect_gpus", None),
         known_hosts=args.known_hosts,
         identity=args.identity,
         accept_new_host_keys=args.accept_new_host_keys,

@@ -238,6 +238,13 @@ def build_parser() -> OneLineParser:
         action="store_true",
         help="also run load-generating checks (nccl-tests); never on production by default",
     )
+    run.add_argument(
+        "--expect-gpus",
+        type=positive_int,
+        metavar="N",
+        help="the host should have N GPUs: fewer visible to the driver (or fewer than the PCI bus shows) is "
+        "a critical naming the missing bus ids (driver.expected_gpus; also in --health and --prom)",
+    )
     src = p.add_argument_group("recordings")
     src.add_argument(
         "--replay",

@@ -48,4 +48,16 @@ def ssh_options(request: AuditRequest) -> SshOptions:
 
 def selected_probes(request: AuditRequest) -> list:
     ids = request.probe_ids
-    return [p for p in REGISTRY if ids is None or p.id in ids]
+    probes = [p for p in REGISTRY if ids is None or p.id in ids]
+    if request.expect_gpus:  # --expect-gpus N: the driver probe's row carries the expectation
+        probes = [with_expected_gpus(p, request.expect_gpus) for p in probes]
+    return probes
+
+
+def with_expected_gpus(probe, expect: int):
+    from dataclasses import replace
+
+    from gpuaudit.probes.driver.expected import ID, expected_gpus_check
+
+    checks = tuple(expected_gpus_check(expect) if c.id == ID else c for c in probe.checks)
+    return probe if checks == probe.checks else replace(probe, checks=checks)

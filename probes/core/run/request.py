@@ -31,6 +31,8 @@ class AuditRequest:
     sudo: bool = False
     python: str | None = None
     active: bool = False
+    expect_gpus: int | None = None
+    """--expect-gpus N: fewer GPUs visible to the driver is a critical (driver.expected_gpus) naming the missing."""
     # ssh
     known_hosts: str | None = None
     identity: str | None = None
