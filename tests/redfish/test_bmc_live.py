@@ -266,3 +266,23 @@ def test_a_short_password_does_not_shred_the_answer():
     token = base64.b64encode(b"a:b")
     assert reader._clean(body) == body
     assert reader._clean(body + token) == body + b"[redacted:bmc-credential]"
+
+
+def test_a_one_line_answer_is_stored_one_member_per_line_and_stays_json(tmp_path):
+    """iDRAC answers on one line: the generic redaction of `..Password": ...` must not eat the rest of it."""
+    cert = make_cert(tmp_path)
+    root = tmp_path / "oneline"
+    shutil.copytree(FIXTURES / "dell-r750", root)
+    for p in root.rglob("index.json"):
+        p.write_text(json.dumps(json.loads(p.read_text())))
+    m = serve(tmp_path, root, cert)
+    try:
+        res = read_all(BmcConfig(address=m.address, ca_file=str(cert.cert)))
+    finally:
+        m.proc.terminate()
+    from gpuaudit.probes.core.redact import redact_text
+
+    text = redact_text(res[BMC_BIOS_ID].stdout.decode())
+    doc = json.loads(text)
+    assert doc["Attributes"]["SHA256SetupPassword"] == "<redacted>"
+    assert doc["Attributes"]["ProcCStates"] == "Disabled"

@@ -473,6 +473,9 @@ class BmcReader:
         if not isinstance(doc, dict):
             raw.error = "not a JSON object"
             return raw, None
+        # kept one member per line (BMCs often answer on one line): the line-based redaction then hides a BIOS
+        # password hash without eating the rest of the document, and diffs show the attribute that changed
+        raw.stdout = (json.dumps(doc, indent=2, ensure_ascii=False) + "\n").encode()
         return raw, doc
 
     def _skip(self, why: str) -> RawResult:
