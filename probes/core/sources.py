@@ -18,7 +18,10 @@ from gpuaudit.probes.core.parsers.engine import (
     ENGINE_PROCS_SHELL,
     ENGINE_STATUS_SHELL,
 )
-from gpuaudit.probes.core.parsers.engine_metrics import ENGINE_METRICS_SHELL
+from gpuaudit.probes.core.parsers.engine_metrics import (
+    DECODE_PROBE_SHELL,
+    ENGINE_METRICS_SHELL,
+)
 from gpuaudit.probes.core.parsers.model_files import MODEL_FILES_SHELL
 from gpuaudit.probes.core.parsers.nvidia_smi import SMI_GPU_IDS
 from gpuaudit.probes.core.parsers.pyenv import PYENV_SHELL
@@ -478,6 +481,16 @@ SOURCES: dict[str, Source] = {
             timeout_s=15,
             description="the serving engine's own Prometheus page (GET 127.0.0.1:<its --port>/metrics, 5 s, <= 4 MB): "
             "time per output token, running requests, speculative acceptance (roofline)",
+        ),
+        Source(
+            "engine_decode_probe",
+            DECODE_PROBE_SHELL,
+            on=BOTH,
+            active=True,
+            timeout_s=150,
+            description="ACTIVE, load on a production server: when the engine reports 0 running requests, ONE "
+            "streamed completion (256 tokens, temperature 0) on its OpenAI endpoint; time per output token "
+            "without the time to first token (roofline); refused, nothing sent, when any request runs",
         ),
         # Shared facts (probes/core/judge/combiners.py): GPU presence on every role, virtualisation.
         Source(

@@ -26,6 +26,7 @@ COMMANDS = use(
     "jit_cache_dirs",
     "engine_model_files",
     "engine_metrics",
+    "engine_decode_probe",
 )  # engine_model_files, engine_metrics: the roofline (probes/core/roofline)
 
 PROBE = Probe(

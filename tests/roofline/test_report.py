@@ -272,3 +272,42 @@ def test_a_busy_metrics_page_falls_back_to_the_log_and_says_why(tmp_path):
     assert rf.measured_tok_s == pytest.approx(10.05)
     assert "engine_logs" in rf.measured_source
     assert "162 running" in rf.inputs["engine metrics"]
+
+
+def _with_probe_record(run, stdout: str):
+    """The case study's run plus an engine_decode_probe record (what --active adds) on the container."""
+    from gpuaudit.probes.core.models import CommandRecord
+
+    rec = CommandRecord(
+        target="container",
+        probe_id="python",
+        command_id="engine_decode_probe",
+        command="(decode probe)",
+        exit_status=0,
+        stdout=stdout,
+    )
+    probes = [
+        p.model_copy(update={"records": [*p.records, rec]}) if p.probe_id == "python" else p
+        for p in run.probes
+    ]
+    return run.model_copy(update={"probes": probes})
+
+
+def test_an_active_decode_probe_is_the_measured_speed_and_a_refusal_is_named(before_run):
+    run = _with_probe_record(
+        before_run,
+        "@@pid 2417 http://127.0.0.1:30000\n"
+        '@@decode model="glm-5" tokens=256 chunks=256 ttft_s=0.412000 span_s=25.500000\n@@end\n',
+    )
+    rf = roofline_for_run(run)
+    assert rf.measured_tok_s == pytest.approx(255 / 25.5)  # 10 tok/s
+    assert rf.measured_source.startswith("--active decode probe: one streamed request of 256")
+
+    run = _with_probe_record(
+        before_run,
+        "@@pid 2417 http://127.0.0.1:30000\n"
+        "@@refused engine busy: 3 running request(s): nothing sent\n@@end\n",
+    )
+    rf = roofline_for_run(run)
+    assert rf.measured_tok_s == pytest.approx(10.05) and "engine_logs" in rf.measured_source
+    assert rf.inputs["decode probe (--active)"].startswith("not measured: engine busy: 3 running")

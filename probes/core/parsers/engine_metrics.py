@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import math
 import re
+import shlex
 from dataclasses import dataclass, field
 
 from gpuaudit.probes.core.errors import ParseError
@@ -29,19 +30,132 @@ _FETCH = (
     'sys.stdout.write(r.urlopen(sys.argv[1], timeout=5).read({cap}).decode("utf-8", "replace"))\' "$u"'
 ).replace("{cap}", str(MAX_BYTES))
 
-ENGINE_METRICS_SHELL = (
-    "n=0; for d in /proc/[0-9]*; do c=$(tr '\\0' ' ' 2>/dev/null < $d/cmdline); "
+# The API server (first match) in THIS network namespace (a container's engine seen from its host is skipped:
+# the host's 127.0.0.1 is not the container's), its address from its argv: sets $u to http://host:port.
+_ENGINE_URL = (
+    "n=0; s=$(readlink /proc/self/ns/net 2>/dev/null); for d in /proc/[0-9]*; do "
+    "c=$(tr '\\0' ' ' 2>/dev/null < $d/cmdline); "
     "case \"$c\" in *@@p*|*@@gpuaudit-*|*'export LC_ALL'*) continue;; *sglang.launch_server*|"
     "*sglang.srt.entrypoints*|*'sglang serve'*|*vllm.entrypoints*|*'vllm serve'*) ;; *) continue;; esac; "
+    't=$(readlink $d/ns/net 2>/dev/null); [ -z "$t" ] || [ -z "$s" ] || [ "$t" = "$s" ] || continue; '
     "n=$((n+1)); [ $n -le 1 ] || break; "
     "p=$(echo \"$c\" | grep -oE -- '--port[= ]+[0-9]+' | grep -oE '[0-9]+$' | head -n1); "
     "h=$(echo \"$c\" | grep -oE -- '--host[= ]+[0-9]+[.][0-9]+[.][0-9]+[.][0-9]+' | grep -oE '[0-9.]+$' | head -n1); "
     'case "$h" in ""|0.0.0.0) h=127.0.0.1;; esac; '
     'case "$c" in *sglang*) p=${p:-30000};; *) p=${p:-8000};; esac; '
-    'u="http://$h:$p/metrics"; echo "@@pid ${d#/proc/} $u"; '
-    f"{_FETCH} 2>&1 | head -c {MAX_BYTES}; echo; echo '@@end'; done; "
-    "[ $n -gt 0 ] || echo '@@none'"
 )
+
+ENGINE_METRICS_SHELL = (
+    _ENGINE_URL
+    + 'u="http://$h:$p/metrics"; echo "@@pid ${d#/proc/} $u"; '
+    + f"{_FETCH} 2>&1 | head -c {MAX_BYTES}; echo; echo '@@end'; done; "
+    + "[ $n -gt 0 ] || echo '@@none'"
+)
+
+# --active only (probes/core/sources.py engine_decode_probe): ONE streamed completion on the engine's
+# OpenAI-compatible endpoint while it is idle — load on a production server, refused when any request runs.
+DECODE_TOKENS = 256
+DECODE_PROMPT = "Count from one to one thousand in words, separated by commas:"
+_DECODE_SCRIPT = """
+import json, sys, time, urllib.request as r
+base, n = sys.argv[1], int(sys.argv[2])
+def get(path):
+    return r.urlopen(base + path, timeout=5).read(4000000).decode("utf-8", "replace")
+running = None
+try:
+    for line in get("/metrics").splitlines():
+        if line.startswith(("vllm:num_requests_running", "sglang:num_running_reqs")):
+            running = (running or 0) + float(line.rsplit(None, 1)[1])
+except Exception as e:
+    print("@@metrics-unreadable", type(e).__name__, str(e)[:200])
+if running is None:
+    print("@@refused engine load unknown (no running-requests gauge on /metrics): nothing sent")
+    sys.exit(0)
+if 0 < running:
+    print("@@refused engine busy: %d running request(s): nothing sent" % running)
+    sys.exit(0)
+model = json.loads(get("/v1/models"))["data"][0]["id"]
+body = json.dumps({"model": model, "prompt": PROMPT, "max_tokens": n, "temperature": 0,
+                   "ignore_eos": True, "stream": True,
+                   "stream_options": {"include_usage": True}}).encode()
+req = r.Request(base + "/v1/completions", data=body, headers={"Content-Type": "application/json"})
+t0, times, usage = time.monotonic(), [], None
+with r.urlopen(req, timeout=120) as resp:
+    for raw in resp:
+        line = raw.decode("utf-8", "replace").strip()
+        if not line.startswith("data:"):
+            continue
+        data = line[5:].strip()
+        if data == "[DONE]":
+            break
+        obj = json.loads(data)
+        if obj.get("usage"):
+            usage = obj["usage"].get("completion_tokens")
+        ch = obj.get("choices") or []
+        if ch and ch[0].get("text"):
+            times.append(time.monotonic())
+if len(times) < 2:
+    print("@@failed fewer than two streamed chunks")
+    sys.exit(0)
+print("@@decode model=%s tokens=%d chunks=%d ttft_s=%.6f span_s=%.6f"
+      % (json.dumps(model), usage or len(times), len(times), times[0] - t0, times[-1] - times[0]))
+""".replace("PROMPT", repr(DECODE_PROMPT))
+
+DECODE_PROBE_SHELL = (
+    _ENGINE_URL
+    + 'u="http://$h:$p"; echo "@@pid ${d#/proc/} $u"; '
+    + "python3 -I -S -B -c "
+    + shlex.quote(_DECODE_SCRIPT)
+    + f" \"$u\" {DECODE_TOKENS} 2>&1 | head -c 100000; echo; echo '@@end'; done; "
+    + "[ $n -gt 0 ] || echo '@@none'"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class DecodeProbe:
+    url: str
+    tok_s: float | None = None
+    tpot_s: float | None = None
+    ttft_s: float | None = None
+    tokens: int = 0
+    refused: str | None = None
+    """Why nothing was sent (engine busy, load unknown) or the request failed."""
+
+
+def parse_decode_probe(text: str) -> DecodeProbe | None:
+    """Output of `DECODE_PROBE_SHELL` -> the measured time per output token (time to first token excluded).
+
+    Tokens after the first chunk: with one token per chunk, the span between the first and the last chunk
+    covers tokens - 1 of them (a chunk carrying several tokens — speculative decoding — is spread evenly).
+    None when no engine runs here (`@@none`); raises ParseError on an incomplete output.
+    """
+    if text.strip() == "@@none":
+        return None
+    m = re.search(r"^@@pid \d+ (\S+)$", text, flags=re.M)
+    if not m or "@@end" not in text:
+        raise ParseError("decode probe: output incomplete (no @@pid/@@end section)")
+    url = m.group(1)
+    refused = re.search(r"^@@(?:refused|failed) (.+)$", text, flags=re.M)
+    if refused:
+        return DecodeProbe(url, refused=refused.group(1).strip())
+    d = re.search(
+        r"^@@decode model=(.*) tokens=(\d+) chunks=(\d+) ttft_s=([\d.]+) span_s=([\d.]+)$",
+        text,
+        flags=re.M,
+    )
+    if not d:
+        tail = [ln for ln in text[m.end() : text.rfind("@@end")].splitlines() if ln.strip()]
+        return DecodeProbe(
+            url, refused=f"request failed: {tail[-1][:200] if tail else 'no output'}"
+        )
+    tokens, chunks = int(d.group(2)), int(d.group(3))
+    span = float(d.group(5))
+    after_first = tokens - tokens / chunks
+    if after_first <= 0 or span <= 0:
+        return DecodeProbe(url, refused=f"{tokens} token(s) in {chunks} chunk(s): no decode span")
+    tpot = span / after_first
+    return DecodeProbe(url, tok_s=1 / tpot, tpot_s=tpot, ttft_s=float(d.group(4)), tokens=tokens)
+
 
 TPOT_NAMES = (
     "vllm:inter_token_latency_seconds",

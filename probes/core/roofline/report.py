@@ -18,7 +18,11 @@ from gpuaudit.probes.core.parsers.engine import (
     parse_engine_procs,
     parse_throughput_lines,
 )
-from gpuaudit.probes.core.parsers.engine_metrics import parse_engine_metrics, single_stream
+from gpuaudit.probes.core.parsers.engine_metrics import (
+    parse_decode_probe,
+    parse_engine_metrics,
+    single_stream,
+)
 from gpuaudit.probes.core.parsers.model_files import parse_model_files
 from gpuaudit.probes.core.parsers.nvidia_smi import gpu_model, parse_topo_m
 from gpuaudit.probes.core.roofline.bounds import (
@@ -133,6 +137,23 @@ def _measured(
         except ParseError:
             samples = []
     log_accept = [s.accept_len for s in samples if s.running == 1 and s.accept_len]
+    prec = _usable(records, "engine_decode_probe")  # --active only
+    if prec is not None:
+        try:
+            probe = parse_decode_probe(prec.stdout)
+        except ParseError as exc:
+            probe = None
+            notes["decode probe (--active)"] = str(exc)
+        if probe is not None and probe.tok_s is not None:
+            return (
+                probe.tok_s,
+                None,
+                f"--active decode probe: one streamed request of {probe.tokens} tokens to "
+                f"{probe.url}, {1e3 * (probe.tpot_s or 0):.2f} ms per output token "
+                f"(time to first token {probe.ttft_s:.2f} s excluded)",
+            )
+        if probe is not None:
+            notes["decode probe (--active)"] = f"not measured: {probe.refused}"
     mrec = _usable(records, "engine_metrics")
     if mrec is not None:
         try:
