@@ -68,8 +68,10 @@ def memlock(ctx: Ctx) -> Verdict:
         return unknown("ulimit -a printed no locked-memory line")
     if ctr.memlock_kb == -1:
         return ok("ulimit -l unlimited", title="Locked memory unlimited")
-    rdma = {True: "present", False: "none"}.get(
-        ctr.infiniband, f"unknown ({why_unusable(ctx, 'dev_infiniband', 'container')})"
+    rdma = (
+        {True: "present", False: "none"}[ctr.infiniband]
+        if ctr.infiniband is not None
+        else f"unknown ({why_unusable(ctx, 'dev_infiniband', 'container')})"
     )
     obs = f"ulimit -l {ctr.memlock_kb} kB in the container shell; RDMA devices: {rdma}"
     why = (

@@ -25,8 +25,8 @@ from gpuaudit.probes.nvlink.facts import NvlinkFacts
 
 FABRIC_FIELDS = ("index", "name", "fabric.state", "fabric.status")
 DRIVER_FIELDS = tuple(
-    re.search(r"--query-gpu=(\S+)", SOURCES["smi_query_driver"].shell).group(1).split(",")
-)  # type: ignore[union-attr]
+    re.findall(r"--query-gpu=(\S+)", SOURCES["smi_query_driver"].shell)[0].split(",")
+)
 """The columns of the shared per-GPU driver CSV (read here for mig.mode.current)."""
 MIG_REFUSED = re.compile(r"Nvlink queries are not supported for Devices in MIG mode", re.I)
 

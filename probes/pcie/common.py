@@ -8,7 +8,7 @@ from gpuaudit.probes.core.judge.checks import Ctx, Verdict, source_problem, unkn
 from gpuaudit.probes.pcie.facts import PcieFacts
 
 
-def counts(values: list) -> str:
+def counts(values: list[str]) -> str:
     """["512 B", "512 B", "4096 B"] -> "4096 B on 1 GPU, 512 B on 2 GPUs"."""
     return ", ".join(
         f"{k} on {n} GPU{'s' if n != 1 else ''}"

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from gpuaudit.probes.core.parsers.lspci import normalize_bdf
 from gpuaudit.probes.core.parsers.nvidia_smi import parse_query_gpu_csv
@@ -31,7 +32,7 @@ def parse_sys_pci(text: str) -> list[SysPci]:
         /sys/devices/pci0000:00/0000:00:01.1/power/control:auto
     Multi-line AER files keep one key per counter ("aer_dev_fatal/TOTAL_ERR_FATAL": "0").
     """
-    devs: dict[str, dict] = {}
+    devs: dict[str, dict[str, Any]] = {}
     for line in (text or "").splitlines():
         m = _SYS_LINE.match(line.strip())
         if not m:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import cast
+from typing import Any, cast
 
 from gpuaudit.probes.core.judge.checks import (
     Ctx,
@@ -81,7 +81,9 @@ def clock_events(ctx: Ctx) -> Verdict:
         return v
     hw = [r for r in h.gpu_readings if set(r.active_reasons) & set(HW_REASONS)]
     swt = [r for r in h.gpu_readings if "sw_thermal_slowdown" in r.active_reasons]
-    load = lambda r: f"{r.util:.0f}%" if r.util is not None else "util [N/A]"  # noqa: E731
+    def load(r: Any) -> str:
+        return f"{r.util:.0f}%" if r.util is not None else "util [N/A]"
+
     if hw:
         return critical(
             "; ".join(f"GPU {r.index} ({load(r)}): {', '.join(r.active_reasons)}" for r in hw),

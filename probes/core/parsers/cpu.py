@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from gpuaudit.probes.core.parsers.system import parse_grep_h
 
@@ -56,7 +57,7 @@ SYS_CPPC_CMD = (
 LSCPU_CMD = "lscpu -J"
 
 
-def _walk_lscpu_json(items: list[dict], out: dict[str, str]) -> None:
+def _walk_lscpu_json(items: list[dict[str, Any]], out: dict[str, str]) -> None:
     for it in items:
         if not isinstance(it, dict):
             continue
@@ -267,7 +268,7 @@ def parse_cpupower_idle_info(text: str) -> CpuIdleInfo:
     """
     driver = governor = None
     cpu = None
-    states: list[dict] = []
+    states: list[dict[str, Any]] = []
     for raw in (text or "").splitlines():
         line = raw.strip()
         if line.startswith("CPUidle driver:"):
@@ -294,7 +295,7 @@ _STATE_FILE = re.compile(r"/cpu(\d+)/cpuidle/state(\d+)/(name|latency|disable|us
 
 def idle_states_from_sysfs(files: dict[str, list[str]]) -> dict[int, list[IdleState]]:
     """`parse_grep_h` output over cpuN/cpuidle/stateM/{name,latency,disable,usage} -> {cpu: [IdleState]}."""
-    acc: dict[int, dict[int, dict]] = {}
+    acc: dict[int, dict[int, dict[str, Any]]] = {}
     for path, vals in files.items():
         m = _STATE_FILE.search(path)
         if not m or not vals:

@@ -21,6 +21,7 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from gpuaudit.probes.core.errors import ParseError
 from gpuaudit.probes.core.parsing import cpu_list
@@ -170,7 +171,7 @@ def parse_engine_procs(text: str) -> list[EngineProc]:
     Raises ParseError unless the text holds complete sections or the `@@none` marker.
     """
     procs: list[EngineProc] = []
-    cur: dict | None = None
+    cur: dict[str, Any] | None = None
     section = ""
     for line in text.splitlines():
         if line.startswith("@@pid "):
@@ -329,7 +330,7 @@ def _truthy(opts: dict[str, str], name: str) -> bool:
     return v is not None and v.lower() not in ("false", "0", "no")
 
 
-def _json_opt(opts: dict[str, str], name: str) -> dict:
+def _json_opt(opts: dict[str, str], name: str) -> dict[str, Any]:
     """A JSON-valued flag (vLLM --speculative-config, --compilation-config) as a dict; {} when absent or not JSON."""
     try:
         v = json.loads(opts.get(name) or "{}")
@@ -338,7 +339,7 @@ def _json_opt(opts: dict[str, str], name: str) -> dict:
     return v if isinstance(v, dict) else {}
 
 
-def _port(kind: str, opts: dict[str, str]) -> dict:
+def _port(kind: str, opts: dict[str, str]) -> dict[str, Any]:
     port = _int(opts, "port")
     return {
         "port": port if port is not None else _DEFAULT_PORT.get(kind),
@@ -385,7 +386,7 @@ def _sglang(opts: dict[str, str]) -> EngineConfig:
     )
 
 
-def _vllm_speculative(opts: dict[str, str]) -> dict:
+def _vllm_speculative(opts: dict[str, str]) -> dict[str, Any]:
     """--speculative-config JSON, the --spec-* shorthand, or the older --speculative-model/--num-speculative-tokens."""
     cfg = _json_opt(opts, "speculative-config")
     method = cfg.get("method") or opts.get("spec-method") or None
@@ -537,7 +538,7 @@ def summarize_engine(procs: list[EngineProc]) -> EngineSummary:
     )
 
 
-def engine_listing_problem(listings: Mapping[str, str | None], found: bool) -> str | None:
+def engine_listing_problem(listings: Mapping[Any, str | None], found: bool) -> str | None:
     """The shared gate for rules about the serving engine: why "no engine" cannot be claimed, or None.
 
     `listings` maps each target that ran the discovery command (`engine_procs`) to its problem (None = a
@@ -629,7 +630,7 @@ def parse_engine_status(text: str) -> EngineStatusReport:
     apps: dict[int, str] = {}
     online = None
     procs: list[ProcStatus] = []
-    cur: dict | None = None
+    cur: dict[str, Any] | None = None
     section = ""
     for line in text.splitlines():
         s = line.strip()
@@ -658,7 +659,7 @@ def parse_engine_status(text: str) -> EngineStatusReport:
 _STATUS_KEYS = {"VmRSS": "rss_kb", "VmSwap": "swap_kb", "Threads": "threads"}
 
 
-def _status_line(cur: dict, s: str, section: str) -> str:
+def _status_line(cur: dict[str, Any], s: str, section: str) -> str:
     """One line inside a process section (@@cmd, @@numa lines, /proc/<pid>/status fields) -> the next section."""
     if s.startswith("@@cmd"):
         cur["cmd"] = s[5:].strip()
@@ -739,7 +740,7 @@ def parse_engine_logs(text: str) -> list[EngineLog]:
     Raises ParseError unless the text holds complete sections or the `@@none` marker.
     """
     out: list[EngineLog] = []
-    cur: dict | None = None
+    cur: dict[str, Any] | None = None
     section = ""
     for line in text.splitlines():
         if line.startswith("@@pid "):

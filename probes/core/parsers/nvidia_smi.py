@@ -415,14 +415,14 @@ def _sensor_errors(fan_temp_perf_power: str, util: str) -> list[str]:
 _Q_LINE = re.compile(r"^(?P<indent>\s*)(?P<key>[^:]+?)\s*(?::\s?(?P<value>.*))?$")
 
 
-def _q_tree(lines: list[str]) -> dict:
+def _q_tree(lines: list[str]) -> dict[str, Any]:
     """Indented `Key : value` lines -> nested dicts; a key with children maps to a dict.
 
     A key that has both a value and children keeps its value under "" in the child dict.
     Repeated keys at one level keep the first (process lists repeat keys).
     """
-    root: dict = {}
-    stack: list[tuple[int, dict]] = [(-1, root)]
+    root: dict[str, Any] = {}
+    stack: list[tuple[int, dict[str, Any]]] = [(-1, root)]
     for raw in lines:
         if not raw.strip() or raw.strip().startswith("===="):
             continue
@@ -434,7 +434,7 @@ def _q_tree(lines: list[str]) -> dict:
             stack.pop()
         parent = stack[-1][1]
         key, value = m["key"].strip(), m["value"]
-        node: dict = {}
+        node: dict[str, Any] = {}
         if value is not None and value.strip() != "":
             node[""] = value.strip()
         if key in parent:  # keep the first; still descend so children do not leak upward
@@ -443,14 +443,14 @@ def _q_tree(lines: list[str]) -> dict:
         parent[key] = node
         stack.append((indent, node))
     return cast(
-        dict, _collapse(root)
+        dict[str, Any], _collapse(root)
     )  # root's values are child nodes (dicts): it never collapses to a str
 
 
-def _collapse(node: dict) -> dict | str:
+def _collapse(node: dict[str, Any]) -> dict[str, Any] | str:
     # a node with only a value becomes that value string
     if set(node) == {""}:
-        return node[""]
+        return str(node[""])
     return {k: (_collapse(v) if isinstance(v, dict) else v) for k, v in node.items()}
 
 
@@ -471,7 +471,7 @@ def parse_smi_q_header(text: str) -> dict[str, str]:
     return out
 
 
-def parse_smi_q(text: str) -> list[dict]:
+def parse_smi_q(text: str) -> list[dict[str, Any]]:
     """`nvidia-smi -q` text -> one nested dict per `GPU <bus id>` block (key "_bus_id" added).
 
         GPU 00000000:18:00.0
@@ -485,7 +485,7 @@ def parse_smi_q(text: str) -> list[dict]:
     text = strip_escapes(text)
     if err := detect_smi_error(text):
         raise ParseError(f"nvidia-smi error: {err}")
-    gpus: list[dict] = []
+    gpus: list[dict[str, Any]] = []
     block: list[str] | None = None
     bus = ""
     for line in (text or "").splitlines():
@@ -501,17 +501,17 @@ def parse_smi_q(text: str) -> list[dict]:
     return gpus
 
 
-def parse_q_tree(text: str) -> dict:
+def parse_q_tree(text: str) -> dict[str, Any]:
     """Any `nvidia-smi -q`-style indented text (e.g. a `-d PERFORMANCE` fragment) -> nested dict."""
     text = strip_escapes(text)
     return _as_dict(_q_tree((text or "").splitlines()))
 
 
-def _as_dict(v: dict | str) -> dict:
+def _as_dict(v: dict[str, Any] | str) -> dict[str, Any]:
     return v if isinstance(v, dict) else {"": v}
 
 
-def q_get(tree: dict, *path: str) -> str | None:
+def q_get(tree: dict[str, Any], *path: str) -> str | None:
     """Walk a parsed -q dict: q_get(gpu, "MIG Mode", "Current") -> "Disabled"; None when absent."""
     node: object = tree
     for key in path:
@@ -1080,7 +1080,7 @@ def gpu_names(smi_gpu_ids: str) -> list[str]:
         rows = parse_query_gpu_csv(smi_gpu_ids, ["index", "uuid", "pci.bus_id", "name"])
     except (ParseError, ValueError):
         return []
-    return [r["name"] for r in rows if r.get("name")]
+    return [str(r["name"]) for r in rows if r.get("name")]
 
 
 def gpu_model(smi_gpu_ids: str) -> tuple[str | None, int]:
