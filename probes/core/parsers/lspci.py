@@ -212,8 +212,13 @@ def _parse_block(header: re.Match[str], lines: list[str]) -> PciDevice:
     return dev
 
 
+_PARSED: list[tuple[str, list[PciDevice]]] = []
+"""The last two texts parsed and their devices: lspci -vvv is read by the pcie probe and the ACS combiner (nccl),
+so one audit's output is parsed once (a 10 MB output took ~0.5 s per parse). Callers only read the devices."""
+
+
 def parse_lspci_vvv(text: str) -> list[PciDevice]:
-    """`lspci -vvv` (or `-vvnn`, with or without `-D`) -> one PciDevice per block.
+    """`lspci -vvv` (or `-vvnn`, with or without `-D`) -> one PciDevice per block (parsed once per text).
 
         01:00.0 VGA compatible controller: NVIDIA Corporation AD102GL [RTX 6000 Ada Generation] (rev a1)
                 DevCtl: CorrErr+ NonFatalErr+ FatalErr+ UnsupReq-
@@ -223,6 +228,15 @@ def parse_lspci_vvv(text: str) -> list[PciDevice]:
 
     Blocks are recognised by a BDF at column 0; lines before the first block are ignored.
     """
+    for seen, devices in _PARSED:
+        if seen is text or (len(seen) == len(text or "") and seen == text):
+            return list(devices)
+    devices = _parse_lspci_vvv(text)
+    _PARSED[:] = [(text or "", devices), *_PARSED[:1]]
+    return list(devices)
+
+
+def _parse_lspci_vvv(text: str) -> list[PciDevice]:
     out: list[PciDevice] = []
     header: re.Match[str] | None = None
     body: list[str] = []
