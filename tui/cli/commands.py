@@ -37,7 +37,7 @@ def run(argv: list[str], args: argparse.Namespace | None) -> int:
     request = audit_request(args)
     if request.hosts:
         return fleet_hosts.main(request)
-    if request.json or request.plan or request.prom or request.health:
+    if request.json or request.plan or request.prom or request.health or request.html:
         return headless.main(request)
     if not (sys.stdin.isatty() and sys.stdout.isatty()):  # cron, CI, a pipe: never hang on a screen
         raise CliError(
@@ -87,6 +87,10 @@ def _check_combinations(args: argparse.Namespace) -> None:
             "--container is empty: give pct:ID, lxc:NAME, docker:NAME or [user@]host[:port]"
         )
     check_bmc_args(args)  # --bmc (issue 27)
+    if args.share is not None and not (args.json or args.plan or args.html or args.save is not None):
+        raise CliError("--share applies to --json, --plan, --html and --save; give one of them")
+    if args.share is not None and args.hosts:
+        raise CliError("--share is per audit; --hosts is not supported with it yet")
     if args.hosts and (args.host or args.container):
         raise CliError("--hosts audits the inventory's hosts; drop --host/--container")
     if args.hosts and (args.plan or args.save is not None):
@@ -124,7 +128,6 @@ def audit_request(args: argparse.Namespace) -> AuditRequest:
         python=args.python,
         active=args.active,
         expect_gpus=getattr(args, "expect_gpus", None),
-        expect_gpus=getattr(args, "expect_gpus", None),
         known_hosts=args.known_hosts,
         identity=args.identity,
         accept_new_host_keys=args.accept_new_host_keys,
@@ -144,5 +147,7 @@ def audit_request(args: argparse.Namespace) -> AuditRequest:
         save=args.save,
         snapshot_dir=args.snapshot_dir,
         theme=args.theme,
+        html=args.html,
+        share=args.share,
         **bmc_request_fields(args),
     )

@@ -285,6 +285,22 @@ def build_parser() -> OneLineParser:
         help="list every check (id, owner, title, sources) and exit; with --json every field",
     )
     out.add_argument(
+        "--html",
+        metavar="FILE",
+        type=lambda text: Path(text).expanduser(),
+        help="also write a self-contained HTML report (plan, findings with evidence, pictures, roofline; "
+        "no script, nothing fetched); alone, runs headless",
+    )
+    out.add_argument(
+        "--share",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="MAPFILE",
+        help="for sharing: hostnames, IPs, MACs, serials, UUIDs, user names mapped to placeholders in "
+        "--json/--plan/--html/--save; the mapping goes to MAPFILE (default: the user data dir), never the output",
+    )
+    out.add_argument(
         "--json-schema",
         nargs="?",
         const="snapshot",

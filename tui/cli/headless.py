@@ -155,6 +155,10 @@ def _side_outputs(
         attempt("--save", save)
     if request.prom:
         attempt(f"--prom {request.prom}", lambda: write_prom(snapshot, request.prom))
+    if request.html:
+        from gpuaudit.tui.cli.share_outputs import write_html
+
+        attempt(f"--html {request.html}", lambda: write_html(snapshot, request.html))
     return failed
 
 
@@ -176,6 +180,11 @@ def main(request: AuditRequest) -> int:
     snapshot = Snapshot.from_run(run)
     if setup.mode == "resume":
         snapshot = merged_resume(snapshot, setup, request)
+    sharer = None
+    if request.share is not None:  # --share: what leaves this machine carries placeholders (issue 28)
+        from gpuaudit.tui.cli.share_outputs import share_snapshot
+
+        snapshot, sharer = share_snapshot(snapshot, request)
     for state in run.target_states.values():
         if state.state == "failed":
             print(f"gpuaudit-tui: target {state.role} failed: {state.reason}", file=sys.stderr)
@@ -183,8 +192,9 @@ def main(request: AuditRequest) -> int:
     if request.health:
         write_text(health_line(run) + "\n")
     elif request.plan:
-        write_text(plan_markdown(build_plan(run), run))
-    elif request.json or not request.prom:
+        plan = plan_markdown(build_plan(run), run)
+        write_text(sharer.text(plan) if sharer is not None else plan)
+    elif request.json or not (request.prom or request.html):
         write_json(snapshot)
     sys.stdout.flush()
     status = exit_code(run, request.fail_on)

@@ -127,6 +127,8 @@ def problems(args: Any) -> Iterator[str]:
             why := output_file_problem(flag, Path(path))
         ):
             yield why
+    if getattr(args, "share", None) and (why := output_file_problem("--share", Path(args.share))):
+        yield why
     if getattr(args, "save", None) is not None and (why := store_problem(args.snapshot_dir)):
         yield why
     if (why := key_file_problem("--identity", getattr(args, "identity", None))) is not None:

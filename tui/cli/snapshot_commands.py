@@ -45,6 +45,11 @@ def _parser(name: str):
             "by default they are hidden and do not make snapshots differ",
         )
         p.add_argument("--json", action="store_true", help="print the diff as JSON on stdout")
+        p.add_argument(
+            "--html",
+            metavar="FILE",
+            help="also write B's self-contained HTML report with this diff (tui/views/html.py)",
+        )
     else:
         p = OneLineParser(
             prog="gpuaudit-tui snapshots",
@@ -69,6 +74,12 @@ def main(name: str, argv: list[str]) -> int:
 
 
 def run_diff(args, directory: Path | None) -> int:
+    if args.html:  # errors before work (issue 28)
+        from gpuaudit.tui.cli.args import CliError
+        from gpuaudit.tui.cli.preflight import output_file_problem
+
+        if (why := output_file_problem("--html", Path(args.html))) is not None:
+            raise CliError(why)
 
     _, old = store.load_ref(args.old, directory)
     _, new = store.load_ref(args.new, directory)
@@ -79,6 +90,10 @@ def run_diff(args, directory: Path | None) -> int:
         sys.stdout.write(json.dumps(payload, indent=2, ensure_ascii=False) + "\n")
     else:
         print_report(diff, show_unified=args.raw)
+    if args.html:
+        from gpuaudit.tui.cli.share_outputs import write_html
+
+        print(f"wrote {write_html(new, Path(args.html), old=old)}", file=sys.stderr)
     return EXIT_SAME if diff.identical else EXIT_DIFFERENT
 
 

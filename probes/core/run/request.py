@@ -55,6 +55,10 @@ class AuditRequest:
     save: str | None = None
     """None: not stored; "": stored under the default name."""
     snapshot_dir: Path | None = None
+    html: Path | None = None
+    """--html FILE: the self-contained HTML report (tui/views/html.py)."""
+    share: str | None = None
+    """--share [MAPFILE]: identifiers mapped to placeholders in --json/--plan/--html/--save; "" = default map file."""
     # interface
     theme: str | None = None
     # bmc (probes/core/collect/redfish.py): the credentials themselves are never part of the request
@@ -64,3 +68,5 @@ class AuditRequest:
     """--bmc-credentials FILE (0600); None: GPUAUDIT_BMC_USER/GPUAUDIT_BMC_PASSWORD from the environment."""
     bmc_ca: str | None = None
     bmc_insecure: bool = False
+    bmc_via_host: bool = False
+    """--bmc-via-host: reach the BMC through the audited host's SSH connection (port forwarding)."""
