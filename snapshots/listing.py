@@ -18,6 +18,7 @@ SHORT = {
     Severity.UNKNOWN: "U",
     Severity.INFO: "I",
     Severity.OK: "OK",
+    Severity.NA: "NA",
 }
 """One- or two-letter severity marks of the compact count line (`gpuaudit-tui snapshots`)."""
 

@@ -2,8 +2,10 @@
 
 `STEPS[n]` turns a version-n document into a version-(n+1) document (pure dict -> dict). When the
 schema changes, bump `schema.SCHEMA_VERSION`, add the step here and keep a sample of the new
-version in tests/fixtures/snapshots/v<N>/. Version 1 is the first released schema, so there are no
-steps yet; tests exercise the mechanism with their own step tables.
+version in tests/fixtures/snapshots/v<N>/.
+
+1 -> 2: "not applicable" becomes its own severity `n/a`. Schema 1 wrote it as `ok` (one check: `info`)
+with the observed text "not applicable: <why>"; those findings become `n/a` with observed "<why>".
 """
 
 from __future__ import annotations
@@ -17,7 +19,43 @@ Document = dict[str, Any]
 Step = Callable[[Document], Document]
 
 OLDEST_READABLE = 1
-STEPS: Mapping[int, Step] = {}
+
+NA_PREFIX = "not applicable: "
+"""Schema 1's spelling of "not applicable" (the start of an ok finding's observed text)."""
+_NA_SUFFIX = ": the GPU checks are not applicable"
+"""Schema 1's driver.version_flavor on a host without NVIDIA GPU (an info finding)."""
+
+
+def _na_finding(finding: object) -> object:
+    """A schema-1 finding dict -> schema 2: ok/info "not applicable: <why>" -> n/a "<why>"."""
+    if not isinstance(finding, dict) or finding.get("severity") not in ("ok", "info"):
+        return finding
+    observed = finding.get("observed")
+    if not isinstance(observed, str):
+        return finding
+    if observed.startswith(NA_PREFIX):
+        return {**finding, "severity": "n/a", "observed": observed.removeprefix(NA_PREFIX)}
+    if observed.endswith(_NA_SUFFIX):
+        why = observed.removesuffix(_NA_SUFFIX) + ": the GPU checks do not apply"
+        return {**finding, "severity": "n/a", "observed": why}
+    return finding
+
+
+def v1_to_v2(doc: Document) -> Document:
+    """Not applicable as its own severity, in the flat findings and in every probe's findings."""
+    if isinstance(doc.get("findings"), list):
+        doc["findings"] = [_na_finding(f) for f in doc["findings"]]
+    if isinstance(doc.get("probes"), list):
+        doc["probes"] = [
+            {**p, "findings": [_na_finding(f) for f in p["findings"]]}
+            if isinstance(p, dict) and isinstance(p.get("findings"), list)
+            else p
+            for p in doc["probes"]
+        ]
+    return doc
+
+
+STEPS: Mapping[int, Step] = {1: v1_to_v2}
 
 
 class MigrationError(ValueError):

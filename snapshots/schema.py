@@ -68,5 +68,5 @@ class Snapshot(BaseModel):
         )
 
     @property
-    def records(self) -> list:
+    def records(self) -> list[Any]:
         return [r for p in self.probes for r in p.records]

@@ -12,21 +12,24 @@ Role = Literal["host", "container"]
 
 
 class Severity(str, Enum):
-    """How bad a finding is. `unknown` means "could not read", never "fine"."""
+    """How bad a finding is. `unknown` means "could not read", never "fine"; `n/a` means "proven not to
+    apply" (no NVIDIA GPU, a VM, a PCIe-only board), with the reason as the observed text, never `ok`."""
 
     CRITICAL = "critical"
     WARNING = "warning"
     INFO = "info"
     OK = "ok"
     UNKNOWN = "unknown"
+    NA = "n/a"
 
     @property
     def rank(self) -> int:
-        """Higher is worse; `unknown` sits between info and warning for sorting."""
+        """Higher is worse; `unknown` sits between info and warning for sorting; `n/a` below ok (-1)."""
         return SEVERITY_RANK[self]
 
 
 SEVERITY_RANK: dict[Severity, int] = {
+    Severity.NA: -1,
     Severity.OK: 0,
     Severity.INFO: 1,
     Severity.UNKNOWN: 2,
@@ -34,7 +37,7 @@ SEVERITY_RANK: dict[Severity, int] = {
     Severity.CRITICAL: 4,
 }
 SEVERITY_ORDER: tuple[Severity, ...] = tuple(sorted(Severity, key=lambda s: -s.rank))
-"""Worst first: critical, warning, unknown, info, ok (derived from `rank`)."""
+"""Worst first: critical, warning, unknown, info, ok, n/a (derived from `rank`)."""
 
 
 class Target(BaseModel):

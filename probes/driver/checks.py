@@ -66,8 +66,8 @@ def version_flavor(ctx: Ctx) -> Verdict:
     )
     present, why_absent = nvidia_presence(ctx.outputs.get("host", {}))
     if present is False:
-        return info(
-            f"{NO_GPU} ({why_absent}): the GPU checks are not applicable",
+        return not_applicable(
+            f"{NO_GPU} ({why_absent}): the GPU checks do not apply",
             title="No NVIDIA GPU or driver",
             why="Without NVIDIA hardware or a loaded NVIDIA module there is nothing for the GPU checks to judge.",
             fix="Nothing to do if this host is not meant to serve on NVIDIA GPUs.",

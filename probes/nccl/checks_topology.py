@@ -10,10 +10,12 @@ from gpuaudit.probes.core.judge.checks import (
     Verdict,
     critical,
     info,
+    not_applicable,
     ok,
     unknown,
     warning,
 )
+from gpuaudit.probes.core.models import Role
 from gpuaudit.probes.nccl.targets import (
     engine,
     engine_env,
@@ -23,7 +25,7 @@ from gpuaudit.probes.nccl.targets import (
     p2p_all_ok,
 )
 
-_NOT_P2P = "not applicable: fewer than two GPUs"
+_NOT_P2P = "fewer than two GPUs"
 
 
 def fewer_than_two_gpus(ctx: Ctx) -> str | None:
@@ -36,7 +38,7 @@ def p2p_matrix(ctx: Ctx) -> Verdict:
     f = ctx.f
     read, write = f.p2p_read or {}, f.p2p_write or {}
     if not read:
-        return ok(_NOT_P2P, title="P2P not applicable (single GPU)")
+        return not_applicable(_NOT_P2P, title="P2P not applicable (single GPU)")
     bad = {k: v for k, v in read.items() if v != "OK"} | {
         k: f"w:{v}" for k, v in write.items() if v != "OK"
     }
@@ -66,7 +68,7 @@ def topology_class(ctx: Ctx) -> Verdict:
     host = ctx.of("host")
     vendor = host.cpu_vendor if host is not None else None
     level = engine_env(ctx).get("NCCL_P2P_LEVEL")
-    ev = (("host", "cpuinfo_id"),) if vendor else ()
+    ev: tuple[tuple[Role, str], ...] = (("host", "cpuinfo_id"),) if vendor else ()
     if interconnect(topo) == "nvlink":
         return ok(summary, title="All GPU pairs connected by NVLink")
     if (
@@ -135,7 +137,7 @@ _GATE_TITLES = {
 def iommu_acs_gate(ctx: Ctx) -> Verdict:
     sev, obs = iommu_gate(ctx)
     found = engine(ctx)
-    ev = (("host", "iommu_state"), ("host", "lspci_vvv")) + (
+    ev: tuple[tuple[Role, str], ...] = (("host", "iommu_state"), ("host", "lspci_vvv")) + (
         ((found[0], "engine_procs"),) if found else ()
     )
     return Verdict(sev, obs, title=_GATE_TITLES[sev], evidence=ev)

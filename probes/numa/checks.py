@@ -27,7 +27,8 @@ def more(items: list[str], n: int = 4) -> str:
 
 
 def host_of(ctx: Ctx) -> NumaFacts:
-    return ctx.of("host")
+    facts: NumaFacts = ctx.of("host")
+    return facts
 
 
 def single_node(ctx: Ctx) -> str | None:
@@ -124,8 +125,8 @@ def tp_group_span(ctx: Ctx) -> Verdict:
         )
     if not nodes:
         if f.nodes is not None and len(f.nodes) <= 1:
-            return ok(
-                "not applicable: single NUMA node host (GPUs report no node)",
+            return not_applicable(
+                "single NUMA node host (GPUs report no node)",
                 title="All GPUs on one NUMA node",
             )
         return unknown(

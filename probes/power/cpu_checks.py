@@ -44,7 +44,7 @@ def scaling_driver(ctx: Ctx) -> Verdict:
                 "no cpufreq driver listed and the CPU vendor was not read: "
                 + h.problems.get("lscpu_json", "lscpu_json not collected")
             )
-        return not_applicable(NO_DRIVER, "info")
+        return not_applicable(NO_DRIVER)
     if d == "acpi-cpufreq" and _is_zen2_plus(h):
         return _acpi_cpufreq_on_amd(h)
     if d in ("amd-pstate-epp", "amd-pstate", "intel_pstate"):
@@ -110,7 +110,7 @@ def governor(ctx: Ctx) -> Verdict:
                     + h.problems.get("sys_cpufreq", "sys_cpufreq not collected")
                 )
             )
-        return not_applicable(NO_DRIVER, "info")
+        return not_applicable(NO_DRIVER)
     obs = ", ".join(f"{k} on {v} polic{'y' if v == 1 else 'ies'}" for k, v in sorted(g.items()))
     if set(g) == {"performance"}:
         return ok(obs, title="Governor performance everywhere")
@@ -165,9 +165,7 @@ def boost(ctx: Ctx) -> Verdict:
     h: PowerFacts = ctx.f
     if h.boost is None:
         return (
-            unknown("no boost control visible")
-            if h.scaling_driver
-            else not_applicable(NO_DRIVER, "info")
+            unknown("no boost control visible") if h.scaling_driver else not_applicable(NO_DRIVER)
         )
     if h.boost:
         return ok(f"boost on ({h.boost_source})", title="CPU boost enabled")

@@ -13,6 +13,7 @@ from gpuaudit.probes.core.judge.checks import (
     Verdict,
     critical,
     info,
+    not_applicable,
     ok,
     unknown,
     warning,
@@ -203,8 +204,8 @@ def engine_threads(ctx: Ctx) -> Verdict:
             title="Engine threads sized to the host while its cpuset is small",
         )
     if not omp and allowed >= e.cpus_online:
-        return info(
-            f"not applicable: cpuset is the whole machine; {obs}",
+        return not_applicable(
+            f"cpuset is the whole machine; {obs}",
             evidence=ev,
             title="Engine may use every CPU (no small cpuset to oversubscribe)",
         )

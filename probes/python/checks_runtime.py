@@ -9,10 +9,12 @@ from gpuaudit.probes.core.judge.checks import (
     Verdict,
     critical,
     info,
+    not_applicable,
     ok,
     unknown,
     warning,
 )
+from gpuaudit.probes.core.models import Role
 from gpuaudit.probes.core.parsers.pyenv import arch_sms, cuda_major_minor
 from gpuaudit.probes.python.parsers import GPU_SOURCE, driver_max_cuda, sm_of
 from gpuaudit.probes.python.targets import engine, gpu_problem, gpus
@@ -49,8 +51,8 @@ def torch_arch_support(ctx: Ctx) -> Verdict:
     grole, gf = g
     ev = ((grole, GPU_SOURCE),)
     if rt.torch is None:
-        return info(
-            f"not applicable: {rt.interpreter or 'python3'} has no torch ({(rt.torch_error or '')[:120]})",
+        return not_applicable(
+            f"{rt.interpreter or 'python3'} has no torch ({(rt.torch_error or '')[:120]})",
             title="torch not installed in the inspected Python",
             evidence=ev,
             why="Without a serving engine's interpreter the probe inspects python3; pass --python to aim it.",
@@ -126,8 +128,8 @@ def wheel_issues(
 def cuda_stack_versions(ctx: Ctx) -> Verdict:
     rt = ctx.f
     if not rt.packages:
-        return info(
-            f"not applicable: {rt.interpreter or 'python3'} has none of the tracked packages",
+        return not_applicable(
+            f"{rt.interpreter or 'python3'} has none of the tracked packages",
             title="No CUDA Python packages installed",
         )
     g = gpus(ctx)
@@ -159,8 +161,8 @@ def flashinfer_sm120(ctx: Ctx) -> Verdict:
     rt, g = ctx.f, gpus(ctx)
     fi = rt.packages.get("flashinfer-python")
     if not fi:
-        return ok(
-            "not applicable: FlashInfer not installed",
+        return not_applicable(
+            "FlashInfer not installed",
             title="FlashInfer sm_120 check not applicable",
         )
     if g is None:
@@ -168,9 +170,7 @@ def flashinfer_sm120(ctx: Ctx) -> Verdict:
             f"flashinfer-python {fi}; {gpu_problem(ctx)}", title="FlashInfer: GPU arch unknown"
         )
     if not any(sm_of(c) in (120, 121) for c in g[1].compute_caps):
-        return ok(
-            "not applicable: no sm_120/121 GPU", title="FlashInfer sm_120 check not applicable"
-        )
+        return not_applicable("no sm_120/121 GPU", title="FlashInfer sm_120 check not applicable")
     cubin = rt.packages.get("flashinfer-cubin")
     eng = engine(ctx)
     archs = eng[1].engine_env.get("FLASHINFER_CUDA_ARCH_LIST") if eng else None
@@ -204,12 +204,12 @@ def cuda_runtime_vs_driver(ctx: Ctx) -> Verdict:
     rt = ctx.f
     runtime = cuda_major_minor(rt.torch_cuda)
     if runtime is None:
-        return ok(
-            "not applicable: no CUDA build of torch found",
+        return not_applicable(
+            "no CUDA build of torch found",
             title="CUDA runtime vs driver: no CUDA runtime to compare",
         )
     host = ctx.of("host")
-    drv_role = (
+    drv_role: Role | None = (
         "host"
         if host is not None and host.driver
         else ("container" if ctx.of("container") and ctx.of("container").driver else None)
@@ -252,9 +252,9 @@ def jit_caches(ctx: Ctx) -> Verdict:
     if not dirs:
         eng = engine(ctx)
         return Verdict(
-            "info" if eng else "ok",
-            "no FlashInfer/Triton/vLLM/SGLang/DeepGEMM/inductor cache under the audit user's home"
-            + ("" if eng else "; not applicable: no serving engine found")
+            "info" if eng else "n/a",
+            ("" if eng else "no serving engine found; ")
+            + "no FlashInfer/Triton/vLLM/SGLang/DeepGEMM/inductor cache under the audit user's home"
             + " (an engine running as another user, or with *_CACHE_DIR set, keeps them elsewhere)",
             title="No JIT cache folders found",
         )

@@ -108,7 +108,7 @@ def test_not_applicable_and_rule_errors():
         applies=lambda ctx: "virtual machine",
     )
     (f,) = judge(na, {"host": {"a": rec("a")}})
-    assert (f.severity, f.observed) == (Severity.OK, "not applicable: virtual machine")
+    assert (f.severity, f.observed) == (Severity.NA, "virtual machine")
     boom = Check(
         id="t.boom",
         title="B",
@@ -198,7 +198,7 @@ def test_gpu_checks_are_not_applicable_only_when_absence_is_proven():
         "pci_nvidia_sysfs": rec("pci_nvidia_sysfs", "", exit_status=1),
     }
     (f,) = judge(gpu, {"host": absent})
-    assert (f.severity, f.observed) == (Severity.OK, f"not applicable: {NO_GPU}")
+    assert (f.severity, f.observed) == (Severity.NA, NO_GPU)
     unreadable = {**absent, "pci_nvidia_sysfs": rec("pci_nvidia_sysfs", exit_status=2)}
     (f,) = judge(gpu, {"host": unreadable})
     assert f.severity == Severity.CRITICAL  # presence unknown: the check judges as usual

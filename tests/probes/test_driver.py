@@ -232,7 +232,7 @@ CASES = [
     # mig_mode
     ("driver.mig_mode", {}, "ok"),
     ("driver.mig_mode", {"gpus": [gpu(mig_mode="Enabled")]}, "critical"),
-    ("driver.mig_mode", {"gpus": [gpu(mig_mode=None)]}, "ok"),
+    ("driver.mig_mode", {"gpus": [gpu(mig_mode=None)]}, "n/a"),
     ("driver.mig_mode", {"gpus": []}, "unknown"),
     ("driver.mig_mode", {"gpus": [gpu(mig_mode=None, unreadable=["mig.mode.current"])]}, "unknown"),
     # compute_mode
@@ -554,6 +554,6 @@ def test_error_tokens_are_not_read_as_not_supported():
     f = driver.extract({"smi_query_driver": rec("smi_query_driver", na)}, "host")
     assert f.gpus[0].unreadable == []
     assert (
-        sev({"host": f}, "driver.mig_mode") == "ok"
+        sev({"host": f}, "driver.mig_mode") == "n/a"  # [N/A]: MIG not supported
         and sev({"host": f}, "driver.ecc_rowremap") == "ok"
     )

@@ -135,7 +135,7 @@ def test_python_one_failed_listing_without_engine_is_unknown():
         if f.id == "python.cuda_graphs"
     ]
     assert [(f.severity.value, f.observed) for f in no_engine] == [
-        ("ok", "not applicable: no serving engine found (no SGLang/vLLM/TGI server process)")
+        ("n/a", "no serving engine found (no SGLang/vLLM/TGI server process)")
     ]
 
 
@@ -154,7 +154,7 @@ def test_nccl_one_failed_listing_without_engine_is_unknown():
     }
     for fid in ("nccl.env_overrides", "nccl.library_in_use", "nccl.custom_allreduce"):
         assert [(f.severity.value, f.observed) for f in judge(nccl.PROBE, ok) if f.id == fid] == [
-            ("ok", "not applicable: no serving engine found (no SGLang/vLLM/TGI server process)")
+            ("n/a", "no serving engine found (no SGLang/vLLM/TGI server process)")
         ], fid
 
 

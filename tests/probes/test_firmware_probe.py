@@ -41,8 +41,8 @@ def sev(facts: FirmwareFacts, fid: str, vm: bool = False) -> str:
         (dict(cpu_vendor="AMD", cppc={"highest_perf": "196"}), False, "ok"),
         (dict(cpu_vendor="AMD", cppc={}), False, "warning"),
         (dict(cpu_vendor="AMD", problems={"sys_cppc": "timed out"}), False, "unknown"),
-        (dict(cpu_vendor="Intel", cppc={}), False, "ok"),  # not applicable
-        (dict(cpu_vendor="AMD", cppc={}), True, "ok"),  # a guest: not applicable, the host decides
+        (dict(cpu_vendor="Intel", cppc={}), False, "n/a"),  # not applicable
+        (dict(cpu_vendor="AMD", cppc={}), True, "n/a"),  # a guest: not applicable, the host decides
         (
             dict(cppc={}, problems={"lscpu_json": "timed out"}),
             False,
@@ -54,7 +54,7 @@ def test_cppc(kw, vm, expected):
     f = judged(FirmwareFacts(**kw), vm)["firmware.cppc"]
     assert f.severity.value == expected
     if vm:
-        assert f.observed.startswith("not applicable: virtual machine")
+        assert f.observed.startswith("virtual machine")
 
 
 TWO_NODES = {
@@ -92,7 +92,7 @@ TWO_NODES = {
             {"node0": {"cpulist": "0-7", "memtotal_kb": "16000000"}},
             2,
             True,
-            "ok",
+            "n/a",
         ),  # a guest: not applicable
         ({}, 2, False, "unknown"),
     ],
@@ -106,7 +106,7 @@ def test_numa_mode(nodes, sockets, vm, expected):
     if len(nodes) == 1 and not vm:
         assert "interleaved" in f.title and "0.5 node(s) per socket" in f.observed
     if vm:
-        assert f.observed.startswith("not applicable: virtual machine")
+        assert f.observed.startswith("virtual machine")
 
 
 def lscpu_facts(name: str) -> tuple[FirmwareFacts, dict]:
@@ -125,7 +125,7 @@ def lscpu_facts(name: str) -> tuple[FirmwareFacts, dict]:
     [
         # item 9: a dual E5-2680 v3 with node interleaving on (1 node) was ok "One NUMA node per socket (NPS1)"
         ("xeon-e5-2680v3-2s-1numa-interleaved.txt", False, "warning", "0.5 node(s) per socket"),
-        ("xeon-e5-2680v3-2s-1numa-interleaved.txt", True, "ok", "not applicable: virtual machine"),
+        ("xeon-e5-2680v3-2s-1numa-interleaved.txt", True, "n/a", "virtual machine"),
         ("epyc-7702-2s-smt-2numa.txt", False, "ok", "1 node(s) per socket"),
         ("epyc-7742-2s-nps4-8numa-boost.txt", False, "info", "4 node(s) per socket"),
     ],
@@ -173,7 +173,7 @@ def test_manual_items_say_manual():
         assert found[fid].observed.startswith("manual: check BIOS"), fid
         assert found[fid].severity.value in ("info", "unknown")
     assert (
-        sev(FirmwareFacts(cpu_vendor="AMD", sockets=1), "firmware.xgmi_links") == "ok"
+        sev(FirmwareFacts(cpu_vendor="AMD", sockets=1), "firmware.xgmi_links") == "n/a"
     )  # single socket: N/A
 
 
@@ -269,7 +269,7 @@ def test_memory_population_in_a_vm_is_not_applicable():
     facts = dimm_facts("qemu-standard-pc-kvm-guest.txt", 1)
     assert facts.dimms and facts.dimms[0].size_mb
     f = judged(facts, vm=True)["firmware.memory_population"]
-    assert f.severity.value == "ok" and f.observed.startswith("not applicable: virtual machine")
+    assert f.severity.value == "n/a" and f.observed.startswith("virtual machine")
 
 
 def test_memory_population_speed_and_unknown():
@@ -328,7 +328,7 @@ def test_cstate_exposure_uses_the_shared_deep_definition():
             "firmware.cstate_exposure",
             vm=True,
         )
-        == "ok"
+        == "n/a"
     )
 
 
@@ -342,7 +342,7 @@ def test_no_gpu_makes_gpu_checks_not_applicable():
         f.id: f for f in judge_checks(firmware.CHECKS, {"host": FirmwareFacts()}, {"host": outputs})
     }
     for fid in ("firmware.bar1_large_bar", "firmware.gpu_firmware_consistency"):
-        assert found[fid].observed == "not applicable: no NVIDIA GPU or driver on this host", fid
+        assert found[fid].observed == "no NVIDIA GPU or driver on this host", fid
 
 
 def test_missing_dmidecode_names_its_package():
@@ -392,9 +392,7 @@ def test_memory_population_in_a_vm_without_dmidecode_is_still_not_applicable():
     outputs["cpu_hypervisor_flag"] = rec("cpu_hypervisor_flag", VM_FLAG, 0)
     f = firmware.extract(outputs, "host")
     found = {x.id: x for x in judge_checks(firmware.CHECKS, {"host": f}, {"host": outputs})}
-    assert found["firmware.memory_population"].observed.startswith(
-        "not applicable: virtual machine"
-    )
+    assert found["firmware.memory_population"].observed.startswith("virtual machine")
 
 
 def test_bios_flash_chip_does_not_make_mixed_sizes():

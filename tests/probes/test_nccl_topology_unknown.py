@@ -89,7 +89,7 @@ async def test_no_nvidia_gpu_and_no_engine_means_not_applicable():
         if isinstance(ev, ProbeFinished):
             r = ev.result
     by = {f.id: f for f in r.findings}
-    no_gpu = "not applicable: no NVIDIA GPU or driver on this host"
+    no_gpu = "no NVIDIA GPU or driver on this host"
     for fid in (
         "nccl.p2p_matrix",
         "nccl.topology_class",
@@ -98,15 +98,18 @@ async def test_no_nvidia_gpu_and_no_engine_means_not_applicable():
         "nccl.allreduce_bw",
         "nccl.allreduce_lat",
     ):
-        assert (by[fid].severity.value, by[fid].observed) == ("ok", no_gpu), fid
+        assert (by[fid].severity.value, by[fid].observed) == ("n/a", no_gpu), fid
     for fid in ("nccl.env_overrides", "nccl.library_in_use", "nccl.custom_allreduce"):
-        assert (
-            by[fid].observed
-            == "not applicable: no serving engine found (no SGLang/vLLM/TGI server process)"
+        assert (by[fid].severity.value, by[fid].observed) == (
+            "n/a",
+            "no serving engine found (no SGLang/vLLM/TGI server process)",
         ), fid
     assert (
-        by["nccl.transport_observed"].observed
-        == "not applicable: no SGLang/vLLM/TGI API server found"
+        by["nccl.transport_observed"].severity.value,
+        by["nccl.transport_observed"].observed,
+    ) == (
+        "n/a",
+        "no SGLang/vLLM/TGI API server found",
     )
     assert not [f.id for f in r.findings if f.severity.value == "unknown"]
 

@@ -64,7 +64,4 @@ def test_transport_not_read_and_no_engine():
         {"host": c.NcclFacts(log_sources=[]), "container": c.NcclFacts(log_sources=[])},
         "nccl.transport_observed",
     )
-    assert (
-        y.severity.value == "ok"
-        and y.observed == "not applicable: no SGLang/vLLM/TGI API server found"
-    )
+    assert y.severity.value == "n/a" and y.observed == "no SGLang/vLLM/TGI API server found"

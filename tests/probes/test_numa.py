@@ -83,7 +83,7 @@ def ctr(cpus=tuple(range(64)), mems=(0, 1), gpus=8) -> n.NumaFacts:
             "warning",
             ["40-47", "GPU0"],
         ),  # cpuset on the other node
-        (host(nodes=NODES2[:1]), ctr(), "ok", ["not applicable: single NUMA node"]),
+        (host(nodes=NODES2[:1]), ctr(), "n/a", ["single NUMA node"]),
         (host(), ctr(cpus=None), "unknown", []),
         (host(nodes=None), ctr(), "unknown", []),
         (host(numa=(None,) * 8), ctr(), "unknown", []),
@@ -132,9 +132,7 @@ def test_gpu_locality():
         one("gpu_locality", n.NumaFacts(problems={"pci_nvidia_numa": "exit 2"})).severity.value
         == "unknown"
     )
-    assert one("gpu_locality", n.NumaFacts(gpus=[], gpu_numa={})).observed.startswith(
-        "not applicable"
-    )
+    assert one("gpu_locality", n.NumaFacts(gpus=[], gpu_numa={})).severity.value == "n/a"
 
 
 def test_topology_pressure_span():
@@ -148,7 +146,7 @@ def test_topology_pressure_span():
     )
     assert one("node_pressure", host(free={0: 1000, 1: 684984})).severity.value == "warning"
     assert one("node_pressure", host()).severity.value == "ok"
-    assert one("node_pressure", host(nodes=NODES2[:1])).observed.startswith("not applicable")
+    assert one("node_pressure", host(nodes=NODES2[:1])).severity.value == "n/a"
     assert one("tp_group_span", host()).severity.value == "info"
     assert one("tp_group_span", host(numa=(0,) * 8)).severity.value == "ok"
     assert n.ranges([0, 1, 2, 3, 8, 10, 11]) == "0-3,8,10-11"
@@ -169,7 +167,7 @@ def test_topology_pressure_span():
         ),
         (
             host(nodes=NODES2[:1], numa=(-1,) * 8),
-            "ok",
+            "n/a",
         ),  # single node: -1 is normal, one node by definition
     ],
 )

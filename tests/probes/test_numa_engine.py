@@ -66,10 +66,10 @@ def ctr(workers) -> n.NumaFacts:
         ({"host": host([w(0, [3], uuid="GPU-0")])}, "ok", "CPUs 3"),  # boundary: one local CPU
         (
             {"host": host([w(0, NODE1, uuid="GPU-0")], nodes=NODES[:1])},
-            "ok",
-            "not applicable: single",
+            "n/a",
+            "single",
         ),  # precondition
-        ({"host": host([])}, "ok", "not applicable: no SGLang"),  # no engine
+        ({"host": host([])}, "n/a", "no SGLang"),  # no engine
         (
             {"host": host(None, problems={"engine_proc_status": "timed out"})},
             "unknown",
@@ -113,8 +113,8 @@ def test_memory_placement(numa, severity):
     [
         (
             {"host": host([w(0, NODE0, numa={0: 1}, uuid="GPU-0")], nodes=NODES[:1])},
-            "ok",
-            "not applicable",
+            "n/a",
+            "",
         ),  # precondition
         ({"host": host([w(0, NODE0, numa=None, uuid="GPU-0")])}, "unknown", "numa_maps unreadable"),
         (

@@ -79,7 +79,7 @@ CASES = [
         hgx(links={i: links(18, 0) for i in range(8)}, topo_nv_pairs=0),
         "critical",
     ),
-    ("nvlink.presence", pcie(), "ok"),
+    ("nvlink.presence", pcie(), "n/a"),
     (
         "nvlink.presence",
         pcie(gpu_names=["NVIDIA H100 PCIe"] * 2, links={0: links(18, 12), 1: links(18, 12)}),
@@ -103,7 +103,7 @@ CASES = [
         pcie(gpu_names=["NVIDIA H100 PCIe"] * 2, links={0: links(18, 12), 1: links(18, 12)}),
         "ok",
     ),
-    ("nvlink.link_state", pcie(), "ok"),
+    ("nvlink.link_state", pcie(), "n/a"),
     ("nvlink.link_state", hgx(links={}, links_read=False), "unknown"),
     ("nvlink.errors", hgx(), "ok"),
     ("nvlink.errors", hgx(xid74=2), "critical"),
@@ -114,12 +114,12 @@ CASES = [
         hgx(error_counters={}, xid74=0, problems={"nvlink_errors": "tool not installed"}),
         "unknown",
     ),
-    ("nvlink.errors", pcie(), "ok"),
+    ("nvlink.errors", pcie(), "n/a"),
     ("nvlink.fabric_manager_service", hgx(), "ok"),
     ("nvlink.fabric_manager_service", hgx(fm_active="failed"), "critical"),
     ("nvlink.fabric_manager_service", hgx(fm_present=False, fm_active=None), "critical"),
     ("nvlink.fabric_manager_service", hgx(fm_present=None), "unknown"),
-    ("nvlink.fabric_manager_service", pcie(), "ok"),
+    ("nvlink.fabric_manager_service", pcie(), "n/a"),
     (
         "nvlink.fabric_manager_service",
         pcie(
@@ -133,18 +133,18 @@ CASES = [
     ("nvlink.fabric_state", hgx(fabric=[(0, "In Progress", None)]), "warning"),
     ("nvlink.fabric_state", hgx(fabric=[(0, "Not Started", None)]), "critical"),
     ("nvlink.fabric_state", hgx(fabric=[], fabric_read=False), "unknown"),
-    ("nvlink.fabric_state", pcie(), "ok"),
-    ("nvlink.fabric_nvl5_prereqs", hgx(), "ok"),  # H100: not NVL5
+    ("nvlink.fabric_state", pcie(), "n/a"),
+    ("nvlink.fabric_nvl5_prereqs", hgx(), "n/a"),  # H100: not NVL5
     ("nvlink.fabric_nvl5_prereqs", hgx(gpu_names=["NVIDIA B200"] * 8), "critical"),
     ("nvlink.fabric_nvl5_prereqs", hgx(gpu_names=["NVIDIA B200"] * 8, ib_umad=True), "ok"),
     ("nvlink.fabric_nvl5_prereqs", hgx(gpu_names=["NVIDIA B200"] * 8, ib_umad=None), "unknown"),
     ("nvlink.fabric_nvswitch_inventory", hgx(), "ok"),
     ("nvlink.fabric_nvswitch_inventory", hgx(nvswitch_functions=3), "critical"),
     ("nvlink.fabric_nvswitch_inventory", hgx(nvswitch_functions=None), "unknown"),
-    ("nvlink.fabric_nvswitch_inventory", pcie(), "ok"),
-    ("nvlink.nvls", pcie(), "ok"),
+    ("nvlink.fabric_nvswitch_inventory", pcie(), "n/a"),
+    ("nvlink.nvls", pcie(), "n/a"),
     ("nvlink.nvls", hgx(), "unknown"),
-    ("nvlink.fabric_container_access", hgx(), "ok"),
+    ("nvlink.fabric_container_access", hgx(), "n/a"),
     ("nvlink.fabric_container_access", hgx(gpu_names=["NVIDIA GB200"] * 4), "info"),
 ]
 
@@ -166,7 +166,7 @@ def test_rule_table(fid, facts, expected):
             hgx(fabric=[], fabric_read=False, problems={"smi_query_fabric": "timed out"}),
             "unknown",
         ),
-        (pcie(), pcie(fabric=[], fabric_read=False), "ok"),
+        (pcie(), pcie(fabric=[], fabric_read=False), "n/a"),
     ],
 )
 def test_fabric_vs_container(host, ctr, expected):
@@ -206,7 +206,7 @@ def test_extract_real_pcie_without_nvlink_and_a100_sxm():
         "host",
     )
     assert none.all_inactive_gpus == [0, 1]
-    assert sev({"host": none}, "nvlink.presence") == "ok"
+    assert sev({"host": none}, "nvlink.presence") == "n/a"
     sxm = nvlink.extract(
         {
             "nvlink_s": rec(
@@ -239,9 +239,9 @@ def test_extract_fm_failed_on_rtx4090_is_not_applicable():
 def test_case_study_end_to_end(phase):
     r = run(CASE / phase)
     assert r.status == "done", r.error
-    assert {f.severity.value for f in r.findings} == {"ok"}
+    assert {f.severity.value for f in r.findings} == {"n/a"}
     assert len({f.id for f in r.findings}) == 10
-    assert all("not applicable" in f.observed for f in r.findings)
+    assert all(f.severity.value == "n/a" for f in r.findings)
     assert r.summary == "no NVLink (PCIe board) — n/a"
 
 
@@ -255,9 +255,9 @@ def test_broken_container_mismatch(tmp_path):
     r = run(tmp_path / "b")
     sevs = {f.id: f.severity.value for f in r.findings}
     assert (
-        sevs["nvlink.fabric_vs_container"] == "ok"
+        sevs["nvlink.fabric_vs_container"] == "n/a"
     )  # no NVSwitch on the host: not applicable either way
-    assert sevs["nvlink.presence"] == "ok"
+    assert sevs["nvlink.presence"] == "n/a"
 
 
 def test_gpu_less_machine(tmp_path):
@@ -294,7 +294,7 @@ def test_fabric_state_unknown_on_nvswitch_system_without_state():
         == "unknown"
     )
     assert (
-        sev({"host": pcie()}, "nvlink.fabric_state") == "ok"
+        sev({"host": pcie()}, "nvlink.fabric_state") == "n/a"
     )  # PCIe board: N/A is the positive reading
 
 

@@ -31,8 +31,8 @@ async def test_no_nvidia_gpu_means_not_applicable_not_unknown_spam():
         "python.cuda_runtime_vs_driver",
     ):
         assert (by[fid].severity.value, by[fid].observed) == (
-            "ok",
-            "not applicable: no NVIDIA GPU or driver on this host",
+            "n/a",
+            "no NVIDIA GPU or driver on this host",
         ), fid
     for fid in (
         "python.cuda_graphs",
@@ -41,9 +41,9 @@ async def test_no_nvidia_gpu_means_not_applicable_not_unknown_spam():
         "python.engine_threads",
         "python.measured_throughput",
     ):
-        assert (
-            by[fid].observed
-            == "not applicable: no serving engine found (no SGLang/vLLM/TGI server process)"
+        assert (by[fid].severity.value, by[fid].observed) == (
+            "n/a",
+            "no serving engine found (no SGLang/vLLM/TGI server process)",
         ), fid
     assert not [f.id for f in r.findings if f.severity.value == "unknown"]
 

@@ -54,7 +54,7 @@ def sev(facts, fid):
         ),  # CPU-only build
         (
             F(**SM120, torch_error="ModuleNotFoundError"),
-            "info",
+            "n/a",
         ),  # precondition: no torch in this python
         (F(**TORCH), "unknown"),  # no GPU data
         (F(**SM120, problems={"pyenv": "timed out"}), "unknown"),
@@ -72,7 +72,7 @@ def test_torch_arch_support(ctr, expected):
             F(**SM120, **ENG, cuda_graphs_disabled=True, graph_flag="--disable-cuda-graph"),
             "critical",
         ),
-        (F(**SM120, engine_listed=True, engine_procs=0), "ok"),  # no engine: not applicable
+        (F(**SM120, engine_listed=True, engine_procs=0), "n/a"),  # no engine: not applicable
         (F(**SM120, problems={"engine_procs": "timed out"}), "unknown"),
     ],
 )
@@ -159,9 +159,9 @@ def test_cuda_stack_versions(packages, caps, expected):
             {"flashinfer-python": "0.6.11", "flashinfer-cubin": "0.6.11"},
             {},
             ["9.0"],
-            "ok",
+            "n/a",
         ),  # not sm_120
-        ({}, {}, ["12.0"], "ok"),  # not installed
+        ({}, {}, ["12.0"], "n/a"),  # not installed
     ],
 )
 def test_flashinfer_sm120(packages, env, caps, expected):
@@ -183,7 +183,7 @@ def test_flashinfer_sm120(packages, env, caps, expected):
         ("13.0", "570.172.08", "critical"),  # corpus torch-collect-env case: cu130 on a 570 driver
         ("12.9", "570.172.08", "ok"),  # newer minor: compatible
         ("13.0", None, "unknown"),
-        (None, "590.48.01", "ok"),  # no CUDA torch: not applicable
+        (None, "590.48.01", "n/a"),  # no CUDA torch: not applicable
     ],
 )
 def test_cuda_runtime_vs_driver(torch_cuda, driver, expected):
@@ -235,7 +235,7 @@ async def test_end_to_end_gpu_less(tmp_path: Path):
     (tmp_path / "host").mkdir()  # no nvidia-smi, no python answers: every command "not found"
     r = await _run(tmp_path)
     assert r.status == "done"
-    assert all(f.severity.value == "unknown" or "not applicable" in f.observed for f in r.findings)
+    assert all(f.severity.value == "unknown" or f.severity.value == "n/a" for f in r.findings)
     assert {f.severity.value for f in r.findings} == {"unknown"}
 
 

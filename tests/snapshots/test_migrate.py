@@ -89,7 +89,54 @@ def test_load_goes_through_migrate(tmp_path: Path, monkeypatch: pytest.MonkeyPat
 
     import gpuaudit.snapshots.migrate as m
 
-    monkeypatch.setattr(m, "STEPS", {0: v0_to_v1})
+    monkeypatch.setattr(m, "STEPS", {0: v0_to_v1, **m.STEPS})
     monkeypatch.setattr(m, "OLDEST_READABLE", 0)
     snap = store.load(tmp_path / "old.json")
     assert snap.schema_version == SCHEMA_VERSION and snap.note and snap.note.startswith("SYNTHETIC")
+
+
+# The real step 1 -> 2: "not applicable" becomes its own severity n/a (schema 1: ok + a text prefix).
+def _finding(severity: str, observed: str, fid: str = "nvlink.presence") -> dict:
+    return {"id": fid, "severity": severity, "probe": fid.split(".")[0], "observed": observed}
+
+
+def test_v1_not_applicable_findings_become_n_a_and_keep_their_reason() -> None:
+    na = _finding("ok", "not applicable: no NVSwitch in this system")
+    info_na = _finding("info", "not applicable: no cpufreq driver (VM)", "power.cpu_boost")
+    driver = _finding(
+        "info",
+        "no NVIDIA GPU or driver on this host (no device): the GPU checks are not applicable",
+        "driver.version_flavor",
+    )
+    real_ok = _finding("ok", "performance on 2 policies", "power.cpu_governor")
+    real_warn = _finding("warning", "not applicable: is text the warning chose", "x.y")
+    doc = {
+        "schema_version": 1,
+        "findings": [na, info_na, driver, real_ok, real_warn],
+        "probes": [{"probe_id": "nvlink", "findings": [na, real_ok]}],
+    }
+    out = migrate(doc)
+    assert out["schema_version"] == SCHEMA_VERSION
+    got = [(f["severity"], f["observed"]) for f in out["findings"]]
+    assert got == [
+        ("n/a", "no NVSwitch in this system"),
+        ("n/a", "no cpufreq driver (VM)"),
+        ("n/a", "no NVIDIA GPU or driver on this host (no device): the GPU checks do not apply"),
+        ("ok", "performance on 2 policies"),
+        ("warning", "not applicable: is text the warning chose"),
+    ]
+    assert [f["severity"] for f in out["probes"][0]["findings"]] == ["n/a", "ok"]
+
+
+def test_previous_release_snapshots_load_with_n_a() -> None:
+    """The 0.1.0 case study (schema 1) loads as schema 2: its not-applicable oks are n/a, no ok says so."""
+    old = SAMPLES.parent / "releases" / "0.1.0"
+    for name in ("case-study-before.json", "case-study-after.json"):
+        raw = json.loads((old / name).read_text())
+        assert raw["schema_version"] == 1
+        was = sum(1 for f in raw["findings"] if f["observed"].startswith("not applicable"))
+        snap = store.load(old / name)
+        assert was and sum(1 for f in snap.findings if f.severity.value == "n/a") == was
+        assert not [
+            f for f in snap.findings if f.severity.value == "ok" and "not applicable" in f.observed
+        ]

@@ -56,7 +56,14 @@ def test_markup_in_remote_text_stays_literal() -> None:
 
 
 def test_severity_is_never_colour_alone() -> None:
-    assert [sev_label(s) for s in Severity] == ["✖ CRIT", "▲ WARN", "● INFO", "✔ OK", "? UNKN"]
+    assert [sev_label(s) for s in Severity] == [
+        "✖ CRIT",
+        "▲ WARN",
+        "● INFO",
+        "✔ OK",
+        "? UNKN",
+        "– N/A",
+    ]
 
 
 def test_state_classes_follow_worst_severity() -> None:

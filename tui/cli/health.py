@@ -27,10 +27,11 @@ def health_line(run: AuditRun) -> str:
     f = worst(run)
     counts = {
         sev: sum(1 for x in run.findings if x.severity.value == sev)
-        for sev in ("critical", "warning", "unknown")
+        for sev in ("critical", "warning", "unknown", "ok", "n/a")
     }
     tally = (
-        f"{counts['critical']} critical, {counts['warning']} warning, {counts['unknown']} unknown"
+        f"{counts['critical']} critical, {counts['warning']} warning, {counts['unknown']} unknown,"
+        f" {counts['ok']} ok, {counts['n/a']} n/a"
     )
     if f is None or f.severity.value not in ("critical", "warning"):
         return f"OK: {tally}"

@@ -19,6 +19,7 @@ SEVERITY_STYLE: SeverityStyles = {
     Severity.UNKNOWN: "magenta",
     Severity.INFO: "cyan",
     Severity.OK: "green",
+    Severity.NA: "dim",
 }
 """The CLI's colours; the TUI passes its theme palette (tui.views.render.palette_from) instead."""
 KIND_MARK = {

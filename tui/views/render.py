@@ -33,6 +33,7 @@ SEV_ICON = {
     Severity.INFO: "●",
     Severity.OK: "✔",
     Severity.UNKNOWN: "?",
+    Severity.NA: "–",
 }
 SEV_WORD = {
     Severity.CRITICAL: "CRIT",
@@ -40,6 +41,7 @@ SEV_WORD = {
     Severity.INFO: "INFO",
     Severity.OK: "OK",
     Severity.UNKNOWN: "UNKN",
+    Severity.NA: "N/A",
 }
 SEV_VAR = {
     Severity.CRITICAL: "status-crit",
@@ -47,7 +49,10 @@ SEV_VAR = {
     Severity.INFO: "status-info",
     Severity.OK: "status-ok",
     Severity.UNKNOWN: "status-unknown",
+    Severity.NA: "status-na",
 }
+QUIET = (Severity.OK, Severity.NA)
+"""Not listed as a pane's top findings: proven fine, or proven not to apply (counted, never called ok)."""
 Palette = Mapping[Severity, str]
 PLAIN: Palette = {s: "" for s in Severity}
 SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
@@ -55,7 +60,10 @@ SPINNER = "⠋⠙⠹⠸⠼⠴⠦⠧⠇⠏"
 
 def palette_from(variables: Mapping[str, str]) -> Palette:
     """Theme CSS variables -> a rich style per severity (Python never picks the colours)."""
-    return {s: f"bold {variables[v]}" if v in variables else "bold" for s, v in SEV_VAR.items()}
+    return {
+        s: f"bold {variables[v]}" if v in variables else "dim" if s == Severity.NA else "bold"
+        for s, v in SEV_VAR.items()
+    }
 
 
 def sev_label(sev: Severity) -> str:
@@ -91,7 +99,27 @@ def state_class(result: ProbeResult | None) -> str:
         Severity.CRITICAL: "-fail",
         Severity.WARNING: "-warn",
         Severity.UNKNOWN: "-unknown",
+        Severity.NA: "-na",
     }.get(worst, "-ok")  # type: ignore[arg-type]
+
+
+def na_text(f: Finding) -> str:
+    """ "n/a — no NVIDIA GPU or driver on this host": how a not-applicable finding reads."""
+    return f"n/a — {neutralise(f.observed) or 'does not apply'}"
+
+
+def quiet_line(findings: Sequence[Finding]) -> str:
+    """A pane with nothing to list: "all checks ok", "all checks ok · 3 n/a", or, when every check is
+    n/a, "all checks n/a — <the reason>" (never "all checks ok" for checks that did not apply)."""
+    na = [f for f in findings if f.severity == Severity.NA]
+    if na and len(na) == len(findings):
+        reasons = {f.observed for f in na}
+        return (
+            na_text(na[0]).replace("n/a", "all checks n/a", 1)
+            if len(reasons) == 1
+            else (f"all {len(na)} checks n/a")
+        )
+    return "all checks ok" + (f" · {len(na)} n/a" if na else "")
 
 
 def format_elapsed(seconds: float) -> str:
@@ -189,7 +217,7 @@ def pane_body(
             lines.append(_unreachable_line(roles, gone))
         if findings or result.status != "failed":
             lines.append(_counts_line(findings, reached, palette))
-        shown = [f for f in visible(findings, flt, result) if f.severity != Severity.OK]
+        shown = [f for f in visible(findings, flt, result) if f.severity not in QUIET]
         room = max(1, (height or len(lines) + 3) - len(lines))
         if len(shown) > room:
             room -= 1
@@ -199,7 +227,10 @@ def pane_body(
             lines.append(Text(f"… {len(shown) - room} more (Enter)", style="dim"))
         if not shown and findings:
             lines.append(
-                Text("nothing matches the filter" if flt.active else "all checks ok", style="dim")
+                Text(
+                    "nothing matches the filter" if flt.active else quiet_line(findings),
+                    style="dim",
+                )
             )
     if width:  # one line per fact: cut with an ellipsis rather than wrap into the next line
         for line in lines:
@@ -240,7 +271,7 @@ def compact_pane_body(
         shown = [
             f
             for f in visible(result.findings, flt, result)
-            if f.severity != Severity.OK and (not f.targets or set(f.targets) & reached)
+            if f.severity not in QUIET and (not f.targets or set(f.targets) & reached)
         ]
         if result.status == "failed":
             second = Text.assemble(
@@ -253,7 +284,9 @@ def compact_pane_body(
             )
         else:
             second = Text(
-                "nothing matches the filter" if flt.active and result.findings else "all checks ok",
+                "nothing matches the filter"
+                if flt.active and result.findings
+                else quiet_line(result.findings),
                 style="dim",
             )
     for line in (head, second):
@@ -368,8 +401,10 @@ def finding_detail(
         (f"  who fixes it: {f.owner}" if f.owner else "", "dim"),
         "\n\n",
     )
+    if f.severity == Severity.NA:  # the reason is the answer: "n/a — no NVIDIA GPU or driver"
+        text.append(na_text(f) + "\n", style=palette.get(Severity.NA, ""))
     for label, value in (
-        ("observed", f.observed),
+        ("observed", "" if f.severity == Severity.NA else f.observed),
         ("expected", f.expected),
         ("why", f.why),
         ("fix", f.fix),
@@ -531,6 +566,11 @@ def plan_text(
         text.append("\n")
     if run is not None:
         text.append_text(not_checked_text(run, palette))
+        if na := sum(1 for f in run.findings if f.severity == Severity.NA):
+            text.append(
+                f"\n{SEV_ICON[Severity.NA]} {na} check(s) n/a (proven not to apply; not counted as ok)\n",
+                style=palette.get(Severity.NA, ""),
+            )
     return text
 
 

@@ -20,7 +20,17 @@ from textual.message import Message
 from textual.reactive import reactive
 from textual.widget import Widget
 
-STATE_CLASSES = ("-pending", "-running", "-ok", "-warn", "-fail", "-unknown", "-error", "-skipped")
+STATE_CLASSES = (
+    "-pending",
+    "-running",
+    "-ok",
+    "-na",
+    "-warn",
+    "-fail",
+    "-unknown",
+    "-error",
+    "-skipped",
+)
 
 
 class ProbePane(Widget, can_focus=True):

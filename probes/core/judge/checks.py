@@ -6,8 +6,8 @@ The framework, not each rule, decides what happens when data is missing:
 
 * a target that was never reached            -> unknown "target unreachable: <why>"
 * a required source missing/failed/refused/…  -> unknown "<command id>: <why>" (a missing tool names its package)
-* a GPU check on a target with no NVIDIA GPU  -> ok "not applicable: no NVIDIA GPU or driver on this host"
-* `applies` returns a reason                 -> ok "not applicable: <reason>"
+* a GPU check on a target with no NVIDIA GPU  -> n/a "no NVIDIA GPU or driver on this host"
+* `applies` returns a reason                 -> n/a "<reason>"
 * otherwise                                  -> the verdict, with the declared sources as evidence
 
 So a verdict function never sees missing data, and exactly one finding comes out per check and target set.
@@ -75,8 +75,13 @@ def unknown(reason: str, **kw: Any) -> Verdict:
     return Verdict(Severity.UNKNOWN, reason, **kw)
 
 
-def not_applicable(why: str, severity: Severity | str = Severity.OK) -> Verdict:
-    return Verdict(severity, f"not applicable: {why}")
+NA_PREFIX = "not applicable: "
+"""How schema 1 spelled "not applicable" (severity ok + this prefix); snapshots/migrate.py converts it."""
+
+
+def not_applicable(reason: str, /, **kw: Any) -> Verdict:
+    """Proven not to apply: its own answer (severity n/a), never ok; the observed text is the reason."""
+    return Verdict(Severity.NA, reason.removeprefix(NA_PREFIX), **kw)
 
 
 @dataclass(frozen=True, slots=True)
@@ -131,7 +136,7 @@ class Check:
     cross: bool = False
     """One finding over host and container together (needs both reached)."""
     applies: AppliesFn | None = None
-    """Why the check does not apply (-> "not applicable: <why>"), or None. Must not guess from missing data."""
+    """Why the check does not apply (-> n/a "<why>"), or None. Must not guess from missing data."""
     needs_gpu: bool = False
     """On a target with no NVIDIA GPU or driver the check is not applicable."""
     expected: str = ""

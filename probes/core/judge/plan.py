@@ -17,6 +17,7 @@ from gpuaudit.probes.core.models import (
     Finding,
     Severity,
 )
+from gpuaudit.probes.core.roofline.report import roofline_for_run
 from gpuaudit.probes.core.text import neutralise
 from pydantic import BaseModel, Field
 
@@ -282,8 +283,6 @@ SEV_WORD = {Severity.CRITICAL: "CRITICAL", Severity.WARNING: "WARNING"}
 
 def roofline_markdown(run: AuditRun) -> list[str]:
     """The decode roofline strip and its gap, first in the plan (PROBES.md §13)."""
-    from gpuaudit.probes.core.roofline.report import roofline_for_run
-
     rf = roofline_for_run(run)
     lines = [f"**{_clean(rf.strip)}**", ""]
     if rf.bounds:
@@ -377,5 +376,18 @@ def plan_markdown(plan: list[PlanStep], run: AuditRun) -> str:
             f"- probe `{p.probe_id}` failed: {_clean(p.error or 'unknown error')}" for p in failed
         ]
         lines += [f"- `{f.id}` unknown: {_clean(f.observed or f.title)}" for f in unknown]
+        lines.append("")
+    if na := [f for f in run.findings if f.severity == Severity.NA]:
+        reasons: dict[str, int] = {}
+        for f in na:
+            reasons[f.observed] = reasons.get(f.observed, 0) + 1
+        lines += [
+            f"## Not applicable ({len(na)} check(s), proven not to apply; not counted as ok)",
+            "",
+        ]
+        lines += [
+            f"- {n} × n/a — {_clean(why)}"
+            for why, n in sorted(reasons.items(), key=lambda kv: -kv[1])
+        ]
         lines.append("")
     return "\n".join(lines).rstrip("\n") + "\n"
