@@ -14,6 +14,7 @@ from gpuaudit.probes.core.judge.checks import (
     Check,
     Ctx,
     Verdict,
+    critical,
     info,
     ok,
     source_problem,
@@ -108,8 +109,28 @@ def iommu_mode(ctx: Ctx) -> Verdict:
     cmd = " ".join(t for t in (h.cmdline or "").split() if "iommu" in t)
     tail = f"; cmdline {cmd}" if cmd else ""
     if not units and not any(h.gpu_iommu_types.values()):
+        if h.cpu_vendor is None or h.cpus is None:  # whether the x2APIC trap applies was not read
+            return unknown(
+                "IOMMU off (no IOMMU units)"
+                + tail
+                + "; the CPU vendor and thread count (lscpu) were "
+                "not read: past 255 threads x2APIC needs the IOMMU's interrupt remapping"
+            )
+        if h.cpu_vendor == "AMD" and h.cpus > 255:
+            online = (
+                f"{h.online_cpus} of {h.cpus} CPUs online" if h.online_cpus else f"{h.cpus} CPUs"
+            )
+            return critical(
+                f"IOMMU off (no IOMMU units) on an AMD host with {h.cpus} hardware threads; {online}"
+                + tail,
+                "IOMMU enabled with iommu=pt",
+                title="IOMMU off with more than 255 CPUs (x2APIC)",
+                why="x2APIC needs the IOMMU's interrupt remapping: with the IOMMU off the kernel falls back "
+                "to xAPIC and CPUs past 255 stay offline (AMD's guidance: IOMMU enabled + iommu=pt).",
+                fix="BIOS: enable IOMMU (AMD-Vi); boot with iommu=pt.",
+            )
         return ok(
-            "no IOMMU units" + tail,
+            "no IOMMU units" + tail + f"; {h.cpu_vendor}, {h.cpus} CPUs (x2APIC not at stake)",
             title="IOMMU off",
             why="Off avoids P2P redirection; on hosts with >= 256 CPUs AMD prefers IOMMU on + iommu=pt.",
         )

@@ -31,7 +31,7 @@ from gpuaudit.probes.core.parsers.nvidia_smi import (
     parse_smi_q,
     q_get,
 )
-from gpuaudit.probes.core.parsing import first_line
+from gpuaudit.probes.core.parsing import cpu_list, first_line
 from gpuaudit.probes.core.spec import Outputs, usable_stdout
 from gpuaudit.probes.firmware.bios import read_bios, read_pending, read_system
 from gpuaudit.probes.firmware.facts import Dimm, FirmwareFacts
@@ -85,12 +85,16 @@ def _microcode(t: str, d: Data, p: Problems) -> None:
 
 
 def _lscpu(t: str, d: Data, p: Problems) -> None:
-    ident = cpu_identity(parse_lscpu(t))
+    fields = parse_lscpu(t)
+    ident = cpu_identity(fields)
+    online = fields.get("On-line CPU(s) list")
     d.update(
         cpu_vendor=ident.vendor,
         cpu_family=ident.family,
         sockets=ident.sockets,
         hypervisor=ident.hypervisor,
+        cpus=ident.cpus,
+        online_cpus=len(cpu_list(online)) if online else None,
     )
     if ident.vendor is None or not ident.sockets:
         p["lscpu_json"] = "lscpu gave no CPU vendor or socket count"

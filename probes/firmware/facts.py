@@ -25,6 +25,10 @@ class FirmwareFacts(BaseModel, frozen=True):
     cpu_vendor: str | None = None
     cpu_family: int | None = None
     sockets: int | None = None
+    cpus: int | None = None
+    """lscpu CPU(s): hardware threads the kernel knows of (x2APIC is needed past 255)."""
+    online_cpus: int | None = None
+    """How many of them are online (lscpu On-line CPU(s) list)."""
     hypervisor: str | None = None
     numa_nodes: dict[str, dict[str, str]] = {}
     """node name -> {"cpulist": ..., "memtotal_kb": ...}."""

@@ -145,7 +145,7 @@ def test_numa_mode_from_real_lscpu(name, vm, expected, needle):
         (["ivhd0"], {"0000:01:00.0": "identity", "0000:21:00.0": "identity"}, "ok"),
         (["ivhd0"], {"0000:01:00.0": "DMA-FQ", "0000:21:00.0": "DMA-FQ"}, "warning"),
         (["ivhd0"], {"0000:01:00.0": "DMA"}, "info"),  # single GPU
-        ([], {"0000:01:00.0": ""}, "ok"),  # IOMMU off
+        ([], {"0000:01:00.0": ""}, "unknown"),  # IOMMU off, CPU count not read (issue 24: x2APIC)
     ],
 )
 def test_iommu(units, types, expected):
@@ -153,6 +153,8 @@ def test_iommu(units, types, expected):
         sev(FirmwareFacts(iommu_units=units, gpu_iommu_types=types), "firmware.iommu_mode")
         == expected
     )
+    off = FirmwareFacts(iommu_units=[], cpu_vendor="AMD", cpus=128)
+    assert sev(off, "firmware.iommu_mode") == "ok"
 
 
 @pytest.mark.parametrize(
