@@ -161,6 +161,17 @@ class FleetHostsDocument(BaseModel):
     summary: FleetHostsSummary
 
 
+EXTRA_FIELDS: dict[str, dict[str, dict[str, Any]]] = {
+    "diff": {
+        "identical": {
+            "type": "boolean",
+            "title": "Identical",
+            "description": "Nothing counted as a change (exit 0); volatile facts, timings and raw text "
+            "alone do not count unless --all-facts/--raw.",
+        }
+    }
+}
+"""Fields a document carries beyond its model (tui/cli/snapshot_commands.py adds `identical`)."""
 DOCUMENTS: dict[str, tuple[type[BaseModel], str]] = {
     "snapshot": (
         SnapshotDocument,
@@ -178,6 +189,11 @@ def schema(name: str) -> dict[str, Any]:
     model, command = DOCUMENTS[name]
     generated = model.model_json_schema(mode="serialization", by_alias=True)
     _describe(generated, model)
+    for key, prop in EXTRA_FIELDS.get(
+        name, {}
+    ).items():  # written by the CLI next to the model's fields
+        generated["properties"][key] = prop
+        generated["required"].append(key)
     for sub in generated.get("$defs", {}).values():
         if (cls := _models().get(sub.get("title", ""))) is not None:
             _describe(sub, cls)
