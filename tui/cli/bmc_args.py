@@ -23,6 +23,12 @@ def add_bmc_arguments(p: argparse.ArgumentParser) -> None:
     )
     bmc.add_argument("--bmc-ca", metavar="FILE", help="PEM CA that signed the BMC's certificate")
     bmc.add_argument(
+        "--bmc-via-host",
+        action="store_true",
+        help="reach the BMC through the audited host's SSH connection (port forwarding from the client; "
+        "nothing runs on the host), for a management network only the host can reach",
+    )
+    bmc.add_argument(
         "--bmc-insecure",
         action="store_true",
         help="do not verify the BMC's TLS certificate (the snapshot's executed lines say so)",

@@ -19,9 +19,14 @@ def check_bmc_args(args: argparse.Namespace) -> None:
             ("--bmc-credentials", getattr(args, "bmc_credentials", None)),
             ("--bmc-ca", getattr(args, "bmc_ca", None)),
             ("--bmc-insecure", getattr(args, "bmc_insecure", False)),
+            ("--bmc-via-host", getattr(args, "bmc_via_host", False)),
         )
         if value
     ]
+    if getattr(args, "bmc_via_host", False) and not (args.host or args.hosts):
+        raise CliError(
+            "--bmc-via-host forwards through the host's SSH connection: it needs --host or --hosts"
+        )
     address = getattr(args, "bmc", None)
     if args.hosts and address:
         raise CliError(
@@ -56,6 +61,7 @@ def bmc_request_fields(args: argparse.Namespace) -> dict[str, Any]:
         "bmc_credentials": getattr(args, "bmc_credentials", None),
         "bmc_ca": getattr(args, "bmc_ca", None),
         "bmc_insecure": bool(getattr(args, "bmc_insecure", False)),
+        "bmc_via_host": bool(getattr(args, "bmc_via_host", False)),
     }
 
 
@@ -70,5 +76,6 @@ def bmc_reader(request: Any) -> Any:
             ca_file=request.bmc_ca,
             insecure=request.bmc_insecure,
             timeout_s=request.timeout,
+            via_host=request.bmc_via_host,
         )
     )

@@ -75,6 +75,9 @@ class BmcConfig:
     insecure: bool = False
     timeout_s: float = DEFAULT_BMC_TIMEOUT_S
     max_bytes: int = DEFAULT_BMC_MAX_BYTES
+    via_host: bool = False
+    """--bmc-via-host: reach the BMC through the audited host's SSH connection (a direct-tcpip forward opened
+    by the client; nothing runs on the host). TLS still ends at the BMC and is checked against its address."""
 
     @property
     def host_port(self) -> tuple[str, int]:
@@ -179,6 +182,7 @@ def bmc_config(
     timeout_s: float = DEFAULT_BMC_TIMEOUT_S,
     max_bytes: int = DEFAULT_BMC_MAX_BYTES,
     env: Mapping[str, str] | None = None,
+    via_host: bool = False,
 ) -> BmcConfig:
     """Validate the --bmc options and load the credentials (file first, then the environment; none: anonymous)."""
     parse_address(address)
@@ -203,7 +207,22 @@ def bmc_config(
         insecure=insecure,
         timeout_s=timeout_s,
         max_bytes=max_bytes,
+        via_host=via_host,
     )
+
+
+def ssh_connection_of(transport: Any) -> Any:
+    """The asyncssh connection under a host transport (a session transport wraps a pool of SSH transports), or
+    None for a local or recorded target."""
+    seen = 0
+    while transport is not None and seen < 8:
+        seen += 1
+        conn = getattr(transport, "_conn", None)
+        if conn is not None and hasattr(conn, "forward_local_port"):
+            return conn
+        members = getattr(transport, "members", None)
+        transport = members[0] if members else getattr(transport, "inner", None)
+    return None
 
 
 # --------------------------------------------------------------------------- HTTPS GET
@@ -256,6 +275,8 @@ class RedfishClient:
     def __init__(self, config: BmcConfig) -> None:
         self.config = config
         self.host, self.port = config.host_port
+        self.connect_to: tuple[str, int] | None = None
+        """Where the TCP connection goes when not straight to the BMC (the local end of an SSH forward)."""
         self._ctx = tls_context(config)
         self.sent: list[str] = []
         """Every request line sent ("GET /redfish/v1/Systems"): the tool's own proof that it only reads."""
@@ -310,8 +331,9 @@ class RedfishClient:
         return resp
 
     async def _get(self, path: str) -> HttpResponse:
+        host, port = self.connect_to or (self.host, self.port)
         reader, writer = await asyncio.open_connection(
-            self.host, self.port, ssl=self._ctx, server_hostname=self.host
+            host, port, ssl=self._ctx, server_hostname=self.host
         )
         try:
             self.sent.append(f"GET {path}")
@@ -413,19 +435,48 @@ class BmcReader:
 
     @property
     def tls_note(self) -> str:
+        via = " via the host's SSH connection" if self.config.via_host else ""
         if self.config.insecure:
-            return " (TLS not verified: --bmc-insecure)"
-        return f" (TLS verified with --bmc-ca {self.config.ca_file})" if self.config.ca_file else ""
+            return f"{via} (TLS not verified: --bmc-insecure)"
+        ca = f" (TLS verified with --bmc-ca {self.config.ca_file})" if self.config.ca_file else ""
+        return via + ca
 
-    async def read(self, command_id: str) -> RawResult:
+    async def read(self, command_id: str, via: Any = None) -> RawResult:
+        """The RawResult of one BMC source; `via` is the audited host's transport (used with --bmc-via-host)."""
         if command_id not in BMC_SOURCE_IDS:
             return RawResult(
                 exit_status=None, error=f"not run: {command_id} is not a BMC read", not_started=True
             )
         if self._task is None:
-            self._task = asyncio.ensure_future(self._read_all())
+            self._task = asyncio.ensure_future(self._read_via(via))
         results = await asyncio.shield(self._task)
         return results[command_id]
+
+    async def _read_via(self, via: Any) -> dict[str, RawResult]:
+        if not self.config.via_host:
+            return await self._read_all()
+        conn = ssh_connection_of(via)
+        if conn is None:
+            why = "not run: --bmc-via-host needs the host audited over SSH (--host)"
+            return {
+                cid: RawResult(exit_status=None, error=why, not_started=True)
+                for cid in BMC_SOURCE_IDS
+            }
+        try:
+            listener = await asyncio.wait_for(
+                conn.forward_local_port("127.0.0.1", 0, self.client.host, self.client.port),
+                timeout=self.config.timeout_s,
+            )
+        except (
+            Exception
+        ) as exc:  # asyncssh refuses (AllowTcpForwarding no) or the connection is gone
+            why = f"BMC {self.client.host}: the host's SSH server refused the forward: {exc}"
+            return {cid: RawResult(exit_status=None, error=why) for cid in BMC_SOURCE_IDS}
+        self.client.connect_to = ("127.0.0.1", listener.get_port())
+        try:
+            return await self._read_all()
+        finally:
+            listener.close()
 
     def _clean(self, body: bytes) -> bytes:
         creds = self.config.credentials

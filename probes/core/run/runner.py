@@ -356,7 +356,7 @@ class Audit:
         if command.shell.startswith(BMC_LINE_PREFIX) and self.options.bmc is not None:
             # read from the client over HTTPS (never through the target's shell), GET only
             queue.put_nowait(CommandStarted(probe_id=probe.id, role=role, command_id=command.id))
-            raw = await self.options.bmc.read(command.id)
+            raw = await self.options.bmc.read(command.id, via=binding.transport)
             stdout, stderr = text_of(raw)
             base.update(executed=raw.executed or shell, needs_root=False)
             rec = record_from_text(base, raw, stdout, stderr)
