@@ -7,6 +7,7 @@ facts extract made of those failures.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 
 from gpuaudit.probes.core.judge.checks import (
@@ -210,6 +211,12 @@ _ECC_FIELDS = {
 }
 
 
+ROW_REMAP = re.compile(
+    r"A100|A800|A30\b|H100|H200|H800|H20\b|GH200|B100|B200|B300|GB200|GB300", re.I
+)
+"""HBM GPUs of Ampere and newer: they remap rows (older ones retire pages)."""
+
+
 def ecc_rowremap(ctx: Ctx) -> Verdict:
     h: DriverFacts = ctx.f
     if not h.gpus:
@@ -227,12 +234,21 @@ def ecc_rowremap(ctx: Ctx) -> Verdict:
             f"ECC {'disabled on ' + gpu_list(h.gpus, lambda g: g in ecc_off) if ecc_off else 'enabled'}"
         )
     )
+    retired_read = any(g.retired_pending is not None for g in h.gpus)
     obs = (
         f"{ecc_desc}; uncorrected volatile errors on {gpu_list(h.gpus, lambda g: g in uncorr) or 'none'}; "
-        f"remap pending on {gpu_list(h.gpus, lambda g: g in pending) or 'none'}; "
-        f"remap failure on {gpu_list(h.gpus, lambda g: g in failed) or 'none'}"
-        + ("" if remap_read else " (row remapping not reported)")
-    )
+        + (
+            f"remap pending on {gpu_list(h.gpus, lambda g: g in pending) or 'none'}; "
+            f"remap failure on {gpu_list(h.gpus, lambda g: g in failed) or 'none'}"
+            if remap_read
+            else "row remapping not reported"
+            + (
+                f"; retired pages pending on {gpu_list(h.gpus, lambda g: g in pending) or 'none'}"
+                if retired_read
+                else ""
+            )
+        )
+    )  # never "pending on none" from a field that was not read (issue 24)
     if failed or uncorr:
         return critical(
             obs,
@@ -272,6 +288,12 @@ def ecc_rowremap(ctx: Ctx) -> Verdict:
             "a deliberate choice",
             title="ECC off on workstation-class GPUs (policy choice)",
             why="On GDDR workstation cards such as RTX PRO, ECC trades a little capacity and bandwidth for protection: a policy choice, not an error.",
+        )
+    remappers = [g for g in h.gpus if ROW_REMAP.search(g.name)]
+    if remappers and not remap_read:  # these GPUs remap rows: "no pending remap" needs the field
+        return unknown(
+            obs + f" on {gpu_list(h.gpus, lambda g: g in remappers)}, which remap rows: pending "
+            "remaps and remapping failures unknown (nvidia-smi -q -d ROW_REMAPPER)"
         )
     if no_ecc and not remap_read and h.gpu_source == "smi_table":
         # the table shows no row-remap state: "not supported" needs the query's positive [N/A]

@@ -204,6 +204,16 @@ def cstates(ctx: Ctx) -> Verdict:
             if h.cpu_vendor
             else f" (CPU vendor not read: deep = exit latency >= {DEEP_LATENCY_US} µs)"
         )
+        amd_deep = [  # what "deep" means depends on the vendor: on AMD every state past C1 is
+            s
+            for s in h.idle_states
+            if not s.disabled and is_deep_cstate(s.name, s.latency_us, "AMD")
+        ]
+        if not h.cpu_vendor and amd_deep:
+            return unknown(
+                f"{_names(amd_deep)} enabled: deep on AMD (every state past C1), shallow on Intel below "
+                f"{DEEP_LATENCY_US} µs; the CPU vendor (lscpu / /proc/cpuinfo) was not read"
+            )
         return ok(
             (
                 f"deep states disabled: {_names(deep)}"

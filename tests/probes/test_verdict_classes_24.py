@@ -55,3 +55,41 @@ def test_iommu_off_below_256_threads_or_on_intel_stays_ok():
 def test_iommu_off_without_lscpu_is_unknown_not_ok():
     f = finding(firmware.PROBE, "firmware.iommu_mode", iommu_state=IOMMU_OFF)
     assert f.severity.value == "unknown" and "lscpu" in f.observed
+
+
+# --- class 3: ok from incomplete data -----------------------------------------------------------------
+
+IDLE = FX / "system" / "cpupower-idle-info"
+
+
+def test_an_enabled_c2_without_the_cpu_vendor_is_unknown_not_only_shallow():
+    """Before: ok "only shallow states: C1 1µs, C2 30µs, POLL 0µs" (C2 is CC6 on AMD: deep)."""
+    from gpuaudit.probes import power
+
+    idle = (IDLE / "epyc-acpi-idle-c2-ioport-lat30-entered.txt").read_text()
+    f = finding(power.PROBE, "power.cpu_cstates", cpupower_idle=idle)
+    assert f.severity.value == "unknown", f
+    assert "C2 30µs" in f.observed and "vendor" in f.observed
+    amd = (LSCPU / "epyc-7702-2s-smt-2numa.txt").read_text()
+    f = finding(power.PROBE, "power.cpu_cstates", cpupower_idle=idle, lscpu_json=amd)
+    assert f.severity.value in ("warning", "info") and "C2" in f.observed, f
+
+
+XML = FX / "nvidia" / "nvidia-smi-q-x"
+
+
+def test_row_remapping_not_reported_never_reads_pending_on_none():
+    """Before: ok "...; remap pending on none; remap failure on none (row remapping not reported)"."""
+    from gpuaudit.probes import driver
+
+    a100 = finding(
+        driver.PROBE,
+        "driver.ecc_rowremap",
+        smi_q_xml=(XML / "telegraf-a100-sxm4-v12.xml").read_text(),
+    )
+    assert a100.severity.value == "unknown", a100  # an A100 remaps rows: N/A there is not "none"
+    assert "pending on none" not in a100.observed
+    for sample in ("telegraf-tesla-t4.xml", "netdata-tesla-p100.xml"):  # page retirement, read
+        f = finding(driver.PROBE, "driver.ecc_rowremap", smi_q_xml=(XML / sample).read_text())
+        assert f.severity.value == "ok" and "remap pending on none" not in f.observed, f
+        assert "retired pages pending on none" in f.observed
