@@ -11,6 +11,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from gpuaudit.probes.core.parsers.lspci import parse_lspci_vvv
 from gpuaudit.probes.firmware.bios_map import (
     GENERIC_VENDORS,
     ROWS,
@@ -243,6 +244,15 @@ def read_pending(t: str, d: dict[str, Any], p: dict[str, str]) -> None:
         return
     pending = {k: text_of(v) for k, v in (attrs or {}).items()}
     d["bios_pending"] = {k: list(v) for k, v in pending_changes(current, pending).items()}
+
+
+def read_lspci_aspm(t: str, d: dict[str, Any], p: dict[str, str]) -> None:
+    """lspci_vvv: how many PCIe links have ASPM on or off in LnkCtl (what the OS runs, beside the BIOS setting)."""
+    counts: dict[str, int] = {}
+    for dev in parse_lspci_vvv(t):
+        if dev.aspm_ctl:
+            counts[dev.aspm_ctl] = counts.get(dev.aspm_ctl, 0) + 1
+    d["link_aspm"] = counts
 
 
 def pending_changes(

@@ -220,6 +220,37 @@ def iommu_vs_cmdline(ctx: Ctx) -> Verdict:
     return ok(obs, title="BIOS IOMMU setting and the kernel agree", evidence=(BIOS,))
 
 
+def aspm_vs_lnkctl(ctx: Ctx) -> Verdict:
+    h: FirmwareFacts = ctx.f
+    s = settings(ctx)
+    if s is None:
+        return _unusable(ctx)
+    a = s.get("aspm")
+    links = (
+        ", ".join(f"{state} ×{n}" for state, n in sorted(h.link_aspm.items())) or "no LnkCtl read"
+    )
+    on = sum(n for state, n in h.link_aspm.items() if state.lower().endswith("enabled"))
+    obs = f"BIOS {describe(a) if a else 'ASPM setting not exposed'}; links (LnkCtl): {links}"
+    ev = (BIOS, ("host", "lspci_vvv"))
+    if a is None or a.value not in ("enabled", "disabled"):
+        return info(
+            obs, title="BIOS ASPM auto / not exposed: the links' LnkCtl decides", evidence=ev
+        )
+    if a.value == "disabled" and on:
+        return warning(
+            obs,
+            "ASPM disabled on every link",
+            title=f"BIOS ASPM disabled but {on} link(s) run with ASPM enabled",
+            why="The OS turned ASPM on (pcie_aspm=force, or a powersave policy over links the BIOS left "
+            "capable): L1 exit latency on GPU and NIC links adds to every transfer that wakes them.",
+            fix="Boot with pcie_aspm=off or set /sys/module/pcie_aspm/parameters/policy to performance.",
+            evidence=ev,
+        )
+    if a.value == "enabled" and h.link_aspm and not on:
+        return info(obs, title="BIOS ASPM enabled, the OS keeps every link's ASPM off", evidence=ev)
+    return ok(obs, title="BIOS ASPM setting and the links' LnkCtl agree", evidence=ev)
+
+
 # --------------------------------------------------------------------------- the manual checks, judged
 
 
@@ -341,6 +372,17 @@ BIOS_CHECKS: tuple[Check, ...] = (
         "Make the BIOS and the kernel options agree (firmware.iommu_mode has the policy).",
         iommu_vs_cmdline,
         sources=("proc_cmdline", "iommu_state"),
+        roles=HOST,
+        applies=no_bmc,
+    ),
+    Check(
+        "firmware.bios_aspm_vs_lnkctl",
+        "BIOS ASPM vs the links' LnkCtl",
+        "bios",
+        "The BIOS ASPM setting and what each link's LnkCtl shows should agree; the OS can turn ASPM on.",
+        "Keep ASPM off on GPU/NIC links of an inference host (pcie_aspm=off or the performance policy).",
+        aspm_vs_lnkctl,
+        sources=("lspci_vvv",),
         roles=HOST,
         applies=no_bmc,
     ),

@@ -33,7 +33,12 @@ from gpuaudit.probes.core.parsers.nvidia_smi import (
 )
 from gpuaudit.probes.core.parsing import cpu_list, first_line
 from gpuaudit.probes.core.spec import Outputs, usable_stdout
-from gpuaudit.probes.firmware.bios import read_bios, read_pending, read_system
+from gpuaudit.probes.firmware.bios import (
+    read_bios,
+    read_lspci_aspm,
+    read_pending,
+    read_system,
+)
 from gpuaudit.probes.firmware.facts import Dimm, FirmwareFacts
 
 FW_FIELDS = ("index", "pci.bus_id", "vbios_version", "inforom.img")
@@ -204,6 +209,7 @@ READERS: tuple[tuple[str, Callable[[str, Data, Problems], None]], ...] = (
     ("redfish_system", read_system),
     ("redfish_bios", read_bios),
     ("redfish_bios_pending", read_pending),
+    ("lspci_vvv", read_lspci_aspm),  # the links' ASPM state, beside the BIOS setting
 )
 """Source -> reader, in order (dmi_bios is the fallback for dmidecode_bios)."""
 

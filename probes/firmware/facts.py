@@ -51,6 +51,8 @@ class FirmwareFacts(BaseModel, frozen=True):
     bios_vendor_map: str | None = None
     """The vendor family whose map rows were used ("any" when the manufacturer is not one the map knows)."""
     bios_registry: str | None = None
+    link_aspm: dict[str, int] = {}
+    """LnkCtl ASPM state (lspci -vvv) -> number of PCIe functions in it: the OS's side of the BIOS ASPM setting."""
     bios_pending: dict[str, list[str]] = {}
     """--bmc: pending attribute -> [current, pending] where they differ (a reboot applies them)."""
     problems: dict[str, str] = {}

@@ -263,3 +263,35 @@ def test_iommu_cross_check_against_the_cmdline():
         iommu_state="units: ivhd0\n",
     )["firmware.bios_iommu_vs_cmdline"]
     assert f.severity.value == "warning" and "CbsCmnGnbNbIOMMU=Disabled" in f.observed
+
+
+def test_aspm_cross_check_on_the_case_studys_real_lspci():
+    """The case study's lspci -vvv (every link ASPM Disabled, a real corpus capture) against BIOS ASPM values."""
+    lspci = (
+        Path(__file__).parents[2] / "snapshots/examples/case-study/before/host/lspci_vvv.out"
+    ).read_text()
+    for raw, expected in (("Disabled", "ok"), ("Enabled", "info"), ("Auto", "info")):
+        bios = {"@odata.id": "/redfish/v1/Systems/1/Bios", "Attributes": {"PcieAspmL1": raw}}
+        f = judge({"redfish_bios": _rec("redfish_bios", json.dumps(bios))}, lspci_vvv=lspci)[
+            "firmware.bios_aspm_vs_lnkctl"
+        ]
+        assert f.severity.value == expected, (raw, f)
+        assert "Disabled ×16" in f.observed and f"PcieAspmL1={raw}" in f.observed
+
+
+def test_aspm_cross_check_warns_when_the_os_enabled_it():
+    from gpuaudit.probes.firmware import FirmwareFacts
+    from gpuaudit.probes.firmware.bios import normalise
+
+    settings, _ = normalise({"PcieAspmL1": "Disabled"}, "dell")
+    facts = FirmwareFacts(bios_settings=settings, link_aspm={"L1 Enabled": 3, "Disabled": 5})
+    outs = {
+        "redfish_bios": _rec("redfish_bios", "{}"),
+        "lspci_vvv": _rec("lspci_vvv", "(facts given)"),
+    }
+    (f,) = [
+        x
+        for x in judge_checks(firmware.CHECKS, {"host": facts}, {"host": outs})
+        if x.id == "firmware.bios_aspm_vs_lnkctl"
+    ]
+    assert f.severity.value == "warning" and "3 link(s)" in f.title
