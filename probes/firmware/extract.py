@@ -31,6 +31,7 @@ from gpuaudit.probes.core.parsers.nvidia_smi import (
     parse_smi_q,
     q_get,
 )
+from gpuaudit.probes.core.parsers.system import parse_numactl_h
 from gpuaudit.probes.core.parsing import cpu_list, first_line
 from gpuaudit.probes.core.spec import Outputs, usable_stdout
 from gpuaudit.probes.firmware.bios import (
@@ -111,6 +112,22 @@ def _sys_numa(t: str, d: Data, p: Problems) -> None:
         "numa_nodes"
     ]:  # the line ends in `; true`: an empty answer is the only sign of a failure
         p["sys_numa"] = "no NUMA node listed under /sys/devices/system/node"
+
+
+def _numactl(t: str, d: Data, p: Problems) -> None:
+    """`numactl -H`: the same nodes (CPUs, memory) when the sysfs read gave none."""
+    if d.get("numa_nodes"):
+        return
+    topo = parse_numactl_h(t)
+    d["numa_nodes"] = {
+        f"node{n.id}": {
+            "cpulist": ",".join(map(str, n.cpus)),
+            **({"memtotal_kb": str(n.size_mb * 1024)} if n.size_mb is not None else {}),
+        }
+        for n in topo.nodes.values()
+    }
+    if not d["numa_nodes"]:
+        p["numactl_h"] = "numactl -H listed no node"
 
 
 def _iommu(t: str, d: Data, p: Problems) -> None:
@@ -197,6 +214,7 @@ READERS: tuple[tuple[str, Callable[[str, Data, Problems], None]], ...] = (
     ("cpuinfo_microcode", _microcode),
     ("lscpu_json", _lscpu),
     ("sys_numa", _sys_numa),
+    ("numactl_h", _numactl),  # the fallback for sys_numa
     ("iommu_state", _iommu),
     ("proc_cmdline", _cmdline),
     ("sys_cppc", _cppc),

@@ -93,3 +93,30 @@ def test_row_remapping_not_reported_never_reads_pending_on_none():
         f = finding(driver.PROBE, "driver.ecc_rowremap", smi_q_xml=(XML / sample).read_text())
         assert f.severity.value == "ok" and "remap pending on none" not in f.observed, f
         assert "retired pages pending on none" in f.observed
+
+
+# --- class 4: over-caution: unknown although another collected source proves the answer ---------------
+
+NUMACTL = FX / "system" / "numactl-hardware"
+
+
+def test_numa_mode_from_numactl_when_sysfs_was_not_read():
+    """Before: unknown "sys_numa: ..." although `numactl -H` lists the nodes. The same machine's lscpu and
+    numactl (luigifcruz/stelline, ASUS ESC8000A-E12); the Dell R7425 (2S EPYC 7401, six memory-less nodes)
+    is paired with the 2S EPYC 7601 lscpu for its socket count."""
+    from gpuaudit.probes import firmware
+
+    f = finding(
+        firmware.PROBE,
+        "firmware.numa_mode",
+        numactl_h=(NUMACTL / "asus-esc8000a-e12-epyc9374f-2s-smt-off.txt").read_text(),
+        lscpu_json=(LSCPU / "epyc-9374f-2s-smt-off-new-format.txt").read_text(),
+    )
+    assert f.severity.value == "ok" and "2 node(s), 2 socket(s)" in f.observed, f
+    f = finding(
+        firmware.PROBE,
+        "firmware.numa_mode",
+        numactl_h=(NUMACTL / "epyc-7401-dell-r7425-8nodes-memoryless-QUOTED.txt").read_text(),
+        lscpu_json=(LSCPU / "epyc-7601-2s-8numa-interleaved.txt").read_text(),
+    )
+    assert f.severity.value == "warning" and "memory-less" in f.observed, f
