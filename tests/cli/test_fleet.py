@@ -23,7 +23,7 @@ def test_plain_list_with_comments_and_duplicates():
 def test_ansible_ini_vars_groups_and_precedence():
     text = """
 [gpu]
-node1 ansible_host=10.0.0.5 ansible_user=root ansible_port=2200 ; comment
+node1 ansible_host=10.0.0.5 ansible_user=root ansible_port=2200 # comment (ansible-core refuses `;` here)
 node2 ansible_host=10.0.0.6
 [infer]
 node2

@@ -1,8 +1,10 @@
 """Fleet mode: `--hosts FILE` audits every host of an inventory, a global cap on connections at once.
 
-Inventory: either one `[user@]host[:port]` per line (`#` comments, blank lines), or an Ansible-style INI
-inventory (parsed by probes/core/fleet/inventory.py: groups, vars, children, the SSH variables under both
-Ansible spellings; other ansible_* variables are named as ignored). A host listed twice is audited once.
+Inventory: the JSON of `ansible-inventory -i SOURCE --list` (ranges, YAML, group_vars/, plugins and vaults are then
+Ansible's job: probes/core/fleet/ansible_inventory.py), one `[user@]host[:port]` per line (`#` comments, blank
+lines), or an Ansible INI inventory read natively (probes/core/fleet/inventory.py: groups, vars, children, the
+SSH variables under both Ansible spellings; other ansible_* variables are named as ignored; host ranges, YAML and
+group_vars/ are refused with one line pointing at the JSON path). A host listed twice is audited once.
 
 Each host is audited alone (host role only) with the probes of a normal audit; a failing host never stops
 the others. `--json` prints ONE document on stdout:
@@ -33,6 +35,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gpuaudit.probes.core.collect.targets import parse_host_spec
+from gpuaudit.probes.core.fleet.ansible_inventory import load_any_inventory
 from gpuaudit.probes.core.fleet.inventory import FleetHost, load_inventory, parse_inventory  # noqa: F401 - re-exported
 from gpuaudit.probes.core.fleet.prometheus import NodeAudit, from_snapshot, write_prom_file
 from gpuaudit.probes.core.run.request import AuditRequest
@@ -212,7 +215,7 @@ def run_screen(hosts: list[FleetHost], request: AuditRequest, ssh: object) -> li
 
 def main(request: AuditRequest) -> int:
 
-    inventory = load_inventory(request.hosts)
+    inventory = load_any_inventory(request.hosts)
     hosts = inventory.hosts
     if inventory.ignored_note():
         print(f"gpuaudit-tui: {inventory.ignored_note()}", file=sys.stderr)

@@ -14,6 +14,7 @@ a FIFO blocks forever), at most MAX_INVENTORY_BYTES and MAX_HOSTS hosts.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 import shlex
@@ -88,11 +89,12 @@ class _Parsed:
 
 
 def _strip_comment(line: str) -> str:
-    # `#` and `;` start comments in Ansible INI; inside a host line only after whitespace
+    # `#` and `;` start a comment line in Ansible INI; within a line only `#` after whitespace does
+    # (ansible-core refuses `h1 ; note`, and so does this reader)
     stripped = line.strip()
     if stripped.startswith(("#", ";")):
         return ""
-    return re.split(r"\s[#;]", stripped, maxsplit=1)[0].strip()
+    return re.split(r"\s#", stripped, maxsplit=1)[0].strip()
 
 
 def _join_spec(address: str, user: str | None, port: str | None) -> str:
@@ -122,7 +124,10 @@ def _host_line(line: str, where: str) -> tuple[str, dict[str, str]]:
             raise UsageError(f"{where}: cannot read {token!r}: expected key=value after the host")
         hvars[vm["key"]] = vm["value"]
     if _RANGE.search(first):
-        raise UsageError(f"{where}: host ranges like {first!r} are not supported; list the hosts")
+        raise UsageError(
+            f"{where}: host ranges like {first!r} are Ansible's to expand; resolve the inventory with "
+            "`ansible-inventory -i FILE --list > hosts.json` and pass --hosts hosts.json"
+        )
     return first, hvars
 
 
@@ -153,25 +158,42 @@ def _parse(text: str, source: str) -> _Parsed:
             out.group_vars.setdefault(group, {})[key.strip()] = value.strip().strip("'\"")
             continue
         first, hvars = _host_line(line, where)
+        user_part, _, bare = first.rpartition("@")
+        try:  # a bare IPv6 address is a host name to ansible-core (no port in it)
+            ipaddress.IPv6Address(bare)
+            as_address = f"{user_part + '@' if user_part else ''}[{bare}]"
+        except ValueError:
+            as_address = first
         try:
-            addr = parse_ssh_address(first)
+            addr = parse_ssh_address(as_address)
         except UsageError as exc:
             raise UsageError(f"{where}: {exc}") from None
         groups = [] if group == "ungrouped" else [group]
+        name = first
+        if addr.port is not None:  # as ansible-core: `h:2222` is host `h` with ansible_port=2222,
+            name = first.rsplit(":", 1)[0]  # which a variable on the same line overrides
+            if name.startswith("[") and name.endswith(
+                "]"
+            ):  # `[2001:db8::2]:2222` is host 2001:db8::2
+                name = name[1:-1]
+            if (
+                name not in out.pending
+            ):  # a later `h:2202` of a known host: ansible-core keeps the port
+                hvars = {"ansible_port": str(addr.port), **hvars}
         if (
-            first in out.pending
+            name in out.pending
         ):  # the same inventory name in two groups is one host (Ansible's rule)
-            p = out.pending[first]
+            p = out.pending[name]
             p.groups = list(dict.fromkeys(p.groups + groups))
             p.hostvars.update(hvars)
         else:
             if len(out.pending) >= MAX_HOSTS:
                 raise UsageError(f"{where}: more than {MAX_HOSTS} hosts in one inventory; split it")
-            out.pending[first] = _Pending(
-                name=first,
+            out.pending[name] = _Pending(
+                name=name,
                 user=addr.user,
                 host=addr.host,
-                port=addr.port,
+                port=None,
                 hostvars=hvars,
                 groups=groups,
                 line=n,
@@ -206,9 +228,31 @@ def _ancestry(groups: list[str], children: dict[str, list[str]]) -> list[str]:
     return sorted(found, key=lambda g: (depth[g], g))
 
 
+def _refuse_loops(children: dict[str, list[str]], source: str) -> None:
+    """ansible-core refuses a loop of :children groups; so does this reader (one line naming it)."""
+    state: dict[str, int] = {}
+
+    def visit(g: str, path: list[str]) -> None:
+        state[g] = 1
+        for kid in children.get(g, ()):
+            if state.get(kid) == 1:
+                loop = " -> ".join(path[path.index(kid) :] + [g, kid]) if kid in path else kid
+                raise UsageError(
+                    f"{source}: the :children groups form a loop ({loop}); ansible-core refuses it too"
+                )
+            if kid not in state:
+                visit(kid, path + [g])
+        state[g] = 2
+
+    for g in list(children):
+        if g not in state:
+            visit(g, [])
+
+
 def read_inventory(text: str, source: str = "inventory") -> Inventory:
     """Inventory text -> hosts in file order (duplicates dropped) and the ignored variables; UsageError on a bad line."""
     parsed = _parse(text, source)
+    _refuse_loops(parsed.children, source)
     hosts: list[FleetHost] = []
     seen: set[str] = set()
     used_vars: set[str] = set()
@@ -219,7 +263,7 @@ def read_inventory(text: str, source: str = "inventory") -> Inventory:
         for level in levels:
             used_vars.update(level)
         user = p.user or _first(levels, USER_VARS)
-        port = str(p.port) if p.port else _first(levels, PORT_VARS)
+        port = _first(levels, PORT_VARS)
         spec = _join_spec(_first(levels, HOST_VARS) or p.host, user, port)
         try:
             parse_ssh_address(spec)
