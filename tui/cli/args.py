@@ -7,7 +7,7 @@ import difflib
 from collections.abc import Iterable
 from typing import NoReturn
 
-SUBCOMMANDS = ("diff", "snapshots", "fleet")
+SUBCOMMANDS = ("diff", "snapshots", "fleet", "baseline")
 
 
 def suggestion(word: str, choices: Iterable[str]) -> str | None:

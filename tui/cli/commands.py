@@ -25,6 +25,10 @@ def run(argv: list[str], args: argparse.Namespace | None) -> int:
     if args is None:
         if argv[0] == "fleet":
             return fleet_compare.main(argv[1:])
+        if argv[0] == "baseline":
+            from gpuaudit.tui.cli import baseline
+
+            return baseline.main(argv[1:])
         return snapshot_commands.main(argv[0], argv[1:])
     if args.json_schema:
         sys.stdout.write(render_json_schema(args.json_schema))

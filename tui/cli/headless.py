@@ -15,6 +15,7 @@ from gpuaudit.probes.core.run.events import CommandFinished, ProbeFinished, Targ
 from gpuaudit.probes.core.run.request import AuditRequest
 from gpuaudit.probes.core.run.session import run_sync, run_to_end
 from gpuaudit.snapshots import store
+from gpuaudit.snapshots.baseline import apply_baseline
 from gpuaudit.snapshots.naming import default_name
 from gpuaudit.snapshots.schema import Snapshot
 from gpuaudit.tui.cli.health import health_line
@@ -177,6 +178,7 @@ def main(request: AuditRequest) -> int:
             print("gpuaudit-tui: terminated", file=sys.stderr)
             raise SystemExit(EXIT_TERMINATED) from None
         raise KeyboardInterrupt from None
+    run = apply_baseline(run)  # regression.* findings against the host's last-known-good (issue 26)
     snapshot = Snapshot.from_run(run)
     if setup.mode == "resume":
         snapshot = merged_resume(snapshot, setup, request)

@@ -1,0 +1,427 @@
+"""A last-known-good baseline per host, and what changed since it.
+
+`gpuaudit-tui baseline set SNAPSHOT` pins a good snapshot for its host (a copy under the user data dir,
+`baselines/<host>.json`; `$GPUAUDIT_BASELINE_DIR` overrides). Every later audit of that host is compared with it
+(`apply_baseline`): driver, CUDA, kernel, BIOS/VBIOS, engine / torch / NCCL / Triton versions, host and engine
+knobs, and the measured single-stream decode speed (± DEFAULT_THRESHOLD). What changed becomes `regression.*`
+findings of a "baseline" probe result, so --json, --plan, --health, --prom and the TUI carry them like any other.
+
+Severity: a decode speed below the baseline by more than the threshold is critical (a speed regression fails
+--health); every change beside it is a warning (the suspects, named with their old and new values); a change while
+the speed held (or rose) is info; a change when either side's speed was not measured is a warning (nothing says
+it is harmless); an unchanged fact is ok; a fact read on one side only is unknown. The facts come from raw
+records by stable command ids (probes/core/fleet/peers.py readers), so snapshots of older releases compare too.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import socket
+from collections.abc import Callable, Mapping
+from pathlib import Path
+from typing import Any
+
+from gpuaudit.probes.core.errors import ParseError, SnapshotError
+from gpuaudit.probes.core.fleet.peers import CONTAINER_FACTS, FACTS, usable_records
+from gpuaudit.probes.core.models import AuditRun, Finding, ProbeResult, Severity
+from gpuaudit.probes.core.parsers.engine import main_engine, parse_engine_procs
+from gpuaudit.snapshots import store
+from gpuaudit.snapshots.schema import Snapshot
+
+ENV_DIR = "GPUAUDIT_BASELINE_DIR"
+DEFAULT_THRESHOLD = 0.05
+"""±5 %: AMD's cluster validation suite flags a change of more than 5 % from the previous run."""
+PROBE_ID = "baseline"
+
+# regression id -> (title, facts it compares, who can fix it)
+GROUPS: dict[str, tuple[str, tuple[str, ...], str]] = {
+    "regression.driver": (
+        "NVIDIA driver / CUDA changed since baseline",
+        ("driver", "cuda"),
+        "host",
+    ),
+    "regression.kernel": ("Kernel changed since baseline", ("kernel",), "host"),
+    "regression.bios": ("BIOS / VBIOS changed since baseline", ("bios", "vbios"), "bios"),
+    "regression.engine": (
+        "Serving engine version changed since baseline",
+        ("container.engine", "engine"),
+        "engine",
+    ),
+    "regression.torch": ("torch changed since baseline", ("container.torch",), "container"),
+    "regression.nccl": ("NCCL changed since baseline", ("container.nccl",), "container"),
+    "regression.triton": ("Triton changed since baseline", ("triton",), "container"),
+    "regression.knobs": (
+        "Host or engine knobs changed since baseline",
+        (
+            "scaling_driver",
+            "governor",
+            "numa_balancing",
+            "iommu_mode",
+            "acs",
+            "max_read_req",
+            "persistence",
+            "mig_mode",
+            "gpu_link",
+            "engine.args",
+        ),
+        "host",
+    ),
+}
+SPEED_ID = "regression.decode_speed"
+ENGINE_KNOBS = (
+    "kind",
+    "tp",
+    "pp",
+    "dp",
+    "ep",
+    "dp_attention",
+    "cuda_graphs_disabled",
+    "cuda_graph_max_bs",
+    "cuda_graph_mode",
+    "attention_backend",
+    "moe_backend",
+    "custom_allreduce_disabled",
+    "allreduce_flags",
+    "model",
+    "quantization",
+    "kv_cache_dtype",
+    "speculative",
+    "speculative_steps",
+    "speculative_draft_tokens",
+)
+
+
+class BaselineError(ValueError):
+    """A baseline that cannot be set or read (one line for the CLI)."""
+
+
+# ------------------------------------------------------------------------------------------ the store
+
+
+def baseline_dir() -> Path:
+    env = os.environ.get(ENV_DIR)
+    if env:
+        return Path(env).expanduser()
+    import platformdirs
+
+    return platformdirs.user_data_path("gpuaudit-tui") / "baselines"
+
+
+def host_key(snapshot: Snapshot | AuditRun) -> str:
+    """The host a snapshot audited: its host target's spec ("root@10.0.0.5", "pve-gpu01"); a local audit is this
+    machine's name."""
+    host = next((t for t in snapshot.targets if t.role == "host"), None)
+    if host is None:
+        raise BaselineError("the snapshot has no host target")
+    spec = host.spec
+    if host.kind == "local" or spec == "local":
+        spec = f"local-{socket.gethostname()}"
+    elif host.kind in ("replay", "directory"):
+        spec = host.label or spec
+    return spec
+
+
+def _file(key: str, directory: Path | None = None) -> Path:
+    safe = re.sub(r"[^A-Za-z0-9._@-]+", "_", key).strip("._") or "host"
+    return (directory or baseline_dir()) / f"{safe[:120]}.json"
+
+
+def set_baseline(snapshot: Snapshot, directory: Path | None = None) -> tuple[str, Path]:
+    """Pin `snapshot` as its host's last-known-good (a private copy, 0600 in a 0700 directory)."""
+    key = host_key(snapshot)
+    path = _file(key, directory)
+    try:
+        store.write_atomic(path, snapshot.model_dump_json(indent=1).encode())
+    except (OSError, SnapshotError) as exc:
+        raise BaselineError(f"cannot write the baseline {path}: {exc}") from None
+    return key, path
+
+
+def load_baseline(key: str, directory: Path | None = None) -> Snapshot | None:
+    path = _file(key, directory)
+    if not path.exists():
+        return None
+    try:
+        return store.load(path)
+    except SnapshotError as exc:
+        raise BaselineError(f"baseline unreadable: {exc}") from None
+
+
+def clear_baseline(key: str, directory: Path | None = None) -> bool:
+    path = _file(key, directory)
+    if path.exists():
+        path.unlink()
+        return True
+    return False
+
+
+def list_baselines(directory: Path | None = None) -> list[Path]:
+    d = directory or baseline_dir()
+    return sorted(d.glob("*.json")) if d.is_dir() else []
+
+
+# ------------------------------------------------------------------------------------------ the facts
+
+
+def _pyenv_package(records: Mapping[str, str], name: str) -> str | None:
+    found = set()
+    for ln in records.get("pyenv", "").splitlines():
+        if ln.startswith("{"):
+            try:
+                doc = json.loads(ln)
+            except ValueError:
+                continue
+            version = (doc.get("packages") or {}).get(name) if isinstance(doc, dict) else None
+            if isinstance(version, str):
+                found.add(version)
+    return ", ".join(sorted(found)) or None
+
+
+def _engine_args(records: Mapping[str, str]) -> str | None:
+    text = records.get("engine_procs")
+    if not text:
+        return None
+    try:
+        found = main_engine(parse_engine_procs(text))
+    except ParseError:
+        return None
+    if not found:
+        return None
+    cfg = found[1]
+    parts = []
+    for k in ENGINE_KNOBS:
+        v = getattr(cfg, k, None)
+        if v in (None, False, (), ""):
+            continue
+        parts.append(f"{k}={' '.join(v) if isinstance(v, tuple) else v}")
+    return "; ".join(parts)
+
+
+def _read(table: Mapping[str, Callable[[Mapping[str, str]], str | None]], r: Mapping[str, str]):
+    out: dict[str, str | None] = {}
+    for key, read in table.items():
+        try:
+            out[key] = read(r)
+        except Exception:  # noqa: BLE001 - an odd recording leaves one fact unread
+            out[key] = None
+    return out
+
+
+def facts_of(snapshot: Snapshot) -> dict[str, str | None]:
+    """Every compared fact of a snapshot, from its raw records."""
+    doc = snapshot.model_dump(mode="json")
+    host = usable_records(doc, "host")
+    roles = {t.role for t in snapshot.targets}
+    container = usable_records(doc, "container") if "container" in roles else {}
+    facts = _read(FACTS, host)
+    facts.update(_read(CONTAINER_FACTS, container) if container else {})
+    engine_side = container if container.get("engine_procs") else host
+    facts["triton"] = _pyenv_package(container or host, "triton")
+    facts["engine.args"] = _engine_args(engine_side) or _engine_args(host)
+    return facts
+
+
+def measured_speed(snapshot: Snapshot) -> tuple[float | None, str | None]:
+    roof = snapshot.roofline or {}
+    value = roof.get("measured_tok_s")
+    return (
+        (float(value), roof.get("measured_source"))
+        if isinstance(value, (int, float))
+        else (
+            None,
+            None,
+        )
+    )
+
+
+# ------------------------------------------------------------------------------------------ the comparison
+
+
+def _finding(
+    fid: str,
+    sev: Severity,
+    title: str,
+    owner: str,
+    observed: str,
+    expected: str,
+    why: str,
+    fix: str,
+) -> Finding:
+    return Finding(
+        id=fid,
+        severity=sev,
+        probe=PROBE_ID,
+        owner=owner,
+        targets=["host"],
+        title=title,
+        observed=observed,
+        expected=expected,
+        why=why,
+        fix=fix,
+    )
+
+
+def compare(
+    baseline: Snapshot, current: Snapshot, threshold: float = DEFAULT_THRESHOLD
+) -> list[Finding]:
+    """The regression.* findings of `current` against its host's last-known-good `baseline`."""
+    base_f, cur_f = facts_of(baseline), facts_of(current)
+    base_v, base_src = measured_speed(baseline)
+    cur_v, cur_src = measured_speed(current)
+    when = baseline.created_at.strftime("%Y-%m-%d %H:%M UTC") if baseline.created_at else "?"
+    name = f"baseline {baseline.name or '(unnamed)'} of {when}"
+    ratio = cur_v / base_v if base_v and cur_v else None
+    slower = ratio is not None and ratio < 1 - threshold
+    held = ratio is not None and not slower
+    speed_text = (
+        f"decode {cur_v:.1f} tok/s vs {base_v:.1f} at the baseline ({100 * (ratio - 1):+.1f}%)"
+        if ratio is not None
+        else "decode speed not measured on both sides"
+    )
+    out: list[Finding] = []
+    for fid, (title, keys, owner) in GROUPS.items():
+        changed, unread, same = [], [], []
+        for k in keys:
+            a, b = base_f.get(k), cur_f.get(k)
+            if a is None and b is None:
+                continue
+            if a is None or b is None:
+                unread.append(f"{k}: {'not read at the baseline' if a is None else 'not read now'}")
+            elif a != b:
+                changed.append(f"{k}: {a} -> {b}")
+            else:
+                same.append(f"{k} {b}")
+        if changed:
+            sev = Severity.INFO if held else Severity.WARNING
+            out.append(
+                _finding(
+                    fid,
+                    sev,
+                    title,
+                    owner,
+                    "; ".join(changed) + f" ({speed_text})",
+                    f"as at the {name}: " + "; ".join(c.split(" -> ")[0] for c in changed),
+                    "A version or setting change the operator may not have noticed is the commonest cause "
+                    "of a decode regression (driver upgrade -28%, engine upgrade -16%, a kernel library 30% "
+                    "slower at batch 1: vLLM and SGLang issue trackers).",
+                    "If decode got slower, roll this change back first (or re-pin the baseline with "
+                    "`gpuaudit-tui baseline set` once the new state is known good).",
+                )
+            )
+        elif unread:
+            out.append(
+                _finding(
+                    fid,
+                    Severity.UNKNOWN,
+                    title,
+                    owner,
+                    "; ".join(unread),
+                    name,
+                    "",
+                    "Audit both the same way.",
+                )
+            )
+        elif same:
+            out.append(
+                _finding(
+                    fid, Severity.OK, title, owner, "; ".join(same), f"as at the {name}", "", ""
+                )
+            )
+    speed_title = (
+        "Decode speed regressed since the last-known-good baseline"
+        if slower
+        else "Decode speed against the last-known-good baseline"
+    )
+    if ratio is None:
+        out.append(
+            _finding(
+                SPEED_ID,
+                Severity.UNKNOWN,
+                speed_title,
+                "engine",
+                "now: "
+                + (f"{cur_v:.1f} tok/s" if cur_v else "not measured")
+                + "; baseline: "
+                + (f"{base_v:.1f} tok/s" if base_v else "not measured"),
+                f"within ±{100 * threshold:.0f}% of the {name}",
+                "Single-stream decode is measured from the engine's metrics or log (or --active).",
+                "Keep the engine's log/metrics readable, or audit with --active on an idle engine.",
+            )
+        )
+    else:
+        sev = (
+            Severity.CRITICAL
+            if slower
+            else Severity.OK
+            if held and ratio <= 1 + threshold
+            else Severity.INFO
+        )
+        suspects = [f.id for f in out if f.severity in (Severity.WARNING, Severity.INFO)]
+        out.append(
+            _finding(
+                SPEED_ID,
+                sev,
+                speed_title,
+                "engine",
+                f"{speed_text}; now: {cur_src or 'source not recorded'}",
+                f"within ±{100 * threshold:.0f}% of {base_v:.1f} tok/s ({name}: "
+                f"{base_src or 'source not recorded'})",
+                "A single-stream decode speed is the box's end-to-end health figure: a drop beyond run-to-run "
+                "noise means something on the decode path changed.",
+                (
+                    "Changed since the baseline: " + ", ".join(suspects) + "."
+                    if suspects
+                    else "Nothing the audit compares changed: look at the model, the prompt mix and the "
+                    "GPUs' clocks and temperatures."
+                )
+                if slower
+                else "",
+            )
+        )
+    return out
+
+
+def apply_baseline(
+    run: AuditRun,
+    *,
+    directory: Path | None = None,
+    threshold: float = DEFAULT_THRESHOLD,
+) -> AuditRun:
+    """`run` with a "baseline" probe result holding the regression.* findings when its host has a baseline."""
+    if any(p.probe_id == PROBE_ID for p in run.probes):
+        return run
+    try:
+        key = host_key(run)
+        baseline = load_baseline(key, directory)
+    except BaselineError as exc:
+        return _with(run, [], f"baseline not read: {exc}")
+    if baseline is None:
+        return run
+    current = Snapshot.from_run(run)
+    findings = compare(baseline, current, threshold)
+    bad = sum(1 for f in findings if f.severity.rank >= Severity.WARNING.rank)
+    return _with(
+        run,
+        findings,
+        f"{key}: {bad} change(s) since the baseline of {baseline.created_at:%Y-%m-%d}",
+    )
+
+
+def _with(run: AuditRun, findings: list[Finding], summary: str) -> AuditRun:
+    result = ProbeResult(
+        probe_id=PROBE_ID,
+        title="Last-known-good baseline",
+        status="done",
+        findings=findings,
+        summary=summary,
+    )
+    return run.model_copy(update={"probes": [*run.probes, result]})
+
+
+def parse_threshold(text: Any) -> float:
+    """ "5", "5%" or "0.05" -> 0.05."""
+    s = str(text).strip().rstrip("%")
+    value = float(s)
+    return value / 100 if value >= 1 or str(text).strip().endswith("%") else value

@@ -1,0 +1,156 @@
+"""Last-known-good baseline (issue 26): two snapshots of one host that differ in driver and measured decode speed
+-> regression.* findings in --json, --plan, --health (a speed regression fails) and --prom; the baseline CLI."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from gpuaudit.probes.core.models import Severity
+from gpuaudit.snapshots import baseline as bl
+
+ROOT = Path(__file__).resolve().parents[2]
+RECORDINGS = ROOT / "snapshots" / "examples" / "case-study"
+
+
+def _builder():
+    spec = importlib.util.spec_from_file_location(
+        "build_case_study", ROOT / "scripts" / "build_case_study.py"
+    )
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)  # type: ignore[union-attr]
+    return mod
+
+
+def _speed(d: Path, tok_s: str) -> None:
+    logs = d / "container" / "engine_logs.out"
+    text = logs.read_text()
+    for old in ("9.71", "10.12", "10.05"):
+        text = text.replace(
+            f"gen throughput (token/s): {old}", f"gen throughput (token/s): {tok_s}"
+        )
+    logs.write_text(text)
+
+
+@pytest.fixture(scope="module")
+def pair(tmp_path_factory):
+    """The case study's 'before' recordings with CUDA graphs on (nothing critical left) at 48.0 tok/s single
+    stream: the known-good; the same after a driver upgrade 590.48.01 -> 595.12.03 at 34.5 tok/s (-28%, the
+    published driver-upgrade regression)."""
+    tmp = tmp_path_factory.mktemp("baseline")
+    good_dir, bad_dir = tmp / "good", tmp / "bad"
+    for d in (good_dir, bad_dir):
+        shutil.copytree(RECORDINGS, d)
+        for role in ("host", "container"):
+            f = d / "before" / role / "engine_procs.out"
+            if f.exists():
+                f.write_text(f.read_text().replace("--disable-cuda-graph\n", ""))
+    _speed(good_dir / "before", "48.00")
+    _speed(bad_dir / "before", "34.50")
+    for f in (bad_dir / "before").rglob("*.out"):
+        text = f.read_text(errors="replace")
+        if "590.48.01" in text:
+            f.write_text(text.replace("590.48.01", "595.12.03"))
+    b = _builder()
+    good = b.build("before", recordings=good_dir).model_copy(update={"name": "known-good"})
+    bad = b.build("before", recordings=bad_dir).model_copy(update={"name": "after-upgrade"})
+    paths = []
+    for snap in (good, bad):
+        path = tmp / f"{snap.name}.json"
+        path.write_text(snap.model_dump_json())
+        paths.append(path)
+    return good, bad, paths[0], paths[1]
+
+
+def by_id(findings):
+    return {f.id: f for f in findings}
+
+
+def test_compare_names_what_changed_and_by_how_much(pair):
+    good, bad, _, _ = pair
+    found = by_id(bl.compare(good, bad))
+    speed = found["regression.decode_speed"]
+    assert speed.severity == Severity.CRITICAL
+    assert "decode 34.5 tok/s vs 48.0 at the baseline (-28.1%)" in speed.observed
+    assert "regression.driver" in speed.fix
+    driver = found["regression.driver"]
+    assert driver.severity == Severity.WARNING
+    assert driver.observed.startswith("driver: 590.48.01 -> 595.12.03")
+    assert found["regression.kernel"].severity == Severity.OK
+    assert found["regression.torch"].severity == Severity.OK
+    assert found["regression.knobs"].severity == Severity.OK
+
+
+def test_an_unchanged_box_within_the_threshold_is_ok(pair):
+    good, _, _, _ = pair
+    found = by_id(bl.compare(good, good))
+    assert {f.severity for f in found.values()} == {Severity.OK}
+
+
+def test_a_change_while_the_speed_held_is_info(pair):
+    good, bad, _, _ = pair
+    faster = bad.model_copy(update={"roofline": {**(bad.roofline or {}), "measured_tok_s": 48.5}})
+    found = by_id(bl.compare(good, faster))
+    assert found["regression.decode_speed"].severity == Severity.OK
+    assert found["regression.driver"].severity == Severity.INFO
+
+
+def cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
+    return subprocess.run(
+        [sys.executable, "-m", "gpuaudit.tui", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=env,
+    )
+
+
+def test_the_cli_pins_a_baseline_and_every_output_carries_the_regression(pair, tmp_path):
+    _, _, good_path, bad_path = pair
+    env = {**os.environ, bl.ENV_DIR: str(tmp_path / "baselines")}
+    r = cli("baseline", "set", str(good_path), env=env)
+    assert r.returncode == 0, r.stderr
+    assert (
+        r.stdout.startswith("baseline for root@pve-gpu01: known-good") and "48.0 tok/s" in r.stdout
+    )
+    r = cli("baseline", "show", env=env)
+    assert "root@pve-gpu01\tknown-good" in r.stdout
+
+    health = cli("--replay", str(bad_path), "--health", env=env)
+    assert health.returncode == 1, health.stderr  # a speed regression fails --health
+    assert health.stdout.startswith("CRITICAL [host] regression.decode_speed (owner engine)")
+
+    prom = tmp_path / "gpuaudit.prom"
+    r = cli("--replay", str(bad_path), "--prom", str(prom), env=env)
+    text = prom.read_text()
+    assert 'check="regression.decode_speed"' in text and 'check="regression.driver"' in text
+    line = next(ln for ln in text.splitlines() if 'check="regression.decode_speed"' in ln)
+    assert line.endswith(" 4")  # critical
+
+    doc = json.loads(cli("--replay", str(bad_path), "--json", env=env).stdout)
+    ids = {f["id"]: f["severity"] for f in doc["findings"]}
+    assert ids["regression.decode_speed"] == "critical" and ids["regression.driver"] == "warning"
+
+    plan = cli("--replay", str(bad_path), "--plan", env=env).stdout
+    assert "[CRITICAL] Decode speed regressed since the last-known-good baseline" in plan
+
+    r = cli("baseline", "compare", str(bad_path), env=env)
+    assert r.returncode == 1 and "CRITICAL regression.decode_speed" in r.stdout
+
+    # the known-good snapshot itself: nothing critical, nothing regressed
+    health = cli("--replay", str(good_path), "--health", env=env)
+    assert health.returncode == 0 and "regression." not in health.stdout, health.stdout
+
+
+def test_usage_errors_are_one_line(tmp_path):
+    env = {**os.environ, bl.ENV_DIR: str(tmp_path / "b")}
+    r = cli("baseline", "set", str(tmp_path / "missing.json"), env=env)
+    assert r.returncode == 2 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
+    r = cli("baseline", env=env)
+    assert r.returncode == 2 and "Traceback" not in r.stderr
