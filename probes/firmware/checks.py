@@ -66,6 +66,8 @@ def inventory(ctx: Ctx) -> Verdict:
 def numa_mode(ctx: Ctx) -> Verdict:
     h: FirmwareFacts = ctx.f
     nodes, sockets = h.numa_nodes, h.sockets or 1
+    if not nodes:  # neither sysfs nor numactl -H listed a node
+        return unknown("no NUMA node listed (sys_numa, numactl -H)")
     nps = len(nodes) / sockets
     cpu_only = [
         n
@@ -151,10 +153,15 @@ def iommu_mode(ctx: Ctx) -> Verdict:
 
 def bar1_large_bar(ctx: Ctx) -> Verdict:
     h: FirmwareFacts = ctx.f
-    small = {g: v for g, v in h.bar1_mib.items() if v <= 256}
-    mid = {g: v for g, v in h.bar1_mib.items() if 256 < v < h.fb_mib.get(g, 0)}
-    obs = "BAR1 " + counts(f"{v} MiB" for v in h.bar1_mib.values())
-    if small and len(h.bar1_mib) > 1:
+    bar1 = h.bar1_mib or h.bar1_mib_lspci  # lspci's region size when nvidia-smi -q was not read
+    if not bar1:
+        return unknown("no NVIDIA GPU BAR1 size in nvidia-smi -q or lspci -vvv")
+    small = {g: v for g, v in bar1.items() if v <= 256}
+    mid = {g: v for g, v in bar1.items() if 256 < v < h.fb_mib.get(g, 0)}
+    obs = "BAR1 " + counts(f"{v} MiB" for v in bar1.values())
+    if not h.bar1_mib:
+        obs += " (lspci region size)"
+    if small and len(bar1) > 1:
         return warning(obs, "BAR1 >= framebuffer", title="256 MiB BAR1 on a multi-GPU box")
     if small or mid:
         return info(
@@ -336,7 +343,7 @@ CHECKS: tuple[Check, ...] = (
         "manual: check BIOS Above 4G Decoding = Enabled and Re-Size BAR Support = Enabled; RTX PRO Workstation "
         "cards: switch display mode to compute/headless.",
         bar1_large_bar,
-        sources=("smi_q_memory",),
+        any_of=("smi_q_memory", "lspci_vvv"),  # lspci -vvv shows the region size too
         needs_gpu=True,
         aliases=("pcie.bar1",),
     ),

@@ -114,6 +114,28 @@ def _sys_numa(t: str, d: Data, p: Problems) -> None:
         p["sys_numa"] = "no NUMA node listed under /sys/devices/system/node"
 
 
+_LSPCI_DEV = re.compile(r"^([0-9a-fA-F:.]+) (.*)$")
+_PREFETCH = re.compile(
+    r"Region \d+: Memory at \S+ \(64-bit, prefetchable\)(?: \[\w+\])* \[size=(\d+)([KMGT])\]"
+)
+_UNIT_MIB = {"K": 1 / 1024, "M": 1, "G": 1024, "T": 1024 * 1024}
+
+
+def _lspci_bar1(t: str, d: Data, p: Problems) -> None:
+    """`lspci -vvv`: each NVIDIA GPU's BAR1 (the largest 64-bit prefetchable region), in MiB, by bus id."""
+    out: dict[str, int] = {}
+    dev = None
+    for line in t.splitlines():
+        if line and not line[0].isspace():
+            m = _LSPCI_DEV.match(line)
+            gpu = m and "NVIDIA" in m.group(2) and re.search(r"VGA|3D controller", m.group(2))
+            dev = m.group(1) if gpu else None
+        elif dev and (r := _PREFETCH.search(line)):
+            mib = int(int(r.group(1)) * _UNIT_MIB[r.group(2)])
+            out[dev] = max(out.get(dev, 0), mib)
+    d["bar1_mib_lspci"] = out
+
+
 def _numactl(t: str, d: Data, p: Problems) -> None:
     """`numactl -H`: the same nodes (CPUs, memory) when the sysfs read gave none."""
     if d.get("numa_nodes"):
@@ -227,7 +249,8 @@ READERS: tuple[tuple[str, Callable[[str, Data, Problems], None]], ...] = (
     ("redfish_system", read_system),
     ("redfish_bios", read_bios),
     ("redfish_bios_pending", read_pending),
-    ("lspci_vvv", read_lspci_aspm),  # the links' ASPM state, beside the BIOS setting
+    ("lspci_vvv", lambda t, d, p: (read_lspci_aspm(t, d, p), _lspci_bar1(t, d, p))),
+    # the links' ASPM state beside the BIOS setting; the GPUs' BAR1 aperture from the region sizes
 )
 """Source -> reader, in order (dmi_bios is the fallback for dmidecode_bios)."""
 

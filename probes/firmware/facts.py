@@ -40,6 +40,8 @@ class FirmwareFacts(BaseModel, frozen=True):
     """"name:latency_us" of cpu0's idle states."""
     bar1_mib: dict[str, int] = {}
     fb_mib: dict[str, int] = {}
+    bar1_mib_lspci: dict[str, int] = {}
+    """Bus id -> the GPU's largest 64-bit prefetchable region in lspci (BAR1), MiB: the fallback for bar1_mib."""
     dimms: list[Dimm] = []
     gpu_fw: dict[str, tuple[str, str]] = {}
     bmc_system: dict[str, str] = {}

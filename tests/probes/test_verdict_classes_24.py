@@ -120,3 +120,18 @@ def test_numa_mode_from_numactl_when_sysfs_was_not_read():
         lscpu_json=(LSCPU / "epyc-7601-2s-8numa-interleaved.txt").read_text(),
     )
     assert f.severity.value == "warning" and "memory-less" in f.observed, f
+
+
+LSPCI = FX / "system" / "lspci-vvv"
+
+
+def test_bar1_from_lspci_when_nvidia_smi_q_was_not_read():
+    """Before: unknown "smi_q_memory: ..." although lspci -vvv shows the 128 GB / 64 GB region."""
+    from gpuaudit.probes import firmware
+
+    h100 = (LSPCI / "hpe-xd665-h100-sxm5-no-driver-bound-rebar-128g.txt").read_text()
+    f = finding(firmware.PROBE, "firmware.bar1_large_bar", lspci_vvv=h100)
+    assert f.severity.value == "ok" and "131072 MiB" in f.observed, f
+    ada = (LSPCI / "rtx6000ada-esc8000a-idle-2.5gt-downgraded.txt").read_text()
+    f = finding(firmware.PROBE, "firmware.bar1_large_bar", lspci_vvv=ada)
+    assert f.severity.value == "ok" and "65536 MiB" in f.observed, f
