@@ -183,7 +183,13 @@ class GpuAuditApp(App[int]):
             self.screen.reload()
 
     def audit_finished(self) -> None:
-        """Offer resume when a replayed recording has failed probes or targets."""
+        """Offer resume when a replayed recording has failed probes or targets. Add the regression.* findings
+        against the host's last-known-good baseline when one is pinned (snapshots/baseline.py)."""
+        from gpuaudit.snapshots.baseline import apply_baseline
+
+        with_baseline = apply_baseline(self.audit_run)
+        if with_baseline is not self.audit_run:
+            self.audit_run = with_baseline
         failed = [p.probe_id for p in self.audit_run.probes if p.status == "failed"]
         failed += [
             f"target {s.role}" for s in self.audit_run.target_states.values() if s.state == "failed"
