@@ -12,6 +12,7 @@ from gpuaudit.probes.core.run.runner import Audit
 from gpuaudit.probes.core.run.session import directory_bindings, run_sync, run_to_end
 from gpuaudit.snapshots.schema import Snapshot
 from gpuaudit.tui.cli import entry as cli
+from redfish_server import records_by_id
 
 FX = Path(__file__).parents[1] / "fixtures/redfish/dell-r750/Systems/System.Embedded.1"
 
@@ -40,7 +41,7 @@ def test_a_bios_change_shows_in_diff(tmp_path, capsys):
 
     after = snapshot_of(tmp_path / "b", update)
     doc = json.loads(before.read_text())
-    recs = {r["command_id"] for p in doc["probes"] for r in p["records"]}
+    recs = set(records_by_id(doc))
     assert {"redfish_system", "redfish_bios"} <= recs
     code = cli.main(["diff", str(before), str(after)])
     out = capsys.readouterr().out

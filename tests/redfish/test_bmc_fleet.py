@@ -9,6 +9,7 @@ import pytest
 from gpuaudit.probes.core.errors import UsageError
 from gpuaudit.probes.core.fleet.inventory import parse_inventory
 from gpuaudit.tui.cli import entry as cli
+from redfish_server import records_by_id
 
 PASSWORD = "Fleet-Pl4nted-S3cret"
 
@@ -57,7 +58,7 @@ def test_fleet_reads_each_hosts_bmc(sshd, mockup, tmp_path, capsys, monkeypatch)
     assert code == 0, out.err
     assert PASSWORD not in out.out and PASSWORD not in out.err
     (node,) = json.loads(out.out)["fleet"]
-    recs = {r["command_id"]: r for p in node["snapshot"]["probes"] for r in p["records"]}
+    recs = records_by_id(node["snapshot"])
     assert (
         recs["redfish_bios"]["exit_status"] == 0
         and "Above4GDecoding_0041" in recs["redfish_bios"]["stdout"]

@@ -15,7 +15,6 @@ import subprocess
 import sys
 from pathlib import Path
 
-from conftest import FIXTURES, free_port, make_cert, serve
 from gpuaudit.probes.core.collect.redfish import (
     BMC_BIOS_ID,
     BMC_PENDING_ID,
@@ -25,6 +24,7 @@ from gpuaudit.probes.core.collect.redfish import (
     BmcReader,
     bmc_config,
 )
+from redfish_server import FIXTURES, free_port, make_cert, records_by_id, serve
 
 USER, PASSWORD = "bmc-auditor", "Pl4nted-S3cret!bmc"
 TOKEN = base64.b64encode(f"{USER}:{PASSWORD}".encode()).decode()
@@ -62,8 +62,7 @@ def test_full_audit_reads_the_bios_with_gets_only_and_leaks_no_secret(mockup, tm
     out = cli(*common, "--json", "--save", "bmc", "--snapshot-dir", str(snaps), env=env)
     assert out.returncode in (0, 1), out.stderr
     snap = json.loads(out.stdout)
-    fw = next(p for p in snap["probes"] if p["probe_id"] == "firmware")
-    recs = {r["command_id"]: r for r in fw["records"]}
+    recs = records_by_id(snap)
     assert (
         recs["redfish_bios"]["exit_status"] == 0
         and '"Attributes"' in recs["redfish_bios"]["stdout"]
@@ -114,7 +113,7 @@ def test_credentials_from_a_0600_file_and_refusals(mockup, tmp_path):
     assert out.returncode in (0, 1), out.stderr
     assert PASSWORD not in out.stdout and TOKEN not in out.stdout
     snap = json.loads(out.stdout)
-    recs = {r["command_id"]: r for p in snap["probes"] for r in p["records"]}
+    recs = records_by_id(snap)
     assert recs["redfish_bios_pending"]["executed"].endswith(
         "/redfish/v1/Systems/1/Bios/Pending" + f" (TLS verified with --bmc-ca {m.cert.cert})"
     )

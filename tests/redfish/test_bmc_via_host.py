@@ -7,6 +7,7 @@ import json
 
 from gpuaudit.probes.core.collect import redfish
 from gpuaudit.tui.cli import entry as cli
+from redfish_server import records_by_id
 
 
 def test_bmc_through_the_hosts_ssh_connection(sshd, mockup, capsys, monkeypatch):
@@ -41,7 +42,7 @@ def test_bmc_through_the_hosts_ssh_connection(sshd, mockup, capsys, monkeypatch)
     out = capsys.readouterr()
     assert code == 0, out.err
     snap = json.loads(out.out)
-    recs = {r["command_id"]: r for p in snap["probes"] for r in p["records"]}
+    recs = records_by_id(snap)
     bios = recs["redfish_bios"]
     assert bios["exit_status"] == 0 and "OperatingModes_ChooseOperatingMode" in bios["stdout"]
     assert "via the host's SSH connection (TLS verified with --bmc-ca" in bios["executed"]
