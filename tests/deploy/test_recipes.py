@@ -4,6 +4,7 @@ types (the Slurm health check: test_slurm.py)."""
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -39,6 +40,43 @@ def test_systemd_units_verify(tmp_path):
         if "gpuaudit" in ln and "Documentation" not in ln
     ]  # verify also lints unrelated system units
     assert proc.returncode == 0 and not problems, proc.stdout + proc.stderr
+
+
+def test_systemd_timer_is_persistent_and_the_service_least_privileged(tmp_path):
+    timer = "\n".join(
+        ln
+        for ln in (DEPLOY / "systemd" / "gpuaudit.timer").read_text().splitlines()
+        if ln[:1] != "#"
+    )
+    assert "OnCalendar=" in timer and "Persistent=true" in timer
+    assert "OnBootSec" not in timer and "OnUnitActiveSec" not in timer  # Persistent= ignores those
+    service = (DEPLOY / "systemd" / "gpuaudit.service").read_text()
+    (bounding,) = [ln for ln in service.splitlines() if ln.startswith("CapabilityBoundingSet=")]
+    assert set(bounding.split("=", 1)[1].split()) == {
+        "CAP_SYS_PTRACE",
+        "CAP_DAC_READ_SEARCH",
+        "CAP_SYSLOG",
+        "CAP_SYS_ADMIN",
+    }
+    analyze = shutil.which("systemd-analyze")
+    if analyze is None:
+        pytest.fail("systemd-analyze missing") if REQUIRE else pytest.skip(
+            "systemd-analyze missing"
+        )
+    exe = shutil.which("gpuaudit-tui") or sys.executable
+    unit = tmp_path / "gpuaudit.service"
+    unit.write_text(service.replace("/usr/local/bin/gpuaudit-tui", exe))
+    proc = subprocess.run(
+        [analyze, "security", "--offline=yes", str(unit)],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    m = re.search(
+        r"Overall exposure level for gpuaudit.service: ([\d.]+)", proc.stdout + proc.stderr
+    )
+    assert m, proc.stdout + proc.stderr
+    assert float(m[1]) <= 5.0, f"exposure {m[1]} (docs/deploy/README.md says 4.9)"
 
 
 def _check_against_model(obj, model_name: str, path: str = "") -> list[str]:
