@@ -228,6 +228,14 @@ def nvl5_prereqs(ctx: Ctx) -> Verdict:
 
 def nvswitch_inventory(ctx: Ctx) -> Verdict:
     f: NvlinkFacts = ctx.f
+    board = k.switches_expected(f)  # lspci names the switch generation: its board's count
+    known = next((n for key, n in k.NVSWITCHES if any(key in g.upper() for g in f.gpu_names)), None)
+    if board and f.nvswitch_functions and (not f.gpu_names or known is None):
+        obs = f"{f.nvswitch_functions} NVSwitch PCI functions ({', '.join(sorted(set(f.nvswitch_models)))})"
+        want = f"{board[0]} ({board[1]} baseboard)"
+        if f.nvswitch_functions < board[0]:
+            return critical(obs, want, title="NVSwitch devices missing")
+        return ok(obs, want)
     if v := _models_unknown(f):
         return v
     if not k.is_nvswitch_system(f):
@@ -402,7 +410,7 @@ CHECKS: tuple[Check, ...] = (
         why="A missing switch removes bandwidth from every GPU pair and may stop Fabric Manager.",
         fix="Check the baseboard (BMC logs) and the NVSwitch driver in dmesg.",
         verdict=nvswitch_inventory,
-        any_of=NAMES,
+        any_of=(*NAMES, "lspci_nvswitch"),  # lspci names the switch generation without nvidia-smi
         roles=HOST,
         needs_gpu=True,
     ),

@@ -111,6 +111,16 @@ def _xml(rec: CommandRecord, f: Fields) -> None:
     _names(f, [g.product_name or "?" for g in xml.gpus])
 
 
+def _switches(text: str) -> Fields:
+    """`lspci -d 10de::0680`: one line per NVSwitch function, with the model lspci knows ("[H100 NVSwitch]")."""
+    lines = [ln for ln in text.splitlines() if ln.strip()]
+    models = []
+    for ln in lines:
+        m = re.search(r"\[([^\]]*NVSwitch[^\]]*)\]", ln) or re.search(r"Device ([0-9a-f]{4})", ln)
+        models.append(m.group(1) if m else "?")
+    return {"nvswitch_functions": len(lines), "nvswitch_models": models}
+
+
 def _fm_version(rec: CommandRecord, f: Fields) -> None:
     m = re.search(r"(\d+\.\d+\.\d+)", rec.stdout)
     f["fm_version"] = m.group(1) if m else None
@@ -131,12 +141,7 @@ READERS: tuple[tuple[str, Reader], ...] = (
     ("smi_query_driver", _driver_csv),
     ("smi_q_xml", _xml),
     ("fabricmanager_version", _fm_version),
-    (
-        "lspci_nvswitch",
-        lambda r, f: f.update(
-            nvswitch_functions=len([ln for ln in r.stdout.splitlines() if ln.strip()])
-        ),
-    ),
+    ("lspci_nvswitch", lambda r, f: f.update(_switches(r.stdout))),
     ("ib_umad_loaded", lambda r, f: f.update(ib_umad=bool(first_line(r.stdout)))),
     ("nvlink_errors", lambda r, f: f.update(error_counters=parse_nvlink_errors(r.stdout))),
     ("dmesg_nvrm", _xid),

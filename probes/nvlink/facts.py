@@ -33,6 +33,8 @@ class NvlinkFacts(BaseModel, frozen=True):
     fm_messages: list[str] = []
     fm_version: str | None = None
     nvswitch_functions: int | None = None
+    nvswitch_models: list[str] = []
+    """The switch model lspci names for each NVSwitch function ("H100 NVSwitch", or the device id)."""
     ib_umad: bool | None = None
     error_counters: dict[int, dict[int, dict[str, int]]] = {}
     xid74: int | None = None

@@ -23,6 +23,26 @@ SXM_LINKS = (
 NVSWITCHES = (("A100", 6), ("A800", 6), ("H100", 4), ("H200", 4), ("H800", 4))
 
 
+SWITCH_BOARD = (
+    ("H100 NVSwitch", 4, "HGX H100/H200"),
+    ("22a3", 4, "HGX H100/H200"),
+    ("A100 NVSwitch", 6, "HGX A100"),
+    ("1af1", 6, "HGX A100"),
+)
+"""NVSwitch model (as lspci names it, or its device id) -> switches on its baseboard."""
+
+
+def switches_expected(f: NvlinkFacts) -> tuple[int, str] | None:
+    """(switch count, board) the listed NVSwitch model implies, when lspci named one generation."""
+    found = {
+        (n, board)
+        for m in f.nvswitch_models
+        for key, n, board in SWITCH_BOARD
+        if key.lower() in m.lower()
+    }
+    return next(iter(found)) if len(found) == 1 else None
+
+
 def sku_class(name: str) -> SkuClass:
     """What NVLink a product name implies: none (PCIe board), optional bridge, baseboard (SXM/HGX), unknown."""
     n = name.upper()

@@ -135,3 +135,23 @@ def test_bar1_from_lspci_when_nvidia_smi_q_was_not_read():
     ada = (LSPCI / "rtx6000ada-esc8000a-idle-2.5gt-downgraded.txt").read_text()
     f = finding(firmware.PROBE, "firmware.bar1_large_bar", lspci_vvv=ada)
     assert f.severity.value == "ok" and "65536 MiB" in f.observed, f
+
+
+NVLINK_FX = FX / "nvlink"
+SMI_DOWN = (FX / "nvidia" / "nvidia-smi" / "err-couldnt-communicate-460.txt").read_text()
+
+
+def test_nvswitch_count_from_lspci_when_nvidia_smi_cannot_name_the_gpus():
+    """Before: unknown "GPU models unknown: ..." although lspci lists the H100 NVSwitch functions."""
+    from gpuaudit.probes import nvlink
+
+    four = (NVLINK_FX / "lspci-nvswitch-h100-openshift-4.txt").read_text()
+    f = finding(
+        nvlink.PROBE, "nvlink.fabric_nvswitch_inventory", nvlink_s=SMI_DOWN, lspci_nvswitch=four
+    )
+    assert f.severity.value == "ok" and "4 NVSwitch PCI functions" in f.observed, f
+    three = (NVLINK_FX / "lspci-nvswitch-h100-rhel-blog-3-of-4.txt").read_text()
+    f = finding(
+        nvlink.PROBE, "nvlink.fabric_nvswitch_inventory", nvlink_s=SMI_DOWN, lspci_nvswitch=three
+    )
+    assert f.severity.value == "critical" and f.expected.startswith("4"), f
