@@ -12,6 +12,7 @@ from gpuaudit.probes.core.run.events import initial_run
 from gpuaudit.probes.core.run.request import AuditRequest
 from gpuaudit.probes.core.run.runner import Audit
 from gpuaudit.probes.core.text import neutralise
+from gpuaudit.snapshots.baseline import apply_baseline
 from gpuaudit.themes import DEFAULT_THEME, STATUS_DEFAULTS, STYLESHEETS, THEMES
 from gpuaudit.tui import snapshot_actions
 from gpuaudit.tui.cli.preflight import plan_folder
@@ -185,8 +186,6 @@ class GpuAuditApp(App[int]):
     def audit_finished(self) -> None:
         """Offer resume when a replayed recording has failed probes or targets. Add the regression.* findings
         against the host's last-known-good baseline when one is pinned (snapshots/baseline.py)."""
-        from gpuaudit.snapshots.baseline import apply_baseline
-
         with_baseline = apply_baseline(self.audit_run)
         if with_baseline is not self.audit_run:
             self.audit_run = with_baseline

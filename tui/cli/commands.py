@@ -14,6 +14,7 @@ from gpuaudit.probes.core.collect.ssh_config import config_override
 from gpuaudit.probes.core.collect.targets import known_hosts_problem
 from gpuaudit.probes.core.run.request import AuditRequest
 from gpuaudit.snapshots.json_schema import render as render_json_schema
+from gpuaudit.tui.cli import baseline as baseline_cli
 from gpuaudit.tui.cli import fleet_compare, fleet_hosts, headless, list_checks, snapshot_commands
 from gpuaudit.tui.cli.args import CliError
 from gpuaudit.tui.cli.bmc_setup import bmc_request_fields, check_bmc_args
@@ -26,9 +27,7 @@ def run(argv: list[str], args: argparse.Namespace | None) -> int:
         if argv[0] == "fleet":
             return fleet_compare.main(argv[1:])
         if argv[0] == "baseline":
-            from gpuaudit.tui.cli import baseline
-
-            return baseline.main(argv[1:])
+            return baseline_cli.main(argv[1:])
         return snapshot_commands.main(argv[0], argv[1:])
     if args.json_schema:
         sys.stdout.write(render_json_schema(args.json_schema))
