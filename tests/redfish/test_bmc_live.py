@@ -287,3 +287,36 @@ def test_a_one_line_answer_is_stored_one_member_per_line_and_stays_json(tmp_path
     doc = json.loads(text)
     assert doc["Attributes"]["SHA256SetupPassword"] == "<redacted>"
     assert doc["Attributes"]["ProcCStates"] == "Disabled"
+
+
+def test_a_bmc_that_refuses_the_credentials(tmp_path):
+    cert = make_cert(tmp_path)
+    ctx = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    ctx.load_cert_chain(cert.cert, cert.key)
+
+    async def go():
+        async def deny(reader, writer):
+            await reader.readuntil(b"\r\n\r\n")
+            body = b'{"error": {"code": "Base.1.8.NoValidSession"}}'
+            writer.write(
+                b"HTTP/1.1 401 Unauthorized\r\nContent-Length: %d\r\n\r\n%s" % (len(body), body)
+            )
+            await writer.drain()
+            writer.close()
+
+        server = await asyncio.start_server(deny, "127.0.0.1", 0, ssl=ctx)
+        port = server.sockets[0].getsockname()[1]
+        try:
+            cfg = BmcConfig(
+                address=f"127.0.0.1:{port}",
+                credentials=BmcCredentials(USER, "wrong-password"),
+                ca_file=str(cert.cert),
+            )
+            reader = BmcReader(cfg)
+            return [await reader.read(c) for c in (BMC_SYSTEM_ID, BMC_BIOS_ID, BMC_PENDING_ID)]
+        finally:
+            server.close()
+
+    system, bios, pending = asyncio.run(go())
+    assert system.exit_status == 401 and "credentials refused or missing" in system.error
+    assert bios.error.startswith("not run:") and pending.error.startswith("not run:")
