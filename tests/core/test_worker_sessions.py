@@ -72,13 +72,20 @@ def test_worker_source_is_old_python_compatible_and_touches_nothing_but_its_chil
     kinds = {type(n).__name__ for n in ast.walk(tree)}
     assert not kinds & {"JoinedStr", "NamedExpr", "AsyncFunctionDef", "Await"}
     names = {n.id for n in ast.walk(tree) if isinstance(n, ast.Name)}
-    assert "open" not in names and "eval" not in names and "exec" not in names
+    assert "eval" not in names and "exec" not in names
+    opens = [
+        n
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "open"
+    ]
+    # only the session sweep reads /proc/N/stat (issue 29), read-only
+    assert all(isinstance(o.args[1], ast.Constant) and o.args[1].value == "rb" for o in opens)
     os_calls = {
         n.attr
         for n in ast.walk(tree)
         if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "os"
     }
-    assert os_calls <= {"write", "read", "killpg"}, os_calls
+    assert os_calls <= {"write", "read", "killpg", "listdir", "kill"}, os_calls
     assert (
         w.INTERPRETER == "python3 -I -B"
     )  # no __pycache__ written, no user site or PYTHON* variables

@@ -7,9 +7,12 @@ Why each piece is there:
 * `timeout` on the remote side is the backstop that also holds when the client is gone (a cut network, a
   killed audit): it fires one second after the client's own deadline.
 * Root commands run under sudo are not reachable by the user's signals (sudo runs them in their own
-  session with use_pty). A simple first stage runs as `sudo -n TOOL ARGS` (a restricted sudoers entry
-  listing the tool works; sudo relays TERM to it); anything else runs as `sudo -n timeout -s KILL N sh -c`
-  so a root-owned timeout kills the root-owned tree. The outer timeout then sends TERM first (relayed by
+  session with use_pty). Every one carries a root-side deadline: a simple first stage runs as
+  `sudo -n timeout -s KILL N TOOL ARGS` where sudo allows timeout(1) (else, a restricted sudoers entry
+  listing only the tool, as `sudo -n TOOL ARGS`: sudo relays TERM to it); anything else runs as
+  `sudo -n timeout -s KILL N sh -c` so a root-owned timeout kills the root-owned tree. `-k 1`: the TERM sudo
+  relays when the audit stops early (cancel, Ctrl-C, SIGTERM) makes that root timeout KILL the tree 1 s later,
+  though the user's KILL reaches only sudo. The outer timeout then sends TERM first (relayed by
   sudo), KILL one second later.
 * A container wrapper (pct exec / lxc-attach / docker exec) gets a timeout inside the container as well:
   killing the wrapper on the host does not kill what it started inside.
@@ -69,7 +72,7 @@ def _first_pipe(shell: str) -> int:
     return -1
 
 
-def sudo_first_stage(shell: str) -> str | None:
+def sudo_first_stage(shell: str, secs: int | None = None) -> str | None:
     """`dmesg | grep x` -> `sudo -n dmesg | grep x` when the first stage is a plain tool call, else None.
 
     Only the stage that reads root-only data runs as root, as `sudo -n TOOL ARGS` with no shell in
@@ -81,7 +84,15 @@ def sudo_first_stage(shell: str) -> str | None:
     m = _SIMPLE_STAGE.match(head)
     if not m:
         return None
-    return f"sudo -n {m['cmd']}{m['err'] or ''}{' ' + tail.lstrip() if tail else ''}"
+    rest = f"{m['err'] or ''}{' ' + tail.lstrip() if tail else ''}"
+    if secs is None:
+        return f"sudo -n {m['cmd']}{rest}"
+    # a root-side deadline wherever sudo allows timeout(1): a root tool that ignores TERM cannot outlive it
+    # (the user's KILL reaches only sudo); a sudoers entry listing just the tool still runs it, TERM-relayed
+    return (
+        f"{{ if sudo -n -l timeout 1>/dev/null 2>&1; then sudo -n timeout -k 1 -s KILL {secs} {m['cmd']}; "
+        f"else sudo -n {m['cmd']}; fi; }}{rest}"
+    )
 
 
 def remote_line(
@@ -116,11 +127,11 @@ def remote_line(
         term_first = True  # lets the wrapper (and sudo) pass the signal on before the KILL
         outer_secs = secs + WRAPPER_SLACK_S if secs is not None else None
     elif sudo:
-        staged = sudo_first_stage(shell)
+        staged = sudo_first_stage(shell, secs)
         if staged is not None:
             cmd = f"sh -c {shlex.quote(LOCALE + staged)}"
         elif secs is not None:
-            cmd = f"sudo -n timeout -s KILL {secs} sh -c {shlex.quote(body)}"
+            cmd = f"sudo -n timeout -k 1 -s KILL {secs} sh -c {shlex.quote(body)}"
         else:
             cmd = f"sudo -n sh -c {shlex.quote(body)}"
         term_first = True
@@ -138,6 +149,15 @@ def remote_line(
     if marker and not wrap_prefix:
         line = _mark(marker) + line
     return line
+
+
+_RELAYS = re.compile(r"\bsudo -n |\bpct exec |\blxc-attach |\bdocker exec ")
+
+
+def needs_term_first(line: str) -> bool:
+    """Does stopping this line need TERM before KILL? Only where a relay stands between the user and the
+    command (sudo, a container wrapper): it passes TERM on. A user's own command is KILLed at once."""
+    return _RELAYS.search(line) is not None
 
 
 def _mark(marker: str) -> str:

@@ -13,6 +13,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
+from gpuaudit.probes.core.collect.remote_line import needs_term_first
 from gpuaudit.probes.core.collect.session_channels import SshSessionChannel
 from gpuaudit.probes.core.collect.ssh_config import config_override
 from gpuaudit.probes.core.collect.targets import SshAddress
@@ -490,7 +491,9 @@ class SshTransport(TransportBase):
                     self._limiter.shrink()
                     retry_delay = min(0.5, 0.02 * attempt)
                 else:
-                    return await self._collect(proc, timeout_s, max_bytes, marker)
+                    return await self._collect(
+                        proc, timeout_s, max_bytes, marker, term_first=needs_term_first(line)
+                    )
             except (asyncssh.Error, OSError, BrokenPipeError) as exc:
                 self._lost = (
                     self._lost or f"{exc.__class__.__name__}: {getattr(exc, 'reason', exc) or exc}"
@@ -501,7 +504,13 @@ class SshTransport(TransportBase):
             await asyncio.sleep(retry_delay)
 
     async def _collect(
-        self, proc: Any, timeout_s: float, max_bytes: int, marker: str | None = None
+        self,
+        proc: Any,
+        timeout_s: float,
+        max_bytes: int,
+        marker: str | None = None,
+        *,
+        term_first: bool = True,
     ) -> RawResult:
         """Read a started channel. With a start marker, the deadline and the duration count from the marker (the
         command itself), and the login shell before it gets LOGIN_WAIT_S of its own."""
@@ -568,11 +577,13 @@ class SshTransport(TransportBase):
                     break
             if timed_out or overflow.is_set():
                 killed = True
-                await self._kill(proc)
+                await self._kill(proc, term_first)
             elif held_open:
-                await self._kill(proc)  # the session has ended: sshd only closes its pipe ends
+                await self._kill(
+                    proc, term_first
+                )  # the session has ended: sshd only closes its pipe ends
         except asyncio.CancelledError:
-            await self._kill(proc)
+            await self._kill(proc, term_first)
             raise
         finally:
             waiter.cancel()
@@ -615,7 +626,7 @@ class SshTransport(TransportBase):
             error=error,
         )
 
-    async def _kill(self, proc: Any) -> None:
+    async def _kill(self, proc: Any, term_first: bool = True) -> None:
         """TERM, then KILL over the channel (sshd signals the session's process group), then close, bounded.
 
         TERM first because root and container commands sit outside the user's reach: sudo and the
@@ -624,7 +635,9 @@ class SshTransport(TransportBase):
         """
         closed: asyncio.Future[Any] = asyncio.ensure_future(proc.wait_closed())
         try:
-            for sig in ("TERM", "KILL"):
+            # a user's own command gets KILL at once: after a TERM its timeout(1) may exit while a TERM-ignoring
+            # stage still runs, and sshd refuses signals once the session's main process is gone (issue 29)
+            for sig in ("TERM", "KILL") if term_first else ("KILL",):
                 try:
                     proc.send_signal(sig)
                 except Exception:

@@ -12,6 +12,10 @@ __pycache__ written) reads one JSON request per line on stdin:
   group), stdin /dev/null, with the environment of the login that started the worker;
 * `{"k": ID}` stops that command's whole process group (TERM, KILL 0.3 s later).
 
+Whenever a command ends, however it ends, its process group is KILLed: a background child that closed its pipes, or
+a pipeline stage that ignores TERM, never outlives it (issue 29). A command the worker stopped (deadline, cap, kill)
+has its whole session swept too (anything that left the group but not the session).
+
 Anything else (`{"p": 1}`, the client's keepalive) is answered with `0 P 0` (the worker is there too).
 
 It answers with frames `ID O LEN\\n<bytes>` (stdout), `ID E LEN\\n<bytes>` (stderr) and one `ID X LEN\\n<json>` when
@@ -48,6 +52,16 @@ def group(job, sig):
         os.killpg(job["p"].pid, sig)
     except OSError:
         pass
+def session(sid):
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open("/proc/" + d + "/stat", "rb") as f:
+                    st = f.read()
+                if int(st[st.rindex(b")") + 2:].split()[3]) == sid:
+                    os.kill(int(d), signal.SIGKILL)
+            except (OSError, ValueError, IndexError):
+                pass
 def stop(job, why):
     if job["why"] is None:
         job["why"] = why
@@ -88,6 +102,9 @@ def pump(fd):
         job["n"][k] += len(data)
         frame(job["i"], k, data)
 def finish(job):
+    group(job, signal.SIGKILL)
+    if job["why"] is not None:
+        session(job["p"].pid)
     for fd in [fd for fd, v in fds.items() if v[0] is job]:
         close(fd)
     del jobs[job["i"]]
@@ -152,6 +169,7 @@ finally:
         time.sleep(0.02)
     for job in jobs.values():
         group(job, signal.SIGKILL)
+        session(job["p"].pid)
 """
 
 INTERPRETER = "python3 -I -B"
