@@ -326,7 +326,14 @@ def _dmesg(rec: CommandRecord, f: dict[str, Any], problems: dict[str, str]) -> N
         xids=[(x.pci, x.code) for x in parse_xid_events(rec.stdout)],
         nvrm_problems=parse_nvrm_problems(rec.stdout),
         fallen_off_bus=parse_fallen_off_bus(rec.stdout),
+        init_failed=sorted({m.group(1).lower() for m in _INIT_FAILED.finditer(rec.stdout)}),
     )
+
+
+_INIT_FAILED = re.compile(
+    r"NVRM: GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d): RmInitAdapter failed"
+)
+"""`NVRM: GPU 0000:01:00.0: RmInitAdapter failed! (0x22:0x56:884)`: the GPU the driver could not initialise."""
 
 
 def _persistenced(rec: CommandRecord, f: dict[str, Any], problems: dict[str, str]) -> None:

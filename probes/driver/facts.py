@@ -85,6 +85,8 @@ class DriverFacts(BaseModel, frozen=True):
     nvrm_problems: list[str] = []
     fallen_off_bus: list[str] = []
     """Bus ids ("0000:b3:00") the kernel log says fell off the bus since boot (NVRM message or Xid 79)."""
+    init_failed: list[str] = []
+    """Bus ids ("0000:01:00.0") the kernel log says failed initialisation (NVRM RmInitAdapter failed)."""
     persistenced: str | None = None
     modprobe_read: bool = False
     modprobe_options: dict[str, str] = {}

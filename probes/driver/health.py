@@ -116,6 +116,28 @@ def fell_off_the_bus(h: DriverFacts) -> Verdict | None:
     )
 
 
+def init_failed(h: DriverFacts) -> Verdict | None:
+    """The kernel log names GPUs the driver could not initialise and nvidia-smi does not list them."""
+    answering = {normalize_bdf(g.bus_id or "") for g in h.gpus}
+    failed = [b for b in h.init_failed if normalize_bdf(b) not in answering]
+    if not failed:
+        return None
+    listed = (
+        f"nvidia-smi lists {len(h.gpus)} GPU(s), not {', '.join(failed)}"
+        if h.gpus
+        else f"nvidia-smi: {h.smi_error or no_gpu_reason(h)}"
+    )
+    return critical(
+        f"kernel log: GPU {', '.join(failed)} failed to initialise (RmInitAdapter failed); {listed}",
+        "every GPU initialised by the driver",
+        title=f"GPU failed to initialise: {', '.join(failed)}",
+        why="The driver could not bring the GPU up: it serves nothing. Common causes: the GPU fell off the bus "
+        "earlier, Above 4G Decoding / Resizable BAR off for a large-BAR GPU, power or seating.",
+        fix=HEALTH_FIX + " On new boards also check Above 4G Decoding / Resizable BAR in the BIOS.",
+        evidence=(("host", "dmesg_nvrm"), *_smi_ev(h)),
+    )
+
+
 def hung(h: DriverFacts) -> Verdict | None:
     if not h.smi_hung:
         return None
@@ -199,6 +221,7 @@ DETECTORS: tuple[Callable[[DriverFacts], Verdict | None], ...] = (
     unopenable,
     recovery_action,
     fell_off_the_bus,
+    init_failed,
     hung,
     no_devices,
     unreadable,

@@ -155,3 +155,38 @@ def test_nvswitch_count_from_lspci_when_nvidia_smi_cannot_name_the_gpus():
         nvlink.PROBE, "nvlink.fabric_nvswitch_inventory", nvlink_s=SMI_DOWN, lspci_nvswitch=three
     )
     assert f.severity.value == "critical" and f.expected.startswith("4"), f
+
+
+DMESG = FX / "nvidia" / "dmesg-xid"
+SMI = FX / "nvidia" / "nvidia-smi"
+
+
+def test_gpu_health_from_a_kernel_log_init_failure():
+    """Before: unknown "GPU state not readable: nvidia-smi: ..." although the kernel log names the GPU that failed
+    to initialise (RTX 5090 with ReBAR off, open-gpu-kernel-modules#862; RTX 5080 after Xid 79, #1151)."""
+    from gpuaudit.probes import driver
+
+    cases = (
+        (
+            "rtx5090-rminitadapter-failed-rebar-off.txt",
+            "err-no-devices-found-rtx5090.txt",
+            "0000:01:00.0",
+        ),
+        (
+            "rminitadapter-failed-0x22-0x56-894-journal-rtx5080.txt",
+            "err-couldnt-communicate-460.txt",
+            "0000:09:00.0",
+        ),
+    )
+    for log, smi, bus in cases:
+        text = (SMI / smi).read_text()
+        f = finding(
+            driver.PROBE,
+            "driver.gpu_health",
+            dmesg_nvrm=(DMESG / log).read_text(),
+            smi_table=text,
+            smi_query_driver=text,
+            smi_q_xml=text,
+        )
+        assert f.severity.value == "critical", (log, f)
+        assert bus in f.observed and "failed to initialise" in f.observed
