@@ -21,6 +21,11 @@ CHECKS: tuple[Check, ...] = (
         dev.detect,
         roles=BOTH,
         cross=True,
+        optional=(
+            ("container", "uname_n"),
+            ("container", "virt"),
+            ("host", "pve_lxc_confs"),
+        ),
     ),
     Check(
         "container.lxc_privilege",
@@ -34,6 +39,10 @@ CHECKS: tuple[Check, ...] = (
         roles=BOTH,
         cross=True,
         applies=dev.not_lxc,
+        optional=(
+            ("container", "uname_n"),
+            ("host", "pve_lxc_confs"),
+        ),
     ),
     Check(
         "container.device_cgroup",
@@ -46,6 +55,7 @@ CHECKS: tuple[Check, ...] = (
         roles=HOST,
         applies=dev.device_cgroup_applies,
         needs_gpu=True,
+        optional=(("container", "uname_n"),),
     ),
     Check(
         "container.device_major_match",
@@ -72,6 +82,10 @@ CHECKS: tuple[Check, ...] = (
         roles=BOTH,
         cross=True,
         needs_gpu=True,
+        optional=(
+            ("container", "uname_n"),
+            ("host", "pve_lxc_confs"),
+        ),
     ),
     Check(
         "container.gpu_visibility",
@@ -95,6 +109,12 @@ CHECKS: tuple[Check, ...] = (
         roles=BOTH,
         cross=True,
         needs_gpu=True,
+        optional=(
+            ("container", "uname_n"),
+            ("host", "pve_lxc_confs"),
+            ("host", "smi_gpu_ids"),
+            ("container", "smi_gpu_ids"),
+        ),
     ),
     Check(
         "container.shm",
@@ -106,6 +126,10 @@ CHECKS: tuple[Check, ...] = (
         sources=("df_shm",),
         roles=CONTAINER,
         aliases=("nccl.shm_capacity",),
+        optional=(
+            ("container", "smi_gpu_ids"),
+            ("host", "df_shm"),
+        ),
     ),
     Check(
         "container.shm_ipc",
@@ -138,6 +162,11 @@ CHECKS: tuple[Check, ...] = (
         lim.cpu_quota,
         roles=BOTH,
         cross=True,
+        optional=(
+            ("container", "cgroup_limits"),
+            ("container", "uname_n"),
+            ("host", "pve_lxc_confs"),
+        ),
     ),
     Check(
         "container.memory_limit",
@@ -148,6 +177,11 @@ CHECKS: tuple[Check, ...] = (
         lim.memory_limit,
         roles=BOTH,
         cross=True,
+        optional=(
+            ("container", "cgroup_limits"),
+            ("container", "uname_n"),
+            ("host", "pve_lxc_confs"),
+        ),
     ),
     Check(
         "container.limits_vs_model",
@@ -158,6 +192,12 @@ CHECKS: tuple[Check, ...] = (
         lim.limits_vs_model,
         roles=BOTH,
         cross=True,
+        optional=(
+            ("container", "cgroup_limits"),
+            ("container", "smi_gpu_ids"),
+            ("container", "uname_n"),
+            ("host", "pve_lxc_confs"),
+        ),
     ),
     Check(
         "container.userspace_driver",

@@ -24,7 +24,7 @@ from gpuaudit.probes.core.judge.checks import (
     unknown,
     warning,
 )
-from gpuaudit.probes.core.judge.combiners import nvidia_presence
+from gpuaudit.probes.core.judge.combiners import PRESENCE_SOURCES, nvidia_presence
 from gpuaudit.probes.core.models import Role
 from gpuaudit.probes.core.parsers.nvidia_smi import SMI_ERR_MISMATCH, SMI_ERR_NO_DRIVER
 from gpuaudit.probes.core.parsing import version_tuple
@@ -615,6 +615,13 @@ CHECKS: tuple[Check, ...] = (
         fix="Run one driver version everywhere, in the -open flavour on Turing and newer.",
         verdict=version_flavor,
         roles=HOST,
+        optional=(
+            *PRESENCE_SOURCES,
+            "modinfo_nvidia",
+            "smi_query_driver",
+            "smi_q_xml",
+            "smi_table",
+        ),
     ),
     Check(
         "driver.min_for_arch",
@@ -637,6 +644,7 @@ CHECKS: tuple[Check, ...] = (
         any_of=SMI_SOURCES,
         roles=HOST,
         needs_gpu=True,
+        optional=("persistenced_active",),
     ),
     Check(
         "driver.gpu_health",
@@ -648,6 +656,11 @@ CHECKS: tuple[Check, ...] = (
         roles=HOST,
         needs_gpu=True,
         expected="every GPU answers nvidia-smi",
+        fails_as_answer=(
+            "smi_q_xml",
+            "smi_query_driver",
+            "smi_table",
+        ),
     ),
     Check(
         "driver.xid_history",
@@ -703,6 +716,13 @@ CHECKS: tuple[Check, ...] = (
         verdict=dkms_kernel_match,
         roles=HOST,
         needs_gpu=True,
+        optional=(
+            "uname_r",
+            "modinfo_nvidia",
+            "proc_driver_version",
+            "dkms_status",
+            "smi_table",
+        ),
     ),
     Check(
         "driver.module_params",
@@ -737,6 +757,11 @@ CHECKS: tuple[Check, ...] = (
         roles=BOTH,
         first_of=("container", "host"),
         needs_gpu=True,
+        optional=(
+            ("host", "proc_driver_version"),
+            "nvidia_lib_files",
+            "smi_table",
+        ),
     ),
     Check(
         "driver.persistence_host_vs_container",
@@ -748,5 +773,11 @@ CHECKS: tuple[Check, ...] = (
         roles=BOTH,
         cross=True,
         needs_gpu=True,
+        optional=(
+            ("container", "smi_query_driver"),
+            ("container", "smi_q_xml"),
+            ("container", "smi_table"),
+            ("host", "persistenced_active"),
+        ),
     ),
 )

@@ -329,6 +329,10 @@ BIOS_CHECKS: tuple[Check, ...] = (
         bios_settings,
         roles=HOST,
         applies=no_bmc,
+        optional=(
+            "redfish_bios",
+            "redfish_system",
+        ),
     ),
     Check(
         "firmware.bios_pending",
@@ -339,6 +343,7 @@ BIOS_CHECKS: tuple[Check, ...] = (
         bios_pending,
         roles=HOST,
         applies=no_bmc,
+        optional=("redfish_bios_pending",),
     ),
     Check(
         "firmware.bios_nps_vs_numa",

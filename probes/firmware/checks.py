@@ -21,7 +21,7 @@ from gpuaudit.probes.core.judge.checks import (
     unknown,
     warning,
 )
-from gpuaudit.probes.core.judge.combiners import vm_reason
+from gpuaudit.probes.core.judge.combiners import VM_SOURCES, vm_reason
 from gpuaudit.probes.core.parsers.cpu import is_deep_cstate
 from gpuaudit.probes.firmware.bios_checks import (
     BIOS_CHECKS,
@@ -46,7 +46,7 @@ def in_vm(ctx: Ctx) -> str | None:
 
 
 def is_amd(h: FirmwareFacts) -> bool:
-    return h.cpu_vendor in ("AMD", "AuthenticAMD")
+    return h.cpu_vendor == "AMD"
 
 
 # --------------------------------------------------------------------------- verdicts
@@ -311,6 +311,7 @@ CHECKS: tuple[Check, ...] = (
         inventory,
         any_of=("dmidecode_bios", "dmi_bios"),
         roles=HOST,
+        optional=("cpuinfo_microcode",),
     ),
     Check(
         "firmware.numa_mode",
@@ -324,6 +325,7 @@ CHECKS: tuple[Check, ...] = (
         any_of=("sys_numa", "numactl_h"),  # numactl -H shows the same nodes when sysfs was not read
         applies=in_vm,
         expected="NPS1",
+        optional=(*VM_SOURCES,),
     ),
     Check(
         "firmware.iommu_mode",
@@ -334,6 +336,7 @@ CHECKS: tuple[Check, ...] = (
         "Boot with iommu=pt (keeps VFIO VMs working on Proxmox); see pcie.acs for ACS redirect.",
         iommu_mode,
         sources=("iommu_state",),
+        optional=("proc_cmdline",),
     ),
     Check(
         "firmware.bar1_large_bar",
@@ -356,6 +359,7 @@ CHECKS: tuple[Check, ...] = (
         cppc,
         sources=("lscpu_json", "sys_cppc"),
         applies=amd_host,
+        optional=(*VM_SOURCES,),
     ),
     Check(
         "firmware.cstate_exposure",
@@ -368,6 +372,7 @@ CHECKS: tuple[Check, ...] = (
         sources=("lscpu_json",),
         any_of=("sys_cpuidle", "cpupower_idle"),
         applies=in_vm,
+        optional=(*VM_SOURCES,),
     ),
     Check(
         "firmware.df_pstates",
@@ -378,6 +383,7 @@ CHECKS: tuple[Check, ...] = (
         df_pstates,
         sources=("lscpu_json",),
         applies=amd_host,
+        optional=(*VM_SOURCES,),
     ),
     Check(
         "firmware.socket_power",
@@ -388,6 +394,7 @@ CHECKS: tuple[Check, ...] = (
         socket_power,
         sources=("lscpu_json",),
         applies=in_vm,
+        optional=(*VM_SOURCES,),
     ),
     Check(
         "firmware.memory_population",
@@ -397,6 +404,10 @@ CHECKS: tuple[Check, ...] = (
         "Populate every channel of every socket symmetrically with identical DIMMs.",
         memory_population,
         applies=in_vm,
+        optional=(
+            "dmidecode_memory",
+            *VM_SOURCES,
+        ),
     ),
     Check(
         "firmware.xgmi_links",
@@ -407,6 +418,7 @@ CHECKS: tuple[Check, ...] = (
         xgmi_links,
         sources=("lscpu_json",),
         applies=xgmi_applies,
+        optional=("redfish_bios",),
     ),
     Check(
         "firmware.gpu_firmware_consistency",

@@ -15,7 +15,7 @@ from gpuaudit.probes.core.judge.checks import (
     unknown,
     warning,
 )
-from gpuaudit.probes.core.judge.combiners import virtual_machine
+from gpuaudit.probes.core.judge.combiners import VM_SOURCES, virtual_machine
 from gpuaudit.probes.core.parsers.system import cmdline_value
 from gpuaudit.probes.core.parsing import version_tuple
 from gpuaudit.probes.core.spec import problem_text
@@ -63,7 +63,7 @@ PSTATE_FIX = (
 
 
 def is_amd_server(f: KernelFacts) -> bool:
-    return f.cpu_vendor == "AuthenticAMD" and bool(
+    return f.cpu_vendor == "AMD" and bool(
         f.cpu_model_name and "EPYC" in f.cpu_model_name.upper()
     )
 
@@ -422,6 +422,7 @@ CHECKS: tuple[Check, ...] = (
         PSTATE_FIX,
         version,
         sources=("uname_r", "cpuinfo_id", "proc_cmdline"),
+        optional=(*VM_SOURCES,),
     ),
     Check(
         "kernel.cmdline",
@@ -495,6 +496,7 @@ CHECKS: tuple[Check, ...] = (
         "options nvidia_uvm uvm_disable_hmm=1 in /etc/modprobe.d/uvm.conf, only if CUDA init failures or P2P hangs are seen.",
         uvm_hmm,
         needs_gpu=True,
+        optional=("uvm_disable_hmm",),
     ),
     Check(
         "kernel.tuned_profile",
@@ -503,6 +505,7 @@ CHECKS: tuple[Check, ...] = (
         "Power-oriented profiles allow deep C-states and slow frequency ramps on the CPUs that launch GPU work.",
         "tuned-adm profile accelerator-performance",
         tuned_profile,
+        optional=("tuned_active",),
     ),
     Check(
         "kernel.dmesg_faults",
@@ -521,6 +524,7 @@ CHECKS: tuple[Check, ...] = (
         "Keep the kernel defaults unless a security review accepts mitigations=off for an isolated GPU server.",
         mitigations,
         sources=("cpu_vulnerabilities",),
+        optional=("proc_cmdline",),
     ),
     Check(
         "kernel.host_knobs_visible",

@@ -7,6 +7,7 @@ from collections.abc import Callable
 
 from gpuaudit.probes.core.errors import ParseError
 from gpuaudit.probes.core.judge.checks import missing_tool_name, tool_hint
+from gpuaudit.probes.core.judge.combiners import VENDORS
 from gpuaudit.probes.core.models import Role
 from gpuaudit.probes.core.parsers.engine import parse_engine_status
 from gpuaudit.probes.core.parsers.system import (
@@ -77,7 +78,7 @@ def _journal(t: str, d: Data, p: Problems) -> None:
 def _cpu(t: str, d: Data, p: Problems) -> None:
     cpu = parse_cpuinfo_id(t)
     d.update(
-        cpu_vendor=cpu.vendor,
+        cpu_vendor=VENDORS.get(cpu.vendor or "", cpu.vendor),  # one spelling: "AMD", "Intel"
         cpu_family=cpu.family,
         cpu_model=cpu.model,
         cpu_model_name=cpu.model_name,

@@ -28,6 +28,7 @@ CHECKS: tuple[Check, ...] = (
         first_of=HOST_FIRST,
         applies=topo.fewer_than_two_gpus,
         needs_gpu=True,
+        optional=("smi_topo_p2p_w",),
     ),
     Check(
         "nccl.topology_class",
@@ -42,6 +43,7 @@ CHECKS: tuple[Check, ...] = (
         first_of=HOST_FIRST,
         applies=topo.fewer_than_two_gpus,
         needs_gpu=True,
+        optional=(("host", "cpuinfo_id"),),
     ),
     Check(
         "nccl.env_overrides",
@@ -70,6 +72,7 @@ CHECKS: tuple[Check, ...] = (
         roles=BOTH,
         first_of=ENGINE_FIRST,
         applies=no_engine,
+        optional=("pyenv",),
     ),
     Check(
         "nccl.custom_allreduce",
@@ -125,6 +128,10 @@ CHECKS: tuple[Check, ...] = (
         roles=BOTH,
         cross=True,
         applies=topo.no_container_engine,
+        optional=(
+            ("host", "smi_topo_p2p_r"),
+            ("host", "smi_topo_m"),
+        ),
     ),
     Check(
         "nccl.transport_observed",

@@ -11,6 +11,7 @@ from gpuaudit.probes.core.judge.checks import source_problem
 from gpuaudit.probes.core.judge.combiners import (
     ACS_SOURCES,
     IOMMU_SOURCES,
+    VENDORS,
     gpu_acs_redirect,
     gpu_iommu_translation,
     parse_iommu_state,
@@ -32,6 +33,11 @@ from gpuaudit.probes.nccl.facts import NcclFacts
 from gpuaudit.probes.nccl.parsers import parse_gpu_matrix, parse_ldconfig_nccl
 
 GPU_ID_FIELDS = SMI_GPU_IDS.split("--query-gpu=")[1].split()[0].split(",")
+
+
+def _vendor(raw: str | None) -> str | None:
+    """CPUID vendor -> the one spelling every probe uses ("AMD", "Intel")."""
+    return VENDORS.get(raw or "", raw)
 
 
 def gpu_names(text: str) -> dict[str, Any]:
@@ -118,7 +124,7 @@ FIELDS: tuple[tuple[str, Callable[[str], dict[str, Any]]], ...] = (
     ("smi_topo_p2p_w", matrix("p2p_write")),
     ("iommu_state", iommu_state_fields),
     ("lspci_vvv", lspci_fields),
-    ("cpuinfo_id", lambda t: {"cpu_vendor": parse_cpuinfo_id(t).vendor}),
+    ("cpuinfo_id", lambda t: {"cpu_vendor": _vendor(parse_cpuinfo_id(t).vendor)}),
     ("engine_procs", engine_fields),
     ("engine_logs", log_fields),
     ("ldconfig_nccl", lambda t: {"system_nccl": parse_ldconfig_nccl(t)}),

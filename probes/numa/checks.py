@@ -402,6 +402,14 @@ CHECKS: tuple[Check, ...] = (
         cross=True,
         needs_gpu=True,
         applies=host_layout_applies,
+        optional=(
+            ("container", "cgroup_limits"),
+            ("container", "smi_gpu_ids"),
+            ("host", "smi_gpu_ids"),
+            ("host", "pci_nvidia_numa"),
+            ("host", "node_cpulists"),
+            ("host", "numactl_h"),
+        ),
     ),
     Check(
         "numa.mems_vs_gpu",
@@ -414,6 +422,12 @@ CHECKS: tuple[Check, ...] = (
         cross=True,
         needs_gpu=True,
         applies=host_layout_applies,
+        optional=(
+            ("container", "cgroup_limits"),
+            ("container", "smi_gpu_ids"),
+            ("host", "smi_gpu_ids"),
+            ("host", "pci_nvidia_numa"),
+        ),
     ),
     Check(
         "numa.worker_binding",
@@ -428,6 +442,11 @@ CHECKS: tuple[Check, ...] = (
         any_of=("numactl_h", "node_cpulists"),
         needs_gpu=True,
         applies=host_layout_applies,
+        optional=(
+            "engine_proc_status",
+            "pci_nvidia_numa",
+            "smi_gpu_ids",
+        ),
     ),
     Check(
         "numa.memory_placement",
@@ -440,5 +459,6 @@ CHECKS: tuple[Check, ...] = (
         any_of=("numactl_h", "node_cpulists"),
         needs_gpu=True,
         applies=host_layout_applies,
+        optional=("engine_proc_status",),
     ),
 )

@@ -448,5 +448,9 @@ CHECKS: tuple[Check, ...] = (
         cross=True,
         needs_gpu=True,
         expected="Completed",
+        optional=(
+            ("container", "smi_query_fabric"),
+            ("host", "smi_query_fabric"),
+        ),
     ),
 )

@@ -69,6 +69,7 @@ CHECKS: tuple[Check, ...] = (
         roles=HOST,
         applies=cfg.fewer_than_two_gpus,
         needs_gpu=True,
+        optional=("lspci_tv",),
     ),
     Check(
         "pcie.aspm",

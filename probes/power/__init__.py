@@ -22,6 +22,7 @@ from gpuaudit.probes.power.summary import summarize
 PROBE_ID = "power"
 COMMANDS = use(
     "lscpu_json",
+    "cpuinfo_id",
     "sys_cpufreq",
     "sys_governors",
     "sys_epp",

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from gpuaudit.probes.core.judge.checks import HOST, Check
+from gpuaudit.probes.core.judge.combiners import CPU_IDENTITY_SOURCES, VM_SOURCES
 from gpuaudit.probes.power import cpu_checks as cpu
 from gpuaudit.probes.power import gpu_checks as gpu
 
@@ -23,6 +24,11 @@ CHECKS: tuple[Check, ...] = (
         any_of=CPUFREQ,
         roles=HOST,
         applies=cpu.in_vm,
+        optional=(
+            *CPU_IDENTITY_SOURCES,
+            "sys_cppc",
+            *VM_SOURCES,
+        ),
     ),
     Check(
         "power.cpu_governor",
@@ -36,6 +42,7 @@ CHECKS: tuple[Check, ...] = (
         roles=HOST,
         applies=cpu.in_vm,
         expected="performance",
+        optional=(*VM_SOURCES,),
     ),
     Check(
         "power.cpu_epp",
@@ -49,6 +56,10 @@ CHECKS: tuple[Check, ...] = (
         roles=HOST,
         applies=cpu.in_vm,
         expected="performance",
+        optional=(
+            *CPU_IDENTITY_SOURCES,
+            *VM_SOURCES,
+        ),
     ),
     Check(
         "power.cpu_boost",
@@ -62,6 +73,7 @@ CHECKS: tuple[Check, ...] = (
         any_of=CPUFREQ,
         roles=HOST,
         applies=cpu.in_vm,
+        optional=(*VM_SOURCES,),
     ),
     Check(
         "power.cpu_cstates",
@@ -78,6 +90,11 @@ CHECKS: tuple[Check, ...] = (
         applies=cpu.in_vm,
         expected=f"deep idle states (AMD C2+, Intel C3+ or exit latency >= {cpu.DEEP_LATENCY_US} µs) disabled on"
         " the CPUs that run engine/NCCL threads",
+        optional=(
+            *CPU_IDENTITY_SOURCES,
+            "proc_cmdline",
+            *VM_SOURCES,
+        ),
     ),
     Check(
         "power.cpu_effective_freq",
@@ -90,6 +107,11 @@ CHECKS: tuple[Check, ...] = (
         roles=HOST,
         applies=cpu.in_vm,
         expected="busy engine cores >= ~85% of the all-core boost",
+        optional=(
+            "sys_cpufreq",
+            "cpupower_freq",
+            *VM_SOURCES,
+        ),
     ),
     Check(
         "power.gpu_power_limit",

@@ -70,6 +70,13 @@ def scaling_driver(ctx: Ctx) -> Verdict:
 def _acpi_cpufreq_on_amd(h: PowerFacts) -> Verdict:
     cppc = True if (h.cppc_present or h.amd_pstate_status) else h.cppc_present
     fam = f"family {h.cpu_family:#x}" if h.cpu_family is not None else "AMD"
+    if (
+        cppc is None
+    ):  # whether amd-pstate could run is the question: no verdict without the CPPC read
+        return unknown(
+            f"scaling_driver=acpi-cpufreq on AMD {fam}; ACPI CPPC state not read (sys_cppc)",
+            evidence=(("host", "sys_cppc"),),
+        )
     if not cppc:
         return info(
             f"scaling_driver=acpi-cpufreq on AMD {fam}; "

@@ -9,6 +9,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
+from gpuaudit.probes.core.judge.combiners import cpu_identity_of
 from gpuaudit.probes.core.models import Role
 from gpuaudit.probes.core.parsers.cpu import (
     cpu_identity,
@@ -120,16 +121,22 @@ def parse_smi_power(text: str) -> tuple[list[GpuPower], list[GpuReading]]:
 
 
 def _lscpu(text: str, f: Fields, problems: dict[str, str]) -> None:
+    """The CPU's flags (cppc); its identity is the shared combiner's (lscpu -J, else /proc/cpuinfo)."""
     ident = cpu_identity(parse_lscpu(text))
     if ident.vendor is None:
         problems["lscpu_json"] = "unparsable lscpu output"
-    f.update(
-        cpu_vendor=ident.vendor,
-        cpu_family=ident.family,
-        cpu_model=ident.model,
-        cpu_model_name=ident.model_name,
-        cpu_has_cppc_flag=ident.has_cppc_flag,
-    )
+    f.update(cpu_has_cppc_flag=ident.has_cppc_flag)
+
+
+def _identity(outputs: Outputs, f: Fields) -> None:
+    ident, _source = cpu_identity_of(outputs)
+    if ident is not None:
+        f.update(
+            cpu_vendor=ident.vendor,
+            cpu_family=ident.family,
+            cpu_model=ident.model,
+            cpu_model_name=ident.model_name,
+        )
 
 
 def _sys_cpufreq(text: str, f: Fields, problems: dict[str, str]) -> None:
@@ -326,4 +333,5 @@ def extract(outputs: Outputs, role: Role) -> PowerFacts:
                 Exception
             ) as exc:  # a parser bug on odd output: that source is unusable, the rest still judged
                 problems[cid] = f"unparsable output: {exc.__class__.__name__}: {exc}"
+    _identity(outputs, f)
     return PowerFacts(**f, problems=problems)

@@ -103,6 +103,7 @@ CHECKS: tuple[Check, ...] = (
         sources=("pyenv",),
         needs_gpu=True,
         **_ON,
+        optional=(("host", "smi_query_driver"),),
     ),
     Check(
         "python.engine_threads",

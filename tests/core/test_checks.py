@@ -235,3 +235,16 @@ def test_virtual_machine_from_the_hypervisor_flag():
 def test_host_only_check_ignores_the_container():
     (f,) = judge(CHECK, {"host": {"a": rec("a")}, "container": {"a": rec("a", role="container")}})
     assert f.targets == ["host"] and CHECK.roles == HOST
+
+
+def test_every_check_declares_its_inputs():
+    """Issue 23: a check with no declared source gates nothing; each one names what it reads (or says why not)."""
+    from gpuaudit.probes.catalogue import REGISTRY
+
+    bare = [
+        c.id
+        for p in REGISTRY
+        for c in p.checks
+        if not (c.sources or c.any_of or c.optional or c.fails_as_answer or c.no_input)
+    ]
+    assert bare == []

@@ -13,19 +13,19 @@ from gpuaudit.probes.core.models import CommandRecord, Finding
 FX = Path(__file__).parents[1] / "fixtures/system"
 
 ZEN5 = dict(
-    cpu_vendor="AuthenticAMD",
+    cpu_vendor="AMD",
     cpu_family=26,
     cpu_model=2,
     cpu_model_name="AMD EPYC 9375F 32-Core Processor",
 )
 GENOA = dict(
-    cpu_vendor="AuthenticAMD",
+    cpu_vendor="AMD",
     cpu_family=25,
     cpu_model=17,
     cpu_model_name="AMD EPYC 9374F 32-Core Processor",
 )
 INTEL = dict(
-    cpu_vendor="GenuineIntel",
+    cpu_vendor="Intel",
     cpu_family=6,
     cpu_model=143,
     cpu_model_name="Intel(R) Xeon(R) Platinum 8480+",
@@ -99,7 +99,7 @@ def one(fid: str, f: k.KernelFacts, **kw) -> Finding:
             dict(
                 release="6.8.12-9-pve",
                 cmdline=NOARGS,
-                cpu_vendor="AuthenticAMD",
+                cpu_vendor="AMD",
                 cpu_family=26,
                 cpu_model_name="AMD Ryzen 9 9950X 16-Core Processor",
             ),

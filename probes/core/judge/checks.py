@@ -20,7 +20,7 @@ from collections.abc import Callable, Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from gpuaudit.probes.core.judge.combiners import nvidia_presence
+from gpuaudit.probes.core.judge.combiners import PRESENCE_SOURCES, nvidia_presence
 from gpuaudit.probes.core.models import (
     CommandRecord,
     EvidenceRef,
@@ -113,6 +113,8 @@ class Ctx:
 
 VerdictFn = Callable[[Ctx], Verdict]
 AppliesFn = Callable[[Ctx], str | None]
+Input = str | tuple[Role, str]
+"""A declared input: a command id (on every role the check judges) or (role, command id) (that role only)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -144,10 +146,34 @@ class Check:
     """Other ids PROBES.md cross-references for the same check (e.g. numa.balancing -> kernel.numa_balancing)."""
     first_of: tuple[Role, ...] = ()
     """Judged once, on the first of these roles the probe ran on (the engine's container before the host), not per role."""
+    optional: tuple[Input, ...] = ()
+    """Sources the verdict (or `applies`) reads when usable and copes without (it says so, e.g. unknown): not
+    gated. Role-qualified for another target's data: ("host", "pve_lxc_confs")."""
+    fails_as_answer: tuple[Input, ...] = ()
+    """Sources whose failure *is* the answer (a hung nvidia-smi for driver.gpu_health): read by the verdict,
+    never gated."""
+    no_input: str = ""
+    """Why the check declares no source at all (it judges other checks' facts only), for the catalogue test."""
 
     @property
     def probe(self) -> str:
         return self.id.split(".", 1)[0]
+
+
+def declared_sources(check: Check, targets: Iterable[Role] = ()) -> frozenset[tuple[Role, str]]:
+    """Every (role, command id) the check may read when judging `targets` (default: its roles): required,
+    any-of, optional, fails-as-answer, and the GPU-presence sources the framework reads for `needs_gpu`."""
+    roles = tuple(targets) or tuple(sorted(check.roles))
+    entries: list[Input] = [*check.sources, *check.any_of, *check.optional, *check.fails_as_answer]
+    if check.needs_gpu:
+        entries += PRESENCE_SOURCES
+    out: set[tuple[Role, str]] = set()
+    for e in entries:
+        if isinstance(e, tuple):
+            out.add(e)
+        else:
+            out.update((r, e) for r in roles)
+    return frozenset(out)
 
 
 # --------------------------------------------------------------------------------------------------

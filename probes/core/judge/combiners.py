@@ -9,6 +9,7 @@ import re
 from collections.abc import Mapping
 
 from gpuaudit.probes.core.models import CommandRecord
+from gpuaudit.probes.core.parsers.cpu import CpuIdentity, cpu_identity, parse_lscpu
 from gpuaudit.probes.core.parsers.lspci import (
     bus_tree,
     parse_lspci_tree,
@@ -58,6 +59,10 @@ def nvidia_presence(outputs: Outputs) -> tuple[bool | None, str]:
     return None, "GPU presence not determined"
 
 
+VM_SOURCES = ("cpu_hypervisor_flag", "lscpu_json")
+"""What `virtual_machine` / `vm_reason` read: a check whose `applies` uses them declares these (optional)."""
+
+
 def virtual_machine(outputs: Outputs) -> tuple[bool | None, str]:
     """Is this target a virtual machine (a KVM/VMware/Hyper-V guest)? From the CPU's `hypervisor` flag.
 
@@ -90,6 +95,57 @@ def vm_reason(outputs: Outputs) -> str | None:
         if vm
         else None
     )
+
+
+# --- CPU identity (vendor, family, model), one spelling ---------------------------------------------------------
+
+CPU_IDENTITY_SOURCES = ("lscpu_json", "cpuinfo_id")
+"""The CPU identity's sources, machine-readable first: a check reading it declares them as any_of."""
+VENDORS = {"AuthenticAMD": "AMD", "GenuineIntel": "Intel", "ARM": "ARM"}
+"""CPUID vendor strings -> the one spelling every probe uses ("AMD", "Intel")."""
+
+
+def _cpuinfo_identity(text: str) -> CpuIdentity:
+    """`grep -m4 -E '^(vendor_id|cpu family|model|model name)' /proc/cpuinfo` -> CpuIdentity."""
+    vals: dict[str, str] = {}
+    for line in text.splitlines():
+        key, sep, value = line.partition(":")
+        if sep:
+            vals.setdefault(key.strip(), value.strip())
+    raw = vals.get("vendor_id") or None
+
+    def num(s: str | None) -> int | None:
+        return int(s) if s and s.isdigit() else None
+
+    return CpuIdentity(
+        vendor=VENDORS.get(raw or "", raw),
+        family=num(vals.get("cpu family")),
+        model=num(vals.get("model")),
+        model_name=vals.get("model name") or None,
+    )
+
+
+def cpu_identity_of(outputs: Outputs) -> tuple[CpuIdentity | None, str]:
+    """The CPU's identity from `lscpu -J`, else /proc/cpuinfo (`cpuinfo_id`): (identity, the source id), or
+    (None, why). The vendor is spelled "AMD" / "Intel" whichever source answered."""
+    why: list[str] = []
+    lscpu = outputs.get("lscpu_json")
+    if _answered(lscpu) and lscpu is not None:
+        ident = cpu_identity(parse_lscpu(lscpu.stdout))
+        if ident.vendor:
+            return ident, "lscpu_json"
+        why.append("lscpu_json: no Vendor ID")
+    else:
+        why.append("lscpu_json not read")
+    info = outputs.get("cpuinfo_id")
+    if _answered(info) and info is not None:
+        ident = _cpuinfo_identity(info.stdout)
+        if ident.vendor:
+            return ident, "cpuinfo_id"
+        why.append("cpuinfo_id: no vendor_id")
+    else:
+        why.append("cpuinfo_id not read")
+    return None, "; ".join(why)
 
 
 # --- IOMMU translation of the GPU functions (nccl.iommu_acs_gate; firmware.iommu_mode reads the same source) -------
