@@ -75,7 +75,8 @@ def bmc_reader(request: Any) -> Any:
             credentials_file=request.bmc_credentials,
             ca_file=request.bmc_ca,
             insecure=request.bmc_insecure,
-            timeout_s=request.timeout,
+            timeout_s=request.timeout,  # the audit's caps, as for any source
+            max_bytes=request.max_output,
             via_host=request.bmc_via_host,
         )
     )
