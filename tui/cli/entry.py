@@ -236,7 +236,9 @@ def build_parser() -> OneLineParser:
     run.add_argument(
         "--active",
         action="store_true",
-        help="also run load-generating checks (nccl-tests); never on production by default",
+        help="also run load-generating checks: nccl-tests, and one streamed 256-token request to the serving "
+        "engine when it reports no running request (single-stream decode speed; load on a production server); "
+        "never by default",
     )
     run.add_argument(
         "--expect-gpus",
