@@ -252,8 +252,15 @@ SOURCES: dict[str, Source] = {
             timeout_s=60,
             description="engine processes: allowed CPUs/memory nodes, RSS/swap, resident kB per NUMA node (numa_maps)",
         ),
-        Source("uvm_disable_hmm", "cat /sys/module/nvidia_uvm/parameters/uvm_disable_hmm", on=HOST),
-        Source("tuned_active", "tuned-adm active", on=HOST),
+        Source(
+            "uvm_disable_hmm",
+            "cat /sys/module/nvidia_uvm/parameters/uvm_disable_hmm",
+            on=HOST,
+            absent_text=(
+                "No such file",
+            ),  # nvidia_uvm not loaded, or a driver without the parameter
+        ),
+        Source("tuned_active", "tuned-adm active", on=HOST, absent_without_tool=True),
         Source(
             "cpu_vulnerabilities", "grep -H . /sys/devices/system/cpu/vulnerabilities/*", on=HOST
         ),

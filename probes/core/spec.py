@@ -38,6 +38,11 @@ class Command:
     """Generates load (nccl-tests and the like): runs only with --active, never by default."""
     ok_exits: frozenset[int] = frozenset({0})
     """Exit statuses that are normal answers (grep: 1 = no match; systemctl status: 3 inactive, 4 no unit)."""
+    absent_text: tuple[str, ...] = ()
+    """Output (stderr or stdout, any case) of a failed run that means "what it reads does not exist", itself
+    an answer, like `ok_exits`: "No such file" for a module parameter of a module that is not loaded."""
+    absent_without_tool: bool = False
+    """A missing tool is the answer (a daemon that is not installed overrides nothing: tuned-adm)."""
 
     def with_roles(self, roles: frozenset[Role]) -> Command:
         """The same source, run on fewer roles (a probe that needs it only on the host, say)."""
@@ -93,6 +98,19 @@ def finding(
         fix=fix,
         evidence=[EvidenceRef(target=t, command_id=c) for t, c in evidence],
     )
+
+
+def record_absent(record: CommandRecord | None, source: Command | None) -> bool:
+    """Whether a record is an absence its source declares an answer (`absent_text`, `absent_without_tool`);
+    never for a record that timed out, was cut short, refused (permission) or did not run."""
+    if record is None or source is None or record.error or record.timed_out or record.truncated:
+        return False
+    if record.exit_status in (None, *source.ok_exits):
+        return False
+    if source.absent_without_tool and record.missing_tool:
+        return True
+    text = (record.stderr + "\n" + record.stdout[:400]).lower()
+    return any(t.lower() in text for t in source.absent_text)
 
 
 def record_problem(record: CommandRecord | None) -> str | None:

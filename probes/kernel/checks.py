@@ -63,9 +63,7 @@ PSTATE_FIX = (
 
 
 def is_amd_server(f: KernelFacts) -> bool:
-    return f.cpu_vendor == "AMD" and bool(
-        f.cpu_model_name and "EPYC" in f.cpu_model_name.upper()
-    )
+    return f.cpu_vendor == "AMD" and bool(f.cpu_model_name and "EPYC" in f.cpu_model_name.upper())
 
 
 def cpu_label(f: KernelFacts) -> str:
@@ -281,13 +279,11 @@ def clocksource(ctx: Ctx) -> Verdict:
 def uvm_hmm(ctx: Ctx) -> Verdict:
     f: KernelFacts = ctx.f
     if f.uvm_disable_hmm is None:
-        problem = f.problems.get("uvm_disable_hmm")
-        if (
-            problem and "no such file" in problem.lower()
-        ):  # cat of an absent parameter: module not loaded (any other
-            # failure, a refused read or a bare exit 1, proves nothing)
+        if ctx.absent(
+            "uvm_disable_hmm"
+        ):  # the source declares "No such file" an answer: not loaded
             return not_applicable("nvidia_uvm not loaded or no uvm_disable_hmm parameter")
-        return unknown(f"uvm_disable_hmm: {problem or 'not collected'}")
+        return unknown(f"uvm_disable_hmm: {ctx.problem('uvm_disable_hmm') or 'no value read'}")
     on = f.uvm_disable_hmm.upper() in ("N", "0")
     return info(
         f"uvm_disable_hmm={f.uvm_disable_hmm}",
@@ -311,16 +307,15 @@ SAVING_TUNED = ("balanced", "powersave", "virtual-host", "desktop")
 def tuned_profile(ctx: Ctx) -> Verdict:
     f: KernelFacts = ctx.f
     if f.tuned_profile is None:
-        problem = f.problems.get("tuned_active")
-        if (
-            problem == "tool not installed"
+        if ctx.absent(
+            "tuned_active"
         ):  # no tuned is an answer: no daemon overrides the power.* settings
             return info(
                 "tuned not installed (Proxmox VE does not ship it): no profile overrides the power.* settings",
                 title="No tuning daemon",
                 fix="",
             )
-        return unknown(f"tuned_active: {problem or 'no profile in the output'}")
+        return unknown(f"tuned_active: {ctx.problem('tuned_active') or 'no profile in the output'}")
     obs = f"active profile: {f.tuned_profile}"
     if f.tuned_profile in GOOD_TUNED:
         return ok(obs, title=f"tuned profile {f.tuned_profile}", fix="")

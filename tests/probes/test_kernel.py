@@ -174,22 +174,21 @@ def test_swap_tuned_hmm_mitigations():
     assert (
         one("tuned_profile", facts(tuned_profile="accelerator-performance")).severity.value == "ok"
     )
-    assert (
-        one("tuned_profile", facts(problems={"tuned_active": "tool not installed"})).severity.value
-        == "info"
-    )
-    assert (
-        one("tuned_profile", facts(problems={"tuned_active": "timed out"})).severity.value
-        == "unknown"
-    )
+    # absence is an answer the source rows declare (absent_without_tool, absent_text), not a problem text
+    not_installed = rec("tuned_active", "", 127, "sh: 1: tuned-adm: not found\n")
+    assert one("tuned_profile", facts(), tuned_active=not_installed).severity.value == "info"
+    hung = CommandRecord(**(rec("tuned_active").model_dump() | {"timed_out": True}))
+    assert one("tuned_profile", facts(), tuned_active=hung).severity.value == "unknown"
     assert one("uvm_hmm", facts(uvm_disable_hmm="Y")).severity.value == "info"
-    assert (
-        one(
-            "uvm_hmm",
-            facts(problems={"uvm_disable_hmm": "exit 1: cat: x: No such file or directory"}),
-        ).severity.value
-        == "n/a"
+    no_param = rec(
+        "uvm_disable_hmm",
+        "",
+        1,
+        "cat: /sys/module/nvidia_uvm/parameters/uvm_disable_hmm: No such file or directory\n",
     )
+    assert one("uvm_hmm", facts(), uvm_disable_hmm=no_param).severity.value == "n/a"
+    denied = rec("uvm_disable_hmm", "", 1, "cat: x: Permission denied\n")
+    assert one("uvm_hmm", facts(), uvm_disable_hmm=denied).severity.value == "unknown"
     m = one(
         "cpu_vulnerability_mitigations",
         facts(

@@ -29,7 +29,7 @@ from gpuaudit.probes.core.models import (
     Severity,
 )
 from gpuaudit.probes.core.sources import SOURCES
-from gpuaudit.probes.core.spec import record_problem
+from gpuaudit.probes.core.spec import record_absent, record_problem
 
 Owner = Literal["bios", "host", "container", "engine", "hardware"]
 OWNERS: tuple[str, ...] = ("bios", "host", "container", "engine", "hardware")
@@ -101,6 +101,18 @@ class Ctx:
     def of(self, role: Role) -> Any:
         """Another target's facts, or None when the probe did not run there."""
         return self.facts.get(role)
+
+    def absent(self, command_id: str, role: Role | None = None) -> bool:
+        """Whether the source answered with an absence its row declares an answer ("No such file" for a
+        module parameter, a daemon's tool not installed): the verdict's answer, never a problem text match."""
+        rec = self.outputs.get(role or self.role or "host", {}).get(command_id)
+        return record_absent(rec, SOURCES.get(command_id))
+
+    def problem(self, command_id: str, role: Role | None = None) -> str | None:
+        """Why a declared source is unusable on this (or the given) target, for an unknown's text; None when
+        it answered. The framework's reading (record + extract problems), so a verdict never reads `problems`."""
+        r = role or self.role or "host"
+        return source_problem(self.outputs.get(r, {}).get(command_id), self.facts.get(r))
 
     def usable(self, command_id: str, role: Role | None = None) -> bool:
         """Whether an optional source gave a normal answer on this (or the given) target."""
