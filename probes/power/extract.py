@@ -235,6 +235,8 @@ def _from_xml(g: SmiXmlGpu) -> tuple[dict[str, Any], dict[str, Any]]:
         default_w=g.power_default_limit_w,
         max_w=g.power_max_limit_w,
         mem_max_mhz=g.mem_clock_max_mhz,
+        sm_max_mhz=g.sm_clock_max_mhz,  # the XML has it too (issue 24: the fallback read none)
+        app_sm_mhz=g.app_clock_mhz,
         temp_slowdown_c=g.temp_slowdown_c,
     )
     events = {r: g.clock_events[r] for r in XML_REASONS if r in g.clock_events}
@@ -243,6 +245,7 @@ def _from_xml(g: SmiXmlGpu) -> tuple[dict[str, Any], dict[str, Any]]:
         util=g.utilization_gpu_pct,
         draw_w=g.power_draw_w,
         temp_c=g.temp_c,
+        sm_mhz=g.sm_clock_mhz,
         active_reasons=[r for r, v in events.items() if v] if events else None,
         unread_reasons=[r for r, v in events.items() if v is None] if events else None,
     )
@@ -254,7 +257,7 @@ def _from_xml(g: SmiXmlGpu) -> tuple[dict[str, Any], dict[str, Any]]:
 
 def _smi_xml(text: str, f: Fields, problems: dict[str, str]) -> None:
     """The XML fills what the CSV did not give (a driver without a CSV field, [N/A] cells) and adds the slowdown
-    temperature; without a usable CSV it is the only per-GPU source (no SM clocks then)."""
+    temperature; without a usable CSV it is the only per-GPU source (its SM clock and max SM clock included)."""
     try:
         xml = parse_smi_q_xml(text)
     except Exception as exc:  # ParseError or an error banner

@@ -426,7 +426,8 @@ def test_xml_alone_judges_limits_reasons_and_slowdown_headroom():
     )
     assert by["power.gpu_clock_events"].severity.value == "ok"
     assert by["power.gpu_thermal_headroom"].observed == "max 27 °C (slowdown 95 °C)"
-    assert by["power.gpu_locked_clocks"].severity.value == "unknown"  # the XML has no SM max clock
+    # the XML's <max_clocks><sm_clock> 2100 MHz is read (issue 24); its application clocks are "deprecated"
+    assert by["power.gpu_locked_clocks"].severity.value == "ok"
 
 
 def test_xml_mig_gpu_without_utilisation_is_not_called_idle():

@@ -190,3 +190,22 @@ def test_gpu_health_from_a_kernel_log_init_failure():
         )
         assert f.severity.value == "critical", (log, f)
         assert bus in f.observed and "failed to initialise" in f.observed
+
+
+# --- class 5: the XML fallback reads the maximum SM clock ---------------------------------------------
+
+
+def test_the_xml_fallback_reads_max_and_application_sm_clocks():
+    """Before: unknown "clocks.max.sm [N/A]" with only `nvidia-smi -q -x` (its <max_clocks><sm_clock> unread)."""
+    from gpuaudit.probes import power
+
+    for sample, sm_max in (
+        ("telegraf-a100-sxm4-v12.xml", 1410),
+        ("telegraf-rtx-3080-v13.xml", 2100),
+    ):
+        f = finding(power.PROBE, "power.gpu_locked_clocks", smi_q_xml=(XML / sample).read_text())
+        assert f.severity.value == "ok", (sample, f)
+        facts = power.extract(
+            {"smi_q_xml": partial(hw.rec, "power")("smi_q_xml", (XML / sample).read_text())}, "host"
+        )
+        assert facts.gpus[0].sm_max_mhz == sm_max

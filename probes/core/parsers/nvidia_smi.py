@@ -616,6 +616,9 @@ class SmiXmlGpu:
     gsp_firmware_version: str | None = None
     inforom_image: str | None = None
     mem_clock_max_mhz: int | None = None
+    sm_clock_max_mhz: int | None = None
+    sm_clock_mhz: int | None = None
+    app_clock_mhz: int | None = None
     memory_bus_width: int | None = None
     fabric_state: str | None = None
     fabric_status: str | None = None
@@ -726,6 +729,9 @@ _XML_NUMBER: tuple[tuple[str, tuple[str, ...]], ...] = (
     ("bar1_total_mib", ("bar1_memory_usage/total",)),
     ("fb_total_mib", ("fb_memory_usage/total",)),
     ("mem_clock_max_mhz", ("max_clocks/mem_clock",)),
+    ("sm_clock_max_mhz", ("max_clocks/sm_clock",)),
+    ("sm_clock_mhz", ("clocks/sm_clock",)),
+    ("app_clock_mhz", ("applications_clocks/graphics_clock",)),
     ("memory_bus_width", ("memory_bus_width",)),
 )
 _FLOAT_FIELDS = {
