@@ -274,15 +274,17 @@ def test_a_busy_metrics_page_falls_back_to_the_log_and_says_why(tmp_path):
     assert "162 running" in rf.inputs["engine metrics"]
 
 
-def _with_probe_record(run, stdout: str):
-    """The case study's run plus an engine_decode_probe record (what --active adds) on the container."""
+def _with_probe_record(
+    run, stdout: str, command_id: str = "engine_decode_probe", target: str = "container"
+):
+    """The case study's run plus a record only --active adds (the decode probe, nccl-tests)."""
     from gpuaudit.probes.core.models import CommandRecord
 
     rec = CommandRecord(
-        target="container",
+        target=target,
         probe_id="python",
-        command_id="engine_decode_probe",
-        command="(decode probe)",
+        command_id=command_id,
+        command="(active)",
         exit_status=0,
         stdout=stdout,
     )
@@ -311,3 +313,17 @@ def test_an_active_decode_probe_is_the_measured_speed_and_a_refusal_is_named(bef
     rf = roofline_for_run(run)
     assert rf.measured_tok_s == pytest.approx(10.05) and "engine_logs" in rf.measured_source
     assert rf.inputs["decode probe (--active)"].startswith("not measured: engine busy: 3 running")
+
+
+NCCL_TESTS = ROOT / "tests" / "fixtures" / "nvidia" / "nccl-tests-all-reduce-perf"
+
+
+def test_a_measured_nccl_tests_latency_replaces_the_default(before_run):
+    text = (NCCL_TESTS / "a100-sxm4-80gb-8gpu-single-node-mpirun-ofi-noise-lines.txt").read_text()
+    rf = roofline_for_run(
+        _with_probe_record(before_run, text, command_id="nccl_all_reduce_perf", target="host")
+    )
+    # GLM-5 hidden 6144: a decode all-reduce carries 12,288 B; the first measured size >= that is 16 KiB
+    assert "26.15 µs at 16384 B on 8 GPUs" in rf.inputs["all-reduce"]
+    t_mem = 9.1943e9 / (0.8 * 1792e9)
+    assert rf.bounds["comm_aware"] == pytest.approx(1 / (t_mem + 156 * 26.15e-6), rel=2e-3)

@@ -24,6 +24,7 @@ from gpuaudit.probes.core.parsers.engine_metrics import (
     single_stream,
 )
 from gpuaudit.probes.core.parsers.model_files import parse_model_files
+from gpuaudit.probes.core.parsers.nccl_tests import parse_all_reduce_perf
 from gpuaudit.probes.core.parsers.nvidia_smi import gpu_model, parse_topo_m
 from gpuaudit.probes.core.roofline.bounds import (
     CUSTOM_ALLREDUCE_US,
@@ -154,6 +155,7 @@ def _measured(
             )
         if probe is not None:
             notes["decode probe (--active)"] = f"not measured: {probe.refused}"
+    metrics_accept = None
     mrec = _usable(records, "engine_metrics")
     if mrec is not None:
         try:
@@ -162,6 +164,7 @@ def _measured(
             metrics = None
             notes["engine metrics"] = str(exc)
         if metrics is not None:
+            metrics_accept = metrics.accept_len
             ss = single_stream(metrics, [s.running for s in samples if s.running is not None])
             if ss.tok_s is not None:
                 accept = ss.accept_len or (statistics.median(log_accept) if log_accept else None)
@@ -172,7 +175,7 @@ def _measured(
         return None, None, None
     return (
         statistics.median(s.tok_s for s in single),
-        statistics.median(log_accept) if log_accept else None,
+        statistics.median(log_accept) if log_accept else metrics_accept,
         f"median of {len(single)} single-stream decode log line(s) (engine_logs)",
     )
 
@@ -250,7 +253,7 @@ def roofline_for_run(run: AuditRun, *, eta: float = ETA_DEFAULT) -> Roofline:
     measured, log_accept, source = _measured(recs.get(role, {}), notes)
     rf.inputs.update(notes)
     rf.measured_tok_s, rf.measured_source = measured, source
-    ar = allreduce_choice(cfg, interconnect)
+    ar = allreduce_choice(cfg, interconnect) or measured_allreduce(recs, spec.hidden)
     if ar is not None:
         rf.inputs["all-reduce"] = f"{ar[0]:g} µs: {ar[1]}"
     accept, accept_source = acceptance(cfg, log_accept)
@@ -305,6 +308,31 @@ def roofline_for_run(run: AuditRun, *, eta: float = ETA_DEFAULT) -> Roofline:
         ]
         rf.reference = rf.references[0] if rf.references else None
     return _finish(rf, run, ctx)
+
+
+def measured_allreduce(
+    recs: dict[Role, dict[str, CommandRecord]], hidden: int
+) -> tuple[float, str] | None:
+    """--active nccl-tests: the all-reduce time at the smallest size >= one decode message (hidden x 2 B)."""
+    for role in ("host", "container"):
+        rec = _usable(recs.get(role, {}), "nccl_all_reduce_perf")  # type: ignore[arg-type]
+        if rec is None:
+            continue
+        try:
+            perf = parse_all_reduce_perf(rec.stdout)
+        except (ParseError, ValueError):
+            continue
+        message = 2 * hidden
+        rows = sorted((r for r in perf.rows if r.time_us > 0), key=lambda r: r.size_b)
+        row = next((r for r in rows if r.size_b >= message), rows[-1] if rows else None)
+        if row is None or perf.errors():
+            continue
+        gpus = max(perf.n_gpus or 0, perf.ranks or 0) or "?"
+        return row.time_us, (
+            f"measured by nccl-tests (--active, nccl_all_reduce_perf on the {role}): {row.time_us:g} µs "
+            f"at {row.size_b} B on {gpus} GPUs (a decode all-reduce carries {message} B)"
+        )
+    return None
 
 
 def allreduce_choice(cfg, interconnect: str | None) -> tuple[float, str] | None:
