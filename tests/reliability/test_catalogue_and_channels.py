@@ -26,10 +26,8 @@ _TIMEOUT_PREFIX = re.compile(
 
 
 _WORKER = re.compile(
-    r"^exec "
-    + re.escape(start_line("TOKEN").split(" ", 1)[1]).replace("TOKEN", "[0-9a-f]{16}")
-    + "$"
-)
+    "^" + re.escape(start_line("TOKEN")).replace("TOKEN", "[0-9a-f]{16}") + "$"
+)  # the login line (printf), then exec of the worker
 
 
 def declared_lines(options: AuditOptions) -> set[str]:

@@ -49,6 +49,12 @@ class LocalSessionChannel:
         except OSError:
             pass
 
+    def kill(self) -> None:
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except OSError:
+            pass
+
     async def aclose(self) -> None:
         if self.proc.stdin is not None and not self.proc.stdin.is_closing():
             self.proc.stdin.close()
@@ -80,6 +86,13 @@ class SshSessionChannel:
         if self._on_abort is not None:
             self._on_abort(reason)
 
+    def kill(self) -> None:
+        """KILL over the channel: sshd signals the session's process group (a hung rc file or python3)."""
+        try:
+            self.proc.send_signal("KILL")
+        except Exception:  # noqa: BLE001 - the channel is already gone
+            pass
+
     async def read_out(self, n: int) -> bytes:
         return bytes(await self.proc.stdout.read(n))
 
@@ -98,6 +111,7 @@ class SshSessionChannel:
             try:
                 await asyncio.wait_for(self.proc.wait_closed(), 2)
             except (TimeoutError, Exception):  # noqa: BLE001
+                self.kill()  # it did not end with its stdin: nothing it runs outlives the session
                 try:
                     self.proc.close()
                 except Exception:  # noqa: BLE001

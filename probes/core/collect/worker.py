@@ -195,9 +195,17 @@ def ready_line(token: str) -> bytes:
 def start_line(token: str, prefix: str | None = None) -> str:
     """The line that starts a worker: in the login shell (prefix None), or inside a container through its wrapper
     (`pct exec 101 --`, `lxc-attach -n ct --`, `docker exec -i ct`, with `sudo -n` in front when the host login
-    needs it). `exec`: the login shell is replaced, nothing of it runs after the worker."""
+    needs it). `exec`: the login shell is replaced, nothing of it runs after the worker. The login line printed
+    first tells a login that hangs (its rc files: no session, and no point in one channel per command either)
+    from a python3 that hangs (killed; the commands fall back to one channel each)."""
     worker = f"{INTERPRETER} -c {shlex.quote(WORKER_SOURCE)} {token} {IDLE_EXIT_S}"
-    return f"exec {prefix} {worker}" if prefix else f"exec {worker}"
+    login = f"printf '%s\\n' {login_line(token).decode().strip()}; "
+    return f"{login}exec {prefix} {worker}" if prefix else f"{login}exec {worker}"
+
+
+def login_line(token: str) -> bytes:
+    """Printed by the login shell right before it starts the worker (the rc files are done)."""
+    return f"@@gpuaudit-login-{token}@@\n".encode()
 
 
 def session_prefix(wrap_prefix: str, *, sudo: bool) -> str:

@@ -34,6 +34,7 @@ from gpuaudit.probes.core.collect.worker import (
     ProtocolError,
     end_status,
     kill_request,
+    login_line,
     new_token,
     ready_line,
     request,
@@ -43,7 +44,10 @@ from gpuaudit.probes.core.collect.worker import (
 WORKER_PARALLEL = 16
 """Commands in flight in one worker: what two SSH connections with 8 channels each ran before."""
 START_WAIT_S = 30.0
-"""How long the login shell (rc files) and the wrapper may take before the worker says it is ready."""
+"""The longest the login shell (rc files) may take before it starts the worker; a command's own budget (its
+timeout, e.g. the preflight's) bounds it further (issue 29: `--timeout 5` does not wait 30 s on a hung login)."""
+PYTHON_WAIT_S = 10.0
+"""After the login, how long python3 (and a container wrapper) may take to say the worker is ready."""
 KILL_WAIT_S = 2.0
 """After asking the worker to stop a command, how long its end may take before the session counts as dead."""
 STALL_S = 1.5
@@ -73,6 +77,9 @@ class SessionChannel(Protocol):
 
     def abort(self, reason: str) -> None:
         """The session stopped answering: drop what carries it (an SSH connection is declared dead)."""
+
+    def kill(self) -> None:
+        """KILL what runs on the channel now (a login or a python3 that never answered)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -111,21 +118,41 @@ class WorkerSession:
         self._tasks: list[asyncio.Task[None]] = []
         self._stderr = bytearray()
         self._heard = time.monotonic()
+        self.login_hung = False
+        """The login shell never reached the worker's start: one channel per command would hang the same way."""
 
-    async def start(self, wait_s: float = START_WAIT_S) -> None:
-        """Wait for the ready line (whatever the login shell printed before it is dropped)."""
+    async def start(
+        self, wait_s: float = START_WAIT_S, python_wait_s: float = PYTHON_WAIT_S
+    ) -> None:
+        """Wait for the login line (the rc files are done: `wait_s`), then the worker's ready line (python3 and a
+        container wrapper starting: `python_wait_s`); whatever the login shell printed before is dropped. A wait
+        that runs out kills what runs on the channel (a hung rc file or python3 is never left behind)."""
         self._tasks.append(asyncio.create_task(self._drain_stderr()))
-        tag = ready_line(self.token)
+        tags = (login_line(self.token), ready_line(self.token))
         seen = bytearray()
+        phase = 0
         deadline = time.monotonic() + wait_s
         while True:
-            at = seen.find(tag)
+            at = seen.find(tags[phase])
             if at >= 0:
-                rest = bytes(seen[at + len(tag) :])
-                break
+                seen = seen[at + len(tags[phase]) :]
+                if phase == 1:
+                    rest = bytes(seen)
+                    break
+                phase = 1
+                deadline = time.monotonic() + python_wait_s
+                continue
             left = deadline - time.monotonic()
             if left <= 0:
-                raise SessionUnavailable(f"the worker did not start within {wait_s:.0f} s")
+                self.channel.kill()
+                if phase == 0:
+                    self.login_hung = True
+                    raise SessionUnavailable(
+                        f"the login shell did not finish within {wait_s:.0f} s (slow or hanging rc files)"
+                    )
+                raise SessionUnavailable(
+                    f"python3 did not start the worker within {python_wait_s:.0f} s (killed)"
+                )
             try:
                 chunk = await asyncio.wait_for(self.channel.read_out(65536), left)
             except TimeoutError:
@@ -371,6 +398,8 @@ class SessionTransport(TransportBase):
         self._slots: dict[str, asyncio.Semaphore] = {}
         self.unavailable: dict[str, str] = {}
         """scope -> why it runs one channel per command."""
+        self.login_hung: dict[str, str] = {}
+        """scope -> its login never finished: one channel per command would hang the same way, so none is tried."""
         self._closed = False
         self._prestarts: set[asyncio.Future[WorkerSession | None]] = set()
 
@@ -390,7 +419,7 @@ class SessionTransport(TransportBase):
     async def connect(self) -> None:
         await self.inner.connect()
 
-    async def _session(self, scope: str) -> WorkerSession | None:
+    async def _session(self, scope: str, budget_s: float = START_WAIT_S) -> WorkerSession | None:
         live = self._sessions.get(scope)
         if live is not None and not live.dead:
             return live
@@ -402,11 +431,11 @@ class SessionTransport(TransportBase):
                 self.unavailable[scope] = f"{MAX_STARTS} sessions ended early"
                 return None
             self._starts[scope] = self._starts.get(scope, 0) + 1
-            task = asyncio.create_task(self._start(scope))
+            task = asyncio.create_task(self._start(scope, min(START_WAIT_S, budget_s)))
             self._starting[scope] = task
         return await asyncio.shield(task)
 
-    async def _start(self, scope: str) -> WorkerSession | None:
+    async def _start(self, scope: str, wait_s: float = START_WAIT_S) -> WorkerSession | None:
         opener = self.inner.open_session
         token = new_token()
         line = start_line(token, scope or None)
@@ -424,11 +453,13 @@ class SessionTransport(TransportBase):
             return None
         session = WorkerSession(channel, line, token)
         try:
-            await session.start()
+            await session.start(wait_s, min(PYTHON_WAIT_S, wait_s))
         except SessionUnavailable as exc:
             await session.aclose()
             if not self.lost:
                 self.unavailable[scope] = str(exc)
+                if session.login_hung:
+                    self.login_hung[scope] = str(exc)
             return None
         except asyncio.CancelledError:
             await session.aclose()
@@ -473,7 +504,7 @@ class SessionTransport(TransportBase):
         scope, inner_line = (session.scope, session.line) if session is not None else ("", line)
         interrupted: RawResult | None = None
         for _ in range(MAX_STARTS):
-            worker = await self._session(scope)
+            worker = await self._session(scope, timeout_s)
             if worker is None:
                 break
             slots = self._slots.setdefault(scope, asyncio.Semaphore(self._channels))
@@ -494,6 +525,8 @@ class SessionTransport(TransportBase):
             )  # the connection's own end, if that was the cause, lands first
             if self.lost:
                 break
+        if scope in self.login_hung:
+            return not_run(self.login_hung[scope])
         if self.lost:
             why = f"connection lost: {self.lost_reason or 'connection closed'}"
             if interrupted is None or interrupted.not_started:
