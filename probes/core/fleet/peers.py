@@ -22,8 +22,10 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from gpuaudit.probes.core.parsers.nvidia_smi import gpu_names
+from gpuaudit.snapshots.compact import records_of
 
 Records = Mapping[str, str]
 """command id -> stdout of a usable host record."""
@@ -122,7 +124,7 @@ def _links(r: Records) -> str | None:
     return f"Gen{_uniform(gens)} x{_uniform(widths)}"
 
 
-def _pyenvs(r: Records) -> list[dict]:
+def _pyenvs(r: Records) -> list[dict[str, Any]]:
     """Every interpreter's JSON line of the `pyenv` record (one per python found)."""
     out = []
     for ln in r.get("pyenv", "").splitlines():
@@ -328,7 +330,26 @@ class FleetReport:
         return ""
 
 
-def _read_all(table: Mapping[str, Callable[[Records], str | None]], records: Records) -> dict:
+def _bios_attributes(r: Records) -> dict[str, str | None]:
+    """redfish_bios (--bmc): every raw BIOS attribute as a fact `bios.<Name>`, compared like the others (a BIOS
+    setting that differs from the class's majority is an outlier under its raw name); password hashes left out."""
+    try:
+        doc = json.loads(r.get("redfish_bios", "") or "{}")
+    except ValueError:
+        return {}
+    attrs = doc.get("Attributes") if isinstance(doc, dict) else None
+    if not isinstance(attrs, dict):
+        return {}
+    return {
+        f"bios.{k}": str(v)
+        for k, v in attrs.items()
+        if not k.lower().endswith(("password", "passwordsalt", "salt"))
+    }
+
+
+def _read_all(
+    table: Mapping[str, Callable[[Records], str | None]], records: Records
+) -> dict[str, Any]:
     facts: dict[str, str | None] = {}
     for key, read in table.items():
         try:
@@ -359,6 +380,7 @@ def node_from_records(
     model = Counter(names).most_common(1)[0][0] if names else "unknown GPU"
     klass = f"{len(names)}× {model} · {board or 'unknown board'}"
     facts = _read_all(FACTS, records)
+    facts.update(_bios_attributes(records))  # --bmc: the BIOS settings (issue 27)
     if container is not None:
         facts.update(_read_all(CONTAINER_FACTS, container))
     reason = None
@@ -387,19 +409,18 @@ def _record_problem(r: Mapping) -> str | None:
     return None
 
 
-def usable_records(doc: Mapping, target: str) -> dict[str, str]:
+def usable_records(doc: Mapping[str, Any], target: str) -> dict[str, str]:
     """command id -> stdout of every usable record of `target` in a snapshot document (first one wins)."""
     out: dict[str, str] = {}
-    for probe in doc.get("probes") or []:
-        for r in probe.get("records") or []:
-            if (
-                isinstance(r, dict)
-                and r.get("target") == target
-                and _record_problem(r) is None
-                and r.get("exit_status") == 0
-                and isinstance(r.get("stdout"), str)
-            ):
-                out.setdefault(str(r.get("command_id")), r["stdout"])
+    for r in records_of(doc):  # the stored shape (each record once) or an expanded one
+        if (
+            isinstance(r, dict)
+            and r.get("target") == target
+            and _record_problem(r) is None
+            and r.get("exit_status") == 0
+            and isinstance(r.get("stdout"), str)
+        ):
+            out.setdefault(str(r.get("command_id")), r["stdout"])
     return out
 
 
@@ -409,12 +430,11 @@ def node_from_document(name: str, source: str, doc: Mapping) -> Node:
     state = (doc.get("target_states") or {}).get("host") or {}
     if state.get("state") == "failed":
         why["*"] = f"host unreachable: {state.get('reason') or 'failed'}"
-    for probe in doc.get("probes") or []:
-        for r in probe.get("records") or []:
-            if isinstance(r, dict) and r.get("target") == "host":
-                cid = str(r.get("command_id"))
-                if cid in IDENTITY and cid not in why and (p := _record_problem(r)):
-                    why[cid] = p
+    for r in records_of(doc):  # the stored shape (each record once) or an expanded one
+        if isinstance(r, dict) and r.get("target") == "host":
+            cid = str(r.get("command_id"))
+            if cid in IDENTITY and cid not in why and (p := _record_problem(r)):
+                why[cid] = p
     if state.get("is_root") is False and "dmidecode_bios" not in why:
         why["dmidecode_bios"] = "audited without root"
     roles = {t.get("role") for t in doc.get("targets") or [] if isinstance(t, dict)}
@@ -439,7 +459,8 @@ def fleet_report(nodes: Iterable[Node]) -> FleetReport:
     keys = list(FACTS) + list(CONTAINER_FACTS)
     for klass, members in sorted(by_class.items()):
         rep = ClassReport(klass=klass, nodes=[m.name for m in members])
-        for key in keys:
+        bios = sorted({k for m in members for k in m.facts if k.startswith("bios.")})
+        for key in keys + bios:
             read = [(m, v) for m in members if (v := m.facts.get(key)) is not None]
             if len(read) < 2:
                 continue
