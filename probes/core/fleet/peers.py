@@ -22,10 +22,8 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
 from gpuaudit.probes.core.parsers.nvidia_smi import gpu_names
-from gpuaudit.snapshots.compact import records_of
 
 Records = Mapping[str, str]
 """command id -> stdout of a usable host record."""
@@ -124,7 +122,7 @@ def _links(r: Records) -> str | None:
     return f"Gen{_uniform(gens)} x{_uniform(widths)}"
 
 
-def _pyenvs(r: Records) -> list[dict[str, Any]]:
+def _pyenvs(r: Records) -> list[dict]:
     """Every interpreter's JSON line of the `pyenv` record (one per python found)."""
     out = []
     for ln in r.get("pyenv", "").splitlines():
@@ -347,9 +345,7 @@ def _bios_attributes(r: Records) -> dict[str, str | None]:
     }
 
 
-def _read_all(
-    table: Mapping[str, Callable[[Records], str | None]], records: Records
-) -> dict[str, Any]:
+def _read_all(table: Mapping[str, Callable[[Records], str | None]], records: Records) -> dict:
     facts: dict[str, str | None] = {}
     for key, read in table.items():
         try:
@@ -409,18 +405,19 @@ def _record_problem(r: Mapping) -> str | None:
     return None
 
 
-def usable_records(doc: Mapping[str, Any], target: str) -> dict[str, str]:
+def usable_records(doc: Mapping, target: str) -> dict[str, str]:
     """command id -> stdout of every usable record of `target` in a snapshot document (first one wins)."""
     out: dict[str, str] = {}
-    for r in records_of(doc):  # the stored shape (each record once) or an expanded one
-        if (
-            isinstance(r, dict)
-            and r.get("target") == target
-            and _record_problem(r) is None
-            and r.get("exit_status") == 0
-            and isinstance(r.get("stdout"), str)
-        ):
-            out.setdefault(str(r.get("command_id")), r["stdout"])
+    for probe in doc.get("probes") or []:
+        for r in probe.get("records") or []:
+            if (
+                isinstance(r, dict)
+                and r.get("target") == target
+                and _record_problem(r) is None
+                and r.get("exit_status") == 0
+                and isinstance(r.get("stdout"), str)
+            ):
+                out.setdefault(str(r.get("command_id")), r["stdout"])
     return out
 
 
@@ -430,11 +427,12 @@ def node_from_document(name: str, source: str, doc: Mapping) -> Node:
     state = (doc.get("target_states") or {}).get("host") or {}
     if state.get("state") == "failed":
         why["*"] = f"host unreachable: {state.get('reason') or 'failed'}"
-    for r in records_of(doc):  # the stored shape (each record once) or an expanded one
-        if isinstance(r, dict) and r.get("target") == "host":
-            cid = str(r.get("command_id"))
-            if cid in IDENTITY and cid not in why and (p := _record_problem(r)):
-                why[cid] = p
+    for probe in doc.get("probes") or []:
+        for r in probe.get("records") or []:
+            if isinstance(r, dict) and r.get("target") == "host":
+                cid = str(r.get("command_id"))
+                if cid in IDENTITY and cid not in why and (p := _record_problem(r)):
+                    why[cid] = p
     if state.get("is_root") is False and "dmidecode_bios" not in why:
         why["dmidecode_bios"] = "audited without root"
     roles = {t.get("role") for t in doc.get("targets") or [] if isinstance(t, dict)}
