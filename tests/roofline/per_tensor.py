@@ -29,17 +29,20 @@ def _norm(pattern: str) -> str:
     return pattern
 
 
-def _excluded(name: str, patterns: list[str]) -> bool:
-    for p in patterns:
-        if p.startswith("re:"):
-            rx = p[3:]
-            if re.match(rx, name) or re.match(rx, "language_model." + name):
-                return True
-        else:
-            q = _norm(p)
-            if fnmatch.fnmatchcase(name, q) or fnmatch.fnmatchcase(name, q + ".*"):
-                return True
-    return False
+def _matcher(patterns: list[str]):
+    """name -> excluded?, each pattern compiled once (regular expressions: re.match; globs: the normalised
+    pattern or anything under it)."""
+    regexes = [re.compile(p[3:]) for p in patterns if p.startswith("re:")]
+    globs = [_norm(p) for p in patterns if not p.startswith("re:")]
+    compiled = [re.compile(fnmatch.translate(q)) for q in globs]
+    compiled += [re.compile(fnmatch.translate(q + ".*")) for q in globs]
+
+    def excluded(name: str) -> bool:
+        if any(rx.match(name) or rx.match("language_model." + name) for rx in regexes):
+            return True
+        return any(rx.match(name) for rx in compiled)
+
+    return excluded
 
 
 def _format(config: dict[str, Any], hf_quant: dict[str, Any] | None):
@@ -131,11 +134,12 @@ def bytes_per_rank(
 ) -> tuple[float, float]:
     """(bytes one rank reads per token, unique bytes over all ranks); routers and the LM head stay BF16."""
     qbytes, patterns = _format(config, hf_quant)
+    excluded = _matcher(patterns)
     c = _cfg(config)
     kvh = c.get("num_key_value_heads") or c["num_attention_heads"]
     per_rank = unique = 0.0
     for name, params, how in tensors(config):
-        if how in ("router", "head") or qbytes is None or _excluded(name, patterns):
+        if how in ("router", "head") or qbytes is None or excluded(name):
             b = 2.0
         else:
             b = qbytes

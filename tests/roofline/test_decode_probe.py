@@ -18,6 +18,8 @@ from gpuaudit.probes.core.parsers.engine_metrics import (
 from gpuaudit.probes.core.readonly import write_risks
 from gpuaudit.probes.core.sources import SOURCES
 
+pytestmark = pytest.mark.slow  # a stand-in server process and the probe's shell: not the fast lane
+
 STAND_IN = Path(__file__).resolve().parent / "openai_stand_in.py"
 DT = 0.01  # 100 tok/s
 TTFT = 0.4

@@ -116,6 +116,7 @@ def stand_in_engine(tmp_path):
     proc.wait(timeout=5)
 
 
+@pytest.mark.slow  # a stand-in engine process and the declared shell line
 def test_the_declared_line_reads_the_engine_page_from_its_argv_port(stand_in_engine):
     out = subprocess.run(
         ["sh", "-c", ENGINE_METRICS_SHELL], capture_output=True, text=True, timeout=30

@@ -111,6 +111,7 @@ def cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
     )
 
 
+@pytest.mark.slow  # the CLI in subprocesses
 def test_the_cli_pins_a_baseline_and_every_output_carries_the_regression(pair, tmp_path):
     _, _, good_path, bad_path = pair
     env = {**os.environ, bl.ENV_DIR: str(tmp_path / "baselines")}
@@ -148,6 +149,7 @@ def test_the_cli_pins_a_baseline_and_every_output_carries_the_regression(pair, t
     assert health.returncode == 0 and "regression." not in health.stdout, health.stdout
 
 
+@pytest.mark.slow  # the CLI in subprocesses
 def test_usage_errors_are_one_line(tmp_path):
     env = {**os.environ, bl.ENV_DIR: str(tmp_path / "b")}
     r = cli("baseline", "set", str(tmp_path / "missing.json"), env=env)
