@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import shlex
 import signal
 import subprocess
 
@@ -90,3 +91,39 @@ def test_every_root_command_carries_a_root_side_deadline():
     assert "sudo -n timeout -k 1 -s KILL 6 dmesg" in piped
     shell = remote_line("grep -H . /etc/pve/lxc/*.conf", sudo=True, timeout_s=5)
     assert "sudo -n timeout -k 1 -s KILL 6 sh -c" in shell
+
+
+async def test_no_other_process_of_the_user_can_write_into_the_worker_stream(tmp_path):
+    """The worker is non-dumpable: /proc/<worker>/fd/1 cannot be opened by another process of its user, so no
+    frame can be injected into the stream the client trusts."""
+    import pwd
+    import shutil as _sh
+
+    from sshd_server import TEST_USER, ensure_user
+
+    if os.geteuid() != 0 or _sh.which("setpriv") is None:
+        pytest.skip("needs root and setpriv to run the worker as an ordinary user")
+    ensure_user()
+    pw = pwd.getpwnam(TEST_USER)
+    drop = f"setpriv --reuid={pw.pw_uid} --regid={pw.pw_gid} --clear-groups -- "
+    token = w.new_token()
+    line = w.start_line(token)
+    # its stdout a pipe the user owns (as under sshd, whose session process runs as the user): `| cat`
+    channel = await LocalSessionChannel.open(drop + "sh -c " + shlex.quote(f"({line}) | cat"))
+    session = WorkerSession(channel, line, token)
+    await session.start(10)
+    try:
+        pids = [ln.split()[0] for ln in processes(token) if ln.split()[1:2] == ["python3"]]
+        assert pids
+        attack = subprocess.run(
+            drop + f"sh -c 'printf \"1 O 6\\nforged\" 1>/proc/{pids[0]}/fd/1'",
+            shell=True,
+            capture_output=True,
+            text=True,
+            timeout=10,
+        )
+        raw = await session.run("echo genuine", timeout_s=5, max_bytes=1000, marker=None)
+    finally:
+        await session.aclose()
+    assert attack.returncode != 0 and "Permission denied" in attack.stderr, attack
+    assert bytes(raw.stdout) == b"genuine\n" and raw.exit_status == 0

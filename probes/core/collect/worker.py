@@ -16,6 +16,9 @@ Whenever a command ends, however it ends, its process group is KILLed: a backgro
 a pipeline stage that ignores TERM, never outlives it (issue 29). A command the worker stopped (deadline, cap, kill)
 has its whole session swept too (anything that left the group but not the session).
 
+The worker makes itself non-dumpable (prctl PR_SET_DUMPABLE 0) before its ready line: its /proc/PID/fd then
+belongs to root, so another process of the audit user cannot open its stdout and inject frames (issue 29).
+
 Anything else (`{"p": 1}`, the client's keepalive) is answered with `0 P 0` (the worker is there too).
 
 It answers with frames `ID O LEN\\n<bytes>` (stdout), `ID E LEN\\n<bytes>` (stderr) and one `ID X LEN\\n<json>` when
@@ -122,7 +125,14 @@ def tick():
             if job["open"]:
                 group(job, signal.SIGKILL)
             finish(job)
+def private():
+    try:
+        import ctypes
+        ctypes.CDLL(None).prctl(4, 0, 0, 0, 0)
+    except Exception:
+        pass
 def serve():
+    private()
     put(("@@gpuaudit-worker-%s@@\n" % sys.argv[1]).encode())
     poller.register(0, select.POLLIN)
     buf = b""
