@@ -124,3 +124,17 @@ def test_the_declared_line_reads_the_engine_page_from_its_argv_port(stand_in_eng
     m = parse_engine_metrics(out)
     assert m is not None and m.url == f"http://127.0.0.1:{stand_in_engine}/metrics"
     assert m.tpot is not None and m.tpot.mean == pytest.approx(MEAN)
+
+
+VLLM = (PAGES / "vllm-qwen25-coder-1.5b-idle-partial.prom").read_text()
+
+
+def test_a_real_vllm_page_gauges_and_its_one_request_at_a_time_evidence():
+    m = parse_prometheus(VLLM)
+    assert m.engine == "vllm" and m.running == 0 and m.waiting == 0
+    assert m.generation_tokens == 955
+    it = m.iteration_tokens
+    assert it is not None and it.at(1.0) == 994 and it.at(8.0) == 994  # no step of 2-8 tokens
+    # the documented page stops before any time-per-output-token histogram: no figure, and it says why
+    ss = single_stream(m)
+    assert ss.tok_s is None and "no time-per-output-token histogram" in ss.provenance

@@ -255,15 +255,12 @@ def parse_prometheus(text: str) -> EngineMetrics:
     )
 
     def hist(name: str) -> Histogram | None:
-        h = acc.hist.get(name)
-        if not h or "_count" not in h:
+        h = acc.hist.get(name, {})
+        buckets = acc.buckets.get(name, {})
+        if "_count" not in h and not buckets:
             return None
-        return Histogram(
-            name,
-            h.get("_sum", 0.0),
-            h["_count"],
-            tuple(sorted(acc.buckets.get(name, {}).items())),
-        )
+        count = h.get("_count", buckets.get(math.inf, 0.0))  # a page cut short keeps its buckets
+        return Histogram(name, h.get("_sum", 0.0), count, tuple(sorted(buckets.items())))
 
     tpot = next((h for n_ in TPOT_NAMES if (h := hist(n_)) is not None and h.count > 0), None)
     tpot = tpot or next((h for n_ in TPOT_NAMES if (h := hist(n_)) is not None), None)
