@@ -32,6 +32,8 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from gpuaudit.snapshots.compact import records_of
+
 KINDS = ("host", "ip", "mac", "uuid", "serial", "guid", "user")
 SYSTEM_USERS = frozenset(
     "root nobody daemon bin sys sync games man lp mail news uucp proxy www-data backup list irc gnats "
@@ -113,10 +115,9 @@ class Sharer:
             self._learn_spec(str(target.get("spec", "")), str(target.get("kind", "")))
         for state in doc.get("target_states", {}).values():
             self.add("host", state.get("hostname"))
-        for probe in doc.get("probes", []):
-            for rec in probe.get("records", []):
-                if rec.get("command_id") == "uname_n":
-                    self.add("host", (rec.get("stdout") or "").strip().splitlines()[0:1])
+        for rec in records_of(doc):  # the stored shape (each record once) or an expanded one
+            if rec.get("command_id") == "uname_n":
+                self.add("host", (rec.get("stdout") or "").strip().splitlines()[0:1])
         for text in _strings(doc):
             self.learn_text(text)
 

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuaudit.probes.core.fleet.peers import Node, node_from_records
+from gpuaudit.snapshots.compact import records_of
 from gpuaudit.snapshots.store import default_dir
 
 MAX_SNAPSHOT_BYTES = 256 * 1024 * 1024
@@ -31,18 +32,17 @@ def snapshot_files(paths: list[str], store: Path | None) -> list[Path]:
 def host_records(doc: Mapping[str, Any]) -> dict[str, str]:
     """command id -> stdout of every usable host record of a snapshot document."""
     out: dict[str, str] = {}
-    for probe in doc.get("probes") or []:
-        for r in probe.get("records") or []:
-            if (
-                isinstance(r, dict)
-                and r.get("target") == "host"
-                and r.get("exit_status") == 0
-                and not r.get("error")
-                and not r.get("timed_out")
-                and not r.get("truncated")
-                and isinstance(r.get("stdout"), str)
-            ):
-                out.setdefault(str(r.get("command_id")), r["stdout"])
+    for r in records_of(doc):  # the stored shape (each record once) or an expanded one
+        if (
+            isinstance(r, dict)
+            and r.get("target") == "host"
+            and r.get("exit_status") == 0
+            and not r.get("error")
+            and not r.get("timed_out")
+            and not r.get("truncated")
+            and isinstance(r.get("stdout"), str)
+        ):
+            out.setdefault(str(r.get("command_id")), r["stdout"])
     return out
 
 

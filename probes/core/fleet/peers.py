@@ -24,6 +24,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 
 from gpuaudit.probes.core.parsers.nvidia_smi import gpu_names
+from gpuaudit.snapshots.compact import records_of
 
 Records = Mapping[str, str]
 """command id -> stdout of a usable host record."""
@@ -408,16 +409,15 @@ def _record_problem(r: Mapping) -> str | None:
 def usable_records(doc: Mapping, target: str) -> dict[str, str]:
     """command id -> stdout of every usable record of `target` in a snapshot document (first one wins)."""
     out: dict[str, str] = {}
-    for probe in doc.get("probes") or []:
-        for r in probe.get("records") or []:
-            if (
-                isinstance(r, dict)
-                and r.get("target") == target
-                and _record_problem(r) is None
-                and r.get("exit_status") == 0
-                and isinstance(r.get("stdout"), str)
-            ):
-                out.setdefault(str(r.get("command_id")), r["stdout"])
+    for r in records_of(doc):  # the stored shape (each record once) or an expanded one
+        if (
+            isinstance(r, dict)
+            and r.get("target") == target
+            and _record_problem(r) is None
+            and r.get("exit_status") == 0
+            and isinstance(r.get("stdout"), str)
+        ):
+            out.setdefault(str(r.get("command_id")), r["stdout"])
     return out
 
 
@@ -427,12 +427,11 @@ def node_from_document(name: str, source: str, doc: Mapping) -> Node:
     state = (doc.get("target_states") or {}).get("host") or {}
     if state.get("state") == "failed":
         why["*"] = f"host unreachable: {state.get('reason') or 'failed'}"
-    for probe in doc.get("probes") or []:
-        for r in probe.get("records") or []:
-            if isinstance(r, dict) and r.get("target") == "host":
-                cid = str(r.get("command_id"))
-                if cid in IDENTITY and cid not in why and (p := _record_problem(r)):
-                    why[cid] = p
+    for r in records_of(doc):  # the stored shape (each record once) or an expanded one
+        if isinstance(r, dict) and r.get("target") == "host":
+            cid = str(r.get("command_id"))
+            if cid in IDENTITY and cid not in why and (p := _record_problem(r)):
+                why[cid] = p
     if state.get("is_root") is False and "dmidecode_bios" not in why:
         why["dmidecode_bios"] = "audited without root"
     roles = {t.get("role") for t in doc.get("targets") or [] if isinstance(t, dict)}
