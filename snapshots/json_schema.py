@@ -22,9 +22,10 @@ import textwrap
 from collections.abc import Callable
 from functools import cache
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gpuaudit.probes.core.roofline.report import Roofline
+from gpuaudit.snapshots.compact import DOCS_FROM, stored_document
 from gpuaudit.snapshots.diff import SnapshotDiff
 from gpuaudit.snapshots.schema import SCHEMA_VERSION, Snapshot
 from pydantic import BaseModel, ConfigDict, Field
@@ -34,11 +35,23 @@ ID_PREFIX = "urn:gpuaudit-tui:schema:"
 """A URN, not a URL: the schemas ship in docs/schema/ and are never fetched."""
 
 
-class SnapshotDocument(Snapshot):
-    """What `--json` prints and `--save` stores: one audit with its raw records, facts and findings."""
-
-    roofline: Roofline | None = None  # type: ignore[assignment]
-    """The decode roofline (derived from the records, recomputed on replay); null when it could not be computed."""
+if TYPE_CHECKING:
+    SnapshotDocument = Snapshot
+else:  # the stored shape (schema 3, snapshots/compact.py), generated from Snapshot's fields
+    SnapshotDocument = stored_document(
+        Snapshot,
+        "SnapshotDocument",
+        "What `--json` prints and `--save` stores: one audit with its raw records (each once per target),"
+        " facts and findings (each once; probes name theirs by position).",
+        roofline=(
+            Roofline | None,
+            Field(
+                default=None,
+                description="The decode roofline (derived from the records, recomputed on replay);"
+                " null when it could not be computed.",
+            ),
+        ),
+    )
 
 
 class CheckRow(BaseModel):
@@ -249,7 +262,10 @@ def _describe(node: dict[str, Any], model: type[BaseModel]) -> None:
     docs = _attribute_docs(model)
     for key, prop in node.get("properties", {}).items():
         field = next((n for n, f in model.model_fields.items() if (f.alias or n) == key), key)
-        text = docs.get(field) or NOTES.get(f"{model.__name__}.{field}")
+        sources = [model.__name__, *(m.__name__ for m in DOCS_FROM.get(model.__name__, ()))]
+        text = docs.get(field) or next(
+            (NOTES[f"{m}.{field}"] for m in sources if f"{m}.{field}" in NOTES), None
+        )
         if text and "description" not in prop:
             prop["description"] = text
     if node.get("properties"):
@@ -259,7 +275,7 @@ def _describe(node: dict[str, Any], model: type[BaseModel]) -> None:
 def _attribute_docs(model: type) -> dict[str, str]:
     """`field: T` followed by a string literal, over the class and its bases (the codebase's field-doc habit)."""
     out: dict[str, str] = {}
-    for cls in reversed(model.__mro__):
+    for cls in [*DOCS_FROM.get(model.__name__, ()), *reversed(model.__mro__)]:
         if not (isinstance(cls, type) and issubclass(cls, BaseModel)) or cls is BaseModel:
             continue
         try:

@@ -6,6 +6,9 @@ version in tests/fixtures/snapshots/v<N>/.
 
 1 -> 2: "not applicable" becomes its own severity `n/a`. Schema 1 wrote it as `ok` (one check: `info`)
 with the observed text "not applicable: <why>"; those findings become `n/a` with observed "<why>".
+
+2 -> 3: the stored shape is packed (snapshots/compact.py): each record once per target at the top level
+(`records`), probes name theirs by position (`record_refs`), findings once (`finding_refs`).
 """
 
 from __future__ import annotations
@@ -13,6 +16,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from gpuaudit.snapshots.compact import pack
 from gpuaudit.snapshots.schema import SCHEMA_VERSION
 
 Document = dict[str, Any]
@@ -55,7 +59,12 @@ def v1_to_v2(doc: Document) -> Document:
     return doc
 
 
-STEPS: Mapping[int, Step] = {1: v1_to_v2}
+def v2_to_v3(doc: Document) -> Document:
+    """Each record once per target, each finding once: the stored (packed) shape."""
+    return pack(doc)
+
+
+STEPS: Mapping[int, Step] = {1: v1_to_v2, 2: v2_to_v3}
 
 
 class MigrationError(ValueError):

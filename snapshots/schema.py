@@ -8,10 +8,20 @@ from typing import Any, Literal
 from gpuaudit.probes.core.models import AuditRun, Finding, ProbeResult, Target, TargetState
 from gpuaudit.probes.core.roofline.report import roofline_for_run
 from gpuaudit.probes.core.version import __version__
-from pydantic import BaseModel, Field
+from gpuaudit.snapshots.compact import pack, unpack
+from pydantic import (
+    BaseModel,
+    Field,
+    SerializationInfo,
+    SerializerFunctionWrapHandler,
+    model_serializer,
+    model_validator,
+)
 
-SCHEMA_VERSION = 2
-"""1: 0.1.0-0.2.x. 2: "not applicable" is its own severity `n/a` (schema 1 wrote ok + "not applicable: ")."""
+SCHEMA_VERSION = 3
+"""1: 0.1.0-0.2.x. 2: "not applicable" is its own severity `n/a` (schema 1 wrote ok + "not applicable: ").
+3: stored packed (snapshots/compact.py): each record once per target, probes name theirs by position
+(`record_refs`), findings once (`finding_refs`). In memory a Snapshot keeps each probe's own lists."""
 
 
 def roofline_dict(run: AuditRun) -> dict[str, Any] | None:
@@ -40,6 +50,20 @@ class Snapshot(BaseModel):
     roofline: dict[str, Any] | None = None
     """The decode roofline (probes.core.roofline.report.Roofline as a dict): derived from the records, so a replay
     recomputes it; absent in snapshots written before 0.2.0."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _expanded(cls, data: Any) -> Any:
+        """A stored (packed) document -> each probe with its own records and findings."""
+        return unpack(data) if isinstance(data, dict) else data
+
+    @model_serializer(mode="wrap")
+    def _packed(
+        self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
+    ) -> dict[str, Any]:
+        """Written out packed: each record once, each finding once (snapshots/compact.py)."""
+        data: dict[str, Any] = handler(self)
+        return pack(data)
 
     @classmethod
     def from_run(

@@ -10,6 +10,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from gpuaudit.snapshots.compact import unpack
+
 ROOT = Path(__file__).resolve().parents[2]
 AFTER = ROOT / "snapshots" / "examples" / "case-study-after.json"
 
@@ -39,7 +41,7 @@ def test_more_expected_than_the_bus_shows_is_critical():
 
 
 def test_a_gpu_on_the_bus_the_driver_cannot_see_is_named(tmp_path):
-    doc = json.loads(AFTER.read_text())
+    doc = unpack(json.loads(AFTER.read_text()))
     for probe in doc["probes"]:
         for r in probe["records"]:
             if r["target"] == "host" and r["command_id"] in ("smi_query_driver", "smi_gpu_ids"):

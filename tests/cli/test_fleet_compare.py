@@ -9,6 +9,7 @@ from pathlib import Path
 
 from gpuaudit.probes.core.fleet.documents import host_records
 from gpuaudit.probes.core.fleet.peers import compare, node_from_records
+from gpuaudit.snapshots.compact import unpack
 
 ROOT = Path(__file__).resolve().parents[2]
 AFTER = ROOT / "snapshots" / "examples" / "case-study-after.json"
@@ -17,7 +18,7 @@ AFTER = ROOT / "snapshots" / "examples" / "case-study-after.json"
 def plant(directory: Path) -> None:
     """Five copies of the case study's 'after' node; gpu03 runs an older kernel, gpu05 an older driver."""
     for i in range(1, 6):
-        doc = json.loads(AFTER.read_text())
+        doc = unpack(json.loads(AFTER.read_text()))
         doc["target_states"]["host"]["hostname"] = f"gpu0{i}"
         for probe in doc["probes"]:
             for r in probe["records"]:
@@ -79,7 +80,7 @@ def test_usage_errors_are_one_line_exit_2(tmp_path):
 
 
 def test_a_fact_not_read_is_never_an_outlier():
-    doc = json.loads(AFTER.read_text())
+    doc = unpack(json.loads(AFTER.read_text()))
     full = host_records(doc)
     nodes = [node_from_records(f"n{i}", "", full) for i in range(3)]
     nodes.append(node_from_records("blind", "", {k: v for k, v in full.items() if k != "uname_r"}))
@@ -148,7 +149,7 @@ def both(directory: Path) -> tuple[subprocess.CompletedProcess[str], dict, int]:
 
 def test_two_differing_nodes_have_no_majority_listed_with_both_sides(tmp_path):
     """The case study's before and after: one class, two nodes, four facts differ."""
-    after, before = json.loads(AFTER.read_text()), json.loads(BEFORE.read_text())
+    after, before = unpack(json.loads(AFTER.read_text())), unpack(json.loads(BEFORE.read_text()))
     d = write(tmp_path / "f", {"a": named(after, "gpu01"), "b": named(before, "gpu02")})
     text, doc, model = both(d)
     assert text.returncode == 1
@@ -168,7 +169,7 @@ def test_two_differing_nodes_have_no_majority_listed_with_both_sides(tmp_path):
 
 
 def test_a_two_against_two_driver_split_is_not_agreement(tmp_path):
-    after = json.loads(AFTER.read_text())
+    after = unpack(json.loads(AFTER.read_text()))
     docs = {}
     for i in range(1, 5):
         doc = named(after, f"gpu0{i}")
@@ -192,7 +193,7 @@ def test_a_two_against_two_driver_split_is_not_agreement(tmp_path):
 
 
 def test_a_node_audited_without_root_is_not_comparable_not_a_class_of_one(tmp_path):
-    after = json.loads(AFTER.read_text())
+    after = unpack(json.loads(AFTER.read_text()))
     docs = {f"n{i}": named(after, f"gpu0{i}") for i in range(1, 4)}
     docs["n4"] = rootless(named(after, "gpu04"))
     text, doc, model = both(write(tmp_path / "f", docs))
@@ -208,7 +209,7 @@ def test_a_node_audited_without_root_is_not_comparable_not_a_class_of_one(tmp_pa
 
 
 def test_a_container_only_difference_is_an_outlier(tmp_path):
-    after = json.loads(AFTER.read_text())
+    after = unpack(json.loads(AFTER.read_text()))
     docs = {f"n{i}": named(after, f"gpu0{i}") for i in range(1, 4)}
     edit_host(docs["n3"], "pyenv", '"sglang": "0.5.6.post2"', '"sglang": "0.5.5"', "container")
     text, doc, _ = both(write(tmp_path / "f", docs))
@@ -220,7 +221,7 @@ def test_a_container_only_difference_is_an_outlier(tmp_path):
 
 
 def test_a_node_alone_in_its_class_is_not_agreement(tmp_path):
-    after = json.loads(AFTER.read_text())
+    after = unpack(json.loads(AFTER.read_text()))
     text, doc, _ = both(write(tmp_path / "f", {"a": named(after, "gpu01")}))
     assert text.returncode == 1 and doc["alone"] == ["gpu01"]
     assert "every class agrees" not in text.stdout

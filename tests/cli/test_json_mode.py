@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from gpuaudit.snapshots.compact import unpack
 
 ORDER = [
     "firmware",
@@ -49,14 +50,14 @@ def check_document(doc: dict) -> None:
         assert p["status"] in ("done", "failed", "skipped", "cancelled")
     ids = {f["id"] for f in doc["findings"]}
     assert all(i.split(".", 1)[0] in ORDER for i in ids)
-    flat = [f["id"] for p in doc["probes"] for f in p["findings"]]
+    flat = [f["id"] for p in unpack(doc)["probes"] for f in p["findings"]]
     assert flat == [f["id"] for f in doc["findings"]]
 
 
 def test_local_json_audit_is_valid_and_honest(tmp_path):
     proc = run_cli("--json", "--fail-on", "never", env_home=tmp_path)
     assert proc.returncode == 0, proc.stderr
-    doc = json.loads(proc.stdout)
+    doc = unpack(json.loads(proc.stdout))
     check_document(doc)
     assert doc["targets"][0]["kind"] == "local"
     # no GPU here: nothing that needs nvidia-smi data may claim ok
@@ -139,7 +140,7 @@ def test_full_audit_over_ssh_host_and_container(sshd, tmp_path):
         env_home=tmp_path,
     )
     assert proc.returncode == 0, proc.stderr
-    doc = json.loads(proc.stdout)
+    doc = unpack(json.loads(proc.stdout))
     check_document(doc)
     assert {t["role"] for t in doc["targets"]} == {"host", "container"}
     assert all(s["state"] == "connected" for s in doc["target_states"].values())

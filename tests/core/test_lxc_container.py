@@ -11,6 +11,7 @@ import uuid
 from pathlib import Path
 
 import pytest
+from gpuaudit.snapshots.compact import unpack
 
 ROOT = Path(__file__).resolve().parents[2]
 pytestmark = pytest.mark.skipif(
@@ -60,7 +61,7 @@ def test_audit_reaches_the_container_through_lxc_attach(lxc_container, tmp_path)
         env={**os.environ, "HOME": str(tmp_path)},
     )
     assert proc.returncode == 0, proc.stderr
-    doc = json.loads(proc.stdout)
+    doc = unpack(json.loads(proc.stdout))
     assert doc["target_states"]["container"]["state"] == "connected"
     assert doc["target_states"]["container"]["hostname"] == lxc_container
     container_records = [

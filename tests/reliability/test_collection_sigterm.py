@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 
 import pytest
+from gpuaudit.snapshots.compact import unpack
 from reliability.faultkit import REPO, cli_env, home  # noqa: F401
 from sshd_server import leftover_processes
 
@@ -87,7 +88,7 @@ def test_sigterm_mid_run_kills_remote_commands_and_saves_incomplete(
     assert exit_s < 3 and left == [], (exit_s, left)
     saved = list(snaps.rglob("*.json"))
     assert saved, err
-    doc = json.loads(saved[0].read_text())
+    doc = unpack(json.loads(saved[0].read_text()))
     assert doc["note"].startswith("incomplete")
     assert any(
         r["stdout"] for p in doc["probes"] for r in p["records"]

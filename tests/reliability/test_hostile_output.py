@@ -11,6 +11,7 @@ import time
 import pytest
 from gpuaudit.probes.core.run.runner import AuditOptions
 from gpuaudit.probes.core.spec import Command
+from gpuaudit.snapshots.compact import unpack
 from gpuaudit.snapshots.schema import Snapshot
 from reliability.faultkit import fake_probe, run_audit
 from sshd_server import leftover_processes
@@ -69,7 +70,7 @@ async def test_hostile_outputs_are_recorded_faithfully_and_nothing_is_left_runni
     # --json form: valid JSON, control characters escaped, round-trips to the same text
     text = Snapshot.from_run(run).model_dump_json()
     assert "\x1b" not in text and "\x00" not in text and "\x07" not in text
-    back = {r["command_id"]: r for p in json.loads(text)["probes"] for r in p["records"]}
+    back = {r["command_id"]: r for p in unpack(json.loads(text))["probes"] for r in p["records"]}
     assert back["rel_escapes"]["stdout"] == recs["rel_escapes"].stdout
     assert back["rel_nul"]["stdout"] == recs["rel_nul"].stdout
     # nothing of ours left running on the target

@@ -21,6 +21,7 @@ from pathlib import Path
 import pytest
 from gpuaudit.probes.core.parsers.engine import AS_OWNER_SHELL
 from gpuaudit.probes.core.readonly import write_risks
+from gpuaudit.snapshots.compact import unpack
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from sshd_server import TEST_USER, ensure_user  # noqa: E402
@@ -146,7 +147,7 @@ def test_root_audit_of_a_user_planted_engine(planted):
     assert ran_as_root == []
     # nothing root-only reached the output (config.json, the log, a METADATA symlink)
     assert SECRET not in res.stdout
-    recs = _records(json.loads(res.stdout))
+    recs = _records(unpack(json.loads(res.stdout)))
     # ... while the user's genuine files were read, as data, as the user
     pyenv = recs["pyenv"]
     assert f"@@python {base}/venv/bin/python3" in pyenv

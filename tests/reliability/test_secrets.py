@@ -19,6 +19,7 @@ from gpuaudit.probes.core.redact import REDACTED, redact_text
 from gpuaudit.probes.core.run.runner import AuditOptions
 from gpuaudit.probes.core.spec import Command
 from gpuaudit.snapshots import store
+from gpuaudit.snapshots.compact import unpack
 from gpuaudit.snapshots.schema import Snapshot
 from reliability.faultkit import fake_probe, home, run_audit, run_cli  # noqa: F401
 from sshd_server import TEST_USER
@@ -149,7 +150,7 @@ def test_planted_secrets_absent_from_cli_json(sshd, fake_engine, home):
         home,
     )
     assert res.returncode in (0, 1), res.stderr
-    doc = json.loads(res.stdout)
+    doc = unpack(json.loads(res.stdout))
     assert any(
         f"@@pid {fake_engine.pid}" in r["stdout"] for p in doc["probes"] for r in p["records"]
     )

@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 from gpuaudit.snapshots import store
+from gpuaudit.snapshots.compact import unpack
 from gpuaudit.snapshots.schema import SCHEMA_VERSION
 from gpuaudit.tui.cli.entry import main
 from snapfactory import REPO, kernel_probe, snap
@@ -52,7 +53,7 @@ def _corrupt(tmp_path: Path, case: str) -> Path:
     elif case == "binary":
         path.write_bytes(b"\x89PNG\r\n\x1a\n\xff\xfe")
     elif case == "wrong-field":
-        doc = json.loads(good)
+        doc = unpack(json.loads(good))
         doc["probes"][0]["records"][0]["exit_status"] = "zero"
         path.write_text(json.dumps(doc))
     return path
@@ -197,7 +198,7 @@ def test_replay_rejudges_with_todays_rules_and_contacts_nothing(tmp_path: Path) 
     path = store.save(s, "stale", tmp_path)
     r = run_cli("--replay", str(path), "--json", "--probes", "kernel", "--fail-on", "never")
     assert r.returncode == 0, r.stderr
-    out = json.loads(r.stdout)
+    out = unpack(json.loads(r.stdout))
     assert out["mode"] == "replay"
     (kernel,) = [p for p in out["probes"] if p["probe_id"] == "kernel"]
     assert kernel["facts"]["host"]["release"] == "6.8.12-9-pve"

@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 from gpuaudit.snapshots import store
+from gpuaudit.snapshots.compact import unpack
 from gpuaudit.snapshots.migrate import MigrationError, migrate
 from gpuaudit.snapshots.schema import SCHEMA_VERSION
 
@@ -125,7 +126,7 @@ def test_v1_not_applicable_findings_become_n_a_and_keep_their_reason() -> None:
         ("ok", "performance on 2 policies"),
         ("warning", "not applicable: is text the warning chose"),
     ]
-    assert [f["severity"] for f in out["probes"][0]["findings"]] == ["n/a", "ok"]
+    assert [f["severity"] for f in unpack(out)["probes"][0]["findings"]] == ["n/a", "ok"]
 
 
 def test_previous_release_snapshots_load_with_n_a() -> None:

@@ -13,6 +13,7 @@ import sys
 from pathlib import Path
 
 import pytest
+from gpuaudit.snapshots.compact import unpack
 
 ROOT = Path(__file__).resolve().parents[2]
 DEMO = sorted((ROOT / "snapshots" / "examples").glob("case-study-*.json"))
@@ -53,7 +54,7 @@ def replay(src: Path, out: Path) -> Path:
 
 
 def records(path: Path) -> dict[tuple[str, str, str], dict]:
-    doc = json.loads(path.read_text())
+    doc = unpack(json.loads(path.read_text()))
     return {
         (p["probe_id"], r["target"], r["command_id"]): {k: r.get(k) for k in KEPT}
         for p in doc["probes"]

@@ -15,6 +15,7 @@ from gpuaudit.probes.core.run.events import apply_event, initial_run
 from gpuaudit.probes.core.run.resume import needs_rerun, rerun_plan, resume_bindings
 from gpuaudit.probes.core.run.runner import Audit, TargetBinding
 from gpuaudit.snapshots import store
+from gpuaudit.snapshots.compact import unpack
 from snapfactory import REPO, T0, fnd, probe, rec, snap
 from sshd_server import free_port
 
@@ -176,8 +177,8 @@ def test_resume_cli_runs_failures_locally_and_stores_a_merged_snapshot(tmp_path:
         and "numa_balancing" in r.stderr
         and "uname_r" not in r.stderr
     )
-    out = json.loads(r.stdout)
-    assert out == json.loads(new.read_text())
+    out = unpack(json.loads(r.stdout))
+    assert out == unpack(json.loads(new.read_text()))
     assert out["mode"] == "resume" and "RESUME of interrupted.json" in out["note"]
     kernel = next(p for p in out["probes"] if p["probe_id"] == "kernel")
     by = {x["command_id"]: x for x in kernel["records"]}

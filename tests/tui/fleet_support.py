@@ -12,6 +12,7 @@ import json
 from pathlib import Path
 
 from gpuaudit.probes.core.fleet.model import FleetModel
+from gpuaudit.snapshots.compact import unpack
 from gpuaudit.snapshots.listing import severity_counts
 from gpuaudit.snapshots.schema import Snapshot
 from gpuaudit.tui.cli.fleet_hosts import FleetHost, HostResult
@@ -34,7 +35,7 @@ class TickClock:
 
 
 def node_document(host: FleetHost) -> dict:
-    doc = json.loads(AFTER.read_text())
+    doc = unpack(json.loads(AFTER.read_text()))
     doc["target_states"]["host"]["hostname"] = host.name
     doc["targets"][0]["spec"] = host.spec
     doc["name"], doc["mode"], doc["note"] = host.name, "live", None

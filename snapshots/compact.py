@@ -1,0 +1,205 @@
+"""The stored shape of a snapshot (schema 3): each record once per target, each finding once.
+
+In memory a `Snapshot` keeps every probe's own `records` and `findings` (what the TUI, diff and the runner use).
+Written out (`--json`, `--save`, fleets) the document is packed:
+
+* `records` (top level): every distinct command record once, without `probe_id` (the runner runs a line once per
+  target and gives every probe that declared it the same record; schema 2 wrote it once per probe);
+* `probes[i].record_refs`: the positions in `records` of that probe's records, in its order;
+* `findings` (top level, as before): every probe's findings in probe order; `probes[i].finding_refs`: the
+  positions of that probe's findings there, and `probes[i].findings` null (schema 2 wrote each finding twice).
+  A probe whose findings are not all in the flat list keeps them inline (`findings`, `finding_refs` null).
+
+`pack` and `unpack` are pure dict -> dict and exact inverses (unpack(pack(d)) == d). Readers of plain
+documents (fleet, share) use `records_of` / `probe_records`, which read either shape.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from gpuaudit.probes.core.models import CommandRecord, Finding, ProbeResult
+from pydantic import BaseModel, Field, create_model
+
+Document = dict[str, Any]
+
+
+def _key(value: Mapping[str, Any], drop: str | None = None) -> object:
+    """A hashable identity of a record/finding dict (its fields, `drop` left out)."""
+    try:
+        key = tuple((k, v) for k, v in value.items() if k != drop)
+        hash(key)
+        return key
+    except TypeError:  # a list or dict inside (findings' evidence): compare by JSON
+        return json.dumps(
+            {k: v for k, v in value.items() if k != drop}, sort_keys=True, default=str
+        )
+
+
+def is_packed(doc: Mapping[str, Any]) -> bool:
+    """True for a stored (schema 3) document: records at the top level."""
+    return isinstance(doc.get("records"), list)
+
+
+def pack(doc: Document) -> Document:
+    """An expanded document (probes with their own records and findings) -> the stored shape."""
+    if is_packed(doc) or not isinstance(doc.get("probes"), list):
+        return doc
+    records: list[Any] = []
+    where: dict[object, int] = {}
+    flat = doc.get("findings") if isinstance(doc.get("findings"), list) else None
+    slots: dict[object, list[int]] = {}
+    for i, f in enumerate(flat or []):
+        if isinstance(f, Mapping):
+            slots.setdefault(_key(f), []).append(i)
+    probes: list[Any] = []
+    for probe in doc["probes"]:
+        if not isinstance(probe, Mapping):
+            probes.append(probe)
+            continue
+        out = dict(probe)
+        refs: list[int] = []
+        for rec in probe.get("records") or []:
+            rec = dict(rec)
+            rec.pop("probe_id", None)
+            k = _key(rec)
+            if k not in where:
+                where[k] = len(records)
+                records.append(rec)
+            refs.append(where[k])
+        out.pop("records", None)
+        out["record_refs"] = refs
+        findings = probe.get("findings")
+        if flat is not None and isinstance(findings, list):
+            taken: list[int] = []
+            for f in findings:
+                free = slots.get(_key(f)) if isinstance(f, Mapping) else None
+                if not free:
+                    break
+                taken.append(free.pop(0))
+            if len(taken) == len(findings):
+                out["findings"], out["finding_refs"] = None, taken
+            else:  # not in the flat list: keep them inline, give the slots back
+                for i in taken:
+                    slots.setdefault(_key(flat[i]), []).insert(0, i)
+                out["finding_refs"] = None
+        probes.append(out)
+    packed = dict(doc)
+    packed["probes"] = probes
+    packed["records"] = records
+    return packed
+
+
+def _pick(items: list[Any], refs: object, what: str) -> list[Any]:
+    if not isinstance(refs, list):
+        raise ValueError(f"{what} is not a list")
+    try:
+        return [items[i] for i in refs if isinstance(i, int) and i >= 0]
+    except IndexError:
+        raise ValueError(f"{what} points past the end of the document's list") from None
+
+
+def unpack(doc: Document) -> Document:
+    """The stored shape -> the expanded one (probes with their own records and findings)."""
+    if not is_packed(doc):
+        return doc
+    records = doc["records"]
+    found = doc.get("findings")
+    flat: list[Any] = found if isinstance(found, list) else []
+    probes: list[Any] = []
+    for probe in doc.get("probes") or []:
+        if not isinstance(probe, Mapping):
+            probes.append(probe)
+            continue
+        out = dict(probe)
+        pid = out.get("probe_id")
+        refs = out.pop("record_refs", [])
+        out["records"] = [
+            {**r, "probe_id": pid} if isinstance(r, Mapping) else r
+            for r in _pick(records, refs, "record_refs")
+        ]
+        refs = out.pop("finding_refs", None)
+        if refs is not None:
+            out["findings"] = _pick(flat, refs, "finding_refs")
+        elif out.get("findings") is None:
+            out.pop("findings", None)
+        probes.append(out)
+    expanded = {k: v for k, v in doc.items() if k != "records"}
+    expanded["probes"] = probes
+    return expanded
+
+
+def records_of(doc: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
+    """Every record dict of a plain document: stored shape once each, expanded shape once per probe."""
+    if is_packed(doc):
+        yield from (r for r in doc["records"] if isinstance(r, Mapping))
+        return
+    for probe in doc.get("probes") or []:
+        if isinstance(probe, Mapping):
+            yield from (r for r in probe.get("records") or [] if isinstance(r, Mapping))
+
+
+def probe_records(doc: Mapping[str, Any], probe: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    """One probe's record dicts, stored or expanded shape."""
+    if "record_refs" in probe and is_packed(doc):
+        return [r for r in _pick(doc["records"], probe["record_refs"], "record_refs")]
+    return [r for r in probe.get("records") or [] if isinstance(r, Mapping)]
+
+
+def _fields(model: type[BaseModel], drop: set[str]) -> dict[str, Any]:
+    return {n: (f.annotation, f) for n, f in model.model_fields.items() if n not in drop}
+
+
+REF_FIELDS: dict[str, Any] = {
+    "record_refs": (
+        list[int],
+        Field(default_factory=list, description="Positions in `records` of this probe's records."),
+    ),
+    "finding_refs": (
+        list[int] | None,
+        Field(
+            default=None,
+            description="Positions in `findings` of this probe's findings"
+            " (null when the probe keeps them inline in `findings`).",
+        ),
+    ),
+    "findings": (
+        list[Finding] | None,
+        Field(default=None, description="Inline findings (only when finding_refs is null)."),
+    ),
+}
+
+StoredRecord: Any = create_model(
+    "StoredRecord",
+    __doc__="One command run on one target, stored once however many probes read it (a CommandRecord"
+    " without probe_id: the probes name it in their record_refs).",
+    **_fields(CommandRecord, {"probe_id"}),
+)
+StoredProbe: Any = create_model(
+    "StoredProbe",
+    __doc__="One probe's result as stored: its records and findings by position in the document's lists.",
+    **_fields(ProbeResult, {"records", "findings"}),
+    **REF_FIELDS,
+)
+
+
+DOCS_FROM: dict[str, tuple[type[BaseModel], ...]] = {
+    "StoredRecord": (CommandRecord,),
+    "StoredProbe": (ProbeResult,),
+}
+"""Where the generated models' field docs live (the JSON Schema reads attribute docstrings from the source)."""
+
+
+def stored_document(snapshot: type[BaseModel], name: str, doc: str, **override: Any) -> Any:
+    """A model of the stored document (for its JSON Schema): `snapshot`'s fields, probes as StoredProbe, and
+    the top-level `records`. Built from the models, so a field added there appears here."""
+    fields = _fields(snapshot, {"probes", *override})
+    probes: tuple[Any, Any] = (list[StoredProbe], Field(default_factory=list))
+    records: tuple[Any, Any] = (
+        list[StoredRecord],
+        Field(default_factory=list, description="Every distinct command record, once."),
+    )
+    DOCS_FROM[name] = (snapshot,)
+    return create_model(name, __doc__=doc, **fields, probes=probes, records=records, **override)
