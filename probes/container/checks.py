@@ -23,6 +23,7 @@ CHECKS: tuple[Check, ...] = (
         cross=True,
         optional=(
             ("container", "uname_n"),
+            ("container", "proc_self_cgroup"),
             ("container", "virt"),
             ("host", "pve_lxc_confs"),
         ),
@@ -41,6 +42,7 @@ CHECKS: tuple[Check, ...] = (
         applies=dev.not_lxc,
         optional=(
             ("container", "uname_n"),
+            ("container", "proc_self_cgroup"),
             ("host", "pve_lxc_confs"),
         ),
     ),
@@ -55,7 +57,7 @@ CHECKS: tuple[Check, ...] = (
         roles=HOST,
         applies=dev.device_cgroup_applies,
         needs_gpu=True,
-        optional=(("container", "uname_n"),),
+        optional=(("container", "uname_n"), ("container", "proc_self_cgroup")),
     ),
     Check(
         "container.device_major_match",
@@ -68,6 +70,11 @@ CHECKS: tuple[Check, ...] = (
         roles=BOTH,
         cross=True,
         needs_gpu=True,
+        optional=(
+            ("container", "proc_self_cgroup"),
+            ("container", "uname_n"),
+            ("host", "pve_lxc_confs"),
+        ),
     ),
     Check(
         "container.device_nodes",
@@ -84,6 +91,8 @@ CHECKS: tuple[Check, ...] = (
         needs_gpu=True,
         optional=(
             ("container", "uname_n"),
+            ("container", "proc_self_cgroup"),
+            ("container", "uid_map"),
             ("host", "pve_lxc_confs"),
         ),
     ),
@@ -111,6 +120,7 @@ CHECKS: tuple[Check, ...] = (
         needs_gpu=True,
         optional=(
             ("container", "uname_n"),
+            ("container", "proc_self_cgroup"),
             ("host", "pve_lxc_confs"),
             ("host", "smi_gpu_ids"),
             ("container", "smi_gpu_ids"),
@@ -164,6 +174,7 @@ CHECKS: tuple[Check, ...] = (
         cross=True,
         optional=(
             ("container", "cgroup_limits"),
+            ("container", "proc_self_cgroup"),
             ("container", "uname_n"),
             ("host", "pve_lxc_confs"),
         ),
@@ -179,6 +190,7 @@ CHECKS: tuple[Check, ...] = (
         cross=True,
         optional=(
             ("container", "cgroup_limits"),
+            ("container", "proc_self_cgroup"),
             ("container", "uname_n"),
             ("host", "pve_lxc_confs"),
         ),
@@ -194,6 +206,7 @@ CHECKS: tuple[Check, ...] = (
         cross=True,
         optional=(
             ("container", "cgroup_limits"),
+            ("container", "proc_self_cgroup"),
             ("container", "smi_gpu_ids"),
             ("container", "uname_n"),
             ("host", "pve_lxc_confs"),

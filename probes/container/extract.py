@@ -248,3 +248,37 @@ def extract(outputs: Outputs, role: Role) -> ContainerFacts:
         data["smi_error"] = banner
         problems.setdefault("smi_gpu_ids", f"nvidia-smi error: {banner}")
     return ContainerFacts(problems=problems, **data)
+
+
+FIELD_SOURCES: dict[str, tuple[str, ...]] = {
+    "virt": ("virt",),
+    "wrapper_kind": (),
+    "is_pve": ("pve_lxc_confs",),
+    "configs": ("pve_lxc_confs",),
+    "majors": ("proc_devices",),
+    "all_majors": ("proc_devices",),
+    "nodes": ("dev_nvidia",),
+    "gpus": ("smi_gpu_ids",),
+    "smi_error": ("smi_gpu_ids",),
+    "shm_bytes": ("df_shm",),
+    "shm_fs": ("df_shm",),
+    "hostname": ("uname_n",),
+    "cgroup_version": ("proc_self_cgroup",),
+    "cgroup_lxc_id": ("proc_self_cgroup",),
+    "uid_map_unprivileged": ("uid_map",),
+    "memlock_kb": ("ulimit_a",),
+    "nofile": ("ulimit_a",),
+    "cpuset_cpus": ("cgroup_limits",),
+    "cpu_quota_us": ("cgroup_limits",),
+    "cpu_period_us": ("cgroup_limits",),
+    "cpu_max_read": ("cgroup_limits",),
+    "nr_periods": ("cgroup_limits",),
+    "nr_throttled": ("cgroup_limits",),
+    "memory_max": ("cgroup_limits",),
+    "memory_max_read": ("cgroup_limits",),
+    "oom_kills": ("cgroup_limits",),
+    "infiniband": ("dev_infiniband",),
+    "libcuda_versions": ("libcuda_files",),
+}
+"""Each fact field -> the sources it is read from (provenance; the read-tracking test holds verdicts to
+their checks' declarations through it). () = from the records' wrapping, not a source's output."""

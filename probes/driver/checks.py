@@ -661,6 +661,7 @@ CHECKS: tuple[Check, ...] = (
             "smi_query_driver",
             "smi_table",
         ),
+        optional=("dmesg_nvrm",),
     ),
     Check(
         "driver.xid_history",
@@ -722,6 +723,8 @@ CHECKS: tuple[Check, ...] = (
             "proc_driver_version",
             "dkms_status",
             "smi_table",
+            "smi_q_xml",
+            "smi_query_driver",
         ),
     ),
     Check(
@@ -761,6 +764,8 @@ CHECKS: tuple[Check, ...] = (
             ("host", "proc_driver_version"),
             "nvidia_lib_files",
             "smi_table",
+            "smi_q_xml",
+            "smi_query_driver",
         ),
     ),
     Check(

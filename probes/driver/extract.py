@@ -402,3 +402,44 @@ def extract(outputs: Outputs, role: Role) -> DriverFacts:
             continue
         reader(rec, f, problems)
     return DriverFacts(**f, problems=problems)
+
+
+FIELD_SOURCES: dict[str, tuple[str, ...]] = {
+    "module_version": ("proc_driver_version",),
+    "module_open": ("proc_driver_version",),
+    "module_loaded": ("proc_driver_version",),
+    "smi_installed": ("smi_table",),
+    "smi_error": ("smi_q_xml", "smi_query_driver", "smi_table"),
+    "smi_error_kind": ("smi_q_xml", "smi_query_driver", "smi_table"),
+    "smi_error_source": ("smi_q_xml", "smi_query_driver", "smi_table"),
+    "nvml_lib_version": ("smi_q_xml", "smi_query_driver", "smi_table"),
+    "smi_driver_version": ("smi_table",),
+    "cuda_version": ("smi_table",),
+    "gpus": ("smi_query_driver",),
+    "gpu_source": ("smi_query_driver",),
+    "handle_failures": ("smi_q_xml", "smi_query_driver", "smi_table"),
+    "smi_hung": ("smi_q_xml", "smi_query_driver", "smi_table"),
+    "nvidia_present": ("pci_nvidia_sysfs", "proc_driver_version"),
+    "nvidia_functions": ("pci_nvidia_sysfs",),
+    "modinfo_version": ("modinfo_nvidia",),
+    "modinfo_license": ("modinfo_nvidia",),
+    "modinfo_vermagic": ("modinfo_nvidia",),
+    "modinfo_dir_kernel": ("modinfo_nvidia",),
+    "modinfo_missing": ("modinfo_nvidia",),
+    "kernel_release": ("uname_r",),
+    "dkms": ("dkms_status",),
+    "kernel_log_read": ("dmesg_nvrm",),
+    "xids": ("dmesg_nvrm",),
+    "nvrm_problems": ("dmesg_nvrm",),
+    "fallen_off_bus": ("dmesg_nvrm",),
+    "init_failed": ("dmesg_nvrm",),
+    "persistenced": ("persistenced_active",),
+    "modprobe_read": ("nvidia_modprobe_opts",),
+    "modprobe_options": ("nvidia_modprobe_opts",),
+    "libs_read": ("nvidia_lib_files",),
+    "libcuda": ("nvidia_lib_files",),
+    "libnvml": ("nvidia_lib_files",),
+    "nvcc": ("nvcc_version",),
+}
+"""Each fact field -> the sources it is read from (provenance; the read-tracking test holds verdicts to
+their checks' declarations through it). () = from the records' wrapping, not a source's output."""

@@ -120,5 +120,6 @@ CHECKS: tuple[Check, ...] = (
         sources=("proc_driver_version",),
         roles=HOST,  # the container's CUDA toolkit is read through ctx.of("container") when it was audited
         needs_gpu=True,
+        optional=(("container", "nvcc_version"),),
     ),
 )

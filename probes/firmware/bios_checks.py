@@ -343,7 +343,7 @@ BIOS_CHECKS: tuple[Check, ...] = (
         bios_pending,
         roles=HOST,
         applies=no_bmc,
-        optional=("redfish_bios_pending",),
+        optional=("redfish_bios_pending", "redfish_bios"),
     ),
     Check(
         "firmware.bios_nps_vs_numa",
@@ -356,6 +356,7 @@ BIOS_CHECKS: tuple[Check, ...] = (
         sources=("sys_numa", "lscpu_json"),
         roles=HOST,
         applies=no_bmc,
+        optional=("redfish_bios",),
     ),
     Check(
         "firmware.bios_cstates_vs_os",
@@ -368,6 +369,7 @@ BIOS_CHECKS: tuple[Check, ...] = (
         any_of=("sys_cpuidle", "cpupower_idle"),
         roles=HOST,
         applies=no_bmc,
+        optional=("redfish_bios",),
     ),
     Check(
         "firmware.bios_iommu_vs_cmdline",
@@ -379,6 +381,7 @@ BIOS_CHECKS: tuple[Check, ...] = (
         sources=("proc_cmdline", "iommu_state"),
         roles=HOST,
         applies=no_bmc,
+        optional=("redfish_bios",),
     ),
     Check(
         "firmware.bios_aspm_vs_lnkctl",
@@ -390,5 +393,6 @@ BIOS_CHECKS: tuple[Check, ...] = (
         sources=("lspci_vvv",),
         roles=HOST,
         applies=no_bmc,
+        optional=("redfish_bios",),
     ),
 )

@@ -336,7 +336,7 @@ CHECKS: tuple[Check, ...] = (
         "Boot with iommu=pt (keeps VFIO VMs working on Proxmox); see pcie.acs for ACS redirect.",
         iommu_mode,
         sources=("iommu_state",),
-        optional=("proc_cmdline",),
+        optional=("proc_cmdline", "lscpu_json"),
     ),
     Check(
         "firmware.bar1_large_bar",
@@ -383,7 +383,7 @@ CHECKS: tuple[Check, ...] = (
         df_pstates,
         sources=("lscpu_json",),
         applies=amd_host,
-        optional=(*VM_SOURCES,),
+        optional=(*VM_SOURCES, "redfish_bios"),
     ),
     Check(
         "firmware.socket_power",
@@ -394,7 +394,7 @@ CHECKS: tuple[Check, ...] = (
         socket_power,
         sources=("lscpu_json",),
         applies=in_vm,
-        optional=(*VM_SOURCES,),
+        optional=(*VM_SOURCES, "redfish_bios"),
     ),
     Check(
         "firmware.memory_population",
@@ -418,7 +418,7 @@ CHECKS: tuple[Check, ...] = (
         xgmi_links,
         sources=("lscpu_json",),
         applies=xgmi_applies,
-        optional=("redfish_bios",),
+        optional=("redfish_bios", "cpu_hypervisor_flag"),
     ),
     Check(
         "firmware.gpu_firmware_consistency",

@@ -268,3 +268,35 @@ def extract(outputs: Outputs, role: Role) -> FirmwareFacts:
             ) as exc:  # odd output makes this source unusable, never the probe fail
                 problems[cid] = str(exc)
     return FirmwareFacts(**data, problems=problems)  # type: ignore[arg-type]
+
+
+FIELD_SOURCES: dict[str, tuple[str, ...]] = {
+    "bios": ("dmidecode_bios",),
+    "microcode": ("cpuinfo_microcode",),
+    "cpu_vendor": ("lscpu_json",),
+    "cpu_family": ("lscpu_json",),
+    "sockets": ("lscpu_json",),
+    "cpus": ("lscpu_json",),
+    "online_cpus": ("lscpu_json",),
+    "hypervisor": ("lscpu_json",),
+    "numa_nodes": ("sys_numa",),
+    "iommu_units": ("iommu_state",),
+    "gpu_iommu_types": ("iommu_state",),
+    "cmdline": ("proc_cmdline",),
+    "cppc": ("sys_cppc",),
+    "idle_state_names": ("sys_cpuidle",),
+    "bar1_mib": ("smi_q_memory",),
+    "fb_mib": ("smi_q_memory",),
+    "bar1_mib_lspci": ("lspci_vvv",),
+    "dimms": ("dmidecode_memory",),
+    "gpu_fw": ("smi_query_fw",),
+    "bmc_system": ("redfish_system",),
+    "bios_settings": ("redfish_bios",),
+    "bios_unmapped": ("redfish_bios",),
+    "bios_vendor_map": ("redfish_bios", "redfish_system"),
+    "bios_registry": ("redfish_bios",),
+    "link_aspm": ("lspci_vvv",),
+    "bios_pending": ("redfish_bios_pending",),
+}
+"""Each fact field -> the sources it is read from (provenance; the read-tracking test holds verdicts to
+their checks' declarations through it). () = from the records' wrapping, not a source's output."""

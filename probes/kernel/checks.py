@@ -428,6 +428,10 @@ CHECKS: tuple[Check, ...] = (
         "entries (proxmox-boot-tool refresh / update-grub) and reboot.",
         cmdline,
         sources=("proc_cmdline",),
+        optional=(
+            "etc_kernel_cmdline",
+            "grub_cmdline",
+        ),
     ),
     Check(
         "kernel.numa_balancing",
@@ -532,5 +536,9 @@ CHECKS: tuple[Check, ...] = (
         sources=("uname_r",),
         roles=BOTH,
         cross=True,
+        optional=(
+            ("container", "numa_balancing"),
+            ("host", "numa_balancing"),
+        ),
     ),
 )

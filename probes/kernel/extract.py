@@ -152,3 +152,30 @@ def extract(outputs: Outputs, role: Role) -> KernelFacts:
         elif (t := usable_stdout(outputs, cid, problems)) is not None:
             read(t, data, problems)
     return KernelFacts(problems=problems, **data)  # type: ignore[arg-type]
+
+
+FIELD_SOURCES: dict[str, tuple[str, ...]] = {
+    "release": ("uname_r",),
+    "cmdline": ("proc_cmdline",),
+    "cpu_vendor": ("cpuinfo_id",),
+    "cpu_family": ("cpuinfo_id",),
+    "cpu_model": ("cpuinfo_id",),
+    "cpu_model_name": ("cpuinfo_id",),
+    "numa_balancing": ("numa_balancing",),
+    "numa_nodes": ("node_list",),
+    "zone_reclaim": ("zone_reclaim",),
+    "thp_enabled": ("thp_enabled",),
+    "thp_defrag": ("thp_defrag",),
+    "clocksource": ("clocksource",),
+    "swap_devices": ("proc_swaps",),
+    "engine_swap_kb": ("engine_proc_status",),
+    "uvm_disable_hmm": ("uvm_disable_hmm",),
+    "tuned_profile": ("tuned_active",),
+    "vulnerabilities": ("cpu_vulnerabilities",),
+    "grub_cmdline": ("grub_cmdline",),
+    "etc_kernel_cmdline": ("etc_kernel_cmdline",),
+    "journal_lines": ("journal_kernel_faults",),
+    "journal_read": ("journal_kernel_faults",),
+}
+"""Each fact field -> the sources it is read from (provenance; the read-tracking test holds verdicts to
+their checks' declarations through it). () = from the records' wrapping, not a source's output."""

@@ -28,7 +28,7 @@ CHECKS: tuple[Check, ...] = (
         first_of=HOST_FIRST,
         applies=topo.fewer_than_two_gpus,
         needs_gpu=True,
-        optional=("smi_topo_p2p_w",),
+        optional=("smi_topo_p2p_w", "smi_topo_m"),
     ),
     Check(
         "nccl.topology_class",
@@ -43,7 +43,7 @@ CHECKS: tuple[Check, ...] = (
         first_of=HOST_FIRST,
         applies=topo.fewer_than_two_gpus,
         needs_gpu=True,
-        optional=(("host", "cpuinfo_id"),),
+        optional=(("host", "cpuinfo_id"), "engine_procs"),
     ),
     Check(
         "nccl.env_overrides",
@@ -60,6 +60,11 @@ CHECKS: tuple[Check, ...] = (
         roles=BOTH,
         first_of=ENGINE_FIRST,
         applies=no_engine,
+        optional=(
+            "smi_topo_m",
+            ("host", "iommu_state"),
+            ("host", "smi_topo_p2p_r"),
+        ),
     ),
     Check(
         "nccl.library_in_use",
@@ -72,7 +77,7 @@ CHECKS: tuple[Check, ...] = (
         roles=BOTH,
         first_of=ENGINE_FIRST,
         applies=no_engine,
-        optional=("pyenv",),
+        optional=("pyenv", "ldconfig_nccl", ("host", "ldconfig_nccl")),
     ),
     Check(
         "nccl.custom_allreduce",
@@ -86,6 +91,7 @@ CHECKS: tuple[Check, ...] = (
         roles=BOTH,
         first_of=ENGINE_FIRST,
         applies=eng.tp_one,
+        optional=("smi_topo_m",),
     ),
     Check(
         "nccl.amd_dual_socket_model",
@@ -100,6 +106,7 @@ CHECKS: tuple[Check, ...] = (
         roles=HOST,
         applies=topo.not_amd_cross_socket,
         needs_gpu=True,
+        optional=("engine_procs",),
     ),
     Check(
         "nccl.iommu_acs_gate",
@@ -114,6 +121,7 @@ CHECKS: tuple[Check, ...] = (
         any_of=("iommu_state", "proc_cmdline"),
         roles=HOST,
         needs_gpu=True,
+        optional=("engine_procs",),
     ),
     Check(
         "nccl.env_vs_topology",
@@ -128,10 +136,7 @@ CHECKS: tuple[Check, ...] = (
         roles=BOTH,
         cross=True,
         applies=topo.no_container_engine,
-        optional=(
-            ("host", "smi_topo_p2p_r"),
-            ("host", "smi_topo_m"),
-        ),
+        optional=(("host", "smi_topo_p2p_r"), ("host", "smi_topo_m"), ("host", "iommu_state")),
     ),
     Check(
         "nccl.transport_observed",
@@ -146,6 +151,10 @@ CHECKS: tuple[Check, ...] = (
         roles=BOTH,
         first_of=ENGINE_FIRST,
         applies=topo.no_api_server_log,
+        optional=(
+            "engine_procs",
+            ("host", "engine_logs"),
+        ),
     ),
     Check(
         "nccl.allreduce_bw",

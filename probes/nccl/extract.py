@@ -169,3 +169,36 @@ def extract(outputs: Outputs, role: Role) -> NcclFacts:
         else:
             fields.update(got)
     return NcclFacts(**fields, **derived(outputs), problems=problems)
+
+
+FIELD_SOURCES: dict[str, tuple[str, ...]] = {
+    "gpu_names": ("smi_gpu_ids",),
+    "topo": ("smi_topo_m",),
+    "gpu_count": ("smi_topo_m",),
+    "gpu_numa": ("smi_topo_m",),
+    "p2p_read": ("smi_topo_p2p_r",),
+    "p2p_write": ("smi_topo_p2p_w",),
+    "iommu_translated": ("iommu_state",),
+    "iommu_detail": ("iommu_state",),
+    "acs_redirect": ("lspci_vvv",),
+    "acs_detail": ("lspci_vvv",),
+    "cpu_vendor": ("cpuinfo_id",),
+    "engine_listed": ("engine_procs",),
+    "engine_kind": ("engine_procs",),
+    "engine_tp": ("engine_procs",),
+    "custom_allreduce_disabled": ("engine_procs",),
+    "allreduce_flags": ("engine_procs",),
+    "engine_env": ("engine_procs",),
+    "engine_env_readable": ("engine_procs",),
+    "engine_nccl_libs": ("engine_procs",),
+    "system_nccl": ("ldconfig_nccl",),
+    "torch_nccl": ("pyenv",),
+    "allreduce": ("nccl_all_reduce_perf",),
+    "allreduce_gpus": ("nccl_all_reduce_perf",),
+    "allreduce_peak": ("nccl_all_reduce_perf",),
+    "allreduce_note": ("nccl_all_reduce_perf",),
+    "log_sources": ("engine_logs",),
+    "nccl_channels": ("engine_logs",),
+}
+"""Each fact field -> the sources it is read from (provenance; the read-tracking test holds verdicts to
+their checks' declarations through it). () = from the records' wrapping, not a source's output."""

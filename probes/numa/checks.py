@@ -367,6 +367,10 @@ CHECKS: tuple[Check, ...] = (
         gpu_locality,
         any_of=("pci_nvidia_numa", "smi_gpu_ids"),
         needs_gpu=True,
+        optional=(
+            "node_cpulists",
+            "numactl_h",
+        ),
     ),
     Check(
         "numa.node_pressure",
@@ -377,6 +381,11 @@ CHECKS: tuple[Check, ...] = (
         node_pressure,
         sources=("numactl_h",),
         applies=node_pressure_applies,
+        optional=(
+            "node_cpulists",
+            "pci_nvidia_numa",
+            "smi_gpu_ids",
+        ),
     ),
     Check(
         "numa.tp_group_span",
@@ -409,6 +418,8 @@ CHECKS: tuple[Check, ...] = (
             ("host", "pci_nvidia_numa"),
             ("host", "node_cpulists"),
             ("host", "numactl_h"),
+            ("container", "pci_nvidia_numa"),
+            ("container", "status_allowed"),
         ),
     ),
     Check(
@@ -427,6 +438,10 @@ CHECKS: tuple[Check, ...] = (
             ("container", "smi_gpu_ids"),
             ("host", "smi_gpu_ids"),
             ("host", "pci_nvidia_numa"),
+            ("container", "pci_nvidia_numa"),
+            ("container", "status_allowed"),
+            ("host", "node_cpulists"),
+            ("host", "numactl_h"),
         ),
     ),
     Check(
@@ -459,6 +474,6 @@ CHECKS: tuple[Check, ...] = (
         any_of=("numactl_h", "node_cpulists"),
         needs_gpu=True,
         applies=host_layout_applies,
-        optional=("engine_proc_status",),
+        optional=("engine_proc_status", "pci_nvidia_numa", "smi_gpu_ids"),
     ),
 )

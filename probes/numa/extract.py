@@ -133,3 +133,18 @@ def extract(outputs: Outputs, role: Role) -> NumaFacts:
             problems[cid] = f"nvidia-smi error: {err}"
     data.pop("_pci", None)
     return NumaFacts(problems=problems, **data)  # type: ignore[arg-type]
+
+
+FIELD_SOURCES: dict[str, tuple[str, ...]] = {
+    "nodes": ("node_cpulists", "numactl_h"),
+    "node_free_mb": ("numactl_h",),
+    "distances": ("numactl_h",),
+    "gpus": ("pci_nvidia_numa", "smi_gpu_ids"),
+    "gpu_numa": ("pci_nvidia_numa",),
+    "cpuset_cpus": ("cgroup_limits", "status_allowed"),
+    "cpuset_mems": ("cgroup_limits", "status_allowed"),
+    "cpuset_source": ("cgroup_limits",),
+    "engine_workers": ("engine_proc_status",),
+}
+"""Each fact field -> the sources it is read from (provenance; the read-tracking test holds verdicts to
+their checks' declarations through it). () = from the records' wrapping, not a source's output."""

@@ -339,6 +339,7 @@ CHECKS: tuple[Check, ...] = (
         any_of=("nvlink_s", "smi_topo_m"),
         roles=HOST,
         needs_gpu=True,
+        optional=("smi_query_fabric",),
     ),
     Check(
         "nvlink.link_state",
@@ -352,6 +353,7 @@ CHECKS: tuple[Check, ...] = (
         sources=("nvlink_s",),
         roles=HOST,
         needs_gpu=True,
+        optional=("smi_query_fabric",),
     ),
     Check(
         "nvlink.errors",
@@ -364,6 +366,7 @@ CHECKS: tuple[Check, ...] = (
         any_of=("nvlink_errors", "dmesg_nvrm"),
         roles=HOST,
         needs_gpu=True,
+        optional=("smi_query_fabric",),
     ),
     Check(
         "nvlink.fabric_manager_service",
@@ -376,6 +379,7 @@ CHECKS: tuple[Check, ...] = (
         any_of=NAMES,
         roles=HOST,
         needs_gpu=True,
+        optional=("fabricmanager_status",),
     ),
     Check(
         "nvlink.fabric_state",

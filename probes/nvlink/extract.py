@@ -189,3 +189,30 @@ def extract(outputs: Outputs, role: Role) -> NvlinkFacts:
                 problems[cid] = f"unparsable output: {exc.__class__.__name__}: {exc}"
     _fabric_manager(outputs, f, problems)
     return NvlinkFacts(**f, problems=problems)
+
+
+FIELD_SOURCES: dict[str, tuple[str, ...]] = {
+    "gpu_names": ("smi_query_fabric",),
+    "links": ("nvlink_s",),
+    "link_names": ("nvlink_s",),
+    "links_read": ("nvlink_s",),
+    "all_inactive_gpus": ("nvlink_s",),
+    "nvlink_mig_refused": ("nvlink_s",),
+    "mig_enabled": ("smi_query_driver",),
+    "topo_nv_pairs": ("smi_topo_m",),
+    "fabric": ("smi_query_fabric",),
+    "fabric_read": ("smi_query_fabric",),
+    "fabric_unreadable": ("smi_query_fabric",),
+    "fm_present": ("fabricmanager_status",),
+    "fm_active": ("fabricmanager_status",),
+    "fm_messages": ("fabricmanager_status",),
+    "fm_version": ("fabricmanager_version",),
+    "nvswitch_functions": ("lspci_nvswitch",),
+    "nvswitch_models": ("lspci_nvswitch",),
+    "ib_umad": ("ib_umad_loaded",),
+    "error_counters": ("nvlink_errors",),
+    "xid74": ("dmesg_nvrm",),
+    "smi_error": ("nvlink_s", "smi_query_driver", "smi_query_fabric", "smi_topo_m"),
+}
+"""Each fact field -> the sources it is read from (provenance; the read-tracking test holds verdicts to
+their checks' declarations through it). () = from the records' wrapping, not a source's output."""

@@ -44,6 +44,7 @@ CHECKS: tuple[Check, ...] = (
         sources=("lspci_vvv",),
         roles=HOST,
         needs_gpu=True,
+        optional=("proc_cmdline",),
     ),
     Check(
         "pcie.max_payload",
@@ -55,6 +56,7 @@ CHECKS: tuple[Check, ...] = (
         sources=("lspci_vvv",),
         roles=HOST,
         needs_gpu=True,
+        optional=("lspci_tv",),
     ),
     Check(
         "pcie.acs",
@@ -69,7 +71,7 @@ CHECKS: tuple[Check, ...] = (
         roles=HOST,
         applies=cfg.fewer_than_two_gpus,
         needs_gpu=True,
-        optional=("lspci_tv",),
+        optional=("lspci_tv", "smi_query_pcie", "sys_pci_nvidia"),
     ),
     Check(
         "pcie.aspm",
@@ -82,6 +84,11 @@ CHECKS: tuple[Check, ...] = (
         any_of=("lspci_vvv", "aspm_policy"),
         roles=HOST,
         needs_gpu=True,
+        optional=(
+            "lspci_tv",
+            "smi_query_pcie",
+            "sys_pci_nvidia",
+        ),
     ),
     Check(
         "pcie.port_pm",
@@ -128,5 +135,6 @@ CHECKS: tuple[Check, ...] = (
         any_of=("lspci_tv", "lspci_vvv", "sys_pci_nvidia"),
         roles=HOST,
         needs_gpu=True,
+        optional=("smi_query_pcie",),
     ),
 )

@@ -161,3 +161,18 @@ def extract(outputs: Outputs, role: Role) -> PcieFacts:
         cmdline=f.get("cmdline"),
         problems=problems,
     )
+
+
+FIELD_SOURCES: dict[str, tuple[str, ...]] = {
+    "devices": ("lspci_vvv",),
+    "gpu_bdfs": ("lspci_vvv", "smi_query_pcie", "sys_pci_nvidia"),
+    "parents": ("lspci_tv", "lspci_vvv"),
+    "tree_source": ("lspci_tv",),
+    "smi": ("smi_query_pcie",),
+    "link_now": ("lspci_vvv", "smi_query_pcie", "sys_pci_nvidia"),
+    "sysfs": ("sys_pci_nvidia",),
+    "aspm_policy": ("aspm_policy",),
+    "cmdline": ("proc_cmdline",),
+}
+"""Each fact field -> the sources it is read from (provenance; the read-tracking test holds verdicts to
+their checks' declarations through it). () = from the records' wrapping, not a source's output."""

@@ -338,3 +338,32 @@ def extract(outputs: Outputs, role: Role) -> PowerFacts:
                 problems[cid] = f"unparsable output: {exc.__class__.__name__}: {exc}"
     _identity(outputs, f)
     return PowerFacts(**f, problems=problems)
+
+
+FIELD_SOURCES: dict[str, tuple[str, ...]] = {
+    "cpu_vendor": ("cpuinfo_id",),
+    "cpu_family": ("cpuinfo_id",),
+    "cpu_model": ("cpuinfo_id",),
+    "cpu_model_name": ("cpuinfo_id",),
+    "cpu_has_cppc_flag": ("lscpu_json",),
+    "scaling_driver": ("sys_cpufreq",),
+    "amd_pstate_status": ("sys_cpufreq",),
+    "governors": ("sys_governors",),
+    "epp": ("sys_epp",),
+    "boost": ("sys_cpufreq",),
+    "boost_source": ("sys_cpufreq",),
+    "policy_max_mhz": ("sys_cpufreq",),
+    "hw_max_mhz": ("sys_cpufreq",),
+    "policy_source": ("sys_cpufreq",),
+    "cppc_present": ("sys_cppc",),
+    "idle_driver": ("sys_cpuidle",),
+    "pm_qos_resume_latency_us": ("sys_cpuidle",),
+    "idle_states": ("sys_cpuidle",),
+    "idle_usage": ("sys_cpuidle",),
+    "cmdline": ("proc_cmdline",),
+    "gpus": ("smi_query_power",),
+    "gpu_readings": ("smi_query_power",),
+    "rtd3": ("nvidia_rtd3",),
+}
+"""Each fact field -> the sources it is read from (provenance; the read-tracking test holds verdicts to
+their checks' declarations through it). () = from the records' wrapping, not a source's output."""

@@ -27,6 +27,7 @@ CHECKS: tuple[Check, ...] = (
         sources=("pyenv",),
         needs_gpu=True,
         **_ON,
+        optional=("smi_query_driver",),
     ),
     Check(
         "python.cuda_stack_versions",
@@ -38,6 +39,7 @@ CHECKS: tuple[Check, ...] = (
         verdict=rt.cuda_stack_versions,
         sources=("pyenv",),
         **_ON,
+        optional=("smi_query_driver",),
     ),
     Check(
         "python.flashinfer_sm120",
@@ -51,6 +53,10 @@ CHECKS: tuple[Check, ...] = (
         sources=("pyenv",),
         needs_gpu=True,
         **_ON,
+        optional=(
+            "engine_procs",
+            "smi_query_driver",
+        ),
     ),
     Check(
         "python.cuda_graphs",
@@ -78,6 +84,7 @@ CHECKS: tuple[Check, ...] = (
         sources=("engine_procs",),
         applies=no_engine,
         **_ON,
+        optional=("smi_query_driver",),
     ),
     Check(
         "python.attention_backend",
@@ -91,6 +98,7 @@ CHECKS: tuple[Check, ...] = (
         sources=("engine_procs",),
         applies=no_engine,
         **_ON,
+        optional=("smi_query_driver",),
     ),
     Check(
         "python.cuda_runtime_vs_driver",
@@ -128,6 +136,10 @@ CHECKS: tuple[Check, ...] = (
         verdict=rt.jit_caches,
         sources=("jit_cache_dirs",),
         **_ON,
+        optional=(
+            "engine_procs",
+            "pyenv",
+        ),
     ),
     Check(
         "python.measured_throughput",
