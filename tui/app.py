@@ -17,6 +17,7 @@ from gpuaudit.themes import DEFAULT_THEME, STATUS_DEFAULTS, STYLESHEETS, THEMES
 from gpuaudit.tui import snapshot_actions
 from gpuaudit.tui.cli.preflight import plan_folder
 from gpuaudit.tui.cli.session_setup import build_setup
+from gpuaudit.tui.screens.confirm import ConfirmScreen
 from gpuaudit.tui.screens.dashboard import DashboardScreen
 from gpuaudit.tui.screens.diff import SnapshotDiffScreen
 from gpuaudit.tui.screens.drilldown import ROOFLINE_PROBE, DrilldownScreen
@@ -49,8 +50,12 @@ class GpuAuditApp(App[int]):
     TITLE = "gpuaudit-tui"
     ENABLE_COMMAND_PALETTE = True
     BINDINGS = [
-        Binding("q", "quit_app", "Quit"),
-        Binding("ctrl+c", "quit_app", "Quit", show=False, priority=True),
+        Binding("q", "back_or_quit", "Back/Quit"),
+        Binding("ctrl+c", "copy_or_quit", "Copy/Quit", show=False, priority=True),
+        Binding("j", "vim('down')", "Down", show=False),
+        Binding("k", "vim('up')", "Up", show=False),
+        Binding("g", "vim('first')", "First", show=False),
+        Binding("G", "vim('last')", "Last", show=False),
         Binding("question_mark", "help", "Help", key_display="?"),
         Binding("a", "plan", "Plan", show=False),
         Binding("s", "save", "Save", show=False),
@@ -64,6 +69,11 @@ class GpuAuditApp(App[int]):
     ]
     PALETTE_TEXT = {
         "quit_app": None,  # the palette's own "Quit" entry already does it
+        "back_or_quit": None,
+        "vim('down')": None,
+        "vim('up')": None,
+        "vim('first')": None,
+        "vim('last')": None,
         "help": ("Help: every key", "All key bindings of every screen"),
         "plan": (
             "Action plan",
@@ -215,6 +225,66 @@ class GpuAuditApp(App[int]):
             await self.audit.aclose()
         self.exit(0)
 
+    @property
+    def auditing(self) -> bool:
+        """A live audit is running (quitting stops it: ask first)."""
+        try:
+            return self.audit is not None and self.dashboard().busy
+        except StopIteration:
+            return False
+
+    def action_back_or_quit(self) -> None:
+        """q: back one level; on the dashboard, quit (asking while a live audit runs)."""
+        if not isinstance(self.screen, DashboardScreen):
+            if hasattr(self.screen, "action_back"):
+                self.screen.action_back()  # the drill-down's Esc (it may close its own panel first)
+            else:
+                self.pop_screen()
+            return
+        self.quit_asking()
+
+    def action_copy_or_quit(self) -> None:
+        """Ctrl-C: copy the selection when there is one, else quit (asking while a live audit runs)."""
+        selected = (
+            self.screen.get_selected_text() if hasattr(self.screen, "get_selected_text") else None
+        )
+        if selected:
+            self.copy_to_clipboard(selected)
+            self.screen.clear_selection()
+            self.notify(f"copied {len(selected)} character(s) (OSC 52)")
+            return
+        self.quit_asking()
+
+    def quit_asking(self) -> None:
+        if not self.auditing:
+            self.run_worker(self.action_quit_app(), exclusive=True, group="quit")
+            return
+
+        def answered(yes: bool | None) -> None:
+            if yes:
+                self.run_worker(self.action_quit_app(), exclusive=True, group="quit")
+
+        if self.screen.id != "confirm":
+            self.push_screen(
+                ConfirmScreen("An audit is still running. Quit and stop it? (y/n)"), answered
+            )
+
+    def action_vim(self, what: str) -> None:
+        """j/k/g/G on whatever list, table or text has the focus (the dashboard binds its own)."""
+        names = {
+            "down": ("action_cursor_down", "action_scroll_down"),
+            "up": ("action_cursor_up", "action_scroll_up"),
+            "first": ("action_first", "action_scroll_top", "action_scroll_home"),
+            "last": ("action_last", "action_scroll_bottom", "action_scroll_end"),
+        }[what]
+        node: object = self.focused
+        while node is not None and node is not self.screen:
+            for name in names:
+                if callable(action := getattr(node, name, None)):
+                    action()
+                    return
+            node = getattr(node, "parent", None)
+
     def action_help(self) -> None:
         if self.screen.id != "help":
             self.push_screen(
@@ -277,8 +347,16 @@ class GpuAuditApp(App[int]):
         self.rerun(None)
 
     def action_filter(self) -> None:
+        """f: the next severity level. The dashboard's header says the filter (one line, never a toast);
+        elsewhere one toast, replacing the last one instead of stacking."""
         self.finding_filter = self.finding_filter.next_level()
-        self.notify(self.finding_filter.describe())
+        if not isinstance(self.screen, DashboardScreen):
+            self.clear_notifications()
+            self.notify(self.finding_filter.describe())
+
+    def clear_filters(self) -> None:
+        """Esc: every filter off (severity and text)."""
+        self.finding_filter = ALL
 
     def set_text_filter(self, text: str) -> None:
         self.finding_filter = self.finding_filter.with_text(text)

@@ -50,9 +50,12 @@ class DashboardScreen(Screen[None]):
         Binding("p", "app.roofline", "Roofline", show=False),
         Binding("s", "app.save", "Save", show=False),
         Binding("d", "app.diff", "Diff", show=False),
-        Binding("escape", "clear_text_filter", "Clear filter", show=False),
-        Binding("up", "move('up')", "Up", show=False),
-        Binding("down", "move('down')", "Down", show=False),
+        Binding("escape", "clear_text_filter", "Clear every filter", show=False),
+        Binding("v", "app.pictures", "Pictures", show=False),
+        Binding("up,k", "move('up')", "Up", show=False),
+        Binding("down,j", "move('down')", "Down", show=False),
+        Binding("g", "edge(0)", "First", show=False),
+        Binding("G", "edge(-1)", "Last", show=False),
         Binding("left", "move('left')", "Left", show=False),
         Binding("right", "move('right')", "Right", show=False),
     ]
@@ -215,6 +218,11 @@ class DashboardScreen(Screen[None]):
         self.cursor = max(0, min(len(self._panes) - 1, self.cursor + step))
         self._panes[self.cursor].focus()
 
+    def action_edge(self, index: int) -> None:
+        if self._panes:
+            self.cursor = index % len(self._panes)
+            self._panes[self.cursor].focus()
+
     def action_open(self) -> None:
         if self._panes:
             self.app.open_drilldown(self._panes[self.cursor].probe_id)
@@ -239,11 +247,12 @@ class DashboardScreen(Screen[None]):
         target.focus()
 
     def action_clear_text_filter(self) -> None:
+        """Esc: every filter off, the text and the severity level (help says "Clear every filter")."""
         box = self.query_one("#text-filter", Input)
-        if box.has_class("-visible") or self.app.finding_filter.text:
+        if box.has_class("-visible") or self.app.finding_filter.active:
             box.value = ""
             box.remove_class("-visible")
-            self.app.set_text_filter("")
+            self.app.clear_filters()
             self._panes[self.cursor].focus()
 
     def action_rerun(self) -> None:

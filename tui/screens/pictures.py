@@ -39,7 +39,7 @@ class PicturesScreen(Screen[None]):
     ]
 
     def __init__(self, tab: str = "tree") -> None:
-        super().__init__(name="pictures")
+        super().__init__(id="pictures")
         self.first = tab if tab in dict(TABS) else "tree"
 
     def compose(self) -> ComposeResult:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
@@ -23,7 +24,8 @@ LEVEL_WORDS = {
 class FindingFilter:
     level: str = "all"
     text: str = ""
-    """Case-insensitive substring of a finding's title, id or observed value, or of its probe's title or id."""
+    """Case-insensitive substring of a finding's title, id or observed value, or of its probe's title, id,
+    summary or facts (then every finding of that probe is shown)."""
 
     @property
     def active(self) -> bool:
@@ -51,7 +53,9 @@ class FindingFilter:
         hay = [f.title, f.id, f.observed] + (
             [probe.title, probe.probe_id] if probe is not None else []
         )
-        return any(needle in h.lower() for h in hay)
+        return any(needle in h.lower() for h in hay) or (
+            probe is not None and needle in probe_text(probe)
+        )
 
     def describe(self) -> str:
         """The toast and header words: "showing warning and critical matching 'mrrs'"."""
@@ -60,6 +64,34 @@ class FindingFilter:
 
 
 ALL = FindingFilter()
+
+_probe_text: dict[int, tuple[ProbeResult, str]] = {}
+
+
+def probe_text(probe: ProbeResult) -> str:
+    """A probe's summary and facts as one lower-case text (`/mrrs` finds the pane that says "MRRS 512").
+
+    Cached per result object (a result is replaced, never changed, when the run moves on)."""
+    hit = _probe_text.get(id(probe))
+    if hit is not None and hit[0] is probe:
+        return hit[1]
+    text = (probe.summary + "\n" + json.dumps(probe.facts, default=str)).lower()
+    if len(_probe_text) > 64:
+        _probe_text.clear()
+    _probe_text[id(probe)] = (probe, text)
+    return text
+
+
+def match_line(probes: Iterable[ProbeResult], flt: FindingFilter) -> str | None:
+    """The dashboard's one filter indicator: what is shown and how many probes match, or "no match"."""
+    if not flt.active:
+        return None
+    probes = list(probes)
+    hits = sum(1 for p in probes if any(flt.admits(f, p) for f in p.findings))
+    tail = "esc clears every filter"
+    if hits == 0:
+        return f"filter: {flt.describe()} · no match in any probe · {tail}"
+    return f"filter: {flt.describe()} · {hits} of {len(probes)} probes · {tail}"
 
 
 def as_filter(value: FindingFilter | Severity | None) -> FindingFilter:

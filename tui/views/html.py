@@ -203,7 +203,7 @@ def roofline_svg(bar: P.RooflineBar, width: int = 720) -> str:
     scale = (right - left) / bar.top
 
     def x(v: float) -> float:
-        return round(left + v * scale, 1)
+        return float(round(left + v * scale, 1))
 
     parts = [
         f'<svg role="img" aria-label="decode roofline bar" width="{width}" height="90" '
@@ -298,7 +298,7 @@ def tree_svg(branches: Sequence[P.NumaBranch]) -> str:
             f'<rect x="{x}" y="{y}" width="{box_w}" height="20" rx="3" fill="{fill}" '
             f'stroke="{stroke}"/><text x="{x + 6}" y="{y + 14}">{escape(text)}</text>'
         )
-        bx = x + box_w + 6
+        bx: float = x + box_w + 6
         for sev, fid in node.findings if node is not None else []:
             label = f"{SEV_ICON[sev]} {fid}"
             w = 7.5 * len(label) + 8

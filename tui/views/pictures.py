@@ -357,7 +357,10 @@ def bar_lines(bar: RooflineBar, width: int = 60) -> list[str]:
     """A scale from 0 to the highest bound: █ measured, │ each bound, labels under it."""
     w = max(20, width)
     cells = ["░"] * w
-    pos = lambda v: min(w - 1, int(round(v / bar.top * (w - 1))))  # noqa: E731
+
+    def pos(v: float) -> int:
+        return min(w - 1, int(round(v / bar.top * (w - 1))))
+
     filled = pos(bar.measured) if bar.measured else -1
     for i in range(filled + 1):
         cells[i] = "█"

@@ -6,6 +6,7 @@ from __future__ import annotations
 from gpuaudit.probes.core.models import AuditRun
 from gpuaudit.tui.views import pictures as P
 from gpuaudit.tui.views.render import PLAIN, SEV_ICON, Palette
+from gpuaudit.tui.views.roofline_view import roofline_of
 from rich.text import Text
 from textual.widgets import Static
 
@@ -33,9 +34,8 @@ def tree_text(run: AuditRun, palette: Palette = PLAIN) -> Text:
         if len(node.findings) > 2:
             out.append(f" +{len(node.findings) - 2}")
         out.append("\n")
-    out.append(
-        "▼ runs below what it can; MRRS = MaxReadReq (bytes); ▲/✖ a finding on that device", "dim"
-    )
+    out.append("▼ link runs below what it can · MRRS MaxReadReq (bytes)\n", "dim")
+    out.append("▲ warning ✖ critical: a finding on that device (its check id)", "dim")
     return out
 
 
@@ -74,8 +74,6 @@ def numa_text(run: AuditRun) -> Text:
 
 
 def roofline_text(run: AuditRun, width: int = 70) -> Text:
-    from gpuaudit.tui.views.roofline_view import roofline_of
-
     bar = P.roofline_bar(roofline_of(run).model_dump())
     if bar is None:
         return Text(EMPTY["roofline"])
@@ -84,9 +82,8 @@ def roofline_text(run: AuditRun, width: int = 70) -> Text:
     out.append(lines[0] + "\n")
     out.append(lines[1] + "\n", style="dim")
     out.append(lines[2].replace(" · bounds ", "\nbounds ") + "\n")
-    out.append(
-        "█ measured decode speed, │ a bound (tok/s): how far this machine is from physics", "dim"
-    )
+    out.append("█ measured decode speed · │ a bound (tok/s)\n", "dim")
+    out.append("how far this machine runs from its physical limits (p: every input)", "dim")
     return out
 
 

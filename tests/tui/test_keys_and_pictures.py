@@ -1,0 +1,225 @@
+"""Keys operators' hands expect, and the pictures (issue 28).
+
+q goes back one level and quits only from the dashboard (asking during a live audit); Ctrl-C copies a
+selection or quits; j/k/g/G; Esc clears every filter; search reaches summaries and facts with a "no match" line;
+`f` changes one indicator instead of stacking toasts; `d` between two machines asks first. Pictures: the PCIe
+tree, the GPU path matrix, GPU/NUMA and the roofline bar on the demo, as SVG baselines at 80x24 and 120x40.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pytest
+from gpuaudit.probes.core.run.runner import Audit
+from gpuaudit.tui.app import make_app
+from gpuaudit.tui.screens.dashboard import DashboardScreen
+from gpuaudit.tui.screens.drilldown import DrilldownScreen
+from gpuaudit.tui.views import pictures as P
+from gpuaudit.tui.widgets.target_header import TargetHeader
+from tui_support import FixedClock, case_study_run, synthetic_run
+
+SIZES = pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
+
+
+def app_for(run, **kw):
+    app = make_app(run, clock=FixedClock(), theme="gpuaudit-dark", **kw)
+    app.animation_level = "none"
+    return app
+
+
+def header(app) -> str:
+    return str(app.screen.query_one(TargetHeader).render())
+
+
+# --- keys --------------------------------------------------------------------------------------------------
+
+
+async def test_q_goes_back_one_level_then_quits() -> None:
+    app = app_for(synthetic_run())
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        app.open_drilldown("pcie")
+        await pilot.pause()
+        app.action_pictures()
+        await pilot.pause()
+        assert app.screen.id == "pictures"
+        await pilot.press("q")
+        await pilot.pause()
+        assert isinstance(app.screen, DrilldownScreen)
+        await pilot.press("q")
+        await pilot.pause()
+        assert isinstance(app.screen, DashboardScreen) and app.is_running
+        await pilot.press("q")
+        await pilot.pause()
+    assert app.return_value == 0
+
+
+class _Endless:
+    """An audit that never finishes: the dashboard's worker stays busy (a live audit in progress)."""
+
+    def __init__(self, real: Audit) -> None:
+        self.targets, self.probes = real.targets, real.probes
+        self.closed = False
+
+    async def events(self, probe_ids=None):
+        while True:
+            await asyncio.sleep(3600)
+            yield None
+
+    async def aclose(self) -> None:
+        self.closed = True
+
+
+def _live_app():
+    from gpuaudit.probes.core.run.request import AuditRequest
+    from gpuaudit.tui.cli.session_setup import build_setup
+
+    setup = build_setup(AuditRequest(demo=True))
+    app = make_app(_Endless(setup.audit), clock=FixedClock(), theme="gpuaudit-dark")  # type: ignore[arg-type]
+    app.animation_level = "none"
+    return app
+
+
+@pytest.mark.parametrize("key", ["q", "ctrl+c"])
+async def test_quitting_during_a_live_audit_asks(key: str) -> None:
+    app = _live_app()
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        assert app.auditing
+        await pilot.press(key)
+        await pilot.pause()
+        assert app.screen.id == "confirm" and app.is_running
+        await pilot.press("n")
+        await pilot.pause()
+        assert isinstance(app.screen, DashboardScreen) and app.is_running
+        await pilot.press(key)
+        await pilot.pause()
+        await pilot.press("y")
+        await pilot.pause()
+    assert app.audit.closed  # type: ignore[union-attr]
+
+
+async def test_ctrl_c_copies_a_selection(monkeypatch) -> None:
+    app = app_for(synthetic_run())
+    copied: list[str] = []
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        monkeypatch.setattr(app, "copy_to_clipboard", copied.append)
+        monkeypatch.setattr(app.screen, "get_selected_text", lambda: "MaxReadReq 512")
+        await pilot.press("ctrl+c")
+        await pilot.pause()
+        assert copied == ["MaxReadReq 512"] and app.is_running
+
+
+async def test_j_k_g_G_move_on_the_dashboard() -> None:
+    app = app_for(synthetic_run())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        dash = app.screen
+        await pilot.press("j", "j")
+        assert dash.cursor == 2
+        await pilot.press("k")
+        assert dash.cursor == 1
+        await pilot.press("G")
+        assert dash.cursor == len(dash.panes()) - 1
+        await pilot.press("g")
+        assert dash.cursor == 0
+
+
+async def test_j_k_in_a_list() -> None:
+    app = app_for(case_study_run())  # three unknowns to move between
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        app.action_not_checked()
+        await pilot.pause()
+        from textual.widgets import OptionList
+
+        lst = app.screen.query_one(OptionList)
+        lst.focus()
+        lst.highlighted = 0
+        await pilot.press("j")
+        assert lst.highlighted == 1
+        await pilot.press("k")
+        assert lst.highlighted == 0
+        await pilot.press("G")
+        assert lst.highlighted == lst.option_count - 1
+
+
+async def test_search_reaches_summaries_and_facts_and_says_no_match() -> None:
+    app = app_for(case_study_run())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        await pilot.press("slash", *"mrrs")
+        await pilot.pause()
+        assert "no match" not in header(app)
+        assert not app.screen.query_one("#pane-pcie").has_class("-dimmed")
+        await pilot.press("escape")
+        await pilot.press("slash", *"zzqx")
+        await pilot.pause()
+        assert "no match in any probe" in header(app)
+        assert all(p.has_class("-dimmed") for p in app.screen.panes())
+
+
+async def test_esc_clears_every_filter_and_f_does_not_stack_toasts() -> None:
+    app = app_for(synthetic_run())
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        await pilot.press("f", "f", "f", "f")
+        await pilot.pause()
+        assert not app._notifications, "the header says the filter; no toast"
+        assert "filter: showing unknown only" in header(app)
+        await pilot.press("slash", *"pcie", "enter")
+        await pilot.pause()
+        assert app.finding_filter.active
+        await pilot.press("escape")
+        await pilot.pause()
+        assert not app.finding_filter.active and "filter:" not in header(app)
+
+
+async def test_diff_between_different_machines_warns_first(tmp_path, monkeypatch) -> None:
+    from gpuaudit.snapshots.store import EXAMPLES_DIR
+
+    app = app_for(synthetic_run(), snapshot_dir=tmp_path)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        from gpuaudit.tui.screens import snapshot_picker
+
+        def pick_the_demo(self) -> None:
+            self.dismiss(EXAMPLES_DIR / "case-study-before.json")
+
+        monkeypatch.setattr(snapshot_picker.SnapshotPickerScreen, "on_mount", pick_the_demo)
+        await pilot.press("d")
+        await pilot.pause()
+        assert app.screen.id == "confirm"
+        assert "pve-gpu01" in str(app.screen.query("Label").first().render())
+        await pilot.press("n")
+        await pilot.pause()
+        assert isinstance(app.screen, DashboardScreen)
+
+
+# --- pictures ----------------------------------------------------------------------------------------------
+
+
+def test_pictures_data_of_the_demo() -> None:
+    run = case_study_run()
+    tree = P.pcie_tree(run)
+    assert [b.node for b in tree] == ["0", "1"] and len(tree[0].roots) == 4
+    gpu0 = tree[0].roots[0].children[0]
+    assert (gpu0.label, gpu0.now, gpu0.capable, gpu0.mrrs) == ("GPU0", "Gen1 x16", "Gen5 x16", 512)
+    assert gpu0.degraded and ("pcie.max_read_req" in [fid for _, fid in gpu0.findings])
+    m = P.path_matrix(run)
+    assert m is not None and m.counts() == {"NODE": 12, "SYS": 16}
+    assert P.matrix_lines(m, 80)[1].startswith("GPU0      X  NODE✓")
+
+
+@SIZES
+@pytest.mark.parametrize("tab", ["tree", "matrix", "numa", "roofline"])
+def test_picture_baselines(snap_compare, size, tab) -> None:
+    async def open_picture(pilot) -> None:
+        from gpuaudit.tui.screens.pictures import PicturesScreen
+
+        await pilot.app.push_screen(PicturesScreen(tab))
+        await pilot.pause()
+
+    assert snap_compare(app_for(case_study_run()), terminal_size=size, run_before=open_picture)
