@@ -68,6 +68,95 @@ def confirm_targets(
         )
 
 
+IDENTITY_SHELL = "uname -n; cat /etc/machine-id 2>/dev/null || echo; cat /sys/class/dmi/id/board_serial 2>/dev/null || echo"
+"""Who the live machine is (read-only): hostname, machine-id, board serial (root-only on most machines)."""
+IDENTITY_FIELDS = ("hostname", "machine-id", "board serial")
+
+
+def recorded_identity(snap: Snapshot) -> dict[str, str]:
+    """What the snapshot knows of the host's identity: its hostname, machine-id and board serial when recorded."""
+    out: dict[str, str] = {}
+    state = (snap.target_states or {}).get("host")
+    if state is not None and state.hostname:
+        out["hostname"] = state.hostname
+    for rec in snap.records:
+        if rec.target != "host" or rec.exit_status != 0:
+            continue
+        if rec.command_id == "machine_id" and rec.stdout.strip():
+            out["machine-id"] = rec.stdout.strip().splitlines()[0]
+        elif rec.command_id == "dmidecode_bios" and "Base Board Information" in rec.stdout:
+            board = rec.stdout.split("Base Board Information", 1)[1]
+            for ln in board.splitlines():
+                key, _, val = ln.strip().partition(":")
+                if key == "Serial Number" and val.strip():
+                    out["board serial"] = val.strip()
+                    break
+    return out
+
+
+def live_identity(host: TargetSpec, request: AuditRequest) -> dict[str, str]:
+    """Ask the live machine who it is (one read-only command over its own short-lived connection)."""
+    from gpuaudit.probes.core.collect.remote_line import remote_line
+    from gpuaudit.probes.core.run.session import run_sync
+
+    async def ask() -> bytes:
+        transport = live_bindings(host, None, ssh_options(request))[0].transport
+        try:
+            await transport.connect()
+            raw = await transport.run(
+                remote_line(IDENTITY_SHELL, timeout_s=request.timeout),
+                command_id="resume_identity",
+                timeout_s=request.timeout,
+                max_bytes=64 * 1024,
+            )
+        finally:
+            await transport.aclose()
+        return bytes(raw.stdout)
+
+    lines = run_sync(ask()).decode("utf-8", "replace").splitlines()
+    return {k: v.strip() for k, v in zip(IDENTITY_FIELDS, lines, strict=False) if v.strip()}
+
+
+def identity_mismatch(recorded: dict[str, str], live: dict[str, str]) -> str | None:
+    """None when every identity field known on both sides matches (and one is known); else what differs."""
+    both = [k for k in IDENTITY_FIELDS if k in recorded and k in live]
+    differ = [f"{k} {recorded[k]} vs {live[k]}" for k in both if recorded[k] != live[k]]
+    if differ:
+        return ", ".join(differ)
+    if not both:
+        return "nothing to compare: " + (
+            f"recorded {', '.join(recorded) or 'no identity'}, live {', '.join(live) or 'no answer'}"
+        )
+    return None
+
+
+def check_identity(
+    snap: Snapshot, host: TargetSpec, request: AuditRequest, name: str
+) -> str | None:
+    """--resume with a different --host merges two machines into one snapshot unless it is the same machine:
+    refuse (UsageError) unless hostname/machine-id/board serial match, or --yes (the mismatch is returned, and
+    the resumed snapshot's note records it)."""
+    recorded_t = next((t for t in snap.targets if t.role == "host"), None)
+    if not request.host or recorded_t is None or recorded_t.spec == request.host:
+        return None
+    try:
+        live = live_identity(host, request)
+    except Exception as exc:  # noqa: BLE001 - an unreachable machine: the audit says so itself
+        live = {}
+        why = f"{exc.__class__.__name__}: {exc}"
+    else:
+        why = None
+    mismatch = identity_mismatch(recorded_identity(snap), live)
+    if mismatch is None:
+        return None
+    if request.yes:
+        return mismatch
+    raise UsageError(
+        f"{name} was recorded on {recorded_t.spec}, --host {request.host} may be another machine "
+        f"({why or mismatch}); give --yes to merge anyway (the snapshot records it)"
+    )
+
+
 def build_resume_setup(request: AuditRequest):
     """An AuditSetup whose transports answer from the snapshot and reach the machine only for failures."""
 
@@ -97,10 +186,15 @@ def build_resume_setup(request: AuditRequest):
             )
         assert host is not None
         confirm_targets(snap, plan, request, path.name)
+        mismatch = check_identity(snap, host, request, path.name)
         live = live_bindings(host, container, ssh_options(request))
+    else:
+        mismatch = None
     bindings = resume_bindings(snap.targets, snap.records, plan, live, snap.target_states)
     todo = sum(len(ids) for ids in plan.values())
     note = f"RESUME of {path.name}: {todo} command(s) re-run live, the rest from the recording"
+    if mismatch:
+        note += f"; --yes: merged although the machine differs ({mismatch})"
     return AuditSetup(Audit(bindings, probes, options), "resume", note, path)
 
 
