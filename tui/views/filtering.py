@@ -88,10 +88,10 @@ def match_line(probes: Iterable[ProbeResult], flt: FindingFilter) -> str | None:
         return None
     probes = list(probes)
     hits = sum(1 for p in probes if any(flt.admits(f, p) for f in p.findings))
-    tail = "esc clears every filter"
+    what = LEVEL_WORDS[flt.level].split(" (")[0] + (f" · {flt.text!r}" if flt.text else "")
     if hits == 0:
-        return f"filter: {flt.describe()} · no match in any probe · {tail}"
-    return f"filter: {flt.describe()} · {hits} of {len(probes)} probes · {tail}"
+        return f"filter: {what} · no match in any probe · esc clears"
+    return f"filter: {what} · {hits}/{len(probes)} probes · esc clears"
 
 
 def as_filter(value: FindingFilter | Severity | None) -> FindingFilter:
