@@ -101,6 +101,14 @@ def _pick(items: list[Any], refs: object, what: str) -> list[Any]:
         raise ValueError(f"{what} points past the end of the document's list") from None
 
 
+def _with_probe_id(record: Mapping[str, Any], probe_id: object) -> dict[str, Any]:
+    """The record with its probe's id, keys in schema 2's order (target, probe_id, command_id, ...)."""
+    out: dict[str, Any] = {"target": record["target"]} if "target" in record else {}
+    out["probe_id"] = probe_id
+    out.update(record)
+    return out
+
+
 def unpack(doc: Document) -> Document:
     """The stored shape -> the expanded one (probes with their own records and findings)."""
     if not is_packed(doc):
@@ -117,7 +125,7 @@ def unpack(doc: Document) -> Document:
         pid = out.get("probe_id")
         refs = out.pop("record_refs", [])
         out["records"] = [
-            {**r, "probe_id": pid} if isinstance(r, Mapping) else r
+            _with_probe_id(r, pid) if isinstance(r, Mapping) else r
             for r in _pick(records, refs, "record_refs")
         ]
         refs = out.pop("finding_refs", None)

@@ -1,0 +1,219 @@
+"""The issue-30 table: gpuaudit / floor / OpenSSH loop / xargs -P 8 / client CPU / RSS, clean user and heavy rc.
+
+    python tests/bench/bench_table.py [--rounds 5] [--no-tool-delays] [--loop-rounds 1] [--json-out FILE]
+
+Needs root and /usr/sbin/sshd (bench_heavy_rc.py's bench user, stand-ins and loopback sshd). Host + container
+audit, both over SSH to the same loopback server (two targets), as an operator runs it: the CLI
+(`gpuaudit-tui --json --host S --container S`) in a child process started from a small launcher (so its peak RSS
+and CPU are its own; imports included). The stand-ins print real recorded outputs after their documented typical
+durations (`--no-tool-delays`: at once). For each rc (an empty ~/.bashrc, then one burning ~0.3 s of CPU per
+login, like conda/pyenv init without a guard) and each round, in this order:
+
+  gpuaudit     the CLI audit: wall, the child's CPU (user+sys) and peak RSS
+  floor        asyncssh connect + one login running `exec true` + the slowest command of that audit
+  loop         one `ssh` per executed line of that audit, in turn (an operator's for loop)
+  xargs -P 8   the same lines, `xargs -P 8` ssh clients at once
+
+Medians over the rounds (the loop: over --loop-rounds, it takes a minute with the heavy rc); the load average is
+printed before and after. Ratios are computed per round (same load) and then the median taken.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(BENCH))
+
+from bench_audit import _LAUNCHER, prepare_standins  # noqa: E402
+from bench_heavy_rc import HEAVY_RC, RC_USER, floor_parts, setup_user  # noqa: E402
+from sshd_server import start_sshd  # noqa: E402
+
+
+def cli_audit(server, home: Path, out: Path, timeout_s: float) -> dict:
+    stats = home / "child-stats"
+    env = dict(os.environ, HOME=str(home))
+    env.pop("SSH_AUTH_SOCK", None)
+    subprocess.run(
+        [
+            sys.executable,
+            "-c",
+            _LAUNCHER,
+            str(stats),
+            str(out),
+            sys.executable,
+            "-m",
+            "gpuaudit.tui",
+            "--json",
+            "--fail-on",
+            "never",
+            "--timeout",
+            str(timeout_s),
+            "--host",
+            server.spec,
+            "--container",
+            server.spec,
+            *server.cli_args(),
+        ],
+        cwd=ROOT,
+        env=env,
+        check=True,
+    )
+    wall, rss_kb, code, cpu = stats.read_text().split()
+    return {"wall": float(wall), "rss_mb": int(rss_kb) / 1024, "exit": int(code), "cpu": float(cpu)}
+
+
+def lines_of(out: Path) -> tuple[list[str], float, int]:
+    """The distinct executed lines that ran (exit status known), the slowest command's duration, records."""
+    from gpuaudit.snapshots.compact import records_of
+
+    doc = json.loads(out.read_text())
+    recs = list(records_of(doc))
+    seen: dict[tuple[str, str], str] = {}
+    for r in recs:
+        if r.get("exit_status") is not None and r.get("executed"):
+            seen.setdefault((r["target"], r["executed"]), r["executed"])
+    slowest = max((r.get("duration_s") or 0.0 for r in recs if not r.get("timed_out")), default=0.0)
+    return list(seen.values()), slowest, len(recs)
+
+
+def ssh_base(server) -> list[str]:
+    return [
+        "ssh",
+        "-F",
+        "/dev/null",
+        "-i",
+        server.client_key,
+        "-o",
+        f"UserKnownHostsFile={server.known_hosts}",
+        "-o",
+        "BatchMode=yes",
+        "-o",
+        "IdentitiesOnly=yes",
+        "-p",
+        str(server.port),
+        f"{server.user}@127.0.0.1",
+    ]
+
+
+def loop(server, lines: list[str]) -> float:
+    t0 = time.monotonic()
+    for line in lines:
+        subprocess.run(
+            [*ssh_base(server), line],
+            stdin=subprocess.DEVNULL,
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.DEVNULL,
+            timeout=120,
+            check=False,
+        )
+    return time.monotonic() - t0
+
+
+def xargs(server, lines: list[str], work: Path, parallel: int = 8) -> float:
+    listing = work / "lines.txt"
+    listing.write_text("".join(line.replace("\n", " ") + "\n" for line in lines))
+    t0 = time.monotonic()
+    subprocess.run(
+        ["xargs", "-P", str(parallel), "-d", "\n", "-I{}", *ssh_base(server), "{}"],
+        stdin=listing.open(),
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+        timeout=600,
+        check=False,
+    )
+    return time.monotonic() - t0
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--loop-rounds", type=int, default=1)
+    ap.add_argument("--timeout", type=float, default=8.0)
+    ap.add_argument("--no-tool-delays", action="store_true")
+    ap.add_argument("--rc", choices=("both", "clean", "heavy"), default="both")
+    ap.add_argument("--json-out")
+    args = ap.parse_args(argv)
+    work = Path(tempfile.mkdtemp(prefix="gpuaudit-table-"))
+    os.chmod(work, 0o755)
+    standins = prepare_standins(work)
+    home = setup_user(heavy=False)
+    fast = " GPUAUDIT_BENCH_FAST=1" if args.no_tool_delays else ""
+    path = f"{standins}:/usr/local/bin:/usr/bin:/bin"
+    server = start_sshd(
+        work / "sshd", user=RC_USER, max_sessions=10, extra_config=f"SetEnv PATH={path}{fast}"
+    )
+    client_home = work / "home"
+    client_home.mkdir()
+    results: dict[str, dict] = {}
+    load_before = os.getloadavg()
+    modes = ("clean", "heavy") if args.rc == "both" else (args.rc,)
+    try:
+        for mode in modes:
+            (home / ".bashrc").write_text(HEAVY_RC if mode == "heavy" else "")
+            rows: list[dict] = []
+            for i in range(args.rounds):
+                out = work / f"audit-{mode}-{i}.json"
+                row = cli_audit(server, client_home, out, args.timeout)
+                lines, slowest, nrec = lines_of(out)
+                connect, login = asyncio.run(floor_parts(server))
+                row.update(floor=connect + login + slowest, lines=len(lines), records=nrec)
+                row["xargs"] = xargs(server, lines, work)
+                row["loop"] = loop(server, lines) if i < args.loop_rounds else None
+                row["load"] = os.getloadavg()[0]
+                rows.append(row)
+                print(f"{mode} rc, round {i + 1}: {json.dumps(row)}", flush=True)
+            results[mode] = {"rounds": rows}
+    finally:
+        server.stop()
+        (home / ".bashrc").write_text("")
+    load_after = os.getloadavg()
+
+    def med(rows: list[dict], key: str) -> float:
+        return statistics.median(r[key] for r in rows if r.get(key) is not None)
+
+    print(f"\nload average before {load_before}, after {load_after}")
+    print(
+        "| rc | gpuaudit (s) | floor (s) | gpuaudit / floor | OpenSSH loop (s) | gpuaudit / loop "
+        "| xargs -P 8 (s) | gpuaudit / xargs | client CPU (s) | peak RSS (MiB) | lines |"
+    )
+    print("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
+    for mode, res in results.items():
+        rows = res["rounds"]
+        per_floor = statistics.median(r["wall"] / r["floor"] for r in rows)
+        per_x = statistics.median(r["wall"] / r["xargs"] for r in rows)
+        loops = [r for r in rows if r["loop"]]
+        per_loop = statistics.median(r["wall"] / r["loop"] for r in loops) if loops else None
+        print(
+            f"| {mode} | {med(rows, 'wall'):.2f} | {med(rows, 'floor'):.2f} | {per_floor:.2f}x "
+            f"| {med(loops, 'loop') if loops else float('nan'):.1f} | "
+            f"{per_loop if per_loop is not None else float('nan'):.3f}x "
+            f"| {med(rows, 'xargs'):.2f} | {per_x:.2f}x | {med(rows, 'cpu'):.2f} "
+            f"| {med(rows, 'rss_mb'):.0f} | {int(med(rows, 'lines'))} |"
+        )
+        res.update(
+            median_wall=med(rows, "wall"),
+            median_floor=med(rows, "floor"),
+            per_floor=per_floor,
+            per_xargs=per_x,
+            per_loop=per_loop,
+        )
+    print(f"median of {args.rounds} interleaved rounds (the loop: {args.loop_rounds})")
+    if args.json_out:
+        Path(args.json_out).write_text(json.dumps(results, indent=1, default=str))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
