@@ -402,18 +402,29 @@ def apply_baseline(
     current = Snapshot.from_run(run)
     findings = compare(baseline, current, threshold)
     bad = sum(1 for f in findings if f.severity.rank >= Severity.WARNING.rank)
+    speed, _ = measured_speed(baseline)
+    facts = {
+        "baseline": baseline.name,
+        "baseline_created_at": baseline.created_at.isoformat() if baseline.created_at else None,
+        "baseline_tok_s": speed,
+        "threshold": threshold,
+    }
     return _with(
         run,
         findings,
         f"{key}: {bad} change(s) since the baseline of {baseline.created_at:%Y-%m-%d}",
+        facts,
     )
 
 
-def _with(run: AuditRun, findings: list[Finding], summary: str) -> AuditRun:
+def _with(
+    run: AuditRun, findings: list[Finding], summary: str, facts: dict[str, Any] | None = None
+) -> AuditRun:
     result = ProbeResult(
         probe_id=PROBE_ID,
         title="Last-known-good baseline",
         status="done",
+        facts={"host": facts or {}},
         findings=findings,
         summary=summary,
     )

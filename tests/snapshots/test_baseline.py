@@ -133,6 +133,8 @@ def test_the_cli_pins_a_baseline_and_every_output_carries_the_regression(pair, t
     assert 'check="regression.decode_speed"' in text and 'check="regression.driver"' in text
     line = next(ln for ln in text.splitlines() if 'check="regression.decode_speed"' in ln)
     assert line.endswith(" 4")  # critical
+    assert "gpuaudit_decode_baseline_tokens_per_second 48" in text  # the pinned speed
+    assert "gpuaudit_decode_tokens_per_second 34.5" in text  # the measured one
 
     doc = json.loads(cli("--replay", str(bad_path), "--json", env=env).stdout)
     ids = {f["id"]: f["severity"] for f in doc["findings"]}

@@ -24,6 +24,9 @@ renamed to `exported_*` and queries keep matching.
   CUDA, kernel, BIOS, VBIOS, scaling driver, governor, NUMA balancing, IOMMU mode, ACS, MaxReadReq, persistence,
   MIG mode, GPU link, engine), one series per fact that was read; the shipped rules name the peer outlier.
 * `gpuaudit_decode_roofline_tokens_per_second{bound}` / `gpuaudit_decode_tokens_per_second` when known.
+* `gpuaudit_decode_baseline_tokens_per_second` — the single-stream speed of the host's pinned last-known-good
+  snapshot (`gpuaudit-tui baseline set`), when one is pinned and measured; the drop is judged by
+  `gpuaudit_check_severity{check="regression.decode_speed"}` (4 = slower than the baseline by more than 5 %).
 
 Pure rendering (`render`) plus one atomic writer (`write_textfile`: temp file in the same directory + rename,
 as the textfile collector requires so it never reads half a file); `write_prom_file` renders with the file's
@@ -199,6 +202,10 @@ def render(
         "meas": _Family(
             "gpuaudit_decode_tokens_per_second", "Measured single-stream decode speed."
         ),
+        "base": _Family(
+            "gpuaudit_decode_baseline_tokens_per_second",
+            "Single-stream decode speed of the host's last-known-good baseline snapshot.",
+        ),
     }
     for node, audit in nodes.items():
         base = {NODE_LABEL: node} if node is not None else {}
@@ -259,6 +266,8 @@ def render(
         for bound, value in audit.roofline.items():
             if bound == "measured":
                 fam["meas"].add(base, round(value, 3))
+            elif bound == "baseline":
+                fam["base"].add(base, round(value, 3))
             elif not compact:
                 fam["roof"].add({**base, "bound": bound}, round(value, 3))
     return "".join(f.text() for f in fam.values() if f.samples)
@@ -358,6 +367,11 @@ def from_snapshot(snapshot: Any) -> NodeAudit:
                 roofline[str(key)] = float(value)
         if isinstance(roof.get("measured_tok_s"), (int, float)):
             roofline["measured"] = float(roof["measured_tok_s"])
+    for p in snapshot.probes:  # the host's pinned last-known-good (snapshots/baseline.py)
+        if p.probe_id == "baseline":
+            speed = (p.facts.get("host") or {}).get("baseline_tok_s")
+            if isinstance(speed, (int, float)):
+                roofline["baseline"] = float(speed)
     peer = node_from_records("", "", _host_stdouts(records))
     return NodeAudit(
         findings=tuple(f for p in snapshot.probes for f in p.findings),
