@@ -21,9 +21,7 @@ def gib(n: int | None) -> str:
 def why_unusable(ctx: Ctx, command_id: str, role: Role) -> str:
     """Why an optional source gave no data on a target ("not collected", "needs root ...", a parse problem)."""
     facts = ctx.of(role)
-    return source_problem(ctx.outputs.get(role, {}).get(command_id), facts) or (
-        getattr(facts, "problems", {}).get(command_id, "no data")
-    )
+    return source_problem(ctx.outputs.get(role, {}).get(command_id), facts) or "no data"
 
 
 def match_config(host: ContainerFacts, ctr: ContainerFacts | None) -> tuple[CtConfig | None, str]:

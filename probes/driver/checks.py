@@ -85,7 +85,7 @@ def version_flavor(ctx: Ctx) -> Verdict:
         )
     )
     if version is None or is_open is None:
-        why = h.problems.get("proc_driver_version") or (
+        why = ctx.problem("proc_driver_version") or (
             "kernel module not loaded"
             if h.module_loaded is False
             else h.smi_error or "not readable"
@@ -145,7 +145,7 @@ def min_for_arch(ctx: Ctx) -> Verdict:
         return unknown(
             "driver version unknown"
             if not version
-            else "GPU architecture unknown: " + no_gpu_reason(h),
+            else "GPU architecture unknown: " + no_gpu_reason(ctx),
             evidence=ev,
         )
     caps = sorted({g.compute_cap for g in h.gpus if g.compute_cap})
@@ -186,7 +186,7 @@ def persistence(ctx: Ctx) -> Verdict:
     daemon = f"; nvidia-persistenced {h.persistenced}" if h.persistenced else ""
     states = [(g, enabled(g.persistence)) for g in h.gpus]
     if not h.gpus or any(s is None for _, s in states):
-        return unknown(f"persistence mode not readable: {no_gpu_reason(h)}{daemon}", evidence=ev)
+        return unknown(f"persistence mode not readable: {no_gpu_reason(ctx)}{daemon}", evidence=ev)
     off = [g for g, s in states if not s]
     if off:
         return warning(
@@ -220,7 +220,7 @@ ROW_REMAP = re.compile(
 def ecc_rowremap(ctx: Ctx) -> Verdict:
     h: DriverFacts = ctx.f
     if not h.gpus:
-        return unknown(no_gpu_reason(h))
+        return unknown(no_gpu_reason(ctx))
     failed = [g for g in h.gpus if enabled(g.remap_failure)]
     uncorr = [g for g in h.gpus if (g.ecc_uncorrected or 0) > 0]
     pending = [g for g in h.gpus if enabled(g.remap_pending) or enabled(g.retired_pending)]
@@ -304,7 +304,7 @@ def ecc_rowremap(ctx: Ctx) -> Verdict:
 def mig_mode(ctx: Ctx) -> Verdict:
     h: DriverFacts = ctx.f
     if not h.gpus:
-        return unknown(no_gpu_reason(h))
+        return unknown(no_gpu_reason(ctx))
     on = [g for g in h.gpus if enabled(g.mig_mode)]
     if on:
         return critical(
@@ -334,7 +334,7 @@ def mig_mode(ctx: Ctx) -> Verdict:
 def compute_mode(ctx: Ctx) -> Verdict:
     h: DriverFacts = ctx.f
     if not h.gpus or any(g.compute_mode is None for g in h.gpus):
-        return unknown(no_gpu_reason(h) if not h.gpus else "compute mode not reported")
+        return unknown(no_gpu_reason(ctx) if not h.gpus else "compute mode not reported")
     modes = Counter(g.compute_mode for g in h.gpus if g.compute_mode is not None)
     obs = ", ".join(f"{m} on {n} GPU(s)" for m, n in modes.items())
     if any(m.lower().startswith("prohibited") for m in modes):
@@ -360,7 +360,7 @@ def xid_history(ctx: Ctx) -> Verdict:
     h: DriverFacts = ctx.f
     if not h.kernel_log_read:
         return unknown(
-            f"kernel log not read: {h.problems.get('dmesg_nvrm', 'not collected')}",
+            f"kernel log not read: {ctx.problem('dmesg_nvrm') or 'not collected'}",
             fix="Re-run as root (or with --sudo) to read the kernel log.",
         )
     counts = Counter(code for _, code in h.xids)
@@ -445,9 +445,9 @@ def dkms_kernel_match(ctx: Ctx) -> Verdict:
         )
     if not h.module_loaded and not (release and h.modinfo_vermagic):
         reason = (
-            h.problems.get("proc_driver_version")
-            or h.problems.get("modinfo_nvidia")
-            or h.problems.get("uname_r")
+            ctx.problem("proc_driver_version")
+            or ctx.problem("modinfo_nvidia")
+            or ctx.problem("uname_r")
             or "not readable"
         )
         return unknown(f"not readable: {reason}", evidence=ev)
@@ -586,7 +586,9 @@ def persistence_host_vs_container(ctx: Ctx) -> Verdict:
     ev: Ev = (("container", ctr.gpu_source or "smi_query_driver"), ("host", "persistenced_active"))
     states = [enabled(g.persistence) for g in ctr.gpus]
     if not ctr.gpus or None in states:
-        return unknown(f"container persistence not readable: {no_gpu_reason(ctr)}", evidence=ev)
+        return unknown(
+            f"container persistence not readable: {no_gpu_reason(ctx, 'container')}", evidence=ev
+        )
     if not all(states):
         return warning(
             f"container: persistence Disabled on {sum(1 for s in states if not s)} of {len(states)} GPUs"

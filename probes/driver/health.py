@@ -49,7 +49,7 @@ def _smi_ev(h: DriverFacts) -> Ev:
     return (("host", h.gpu_source or "smi_query_driver"),)
 
 
-def unopenable(h: DriverFacts) -> Verdict | None:
+def unopenable(h: DriverFacts, why: str = "") -> Verdict | None:
     cells = [
         HandleFailure(
             bus_id=g.bus_id or f"GPU{g.index}",
@@ -75,7 +75,7 @@ def unopenable(h: DriverFacts) -> Verdict | None:
     )
 
 
-def recovery_action(h: DriverFacts) -> Verdict | None:
+def recovery_action(h: DriverFacts, why: str = "") -> Verdict | None:
     recover = [g for g in h.gpus if g.recovery_action and g.recovery_action.lower() != "none"]
     if not recover:
         return None
@@ -95,7 +95,7 @@ def recovery_action(h: DriverFacts) -> Verdict | None:
     )
 
 
-def fell_off_the_bus(h: DriverFacts) -> Verdict | None:
+def fell_off_the_bus(h: DriverFacts, why: str = "") -> Verdict | None:
     answering = {normalize_bdf(g.bus_id or "").rsplit(".", 1)[0] for g in h.gpus}
     gone = [b for b in h.fallen_off_bus if normalize_bdf(b).rsplit(".", 1)[0] not in answering]
     if not gone:
@@ -104,7 +104,7 @@ def fell_off_the_bus(h: DriverFacts) -> Verdict | None:
     listed = (
         f"nvidia-smi lists {len(h.gpus)} GPU(s), not {', '.join(gone)}"
         if h.gpus
-        else f"nvidia-smi: {h.smi_error or no_gpu_reason(h)}"
+        else f"nvidia-smi: {h.smi_error or why}"
     )
     return critical(
         f"kernel log: GPU {', '.join(gone)} fell off the bus; {listed}{klog}",
@@ -116,7 +116,7 @@ def fell_off_the_bus(h: DriverFacts) -> Verdict | None:
     )
 
 
-def init_failed(h: DriverFacts) -> Verdict | None:
+def init_failed(h: DriverFacts, why: str = "") -> Verdict | None:
     """The kernel log names GPUs the driver could not initialise and nvidia-smi does not list them."""
     answering = {normalize_bdf(g.bus_id or "") for g in h.gpus}
     failed = [b for b in h.init_failed if normalize_bdf(b) not in answering]
@@ -125,7 +125,7 @@ def init_failed(h: DriverFacts) -> Verdict | None:
     listed = (
         f"nvidia-smi lists {len(h.gpus)} GPU(s), not {', '.join(failed)}"
         if h.gpus
-        else f"nvidia-smi: {h.smi_error or no_gpu_reason(h)}"
+        else f"nvidia-smi: {h.smi_error or why}"
     )
     return critical(
         f"kernel log: GPU {', '.join(failed)} failed to initialise (RmInitAdapter failed); {listed}",
@@ -138,7 +138,7 @@ def init_failed(h: DriverFacts) -> Verdict | None:
     )
 
 
-def hung(h: DriverFacts) -> Verdict | None:
+def hung(h: DriverFacts, why: str = "") -> Verdict | None:
     if not h.smi_hung:
         return None
     klog, log_ev = _kernel(h)
@@ -152,7 +152,7 @@ def hung(h: DriverFacts) -> Verdict | None:
     )
 
 
-def no_devices(h: DriverFacts) -> Verdict | None:
+def no_devices(h: DriverFacts, why: str = "") -> Verdict | None:
     if h.smi_error_kind != SMI_ERR_NO_DEVICES or not h.module_loaded:
         return None
     klog, log_ev = _kernel(h)
@@ -176,20 +176,18 @@ def no_devices(h: DriverFacts) -> Verdict | None:
     )
 
 
-def unreadable(h: DriverFacts) -> Verdict | None:
+def unreadable(h: DriverFacts, why: str = "") -> Verdict | None:
     if h.smi_error_kind in (SMI_ERR_NO_DRIVER, SMI_ERR_MISMATCH) or (h.smi_error and not h.gpus):
         return unknown(
             f"GPU state not readable: nvidia-smi: {h.smi_error} (see driver.dkms_kernel_match / driver.userspace_match)",
             evidence=(("host", h.smi_error_source or "smi_table"),),
         )
     if not h.gpus:
-        return unknown(
-            f"no GPU state read: {no_gpu_reason(h)}", evidence=tuple(("host", c) for c in SMI)
-        )
+        return unknown(f"no GPU state read: {why}", evidence=tuple(("host", c) for c in SMI))
     return None
 
 
-def reset_required(h: DriverFacts) -> Verdict | None:
+def reset_required(h: DriverFacts, why: str = "") -> Verdict | None:
     reset = [g for g in h.gpus if g.reset_required == "Yes"]
     if not reset:
         return None
@@ -202,7 +200,7 @@ def reset_required(h: DriverFacts) -> Verdict | None:
     )
 
 
-def sensor_errors(h: DriverFacts) -> Verdict | None:
+def sensor_errors(h: DriverFacts, why: str = "") -> Verdict | None:
     errs = [g for g in h.gpus if g.sensor_errors]
     if not errs:
         return None
@@ -217,7 +215,7 @@ def sensor_errors(h: DriverFacts) -> Verdict | None:
     )
 
 
-DETECTORS: tuple[Callable[[DriverFacts], Verdict | None], ...] = (
+DETECTORS: tuple[Callable[[DriverFacts, str], Verdict | None], ...] = (
     unopenable,
     recovery_action,
     fell_off_the_bus,
@@ -232,8 +230,9 @@ DETECTORS: tuple[Callable[[DriverFacts], Verdict | None], ...] = (
 
 def gpu_health(ctx: Ctx) -> Verdict:
     h: DriverFacts = ctx.f
+    why = no_gpu_reason(ctx)
     for detect in DETECTORS:
-        if (v := detect(h)) is not None:
+        if (v := detect(h, why)) is not None:
             return v
     return ok(
         f"nvidia-smi answered for all {len(h.gpus)} GPU(s)",

@@ -6,6 +6,8 @@ import re
 from collections import Counter
 from collections.abc import Callable
 
+from gpuaudit.probes.core.judge.checks import Ctx
+from gpuaudit.probes.core.models import Role
 from gpuaudit.probes.core.parsing import version_tuple
 from gpuaudit.probes.driver.facts import DriverFacts, GpuState
 
@@ -119,13 +121,16 @@ def fleet(gpus: list[GpuState]) -> str:
     return ", ".join(f"{n}× {name}" for name, n in names.items())
 
 
-def no_gpu_reason(f: DriverFacts) -> str:
+def no_gpu_reason(ctx: Ctx, role: Role | None = None) -> str:
+    """Why no GPU was listed on the judged (or the given) target: the nvidia-smi error, else the framework's
+    reading of the GPU sources (never the facts' problems directly)."""
+    f: DriverFacts = ctx.of(role) if role else ctx.f
     if f.smi_error:
         return f"nvidia-smi: {f.smi_error}"
     return (
-        f.problems.get("smi_q_xml")
-        or f.problems.get("smi_query_driver")
-        or f.problems.get("smi_table")
+        ctx.problem("smi_q_xml", role)
+        or ctx.problem("smi_query_driver", role)
+        or ctx.problem("smi_table", role)
         or "no GPU rows in nvidia-smi output"
     )
 

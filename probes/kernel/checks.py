@@ -18,7 +18,6 @@ from gpuaudit.probes.core.judge.checks import (
 from gpuaudit.probes.core.judge.combiners import VM_SOURCES, virtual_machine
 from gpuaudit.probes.core.parsers.system import cmdline_value
 from gpuaudit.probes.core.parsing import version_tuple
-from gpuaudit.probes.core.spec import problem_text
 from gpuaudit.probes.kernel.facts import KernelFacts
 
 # Kernel command-line keys worth listing in the inventory (PROBES.md, kernel.cmdline).
@@ -203,7 +202,7 @@ def zone_reclaim(ctx: Ctx) -> Verdict:
         return ok("vm.zone_reclaim_mode=0", "0", title="NUMA zone reclaim is off")
     if f.numa_nodes is None:  # node_list is optional: only a non-zero mode needs the node count
         return unknown(
-            f"vm.zone_reclaim_mode={f.zone_reclaim}; nodes: {problem_text(f.problems, 'node_list')}",
+            f"vm.zone_reclaim_mode={f.zone_reclaim}; nodes: {ctx.why('node_list')}",
             evidence=(("host", "node_list"),),
         )
     if f.numa_nodes > 1:
@@ -236,7 +235,7 @@ def swap(ctx: Ctx) -> Verdict:
     if f.engine_swap_kb is None:
         return info(
             f"{f.swap_devices} active swap area(s); engine VmSwap not read "
-            f"({problem_text(f.problems, 'engine_proc_status')})",
+            f"({ctx.why('engine_proc_status')})",
             title="Swap is configured",
             fix="Check VmSwap of the engine processes; lower vm.swappiness if they swap.",
             evidence=ev,
@@ -389,8 +388,8 @@ def host_knobs_visible(ctx: Ctx) -> Verdict:
         )
     if host.numa_balancing is None or ctr.numa_balancing is None:
         return unknown(
-            f"host: {host.numa_balancing if host.numa_balancing is not None else problem_text(host.problems, 'numa_balancing')}; "
-            f"container: {ctr.numa_balancing if ctr.numa_balancing is not None else problem_text(ctr.problems, 'numa_balancing')}"
+            f"host: {host.numa_balancing if host.numa_balancing is not None else ctx.why('numa_balancing', role='host')}; "
+            f"container: {ctr.numa_balancing if ctr.numa_balancing is not None else ctx.why('numa_balancing', role='container')}"
         )
     if host.numa_balancing != ctr.numa_balancing:
         return info(

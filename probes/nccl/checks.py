@@ -91,7 +91,7 @@ CHECKS: tuple[Check, ...] = (
         roles=BOTH,
         first_of=ENGINE_FIRST,
         applies=eng.tp_one,
-        optional=("smi_topo_m",),
+        optional=("smi_topo_m", ("host", "smi_topo_m")),
     ),
     Check(
         "nccl.amd_dual_socket_model",

@@ -158,7 +158,7 @@ def env_vs_topology(ctx: Ctx) -> Verdict:
     ctr, host = ctx.of("container"), ctx.of("host")
     if not ctr.engine_env_readable:
         return unknown(
-            f"engine environment unreadable ({ctr.problems.get('engine_procs', 'environ not readable')})",
+            f"engine environment unreadable ({ctx.problem('engine_procs', 'container') or 'environ not readable'})",
             title="Container NCCL env vs host: no engine environment",
         )
     env = ctr.engine_env
@@ -200,7 +200,7 @@ def transport_observed(ctx: Ctx) -> Verdict:
     if pick is None:
         return unknown(
             "; ".join(
-                f"{r}: {f.problems.get('engine_logs', 'not collected')}"
+                f"{r}: {ctx.problem('engine_logs', r) or 'not collected'}"
                 for r, f in ordered(ctx)
                 if f.log_sources is None
             )

@@ -39,7 +39,7 @@ def no_engine(ctx: Ctx) -> str | None:
 
 def engine_missing(ctx: Ctx) -> str:
     listings = {
-        r: (f.problems.get("engine_procs") or (None if f.engine_listed else "not collected"))
+        r: (ctx.problem("engine_procs", r) or (None if f.engine_listed else "not collected"))
         for r, f in ordered(ctx)
     }
     return engine_listing_problem(listings, found=False) or NO_ENGINE
@@ -64,9 +64,9 @@ def topology(ctx: Ctx) -> tuple[Role, dict[str, str]] | None:
 def topology_problem(ctx: Ctx) -> str:
     return (
         "; ".join(
-            f"{r}: smi_topo_m {f.problems['smi_topo_m']}"
-            for r, f in ordered(ctx, HOST_FIRST)
-            if "smi_topo_m" in f.problems
+            f"{r}: smi_topo_m {p}"
+            for r, _f in ordered(ctx, HOST_FIRST)
+            if (p := ctx.problem("smi_topo_m", r))
         )
         or "smi_topo_m: not collected"
     )
@@ -81,11 +81,7 @@ def p2p_all_ok(f: NcclFacts | None) -> bool:
 def host_problem(ctx: Ctx, command_id: str) -> str:
     """Why a host source gave no usable data ("not collected", "needs root ...", a parse problem)."""
     host = ctx.of("host")
-    return (
-        source_problem(ctx.outputs.get("host", {}).get(command_id), host)
-        or (host.problems.get(command_id) if host is not None else None)
-        or "no data"
-    )
+    return source_problem(ctx.outputs.get("host", {}).get(command_id), host) or "no data"
 
 
 def iommu_gate(ctx: Ctx) -> tuple[str, str]:

@@ -14,7 +14,6 @@ from gpuaudit.probes.core.judge.checks import (
     warning,
 )
 from gpuaudit.probes.core.models import Role
-from gpuaudit.probes.core.spec import problem_text
 from gpuaudit.probes.numa.facts import NumaFacts
 from gpuaudit.probes.numa.locality import Worker, gpu_label, gpu_nodes, ranges, used_gpus, workers
 
@@ -66,7 +65,7 @@ def gpu_locality(ctx: Ctx) -> Verdict:
     if not nodes:
         if f.gpu_numa == {} and f.gpus == []:
             return not_applicable("no NVIDIA GPU bound to the driver")
-        return unknown(problem_text(f.problems, "pci_nvidia_numa", "smi_gpu_ids"))
+        return unknown(ctx.why("pci_nvidia_numa", "smi_gpu_ids"))
     multi = f.nodes is not None and len(f.nodes) > 1
     by_node: dict[str, list[str]] = {}
     for bdf, node in sorted(nodes.items()):
@@ -120,9 +119,7 @@ def tp_group_span(ctx: Ctx) -> Verdict:
     all_nodes = gpu_nodes(f)
     nodes = {n for n in all_nodes.values() if n is not None and n >= 0}
     if not all_nodes:
-        return unknown(
-            "GPU nodes not known: " + problem_text(f.problems, "pci_nvidia_numa", "smi_gpu_ids")
-        )
+        return unknown("GPU nodes not known: " + ctx.why("pci_nvidia_numa", "smi_gpu_ids"))
     if not nodes:
         if f.nodes is not None and len(f.nodes) <= 1:
             return not_applicable(
@@ -131,7 +128,7 @@ def tp_group_span(ctx: Ctx) -> Verdict:
             )
         return unknown(
             f"{len(all_nodes)} GPU(s) without a NUMA node (-1 or unread); "
-            + problem_text(f.problems, "pci_nvidia_numa", "smi_gpu_ids")
+            + ctx.why("pci_nvidia_numa", "smi_gpu_ids")
         )
     if len(nodes) == 1:
         return ok(
@@ -150,20 +147,19 @@ def cpuset_vs_gpu(ctx: Ctx) -> Verdict:
     host, ctr = host_of(ctx), ctx.of("container")
     if host.nodes is None:
         return unknown(
-            "host NUMA layout not read: "
-            + problem_text(host.problems, "numactl_h", "node_cpulists")
+            "host NUMA layout not read: " + ctx.why("numactl_h", "node_cpulists", role="host")
         )
     if ctr.cpuset_cpus is None:
         return unknown(
             "container cpuset not read: "
-            + problem_text(ctr.problems, "cgroup_limits", "status_allowed")
+            + ctx.why("cgroup_limits", "status_allowed", role="container")
         )
     used, which = used_gpus(host, ctr)
     if not used or all(n is None or n < 0 for n in used.values()):
         unread = (
-            problem_text(host.problems, "pci_nvidia_numa", "smi_gpu_ids")
+            ctx.why("pci_nvidia_numa", "smi_gpu_ids", role="host")
             + "; "
-            + problem_text(ctr.problems, "smi_gpu_ids")
+            + ctx.why("smi_gpu_ids", role="container")
         )
         minus1 = sum(1 for n in used.values() if n is not None)
         return unknown(
@@ -206,14 +202,12 @@ def mems_vs_gpu(ctx: Ctx) -> Verdict:
     if ctr.cpuset_mems is None:
         return unknown(
             "container memory nodes not read: "
-            + problem_text(ctr.problems, "cgroup_limits", "status_allowed")
+            + ctx.why("cgroup_limits", "status_allowed", role="container")
         )
     used, which = used_gpus(host, ctr)
     gnodes = sorted({n for n in used.values() if n is not None and n >= 0})
     if not gnodes:
-        return unknown(
-            "GPU NUMA nodes not known: " + problem_text(host.problems, "pci_nvidia_numa")
-        )
+        return unknown("GPU NUMA nodes not known: " + ctx.why("pci_nvidia_numa", role="host"))
     mems = set(ctr.cpuset_mems)
     obs = f"container memory nodes {ranges(sorted(mems))}; {which} on node(s) {ranges(gnodes)}"
     if not mems & set(gnodes):
@@ -237,7 +231,7 @@ def engine_workers(ctx: Ctx) -> tuple[Role | None, list[Worker]] | Verdict:
         return unknown(
             "engine processes could not be listed: "
             + "; ".join(
-                f"{r}: {f.problems.get('engine_proc_status', 'not collected')}"
+                f"{r}: {ctx.problem('engine_proc_status', r) or 'not collected'}"
                 for r, f in facts.items()
             )
         )
@@ -277,8 +271,7 @@ def worker_binding(ctx: Ctx) -> Verdict:
     host = host_of(ctx)
     if host.nodes is None:
         return unknown(
-            "host NUMA layout not read: "
-            + problem_text(host.problems, "numactl_h", "node_cpulists")
+            "host NUMA layout not read: " + ctx.why("numactl_h", "node_cpulists", role="host")
         )
     got = engine_workers(ctx)
     if isinstance(got, Verdict):
@@ -309,8 +302,7 @@ def memory_placement(ctx: Ctx) -> Verdict:
     host = host_of(ctx)
     if host.nodes is None:
         return unknown(
-            "host NUMA layout not read: "
-            + problem_text(host.problems, "numactl_h", "node_cpulists")
+            "host NUMA layout not read: " + ctx.why("numactl_h", "node_cpulists", role="host")
         )
     got = engine_workers(ctx)
     if isinstance(got, Verdict):

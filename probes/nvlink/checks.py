@@ -35,13 +35,16 @@ def _why_unusable(ctx: Ctx, cid: str) -> str | None:
     return source_problem(ctx.outputs.get(role, {}).get(cid), ctx.facts.get(role))
 
 
-def _models_unknown(f: NvlinkFacts) -> Verdict | None:
+GPU_NAME_SOURCES = ("nvlink_s", "smi_query_fabric", "smi_query_driver", "smi_q_xml")
+"""Where the GPU models come from (the first that names them): extract.FIELD_SOURCES["gpu_names"]."""
+
+
+def _models_unknown(ctx: Ctx) -> Verdict | None:
     """Rules keyed on the GPU model cannot say "not applicable" when the model is unknown."""
+    f: NvlinkFacts = ctx.f
     if f.gpu_names:
         return None
-    return unknown(
-        "GPU models unknown: " + (f.smi_error or next(iter(f.problems.values()), "no GPU listed"))
-    )
+    return unknown("GPU models unknown: " + (f.smi_error or ctx.why(*GPU_NAME_SOURCES)))
 
 
 # --------------------------------------------------------------------------- presence and links
@@ -56,7 +59,7 @@ def presence_applies(ctx: Ctx) -> str | None:
 
 def presence(ctx: Ctx) -> Verdict:
     f: NvlinkFacts = ctx.f
-    if v := _models_unknown(f):
+    if v := _models_unknown(ctx):
         return v
     cls, desc, has = k.classes(f), k.describe(f), k.has_nvlink(f)
     if has is None:
@@ -158,7 +161,7 @@ def fm_service(ctx: Ctx) -> Verdict:
     f: NvlinkFacts = ctx.f
     nvs = k.is_nvswitch_system(f)
     if nvs is None:
-        return _models_unknown(f) or unknown("GPU models unknown")
+        return _models_unknown(ctx) or unknown("GPU models unknown")
     problem = _why_unusable(ctx, "fabricmanager_status")
     if nvs is False:
         if not problem and (
@@ -194,7 +197,7 @@ def fabric_state(ctx: Ctx) -> Verdict:
     if not states:
         if k.is_nvswitch_system(f):
             return unknown("NVSwitch system but no GPU reports a fabric state")
-        return _models_unknown(f) or not_applicable("fabric state N/A (no NVSwitch fabric)")
+        return _models_unknown(ctx) or not_applicable("fabric state N/A (no NVSwitch fabric)")
     bad = [
         (i, s, st)
         for i, s, st in states
@@ -211,7 +214,7 @@ def fabric_state(ctx: Ctx) -> Verdict:
 
 def nvl5_prereqs(ctx: Ctx) -> Verdict:
     f: NvlinkFacts = ctx.f
-    if v := _models_unknown(f):
+    if v := _models_unknown(ctx):
         return v
     if not (k.is_nvswitch_system(f) and k.is_nvl5(f)):
         return not_applicable("not an NVLink-5 (B200/GB200-class) NVSwitch system")
@@ -236,7 +239,7 @@ def nvswitch_inventory(ctx: Ctx) -> Verdict:
         if f.nvswitch_functions < board[0]:
             return critical(obs, want, title="NVSwitch devices missing")
         return ok(obs, want)
-    if v := _models_unknown(f):
+    if v := _models_unknown(ctx):
         return v
     if not k.is_nvswitch_system(f):
         return not_applicable("no NVSwitch system")
@@ -263,7 +266,7 @@ def nvswitch_inventory(ctx: Ctx) -> Verdict:
 
 def nvls(ctx: Ctx) -> Verdict:
     f: NvlinkFacts = ctx.f
-    if v := _models_unknown(f):
+    if v := _models_unknown(ctx):
         return v
     if not k.is_nvswitch_system(f) or not any(
         re.search(r"H100|H200|B200|GB200", n.upper()) for n in f.gpu_names
@@ -276,7 +279,7 @@ def nvls(ctx: Ctx) -> Verdict:
 
 def container_access(ctx: Ctx) -> Verdict:
     f: NvlinkFacts = ctx.f
-    if v := _models_unknown(f):
+    if v := _models_unknown(ctx):
         return v
     if any("GB200" in n.upper() or "GB300" in n.upper() for n in f.gpu_names):
         return info(
@@ -339,7 +342,7 @@ CHECKS: tuple[Check, ...] = (
         any_of=("nvlink_s", "smi_topo_m"),
         roles=HOST,
         needs_gpu=True,
-        optional=("smi_query_fabric",),
+        optional=("smi_query_fabric", "smi_q_xml", "smi_query_driver"),
     ),
     Check(
         "nvlink.link_state",
@@ -353,7 +356,7 @@ CHECKS: tuple[Check, ...] = (
         sources=("nvlink_s",),
         roles=HOST,
         needs_gpu=True,
-        optional=("smi_query_fabric",),
+        optional=("smi_query_fabric", "smi_q_xml", "smi_query_driver"),
     ),
     Check(
         "nvlink.errors",
@@ -366,7 +369,7 @@ CHECKS: tuple[Check, ...] = (
         any_of=("nvlink_errors", "dmesg_nvrm"),
         roles=HOST,
         needs_gpu=True,
-        optional=("smi_query_fabric",),
+        optional=("smi_query_fabric", "nvlink_s", "smi_q_xml", "smi_query_driver"),
     ),
     Check(
         "nvlink.fabric_manager_service",
@@ -394,6 +397,10 @@ CHECKS: tuple[Check, ...] = (
         roles=HOST,
         needs_gpu=True,
         expected="Completed / Success on every GPU",
+        optional=(
+            "nvlink_s",
+            "smi_query_driver",
+        ),
     ),
     Check(
         "nvlink.fabric_nvl5_prereqs",
@@ -455,6 +462,9 @@ CHECKS: tuple[Check, ...] = (
         optional=(
             ("container", "smi_query_fabric"),
             ("host", "smi_query_fabric"),
+            ("host", "nvlink_s"),
+            ("host", "smi_q_xml"),
+            ("host", "smi_query_driver"),
         ),
     ),
 )

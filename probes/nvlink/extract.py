@@ -192,7 +192,7 @@ def extract(outputs: Outputs, role: Role) -> NvlinkFacts:
 
 
 FIELD_SOURCES: dict[str, tuple[str, ...]] = {
-    "gpu_names": ("smi_query_fabric",),
+    "gpu_names": ("nvlink_s", "smi_q_xml", "smi_query_driver", "smi_query_fabric"),
     "links": ("nvlink_s",),
     "link_names": ("nvlink_s",),
     "links_read": ("nvlink_s",),

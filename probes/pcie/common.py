@@ -19,9 +19,7 @@ def counts(values: list[str]) -> str:
 def why_unusable(ctx: Ctx, command_id: str) -> str:
     """Why an optional source gave no data on the host."""
     facts = ctx.of("host")
-    return source_problem(ctx.outputs.get("host", {}).get(command_id), facts) or getattr(
-        facts, "problems", {}
-    ).get(command_id, "no data")
+    return source_problem(ctx.outputs.get("host", {}).get(command_id), facts) or "no data"
 
 
 def no_gpu_found(ctx: Ctx, *command_ids: str) -> Verdict:

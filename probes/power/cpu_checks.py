@@ -42,7 +42,7 @@ def scaling_driver(ctx: Ctx) -> Verdict:
         ):  # without the vendor "no driver" could be a read we do not understand
             return unknown(
                 "no cpufreq driver listed and the CPU vendor was not read: "
-                + h.problems.get("lscpu_json", "lscpu_json not collected")
+                + ctx.why("lscpu_json", "cpuinfo_id")
             )
         return not_applicable(NO_DRIVER)
     if d == "acpi-cpufreq" and _is_zen2_plus(h):
@@ -113,8 +113,7 @@ def governor(ctx: Ctx) -> Verdict:
                 + (
                     ""
                     if h.scaling_driver
-                    else "; cpufreq driver not read: "
-                    + h.problems.get("sys_cpufreq", "sys_cpufreq not collected")
+                    else "; cpufreq driver not read: " + ctx.why("sys_cpufreq")
                 )
             )
         return not_applicable(NO_DRIVER)
@@ -156,9 +155,7 @@ def epp(ctx: Ctx) -> Verdict:
         if d in EPP_DRIVERS:
             return unknown(f"driver {d} exposes EPP but none was read")
         if d is None and h.cpu_vendor is None:
-            return unknown(
-                "cpufreq driver unknown: " + h.problems.get("lscpu_json", "CPU vendor not read")
-            )
+            return unknown("cpufreq driver unknown: " + ctx.why("lscpu_json", "cpuinfo_id"))
         return not_applicable(f"driver {d or 'none'} exposes no energy_performance_preference")
     obs = ", ".join(f"{k} on {v}" for k, v in sorted(h.epp.items()))
     if set(h.epp) & {"power", "balance_power"}:

@@ -170,7 +170,7 @@ def engine_threads(ctx: Ctx) -> Verdict:
     ev = ((role, "engine_proc_status"), (role, "engine_procs"))
     if e.proc_threads is None:
         return unknown(
-            e.problems.get("engine_proc_status", "not collected"),
+            ctx.problem("engine_proc_status", role) or "not collected",
             title="Engine thread counts not read",
             evidence=ev,
         )
@@ -220,7 +220,9 @@ def measured_throughput(ctx: Ctx) -> Verdict:
     ev = ((role, "engine_logs"),)
     if e.log_sources is None:
         return unknown(
-            e.problems.get("engine_logs", "not collected"), title="Engine log not read", evidence=ev
+            ctx.problem("engine_logs", role) or "not collected",
+            title="Engine log not read",
+            evidence=ev,
         )
     if not e.throughput:
         return unknown(

@@ -30,9 +30,7 @@ def gpus(ctx: Ctx) -> tuple[Role, PythonFacts] | None:
 def gpu_problem(ctx: Ctx) -> str:
     return (
         "; ".join(
-            f"{r}: {GPU_SOURCE} {f.problems[GPU_SOURCE]}"
-            for r, f in _ordered(ctx)
-            if GPU_SOURCE in f.problems
+            f"{r}: {GPU_SOURCE} {p}" for r, _f in _ordered(ctx) if (p := ctx.problem(GPU_SOURCE, r))
         )
         or "no GPU listed by nvidia-smi"
     )
@@ -52,7 +50,7 @@ def no_engine(ctx: Ctx) -> str | None:
 def engine_missing(ctx: Ctx) -> str:
     """Why the engine could not be judged although `no_engine` did not prove its absence."""
     listings = {
-        r: (f.problems.get("engine_procs") or (None if f.engine_listed else "not collected"))
+        r: (ctx.problem("engine_procs", r) or (None if f.engine_listed else "not collected"))
         for r, f in _ordered(ctx)
     }
     return engine_listing_problem(listings, found=False) or NO_ENGINE

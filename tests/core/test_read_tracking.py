@@ -12,6 +12,7 @@ Recordings: the case study (before, after), the real no-gpu-host capture and a l
 from __future__ import annotations
 
 import importlib
+import sys
 from collections.abc import Iterator, Mapping
 from typing import Any
 
@@ -39,7 +40,9 @@ class TrackedFacts:
         object.__setattr__(self, "_log", log)
 
     def __getattr__(self, name: str) -> Any:
-        self._log.add(("fact", self._role, name))
+        # the framework's own reading (source_problem, behind ctx.problem/why/usable) is not the verdict's
+        if name != "problems" or sys._getframe(1).f_code.co_name != "source_problem":
+            self._log.add(("fact", self._role, name))
         return getattr(self._facts, name)
 
 
@@ -126,6 +129,13 @@ def test_every_fact_field_has_its_sources(probe_id: str) -> None:
     model = PROBES[probe_id].extract({}, "host")
     fields = set(type(model).model_fields) - {"problems"}
     assert set(TABLES[probe_id]) == fields
+
+
+@pytest.mark.parametrize("name", list(RECORDINGS))
+def test_no_verdict_reads_facts_problems(name: str) -> None:
+    """Why a source is unusable is the framework's answer (ctx.problem / ctx.why), never a verdict's reading."""
+    records = RECORDINGS[name]()  # type: ignore[operator]
+    assert sorted({check.id for check, _, log in reads(records) if problem_readers(log)}) == []
 
 
 @pytest.mark.parametrize("name", list(RECORDINGS))

@@ -114,6 +114,11 @@ class Ctx:
         r = role or self.role or "host"
         return source_problem(self.outputs.get(r, {}).get(command_id), self.facts.get(r))
 
+    def why(self, *command_ids: str, role: Role | None = None) -> str:
+        """ "cid: why; ..." for the given sources that are unusable, or "not collected": an unknown's text."""
+        parts = [f"{c}: {p}" for c in command_ids if (p := self.problem(c, role))]
+        return "; ".join(parts) or "not collected"
+
     def usable(self, command_id: str, role: Role | None = None) -> bool:
         """Whether an optional source gave a normal answer on this (or the given) target."""
         rec = self.outputs.get(role or self.role or "host", {}).get(command_id)
