@@ -41,6 +41,7 @@ from gpuaudit.probes.core.fleet.prometheus import NodeAudit, from_snapshot, writ
 from gpuaudit.probes.core.run.request import AuditRequest
 from gpuaudit.probes.core.run.runner import Audit
 from gpuaudit.probes.core.run.session import live_bindings, run_sync
+from gpuaudit.snapshots.baseline import apply_baseline
 from gpuaudit.snapshots.listing import severity_counts
 from gpuaudit.snapshots.schema import Snapshot
 from gpuaudit.tui.cli.headless import EXIT_TARGET_FAILED, collect, exit_code
@@ -92,6 +93,7 @@ async def audit_host(
                 error=f"{exc.__class__.__name__}: {exc}",
             )
         duration = time.monotonic() - t0
+    run = apply_baseline(run)  # the host's regression.* findings when it has a baseline (issue 26)
     failed = [s.reason or "failed" for s in run.target_states.values() if s.state == "failed"]
     snapshot = Snapshot.from_run(run)
     return HostResult(
