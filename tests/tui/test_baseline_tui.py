@@ -7,6 +7,7 @@ from gpuaudit.snapshots import baseline as bl
 from gpuaudit.snapshots.schema import Snapshot
 from gpuaudit.tui.app import make_app
 from gpuaudit.tui.screens.plan import PlanScreen
+from textual.widgets import OptionList
 from tui_support import case_study_run
 
 
@@ -33,3 +34,29 @@ async def test_no_baseline_no_regression_findings(clock, tmp_path, monkeypatch):
     async with app.run_test(size=(120, 40)) as pilot:
         await pilot.pause()
         assert not [f for f in app.audit_run.findings if f.id.startswith("regression.")]
+
+
+async def test_a_regression_step_opens_its_drilldown(clock, tmp_path, monkeypatch):
+    monkeypatch.setenv(bl.ENV_DIR, str(tmp_path / "baselines"))
+    run = case_study_run()
+    good = Snapshot.from_run(run, name="known-good")
+    bl.set_baseline(
+        good.model_copy(update={"roofline": dict(good.roofline or {}, measured_tok_s=20.0)})
+    )
+    app = make_app(run, clock=clock)
+    async with app.run_test(size=(120, 40)) as pilot:
+        await pilot.pause()
+        await pilot.press("a")
+        await pilot.pause()
+        screen = app.screen
+        assert isinstance(screen, PlanScreen)
+        screen.query_one("#plan-steps", OptionList).highlighted = next(
+            n
+            for n, s in enumerate(screen.plan)
+            if any(f.id == "regression.decode_speed" for f in s.findings)
+        )
+        screen.action_open()
+        await pilot.pause()
+        assert getattr(app.screen, "probe_id", None) == "baseline"
+        await pilot.press("escape")
+        await pilot.pause()
