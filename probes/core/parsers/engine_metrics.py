@@ -365,7 +365,8 @@ def single_stream(m: EngineMetrics, log_running: list[int] | None = None) -> Sin
         )
     return SingleStream(
         1 / mean,
-        f"{m.url}: {h.name} mean {1e3 * mean:.2f} ms over {h.count:.0f} tokens since the engine "
+        f"{m.url + ': ' if m.url else ''}{h.name} mean {1e3 * mean:.2f} ms over {h.count:.0f} tokens "
+        "since the engine "
         f"started; {proof}",
         m.accept_len,
     )
