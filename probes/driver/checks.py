@@ -33,6 +33,7 @@ from gpuaudit.probes.driver.facts import DriverFacts
 from gpuaudit.probes.driver.health import HEALTH_FIX, gpu_health
 from gpuaudit.probes.driver.knowledge import (
     DATACENTER,
+    MAX_BRANCH,
     MIN_BRANCH,
     TURING_PLUS,
     XID_APP,
@@ -157,6 +158,15 @@ def min_for_arch(ctx: Ctx) -> Verdict:
     )
     branch = version_tuple(version)[0]
     for arch in sorted(found):
+        if (last := MAX_BRANCH.get(arch)) and branch > last:
+            return critical(
+                obs,
+                f"R{last} or older for {arch} (the last branch that supports it)",
+                title=f"Driver too new for {arch}",
+                why=f"R{last} is the last driver branch for {arch} GPUs: newer branches do not initialise them.",
+                fix=f"Run the R{last} branch on these GPUs (or replace the GPUs).",
+                evidence=ev,
+            )
         need = MIN_BRANCH.get(arch)
         if need and branch < need[0]:
             return critical(

@@ -19,6 +19,8 @@ _XML_ARCH = {
     "turing": "Turing",
     "volta": "Volta",
     "pascal": "Pascal",
+    "maxwell": "Maxwell",
+    "kepler": "Kepler",
 }
 
 
@@ -33,9 +35,13 @@ def gpu_arch(
         major, minor = cc[0], (cc[1] if len(cc) > 1 else 0)
         if major in (10, 11, 12):
             return "Blackwell"
-        return {9: "Hopper", 7: "Turing" if minor >= 5 else "Volta", 6: "Pascal"}.get(major) or (
-            ("Ada" if minor >= 9 else "Ampere") if major == 8 else None
-        )
+        return {
+            9: "Hopper",
+            7: "Turing" if minor >= 5 else "Volta",
+            6: "Pascal",
+            5: "Maxwell",
+            3: "Kepler",
+        }.get(major) or (("Ada" if minor >= 9 else "Ampere") if major == 8 else None)
     n = (name or "").upper()
     if re.search(r"BLAC|RTX 50\d0|\bB[12]00\b|GB[23]00|RTX PRO \d+", n):
         return "Blackwell"
@@ -49,6 +55,13 @@ def gpu_arch(
         return "Turing"
     if re.search(r"V100|TITAN V", n):
         return "Volta"
+    # older boards, named in the product name only (drivers before R510 cannot query compute_cap)
+    if re.search(r"GTX 10\d0|TITAN XP|QUADRO P\d|TESLA P\d|\bP100\b|\bP40\b|\bP4\b", n):
+        return "Pascal"
+    if re.search(r"GTX 9\d0|GTX 750|TITAN X\b|QUADRO M\d|TESLA M\d", n):
+        return "Maxwell"
+    if re.search(r"GTX 6\d0|GTX 7[0-8]0|TITAN (?:BLACK|Z)\b|QUADRO K\d|TESLA K\d", n):
+        return "Kepler"
     return None
 
 
@@ -59,6 +72,9 @@ MIN_BRANCH = {
     "Hopper": (520, "CUDA 11.8"),
     "Ada": (520, "CUDA 11.8"),
 }
+MAX_BRANCH = {"Kepler": 470, "Maxwell": 580, "Pascal": 580, "Volta": 580}
+"""The last driver branch that supports the architecture: R470 for Kepler (a legacy branch); R580 for Maxwell,
+Pascal and Volta (NVIDIA: R580 is the last branch for them; CUDA 13 dropped them)."""
 TURING_PLUS = {"Turing", "Ampere", "Ada", "Hopper", "Blackwell"}
 DATACENTER = re.compile(
     r"A100|A30\b|A40\b|A10\b|A16|A2\b|H100|H200|H20\b|H800|GH200|B200|B100|GB200|L40|L4\b|L20|"

@@ -209,3 +209,20 @@ def test_the_xml_fallback_reads_max_and_application_sm_clocks():
             {"smi_q_xml": partial(hw.rec, "power")("smi_q_xml", (XML / sample).read_text())}, "host"
         )
         assert facts.gpus[0].sm_max_mhz == sm_max
+
+
+def test_gpu_architecture_of_boards_missing_from_the_name_table():
+    """Before: unknown "GPU architecture unknown" for a GTX 1080 (R460) and a Quadro P2000 (R418): their drivers
+    predate the compute_cap query, the XML names no architecture, and the name table had no Pascal board. And a
+    Volta board on R590 (the case study's driver) is critical: R580 is the last branch for Maxwell/Pascal/Volta."""
+    from gpuaudit.probes import driver
+
+    for sample in ("a0s-2x-gtx1080-460-v11.xml", "a0s-quadro-p2000-418-v10.xml"):
+        f = finding(driver.PROBE, "driver.min_for_arch", smi_q_xml=(XML / sample).read_text())
+        assert f.severity.value == "ok" and "on Pascal" in f.observed, (sample, f)
+    v100 = (SMI / "v100-sxm2-580-exclusive-process.txt").read_text()
+    f = finding(driver.PROBE, "driver.min_for_arch", smi_table=v100)
+    assert f.severity.value == "ok" and "on Volta" in f.observed, f
+    r590 = (FX / "driver-lifecycle" / "r590-open-590.48.01-case-study.txt").read_text()
+    f = finding(driver.PROBE, "driver.min_for_arch", smi_table=v100, proc_driver_version=r590)
+    assert f.severity.value == "critical" and "R580" in f.expected, f
