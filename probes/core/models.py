@@ -108,6 +108,9 @@ class EvidenceRef(BaseModel):
 
     target: Role
     command_id: str
+    line: int | None = None
+    """The 0-based line of the record's stdout the value was read from (the GPU's own DevCtl MaxReadReq line,
+    the ACSCtl: line); None: the output as a whole."""
 
 
 class Finding(BaseModel):

@@ -19,16 +19,24 @@ def max_read_req(ctx: Ctx) -> Verdict:
         )
     worst = min(d.devctl_mrrs or 0 for d in known)
     obs = "MaxReadReq " + counts([f"{d.devctl_mrrs} B" for d in known])
+    lowest = next(d for d in known if d.devctl_mrrs == worst)
+    ev = (
+        (("host", "lspci_vvv", lowest.lines["devctl_mrrs"]),)
+        if "devctl_mrrs" in lowest.lines
+        else ()
+    )
     bus_perf = bool(h.cmdline and "pcie_bus_perf" in h.cmdline)
     if bus_perf or all(d.devctl_mrrs == d.devctl_mps for d in known):
         obs += "; MRRS equals MPS on every GPU" + (
             " and pci=pcie_bus_perf is set (it caps MRRS at MPS)" if bus_perf else ""
         )
     if worst <= 512:
-        return warning(obs, "4096 bytes", title=f"GPU MaxReadReq {worst} bytes")
+        return warning(obs, "4096 bytes", title=f"GPU MaxReadReq {worst} bytes", evidence=ev)
     if worst < 4096:
-        return info(obs, "4096 bytes", title=f"GPU MaxReadReq {worst} bytes can be raised")
-    return ok(obs, title="GPU MaxReadReq 4096 bytes")
+        return info(
+            obs, "4096 bytes", title=f"GPU MaxReadReq {worst} bytes can be raised", evidence=ev
+        )
+    return ok(obs, title="GPU MaxReadReq 4096 bytes", evidence=ev)
 
 
 def _mps_problems(h: PcieFacts) -> list[str]:
@@ -94,9 +102,12 @@ def acs(ctx: Ctx) -> Verdict:
         + via
     )
     expected = "ACS redirect off on the bridges between GPUs used for P2P"
+    ev = tuple(("host", "lspci_vvv", d.lines["acs_ctl"]) for d in redir[:1] if "acs_ctl" in d.lines)
     if any(d.port_type == "Downstream Port" for d in redir):
-        return critical(obs, expected, title="ACS redirect on switch ports between GPUs")
-    return warning(obs, expected, title="ACS redirect on bridges between GPUs")
+        return critical(
+            obs, expected, title="ACS redirect on switch ports between GPUs", evidence=ev
+        )
+    return warning(obs, expected, title="ACS redirect on bridges between GPUs", evidence=ev)
 
 
 def _aspm_on_links(h: PcieFacts) -> list[str]:

@@ -24,6 +24,8 @@ class PciDev(BaseModel, frozen=True):
     """AER UESta bits set; None = no UESta line read (no AER capability or access denied)."""
     ce_status: list[str] | None = None
     access_denied: bool = False
+    lines: dict[str, int] = {}
+    """Field -> the 0-based line of lspci_vvv's output it was read from (the evidence jump lands there)."""
 
 
 class SmiLink(BaseModel, frozen=True):

@@ -15,6 +15,7 @@ from gpuaudit.tui.views.render import (
     pane_subtitle,
     record_cells,
     record_output,
+    stdout_row,
     unreachable_roles,
     visible,
 )
@@ -343,7 +344,11 @@ class DrilldownScreen(Screen[None]):
             return
         self.show_record(index)
         output = self.query_one(CommandOutput)
-        row = evidence_row(output.text, f)
+        # the line the parser read the value from, when the finding names it
+        line = f.evidence[0].line
+        row = stdout_row(output.text, line) if line is not None else None
+        if row is None:
+            row = evidence_row(output.text, f)
         self.set_class(True, "-show-output")
         if (
             row is not None

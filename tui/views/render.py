@@ -544,7 +544,7 @@ def record_output(rec: CommandRecord) -> str:
     ]
     body = [
         *head,
-        "── stdout ──",
+        STDOUT_MARK,
         rec.stdout.rstrip("\n") or "(empty)",
         "── stderr ──",
         rec.stderr.rstrip("\n") or "(empty)",
@@ -664,6 +664,18 @@ _STOP = {
     "expected",
     "bytes",
 }
+
+
+STDOUT_MARK = "── stdout ──"
+
+
+def stdout_row(text: str, line: int) -> int | None:
+    """The viewer row of stdout line `line` in `record_output`'s text (None when it has no stdout section)."""
+    rows = text.split("\n")
+    start = next((n for n, r in enumerate(rows) if r == STDOUT_MARK), None)
+    if start is None or start + 1 + line >= len(rows):
+        return None
+    return start + 1 + line
 
 
 def evidence_row(text: str, finding: Finding) -> int | None:

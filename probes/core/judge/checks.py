@@ -50,8 +50,9 @@ class Verdict:
     title: str = ""
     why: str = ""
     fix: str = ""
-    evidence: tuple[tuple[Role, str], ...] = ()
-    """Evidence beyond the check's declared sources (e.g. the optional source that was actually read)."""
+    evidence: tuple[tuple[Role, str] | tuple[Role, str, int], ...] = ()
+    """Evidence beyond the check's declared sources (e.g. the optional source that was actually read);
+    (role, command id, line) names the 0-based stdout line the value was read from (the evidence jump)."""
 
 
 def ok(observed: str, expected: str = "", **kw: Any) -> Verdict:
@@ -298,8 +299,18 @@ def unreachable_reason(records: Mapping[str, CommandRecord]) -> str | None:
 
 
 def _finding(
-    check: Check, targets: Iterable[Role], v: Verdict, evidence: Iterable[tuple[Role, str]]
+    check: Check,
+    targets: Iterable[Role],
+    v: Verdict,
+    evidence: Iterable[tuple[Role, str] | tuple[Role, str, int]],
 ) -> Finding:
+    lines: dict[tuple[Role, str], int] = {}
+    for e in evidence:
+        if len(e) == 3:
+            lines.setdefault((e[0], e[1]), e[2])  # type: ignore[misc]
+    refs = dict.fromkeys(
+        (e[0], e[1]) for e in evidence
+    )  # first mention keeps its place, with its line
     return Finding(
         id=check.id,
         severity=Severity(v.severity),
@@ -311,7 +322,7 @@ def _finding(
         expected=v.expected or check.expected,
         why=v.why or check.why,
         fix=v.fix or check.fix,
-        evidence=[EvidenceRef(target=t, command_id=c) for t, c in dict.fromkeys(evidence)],
+        evidence=[EvidenceRef(target=t, command_id=c, line=lines.get((t, c))) for t, c in refs],
     )
 
 

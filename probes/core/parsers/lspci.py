@@ -108,6 +108,9 @@ class PciDevice:
     secondary_bus: int | None = None
     """A bridge's `Bus: primary=00, secondary=01, subordinate=06`: the bus right below it (readable without root)."""
     subordinate_bus: int | None = None
+    lines: dict[str, int] = field(default_factory=dict)
+    """Where a value was read: field name -> 0-based line of the text ("devctl_mrrs": the DevCtl MaxReadReq line,
+    "acs_ctl": the ACSCtl: line), so a finding's evidence points at the line the parser used."""
 
     @property
     def is_nvidia(self) -> bool:
@@ -126,14 +129,15 @@ class PciDevice:
         )
 
 
-def _parse_block(header: re.Match[str], lines: list[str]) -> PciDevice:
+def _parse_block(header: re.Match[str], lines: list[str], start: int = 0) -> PciDevice:
+    """One block; `start` is the text line of its first body line (for `PciDevice.lines`)."""
     rest = header.group("rest")
     ids = _IDS.findall(rest)
     dev = PciDevice(bdf=normalize_bdf(header.group("bdf")), description=rest.strip())
     if ids:
         dev.vendor_id, dev.device_id = ids[-1]
     section = ""
-    for raw in lines:
+    for at, raw in enumerate(lines, start):
         line = raw.strip()
         if not line:
             continue
@@ -166,6 +170,7 @@ def _parse_block(header: re.Match[str], lines: list[str]) -> PciDevice:
             m = re.search(r"MaxPayload\s+(\d+)\s*bytes.*MaxReadReq\s+(\d+)\s*bytes", line)
             if m:
                 dev.devctl_mps, dev.devctl_mrrs = int(m.group(1)), int(m.group(2))
+                dev.lines["devctl_mrrs"] = dev.lines["devctl_mps"] = at
             section = ""
         elif key == "LnkCap":
             dev.lnkcap_speed, dev.lnkcap_width = _speed(val), _width(val)
@@ -189,6 +194,7 @@ def _parse_block(header: re.Match[str], lines: list[str]) -> PciDevice:
                 dev.tag10_req_en = "10BitTagReq+" in val
         elif key == "ACSCtl":
             dev.acs_ctl = acs_flags(line)
+            dev.lines["acs_ctl"] = at
         elif key == "UESta":
             dev.ue_status = [k for k, v in acs_flags(line).items() if v]
         elif key == "CESta":
@@ -240,16 +246,17 @@ def _parse_lspci_vvv(text: str) -> list[PciDevice]:
     out: list[PciDevice] = []
     header: re.Match[str] | None = None
     body: list[str] = []
-    for line in (text or "").splitlines():
+    start = 0
+    for n, line in enumerate((text or "").split("\n")):
         m = _HEADER.match(line)
         if m:
             if header is not None:
-                out.append(_parse_block(header, body))
-            header, body = m, []
+                out.append(_parse_block(header, body, start))
+            header, body, start = m, [], n + 1
         elif header is not None:
             body.append(line)
     if header is not None:
-        out.append(_parse_block(header, body))
+        out.append(_parse_block(header, body, start))
     return out
 
 
