@@ -151,7 +151,8 @@ def build_parser() -> OneLineParser:
     tg.add_argument(
         "--hosts",
         metavar="FILE",
-        help="fleet: audit every host of an inventory (one [user@]host[:port] per line or Ansible INI); "
+        help="fleet: audit every host of an inventory (one [user@]host[:port] per line, Ansible INI, or "
+        "the JSON of `ansible-inventory -i SOURCE --list`); "
         "on a terminal a live fleet screen (Enter: a node's dashboard), else a table or --json",
     )
     tg.add_argument(
