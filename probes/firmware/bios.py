@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from gpuaudit.probes.core.parsers.lspci import parse_lspci_vvv
@@ -108,14 +108,18 @@ def _number(v: str) -> str | None:
     return v.strip() if re.fullmatch(r"-?[0-9]+(\.[0-9]+)?", v.strip()) else None
 
 
-READERS = {
+def _raw(v: str) -> str | None:
+    return v
+
+
+READERS: dict[str, Callable[[str], str | None]] = {
     "onoff": _onoff,
     "nps": _nps,
     "determinism": _determinism,
     "width": _width,
     "pstate": _pstate,
     "number": _number,
-    "raw": lambda v: v,
+    "raw": _raw,
 }
 
 
@@ -194,7 +198,8 @@ def _json_object(t: str) -> dict[str, Any]:
 def read_system(t: str, d: dict[str, Any], p: dict[str, str]) -> None:
     """redfish_system: the ComputerSystem's identity as the BMC states it."""
     doc = _json_object(t)
-    proc = doc.get("ProcessorSummary") if isinstance(doc.get("ProcessorSummary"), dict) else {}
+    summary = doc.get("ProcessorSummary")
+    proc: dict[str, Any] = summary if isinstance(summary, dict) else {}
     d["bmc_system"] = {
         k: text_of(v).strip()
         for k, v in (

@@ -43,7 +43,8 @@ def settings(ctx: Ctx) -> dict[str, BiosSetting] | None:
     rec = ctx.outputs.get(ctx.role or "host", {}).get("redfish_bios")
     if rec is None or source_problem(rec, ctx.f) is not None:
         return None
-    return ctx.f.bios_settings
+    h: FirmwareFacts = ctx.f
+    return h.bios_settings
 
 
 def _unusable(ctx: Ctx, command_id: str = "redfish_bios") -> Verdict:

@@ -87,7 +87,15 @@ class MapRow:
     """False: the name comes from the issue's list, not from a capture in tests/fixtures/redfish."""
 
 
-def _r(vendor, attribute, setting, kind, source, table=None, observed=True) -> MapRow:
+def _r(
+    vendor: str,
+    attribute: str,
+    setting: str,
+    kind: str,
+    source: str,
+    table: dict[str, str] | None = None,
+    observed: bool = True,
+) -> MapRow:
     return MapRow(vendor, attribute, setting, kind, source, dict(table or {}), observed)
 
 

@@ -396,9 +396,8 @@ class RedfishClient:
 
 def odata_id(value: Any) -> str | None:
     """`{"@odata.id": "/redfish/v1/..."}` -> the path; anything else -> None."""
-    if isinstance(value, dict) and isinstance(value.get("@odata.id"), str):
-        return value["@odata.id"]
-    return None
+    link = value.get("@odata.id") if isinstance(value, dict) else None
+    return link if isinstance(link, str) else None
 
 
 def settings_object_path(bios: Mapping[str, Any]) -> tuple[str | None, str | None]:
