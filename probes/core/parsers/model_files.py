@@ -17,8 +17,9 @@ from gpuaudit.probes.core.parsers.engine import AS_OWNER_SHELL
 
 MODEL_FILES_SHELL = (
     "for d in /proc/[0-9]*; do c=$(tr '\\0' '\\n' 2>/dev/null < $d/cmdline); case \"$c\" in *@@p*|*@@gpuaudit-*|*'export LC_ALL'*) continue;;"
-    " *sglang.launch_server*|*sglang.srt.entrypoints*|*vllm.entrypoints*|*vllm*serve*) ;; *) continue;; e"
-    'sac; m=$(printf \'%s\\n\' "$c" | awk \'f { print; exit } $0 == "--model-path" || $0 == "--model" || $0 ='
+    " *sglang.launch_server*|*sglang.srt.entrypoints*|*sglang*serve*|*vllm.entrypoints*|*vllm*serve*) ;;"
+    " *) continue;; e"
+    'sac; m=$(printf \'%s\\n\' "$c" | awk \'f && !/^-/ { print; exit } f { f = 0 } $0 == "--model-path" || $0 == "--model" || $0 ='
     '= "serve" { f = 1 } /^--model(-path)?=/ { sub(/^--model(-path)?=/, ""); print; exit }\'); [ -n "$m" ]'
     " || continue; "
     + AS_OWNER_SHELL
