@@ -251,9 +251,20 @@ def fix_commands(fix: str) -> list[str]:
     return out
 
 
+_MD_ACTIVE = re.compile(r"[\\*\[\]<>|~]|(?<![A-Za-z0-9])_|_(?![A-Za-z0-9])|^[#+=-]|!(?=\[)")
+"""What Markdown would act on in a target's text: emphasis, links and images, raw HTML and autolinks, tables,
+strikethrough, a heading or list at the start; intraword `_` (NCCL_P2P_LEVEL) stays as it is."""
+
+
 def _clean(text: str) -> str:
-    """Target text made inert for Markdown/terminals: control characters as visible escapes, one line."""
+    """Target text made inert for terminals: control characters as visible escapes, one line."""
     return neutralise(text).replace("\n", " ⏎ ").replace("`", "'")
+
+
+def _md(text: str) -> str:
+    """Target text made inert for Markdown too: every Markdown-active character backslash-escaped, so a target's
+    stderr cannot put an image, raw HTML or a `javascript:` link into a ticket (issue 29)."""
+    return _MD_ACTIVE.sub(lambda m: "\\" + m[0], _clean(text))
 
 
 def _record(run: AuditRun, ref: EvidenceRef) -> CommandRecord | None:
@@ -328,27 +339,27 @@ def plan_markdown(plan: list[PlanStep], run: AuditRun) -> str:
     """The plan as Markdown, the same content the TUI's plan screen shows."""
     lines = ["# gpuaudit-tui action plan", "", *roofline_markdown(run)]
     if run.note:
-        lines += [f"> {_clean(run.note)}", ""]
+        lines += [f"> {_md(run.note)}", ""]
     for t in run.targets:
         st = run.target_states.get(t.role)
         state = st.state if st else "pending"
-        reason = f": {_clean(st.reason)}" if st and st.reason else ""
-        lines.append(f"- target {t.role}: {_clean(t.label)} ({state}{reason})")
+        reason = f": {_md(st.reason)}" if st and st.reason else ""
+        lines.append(f"- target {t.role}: {_md(t.label)} ({state}{reason})")
     nfind = sum(len(s.findings) for s in plan)
     lines += ["", f"{len(plan)} step(s) resolving {nfind} finding(s) at warning or worse.", ""]
     if not plan:
         lines += ["Nothing at warning or worse. Check the unknowns below before trusting that.", ""]
     for step in plan:
         lines.append(
-            f"## {step.rank}. [{SEV_WORD.get(step.severity, step.severity.value.upper())}] {_clean(step.title)}"
+            f"## {step.rank}. [{SEV_WORD.get(step.severity, step.severity.value.upper())}] {_md(step.title)}"
         )
         lines.append("")
         if step.relation:
-            lines += [f"_Grouped: {_clean(step.relation)}._", ""]
+            lines += [f"_Grouped: {_md(step.relation)}._", ""]
         if step.owners:
             lines += [f"**Who:** {', '.join(step.owners)}", ""]
         if step.fix:  # one paragraph per fix line (grouped steps join several), commands fenced to copy cleanly
-            fixes = [_clean(line) for line in step.fix.splitlines() if line.strip()]
+            fixes = [_md(line) for line in step.fix.splitlines() if line.strip()]
             lines += [f"**Fix:** {fixes[0]}", ""] + [x for line in fixes[1:] for x in (line, "")]
             commands = fix_commands(step.fix)
             if commands:
@@ -357,15 +368,15 @@ def plan_markdown(plan: list[PlanStep], run: AuditRun) -> str:
         for f in step.findings:
             where = ", ".join(f.targets) or "-"
             owner = f", owner {f.owner}" if f.owner else ""
-            lines.append(f"- `{f.id}` ({f.severity.value}, {where}{owner}): {_clean(f.title)}")
+            lines.append(f"- `{f.id}` ({f.severity.value}, {where}{owner}): {_md(f.title)}")
             if f.observed or f.expected:
                 lines.append(
-                    f"  - observed: {_clean(f.observed) or '-'}; expected: {_clean(f.expected) or '-'}"
+                    f"  - observed: {_md(f.observed) or '-'}; expected: {_md(f.expected) or '-'}"
                 )
             if f.why:
-                lines.append(f"  - why: {_clean(f.why)}")
+                lines.append(f"  - why: {_md(f.why)}")
             for ref in f.evidence:
-                lines.append(f"  - evidence: {evidence_line(run, ref)}")
+                lines.append(f"  - evidence: {_md(evidence_line(run, ref))}")
         lines.append("")
     unknown = [f for f in run.findings if f.severity == Severity.UNKNOWN]
     failed = [p for p in run.probes if p.status == "failed"]
@@ -373,9 +384,9 @@ def plan_markdown(plan: list[PlanStep], run: AuditRun) -> str:
         lines.append("## Not checked")
         lines.append("")
         lines += [
-            f"- probe `{p.probe_id}` failed: {_clean(p.error or 'unknown error')}" for p in failed
+            f"- probe `{p.probe_id}` failed: {_md(p.error or 'unknown error')}" for p in failed
         ]
-        lines += [f"- `{f.id}` unknown: {_clean(f.observed or f.title)}" for f in unknown]
+        lines += [f"- `{f.id}` unknown: {_md(f.observed or f.title)}" for f in unknown]
         lines.append("")
     if na := [f for f in run.findings if f.severity == Severity.NA]:
         reasons: dict[str, int] = {}
@@ -386,8 +397,7 @@ def plan_markdown(plan: list[PlanStep], run: AuditRun) -> str:
             "",
         ]
         lines += [
-            f"- {n} × n/a — {_clean(why)}"
-            for why, n in sorted(reasons.items(), key=lambda kv: -kv[1])
+            f"- {n} × n/a — {_md(why)}" for why, n in sorted(reasons.items(), key=lambda kv: -kv[1])
         ]
         lines.append("")
     return "\n".join(lines).rstrip("\n") + "\n"
