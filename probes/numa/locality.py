@@ -90,7 +90,7 @@ def workers(facts: Mapping[Role, NumaFacts]) -> tuple[Role | None, list[Worker]]
     if hw:
         return "host", [resolve(by_uuid.get(w.gpu_uuid or ""), w, "host") for w in hw]
     for role in ("container", "host"):
-        f = facts.get(role)  # type: ignore[call-overload]
+        f = facts.get(role)
         if f is None or not f.engine_workers:
             continue
         gpus = f.gpus if f.gpus else host.gpus or []
@@ -98,5 +98,5 @@ def workers(facts: Mapping[Role, NumaFacts]) -> tuple[Role | None, list[Worker]]
         if ranked:
             by_idx = {g.index: g.bus_id for g in gpus if g.index is not None}
             return role, [resolve(by_idx.get(w.rank), w, role) for w in ranked]  # type: ignore[arg-type]
-        return role, [resolve(None, w, role) for w in f.engine_workers]  # type: ignore[arg-type]
+        return role, [resolve(None, w, role) for w in f.engine_workers]
     return None, []

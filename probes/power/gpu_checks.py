@@ -81,6 +81,7 @@ def clock_events(ctx: Ctx) -> Verdict:
         return v
     hw = [r for r in h.gpu_readings if set(r.active_reasons) & set(HW_REASONS)]
     swt = [r for r in h.gpu_readings if "sw_thermal_slowdown" in r.active_reasons]
+
     def load(r: Any) -> str:
         return f"{r.util:.0f}%" if r.util is not None else "util [N/A]"
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from typing import Any
 
 from gpuaudit.probes.core.parsers.nvidia_smi import parse_query_gpu_csv
 from gpuaudit.probes.core.sources import SOURCES
@@ -67,7 +68,7 @@ def parse_jit_dirs(text: str) -> list[JitDir]:
     @@done
     """
     out: list[JitDir] = []
-    cur: dict | None = None
+    cur: dict[str, Any] | None = None
     for ln in text.splitlines():
         if ln.startswith("@@dir "):
             if cur:

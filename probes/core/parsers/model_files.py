@@ -11,6 +11,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from gpuaudit.probes.core.errors import ParseError
 from gpuaudit.probes.core.parsers.engine import AS_OWNER_SHELL
@@ -44,7 +45,7 @@ class ModelFiles:
     files: dict[str, str] = field(default_factory=dict)
     """file name -> text ("model.safetensors.index.json (head)" holds only the first 4 KiB)."""
 
-    def json(self, name: str) -> dict | None:
+    def json(self, name: str) -> dict[str, Any] | None:
         """A file parsed as a JSON object; None when absent. Raises ParseError when present but unreadable."""
         text = self.files.get(name)
         if text is None:
