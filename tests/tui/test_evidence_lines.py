@@ -73,3 +73,22 @@ async def test_e_lands_on_the_acsctl_line(clock) -> None:
     lines, row = await _jump("pcie.acs", clock)
     assert lines[row].strip().startswith("ACSCtl:"), lines[row]
     assert "ReqRedir+" in lines[row] or "CmpltRedir+" in lines[row]
+
+
+def test_facts_tab_source_column_is_the_facts_provenance() -> None:
+    """Every fact of the case study is shown as seen in one of its own sources (FIELD_SOURCES), never a guess
+    from where its value happens to appear (the old guess put at least 7 facts under the wrong command)."""
+    from gpuaudit.tui.views.render import facts_rows, field_sources
+
+    run = rejudged()
+    checked = 0
+    for p in run.probes:
+        table = field_sources(p.probe_id)
+        for role, name, _value, source in facts_rows(p.facts, p.records, p.probe_id):
+            if name == "problems":
+                continue
+            mine = {r.command_id for r in p.records if r.target == role}
+            allowed = [s for s in table[name] if s in mine]
+            assert source in (allowed or ["derived", "-"]), (p.probe_id, role, name, source)
+            checked += 1
+    assert checked > 200

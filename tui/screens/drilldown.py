@@ -222,7 +222,7 @@ class DrilldownScreen(Screen[None]):
         )
         facts = self.query_one("#facts", DataTable)
         facts.clear()
-        for role, name, value, source in facts_rows(result.facts, result.records):
+        for role, name, value, source in facts_rows(result.facts, result.records, self.probe_id):
             facts.add_row(Text(role), Text(name), Text(value), Text(source, style="dim"))
         table = self.query_one("#commands", DataTable)
         row = table.cursor_row

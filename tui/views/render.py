@@ -6,6 +6,7 @@ markup: a remote `[red]` or `\\x1b]0;title\\x07` is shown, not interpreted.
 
 from __future__ import annotations
 
+import importlib
 import json
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -474,15 +475,43 @@ def fact_source(value: object, records: Sequence[CommandRecord]) -> str:
     return next((r.command_id for r in records if needle in r.stdout), "derived")
 
 
+def field_sources(probe_id: str) -> Mapping[str, tuple[str, ...]]:
+    """The probe's fact -> sources table (probes/<id>/extract.py FIELD_SOURCES), {} for an unknown probe."""
+    try:
+        module = importlib.import_module(f"gpuaudit.probes.{probe_id}.extract")
+    except ImportError:
+        return {}
+    table = getattr(module, "FIELD_SOURCES", {})
+    return table if isinstance(table, Mapping) else {}
+
+
+def declared_source(sources: Sequence[str], records: Sequence[CommandRecord]) -> str | None:
+    """The first of a fact's declared sources that answered on this target (else the first recorded one)."""
+    present = {r.command_id: r for r in records}
+    answered = [c for c in sources if c in present and present[c].ok]
+    recorded = [c for c in sources if c in present]
+    return (answered or recorded or [None])[0]
+
+
 def facts_rows(
-    facts: Mapping[str, Mapping[str, object]], records: Sequence[CommandRecord]
+    facts: Mapping[str, Mapping[str, object]],
+    records: Sequence[CommandRecord],
+    probe_id: str | None = None,
 ) -> list[tuple[str, str, str, str]]:
-    """(target, fact, value with unit, seen in) for the Facts table, one row per top-level fact."""
+    """(target, fact, value with unit, seen in) for the Facts table, one row per top-level fact. "Seen in" is
+    the fact's provenance (the probe's FIELD_SOURCES); a guess from the value only for a fact not in it."""
+    table = field_sources(probe_id) if probe_id else {}
     rows = []
     for role, data in facts.items():
         mine = [r for r in records if r.target == role]
         for name, value in data.items():
-            rows.append((role, name, fact_value(name, value), fact_source(value, mine)))
+            if name in table:
+                source = declared_source(table[name], mine) or (
+                    "derived" if not table[name] else "-"
+                )
+            else:
+                source = fact_source(value, mine)
+            rows.append((role, name, fact_value(name, value), source))
     return rows
 
 
