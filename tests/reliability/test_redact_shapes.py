@@ -8,6 +8,7 @@ redactor: nothing changes except the few fixtures that carry a genuine secret (l
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from pathlib import Path
@@ -196,3 +197,39 @@ def test_pem_one_line_keeps_surroundings():
     out = redact_text(text)
     assert out.startswith('{"material": "-----BEGIN PRIVATE KEY-----') and out.endswith('"}')
     assert re.search(r"-----END PRIVATE KEY-----", out)
+
+
+async def test_planted_shapes_leak_into_no_output(tmp_path):
+    """Every shape above printed by a real command on a local audit (stdout and stderr): 0 of the planted
+    secrets in the records, the facts, --json, a saved snapshot file, and its replay; the look-alikes intact."""
+    from gpuaudit.probes.core.run.runner import AuditOptions
+    from gpuaudit.probes.core.spec import Command
+    from gpuaudit.snapshots import store
+    from gpuaudit.snapshots.schema import Snapshot
+    from reliability.faultkit import fake_probe, run_audit
+
+    planted = tmp_path / "planted.txt"
+    planted.write_text("\n".join([*(t for t, _ in SHAPES.values()), *LOOKALIKES]) + "\n")
+    secrets = [s for _, ss in SHAPES.values() for s in ss]
+    cmd = Command("h29_print", f"cat {planted}; cat {planted} 1>&2", on=frozenset({"host"}))
+    run = await run_audit("local", None, None, [fake_probe("h29", cmd)], AuditOptions(timeout_s=10))
+    snap = Snapshot.from_run(run)
+    text = snap.model_dump_json()
+    saved = store.save(snap, "h29-planted", tmp_path / "store")
+    replayed = store.load(saved).to_run().model_dump_json()
+    outputs = {
+        "records": "".join(r.stdout + r.stderr for p in run.probes for r in p.records),
+        "facts": json.dumps([p.facts for p in run.probes], default=str),
+        "json": text,
+        "saved file": saved.read_bytes().decode("utf-8", "replace"),
+        "replay": replayed,
+    }
+    leaked = {name: [s for s in secrets if s in out] for name, out in outputs.items()}
+    print(
+        f"planted {len(secrets)} secrets in {len(SHAPES)} shapes; leaked: "
+        + ", ".join(f"{k} {len(v)}" for k, v in leaked.items())
+    )
+    assert all(v == [] for v in leaked.values()), leaked
+    assert all("PasswordAuthentication no" in out for out in outputs.values())  # the text is there
+    rec = next(r for p in run.probes for r in p.records if r.command_id == "h29_print")
+    assert all(line in rec.stdout for line in LOOKALIKES)
