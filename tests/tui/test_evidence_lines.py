@@ -92,3 +92,10 @@ def test_facts_tab_source_column_is_the_facts_provenance() -> None:
             assert source in (allowed or ["derived", "-"]), (p.probe_id, role, name, source)
             checked += 1
     assert checked > 200
+
+
+def test_a_rate_reads_as_a_rate() -> None:
+    from gpuaudit.tui.views.render import fact_value
+
+    assert fact_value("decode_single_stream_tok_s", 10.05) == "10.05 tok/s"
+    assert fact_value("duration_s", 2.5) == "2.5 s"

@@ -423,6 +423,7 @@ def finding_detail(
 
 
 UNIT_SUFFIXES = {
+    "_tok_s": "tok/s",  # before "_s": decode_single_stream_tok_s is a rate, not seconds
     "_mib": "MiB",
     "_gib": "GiB",
     "_mb": "MB",
