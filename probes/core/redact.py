@@ -207,7 +207,7 @@ _QUERY = (
 )
 _AUTH_HEADER = (
     r"(?P<h_name>\b(?:Bearer|Basic|token)[ \t]{1,4})"
-    r"(?P<h_val>(?=[A-Za-z]{0,64}[0-9._~+/=-]|[A-Za-z][a-z]{0,64}[A-Z])[A-Za-z0-9._~+/=-]{8,4096})"
+    r"(?P<h_val>(?=[A-Za-z0-9._~+/=-]{0,256}?(?:[0-9]|[a-z][A-Z]))[A-Za-z0-9._~+/=-]{8,4096})"
 )
 _KNOWN = (
     r"(?<![A-Za-z0-9])(?:hf_[A-Za-z0-9]{20,200}|(?:AKIA|ASIA|AGPA|AIDA|AROA|ANPA|ANVA|AIPA)[0-9A-Z]{16}"
