@@ -26,8 +26,8 @@ def _record_line(snapshot: Snapshot, command_id: str, role: str = "host") -> str
     """First stdout line of a clean recorded command: the fallback when a probe's facts lack the value."""
     for rec in snapshot.records:
         if rec.target == role and rec.command_id == command_id and rec.ok:
-            line = rec.stdout.strip().splitlines()[:1]
-            return line[0].strip() if line else None
+            lines = [ln.strip() for ln in rec.stdout.splitlines() if ln.strip()]
+            return lines[0] if len(lines) == 1 else None  # two lines: malformed, no label
     return None
 
 

@@ -67,6 +67,15 @@ def size_bytes(text: str) -> int | None:
     return int(float(m.group(1)) * _SIZE_UNITS[unit])
 
 
+def one_value(text: str) -> tuple[str, str | None]:
+    """A single-value output (`uname -r`, a sysfs file): (the value, None), or ("", why) when it holds more than
+    one non-blank line: malformed, never half-read (a second line must not end up in a label; issue 29)."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    if len(lines) > 1:
+        return "", f"malformed: {len(lines)} lines where one value is expected"
+    return (lines[0] if lines else ""), None
+
+
 def first_line(text: str) -> str:
     """First non-blank line, stripped ("" if none)."""
     for line in text.splitlines():

@@ -38,7 +38,7 @@ from gpuaudit.probes.core.parsers.nvidia_smi import (
     smi_error_kind,
 )
 from gpuaudit.probes.core.parsers.system import normalize_bdf
-from gpuaudit.probes.core.parsing import first_line
+from gpuaudit.probes.core.parsing import first_line, one_value
 from gpuaudit.probes.core.sources import use
 from gpuaudit.probes.core.spec import Outputs
 from gpuaudit.probes.driver.facts import DriverFacts, GpuState, HandleFailure
@@ -354,13 +354,21 @@ def _functions(rec: CommandRecord, f: dict[str, Any], problems: dict[str, str]) 
     )
 
 
+def _kernel_release(rec: CommandRecord, f: dict[str, Any], problems: dict[str, str]) -> None:
+    value, why = one_value(rec.stdout)
+    if why:
+        problems["uname_r"] = why
+    else:
+        f.update(kernel_release=value or None)
+
+
 Reader = Callable[[CommandRecord, dict[str, Any], dict[str, str]], None]
 # source -> (reader, read even when the record is not a normal answer)
 READERS: dict[str, tuple[Reader, bool]] = {
     "proc_driver_version": (_proc_version, True),
     "modinfo_nvidia": (_modinfo, True),
     "persistenced_active": (_persistenced, True),
-    "uname_r": (lambda rec, f, p: f.update(kernel_release=first_line(rec.stdout) or None), False),
+    "uname_r": (_kernel_release, False),
     "dkms_status": (
         lambda rec, f, p: f.update(
             dkms=[

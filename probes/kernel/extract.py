@@ -19,7 +19,7 @@ from gpuaudit.probes.core.parsers.system import (
     parse_node_list,
     parse_uname,
 )
-from gpuaudit.probes.core.parsing import first_line
+from gpuaudit.probes.core.parsing import first_line, one_value
 from gpuaudit.probes.core.spec import Outputs, usable_stdout
 from gpuaudit.probes.kernel.facts import KernelFacts
 
@@ -94,8 +94,16 @@ def _set(field: str, parse: Callable[[str], object]) -> Callable[[str, Data, Pro
     return read
 
 
+def _release(t: str, d: Data, p: Problems) -> None:
+    _, why = one_value(t)
+    if why:
+        p["uname_r"] = why  # a two-line `uname -r` is malformed, not its first line
+    else:
+        d["release"] = parse_uname(t).release
+
+
 READERS: tuple[tuple[str, Callable[[str, Data, Problems], None]], ...] = (
-    ("uname_r", _set("release", lambda t: parse_uname(t).release)),
+    ("uname_r", _release),
     ("proc_cmdline", _set("cmdline", parse_cmdline)),
     ("cpuinfo_id", _cpu),
     ("numa_balancing", _set("numa_balancing", parse_numa_balancing)),
