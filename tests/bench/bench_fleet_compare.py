@@ -56,7 +56,8 @@ def build(directory: Path, n: int, doc: dict) -> int:
 
 
 def run(directory: Path) -> tuple[float, float, dict]:
-    before = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    r0 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    before = r0.ru_maxrss
     t0 = time.perf_counter()
     proc = subprocess.run(
         [sys.executable, "-m", "gpuaudit.tui", "fleet", str(directory), "--json"],
@@ -65,9 +66,15 @@ def run(directory: Path) -> tuple[float, float, dict]:
         cwd=ROOT,
     )
     wall = time.perf_counter() - t0
-    rss = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss
+    r1 = resource.getrusage(resource.RUSAGE_CHILDREN)
+    global LAST_CPU
+    LAST_CPU = (r1.ru_utime - r0.ru_utime) + (r1.ru_stime - r0.ru_stime)
     assert proc.returncode == 1, proc.stderr
-    return wall, max(rss, before) / 1024, json.loads(proc.stdout)
+    return wall, max(r1.ru_maxrss, before) / 1024, json.loads(proc.stdout)
+
+
+LAST_CPU = 0.0
+"""CPU seconds (user + system) of the last child: less sensitive than wall to the other jobs on the box."""
 
 
 def main() -> int:
@@ -90,20 +97,27 @@ def main() -> int:
                     f"{n:5d} snapshots, {label:20s}: {size / 1e6:8.1f} MB ({size / n / 1e6:.2f} MB each)"
                 )
             walls: dict[str, list[float]] = {label: [] for label in docs}
+            cpus: dict[str, list[float]] = {label: [] for label in docs}
             for _ in range(args.rounds):  # interleaved: both formats see the same load
                 for label, d in dirs.items():
                     wall, rss, out = run(d)
                     outliers = sorted(o["node"] for c in out["classes"] for o in c["outliers"])
                     assert len(outliers) == 2, outliers
                     walls[label].append(wall)
+                    cpus[label].append(LAST_CPU)
                     print(
                         f"fleet over {n:5d} snapshots, {label:20s}: {wall:6.2f} s wall, "
+                        f"{LAST_CPU:6.2f} s CPU, "
                         f"peak RSS {rss:6.0f} MiB, outliers {outliers}"
                     )
             for label, ws in walls.items():
                 results[(label, n)] = statistics.median(ws)
             a, b = (statistics.median(walls[k]) for k in docs)
-            print(f"{n:5d} snapshots: current / schema 2 wall {b / a:.2f}x; load {os.getloadavg()}")
+            ca, cb = (statistics.median(cpus[k]) for k in docs)
+            print(
+                f"{n:5d} snapshots: current / schema 2: wall {b / a:.2f}x, CPU {cb / ca:.2f}x "
+                f"(medians {a:.1f} / {b:.1f} s wall, {ca:.1f} / {cb:.1f} s CPU); load {os.getloadavg()}"
+            )
     for label in docs:
         ns = sorted(n for (lbl, n) in results if lbl == label)
         if len(ns) == 2:
