@@ -2,16 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 from gpuaudit.probes.core.models import (
     CommandRecord,
-    EvidenceRef,
-    Finding,
     Role,
-    Severity,
 )
 from pydantic import BaseModel
 
@@ -58,8 +55,6 @@ class Probe:
     commands: tuple[Command, ...]
     extract: Callable[[Outputs, Role], BaseModel]
     """Raw outputs of one target -> typed facts. Pure; must not raise on odd output."""
-    judge: Callable[[FactsByTarget], Iterable[Finding]] = field(default=lambda facts: ())
-    """Legacy: facts of all targets -> findings. New checks are rows in `checks`, judged by the framework."""
     summarize: Callable[[FactsByTarget], str] = field(default=lambda facts: "")
     """Facts -> the pane's one-line key facts."""
     checks: tuple[Any, ...] = ()
@@ -70,34 +65,6 @@ class Probe:
     def commands_for(self, role: Role) -> tuple[Command, ...]:
         """The commands this probe runs on a target of the given role."""
         return tuple(c for c in self.commands if role in c.on)
-
-
-def finding(
-    probe: str,
-    slug: str,
-    severity: Severity | str,
-    title: str,
-    *,
-    targets: Iterable[Role] = ("host",),
-    observed: str = "",
-    expected: str = "",
-    why: str = "",
-    fix: str = "",
-    evidence: Iterable[tuple[Role, str]] = (),
-) -> Finding:
-    """Build a Finding with id `<probe>.<slug>`; evidence given as (role, command_id) pairs."""
-    return Finding(
-        id=f"{probe}.{slug}",
-        severity=Severity(severity),
-        probe=probe,
-        targets=list(dict.fromkeys(targets)),
-        title=title,
-        observed=observed,
-        expected=expected,
-        why=why,
-        fix=fix,
-        evidence=[EvidenceRef(target=t, command_id=c) for t, c in evidence],
-    )
 
 
 def record_absent(record: CommandRecord | None, source: Command | None) -> bool:

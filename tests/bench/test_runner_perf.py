@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from datetime import UTC, datetime
 
-from gpuaudit.probes.core.collect.transport import RawResult
+from gpuaudit.probes.core.collect.transport import RawResult, TransportBase
 from gpuaudit.probes.core.models import Target
 from gpuaudit.probes.core.redact import redact_text
 from gpuaudit.probes.core.run.records import REDACT_CHUNK, decode_output, decode_redacted
@@ -35,7 +35,7 @@ def test_launch_rank_orders_slow_commands_first():
     assert launch_rank("lspci -tv") == launch_rank("dmidecode -t 0") == 1
 
 
-class _Recording:
+class _Recording(TransportBase):
     """A transport that records the order in which lines ask to run."""
 
     label = "fake"
@@ -68,7 +68,6 @@ def _probe(pid: str, commands: tuple[Command, ...]) -> Probe:
         title=pid,
         commands=commands,
         extract=lambda outputs, role: _Facts(n=len(outputs)),
-        judge=lambda facts: [],
     )
 
 

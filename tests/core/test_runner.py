@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from gpuaudit.probes.core.collect.transport import LocalTransport, RawResult
+from gpuaudit.probes.core.judge.checks import BOTH, Check, info
 from gpuaudit.probes.core.models import Role, Target
 from gpuaudit.probes.core.run.events import (
     AuditFinished,
@@ -14,7 +15,7 @@ from gpuaudit.probes.core.run.events import (
     initial_run,
 )
 from gpuaudit.probes.core.run.runner import Audit, AuditOptions, TargetBinding
-from gpuaudit.probes.core.spec import Command, Outputs, Probe, finding
+from gpuaudit.probes.core.spec import Command, Outputs, Probe
 from pydantic import BaseModel
 
 
@@ -28,13 +29,17 @@ def make_probe(pid: str, *commands: Command, explode: bool = False) -> Probe:
             raise ValueError("parser bug")
         return Facts(outs={k: v.stdout for k, v in outputs.items()})
 
-    def judge(facts):
-        for role, f in facts.items():
-            yield finding(
-                pid, "seen", "info", "seen", targets=[role], observed=",".join(sorted(f.outs))
-            )
-
-    return Probe(id=pid, title=pid, commands=commands, extract=extract, judge=judge)
+    seen = Check(
+        id=f"{pid}.seen",
+        title="seen",
+        owner="host",
+        why="",
+        fix="",
+        verdict=lambda ctx: info(",".join(sorted(ctx.f.outs))),
+        roles=BOTH,
+        no_input="a test probe: lists the outputs it was given",
+    )
+    return Probe(id=pid, title=pid, commands=commands, extract=extract, checks=(seen,))
 
 
 class CountingTransport(LocalTransport):

@@ -231,17 +231,21 @@ async def test_pooled_transport_surfaces_first_connection_errors(sshd, tmp_path)
 async def test_pool_routes_around_a_dead_connection():
     """One member's connection died: the pool must not keep sending it commands."""
     from gpuaudit.probes.core.collect.pool import PooledTransport
-    from gpuaudit.probes.core.collect.transport import RawResult
+    from gpuaudit.probes.core.collect.transport import RawResult, TransportBase
 
-    class Member:
+    class Member(TransportBase):
         def __init__(self, dead: bool) -> None:
-            self.label, self.lost, self.ran = "m", dead, 0
+            self.label, self.dead, self.ran = "m", dead, 0
+
+        @property
+        def lost(self) -> bool:
+            return self.dead
 
         async def connect(self) -> None:
             return None
 
         async def run(self, line, **kw) -> RawResult:
-            if self.lost:
+            if self.dead:
                 return RawResult(exit_status=None, error="connection lost: EOF")
             self.ran += 1
             await asyncio.sleep(0.01)
@@ -253,7 +257,7 @@ async def test_pool_routes_around_a_dead_connection():
     dead, live = Member(dead=False), Member(dead=False)
     pool = PooledTransport([dead, live])
     await pool.connect()
-    dead.lost = True  # dies after connecting
+    dead.dead = True  # dies after connecting
     results = await asyncio.gather(
         *(pool.run("x", command_id=f"c{i}", timeout_s=5, max_bytes=10) for i in range(20))
     )

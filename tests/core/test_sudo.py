@@ -30,7 +30,6 @@ def probe() -> Probe:
         title="p",
         commands=(Command("whoami_root", "id -u", needs_root=True), Command("plain", "id -u")),
         extract=lambda outputs, role: F(),
-        judge=lambda facts: (),
     )
 
 

@@ -7,10 +7,9 @@ replays a probe over a recorded directory (the case study) and returns its Probe
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Mapping
 from pathlib import Path
 
-from gpuaudit.probes.core.models import CommandRecord, Finding, ProbeResult
+from gpuaudit.probes.core.models import CommandRecord, ProbeResult
 from gpuaudit.probes.core.run.events import ProbeFinished
 from gpuaudit.probes.core.run.runner import Audit
 from gpuaudit.probes.core.run.session import directory_bindings
@@ -18,18 +17,6 @@ from gpuaudit.probes.core.spec import Probe
 
 ROOT = Path(__file__).resolve().parents[2]
 CASE = ROOT / "snapshots" / "examples" / "case-study"
-
-
-def findings(probe: Probe, facts) -> list[Finding]:
-    """Judge `facts`: a facts model (taken as the host's) or a role -> facts mapping."""
-    return list(probe.judge(facts if isinstance(facts, Mapping) else {"host": facts}))
-
-
-def sev(probe: Probe, facts, fid: str) -> str:
-    """The severity of the single finding `fid` (fails when there is not exactly one)."""
-    found = [f for f in findings(probe, facts) if f.id == fid]
-    assert len(found) == 1, (fid, [f.id for f in findings(probe, facts)])
-    return found[0].severity.value
 
 
 def rec(

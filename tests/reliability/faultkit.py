@@ -10,11 +10,12 @@ from pathlib import Path
 
 import pytest
 from gpuaudit.probes.core.collect.targets import parse_container_spec, parse_host_spec
+from gpuaudit.probes.core.judge.checks import BOTH, Check, info
 from gpuaudit.probes.core.models import AuditRun, Role
 from gpuaudit.probes.core.run.events import fold_events, initial_run
 from gpuaudit.probes.core.run.runner import Audit, AuditOptions
 from gpuaudit.probes.core.run.session import live_bindings
-from gpuaudit.probes.core.spec import Command, Outputs, Probe, finding
+from gpuaudit.probes.core.spec import Command, Outputs, Probe
 from pydantic import BaseModel
 
 REPO = Path(__file__).resolve().parents[2]
@@ -32,18 +33,17 @@ def fake_probe(pid: str, *commands: Command) -> Probe:
     def extract(outputs: Outputs, role: Role) -> EchoFacts:
         return EchoFacts(outs={k: v.stdout[:4096] for k, v in outputs.items()})
 
-    def judge(facts):
-        for role, f in facts.items():
-            yield finding(
-                pid,
-                "seen",
-                "info",
-                "seen",
-                targets=[role],
-                observed=" ".join(f.outs.values())[:4096],
-            )
-
-    return Probe(id=pid, title=pid, commands=commands, extract=extract, judge=judge)
+    seen = Check(
+        id=f"{pid}.seen",
+        title="seen",
+        owner="host",
+        why="",
+        fix="",
+        verdict=lambda ctx: info(" ".join(ctx.f.outs.values())[:4096]),
+        roles=BOTH,
+        no_input="a test probe: echoes every output it was given",
+    )
+    return Probe(id=pid, title=pid, commands=commands, extract=extract, checks=(seen,))
 
 
 def both(*ids: str) -> frozenset:

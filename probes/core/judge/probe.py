@@ -18,7 +18,7 @@ def judge_probe(
     try:
         outputs = {role: {r.command_id: r for r in recs} for role, recs in records_by_role.items()}
         facts = {role: probe.extract(outputs[role], role) for role in outputs}
-        findings = [*judge_checks(probe.checks, facts, outputs), *probe.judge(facts)]
+        findings = list(judge_checks(probe.checks, facts, outputs))
         summary = probe.summarize(facts)
     except Exception as exc:  # a parser/rule bug fails this probe only, visibly
         return result.model_copy(
