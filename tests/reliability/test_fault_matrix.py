@@ -89,7 +89,7 @@ def probe(tools: Path, base: int) -> Probe:
         Command("r_die", f"{tools}/die {base + 3}", needs_root=True),
         Command("r_ign", f"{tools}/ign {base + 4}", needs_root=True),
     )
-    return Probe(id="m", title="m", commands=cmds, extract=lambda o, r: F(), judge=lambda facts: ())
+    return Probe(id="m", title="m", commands=cmds, extract=lambda o, r: F())
 
 
 def audit(server, tools: Path, base: int, sessions: bool, timeout_s: float) -> Audit:
@@ -188,3 +188,78 @@ _CLIENT = textwrap.dedent(
     asyncio.run(m._drain(a))
     """
 )
+
+
+@pytest.fixture
+def lxc_busybox():
+    """A real offline busybox LXC container (no network), destroyed after the test."""
+    import uuid
+
+    if shutil.which("lxc-create") is None or not os.path.exists("/bin/busybox"):
+        pytest.skip("needs Debian's lxc and busybox-static")
+    name = f"h29ct-{uuid.uuid4().hex[:6]}"
+    create = subprocess.run(
+        ["lxc-create", "-n", name, "-t", "busybox"], capture_output=True, text=True
+    )
+    if create.returncode != 0:
+        pytest.skip(f"lxc-create failed: {create.stderr[-300:]}")
+    try:
+        cfg = Path(f"/var/lib/lxc/{name}/config")
+        lines = [ln for ln in cfg.read_text().splitlines() if not ln.startswith("lxc.net.")]
+        cfg.write_text("\n".join(lines + ["lxc.net.0.type = empty", ""]))
+        subprocess.run(["lxc-start", "-n", name, "-d"], check=True, capture_output=True)
+        yield name
+    finally:
+        subprocess.run(["lxc-stop", "-k", "-n", name], capture_output=True)
+        subprocess.run(["lxc-destroy", "-n", name], capture_output=True)
+
+
+@pytest.mark.parametrize("stop", ["deadline", "cancel"])
+def test_nothing_is_left_in_a_busybox_container(lxc_busybox, stop):
+    """busybox timeout(1) signals only its child: a TERM-ignoring pipeline stage inside the container must still
+    die with the command (the inner wrapper kills the command's whole group)."""
+    from gpuaudit.probes.core.collect.targets import parse_container_spec
+    from pydantic import BaseModel
+
+    class F(BaseModel):
+        pass
+
+    base = 4990 if stop == "deadline" else 4995
+    sweep(base)
+    cmds = (
+        Command("c_ign", f"sh -c 'trap \"\" TERM; exec sleep {base}'", on=frozenset({"container"})),
+        Command(
+            "c_pipe",
+            f"x=$(sh -c 'trap \"\" TERM; exec sleep {base + 1}' | cat); echo $x",
+            on=frozenset({"container"}),
+        ),
+    )
+    pr = Probe(id="c", title="c", commands=cmds, extract=lambda o, r: F())
+    host = parse_host_spec(None)
+
+    def make(timeout_s: float) -> Audit:
+        return Audit(
+            live_bindings(host, parse_container_spec(f"lxc:{lxc_busybox}", host=host), None),
+            [pr],
+            AuditOptions(timeout_s=timeout_s),
+        )
+
+    try:
+        if stop == "deadline":
+            asyncio.run(_drain(make(2)))
+        else:
+
+            async def cancelled() -> None:
+                task = asyncio.ensure_future(_drain(make(30)))
+                while len(left(base)) < 2 and not task.done():
+                    await asyncio.sleep(0.1)
+                await asyncio.sleep(0.3)
+                task.cancel()
+                await asyncio.gather(task, return_exceptions=True)
+
+            asyncio.run(cancelled())
+        time.sleep(5)
+        remaining = left(base)
+    finally:
+        sweep(base)
+    assert remaining == [], remaining
