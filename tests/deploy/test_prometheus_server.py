@@ -325,3 +325,73 @@ def test_alerts_in_a_real_prometheus(tmp_path):
     print("\nPrometheus alert states (seconds from the file landing to the state):")
     for phase, seconds, states in timeline:
         print(f"  {phase:<26} {seconds:5.1f} s  {states}")
+
+
+def _scrape_figures(exporter: str, textdir: Path) -> tuple[list[float], int, str]:
+    """(three scrape times, node_exporter peak RSS in KiB, the last body) of a textfile directory."""
+    port = free_port()
+    proc = subprocess.Popen(
+        [
+            exporter,
+            f"--web.listen-address=127.0.0.1:{port}",
+            "--collector.disable-defaults",
+            "--collector.textfile",
+            f"--collector.textfile.directory={textdir}",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        deadline = time.monotonic() + 15
+        while True:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/", timeout=2).close()
+                break
+            except OSError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.1)
+        times, body = [], ""
+        for _ in range(3):
+            t0 = time.monotonic()
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=60) as resp:
+                body = resp.read().decode()
+            times.append(time.monotonic() - t0)
+        status = Path(f"/proc/{proc.pid}/status").read_text()
+        rss = int(next(ln.split()[1] for ln in status.splitlines() if ln.startswith("VmHWM:")))
+        return times, rss, body
+    finally:
+        proc.terminate()
+        proc.wait(timeout=10)
+
+
+def test_one_and_a_thousand_node_files_scrape_fast(tmp_path):
+    """Series per node, file size, scrape time and node_exporter's peak RSS, for 1 node (a single audit's file)
+    and 1,000 (a fleet file); the 1,000-node scrape must stay under node_exporter's default 10 s timeout (it took
+    12.3 s with every check as a series) — the figures are printed for docs/deploy/README.md."""
+    exporter = tool("prometheus-node-exporter")
+    audit = base_audit()
+    rows = []
+    for label, nodes in (
+        ("1 node (single audit)", {None: audit}),
+        ("1,000 nodes (fleet file)", {f"gpu{i:04d}": audit for i in range(1000)}),
+    ):
+        textdir = tmp_path / label.split()[0].replace(",", "")
+        textdir.mkdir()
+        text = render(nodes)
+        (textdir / "gpuaudit.prom").write_text(text)
+        series = sum(1 for ln in text.splitlines() if ln and not ln.startswith("#"))
+        times, rss, body = _scrape_figures(exporter, textdir)
+        assert "node_textfile_scrape_error 0" in body
+        runs = [ln for ln in body.splitlines() if ln.startswith("gpuaudit_last_run_timestamp")]
+        assert len(runs) == len(nodes)
+        rows.append((label, series / len(nodes), len(text), sorted(times)[1], rss))
+    (_, per_node_fleet, _, median_fleet, _) = rows[1]
+    assert per_node_fleet <= 35, "the fleet file's compact layout grew"
+    assert median_fleet < 10, "a 1,000-node scrape past node_exporter's default timeout"
+    print("\nnode_exporter textfile scrape:")
+    for label, per_node, size, median, rss in rows:
+        print(
+            f"  {label:<26} {per_node:6.1f} series/node  {size / 1e6:6.2f} MB  "
+            f"scrape {median:.2f} s (median of 3)  node_exporter peak RSS {rss / 1024:.0f} MiB"
+        )

@@ -20,9 +20,12 @@ renamed to `exported_*` and queries keep matching.
   `gpuaudit_run_duration_seconds`, `gpuaudit_probe_duration_seconds{probe}` (single audits only); the decode
   roofline bounds (single audits only) and the measured single-stream speed.
 * `gpuaudit_node_info{driver,cuda,kernel,bios,gpu_model,gpu_count,class}` 1 — what fleets group by.
-* `gpuaudit_fact_info{class,fact,value}` 1 — every fact `gpuaudit-tui fleet` compares within a class (driver,
+* `gpuaudit_fact_info{fact,value}` 1 — every fact `gpuaudit-tui fleet` compares within a class (driver,
   CUDA, kernel, BIOS, VBIOS, scaling driver, governor, NUMA balancing, IOMMU mode, ACS, MaxReadReq, persistence,
-  MIG mode, GPU link, engine), one series per fact that was read; the shipped rules name the peer outlier.
+  MIG mode, GPU link, engine, the container's engine/torch/NCCL), one series per fact that was read; BIOS
+  settings read over Redfish are one fact, `bios_settings`, valued by a digest of them all (no series per
+  setting); the class is on `gpuaudit_node_info` (one long label per node, not per fact: half the scrape time),
+  and the shipped rules join it on and name the peer outlier.
 * `gpuaudit_decode_roofline_tokens_per_second{bound}` / `gpuaudit_decode_tokens_per_second` when known.
 * `gpuaudit_decode_baseline_tokens_per_second` — the single-stream speed of the host's pinned last-known-good
   snapshot (`gpuaudit-tui baseline set`), when one is pinned and measured; the drop is judged by
@@ -35,6 +38,7 @@ previous content (the carried-over verdicts) and writes it.
 
 from __future__ import annotations
 
+import hashlib
 import os
 import re
 import tempfile
@@ -262,7 +266,7 @@ def render(
         if audit.info or audit.klass:
             fam["info"].add({**base, **audit.info, "class": audit.klass}, 1)
         for fact, value in audit.facts.items():
-            fam["fact"].add({**base, "class": audit.klass, "fact": fact, "value": value}, 1)
+            fam["fact"].add({**base, "fact": fact, "value": value}, 1)  # class: on node_info
         for bound, value in audit.roofline.items():
             if bound == "measured":
                 fam["meas"].add(base, round(value, 3))
@@ -314,11 +318,11 @@ def write_prom_file(path: Path, nodes: Mapping[str | None, NodeAudit]) -> Path:
 # From a snapshot: raw records with stable command ids, so the info metric survives facts refactors.
 
 
-def _host_stdouts(records: Iterable[CommandRecord]) -> dict[str, str]:
+def _host_stdouts(records: Iterable[CommandRecord], target: str = "host") -> dict[str, str]:
     return {
         r.command_id: r.stdout
         for r in records
-        if r.target == "host"
+        if r.target == target
         and r.exit_status == 0
         and not r.timed_out
         and not r.error
@@ -372,7 +376,9 @@ def from_snapshot(snapshot: Any) -> NodeAudit:
             speed = (p.facts.get("host") or {}).get("baseline_tok_s")
             if isinstance(speed, (int, float)):
                 roofline["baseline"] = float(speed)
-    peer = node_from_records("", "", _host_stdouts(records))
+    roles = {t.role for t in snapshot.targets}
+    container = _host_stdouts(records, "container") if "container" in roles else None
+    peer = node_from_records("", "", _host_stdouts(records), container)
     return NodeAudit(
         findings=tuple(f for p in snapshot.probes for f in p.findings),
         targets=targets,
@@ -384,8 +390,25 @@ def from_snapshot(snapshot: Any) -> NodeAudit:
         info=node_info(records),
         roofline=roofline,
         klass=peer.klass,
-        facts={k: str(v) for k, v in peer.facts.items() if v is not None},
+        facts=_fact_series(peer.facts),
     )
+
+
+BIOS_PREFIX = "bios."
+
+
+def _fact_series(facts: Mapping[str, Any]) -> dict[str, str]:
+    """The compared facts as fact_info values. BIOS settings read over Redfish (hundreds of `bios.<name>`
+    facts) become ONE fact, `bios_settings`, valued by a digest of them all: a node whose settings differ from
+    its class's is still named by the peer rule, without a series per setting (`gpuaudit-tui fleet` says which)."""
+    out = {k: str(v) for k, v in facts.items() if v is not None and not k.startswith(BIOS_PREFIX)}
+    bios = sorted(
+        (k, str(v)) for k, v in facts.items() if v is not None and k.startswith(BIOS_PREFIX)
+    )
+    if bios:
+        digest = hashlib.sha256("\n".join(f"{k}={v}" for k, v in bios).encode()).hexdigest()[:12]
+        out["bios_settings"] = f"{len(bios)} settings #{digest}"
+    return out
 
 
 __all__ = [
