@@ -50,7 +50,7 @@ class GpuAuditApp(App[int]):
     TITLE = "gpuaudit-tui"
     ENABLE_COMMAND_PALETTE = True
     BINDINGS = [
-        Binding("q", "back_or_quit", "Back/Quit"),
+        Binding("q", "back_or_quit", "Back/Quit", show=False),  # the dashboard's footer shows "q Quit"
         Binding("ctrl+c", "copy_or_quit", "Copy/Quit", show=False, priority=True),
         Binding("j", "vim('down')", "Down", show=False),
         Binding("k", "vim('up')", "Up", show=False),
@@ -66,10 +66,12 @@ class GpuAuditApp(App[int]):
         Binding("t", "cycle_theme", "Theme", show=False),
         Binding("p", "roofline", "Roofline", show=False),
         Binding("v", "pictures", "Pictures", show=False),
+        Binding("colon", "command_line", "Command line", show=False, key_display=":"),
     ]
     PALETTE_TEXT = {
         "quit_app": None,  # the palette's own "Quit" entry already does it
         "back_or_quit": None,
+        "command_line": None,
         "vim('down')": None,
         "vim('up')": None,
         "vim('first')": None,
@@ -268,6 +270,10 @@ class GpuAuditApp(App[int]):
             self.push_screen(
                 ConfirmScreen("An audit is still running. Quit and stop it? (y/n)"), answered
             )
+
+    def action_command_line(self) -> None:
+        """`:` (vim, k9s): the command palette, where every action, probe and finding is a command."""
+        self.action_command_palette()
 
     def action_vim(self, what: str) -> None:
         """j/k/g/G on whatever list, table or text has the focus (the dashboard binds its own)."""

@@ -223,3 +223,14 @@ def test_picture_baselines(snap_compare, size, tab) -> None:
         await pilot.pause()
 
     assert snap_compare(app_for(case_study_run()), terminal_size=size, run_before=open_picture)
+
+
+async def test_colon_opens_the_command_line() -> None:
+    from textual.command import CommandPalette
+
+    app = app_for(synthetic_run())
+    async with app.run_test(size=(100, 30)) as pilot:
+        await pilot.pause()
+        await pilot.press("colon")
+        await pilot.pause()
+        assert isinstance(app.screen, CommandPalette)

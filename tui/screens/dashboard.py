@@ -47,6 +47,7 @@ class DashboardScreen(Screen[None]):
         Binding("f", "app.filter", "Filter"),
         Binding("slash", "text_filter", "Find", key_display="/"),
         Binding("u", "app.not_checked", "Unknowns"),
+        Binding("q", "app.back_or_quit", "Quit"),  # here q quits (asking during a live audit)
         Binding("p", "app.roofline", "Roofline", show=False),
         Binding("s", "app.save", "Save", show=False),
         Binding("d", "app.diff", "Diff", show=False),
