@@ -183,14 +183,18 @@ def _wanted_records(data: bytes, start: int, end: int, wanted: frozenset[str]) -
     Every record has a `"command_id": "` marker (so do findings' evidence references, which are skipped: they
     have no exit_status). Once a record is found, the search anchors on its line's indent: '\n' never occurs
     inside a JSON string, so the search skips over command output at memchr speed."""
-    plain = b'"command_id": "'
+    # the needle ends in "d", not in a quote or a space: CPython's search skips by the needle's last byte
+    plain, tail = b'"command_id', b'": "'
     needle, anchored = plain, False
     out: list[Any] = []
     prev = start
     at = data.find(needle, start, end)
     while at != -1:
         mark = at + len(needle) - len(plain)
-        id_start = mark + len(plain)
+        id_start = mark + len(plain) + len(tail)
+        if data[id_start - len(tail) : id_start] != tail:  # "command_id" in another position
+            at = data.find(needle, id_start, end)
+            continue
         id_end = data.find(b'"', id_start, end)
         if id_end == -1:
             return None
