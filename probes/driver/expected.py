@@ -8,6 +8,7 @@ The PCI side is sysfs (`sys_pci_nvidia`: the functions lspci lists, with their c
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 from gpuaudit.probes.core.judge.checks import Check, Ctx, Verdict, critical, ok
 from gpuaudit.probes.core.models import Role
@@ -27,7 +28,7 @@ def pci_gpus(sys_pci_nvidia: str) -> list[str]:
     return sorted({normalize_bdf(m.group(1)) for m in _CLASS.finditer(sys_pci_nvidia)})
 
 
-def _verdict(expect: int | None):
+def _verdict(expect: int | None) -> Callable[[Ctx], Verdict]:
     def verdict(ctx: Ctx) -> Verdict:
         h: DriverFacts = ctx.f
         rec = ctx.outputs.get("host", {}).get("sys_pci_nvidia")

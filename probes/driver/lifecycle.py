@@ -73,8 +73,8 @@ def branch_lifecycle(ctx: Ctx) -> Verdict:
     ct: DriverFacts | None = ctx.of("container")
     runtime = _runtime_major(ct) or _runtime_major(h)
     if runtime and runtime[0] > cuda_major:
-        libs = (ct or h).libcuda if (ct or h) else []
-        compat = [p for p, _ in libs if is_compat(p)]
+        holder = ct or h
+        compat = [p for p, _ in (holder.libcuda if holder else []) if is_compat(p)]
         if not compat:
             need = MIN_DRIVER_FOR_CUDA_MAJOR.get(runtime[0])
             return critical(

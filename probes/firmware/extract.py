@@ -128,12 +128,17 @@ def _lspci_bar1(t: str, d: Data, p: Problems) -> None:
     for line in t.splitlines():
         if line and not line[0].isspace():
             m = _LSPCI_DEV.match(line)
-            gpu = m and "NVIDIA" in m.group(2) and re.search(r"VGA|3D controller", m.group(2))
-            dev = m.group(1) if gpu else None
+            gpu = m is not None and "NVIDIA" in m.group(2) and re.search(r"VGA|3D", m.group(2))
+            dev = m.group(1) if m is not None and gpu else None
         elif dev and (r := _PREFETCH.search(line)):
             mib = int(int(r.group(1)) * _UNIT_MIB[r.group(2)])
             out[dev] = max(out.get(dev, 0), mib)
     d["bar1_mib_lspci"] = out
+
+
+def _lspci(t: str, d: Data, p: Problems) -> None:
+    read_lspci_aspm(t, d, p)
+    _lspci_bar1(t, d, p)
 
 
 def _numactl(t: str, d: Data, p: Problems) -> None:
@@ -249,7 +254,7 @@ READERS: tuple[tuple[str, Callable[[str, Data, Problems], None]], ...] = (
     ("redfish_system", read_system),
     ("redfish_bios", read_bios),
     ("redfish_bios_pending", read_pending),
-    ("lspci_vvv", lambda t, d, p: (read_lspci_aspm(t, d, p), _lspci_bar1(t, d, p))),
+    ("lspci_vvv", _lspci),
     # the links' ASPM state beside the BIOS setting; the GPUs' BAR1 aperture from the region sizes
 )
 """Source -> reader, in order (dmi_bios is the fallback for dmidecode_bios)."""

@@ -235,10 +235,10 @@ def nvswitch_inventory(ctx: Ctx) -> Verdict:
     known = next((n for key, n in k.NVSWITCHES if any(key in g.upper() for g in f.gpu_names)), None)
     if board and f.nvswitch_functions and (not f.gpu_names or known is None):
         obs = f"{f.nvswitch_functions} NVSwitch PCI functions ({', '.join(sorted(set(f.nvswitch_models)))})"
-        want = f"{board[0]} ({board[1]} baseboard)"
+        expect_text = f"{board[0]} ({board[1]} baseboard)"
         if f.nvswitch_functions < board[0]:
-            return critical(obs, want, title="NVSwitch devices missing")
-        return ok(obs, want)
+            return critical(obs, expect_text, title="NVSwitch devices missing")
+        return ok(obs, expect_text)
     if v := _models_unknown(ctx):
         return v
     if not k.is_nvswitch_system(f):

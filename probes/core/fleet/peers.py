@@ -22,6 +22,7 @@ import re
 from collections import Counter
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from gpuaudit.probes.core.parsers.nvidia_smi import gpu_names
 from gpuaudit.snapshots.compact import records_of
@@ -123,7 +124,7 @@ def _links(r: Records) -> str | None:
     return f"Gen{_uniform(gens)} x{_uniform(widths)}"
 
 
-def _pyenvs(r: Records) -> list[dict]:
+def _pyenvs(r: Records) -> list[dict[str, Any]]:
     """Every interpreter's JSON line of the `pyenv` record (one per python found)."""
     out = []
     for ln in r.get("pyenv", "").splitlines():
@@ -169,8 +170,8 @@ def _package(names: tuple[str, ...], key: str | None = None) -> Callable[[Record
 
 def _nccl_pkg(r: Records) -> str | None:
     for doc in _pyenvs(r):
-        if isinstance(doc.get("nccl"), str):
-            return doc["nccl"]
+        if isinstance(nccl := doc.get("nccl"), str):
+            return nccl
         for name, version in (doc.get("packages") or {}).items():
             if name.startswith("nvidia-nccl") and isinstance(version, str):
                 return version
@@ -346,7 +347,9 @@ def _bios_attributes(r: Records) -> dict[str, str | None]:
     }
 
 
-def _read_all(table: Mapping[str, Callable[[Records], str | None]], records: Records) -> dict:
+def _read_all(
+    table: Mapping[str, Callable[[Records], str | None]], records: Records
+) -> dict[str, Any]:
     facts: dict[str, str | None] = {}
     for key, read in table.items():
         try:
@@ -391,7 +394,7 @@ def node_from_records(
     return Node(name=name, source=source, klass=klass, facts=facts, not_comparable=reason)
 
 
-def _record_problem(r: Mapping) -> str | None:
+def _record_problem(r: Mapping[str, Any]) -> str | None:
     if r.get("error"):
         return str(r["error"])
     if r.get("timed_out"):
@@ -406,7 +409,7 @@ def _record_problem(r: Mapping) -> str | None:
     return None
 
 
-def usable_records(doc: Mapping, target: str) -> dict[str, str]:
+def usable_records(doc: Mapping[str, Any], target: str) -> dict[str, str]:
     """command id -> stdout of every usable record of `target` in a snapshot document (first one wins)."""
     out: dict[str, str] = {}
     for r in records_of(doc):  # the stored shape (each record once) or an expanded one
@@ -421,7 +424,7 @@ def usable_records(doc: Mapping, target: str) -> dict[str, str]:
     return out
 
 
-def node_from_document(name: str, source: str, doc: Mapping) -> Node:
+def node_from_document(name: str, source: str, doc: Mapping[str, Any]) -> Node:
     """A node from a snapshot document (a dict): host and container records, and why an identity is missing."""
     why: dict[str, str] = {}
     state = (doc.get("target_states") or {}).get("host") or {}
