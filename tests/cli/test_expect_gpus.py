@@ -65,3 +65,21 @@ def test_expect_gpus_must_be_a_positive_count():
         cwd=ROOT,
     )
     assert proc.returncode == 2 and proc.stderr.count("\n") == 1
+
+
+def test_the_same_expectation_reaches_health_and_prom(tmp_path):
+    prom = tmp_path / "node.prom"
+    base = [sys.executable, "-m", "gpuaudit.tui", "--replay", str(AFTER), "--expect-gpus", "9"]
+    proc = subprocess.run(
+        [*base, "--prom", str(prom), "--fail-on", "never"],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr
+    assert 'check="driver.expected_gpus"' in prom.read_text()
+    proc = subprocess.run(
+        [*base, "--health"], capture_output=True, text=True, timeout=120, cwd=ROOT
+    )
+    assert "CRITICAL [host] driver.expected_gpus" in proc.stdout + proc.stderr
