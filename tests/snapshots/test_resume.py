@@ -278,3 +278,8 @@ def test_a_foreign_snapshot_names_its_targets_and_needs_consent(tmp_path: Path) 
         assert r.returncode == 3 and "connection refused" in r.stderr, r.stderr
         assert "still unreachable: host (" in r.stderr and "nothing was re-run for it" in r.stderr
         assert "all recorded answers were usable" not in r.stderr  # issue 24: never when down
+    resumed = [p for p in tmp_path.glob("*.json") if p != path]
+    assert len(resumed) == 2
+    for stored in resumed:  # the host is still down: its recorded answers are kept as recorded
+        uname = [rec for rec in store.load(stored).records if rec.command_id == "uname_r"]
+        assert uname and all(rec.stdout == "recorded uname_r\n" for rec in uname), stored

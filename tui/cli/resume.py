@@ -208,9 +208,20 @@ def ran_live(setup) -> dict[str, list[str]]:
 
 
 def merge(original: Snapshot, resumed: Snapshot) -> Snapshot:
-    """The resumed probes replace the original's; probes not re-judged (outside --probes) are kept."""
+    """The resumed probes replace the original's; probes not re-judged (outside --probes) are kept, and so are
+    those whose every record is "target failed" in the resume (the target is still down: its recorded answers
+    stay as recorded, never replaced by "target failed")."""
+    down = {r for r, st in (resumed.target_states or {}).items() if st.state == "failed"}
+
+    def lost(p) -> bool:
+        return bool(p.records) and all(
+            r.target in down and (r.error or "").startswith("target failed") for r in p.records
+        )
+
     new_by_id = {p.probe_id: p for p in resumed.probes}
-    probes = [new_by_id.pop(p.probe_id, p) for p in original.probes] + list(new_by_id.values())
+    probes = [
+        p if lost(new := new_by_id.pop(p.probe_id, p)) else new for p in original.probes
+    ] + list(new_by_id.values())
     return resumed.model_copy(
         update={"probes": probes, "findings": [f for p in probes for f in p.findings]}
     )
