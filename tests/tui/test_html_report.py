@@ -99,6 +99,8 @@ def test_chromium_renders_the_demo(reports: dict[str, Path], tmp_path: Path) -> 
         "MRRS 512",
         "GPU x GPU paths",
         "NODE✓",
+        "Per GPU",
+        "600/600 W",
         "Findings by probe",
         "MaxReadReq",  # an evidence excerpt: lspci's DevCtl line
     ):

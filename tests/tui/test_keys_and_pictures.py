@@ -211,10 +211,14 @@ def test_pictures_data_of_the_demo() -> None:
     m = P.path_matrix(run)
     assert m is not None and m.counts() == {"NODE": 12, "SYS": 16}
     assert P.matrix_lines(m, 80)[1].startswith("GPU0      X  NODE✓")
+    strip = P.gpu_strip(run)
+    assert len(strip) == 8 and strip[0].link == "Gen1 x16/Gen5 x16" and strip[0].degraded
+    assert (strip[0].mrrs, strip[0].power, strip[0].reasons) == ("512", "600/600 W", "none")
+    assert max(len(line) for line in P.strip_lines(strip)) <= 78  # readable at 80x24
 
 
 @SIZES
-@pytest.mark.parametrize("tab", ["tree", "matrix", "numa", "roofline"])
+@pytest.mark.parametrize("tab", ["tree", "matrix", "numa", "gpus", "roofline"])
 def test_picture_baselines(snap_compare, size, tab) -> None:
     async def open_picture(pilot) -> None:
         from gpuaudit.tui.screens.pictures import PicturesScreen

@@ -15,6 +15,7 @@ TABS = (
     ("tree", "PCIe tree"),
     ("matrix", "GPU paths"),
     ("numa", "GPU/NUMA"),
+    ("gpus", "Per GPU"),
     ("roofline", "Roofline"),
 )
 PROBE_TAB = {
@@ -22,6 +23,8 @@ PROBE_TAB = {
     "nccl": "matrix",
     "nvlink": "matrix",
     "numa": "numa",
+    "driver": "gpus",
+    "power": "gpus",
     "python": "roofline",
 }
 """The picture of each probe's data (`v` in its drill-down)."""

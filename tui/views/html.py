@@ -258,6 +258,19 @@ def _pictures(run: AuditRun) -> str:
             f"<th>NUMA node</th><th>local CPUs</th></tr>{rows}</table>"
             f"<p>container cpuset: {escape(cpuset or 'not read')}</p>"
         )
+    rows = P.gpu_strip(run)
+    if rows:
+        body = "".join(
+            f"<tr><td>{escape(r.gpu)}</td><td>{escape(r.bdf)}</td>"
+            f"<td>{escape(r.link)}{' ▼' if r.degraded else ''}</td><td>{escape(r.mrrs)}</td>"
+            f"<td>{escape(r.power)}</td><td>{escape(r.ecc)}</td><td>{escape(r.reasons)}</td></tr>"
+            for r in rows
+        )
+        out.append(
+            '<h3>Per GPU</h3><table class="grid"><tr><th>GPU</th><th>PCI</th><th>link now/can</th>'
+            "<th>MRRS</th><th>power limit</th><th>ECC</th><th>clock events</th></tr>"
+            f"{body}</table>"
+        )
     out.append("</section>")
     return "\n".join(out)
 

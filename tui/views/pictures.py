@@ -323,6 +323,77 @@ def gpu_placement(run: AuditRun) -> tuple[list[GpuPlacement], str | None]:
     return out, (cpu_ranges(cpuset) if isinstance(cpuset, list) else cpuset)
 
 
+# --- the per-GPU strip -----------------------------------------------------------------------------------
+
+
+@dataclass
+class GpuStrip:
+    gpu: str
+    bdf: str
+    link: str
+    degraded: bool
+    mrrs: str
+    power: str
+    reasons: str
+    ecc: str
+
+
+def _bdf(bus_id: object) -> str:
+    text = str(bus_id or "").lower()
+    return "0000:" + text[9:] if text.startswith("00000000:") else text
+
+
+def gpu_strip(run: AuditRun, role: str = "host") -> list[GpuStrip]:
+    """One row per GPU: link now/capable, MaxReadReq, power limit, clock-event reasons, ECC."""
+    tree = {n.bdf: n for b in pcie_tree(run, role) for n in _nodes(b.roots) if n.kind == "GPU"}
+    power = {str(g.get("index")): g for g in _facts(run, "power", role).get("gpus") or []}
+    readings = {
+        str(g.get("index")): g for g in _facts(run, "power", role).get("gpu_readings") or []
+    }
+    out = []
+    for g in _facts(run, "driver", role).get("gpus") or []:
+        idx, bdf = str(g.get("index")), _bdf(g.get("bus_id"))
+        node = tree.get(bdf)
+        pw, rd = power.get(idx) or {}, readings.get(idx) or {}
+        limit = pw.get("enforced_w")
+        reasons = rd.get("active_reasons")
+        ecc = g.get("ecc_mode")
+        out.append(
+            GpuStrip(
+                gpu=f"GPU{idx}",
+                bdf=_short_bdf(bdf),
+                link=f"{node.now or '?'}/{node.capable or '?'}" if node is not None else "?",
+                degraded=bool(node is not None and node.degraded),
+                mrrs=str(node.mrrs) if node is not None and node.mrrs else "?",
+                power=f"{limit:.0f}/{pw.get('max_w') or 0:.0f} W" if limit else "?",
+                reasons=(", ".join(reasons) or "none") if isinstance(reasons, list) and rd else "?",
+                ecc=(
+                    f"{ecc}, {g.get('ecc_uncorrected') or 0} uncorr."
+                    if ecc not in (None, "", "N/A")
+                    else str(ecc or "?")
+                ),
+            )
+        )
+    return out
+
+
+def _nodes(nodes: Sequence[TreeNode]) -> list[TreeNode]:
+    out: list[TreeNode] = []
+    for n in nodes:
+        out.append(n)
+        out.extend(_nodes(n.children))
+    return out
+
+
+def strip_lines(rows: Sequence[GpuStrip]) -> list[str]:
+    head = f"{'GPU':<5} {'link now/can':<20} {'MRRS':>5}  {'power':<11} {'ECC':<17} clock events"
+    lines = [head]
+    for r in rows:
+        link = r.link + (" ▼" if r.degraded else "")
+        lines.append(f"{r.gpu:<5} {link:<20} {r.mrrs:>5}  {r.power:<11} {r.ecc:<17} {r.reasons}")
+    return lines
+
+
 # --- the roofline bar ------------------------------------------------------------------------------------
 
 

@@ -15,6 +15,7 @@ EMPTY = {
     "matrix": "No GPU x GPU paths (fewer than 2 GPUs, or nvidia-smi topo -m not readable: see the nccl probe).",
     "numa": "No GPU NUMA placement (see the numa probe).",
     "roofline": "No decode bounds (see p: what the roofline is missing).",
+    "gpus": "No GPU rows (nvidia-smi not readable: see the driver probe).",
 }
 
 
@@ -73,6 +74,18 @@ def numa_text(run: AuditRun) -> Text:
     return out
 
 
+def strip_text(run: AuditRun) -> Text:
+    rows = P.gpu_strip(run)
+    if not rows:
+        return Text(EMPTY["gpus"])
+    lines = P.strip_lines(rows)
+    out = Text(lines[0] + "\n", style="bold")
+    for line in lines[1:]:
+        out.append(line + "\n")
+    out.append("▼ link runs below what it can · clock events: nvidia-smi's active reasons", "dim")
+    return out
+
+
 def roofline_text(run: AuditRun, width: int = 70) -> Text:
     bar = P.roofline_bar(roofline_of(run).model_dump())
     if bar is None:
@@ -88,7 +101,7 @@ def roofline_text(run: AuditRun, width: int = 70) -> Text:
 
 
 class Picture(Static):
-    """One picture; `kind` is tree, matrix, numa or roofline. Redraws when the app's run changes."""
+    """One picture; `kind` is tree, matrix, numa, gpus or roofline. Redraws when the app's run changes."""
 
     DEFAULT_CSS = """
     Picture { width: auto; min-width: 100%; height: auto; padding: 0 1; }
@@ -109,6 +122,7 @@ class Picture(Static):
                 "tree": lambda: tree_text(run, palette),
                 "matrix": lambda: matrix_text(run, width),
                 "numa": lambda: numa_text(run),
+                "gpus": lambda: strip_text(run),
                 "roofline": lambda: roofline_text(run, width),
             }[self.kind]()
         )
