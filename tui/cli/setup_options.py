@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 from gpuaudit.probes.catalogue import REGISTRY
 from gpuaudit.probes.core.collect.ssh_transport import SshOptions
 from gpuaudit.probes.core.run.request import AuditRequest
 from gpuaudit.probes.core.run.runner import Audit, AuditOptions
+from gpuaudit.probes.driver.expected import ID, expected_gpus_check
 from gpuaudit.tui.cli.bmc_setup import bmc_reader
 
 
@@ -55,9 +56,5 @@ def selected_probes(request: AuditRequest) -> list:
 
 
 def with_expected_gpus(probe, expect: int):
-    from dataclasses import replace
-
-    from gpuaudit.probes.driver.expected import ID, expected_gpus_check
-
     checks = tuple(expected_gpus_check(expect) if c.id == ID else c for c in probe.checks)
     return probe if checks == probe.checks else replace(probe, checks=checks)
