@@ -238,3 +238,26 @@ async def test_colon_opens_the_command_line() -> None:
         await pilot.press("colon")
         await pilot.pause()
         assert isinstance(app.screen, CommandPalette)
+
+
+async def test_z_shows_the_raw_output_full_screen_at_80x24() -> None:
+    from gpuaudit.tui.widgets.command_output import CommandOutput
+
+    app = app_for(synthetic_run())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        app.open_drilldown("pcie")
+        await pilot.pause()
+        await pilot.press("z")
+        await pilot.pause()
+        out = app.screen.query_one(CommandOutput)
+        assert app.screen.maximized is out and out.size.height >= 20
+        await pilot.press("escape")
+        await pilot.pause()
+        assert app.screen.maximized is None and isinstance(app.screen, DrilldownScreen)
+        await pilot.press("q")  # narrow: back from the output side to the findings side first
+        await pilot.pause()
+        assert isinstance(app.screen, DrilldownScreen) and not app.screen.has_class("-show-output")
+        await pilot.press("q")
+        await pilot.pause()
+        assert isinstance(app.screen, DashboardScreen)

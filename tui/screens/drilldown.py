@@ -86,6 +86,7 @@ class DrilldownScreen(Screen[None]):
         Binding("N", "find_previous", "Previous match", show=False),
         Binding("e", "evidence", "Evidence"),
         Binding("o", "toggle_side", "Side"),
+        Binding("z", "zoom_output", "Zoom", show=False),
         Binding("c", "copy_finding", "Copy"),
     ]
     app: GpuAuditApp
@@ -365,6 +366,18 @@ class DrilldownScreen(Screen[None]):
         else:
             self.query_one(CommandOutput).focus()
 
+    def action_zoom_output(self) -> None:
+        """z: the raw output alone on the whole screen (z or Esc again: back to the drill-down)."""
+        if self.maximized is not None:
+            self.minimize()
+            return
+        out = self.query_one(CommandOutput)
+        self.set_class(
+            True, "-show-output"
+        )  # narrow terminals: the output side must be the shown one
+        self.maximize(out, container=False)
+        out.focus()
+
     def action_copy_finding(self) -> None:
         f = self.query_one(FindingsTable).current
         if f is None:
@@ -402,6 +415,9 @@ class DrilldownScreen(Screen[None]):
         self.action_find_next(backwards=True)
 
     def action_back(self) -> None:
+        if self.maximized is not None:  # z's full-screen output: back to the drill-down first
+            self.minimize()
+            return
         bar = self.query_one("#search-bar")
         if bar.has_class("-visible"):
             bar.remove_class("-visible")
