@@ -9,8 +9,8 @@ from __future__ import annotations
 
 import pytest
 from gpuaudit.probes.catalogue import REGISTRY
-from gpuaudit.probes.core.models import CommandRecord
 from gpuaudit.probes.core.judge.probe import judge_probe
+from gpuaudit.probes.core.models import CommandRecord
 
 FAILURES = {
     "timed out": dict(exit_status=None, timed_out=True),

@@ -97,9 +97,7 @@ def test_empty_nvlink_s_is_never_ok():
 def test_empty_nvlink_s_on_a_pcie_board_is_not_applicable():
     by = judge(nvlink_s=EMPTY, smi_q_xml=(XML / "netdata-rtx-4090-driver-535.xml").read_text())
     for fid in ("nvlink.presence", "nvlink.link_state"):
-        assert by[fid].severity.value == "n/a", by[
-            fid
-        ]
+        assert by[fid].severity.value == "n/a", by[fid]
     assert all(f.observed.strip() for f in by.values())
 
 

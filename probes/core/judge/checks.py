@@ -107,7 +107,7 @@ class Ctx:
         """Whether the source answered with an absence its row declares an answer ("No such file" for a
         module parameter, a daemon's tool not installed): the verdict's answer, never a problem text match."""
         rec = self.outputs.get(role or self.role or "host", {}).get(command_id)
-        return record_absent(rec, SOURCES.get(command_id))
+        return bool(record_absent(rec, SOURCES.get(command_id)))
 
     def problem(self, command_id: str, role: Role | None = None) -> str | None:
         """Why a declared source is unusable on this (or the given) target, for an unknown's text; None when
@@ -307,7 +307,7 @@ def _finding(
     lines: dict[tuple[Role, str], int] = {}
     for e in evidence:
         if len(e) == 3:
-            lines.setdefault((e[0], e[1]), e[2])  # type: ignore[misc]
+            lines.setdefault((e[0], e[1]), e[2])
     refs = dict.fromkeys(
         (e[0], e[1]) for e in evidence
     )  # first mention keeps its place, with its line
