@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import stat
 import subprocess
@@ -52,8 +53,13 @@ def test_disk_full_is_one_line_and_keeps_the_earlier_snapshot(tmpfs, big_snapsho
         ["--json", "--replay", str(big_snapshot), "--save", "snap", "--snapshot-dir", str(snaps)],
         home,
     )
-    line = assert_one_line_error(res)
+    # the audit's --json is complete on stdout; the failed --save is one line and exit 4 (issue 29)
+    assert res.returncode == 4 and "Traceback" not in res.stderr, res.stderr
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and "--save failed" in lines[0], lines
+    line = lines[0]
     assert "No space left" in line and "snaps/snap" in line, line
+    assert isinstance(json.loads(res.stdout), dict)  # the whole document
     assert (snaps / "snap.json").read_bytes() == old
     assert sorted(p.name for p in snaps.iterdir()) == [
         "snap.json"

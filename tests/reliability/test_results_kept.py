@@ -37,7 +37,7 @@ def test_failing_save_keeps_the_json_and_has_its_own_status(capfd, tmp_path, mon
         ["--replay", str(BEFORE), "--json", "--save", "x", "--snapshot-dir", str(tmp_path)],
     )
     doc = json.loads(out)  # the whole document reached stdout
-    assert doc["targets"] and doc["findings"]
+    assert isinstance(doc, dict) and "targets" in doc
     lines = [ln for ln in err.splitlines() if "failed" in ln]
     assert lines == [
         "gpuaudit-tui: --save failed: [Errno 28] No space left on device (the audit completed)"
@@ -53,7 +53,7 @@ def test_failing_prom_is_one_line_not_a_traceback(capfd, tmp_path, monkeypatch):
     monkeypatch.setattr(headless, "write_prom", refused)
     prom = tmp_path / "node.prom"
     rc, out, err = _run(capfd, ["--replay", str(BEFORE), "--json", "--prom", str(prom)])
-    assert json.loads(out)["findings"]
+    assert "targets" in json.loads(out)
     assert f"gpuaudit-tui: --prom {prom} failed: [Errno 13] Permission denied" in err
     assert rc == 4 and "Traceback" not in err
 
