@@ -261,3 +261,18 @@ async def test_z_shows_the_raw_output_full_screen_at_80x24() -> None:
         await pilot.press("q")
         await pilot.pause()
         assert isinstance(app.screen, DashboardScreen)
+
+
+async def test_diff_header_is_compact_at_80x24() -> None:
+    from gpuaudit.snapshots.store import EXAMPLES_DIR, load
+    from gpuaudit.tui.screens.diff import SnapshotDiffScreen
+
+    before = load(EXAMPLES_DIR / "case-study-before.json")
+    after = load(EXAMPLES_DIR / "case-study-after.json")
+    app = app_for(synthetic_run())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await app.push_screen(SnapshotDiffScreen(before, after))
+        await pilot.pause()
+        head = app.screen.query_one("#diff-header")
+        assert head.size.height <= 8, "the header leaves the changes most of the screen"

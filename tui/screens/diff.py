@@ -94,7 +94,22 @@ class SnapshotDiffScreen(Screen[None]):
             head.rstrip()
             head.append("\n")
             head.append_text(roofline_change_line(self.diff.roofline, self.palette))
-        return head
+        return self._compact(head)
+
+    def _compact(self, head: Text) -> Text:
+        """Small terminals (80x24): each header line cut to the width instead of wrapped, so the header takes
+        7 rows, not 13, and the changes keep the rest of the screen."""
+        size = self.app.size if self.is_attached else None
+        if size is None or (size.width >= 100 and size.height >= 34):
+            return head
+        width = max(20, size.width - 2)
+        lines = head.split("\n", allow_blank=False)
+        for line in lines:
+            line.truncate(width, overflow="ellipsis")
+        return Text("\n").join(lines)
+
+    def on_resize(self) -> None:
+        self.query_one("#diff-header", Static).update(self.head())
 
     def rename_new(self, name: str) -> None:
         """B was just saved under `name`: say so in the header."""
