@@ -79,9 +79,13 @@ def read_ansible_json(text: str, source: str = "inventory") -> Inventory:
         raise UsageError(f"{source}: not valid JSON ({exc})") from None
     if not isinstance(doc, dict) or not isinstance(doc.get("all", {}), dict):
         raise UsageError(f"{source}: not the JSON of `ansible-inventory --list`")
-    groups = {k: v for k, v in doc.items() if k != "_meta" and isinstance(v, dict)}
-    meta = doc.get("_meta") if isinstance(doc.get("_meta"), dict) else {}
-    hostvars_all = meta.get("hostvars") if isinstance(meta.get("hostvars"), dict) else {}
+    groups: dict[str, dict[str, Any]] = {
+        k: v for k, v in doc.items() if k != "_meta" and isinstance(v, dict)
+    }
+    meta = doc.get("_meta")
+    meta = meta if isinstance(meta, dict) else {}
+    hostvars_all = meta.get("hostvars")
+    hostvars_all = hostvars_all if isinstance(hostvars_all, dict) else {}
 
     order: list[str] = []
     member: dict[str, list[str]] = {}

@@ -6,7 +6,7 @@ import json
 import mmap
 import os
 import re
-from collections.abc import Mapping
+from collections.abc import ItemsView, Iterator, KeysView, Mapping, ValuesView
 from pathlib import Path
 from typing import Any
 
@@ -83,22 +83,22 @@ _LAZY = ("findings", "roofline")
 _DECODER = json.JSONDecoder()
 
 
-class _Recorder(dict):  # type: ignore[type-arg]
+class _Recorder(dict[str, str]):
     """A records mapping that notes every command id a reader asks for (and answers "")."""
 
     def __init__(self) -> None:
         super().__init__()
         self.asked: set[str] = set()
 
-    def get(self, key, default=None):  # type: ignore[no-untyped-def,override]
+    def get(self, key: str, default: Any = None) -> Any:
         self.asked.add(str(key))
         return default if default is not None else ""
 
-    def __getitem__(self, key):  # type: ignore[no-untyped-def]
+    def __getitem__(self, key: str) -> str:
         self.asked.add(str(key))
         raise KeyError(key)
 
-    def __contains__(self, key) -> bool:  # type: ignore[no-untyped-def]
+    def __contains__(self, key: object) -> bool:
         self.asked.add(str(key))
         return False
 
@@ -114,7 +114,7 @@ def comparison_command_ids() -> frozenset[str]:
 
         host, container = _Recorder(), _Recorder()
         try:
-            peers.node_from_records("", "", host, container)  # type: ignore[call-arg]
+            peers.node_from_records("", "", host, container)
         except TypeError:  # a release whose comparison reads only the host
             peers.node_from_records("", "", host)
         ids = host.asked | container.asked | set(getattr(peers, "IDENTITY", {}))
@@ -122,7 +122,7 @@ def comparison_command_ids() -> frozenset[str]:
     return _WANTED
 
 
-class LightDocument(dict):  # type: ignore[type-arg]
+class LightDocument(dict[str, Any]):
     """A snapshot document whose `findings` and `roofline` are parsed on first read."""
 
     def __init__(self, lazy: dict[str, bytes], **fields: Any) -> None:
@@ -141,7 +141,7 @@ class LightDocument(dict):  # type: ignore[type-arg]
             self._load(key)
         return dict.__getitem__(self, key)
 
-    def get(self, key: str, default: Any = None) -> Any:  # type: ignore[override]
+    def get(self, key: str, default: Any = None) -> Any:
         if key in self._lazy:
             self._load(key)
         return dict.get(self, key, default)
@@ -149,26 +149,26 @@ class LightDocument(dict):  # type: ignore[type-arg]
     def __contains__(self, key: object) -> bool:
         return key in self._lazy or dict.__contains__(self, key)
 
-    def __iter__(self):  # type: ignore[no-untyped-def]
+    def __iter__(self) -> Iterator[str]:
         self._load_all()
         return dict.__iter__(self)
 
     def __len__(self) -> int:
         return dict.__len__(self) + len(self._lazy)
 
-    def keys(self):  # type: ignore[no-untyped-def,override]
+    def keys(self) -> KeysView[str]:  # type: ignore[override]
         self._load_all()
         return dict.keys(self)
 
-    def items(self):  # type: ignore[no-untyped-def,override]
+    def items(self) -> ItemsView[str, Any]:  # type: ignore[override]
         self._load_all()
         return dict.items(self)
 
-    def values(self):  # type: ignore[no-untyped-def,override]
+    def values(self) -> ValuesView[Any]:  # type: ignore[override]
         self._load_all()
         return dict.values(self)
 
-    def copy(self) -> dict[str, Any]:  # type: ignore[override]
+    def copy(self) -> dict[str, Any]:
         self._load_all()
         return dict(dict.items(self))
 

@@ -229,7 +229,7 @@ def render(
                 "owner": f.owner or "",
             }
             key = tuple(sorted(labels.items()))
-            rank = f.severity.rank
+            rank: float = f.severity.rank
             if key in carried:  # its target was not reached: the last verdict judged while it was
                 rank = carried[key]
             emitted.add(key)
@@ -265,8 +265,8 @@ def render(
                 fam["probe"].add({**base, "probe": probe}, round(seconds, 4))
         if audit.info or audit.klass:
             fam["info"].add({**base, **audit.info, "class": audit.klass}, 1)
-        for fact, value in audit.facts.items():
-            fam["fact"].add({**base, "fact": fact, "value": value}, 1)  # class: on node_info
+        for fact, fact_value in audit.facts.items():
+            fam["fact"].add({**base, "fact": fact, "value": fact_value}, 1)  # class: on node_info
         for bound, value in audit.roofline.items():
             if bound == "measured":
                 fam["meas"].add(base, round(value, 3))
@@ -348,9 +348,10 @@ def captured_at(snapshot: Any) -> datetime | None:
         if getattr(r, "started_at", None) is not None
         and (r.exit_status is not None or r.timed_out)  # ran (a replay's unrecorded source did not)
     ]
+    created: datetime | None = snapshot.created_at
     if ends:
-        return datetime.fromtimestamp(max(ends), tz=snapshot.created_at.tzinfo)
-    return snapshot.created_at
+        return datetime.fromtimestamp(max(ends), tz=created.tzinfo if created else None)
+    return created
 
 
 def from_snapshot(snapshot: Any) -> NodeAudit:
