@@ -2,8 +2,9 @@
 
 argv: PORT RUNNING DT_S TTFT_S LOG vllm serve stand-in --port PORT  (the tail makes its command line read like
 vLLM's, so the probe's /proc scan finds it). Streams completion tokens on an absolute schedule (token k at
-start + TTFT + k x DT), so the rate is known regardless of sleep jitter; /metrics reports RUNNING requests; every
-completion request is appended to LOG.
+start + TTFT + k x DT), so the rate is known regardless of sleep jitter; /metrics reports RUNNING requests
+("0,2": 0 at the first read, 2 at every later one — another client arriving mid-measurement); every completion
+request is appended to LOG.
 """
 
 import http.server
@@ -13,11 +14,14 @@ import time
 
 PORT, RUNNING, DT, TTFT, LOG = (
     int(sys.argv[1]),
-    int(sys.argv[2]),
+    [int(x) for x in sys.argv[2].split(",")],
     float(sys.argv[3]),
     float(sys.argv[4]),
     sys.argv[5],
 )
+
+
+READS: list[int] = []
 
 
 class Handler(http.server.BaseHTTPRequestHandler):
@@ -30,11 +34,13 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     def do_GET(self) -> None:
         if self.path == "/metrics":
+            running = RUNNING[0] if len(RUNNING) == 1 or not READS else RUNNING[1]
+            READS.append(running)
             self._send(
                 (
                     "# HELP vllm:num_requests_running Number of requests in model execution batches.\n"
                     "# TYPE vllm:num_requests_running gauge\n"
-                    f'vllm:num_requests_running{{model_name="stand-in"}} {RUNNING}.0\n'
+                    f'vllm:num_requests_running{{model_name="stand-in"}} {running}.0\n'
                 ).encode(),
                 "text/plain",
             )

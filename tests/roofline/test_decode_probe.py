@@ -31,9 +31,9 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-def _engine(tmp_path: Path, running: int):
+def _engine(tmp_path: Path, running: int | str):
     port = _free_port()
-    log = tmp_path / f"requests-{running}.jsonl"
+    log = tmp_path / f"requests-{str(running).replace(',', '-')}.jsonl"
     proc = subprocess.Popen(
         [sys.executable, str(STAND_IN), str(port), str(running), str(DT), str(TTFT), str(log)]
         + ["vllm", "serve", "stand-in", "--port", str(port)]
@@ -85,3 +85,17 @@ def test_a_busy_engine_is_refused_and_nothing_is_sent(tmp_path):
     assert d is not None and d.tok_s is None
     assert d.refused is not None and d.refused.startswith("engine busy: 1 running request")
     assert not log.exists()  # no completion request reached the engine
+
+
+def test_another_request_during_the_measurement_discards_the_figure(tmp_path):
+    proc, _, log = _engine(tmp_path, running="0,2")  # idle at first, 2 running mid-stream
+    try:
+        d = parse_decode_probe(_probe())
+    finally:
+        proc.terminate()
+        proc.wait(timeout=5)
+    assert d is not None and d.tok_s is None
+    assert d.refused is not None and d.refused.startswith(
+        "another request ran during the measurement"
+    )
+    assert len(log.read_text().splitlines()) == 1  # one request was sent, its figure not used

@@ -61,13 +61,16 @@ import json, sys, time, urllib.request as r
 base, n = sys.argv[1], int(sys.argv[2])
 def get(path):
     return r.urlopen(base + path, timeout=5).read(4000000).decode("utf-8", "replace")
-running = None
-try:
-    for line in get("/metrics").splitlines():
-        if line.startswith(("vllm:num_requests_running", "sglang:num_running_reqs")):
-            running = (running or 0) + float(line.rsplit(None, 1)[1])
-except Exception as e:
-    print("@@metrics-unreadable", type(e).__name__, str(e)[:200])
+def running_now():
+    running = None
+    try:
+        for line in get("/metrics").splitlines():
+            if line.startswith(("vllm:num_requests_running", "sglang:num_running_reqs")):
+                running = (running or 0) + float(line.rsplit(None, 1)[1])
+    except Exception as e:
+        print("@@metrics-unreadable", type(e).__name__, str(e)[:200])
+    return running
+running = running_now()
 if running is None:
     print("@@refused engine load unknown (no running-requests gauge on /metrics): nothing sent")
     sys.exit(0)
@@ -79,7 +82,7 @@ body = json.dumps({"model": model, "prompt": PROMPT, "max_tokens": n, "temperatu
                    "ignore_eos": True, "stream": True,
                    "stream_options": {"include_usage": True}}).encode()
 req = r.Request(base + "/v1/completions", data=body, headers={"Content-Type": "application/json"})
-t0, times, usage = time.monotonic(), [], None
+t0, times, usage, during = time.monotonic(), [], None, None
 with r.urlopen(req, timeout=120) as resp:
     for raw in resp:
         line = raw.decode("utf-8", "replace").strip()
@@ -94,11 +97,14 @@ with r.urlopen(req, timeout=120) as resp:
         ch = obj.get("choices") or []
         if ch and ch[0].get("text"):
             times.append(time.monotonic())
+            if len(times) == 8:  # mid-stream: ours should be the only request running
+                during = running_now()
 if len(times) < 2:
     print("@@failed fewer than two streamed chunks")
     sys.exit(0)
-print("@@decode model=%s tokens=%d chunks=%d ttft_s=%.6f span_s=%.6f"
-      % (json.dumps(model), usage or len(times), len(times), times[0] - t0, times[-1] - times[0]))
+print("@@decode model=%s tokens=%d chunks=%d ttft_s=%.6f span_s=%.6f running_during=%s"
+      % (json.dumps(model), usage or len(times), len(times), times[0] - t0, times[-1] - times[0],
+         "?" if during is None else "%d" % during))
 """.replace("PROMPT", repr(DECODE_PROMPT))
 
 DECODE_PROBE_SHELL = (
@@ -139,7 +145,8 @@ def parse_decode_probe(text: str) -> DecodeProbe | None:
     if refused:
         return DecodeProbe(url, refused=refused.group(1).strip())
     d = re.search(
-        r"^@@decode model=(.*) tokens=(\d+) chunks=(\d+) ttft_s=([\d.]+) span_s=([\d.]+)$",
+        r"^@@decode model=(.*) tokens=(\d+) chunks=(\d+) ttft_s=([\d.]+) span_s=([\d.]+)"
+        r"(?: running_during=(\d+|\?))?$",
         text,
         flags=re.M,
     )
@@ -149,6 +156,12 @@ def parse_decode_probe(text: str) -> DecodeProbe | None:
             url, refused=f"request failed: {tail[-1][:200] if tail else 'no output'}"
         )
     tokens, chunks = int(d.group(2)), int(d.group(3))
+    if d.group(6) not in (None, "?") and int(d.group(6)) > 1:
+        return DecodeProbe(
+            url,
+            refused=f"another request ran during the measurement ({d.group(6)} running): "
+            "figure discarded",
+        )
     span = float(d.group(5))
     after_first = tokens - tokens / chunks
     if after_first <= 0 or span <= 0:
