@@ -15,7 +15,16 @@ from gpuaudit.snapshots.migrate import migrate
 ROOT = Path(__file__).resolve().parents[2]
 OLD = ROOT / "tests" / "fixtures" / "releases" / "0.1.0"
 # Intended since 0.1.0: a new check (driver.gpu_health); two host+container rows judged once on the container.
-NEW_IDS = {"driver.gpu_health"}
+NEW_IDS = {
+    "driver.gpu_health",
+    "driver.expected_gpus",  # issue 24
+    "driver.branch_lifecycle",  # issue 24
+    *(  # issue 27: the BIOS read from the BMC (n/a without one)
+        f"firmware.bios_{x}"
+        for x in ("settings", "pending", "nps_vs_numa", "cstates_vs_os", "iommu_vs_cmdline")
+    ),
+    "firmware.bios_aspm_vs_lnkctl",
+}
 # Verdicts changed on purpose since 0.1.0: clock events are judged on idle GPUs too (issue 12 item 5), where
 # 0.1.0 said "not applicable: all GPUs below 50% utilisation".
 CHANGED = {"power.gpu_clock_events": ("n/a", "ok")}
