@@ -276,3 +276,20 @@ async def test_diff_header_is_compact_at_80x24() -> None:
         await pilot.pause()
         head = app.screen.query_one("#diff-header")
         assert head.size.height <= 8, "the header leaves the changes most of the screen"
+
+
+async def test_picker_columns_fit_at_80x24(tmp_path) -> None:
+    from gpuaudit.tui.screens.snapshot_picker import SnapshotPickerScreen
+
+    app = app_for(synthetic_run())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        await app.push_screen(SnapshotPickerScreen(tmp_path))
+        await pilot.pause()
+        from rich.console import Console
+
+        console = Console(width=80, record=True, file=open("/dev/null", "w"))  # noqa: SIM115
+        console.print(app.screen._compositor.render_update(full=True))
+        screen = console.export_text()
+        assert "findings" in screen and "1C" in screen  # the counts column is on screen
+        assert "case-study-be…" in screen  # the long name was cut, not the other columns

@@ -22,6 +22,12 @@ def cell(text: str) -> Text:
     return Text(neutralise(text))
 
 
+def fit(text: Text, width: int) -> Text:
+    """Cut to `width` cells with an ellipsis."""
+    text.truncate(width, overflow="ellipsis")
+    return text
+
+
 def taken_cell(mode: str) -> Text:
     """ "live" for an audit of a machine; demos and replays are marked as recordings, never as live."""
     if mode in ("demo", "replay"):
@@ -34,7 +40,7 @@ class SnapshotPickerScreen(ModalScreen[Path | None]):
 
     DEFAULT_CSS = """
     SnapshotPickerScreen { align: center middle; }
-    SnapshotPickerScreen > Vertical { width: 90%; height: 80%; border: thick $primary; background: $surface; padding: 0 1; }
+    SnapshotPickerScreen > Vertical { width: 100%; max-width: 140; height: 80%; border: thick $primary; background: $surface; padding: 0 1; }
     SnapshotPickerScreen DataTable { height: 1fr; }
     """
     BINDINGS = [Binding("escape", "cancel", "Cancel")]
@@ -56,15 +62,18 @@ class SnapshotPickerScreen(ModalScreen[Path | None]):
         self.infos = [i for i in list_snapshots(self.directory, examples=True) if i.error is None]
         table: DataTable[Text] = self.query_one(DataTable)
         table.add_columns("name", "date (UTC)", "kernel", "driver", "findings", "taken")
+        room = max(12, self.app.size.width - 66)
+        """The name column's share: default names (host_kernel_driver_time) repeat the other columns, so at
+        80 columns they are cut (…) and every column stays on screen."""
         for n, info in enumerate(self.infos):
             name = f"{info.name} (example)" if info.example else info.name
             date = info.created_at.strftime("%Y-%m-%d %H:%M") if info.created_at else ""
             table.add_row(
-                cell(name),
+                fit(cell(name), room),
                 Text(date),
-                cell(info.kernel or "?"),
+                fit(cell(info.kernel or "?"), 16 if room < 40 else 80),
                 cell(info.driver or "?"),
-                Text(counts_text(info.counts)),
+                Text(counts_text(info.counts, short=self.app.size.width < 140)),
                 taken_cell(info.mode),
                 key=str(n),
             )
