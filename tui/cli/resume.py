@@ -5,13 +5,14 @@ from __future__ import annotations
 import sys
 from pathlib import Path
 
+from gpuaudit.probes.core.collect.remote_line import remote_line
 from gpuaudit.probes.core.collect.targets import TargetSpec, parse_container_spec, parse_host_spec
 from gpuaudit.probes.core.errors import UsageError
 from gpuaudit.probes.core.models import Target
 from gpuaudit.probes.core.run.request import AuditRequest
 from gpuaudit.probes.core.run.resume import ResumeTransport, rerun_plan, resume_bindings
 from gpuaudit.probes.core.run.runner import Audit, TargetBinding
-from gpuaudit.probes.core.run.session import live_bindings
+from gpuaudit.probes.core.run.session import live_bindings, run_sync
 from gpuaudit.snapshots import store
 from gpuaudit.snapshots.naming import default_name
 from gpuaudit.snapshots.schema import Snapshot
@@ -96,8 +97,6 @@ def recorded_identity(snap: Snapshot) -> dict[str, str]:
 
 def live_identity(host: TargetSpec, request: AuditRequest) -> dict[str, str]:
     """Ask the live machine who it is (one read-only command over its own short-lived connection)."""
-    from gpuaudit.probes.core.collect.remote_line import remote_line
-    from gpuaudit.probes.core.run.session import run_sync
 
     async def ask() -> bytes:
         transport = live_bindings(host, None, ssh_options(request))[0].transport
