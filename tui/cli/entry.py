@@ -26,7 +26,7 @@ EXIT_RULE = (
     "Exit status: 0 audited, nothing reached --fail-on; 1 a finding reached --fail-on; 2 bad usage or input "
     "(nothing audited); 3 a requested target could not be audited (unreachable, refused, container not found), "
     "even when findings were made too: an incomplete audit never passes. --hosts exits with the worst host's status. "
-    "4 --save, --prom or --resume's store could not be written after the audit (stdout's output is complete); "
+    "4 --save, --prom, --html or --resume's store could not be written after the audit (stdout's output is complete); "
     "130 interrupted; 143 terminated (SIGTERM)."
 )
 """The one exit rule of every mode (--json, --plan, --prom, --health, --resume, --replay, --hosts): tui/cli/headless.py applies it."""
