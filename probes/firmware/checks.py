@@ -17,7 +17,6 @@ from gpuaudit.probes.core.judge.checks import (
     critical,
     info,
     ok,
-    source_problem,
     unknown,
     warning,
 )
@@ -258,11 +257,6 @@ def xgmi_links(ctx: Ctx) -> Verdict:
 
 def memory_population(ctx: Ctx) -> Verdict:
     h: FirmwareFacts = ctx.f
-    # dmidecode_memory is required here, not in the row: a VM is "not applicable" even without dmidecode (applies first)
-    if problem := source_problem(
-        ctx.outputs.get(ctx.role or "host", {}).get("dmidecode_memory"), h
-    ):
-        return unknown(f"dmidecode_memory: {problem}", evidence=(("host", "dmidecode_memory"),))
     sockets = h.sockets if ctx.usable("lscpu_json") else None
     pop = population(h.dimms, sockets)
     sp5 = is_amd(h) and (h.cpu_family or 0) >= 0x19
@@ -403,11 +397,10 @@ CHECKS: tuple[Check, ...] = (
         "Host memory bandwidth scales with populated channels; it bounds pinned staging, KV offload and cross-socket P2P.",
         "Populate every channel of every socket symmetrically with identical DIMMs.",
         memory_population,
+        sources=("dmidecode_memory",),
         applies=in_vm,
-        optional=(
-            "dmidecode_memory",
-            *VM_SOURCES,
-        ),
+        applies_first=True,  # a VM is "not applicable" even without dmidecode
+        optional=(*VM_SOURCES,),
     ),
     Check(
         "firmware.xgmi_links",

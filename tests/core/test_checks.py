@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 from gpuaudit.probes.core.judge.checks import (
     BOTH,
     HOST,
@@ -248,3 +250,23 @@ def test_every_check_declares_its_inputs():
         if not (c.sources or c.any_of or c.optional or c.fails_as_answer or c.no_input)
     ]
     assert bare == []
+
+
+def test_applies_first_needs_none_of_the_gated_sources():
+    """A VM is n/a for firmware.memory_population even when dmidecode failed; on bare metal the gate names it."""
+    na = Check(
+        id="t.vm",
+        title="VM",
+        owner="hardware",
+        why="",
+        fix="",
+        verdict=verdict,
+        sources=("a",),
+        applies=lambda ctx: "virtual machine",
+        applies_first=True,
+    )
+    (f,) = judge(na, {"host": {"a": rec("a", exit_status=2)}})
+    assert (f.severity, f.observed) == (Severity.NA, "virtual machine")
+    metal = replace(na, applies=lambda ctx: None)
+    (g,) = judge(metal, {"host": {"a": rec("a", exit_status=2)}})
+    assert g.severity == Severity.UNKNOWN and "a:" in g.observed

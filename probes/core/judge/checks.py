@@ -172,6 +172,9 @@ class Check:
     never gated."""
     no_input: str = ""
     """Why the check declares no source at all (it judges other checks' facts only), for the catalogue test."""
+    applies_first: bool = False
+    """`applies` runs before the required sources are gated, for applicability that needs none of them (a VM
+    is n/a without dmidecode): its own inputs are declared `optional`, and it must cope with them missing."""
 
     @property
     def probe(self) -> str:
@@ -413,9 +416,22 @@ def _judge_one(
     outputs: Mapping[Role, Mapping[str, CommandRecord]],
 ) -> Finding:
     gated, evidence = _gate(check, group, facts, outputs)
+    ctx = Ctx(role=None if check.cross else group[0], facts=facts, outputs=outputs)
+    if (
+        check.applies_first
+        and check.applies is not None
+        and gated is not None
+        and Severity(gated.severity) == Severity.UNKNOWN
+        and not any(unreachable_reason(outputs.get(r, {})) for r in group)
+    ):  # applicability that needs none of the gated sources (a VM is n/a without dmidecode)
+        try:
+            why = check.applies(ctx)
+        except Exception as exc:  # noqa: BLE001 - a rule bug: this check unknown, visibly
+            return _finding(check, group, unknown(f"rule error: {exc}"), evidence)
+        if why:
+            return _finding(check, group, not_applicable(why), evidence)
     if gated is not None:
         return _finding(check, group, gated, evidence)
-    ctx = Ctx(role=None if check.cross else group[0], facts=facts, outputs=outputs)
     try:
         if check.applies is not None and (why := check.applies(ctx)):
             return _finding(check, group, not_applicable(why), evidence)
