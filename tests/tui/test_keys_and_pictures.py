@@ -293,3 +293,34 @@ async def test_picker_columns_fit_at_80x24(tmp_path) -> None:
         screen = console.export_text()
         assert "findings" in screen and "1C" in screen  # the counts column is on screen
         assert "case-study-be…" in screen  # the long name was cut, not the other columns
+
+
+def test_wrapped_lines_keep_their_indentation() -> None:
+    from gpuaudit.tui.views.wrap import hang
+    from rich.text import Text
+
+    text = Text(
+        " 1. ✖ CRIT  CUDA graphs disabled in the serving engine (confirm intent)\n"
+        "      fix: Remove --disable-cuda-graph from the engine's launch command (lower "
+        "--cuda-graph-max-bs if capture runs out of memory)."
+    )
+    lines = hang(text, 60).plain.split("\n")
+    assert lines[0].startswith(" 1. ✖ CRIT") and lines[1].startswith("    (confirm")
+    assert lines[2].startswith("      fix:") and all(
+        line.startswith("      ") for line in lines[3:]
+    )
+    assert max(len(line) for line in lines) <= 60
+
+
+async def test_plan_steps_wrap_under_their_indentation_at_80x24() -> None:
+    app = app_for(case_study_run())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        app.action_plan()
+        await pilot.pause()
+        await pilot.pause()
+        from textual.widgets import OptionList
+
+        first = str(app.screen.query_one("#plan-steps", OptionList).get_option_at_index(0).prompt)
+        continuation = [line for line in first.split("\n")[1:] if line.strip()]
+        assert continuation and all(line.startswith("    ") for line in continuation), first

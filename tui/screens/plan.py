@@ -9,9 +9,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from gpuaudit.probes.core.judge.plan import build_plan, fix_commands, plan_markdown
+from gpuaudit.probes.core.judge.plan import PlanStep, build_plan, fix_commands, plan_markdown
 from gpuaudit.probes.core.models import AuditRun
 from gpuaudit.tui.views.render import PLAIN, Palette, not_checked_text, plan_step_text
+from gpuaudit.tui.views.wrap import hang
 from gpuaudit.tui.widgets.roofline_strip import RooflineStrip
 from rich.text import Text
 from textual import on
@@ -50,6 +51,8 @@ class PlanScreen(Screen[None]):
         self.plan = build_plan(run)
         self.palette = palette
         self.save_dir = save_dir
+        self.wrap_width = 0
+        """The steps' wrap width, from the laid-out list (0: not laid out yet)."""
         self.running = run.finished_at is None and any(
             p.status in ("running", "pending") for p in run.probes
         )
@@ -71,10 +74,7 @@ class PlanScreen(Screen[None]):
         with VerticalScroll(id="plan-body"):
             if self.plan:
                 yield OptionList(
-                    *[
-                        Option(plan_step_text(s, self.palette), id=str(n))
-                        for n, s in enumerate(self.plan)
-                    ],
+                    *[Option(self._step(s), id=str(n)) for n, s in enumerate(self.plan)],
                     id="plan-steps",
                 )
             else:
@@ -89,6 +89,26 @@ class PlanScreen(Screen[None]):
     def on_mount(self) -> None:
         if self.plan:
             self.query_one("#plan-steps", OptionList).focus()
+            self.call_after_refresh(self._rewrap)
+
+    def _step(self, step: PlanStep) -> Text:
+        """A step wrapped with hanging indentation: a long fix line stays under `fix:`, not at column 0."""
+        width = self.wrap_width or self.app.size.width - 10
+        return hang(plan_step_text(step, self.palette), width)
+
+    def on_resize(self) -> None:
+        self.call_after_refresh(self._rewrap)
+
+    def _rewrap(self) -> None:
+        """Re-wrap the steps at the list's real width (known only once it is laid out)."""
+        if not self.plan:
+            return
+        steps = self.query_one("#plan-steps", OptionList)
+        width = steps.scrollable_content_region.width - 2
+        if width > 20 and width != self.wrap_width:
+            self.wrap_width = width
+            for n, step in enumerate(self.plan):
+                steps.replace_option_prompt_at_index(n, self._step(step))
 
     @property
     def current(self) -> int | None:
