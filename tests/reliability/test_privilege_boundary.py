@@ -176,3 +176,75 @@ def test_reads_of_user_paths_run_as_the_user(planted):
     out = subprocess.run(["sh", "-c", body], capture_output=True, text=True, timeout=30)
     assert SECRET not in out.stdout and "rc=1" in out.stdout
     assert "home = /usr/bin" in out.stdout
+
+
+def _pyenv_without_python3_on_path(tmp: Path) -> subprocess.CompletedProcess[str]:
+    """The pyenv command where PATH holds no python3 (a container with only the engine's interpreter)."""
+    from gpuaudit.probes.core.parsers.pyenv import PYENV_SHELL
+
+    tools = tmp / "bin"
+    tools.mkdir()
+    for t in ("tr", "readlink", "find", "id", "cat", "sh"):
+        (tools / t).symlink_to(shutil.which(t) or f"/bin/{t}")
+    return subprocess.run(
+        ["/bin/sh", "-c", "LC_ALL=C; export LC_ALL; " + PYENV_SHELL.replace("{python}", "python3")],
+        capture_output=True,
+        text=True,
+        timeout=60,
+        env={"PATH": str(tools)},
+    )
+
+
+@pytest.fixture
+def engine_as(tmp_path):
+    """Start a fake engine whose /proc/PID/exe is `exe`, as the test user."""
+    import pwd
+
+    ensure_user()
+    pw = pwd.getpwnam(TEST_USER)
+    procs = []
+
+    def start(exe: str) -> None:
+        procs.append(
+            subprocess.Popen(
+                [exe, "-c", "import time; time.sleep(60)", "vllm", "serve", "/nonexistent"],
+                user=pw.pw_uid,
+                group=pw.pw_gid,
+                extra_groups=[],
+                cwd="/",
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+            )
+        )
+        time.sleep(0.3)
+
+    yield start
+    for p in procs:
+        p.kill()
+        p.wait(5)
+
+
+def test_without_python3_the_reader_runs_only_a_root_owned_engine_binary(engine_as, tmp_path):
+    real = os.path.realpath("/usr/bin/python3")
+    engine_as("/usr/bin/python3")
+    res = _pyenv_without_python3_on_path(tmp_path)
+    assert f"@@reader {real}" in res.stdout, res.stderr
+    assert '"read_as_uid"' in res.stdout
+
+
+def test_without_python3_a_user_owned_engine_binary_is_refused(engine_as, tmp_path):
+    import pwd
+
+    pw = pwd.getpwnam(TEST_USER)
+    own = Path(tempfile.mkdtemp(prefix="h29own-"))
+    own.chmod(0o755)
+    try:
+        shutil.copy2(os.path.realpath("/usr/bin/python3"), own / "python3")
+        for p in (own, own / "python3"):
+            os.chown(p, pw.pw_uid, pw.pw_gid)
+        engine_as(str(own / "python3"))
+        res = _pyenv_without_python3_on_path(tmp_path)
+    finally:
+        shutil.rmtree(own, ignore_errors=True)
+    assert res.returncode == 126 and "refused" in res.stderr, (res.returncode, res.stderr)
+    assert "@@reader" not in res.stdout
