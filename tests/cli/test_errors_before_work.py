@@ -7,6 +7,7 @@ a tripwire, so a check that only happens after the audit fails the test.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 import pytest
@@ -27,7 +28,7 @@ def one_error(capsys: pytest.CaptureFixture[str], argv: list[str]) -> str:
     err = capsys.readouterr().err
     assert rc == 2, err
     lines = err.strip().splitlines()
-    assert len(lines) == 1 and lines[0].startswith("gpuaudit-tui: error: "), err
+    assert len(lines) == 1 and re.match(r"gpuaudit-tui( \w+)?: error: ", lines[0]), err
     assert "Traceback" not in err
     return lines[0]
 
@@ -102,6 +103,7 @@ def test_container_errors_name_the_forms(spec: str, capsys, no_audit) -> None:
         (["dif", "a", "b"], "did you mean `diff`?"),
         (["snapshot"], "did you mean `snapshots`?"),
         (["diff", "a", "b", "--jsno"], "did you mean --json?"),
+        (["fleet", "x", "--jsn"], "did you mean --json?"),
     ],
 )
 def test_mistyped_flag_or_subcommand_suggests(argv: list[str], hint: str, capsys) -> None:

@@ -21,6 +21,14 @@ from gpuaudit.probes.core.fleet.peers import FleetReport, Node, fleet_report, no
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # type: ignore[override]
+        prefix = "unrecognized arguments: "
+        if message.startswith(prefix) and (words := message[len(prefix) :].split()):
+            from gpuaudit.tui.cli.args import suggestion
+
+            if words[0].startswith("-") and (
+                near := suggestion(words[0].partition("=")[0], self._option_string_actions)
+            ):
+                message += f"; did you mean {near}?"  # issue 28: the nearest flag, as everywhere
         raise ValueError(message)
 
 
