@@ -25,6 +25,10 @@ def as_dict(check: Check) -> dict[str, object]:
         "expected": check.expected,
         "sources": list(check.sources),
         "any_of": list(check.any_of),
+        "optional": [e if isinstance(e, str) else f"{e[0]}:{e[1]}" for e in check.optional],
+        "fails_as_answer": [
+            e if isinstance(e, str) else f"{e[0]}:{e[1]}" for e in check.fails_as_answer
+        ],
         "roles": sorted(check.roles),
         "cross_target": check.cross,
         "needs_gpu": check.needs_gpu,
