@@ -76,3 +76,21 @@ def test_the_comparisons_command_ids_are_asked_of_its_readers():
     ids = comparison_command_ids()
     assert {"smi_gpu_ids", "dmidecode_bios", "lspci_vvv", "uname_r", "pyenv"} <= ids
     assert "dmesg" not in ids and "lspci_tv" not in ids
+
+
+def test_load_nodes_on_many_processes_is_the_same_as_in_one(tmp_path):
+    from gpuaudit.probes.core.fleet.documents import load_nodes
+
+    doc = json.loads((ROOT / "snapshots/examples/case-study-after.json").read_bytes())
+    paths = []
+    for i in range(70):  # over the in-process threshold
+        doc["target_states"]["host"]["hostname"] = f"gpu{i:02d}"
+        p = tmp_path / f"gpu{i:02d}.json"
+        p.write_text(json.dumps(doc, indent=1))
+        paths.append(p)
+    (tmp_path / "broken.json").write_text("{not json")
+    paths.append(tmp_path / "broken.json")
+    one, two = load_nodes(paths, workers=1), load_nodes(paths, workers=2)
+    assert one == two
+    assert [p.name for p, node, why in one if node is None] == ["broken.json"]
+    assert one[0][1] is not None and one[0][1].name == "gpu00"

@@ -302,3 +302,40 @@ def node_name(doc: Mapping[str, Any], path: str) -> str:
 def load_node(path: Path) -> Node:
     doc = load_document(path)
     return node_from_records(node_name(doc, str(path)), str(path), host_records(doc))
+
+
+# --------------------------------------------------------------------------------------------------
+# Many snapshots at once: the per-file work (load + the comparison's readers) spread over the CPUs.
+
+
+def _node_or_error(path_text: str) -> tuple[str, Node | None, str | None]:
+    from gpuaudit.probes.core.fleet.peers import node_from_document
+
+    path = Path(path_text)
+    try:
+        doc = load_document(path)
+    except (OSError, ValueError) as exc:
+        return path_text, None, str(exc)
+    return path_text, node_from_document(node_name(doc, path_text), path_text, doc), None
+
+
+def load_nodes(
+    paths: list[Path], workers: int | None = None
+) -> list[tuple[Path, Node | None, str | None]]:
+    """(path, node, None) or (path, None, why it was skipped) for every file, in order — what `fleet DIR`
+    does per file, on `workers` processes (default: the CPUs this process may use; 1 = in this process)."""
+    if workers is None:
+        workers = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else 1
+    texts = [str(p) for p in paths]
+    if workers <= 1 or len(texts) < 64:
+        results = [_node_or_error(t) for t in texts]
+    else:
+        import multiprocessing
+        from concurrent.futures import ProcessPoolExecutor
+
+        ctx = multiprocessing.get_context("fork") if hasattr(os, "fork") else None
+        with ProcessPoolExecutor(max_workers=workers, mp_context=ctx) as pool:
+            results = list(
+                pool.map(_node_or_error, texts, chunksize=max(1, len(texts) // (workers * 8)))
+            )
+    return [(Path(t), node, why) for t, node, why in results]
