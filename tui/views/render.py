@@ -715,7 +715,18 @@ def evidence_row(text: str, finding: Finding) -> int | None:
     if not tokens:
         return None
     best, best_score = None, 0.0
-    for n, line in enumerate(text.lower().split("\n")):
+    low = text.lower()
+    lines = low.split("\n")
+    # only lines holding a token can score (a 10 MB lspci output has ~130k lines, few of them candidates)
+    hits = re.finditer("|".join(re.escape(t) for t in sorted(tokens, key=len, reverse=True)), low)
+    candidates, row, at = [], 0, 0
+    for m in hits:
+        row += low.count("\n", at, m.start())
+        at = m.start()
+        if not candidates or candidates[-1] != row:
+            candidates.append(row)
+    for n in candidates:
+        line = lines[n]
         words = set(_TOKEN.findall(line))
         score = sum(len(t) if t in words else 0.5 * len(t) if t in line else 0 for t in tokens)
         if score > best_score:
