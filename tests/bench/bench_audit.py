@@ -347,9 +347,15 @@ def fleet_run(
     work: Path, specs: list[str], known: Path, key: str, n: int, max_connections: int
 ) -> dict:
     inv = work / f"fleet-{n}.txt"
+    # an Ansible INI inventory with one alias per target: the plain-list inventory names a host by
+    # user@host, so targets that differ only by port (every one here) would collapse into one
     inv.write_text(
-        "# benchmark fleet: distinct ports of loopback sshd instances\n"
-        + "".join(f"{s}\n" for s in specs[:n])
+        "# benchmark fleet: distinct ports of loopback sshd instances\n[bench]\n"
+        + "".join(
+            f"node{i:04d} ansible_host=127.0.0.1 ansible_port={s.rsplit(':', 1)[1]} "
+            f"ansible_user={s.split('@', 1)[0]}\n"
+            for i, s in enumerate(specs[:n])
+        )
     )
     out = work / f"fleet-{n}.json"
     busy0 = machine_busy_s()
@@ -376,6 +382,8 @@ def fleet_run(
         out.read_text().rsplit('"summary": ', 1)[1][:-2]
     )  # keep this process small
     out.unlink()
+    if summary["targets"] != n:
+        raise RuntimeError(f"fleet of {n}: the inventory gave {summary['targets']} target(s)")
     return {
         "n": n,
         "wall_s": wall,
