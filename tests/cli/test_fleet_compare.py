@@ -237,3 +237,21 @@ def test_zero_usable_inputs_exit_2_with_one_line(tmp_path):
     proc = fleet(str(tmp_path / "junk"), "--text")
     assert proc.returncode == 2 and proc.stdout == "" and proc.stderr.count("\n") == 1
     assert "no usable snapshot" in proc.stderr
+
+
+def test_an_unreachable_node_is_not_comparable_with_the_reason(tmp_path):
+    after = unpack(json.loads(AFTER.read_text()))
+    docs = {f"n{i}": named(after, f"gpu0{i}") for i in range(1, 4)}
+    down = named(after, "gpu04")
+    down["target_states"]["host"].update(state="failed", reason="root@10.0.0.4: connection refused")
+    for probe in down["probes"]:
+        for r in probe["records"]:
+            if r["target"] == "host":
+                r.update(stdout="", stderr="", exit_status=None, error="target failed: refused")
+    docs["n4"] = down
+    text, doc, model = both(write(tmp_path / "f", docs))
+    assert text.returncode == 1
+    assert doc["not_comparable"] == [
+        {"node": "gpu04", "why": "host unreachable: root@10.0.0.4: connection refused"}
+    ]
+    assert model.rows["gpu04"].peer_note.startswith("not comparable: host unreachable")
