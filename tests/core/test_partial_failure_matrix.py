@@ -15,6 +15,7 @@ Run as a script for the figures: `python tests/core/test_partial_failure_matrix.
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -170,11 +171,15 @@ def undeclared_observed(changes: Iterable[Change]) -> list[Change]:
     return [c for c in changes if not c.severity_changed and not c.declared]
 
 
+def _once(load):  # noqa: ANN001, ANN202 - each recording is audited / read once per test session
+    return functools.lru_cache(maxsize=1)(load)
+
+
 RECORDINGS: Mapping[str, object] = {
-    "case-study-before": lambda: records_of_directory(CASE / "before"),
-    "case-study-after": lambda: records_of_directory(CASE / "after"),
-    "no-gpu-host": lambda: records_of_directory(NO_GPU_HOST),
-    "this-machine": records_of_this_machine,
+    "case-study-before": _once(lambda: records_of_directory(CASE / "before")),
+    "case-study-after": _once(lambda: records_of_directory(CASE / "after")),
+    "no-gpu-host": _once(lambda: records_of_directory(NO_GPU_HOST)),
+    "this-machine": _once(records_of_this_machine),
 }
 
 
