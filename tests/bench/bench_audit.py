@@ -417,7 +417,9 @@ def big_run(work: Path, server: SshdServer, label: str, extra: list[str]) -> dic
     )
     doc = json.loads(out.read_text())
     out.unlink()
-    recs = [r for p in doc["probes"] for r in p["records"]]
+    from gpuaudit.snapshots.compact import records_of  # the stored shape: each record once
+
+    recs = list(records_of(doc))
     big = [r for r in recs if r["truncated"] or len(r["stdout"]) > 2**20]
     others = [r["duration_s"] or 0.0 for r in recs if r not in big]
     return {
