@@ -236,8 +236,9 @@ class GpuAuditApp(App[int]):
             return False
 
     def action_back_or_quit(self) -> None:
-        """q: back one level; on the dashboard, quit (asking while a live audit runs)."""
-        if not isinstance(self.screen, DashboardScreen):
+        """q: back one level; on the first screen (the dashboard, the fleet), quit (asking while a live audit
+        runs). A node's dashboard opened from the fleet screen is one level up: q goes back to the fleet."""
+        if len(self.screen_stack) > 2:
             if hasattr(self.screen, "action_back"):
                 self.screen.action_back()  # the drill-down's Esc (it may close its own panel first)
             else:
