@@ -324,3 +324,29 @@ async def test_plan_steps_wrap_under_their_indentation_at_80x24() -> None:
         first = str(app.screen.query_one("#plan-steps", OptionList).get_option_at_index(0).prompt)
         continuation = [line for line in first.split("\n")[1:] if line.strip()]
         assert continuation and all(line.startswith("    ") for line in continuation), first
+
+
+async def test_a_big_output_says_loading_first() -> None:
+    from gpuaudit.probes.core.models import CommandRecord
+    from gpuaudit.tui.widgets.command_output import CommandOutput
+
+    run = synthetic_run()
+    big = "".join(f"line {n} " + "x" * 60 + "\n" for n in range(40_000))
+    kernel = run.probe("kernel")
+    rec = CommandRecord(
+        target="host", probe_id="kernel", command_id="big", command="cat big", stdout=big
+    )
+    run.probes[3] = kernel.model_copy(update={"records": [rec, *kernel.records]})
+    app = app_for(run)
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.open_drilldown("kernel")
+        await pilot.pause()
+        screen, viewer = app.screen, app.screen.query_one(CommandOutput)
+        index = screen.records.index(rec)
+        screen.shown = None
+        done: list[int] = []
+        screen.show_record(index, then=lambda: done.append(viewer.line_count))
+        assert viewer.text.startswith("loading big: 2.9 MB of output") and not done
+        await pilot.pause()
+        await pilot.pause()
+        assert done and done[0] > 40_000

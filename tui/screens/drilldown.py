@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from gpuaudit.probes.core.judge.plan import evidence_line, fix_commands
@@ -75,6 +76,10 @@ def finding_as_text(f: Finding) -> str:
     ]
     lines += [f"  $ {c}" for c in fix_commands(f.fix)]
     return neutralise("\n".join(lines))
+
+
+BIG_OUTPUT = 2_000_000
+"""Characters of output above which the drill-down paints "loading…" before preparing the text."""
 
 
 class DrilldownScreen(Screen[None]):
@@ -295,17 +300,37 @@ class DrilldownScreen(Screen[None]):
             )
         )
 
-    def show_record(self, index: int) -> None:
+    def show_record(self, index: int, then: Callable[[], None] | None = None) -> None:
         table = self.query_one("#commands", DataTable)
         if table.cursor_row != index:
             table.move_cursor(row=index)
-        self._load(index)
+        self._load(index, then)
 
-    def _load(self, index: int) -> None:
+    def _load(self, index: int, then: Callable[[], None] | None = None) -> None:
+        """Show a record's output; `then` runs once it is shown. A big one first says "loading N MB…" (a
+        frame is painted before the seconds of work), so opening it never looks like a hang."""
         record = self.records[index]
-        if self.shown is not record:  # a highlight event after move_cursor must not reload 10 MB
-            self.shown = record
-            self.query_one(CommandOutput).show(record_output(record))
+        if self.shown is record:  # a highlight event after move_cursor must not reload 10 MB
+            if then is not None:
+                then()
+            return
+        self.shown = record
+        output = self.query_one(CommandOutput)
+        size = len(record.stdout) + len(record.stderr)
+        if size < BIG_OUTPUT:
+            output.show(record_output(record))
+            if then is not None:
+                then()
+            return
+        output.show(f"loading {record.command_id}: {size / 1e6:.1f} MB of output…")
+
+        def load() -> None:
+            if self.shown is record:  # not replaced by another record meanwhile
+                output.show(record_output(record))
+                if then is not None:
+                    then()
+
+        self.call_after_refresh(load)
 
     def record_index(self, ref: EvidenceRef) -> int | None:
         return next(
@@ -343,19 +368,20 @@ class DrilldownScreen(Screen[None]):
                 severity="warning",
             )
             return
-        self.show_record(index)
         output = self.query_one(CommandOutput)
-        # the line the parser read the value from, when the finding names it
-        line = f.evidence[0].line
-        row = stdout_row(output.text, line) if line is not None else None
-        if row is None:
-            row = evidence_row(output.text, f)
         self.set_class(True, "-show-output")
-        if (
-            row is not None
-        ):  # after the layout: on a narrow screen the viewer was hidden (no size to scroll in)
-            output.call_after_refresh(output.goto_line, row)
         output.focus()
+
+        def jump() -> None:
+            # the line the parser read the value from, when the finding names it
+            line = f.evidence[0].line
+            row = stdout_row(output.text, line) if line is not None else None
+            if row is None:
+                row = evidence_row(output.text, f)
+            if row is not None:  # after the layout: on a narrow screen the viewer had no size
+                output.call_after_refresh(output.goto_line, row)
+
+        self.show_record(index, then=jump)
 
     def action_toggle_side(self) -> None:
         """On narrow terminals: switch between the findings side and the raw-output side."""
