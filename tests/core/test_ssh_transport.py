@@ -4,6 +4,9 @@ from __future__ import annotations
 
 import asyncio
 import resource
+import shutil
+import tempfile
+from pathlib import Path
 
 import pytest
 from gpuaudit.probes.core.collect.ssh_transport import SshTransport
@@ -180,6 +183,7 @@ def test_no_option_disables_host_key_verification(tmp_path):
         f
         for f in flags
         if any(w in f for w in ("insecure", "strict", "verify", "no-host", "ignore", "trust"))
+        and not f.startswith("--bmc")  # the BMC's TLS (recorded in the snapshot), not SSH host keys
     }
     assert relaxing == set()
     kw = SshTransport(SshAddress("10.200.0.1"), SshOptions())._connect_kwargs()
@@ -263,3 +267,43 @@ async def test_pool_routes_around_a_dead_connection():
     )
     assert [r.error for r in results] == [None] * 20
     assert live.ran == 20
+
+
+async def test_a_capped_big_output_never_takes_the_connection_down(sshd):
+    """--no-sessions (issue 29, item 5): a 60 MB output capped at 1 MB is closed at once; the commands beside it
+    on the same connection keep their answers, and the connection is not declared dead."""
+    t = transport(sshd)
+    await t.connect()
+    folder = Path(tempfile.mkdtemp(prefix="gpuaudit-big-"))  # readable by the sshd test user
+    try:
+        folder.chmod(0o755)
+        text = folder / "big.txt"
+        line = ("x" * 199 + "\n").encode()
+        text.write_bytes(line * 300_000)  # 60 MB, written faster than the client reads it
+        text.chmod(0o644)
+        bigs = [
+            t.run(
+                build_command_line(f"cat {text} {text}"),
+                command_id=f"big{i}",
+                timeout_s=20,
+                max_bytes=8 << 20,
+            )
+            for i in range(3)
+        ]
+        small = [
+            t.run(
+                build_command_line(f"sleep 0.5; echo ok{i}"),
+                command_id=f"s{i}",
+                timeout_s=20,
+                max_bytes=1024,
+            )
+            for i in range(3)
+        ]
+        results = await asyncio.gather(*bigs, *small)
+        assert all(r.truncated and r.error is None for r in results[:3]), results[:3]
+        assert [r.stdout for r in results[3:]] == [b"ok0\n", b"ok1\n", b"ok2\n"]
+        assert [r.error for r in results[3:]] == [None, None, None]
+        assert not t.lost
+    finally:
+        await t.aclose()
+        shutil.rmtree(folder, ignore_errors=True)

@@ -8,6 +8,7 @@ import os
 import random
 import time
 import weakref
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
@@ -575,7 +576,16 @@ class SshTransport(TransportBase):
                     except TimeoutError:
                         timed_out = True
                     break
-            if timed_out or overflow.is_set():
+            if overflow.is_set():
+                # past the cap: keep reading (and dropping) while the channel closes, so the server can flush
+                # what it already sent and acknowledge the close; a full window would stall the connection
+                killed = True
+                drained = _Drain(proc)
+                try:
+                    await self._kill(proc, term_first, flowing=drained.flowing)
+                finally:
+                    await drained.stop()
+            elif timed_out:
                 killed = True
                 await self._kill(proc, term_first)
             elif held_open:
@@ -626,7 +636,9 @@ class SshTransport(TransportBase):
             error=error,
         )
 
-    async def _kill(self, proc: Any, term_first: bool = True) -> None:
+    async def _kill(
+        self, proc: Any, term_first: bool = True, flowing: Callable[[], bool] | None = None
+    ) -> None:
         """TERM, then KILL over the channel (sshd signals the session's process group), then close, bounded.
 
         TERM first because root and container commands sit outside the user's reach: sudo and the
@@ -648,6 +660,12 @@ class SshTransport(TransportBase):
                         return
             proc.close()
             await asyncio.wait({closed}, timeout=2)
+            waited = 2.0
+            while not closed.done() and flowing is not None and flowing() and waited < DRAIN_MAX_S:
+                await asyncio.wait(
+                    {closed}, timeout=1
+                )  # still flushing a capped output: alive, not dead
+                waited += 1
             if not closed.done():
                 self._declare_dead(
                     "the server did not acknowledge closing a channel in 2 s (connection not responding)"
@@ -674,3 +692,35 @@ class SshTransport(TransportBase):
             except (TimeoutError, Exception):
                 pass
             self._conn = None
+
+
+DRAIN_MAX_S = 30.0
+"""How long a capped channel may keep flushing what the server already sent before its close is acknowledged."""
+
+
+class _Drain:
+    """Reads and drops what a killed, capped channel still delivers; says whether bytes keep arriving."""
+
+    def __init__(self, proc: Any) -> None:
+        self.bytes = 0
+        self._seen = 0
+        self._tasks = [
+            asyncio.ensure_future(self._read(stream)) for stream in (proc.stdout, proc.stderr)
+        ]
+
+    async def _read(self, stream: Any) -> None:
+        try:
+            while chunk := await stream.read(1 << 16):
+                self.bytes += len(chunk)
+        except Exception:  # noqa: BLE001 - a closed or aborted channel ends the drain
+            return
+
+    def flowing(self) -> bool:
+        """Bytes arrived since the last call."""
+        moved, self._seen = self.bytes != self._seen, self.bytes
+        return moved
+
+    async def stop(self) -> None:
+        for task in self._tasks:
+            task.cancel()
+        await asyncio.gather(*self._tasks, return_exceptions=True)
