@@ -432,3 +432,20 @@ def test_real_slurmd_runs_the_health_check(tmp_path_factory):
     finally:
         for p in pidfiles:
             _kill_pidfile(p)
+
+
+def test_a_hung_scontrol_is_bounded(tmp_path):
+    """slurmctld unreachable: every scontrol call is cut at 5 s and a run makes at most two, so the audit's
+    45 s (TERM at 40, KILL 5 s later) + 10 s stays under Slurm's 60 s."""
+    bindir = stand_ins(tmp_path)
+    (bindir / "scontrol").write_text(f"#!/bin/sh\nexec sleep {HANG_MARK}\n")
+    (bindir / "scontrol").chmod(0o755)
+    (tmp_path / "mode").write_text("critical")
+    conf = write_conf(tmp_path, bindir)
+    t0 = time.monotonic()
+    proc = run_empty_env(tmp_path, conf, timeout=60)
+    took = time.monotonic() - t0
+    assert proc.stdout.startswith("gpuaudit: CRITICAL"), proc.stdout + proc.stderr
+    assert 10 <= took < 10 + 15, f"{took:.1f} s"  # two 5 s scontrol calls + the audit itself
+    time.sleep(0.3)
+    assert leftovers() == []

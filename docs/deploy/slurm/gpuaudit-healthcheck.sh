@@ -41,8 +41,11 @@ cut_reason() {
     sub(/ +$/, "", s); print s "..." }'
 }
 
-node_field() {  # State or Reason of this node, from `scontrol show node`
-  timeout 10 scontrol show node "$NODE" 2>/dev/null | sed -n "s/^ *$1=//p" | head -n 1
+# scontrol is bounded too (5 s a call, at most two calls a run): 45 + 10 s stays under Slurm's 60 s
+SHOW=""
+show_node() { SHOW=$(timeout 5 scontrol show node "$NODE" 2>/dev/null); }
+node_field() {  # State or Reason of this node, from the last `scontrol show node`
+  printf '%s\n' "$SHOW" | sed -n "s/^ *$1=//p" | head -n 1
 }
 
 ours() {  # a reason this script wrote
@@ -52,6 +55,7 @@ ours() {  # a reason this script wrote
 
 drain() {
   reason=$(cut_reason "$1")
+  show_node
   current=$(node_field Reason)
   case "$(node_field State)" in
     *DRAIN* | *FAIL*)
@@ -61,17 +65,18 @@ drain() {
       fi ;;
   esac
   log "draining: $reason"
-  timeout 10 scontrol update nodename="$NODE" state=drain reason="$reason"
+  timeout 5 scontrol update nodename="$NODE" state=drain reason="$reason"
 }
 
 resume_if_ours() {
+  show_node
   state=$(node_field State)
   case "$state" in *DRAIN*) ;; *) return 0 ;; esac
   current=$(node_field Reason)
   current=${current% \[*\]}  # scontrol appends " [user@time]"
   if ours "$current"; then
     log "healthy again: resuming (was: $current)"
-    timeout 10 scontrol update nodename="$NODE" state=resume
+    timeout 5 scontrol update nodename="$NODE" state=resume
   fi
 }
 
