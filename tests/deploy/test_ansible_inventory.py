@@ -9,6 +9,7 @@ is exactly what ansible-core resolved.
 
 from __future__ import annotations
 
+import json
 import os
 import shutil
 import subprocess
@@ -178,3 +179,39 @@ def test_a_vaulted_ssh_variable_is_refused_in_one_line(tmp_path):
     with pytest.raises(UsageError, match="vault-encrypted") as exc:
         load_any_inventory(str(f))
     assert "\n" not in str(exc.value)
+
+
+def test_hosts_json_over_real_ssh_with_a_fleet_prom(sshd, tmp_path, capsys):
+    """A range only Ansible expands -> `ansible-inventory --list` JSON -> `--hosts hosts.json --json --prom` over
+    a real sshd on 127.0.0.1: the node is named as Ansible names it, in the JSON and in the fleet textfile."""
+    from gpuaudit.tui.cli import entry as cli
+
+    tool = ansible_inventory()
+    ini = tmp_path / "hosts.ini"
+    ini.write_text(
+        f"[gpu]\nup[1:1] ansible_host=127.0.0.1 ansible_port={sshd.port} ansible_user={sshd.user}\n"
+    )
+    hosts = tmp_path / "hosts.json"
+    hosts.write_text(oracle(tool, ini) or "")
+    prom = tmp_path / "fleet.prom"
+    code = cli.main(
+        [
+            "--hosts",
+            str(hosts),
+            "--json",
+            "--prom",
+            str(prom),
+            "--probes",
+            "kernel",
+            "--fail-on",
+            "never",
+            *sshd.cli_args(),
+        ]
+    )
+    out = capsys.readouterr()
+    assert code == 0, out.err
+    (node,) = json.loads(out.out)["fleet"]
+    assert node["name"] == "up1" and node["target"] == sshd.spec and node["groups"] == ["gpu"]
+    text = prom.read_text()
+    assert 'gpuaudit_target_up{gpuaudit_node="up1",target="host"} 1' in text
+    assert 'node="' not in text.replace('gpuaudit_node="', "")
