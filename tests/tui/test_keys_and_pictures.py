@@ -350,3 +350,31 @@ async def test_a_big_output_says_loading_first() -> None:
         await pilot.pause()
         await pilot.pause()
         assert done and done[0] > 40_000
+
+
+async def test_w_wraps_long_output_lines() -> None:
+    from gpuaudit.tui.widgets.command_output import CommandOutput
+
+    app = app_for(synthetic_run())
+    async with app.run_test(size=(80, 24)) as pilot:
+        await pilot.pause()
+        app.open_drilldown("pcie")
+        await pilot.pause()
+        await pilot.press("z")  # the output alone: 80 columns
+        await pilot.pause()
+        out = app.screen.query_one(CommandOutput)
+        long = "Capabilities: [100] " + " ".join(f"Flag{n}+" for n in range(60)) + " NEEDLE end"
+        out.show("first line\n" + long + "\nlast line")
+        await pilot.pause()
+        assert out.virtual_size.height == 3
+        await pilot.press("w")
+        await pilot.pause()
+        assert out.wrap and out.virtual_size.height > 6
+        second = "".join(s.text for s in out.render_line(2))
+        assert second[:3] == "   " and "Flag" in second  # a continuation: no line number
+        assert out.find("needle") and out.selected_text == "NEEDLE"
+        wrapped = ["".join(s.text for s in out.render_line(y)) for y in range(out.size.height)]
+        assert any("NEEDLE" in line for line in wrapped), "the match is scrolled into view"
+        await pilot.press("w")
+        await pilot.pause()
+        assert not out.wrap and out.virtual_size.height == 3

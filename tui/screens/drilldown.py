@@ -92,6 +92,7 @@ class DrilldownScreen(Screen[None]):
         Binding("e", "evidence", "Evidence"),
         Binding("o", "toggle_side", "Side"),
         Binding("z", "zoom_output", "Zoom", show=False),
+        Binding("w", "wrap_output", "Wrap", show=False),
         Binding("c", "copy_finding", "Copy"),
     ]
     app: GpuAuditApp
@@ -391,6 +392,13 @@ class DrilldownScreen(Screen[None]):
             self.query_one(FindingsTable).focus()
         else:
             self.query_one(CommandOutput).focus()
+
+    def action_wrap_output(self) -> None:
+        """w: soft-wrap long output lines (lspci's capability lines, a JSON blob) or scroll them sideways."""
+        out = self.query_one(CommandOutput)
+        out.toggle_wrap()
+        self.app.clear_notifications()  # one toast, never a stack
+        self.notify(f"raw output: {'wrapped' if out.wrap else 'not wrapped'} (w)")
 
     def action_zoom_output(self) -> None:
         """z: the raw output alone on the whole screen (z or Esc again: back to the drill-down)."""

@@ -8,6 +8,8 @@ is a screen column and the highlighted row never leaves stale cells behind.
 
 from __future__ import annotations
 
+from bisect import bisect_left
+
 from rich.segment import Segment
 from rich.style import Style
 from textual.geometry import Size
@@ -34,6 +36,11 @@ class CommandOutput(ScrollView, can_focus=True):
         """Text index where the current match starts."""
         self._gutter = 2
         self._match_style = MATCH
+        self.wrap = False
+        """Soft wrap (`w` in the drill-down): long lines continue on the next rows under the gutter."""
+        self._rows: list[tuple[int, int]] = []
+        """With wrap: one (line index, start column) per screen row."""
+        self._wrap_width = 0
 
     @property
     def line_count(self) -> int:
@@ -43,10 +50,39 @@ class CommandOutput(ScrollView, can_focus=True):
         self.text = text.expandtabs(8) if "\t" in text else text
         self._folded, self.lines, self.match, self._pos = "", self.text.split("\n"), None, 0
         self._gutter = len(str(len(self.lines))) + 2
-        width = max(map(len, self.lines), default=0)
-        self.virtual_size = Size(width + self._gutter, len(self.lines))
+        self._layout()
         self.scroll_to(0, 0, animate=False)
         self.refresh()
+
+    def toggle_wrap(self) -> None:
+        self.wrap = not self.wrap
+        self._layout()
+        if self.match is not None:
+            row, col, n = self.match
+            self._select(row, col, n, self._match_style)
+        self.refresh()
+
+    def on_resize(self) -> None:
+        if self.wrap and self._text_width() != self._wrap_width:
+            self._layout()
+
+    def _text_width(self) -> int:
+        return max(10, self.size.width - self._gutter - 1)
+
+    def _layout(self) -> None:
+        """The virtual size: the longest line (no wrap), or one row per `width` characters of each line."""
+        if not self.wrap:
+            self._rows = []
+            width = max(map(len, self.lines), default=0)
+            self.virtual_size = Size(width + self._gutter, len(self.lines))
+            return
+        w = self._wrap_width = self._text_width()
+        self._rows = [
+            (n, start)
+            for n, line in enumerate(self.lines)
+            for start in range(0, max(1, len(line)), w)
+        ]
+        self.virtual_size = Size(self.size.width, len(self._rows))
 
     @property
     def folded(self) -> str:
@@ -95,6 +131,12 @@ class CommandOutput(ScrollView, can_focus=True):
 
     def _select(self, row: int, col: int, length: int, style: Style) -> None:
         self.match, self._match_style = (row, col, length), style
+        if self.wrap and self._rows:
+            w = self._wrap_width
+            screen_row = bisect_left(self._rows, (row, col // w * w))
+            self.scroll_to(0, max(0, screen_row - self.size.height // 2), animate=False)
+            self.refresh()
+            return
         visible = max(1, self.size.width - self._gutter - 2)
         x = (
             0 if col + length <= visible else min(col, col + length - visible + 12)
@@ -111,6 +153,8 @@ class CommandOutput(ScrollView, can_focus=True):
 
     def render_line(self, y: int) -> Strip:
         scroll_x, scroll_y = self.scroll_offset
+        if self.wrap:
+            return self._render_wrapped(scroll_y + y)
         row = scroll_y + y
         width = self.size.width
         base = self.rich_style
@@ -129,3 +173,23 @@ class CommandOutput(ScrollView, can_focus=True):
         gutter = Segment(f"{row + 1:>{self._gutter - 1}} ", base + GUTTER)
         body = Strip(parts).crop(scroll_x, scroll_x + max(0, width - self._gutter))
         return Strip([gutter, *body]).extend_cell_length(width, base)
+
+    def _render_wrapped(self, screen_row: int) -> Strip:
+        width, base = self.size.width, self.rich_style
+        if screen_row >= len(self._rows):
+            return Strip.blank(width, base)
+        row, start = self._rows[screen_row]
+        end = start + self._wrap_width
+        piece = self.lines[row][start:end]
+        parts = [Segment(piece, base)]
+        if self.match and self.match[0] == row:
+            _, col, n = self.match
+            a, b = max(col, start) - start, min(col + n, end) - start
+            if a < b:
+                parts = [
+                    Segment(piece[:a], base),
+                    Segment(piece[a:b], base + self._match_style),
+                    Segment(piece[b:], base),
+                ]
+        number = f"{row + 1:>{self._gutter - 1}} " if start == 0 else " " * self._gutter
+        return Strip([Segment(number, base + GUTTER), *parts]).extend_cell_length(width, base)
