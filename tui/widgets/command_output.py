@@ -67,7 +67,8 @@ class CommandOutput(ScrollView, can_focus=True):
             self._layout()
 
     def _text_width(self) -> int:
-        return max(10, self.size.width - self._gutter - 1)
+        """Characters per wrapped row: the width inside the scrollbar, less the gutter."""
+        return max(10, self.scrollable_content_region.width - self._gutter - 1)
 
     def _layout(self) -> None:
         """The virtual size: the longest line (no wrap), or one row per `width` characters of each line."""
@@ -175,7 +176,7 @@ class CommandOutput(ScrollView, can_focus=True):
         return Strip([gutter, *body]).extend_cell_length(width, base)
 
     def _render_wrapped(self, screen_row: int) -> Strip:
-        width, base = self.size.width, self.rich_style
+        width, base = self.scrollable_content_region.width, self.rich_style
         if screen_row >= len(self._rows):
             return Strip.blank(width, base)
         row, start = self._rows[screen_row]
