@@ -372,6 +372,10 @@ async def test_w_wraps_long_output_lines() -> None:
         assert out.wrap and out.virtual_size.height > 6
         second = "".join(s.text for s in out.render_line(2))
         assert second[:3] == "   " and "Flag" in second  # a continuation: no line number
+        for y in range(1, 4):  # every character of the long line is on screen, none lost at the edge
+            line, start = out._rows[y]
+            piece = out.lines[line][start : start + out._wrap_width]
+            assert "".join(s.text for s in out.render_line(y))[3 : 3 + len(piece)] == piece
         assert out.find("needle") and out.selected_text == "NEEDLE"
         wrapped = ["".join(s.text for s in out.render_line(y)) for y in range(out.size.height)]
         assert any("NEEDLE" in line for line in wrapped), "the match is scrolled into view"
