@@ -375,7 +375,9 @@ async def test_w_wraps_long_output_lines() -> None:
         for y in range(1, 4):  # every character of the long line is on screen, none lost at the edge
             line, start = out._rows[y]
             piece = out.lines[line][start : start + out._wrap_width]
-            assert "".join(s.text for s in out.render_line(y))[3 : 3 + len(piece)] == piece
+            rendered = "".join(s.text for s in out.render_line(y))
+            assert rendered[3 : 3 + len(piece)] == piece
+            assert len(rendered.rstrip()) <= out.scrollable_content_region.width  # not under the bar
         assert out.find("needle") and out.selected_text == "NEEDLE"
         wrapped = ["".join(s.text for s in out.render_line(y)) for y in range(out.size.height)]
         assert any("NEEDLE" in line for line in wrapped), "the match is scrolled into view"
