@@ -32,6 +32,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
+from gpuaudit.probes.core.sources import SOURCES
 from gpuaudit.snapshots.compact import records_of
 
 KINDS = ("host", "ip", "mac", "uuid", "serial", "guid", "user")
@@ -324,7 +325,9 @@ class Sharer:
         return [o for m in self.maps.values() for o in m]
 
 
-def share_snapshot_dict(doc: dict[str, Any], sharer: Sharer | None = None) -> tuple[dict, Sharer]:
+def share_snapshot_dict(
+    doc: dict[str, Any], sharer: Sharer | None = None
+) -> tuple[dict[str, Any], Sharer]:
     """A snapshot (as plain JSON data) with every identifier mapped; the Sharer holds the mapping."""
     sharer = sharer or Sharer()
     sharer.learn_snapshot(doc)
@@ -378,7 +381,6 @@ def _strings(obj: Any) -> Iterable[str]:
 def _vocabulary() -> frozenset[str]:
     """Words of the tool's own command lines and of the trade: a hostname equal to one is replaced only where
     it names a host, or `sglang` the engine would become `host-2` the engine."""
-    from gpuaudit.probes.core.sources import SOURCES
 
     words = {
         w.lower()

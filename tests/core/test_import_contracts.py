@@ -21,10 +21,12 @@ pytestmark = pytest.mark.fast
 ALLOWED_LAZY = {
     # --help and --version parse with argparse alone; the rest of the CLI loads after them
     ("tui/cli/entry.py", "gpuaudit.tui.cli"),
+    # diff/snapshots draw with Rich: an audit (--json) never loads it
+    ("tui/cli/commands.py", "gpuaudit.tui.cli"),
+    # --html draws with the Rich-based views: loaded only for it
+    ("tui/cli/share_outputs.py", "gpuaudit.tui.views.html"),
     # the one bridge to Textual, opened only when a screen is shown
-    ("tui/cli/commands.py", "gpuaudit.tui"),
-    ("tui/cli/fleet_hosts.py", "gpuaudit.tui"),
-    ("tui/cli/fleet_compare.py", "gpuaudit.tui"),
+    ("tui/cli/bridge.py", "gpuaudit.tui"),
 }
 
 

@@ -15,7 +15,7 @@ from gpuaudit.probes.core.collect.targets import known_hosts_problem
 from gpuaudit.probes.core.run.request import AuditRequest
 from gpuaudit.snapshots.json_schema import render as render_json_schema
 from gpuaudit.tui.cli import baseline as baseline_cli
-from gpuaudit.tui.cli import fleet_compare, fleet_hosts, headless, list_checks, snapshot_commands
+from gpuaudit.tui.cli import bridge, fleet_compare, fleet_hosts, headless, list_checks
 from gpuaudit.tui.cli.args import CliError
 from gpuaudit.tui.cli.bmc_setup import bmc_request_fields, check_bmc_args
 from gpuaudit.tui.cli.preflight import problems
@@ -28,6 +28,9 @@ def run(argv: list[str], args: argparse.Namespace | None) -> int:
             return fleet_compare.main(argv[1:])
         if argv[0] == "baseline":
             return baseline_cli.main(argv[1:])
+        # diff and snapshots draw with Rich; loaded only for them, so an audit (--json) never pays for Rich
+        from gpuaudit.tui.cli import snapshot_commands
+
         return snapshot_commands.main(argv[0], argv[1:])
     if args.json_schema:
         sys.stdout.write(render_json_schema(args.json_schema))
@@ -46,10 +49,7 @@ def run(argv: list[str], args: argparse.Namespace | None) -> int:
         raise CliError(
             "the interactive TUI needs a terminal (stdin and stdout); use --json, --plan, --prom or --health"
         )
-    # the one bridge to Textual, loaded only when the TUI opens
-    from gpuaudit.tui import interactive
-
-    return interactive.main(request)
+    return bridge.interactive().main(request)
 
 
 def parse_probe_ids(text: str | None) -> list[str] | None:
@@ -90,7 +90,9 @@ def _check_combinations(args: argparse.Namespace) -> None:
             "--container is empty: give pct:ID, lxc:NAME, docker:NAME or [user@]host[:port]"
         )
     check_bmc_args(args)  # --bmc (issue 27)
-    if args.share is not None and not (args.json or args.plan or args.html or args.save is not None):
+    if args.share is not None and not (
+        args.json or args.plan or args.html or args.save is not None
+    ):
         raise CliError("--share applies to --json, --plan, --html and --save; give one of them")
     if args.share is not None and args.hosts:
         raise CliError("--share is per audit; --hosts is not supported with it yet")

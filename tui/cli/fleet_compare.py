@@ -17,14 +17,14 @@ from pathlib import Path
 
 from gpuaudit.probes.core.fleet.documents import load_document, node_name, snapshot_files
 from gpuaudit.probes.core.fleet.peers import FleetReport, Node, fleet_report, node_from_document
+from gpuaudit.tui.cli import bridge
+from gpuaudit.tui.cli.args import suggestion
 
 
 class _Parser(argparse.ArgumentParser):
     def error(self, message: str):  # type: ignore[override]
         prefix = "unrecognized arguments: "
         if message.startswith(prefix) and (words := message[len(prefix) :].split()):
-            from gpuaudit.tui.cli.args import suggestion
-
             if words[0].startswith("-") and (
                 near := suggestion(words[0].partition("=")[0], self._option_string_actions)
             ):
@@ -145,11 +145,7 @@ def main(argv: list[str]) -> int:
         print(f"gpuaudit-tui fleet: error: no snapshot file in {where}", file=sys.stderr)
         return 2
     if args.tui or (not args.json and not args.text and sys.stdin.isatty() and sys.stdout.isatty()):
-        from gpuaudit.tui import (
-            interactive,  # the bridge to Textual, lazily: the text report never loads it
-        )
-
-        return interactive.show_fleet_documents(files)
+        return bridge.interactive().show_fleet_documents(files)
     nodes, skipped = [], []
     seen: dict[str, int] = {}
     for path in files:

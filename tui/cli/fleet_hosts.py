@@ -44,6 +44,7 @@ from gpuaudit.probes.core.run.session import live_bindings, run_sync
 from gpuaudit.snapshots.baseline import apply_baseline
 from gpuaudit.snapshots.listing import severity_counts
 from gpuaudit.snapshots.schema import Snapshot
+from gpuaudit.tui.cli import bridge
 from gpuaudit.tui.cli.headless import EXIT_TARGET_FAILED, collect, exit_code
 from gpuaudit.tui.cli.session_setup import AuditSetup, audit_options, selected_probes, ssh_options
 
@@ -208,11 +209,7 @@ def run_screen(hosts: list[FleetHost], request: AuditRequest, ssh: object) -> li
         file=sys.stderr,
         flush=True,
     )
-    from gpuaudit.tui import (
-        interactive,  # the bridge to Textual, lazily: headless fleets never load it
-    )
-
-    return interactive.run_fleet_screen(hosts, request, ssh, run_fleet)
+    return bridge.interactive().run_fleet_screen(hosts, request, ssh, run_fleet)
 
 
 def main(request: AuditRequest) -> int:

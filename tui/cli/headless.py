@@ -22,6 +22,7 @@ from gpuaudit.tui.cli.health import health_line
 from gpuaudit.tui.cli.resume import finish, merged_resume, store_resumed
 from gpuaudit.tui.cli.session_setup import build_setup, stamp
 from gpuaudit.tui.cli.setup_options import AuditSetup
+from gpuaudit.tui.cli.share_outputs import share_snapshot, write_html
 
 EXIT_OK, EXIT_FINDINGS, EXIT_ERROR, EXIT_TARGET_FAILED = 0, 1, 2, 3
 EXIT_OUTPUT_FAILED = 4
@@ -157,8 +158,6 @@ def _side_outputs(
     if request.prom:
         attempt(f"--prom {request.prom}", lambda: write_prom(snapshot, request.prom))
     if request.html:
-        from gpuaudit.tui.cli.share_outputs import write_html
-
         attempt(f"--html {request.html}", lambda: write_html(snapshot, request.html))
     return failed
 
@@ -183,9 +182,9 @@ def main(request: AuditRequest) -> int:
     if setup.mode == "resume":
         snapshot = merged_resume(snapshot, setup, request)
     sharer = None
-    if request.share is not None:  # --share: what leaves this machine carries placeholders (issue 28)
-        from gpuaudit.tui.cli.share_outputs import share_snapshot
-
+    if (
+        request.share is not None
+    ):  # --share: what leaves this machine carries placeholders (issue 28)
         snapshot, sharer = share_snapshot(snapshot, request)
     for state in run.target_states.values():
         if state.state == "failed":

@@ -142,7 +142,7 @@ def check_identity(
         live = live_identity(host, request)
     except Exception as exc:  # noqa: BLE001 - an unreachable machine: the audit says so itself
         live = {}
-        why = f"{exc.__class__.__name__}: {exc}"
+        why: str | None = f"{exc.__class__.__name__}: {exc}"
     else:
         why = None
     mismatch = identity_mismatch(recorded_identity(snap), live)

@@ -12,6 +12,7 @@ import tempfile
 from pathlib import Path
 
 from gpuaudit.probes.core.run.request import AuditRequest
+from gpuaudit.snapshots.diff import diff_snapshots
 from gpuaudit.snapshots.schema import Snapshot
 from gpuaudit.snapshots.share import (
     Sharer,
@@ -40,7 +41,7 @@ def shared_text(sharer: Sharer | None, text: str) -> str:
 
 def write_html(snapshot: Snapshot, path: Path, old: Snapshot | None = None) -> Path:
     """--html FILE: the self-contained report, written atomically (0644: it is meant to be passed on)."""
-    from gpuaudit.snapshots.diff import diff_snapshots
+    # the report draws with the Rich-based views: loaded only for --html, so an audit never pays for Rich
     from gpuaudit.tui.views.html import html_report
 
     diff = diff_snapshots(old, snapshot) if old is not None else None

@@ -11,11 +11,10 @@ from gpuaudit.probes.core.text import neutralise
 from gpuaudit.snapshots import store
 from gpuaudit.snapshots.diff import diff_snapshots
 from gpuaudit.snapshots.listing import counts_text, list_snapshots
-from gpuaudit.tui.cli.args import OneLineParser
+from gpuaudit.tui.cli.args import CliError, OneLineParser
+from gpuaudit.tui.cli.preflight import output_file_problem
+from gpuaudit.tui.cli.share_outputs import write_html
 from gpuaudit.tui.views.diff_report import print_report
-from rich.console import Console
-from rich.markup import escape
-from rich.table import Table
 
 EXIT_SAME, EXIT_DIFFERENT = 0, 1
 
@@ -75,9 +74,6 @@ def main(name: str, argv: list[str]) -> int:
 
 def run_diff(args, directory: Path | None) -> int:
     if args.html:  # errors before work (issue 28)
-        from gpuaudit.tui.cli.args import CliError
-        from gpuaudit.tui.cli.preflight import output_file_problem
-
         if (why := output_file_problem("--html", Path(args.html))) is not None:
             raise CliError(why)
 
@@ -91,8 +87,6 @@ def run_diff(args, directory: Path | None) -> int:
     else:
         print_report(diff, show_unified=args.raw)
     if args.html:
-        from gpuaudit.tui.cli.share_outputs import write_html
-
         print(f"wrote {write_html(new, Path(args.html), old=old)}", file=sys.stderr)
     return EXIT_SAME if diff.identical else EXIT_DIFFERENT
 
@@ -119,6 +113,11 @@ def run_list(args, directory: Path | None) -> int:
             + "\n"
         )
         return 0
+
+    # Rich only for the table (the rest of the CLI, --json included, never loads it)
+    from rich.console import Console
+    from rich.markup import escape
+    from rich.table import Table
 
     # COLUMNS wins; piped output without it is read by scripts and people alike: don't fold names at 80 columns
     console = Console(highlight=False, width=_columns() or (None if sys.stdout.isatty() else 200))

@@ -491,7 +491,8 @@ def declared_source(sources: Sequence[str], records: Sequence[CommandRecord]) ->
     present = {r.command_id: r for r in records}
     answered = [c for c in sources if c in present and present[c].ok]
     recorded = [c for c in sources if c in present]
-    return (answered or recorded or [None])[0]
+    first = answered or recorded
+    return first[0] if first else None
 
 
 def facts_rows(
@@ -719,7 +720,8 @@ def evidence_row(text: str, finding: Finding) -> int | None:
     lines = low.split("\n")
     # only lines holding a token can score (a 10 MB lspci output has ~130k lines, few of them candidates)
     hits = re.finditer("|".join(re.escape(t) for t in sorted(tokens, key=len, reverse=True)), low)
-    candidates, row, at = [], 0, 0
+    candidates: list[int] = []
+    row, at = 0, 0
     for m in hits:
         row += low.count("\n", at, m.start())
         at = m.start()

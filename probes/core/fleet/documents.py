@@ -10,7 +10,7 @@ from collections.abc import ItemsView, Iterator, KeysView, Mapping, ValuesView
 from pathlib import Path
 from typing import Any
 
-from gpuaudit.probes.core.fleet.peers import Node, node_from_records
+from gpuaudit.probes.core.fleet.peers import IDENTITY, Node, node_from_document, node_from_records
 from gpuaudit.snapshots.compact import records_of
 from gpuaudit.snapshots.store import default_dir
 
@@ -110,14 +110,12 @@ def comparison_command_ids() -> frozenset[str]:
     """Every command id the peer comparison reads (host and container), asked of its own readers."""
     global _WANTED
     if _WANTED is None:
-        from gpuaudit.probes.core.fleet import peers
-
         host, container = _Recorder(), _Recorder()
         try:
-            peers.node_from_records("", "", host, container)
+            node_from_records("", "", host, container)
         except TypeError:  # a release whose comparison reads only the host
-            peers.node_from_records("", "", host)
-        ids = host.asked | container.asked | set(getattr(peers, "IDENTITY", {}))
+            node_from_records("", "", host)
+        ids = host.asked | container.asked | set(IDENTITY)
         _WANTED = frozenset(ids | {"smi_gpu_ids", "dmidecode_bios"})
     return _WANTED
 
@@ -309,8 +307,6 @@ def load_node(path: Path) -> Node:
 
 
 def _node_or_error(path_text: str) -> tuple[str, Node | None, str | None]:
-    from gpuaudit.probes.core.fleet.peers import node_from_document
-
     path = Path(path_text)
     try:
         doc = load_document(path)
