@@ -78,7 +78,7 @@ def test_markdown_names_fix_evidence_and_neutralises_target_text() -> None:
     md = plan_markdown(build_plan(run), run)
     assert md.startswith("# gpuaudit-tui action plan")
     assert "## 1. [CRITICAL] Engine runs without CUDA graphs" in md
-    assert "evidence: host: uname_r `uname -r` (exit 0, 0.25 s)" in md
+    assert "evidence: host: uname_r 'uname -r' (exit 0, 0.25 s)" in md
     assert "probe `nvlink` failed" in md and "`nccl.p2p_matrix` unknown" in md
     hostile = run_of(
         Finding(
