@@ -20,7 +20,12 @@ WIDTH = 110
 
 
 def first_line(path: Path) -> str:
-    doc = ast.get_docstring(ast.parse(path.read_text())) or ""
+    """The docstring's first paragraph; for a script shipped to targets as text, its leading comment block."""
+    text = path.read_text()
+    doc = ast.get_docstring(ast.parse(text)) or ""
+    if not doc and text.startswith("#"):
+        head = [ln.lstrip("# ") for ln in text.split("\n") if ln.startswith("#")]
+        doc = " ".join(head[: next((i for i, ln in enumerate(head) if not ln.strip()), len(head))])
     line = " ".join(doc.strip().split("\n\n")[0].split())
     return line if len(line) <= WIDTH else line[: WIDTH - 1].rsplit(" ", 1)[0] + " …"
 
