@@ -372,15 +372,47 @@ async def test_w_wraps_long_output_lines() -> None:
         assert out.wrap and out.virtual_size.height > 6
         second = "".join(s.text for s in out.render_line(2))
         assert second[:3] == "   " and "Flag" in second  # a continuation: no line number
-        for y in range(1, 4):  # every character of the long line is on screen, none lost at the edge
+        for y in range(
+            1, 4
+        ):  # every character of the long line is on screen, none lost at the edge
             line, start = out._rows[y]
             piece = out.lines[line][start : start + out._wrap_width]
             rendered = "".join(s.text for s in out.render_line(y))
             assert rendered[3 : 3 + len(piece)] == piece
-            assert len(rendered.rstrip()) <= out.scrollable_content_region.width  # not under the bar
+            assert (
+                len(rendered.rstrip()) <= out.scrollable_content_region.width
+            )  # not under the bar
         assert out.find("needle") and out.selected_text == "NEEDLE"
         wrapped = ["".join(s.text for s in out.render_line(y)) for y in range(out.size.height)]
         assert any("NEEDLE" in line for line in wrapped), "the match is scrolled into view"
         await pilot.press("w")
         await pilot.pause()
         assert not out.wrap and out.virtual_size.height == 3
+
+
+async def test_roofline_strip_is_throttled_while_live_and_exact_at_the_end(monkeypatch) -> None:
+    from gpuaudit.probes.core.run.request import AuditRequest
+    from gpuaudit.tui.cli.session_setup import build_setup
+    from gpuaudit.tui.views import roofline_view
+    from gpuaudit.tui.widgets import roofline_strip
+    from gpuaudit.tui.widgets.roofline_strip import RooflineStrip
+
+    calls: list[int] = []
+    real = roofline_view.roofline_of
+
+    def counting(run):
+        calls.append(1)
+        return real(run)
+
+    monkeypatch.setattr(roofline_strip, "roofline_of", counting)
+    setup = build_setup(AuditRequest(demo=True))
+    app = make_app(setup.audit, note=setup.note, mode=setup.mode, clock=FixedClock())
+    async with app.run_test(size=(120, 40)) as pilot:
+        for _ in range(200):
+            await pilot.pause()
+            if app.audit_run.finished_at is not None and not app.dashboard().busy:
+                break
+        await pilot.pause()
+        strip = app.screen.query_one(RooflineStrip)
+        assert not strip.pending and "decode 10.1 tok/s" in str(strip.render())
+    assert len(calls) < 10, f"{len(calls)} recomputes for ~400 events"
