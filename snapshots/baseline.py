@@ -199,7 +199,9 @@ def _engine_args(records: Mapping[str, str]) -> str | None:
     return "; ".join(parts)
 
 
-def _read(table: Mapping[str, Callable[[Mapping[str, str]], str | None]], r: Mapping[str, str]):
+def _read(
+    table: Mapping[str, Callable[[Mapping[str, str]], str | None]], r: Mapping[str, str]
+) -> dict[str, str | None]:
     out: dict[str, str | None] = {}
     for key, read in table.items():
         try:

@@ -20,7 +20,7 @@ import json
 import sys
 import textwrap
 from collections.abc import Callable
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -368,7 +368,8 @@ def _object_section(title: str, node: dict[str, Any]) -> list[str]:
 
 def _type_text(prop: dict[str, Any]) -> str:
     if "$ref" in prop:
-        return prop["$ref"].rsplit("/", 1)[-1]
+        ref: str = prop["$ref"]
+        return ref.rsplit("/", 1)[-1]
     if "enum" in prop:
         return " \\| ".join(f"`{v}`" for v in prop["enum"])
     if "const" in prop:
@@ -395,7 +396,7 @@ def _one_line(text: str) -> str:
 def expected_files() -> dict[str, Callable[[], str]]:
     """Path under docs/ -> its generated text."""
     files: dict[str, Callable[[], str]] = {
-        f"schema/{n}.schema.json": (lambda n=n: render(n)) for n in DOCUMENTS
+        f"schema/{n}.schema.json": partial(render, n) for n in DOCUMENTS
     }
     files["JSON.md"] = reference
     return files

@@ -5,10 +5,11 @@ facts (FirmwareFacts) <- extract (one reader per source) -> checks (CHECKS rows 
 
 from __future__ import annotations
 
+from gpuaudit.probes.core.judge.combiners import parse_iommu_state
 from gpuaudit.probes.core.sources import use
 from gpuaudit.probes.core.spec import Probe
 from gpuaudit.probes.firmware.checks import CHECKS
-from gpuaudit.probes.firmware.extract import READERS, extract, parse_iommu_state
+from gpuaudit.probes.firmware.extract import READERS, extract
 from gpuaudit.probes.firmware.facts import Dimm, FirmwareFacts
 from gpuaudit.probes.firmware.summary import summarize
 

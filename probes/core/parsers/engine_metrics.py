@@ -275,8 +275,8 @@ def parse_prometheus(text: str) -> EngineMetrics:
         count = h.get("_count", buckets.get(math.inf, 0.0))  # a page cut short keeps its buckets
         return Histogram(name, h.get("_sum", 0.0), count, tuple(sorted(buckets.items())))
 
-    tpot = next((h for n_ in TPOT_NAMES if (h := hist(n_)) is not None and h.count > 0), None)
-    tpot = tpot or next((h for n_ in TPOT_NAMES if (h := hist(n_)) is not None), None)
+    tpot = next((t for n_ in TPOT_NAMES if (t := hist(n_)) is not None and t.count > 0), None)
+    tpot = tpot or next((t for n_ in TPOT_NAMES if (t := hist(n_)) is not None), None)
 
     def first(names: tuple[str, ...]) -> float | None:
         return next((acc.values[k] for k in names if k in acc.values), None)

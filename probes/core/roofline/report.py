@@ -13,6 +13,7 @@ from typing import Literal
 from gpuaudit.probes.core.errors import ParseError
 from gpuaudit.probes.core.models import AuditRun, CommandRecord, Role, Severity
 from gpuaudit.probes.core.parsers.engine import (
+    EngineConfig,
     main_engine,
     parse_engine_logs,
     parse_engine_procs,
@@ -80,7 +81,9 @@ def _records_by_role(run: AuditRun) -> dict[Role, dict[str, CommandRecord]]:
     return out
 
 
-def _engine(recs: dict[Role, dict[str, CommandRecord]], rf: Roofline):
+def _engine(
+    recs: dict[Role, dict[str, CommandRecord]], rf: Roofline
+) -> tuple[Role, EngineConfig] | tuple[None, None]:
     for role in ("container", "host"):
         rec = _usable(recs.get(role, {}), "engine_procs")
         if rec is None:
@@ -315,7 +318,7 @@ def measured_allreduce(
 ) -> tuple[float, str] | None:
     """--active nccl-tests: the all-reduce time at the smallest size >= one decode message (hidden x 2 B)."""
     for role in ("host", "container"):
-        rec = _usable(recs.get(role, {}), "nccl_all_reduce_perf")  # type: ignore[arg-type]
+        rec = _usable(recs.get(role, {}), "nccl_all_reduce_perf")
         if rec is None:
             continue
         try:
@@ -335,7 +338,7 @@ def measured_allreduce(
     return None
 
 
-def allreduce_choice(cfg, interconnect: str | None) -> tuple[float, str] | None:
+def allreduce_choice(cfg: EngineConfig, interconnect: str | None) -> tuple[float, str] | None:
     """The engine's own all-reduce when it runs one instead of NCCL for decode-sized messages, else None."""
     if interconnect != "pcie" or cfg.tp <= 1 or cfg.kind not in ("sglang", "vllm"):
         return None
@@ -348,7 +351,7 @@ def allreduce_choice(cfg, interconnect: str | None) -> tuple[float, str] | None:
     return None
 
 
-def acceptance(cfg, measured: float | None) -> tuple[float | None, str]:
+def acceptance(cfg: EngineConfig, measured: float | None) -> tuple[float | None, str]:
     """Tokens per step for speculative decoding: measured (the engine's log/metrics), else the configured
     maximum (draft tokens + 1: every draft accepted), which keeps the bound a bound."""
     if not cfg.speculative:
