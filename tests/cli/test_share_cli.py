@@ -66,6 +66,8 @@ def test_plan_html_and_save_share(tmp_path: Path, capsys, originals: list[str]) 
     [
         (["--demo", "--share"], "--share applies to"),
         (["--demo", "--json", "--share", "/proc/map.json"], "kernel file system"),
+        (["--hosts", "inventory.ini", "--json", "--share"], "per audit"),
+        (["--hosts", "inventory.ini", "--html", "r.html"], "per audit"),
     ],
 )
 def test_share_usage_errors(argv: list[str], what: str, capsys) -> None:

@@ -94,8 +94,8 @@ def _check_combinations(args: argparse.Namespace) -> None:
         args.json or args.plan or args.html or args.save is not None
     ):
         raise CliError("--share applies to --json, --plan, --html and --save; give one of them")
-    if args.share is not None and args.hosts:
-        raise CliError("--share is per audit; --hosts is not supported with it yet")
+    if args.hosts and (args.share is not None or args.html):
+        raise CliError("--share/--html are per audit; --hosts is not supported with them yet")
     if args.hosts and (args.host or args.container):
         raise CliError("--hosts audits the inventory's hosts; drop --host/--container")
     if args.hosts and (args.plan or args.save is not None):
