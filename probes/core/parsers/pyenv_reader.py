@@ -8,11 +8,30 @@
 # root-only file fails); as any other user a file is read only when owned by the engine's user or root.
 # Every read is size-capped. The embedded text must pass the read-only lint: no greater-than sign, no
 # ampersand, no single quote, no file-changing or process-control words.
+# Types (mypy --strict): each function signature is a type comment on the line after its def (a return
+# annotation would need a greater-than sign; comment lines are dropped from the embedded text), and so
+# is PACKAGES (pyenv.py rewrites its line); the rest are annotations of local variables, which Python
+# never evaluates, and checker-only names under TYPE_CHECKING: any python3 (3.6 on) runs this as before.
 import json
 import os
 import re
 import stat
 import sys
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from typing import Any, NotRequired, TypedDict
+
+    class Facts(TypedDict):
+        """What /proc says about the engine process (proc_facts), or the reader itself (own)."""
+
+        uid: int | None
+        gid: int | None
+        exe: str
+        maps: list[str]
+        env: dict[str, str]
+        own: NotRequired[bool]
+
 
 PROC = "/proc"
 MARKS = ("@@p", "@@gpuaudit-", "export LC_ALL")
@@ -23,7 +42,7 @@ ENGINES = (
     "sglang serve",
     "text-generation-server",
 )
-PACKAGES = ()
+PACKAGES = ()  # type: tuple[str, ...]
 SMALL = 1 << 20
 BIG = 1 << 28
 ARCH = re.compile(rb"(?:sm|compute)_[0-9]+[a-z]?(?: (?:sm|compute)_[0-9]+[a-z]?)+")
@@ -32,10 +51,12 @@ PYVER = re.compile(r"python(3\.[0-9]+)")
 
 
 def norm(name):
+    # type: (str) -> str
     return re.sub(r"[-_.]+", "-", name).lower()
 
 
 def slurp(path, cap, uid):
+    # type: (str, int, int | None) -> bytes | None
     """Bytes of a regular file, at most cap; None when absent, refused or unreadable."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK)
@@ -47,7 +68,7 @@ def slurp(path, cap, uid):
             return None
         if uid is not None and os.geteuid() not in (0, uid) and st.st_uid not in (0, uid):
             return None
-        out = []
+        out: list[bytes] = []
         left = cap
         while 0 < left:
             b = os.read(fd, min(left, 1 << 22))
@@ -63,11 +84,13 @@ def slurp(path, cap, uid):
 
 
 def text(path, uid, cap=SMALL):
+    # type: (str, int | None, int) -> str | None
     b = slurp(path, cap, uid)
     return None if b is None else b.decode("utf-8", "replace")
 
 
 def find_engine():
+    # type: () -> tuple[int, list[str]] | None
     for d in sorted(os.listdir(PROC)):
         if not d.isdigit():
             continue
@@ -85,8 +108,9 @@ def find_engine():
 
 
 def proc_facts(pid):
+    # type: (int) -> Facts
     """What /proc says about the engine (read as the audit user): uid, gid, exe, mapped files, environment."""
-    o = {"uid": None, "gid": None, "exe": "", "maps": [], "env": {}}
+    o: Facts = {"uid": None, "gid": None, "exe": "", "maps": [], "env": {}}
     st = text(PROC + "/" + str(pid) + "/status", None) or ""
     for line in st.splitlines():
         parts = line.split()
@@ -99,7 +123,7 @@ def proc_facts(pid):
     except OSError:
         pass
     maps = text(PROC + "/" + str(pid) + "/maps", None, 1 << 24) or ""
-    seen = []
+    seen: list[str] = []
     for line in maps.splitlines():
         p = line.split(None, 5)[5:6]
         if p and p[0].startswith("/") and p[0] not in seen:
@@ -114,6 +138,7 @@ def proc_facts(pid):
 
 
 def version_of(dist_dir, uid):
+    # type: (str, int | None) -> str | None
     for name in ("METADATA", "PKG-INFO"):
         t = text(os.path.join(dist_dir, name), uid, 65536)
         if t:
@@ -124,8 +149,9 @@ def version_of(dist_dir, uid):
 
 
 def site_dirs(interp, facts, uid):
+    # type: (str, Facts, int | None) -> tuple[list[str], str | None, str | None]
     """Where the interpreter looks for packages, in import order, from files only."""
-    dirs = []
+    dirs: list[str] = []
     torch_lib = [p for p in facts["maps"] if re.search(r"/torch/lib/lib(torch|c10)[^/]*[.]so", p)]
     for p in torch_lib[:1]:
         dirs.append(os.path.dirname(os.path.dirname(os.path.dirname(p))))
@@ -134,7 +160,7 @@ def site_dirs(interp, facts, uid):
             dirs.append(p)
     prefix = os.path.dirname(os.path.dirname(interp)) if interp.startswith("/") else ""
     cfg = text(os.path.join(prefix, "pyvenv.cfg"), uid, 65536) if prefix else None
-    vers = []
+    vers: list[str] = []
     m = (
         PYVER.search(os.path.basename(interp))
         or PYVER.search(os.path.basename(os.path.realpath(interp)))
@@ -173,7 +199,7 @@ def site_dirs(interp, facts, uid):
         import site
 
         dirs = site.getsitepackages() + [site.getusersitepackages()] + dirs
-    out = []
+    out: list[str] = []
     for d in dirs:
         if d not in out and os.path.isdir(d):
             out.append(d)
@@ -181,19 +207,21 @@ def site_dirs(interp, facts, uid):
 
 
 def read_env(interp, facts, uid):
+    # type: (str, Facts, int | None) -> dict[str, Any]
     """Everything the JSON line carries, read from files as the current user."""
-    o = {"executable": interp, "packages": {}, "read_as": "data"}
+    o: dict[str, Any] = {"executable": interp, "packages": {}, "read_as": "data"}
     sites, minor, cfg = site_dirs(interp, facts, uid)
     o["site_packages"] = sites
-    full = None
+    full: str | None = None
     if cfg:
         m = re.search(r"^version(?:_info)?\s*=\s*(3\.[0-9]+\.[0-9]+)", cfg, re.M)
         full = m.group(1) if m else None
     exe = facts["exe"] or (interp if interp.startswith("/") else "")
+    b: bytes | None
     if full is None and minor and exe:
         b = slurp(exe, 1 << 26, uid) or b""
-        m = re.search(rb"\x00(" + minor.encode().replace(b".", rb"\.") + rb"\.[0-9]+)[ \x00]", b)
-        full = m.group(1).decode() if m else None
+        mb = re.search(rb"\x00(" + minor.encode().replace(b".", rb"\.") + rb"\.[0-9]+)[ \x00]", b)
+        full = mb.group(1).decode() if mb else None
     if facts.get("own"):
         full = ".".join(str(x) for x in sys.version_info[:3])
     o["python"] = full or minor
@@ -225,7 +253,7 @@ def read_env(interp, facts, uid):
     o["torch"] = m.group(1) if m else o["packages"].get("torch")
     m = re.search(r"^cuda\s*(?::[^=\n]*)?=\s*(?:" + QUOTE + r"([^\x22\x27]+)|None)", vt, re.M)
     o["torch_cuda"] = m.group(1) if m else None
-    arch = None
+    arch: list[str] | None = None
     for lib in ("libtorch_python.so", "libtorch_cuda.so"):
         b = slurp(torch_dir + "/lib/" + lib, BIG, uid)
         if b is None:
@@ -254,8 +282,9 @@ def read_env(interp, facts, uid):
 
 
 def main():
+    # type: () -> None
     want = sys.argv[1] if 1 in range(len(sys.argv)) else "python3"
-    facts = {"uid": None, "gid": None, "exe": "", "maps": [], "env": {}}
+    facts: Facts = {"uid": None, "gid": None, "exe": "", "maps": [], "env": {}}
     interp = want
     if want == "python3":
         hit = find_engine()
@@ -287,7 +316,7 @@ def main():
             os.write(w, json.dumps(o).encode())
             os._exit(0)
         os.close(w)
-        chunks = []
+        chunks: list[bytes] = []
         while True:
             b = os.read(r, 1 << 16)
             if not b:
