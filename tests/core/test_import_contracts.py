@@ -19,7 +19,8 @@ SCRIPT = ROOT / "scripts" / "import_graph.py"
 pytestmark = pytest.mark.fast
 
 ALLOWED_LAZY = {
-    # --help and --version parse with argparse alone; the rest of the CLI loads after them
+    # --help and --version parse with argparse alone; the rest of the CLI loads after them, and `fleet`
+    # (saved snapshots only) loads fleet_compare alone, not the catalogue/engine/SSH: two imports, one entry
     ("tui/cli/entry.py", "gpuaudit.tui.cli"),
     # diff/snapshots draw with Rich: an audit (--json) never loads it
     ("tui/cli/commands.py", "gpuaudit.tui.cli"),

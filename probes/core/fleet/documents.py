@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import mmap
 import os
 import re
 from collections.abc import ItemsView, Iterator, KeysView, Mapping, ValuesView
@@ -57,14 +56,12 @@ def load_document(path: Path) -> dict[str, Any]:
     nobody compares. Files this tool did not write pretty-printed are parsed whole (the same result)."""
     if path.stat().st_size > MAX_SNAPSHOT_BYTES:
         raise ValueError("larger than 256 MiB")
-    with open(path, "rb") as fh:
-        size = os.fstat(fh.fileno()).st_size
-        if size:
-            with mmap.mmap(fh.fileno(), 0, access=mmap.ACCESS_READ) as mapped:
-                light = light_document(mapped)  # type: ignore[arg-type]
-            if light is not None:
-                return light
-        data = fh.read() if size else b""
+    with open(
+        path, "rb"
+    ) as fh:  # read whole: cheaper than mmap's page faults (one file held at a time)
+        data = fh.read()
+    if data and (light := light_document(data)) is not None:
+        return light
     try:
         doc = json.loads(data)
     except RecursionError:
@@ -243,7 +240,7 @@ def light_document(body: bytes) -> LightDocument | None:
 
     Only for what this tool writes (pretty-printed, keys in _ORDER): each top-level key is found by a forward
     search from the previous one, so the big record list is scanned once, for its command-id markers."""
-    stop = len(body)  # `body` may be an mmap: no copy of the whole file is ever made
+    stop = len(body)
     while stop and body[stop - 1 : stop] in (b"\n", b" ", b"\r", b"\t"):
         stop -= 1
     first = re.match(rb'\{\n( +)"', body[:64])  # the writer's indent (pydantic: 1 or 2 spaces)
@@ -262,6 +259,7 @@ def light_document(body: bytes) -> LightDocument | None:
     if not keys or keys[0][1] != 1 or "probes" not in {k for k, _, _ in keys}:
         return None
     wanted = comparison_command_ids()
+    packed = keys[-1][0] == "records"
     fields: dict[str, Any] = {}
     lazy: dict[str, bytes] = {}
     for i, (key, _, value_start) in enumerate(keys):
@@ -271,6 +269,9 @@ def light_document(body: bytes) -> LightDocument | None:
         if key in _RECORD_LISTS:
             if i + 1 == len(keys) and body[end - 1 : end] != b"]":
                 return None  # something unknown after the last key we know
+            if key == "probes" and packed:
+                fields[key] = []  # the stored shape: probes refer to the top-level records
+                continue
             records = _wanted_records(body, value_start, end, wanted)
             if records is None:
                 return None

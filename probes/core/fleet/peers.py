@@ -43,13 +43,30 @@ def _uniform(values: Iterable[str]) -> str | None:
     return " / ".join(vals) if vals else None
 
 
+_DRIVER = re.compile(r"Kernel Module\s.*?\s(\d+\.\d+(?:\.\d+)?)\s")
+_CUDA = re.compile(r"CUDA Version:\s*([\d.]+)")
+_BIOS = re.compile(r"BIOS Information\n(?:[ \t].*\n)*?[ \t]+Version: (.+)")
+_BOARD = re.compile(r"Base Board Information\n(?:[ \t].*\n)*?[ \t]+Product Name: (.+)")
+_MRRS = re.compile(r"MaxReadReq (\d+) bytes")
+_HEADER = re.compile(r"\n(\S.*)")
+"""An lspci device line after the first: a line whose first character is not a space (a literal first
+character: the regex engine skips to each newline at memchr speed)."""
+_OTHER_BREAKS = "\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"
+"""Line breaks of str.splitlines other than \\n: text with one takes the line-by-line readers."""
+
+
+def _plain_lines(text: str) -> bool:
+    """True when str.splitlines would split `text` at \\n alone."""
+    return not any(c in text for c in _OTHER_BREAKS)
+
+
 def _driver(r: Records) -> str | None:
-    m = re.search(r"Kernel Module\s.*?\s(\d+\.\d+(?:\.\d+)?)\s", r.get("proc_driver_version", ""))
+    m = _DRIVER.search(r.get("proc_driver_version", ""))
     return m.group(1) if m else _uniform(_csv_column(r.get("smi_query_driver", ""), 4))
 
 
 def _cuda(r: Records) -> str | None:
-    m = re.search(r"CUDA Version:\s*([\d.]+)", r.get("smi_table", ""))
+    m = _CUDA.search(r.get("smi_table", ""))
     return m.group(1) if m else None
 
 
@@ -61,17 +78,12 @@ def _kernel(r: Records) -> str | None:
 def _bios(r: Records) -> str | None:
     if len(lines := r.get("dmi_bios", "").strip().splitlines()) >= 2:
         return lines[1].strip()
-    m = re.search(
-        r"BIOS Information\n(?:[ \t].*\n)*?[ \t]+Version: (.+)", r.get("dmidecode_bios", "")
-    )
+    m = _BIOS.search(r.get("dmidecode_bios", ""))
     return m.group(1).strip() if m else None
 
 
 def _board(r: Records) -> str | None:
-    m = re.search(
-        r"Base Board Information\n(?:[ \t].*\n)*?[ \t]+Product Name: (.+)",
-        r.get("dmidecode_bios", ""),
-    )
+    m = _BOARD.search(r.get("dmidecode_bios", ""))
     return m.group(1).strip() if m else None
 
 
@@ -102,17 +114,44 @@ def _acs(r: Records) -> str | None:
     )  # lspci_acsctl: snapshots before the merge
     if not text:
         return None
-    redirect = sum(1 for ln in text.splitlines() if "ACSCtl:" in ln and "ReqRedir+" in ln)
+    if not _plain_lines(text):
+        redirect = sum(1 for ln in text.splitlines() if "ACSCtl:" in ln and "ReqRedir+" in ln)
+        return f"ReqRedir+ on {redirect} port(s)"
+    redirect, at = 0, text.find("ACSCtl:")  # lines split at \n only: find the few ACSCtl lines
+    while at != -1:
+        end = text.find("\n", at)
+        end = len(text) if end == -1 else end
+        if "ReqRedir+" in text[text.rfind("\n", 0, at) + 1 : end]:
+            redirect += 1
+        at = text.find("ACSCtl:", end)
     return f"ReqRedir+ on {redirect} port(s)"
 
 
 def _mrrs(r: Records) -> str | None:
-    values, in_nvidia = [], False
-    for ln in r.get("lspci_vvv", "").splitlines():
-        if ln and not ln[0].isspace():
-            in_nvidia = "NVIDIA" in ln and ("VGA" in ln or "3D controller" in ln)
-        elif in_nvidia and (m := re.search(r"MaxReadReq (\d+) bytes", ln)):
-            values.append(m.group(1))
+    text = r.get("lspci_vvv", "")
+    if "MaxReadReq" not in text:
+        return None
+    values: list[str] = []
+    if not _plain_lines(text):
+        in_nvidia = False
+        for ln in text.splitlines():
+            if ln and not ln[0].isspace():
+                in_nvidia = "NVIDIA" in ln and ("VGA" in ln or "3D controller" in ln)
+            elif in_nvidia and (m := _MRRS.search(ln)):
+                values.append(m.group(1))
+        return _uniform(values)
+    # lines split at \n only: the device lines, then the first MaxReadReq of each line of an NVIDIA GPU's block
+    first = text.find("\n")
+    heads = [(0, text[: len(text) if first == -1 else first])] if not text[0].isspace() else []
+    heads += [(m.start(1), m.group(1)) for m in _HEADER.finditer(text)]
+    for i, (start, ln) in enumerate(heads):
+        if "NVIDIA" in ln and ("VGA" in ln or "3D controller" in ln):
+            at, end = start + len(ln), heads[i + 1][0] if i + 1 < len(heads) else len(text)
+            while (m := _MRRS.search(text, at, end)) is not None:
+                values.append(m.group(1))
+                at = text.find("\n", m.end(), end)
+                if at == -1:
+                    break
     return _uniform(values)
 
 
@@ -459,16 +498,24 @@ def fleet_report(nodes: Iterable[Node]) -> FleetReport:
     keys = list(FACTS) + list(CONTAINER_FACTS)
     for klass, members in sorted(by_class.items()):
         rep = ClassReport(klass=klass, nodes=[m.name for m in members])
-        bios = sorted({k for m in members for k in m.facts if k.startswith("bios.")})
+        columns: dict[
+            str, list[tuple[Node, str]]
+        ] = {}  # fact -> (node, value) of its readers, in order
+        for m in members:
+            for key, v in m.facts.items():
+                if v is not None:
+                    columns.setdefault(key, []).append((m, v))
+        bios = sorted(k for k in columns if k.startswith("bios."))
         for key in keys + bios:
-            read = [(m, v) for m in members if (v := m.facts.get(key)) is not None]
+            read = columns.get(key, [])
             if len(read) < 2:
                 continue
             rep.compared.append(key)
-            counts = Counter(v for _, v in read).most_common()
-            value, count = counts[0]
-            if count == len(read):
+            values = [v for _, v in read]
+            if values.count(values[0]) == len(values):  # the usual case: every reader agrees
                 continue
+            counts = Counter(values).most_common()
+            value, count = counts[0]
             if len(read) >= 3 and count * 2 > len(read):
                 rep.outliers += [
                     Outlier(m.name, key, v, value, count, len(read)) for m, v in read if v != value
