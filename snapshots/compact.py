@@ -17,10 +17,12 @@ documents (fleet, share) use `records_of` / `probe_records`, which read either s
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from gpuaudit.probes.core.models import CommandRecord, Finding, ProbeResult
+from gpuaudit.snapshots.plain import is_packed as is_packed
+from gpuaudit.snapshots.plain import records_of as records_of
 from pydantic import BaseModel, Field, create_model
 
 Document = dict[str, Any]
@@ -36,11 +38,6 @@ def _key(value: Mapping[str, Any], drop: str | None = None) -> object:
         return json.dumps(
             {k: v for k, v in value.items() if k != drop}, sort_keys=True, default=str
         )
-
-
-def is_packed(doc: Mapping[str, Any]) -> bool:
-    """True for a stored (schema 3) document: records at the top level."""
-    return isinstance(doc.get("records"), list)
 
 
 def pack(doc: Document) -> Document:
@@ -137,16 +134,6 @@ def unpack(doc: Document) -> Document:
     expanded = {k: v for k, v in doc.items() if k != "records"}
     expanded["probes"] = probes
     return expanded
-
-
-def records_of(doc: Mapping[str, Any]) -> Iterator[Mapping[str, Any]]:
-    """Every record dict of a plain document: stored shape once each, expanded shape once per probe."""
-    if is_packed(doc):
-        yield from (r for r in doc["records"] if isinstance(r, Mapping))
-        return
-    for probe in doc.get("probes") or []:
-        if isinstance(probe, Mapping):
-            yield from (r for r in probe.get("records") or [] if isinstance(r, Mapping))
 
 
 def probe_records(doc: Mapping[str, Any], probe: Mapping[str, Any]) -> list[Mapping[str, Any]]:

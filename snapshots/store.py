@@ -11,23 +11,14 @@ from pathlib import Path
 
 from gpuaudit.probes.core.errors import SnapshotError
 from gpuaudit.snapshots.migrate import MigrationError, migrate
+from gpuaudit.snapshots.plain import ENV_DIR as ENV_DIR
+from gpuaudit.snapshots.plain import default_dir as default_dir
 from gpuaudit.snapshots.schema import SCHEMA_VERSION, Snapshot
 from pydantic import ValidationError
 
 MAX_SNAPSHOT_BYTES = 512 * 1024 * 1024
-ENV_DIR = "GPUAUDIT_SNAPSHOT_DIR"
 EXAMPLES_DIR = Path(__file__).resolve().parent / "examples"
 _FAST_HEADER = re.compile(rb'^\s*\{\s*"schema_version"\s*:\s*(\d+)\s*[,}]')
-
-
-def default_dir() -> Path:
-    """$GPUAUDIT_SNAPSHOT_DIR, else the platformdirs user data dir's snapshots/."""
-    env = os.environ.get(ENV_DIR)
-    if env:
-        return Path(env).expanduser()
-    import platformdirs
-
-    return platformdirs.user_data_path("gpuaudit-tui") / "snapshots"
 
 
 def safe_name(name: str) -> str:

@@ -11,12 +11,13 @@ not stop the others).
 from __future__ import annotations
 
 import argparse
+import gc
 import json
 import sys
 from pathlib import Path
 
-from gpuaudit.probes.core.fleet.documents import load_document, node_name, snapshot_files
-from gpuaudit.probes.core.fleet.peers import FleetReport, Node, fleet_report, node_from_document
+from gpuaudit.probes.core.fleet.documents import load_nodes, snapshot_files
+from gpuaudit.probes.core.fleet.peers import FleetReport, Node, fleet_report
 from gpuaudit.tui.cli import bridge
 from gpuaudit.tui.cli.args import suggestion
 
@@ -146,15 +147,22 @@ def main(argv: list[str]) -> int:
         return 2
     if args.tui or (not args.json and not args.text and sys.stdin.isatty() and sys.stdout.isatty()):
         return bridge.interactive().show_fleet_documents(files)
+    collecting = gc.isenabled()
+    gc.disable()  # thousands of acyclic documents and facts: the cycle collector would only rescan them
+    try:
+        return _compare(args, files)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _compare(args: argparse.Namespace, files: list[Path]) -> int:
     nodes, skipped = [], []
     seen: dict[str, int] = {}
-    for path in files:
-        try:
-            doc = load_document(path)
-        except (OSError, ValueError) as exc:
-            skipped.append(f"{path}: {exc}")
+    for path, node, why in load_nodes(files):  # in order; spread over the CPUs for a large fleet
+        if node is None:
+            skipped.append(f"{path}: {why}")
             continue
-        node = node_from_document(node_name(doc, str(path)), str(path), doc)
         if node.name in seen:  # two snapshots of one host, or hosts sharing a name: keep both
             node = Node(
                 name=f"{node.name} ({path.stem})",

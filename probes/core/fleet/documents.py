@@ -10,8 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from gpuaudit.probes.core.fleet.peers import IDENTITY, Node, node_from_document, node_from_records
-from gpuaudit.snapshots.compact import records_of
-from gpuaudit.snapshots.store import default_dir
+from gpuaudit.snapshots.plain import default_dir, records_of
 
 MAX_SNAPSHOT_BYTES = 256 * 1024 * 1024
 

@@ -17,6 +17,7 @@ readers, so the comparison does not depend on a probe's facts model of a given r
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 from collections import Counter
@@ -25,7 +26,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpuaudit.probes.core.parsers.nvidia_smi import gpu_names
-from gpuaudit.snapshots.compact import records_of
+from gpuaudit.snapshots.plain import records_of
 
 Records = Mapping[str, str]
 """command id -> stdout of a usable host record."""
@@ -372,18 +373,24 @@ class FleetReport:
 def _bios_attributes(r: Records) -> dict[str, str | None]:
     """redfish_bios (--bmc): every raw BIOS attribute as a fact `bios.<Name>`, compared like the others (a BIOS
     setting that differs from the class's majority is an outlier under its raw name); password hashes left out."""
+    return dict(_bios_settings(r.get("redfish_bios", "") or "{}"))
+
+
+@functools.lru_cache(maxsize=64)
+def _bios_settings(text: str) -> tuple[tuple[str, str], ...]:
+    """The `bios.<Name>` facts of one redfish_bios text (a fleet's nodes of one model often share it)."""
     try:
-        doc = json.loads(r.get("redfish_bios", "") or "{}")
+        doc = json.loads(text)
     except ValueError:
-        return {}
+        return ()
     attrs = doc.get("Attributes") if isinstance(doc, dict) else None
     if not isinstance(attrs, dict):
-        return {}
-    return {
-        f"bios.{k}": str(v)
+        return ()
+    return tuple(
+        (f"bios.{k}", str(v))
         for k, v in attrs.items()
         if not k.lower().endswith(("password", "passwordsalt", "salt"))
-    }
+    )
 
 
 def _read_all(
