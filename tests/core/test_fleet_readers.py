@@ -8,7 +8,6 @@ import re
 from pathlib import Path
 
 import pytest
-
 from gpuaudit.probes.core.fleet.peers import _acs, _mrrs
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "system"
