@@ -71,7 +71,9 @@ def test_plan_mode_follows_the_same_rule(sshd, home):
 @pytest.mark.sshd
 def test_fleet_with_only_dead_hosts_exits_3(sshd, home, tmp_path):
     inv = tmp_path / "hosts"
-    inv.write_text(f"{sshd.user}@127.0.0.1:{free_port()}\n{sshd.user}@127.0.0.1:{free_port()}\n")
+    first = free_port()
+    second = next(p for p in iter(free_port, None) if p != first)  # two hosts, never one port twice
+    inv.write_text(f"{sshd.user}@127.0.0.1:{first}\n{sshd.user}@127.0.0.1:{second}\n")
     res = run_cli(["--hosts", str(inv), "--probes", "kernel", *sshd.cli_args()], home)
     assert res.returncode == 3, res.stderr
     assert "2 host(s), 2 unreachable, exit 3" in res.stdout and "Traceback" not in res.stderr
