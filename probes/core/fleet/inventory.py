@@ -134,6 +134,10 @@ def _host_line(line: str, where: str) -> tuple[str, dict[str, str]]:
 def _parse(text: str, source: str) -> _Parsed:
     out = _Parsed()
     section: tuple[str, str] = ("ungrouped", "hosts")
+    lines = [_strip_comment(raw) for raw in text.splitlines()]
+    # a plain list (no section, no variable): every line is its own target, `h:2201` and `h:2202` two hosts;
+    # in an Ansible inventory they are one host `h` (ansible-core's rule, below)
+    plain = not any(ln and (_SECTION.match(ln) or "=" in ln) for ln in lines)
     for n, raw in enumerate(text.splitlines(), 1):
         line = _strip_comment(raw)
         if not line:
@@ -170,7 +174,12 @@ def _parse(text: str, source: str) -> _Parsed:
             raise UsageError(f"{where}: {exc}") from None
         groups = [] if group == "ungrouped" else [group]
         name = first
-        if addr.port is not None:  # as ansible-core: `h:2222` is host `h` with ansible_port=2222,
+        bare_name = first.rsplit(":", 1)[0].strip("[]") if addr.port is not None else first
+        if plain and addr.port is not None and bare_name in out.pending:
+            # a plain list's `h:2202` after `h:2201` is a second target (ansible-core would merge them into
+            # one host `h`: a plain list is not an Ansible inventory, and dropping a target silently is worse)
+            hvars = {"ansible_port": str(addr.port), **hvars}
+        elif addr.port is not None:  # as ansible-core: `h:2222` is host `h` with ansible_port=2222,
             name = first.rsplit(":", 1)[0]  # which a variable on the same line overrides
             if name.startswith("[") and name.endswith(
                 "]"
