@@ -86,7 +86,14 @@ def main(argv: list[str]) -> int:
             print(f"{len(found)} cycle(s), {sum(map(len, found))} module(s)")
             return 1 if found else 0
         if what == "mypy":
-            cmd = [sys.executable, "-m", "mypy", "--strict", "--config-file", str(ROOT / "pyproject.toml")]
+            cmd = [
+                sys.executable,
+                "-m",
+                "mypy",
+                "--strict",
+                "--config-file",
+                str(ROOT / "pyproject.toml"),
+            ]
             cmd += ["--explicit-package-bases", "-p", "gpuaudit.probes", "-p", "gpuaudit.snapshots"]
             proc = subprocess.run(cmd, cwd=tmp, capture_output=True, text=True)
             sys.stdout.write(proc.stdout.replace(f"{tmp}/", "").replace("gpuaudit/", ""))

@@ -50,7 +50,9 @@ class GpuAuditApp(App[int]):
     TITLE = "gpuaudit-tui"
     ENABLE_COMMAND_PALETTE = True
     BINDINGS = [
-        Binding("q", "back_or_quit", "Back/Quit", show=False),  # the dashboard's footer shows "q Quit"
+        Binding(
+            "q", "back_or_quit", "Back/Quit", show=False
+        ),  # the dashboard's footer shows "q Quit"
         Binding("ctrl+c", "copy_or_quit", "Copy/Quit", show=False, priority=True),
         Binding("j", "vim('down')", "Down", show=False),
         Binding("k", "vim('up')", "Up", show=False),

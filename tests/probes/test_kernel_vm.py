@@ -104,8 +104,8 @@ def test_firmware_and_kernel_agree_on_the_guest():
 def test_plan_of_the_guest_has_no_amd_pstate_step():
     """The reported --plan on the KVM guest was exactly one wrong step (add amd_pstate=active): now it has none."""
     from gpuaudit.probes.core.judge.plan import build_plan
-    from gpuaudit.probes.core.models import AuditRun
     from gpuaudit.probes.core.judge.probe import judge_probe
+    from gpuaudit.probes.core.models import AuditRun
 
     outputs = host_outputs("ollama-5554-epyc-9754-kvm-guest-cpu0.txt")
     records = [r.model_copy(update={"probe_id": "kernel"}) for r in outputs.values()]

@@ -39,5 +39,5 @@ def test_links_down_on_a_gpu_listed_past_index_0_are_critical(fixture, gpu, want
 
 
 def test_a_healthy_dense_listing_stays_ok():
-    text = (FX / "nvidia" / "nvidia-smi-nvlink-s" / "a100-sxm4-4gpu-12links-25gbs-raw-tabs.txt")
+    text = FX / "nvidia" / "nvidia-smi-nvlink-s" / "a100-sxm4-4gpu-12links-25gbs-raw-tabs.txt"
     assert link_state(text.read_text()).severity.value == "ok"

@@ -77,7 +77,9 @@ def test_nested_children_and_a_cycle_do_not_hang():
     text = (
         "[a:children]\nb\n[b:children]\nc\n[c:children]\na\n[c]\nh1\n[a:vars]\nansible_user=top\n"
     )
-    with pytest.raises(UsageError, match="loop"):  # refused in one line, as ansible-core does (issue 25)
+    with pytest.raises(
+        UsageError, match="loop"
+    ):  # refused in one line, as ansible-core does (issue 25)
         parse_inventory(text)
 
 

@@ -247,7 +247,9 @@ async def test_filter_dims_panes_below_threshold(clock) -> None:
         await pilot.press("f", "f", "f")
         await pilot.pause()
         assert app.min_severity is not None and app.min_severity.value == "critical"
-        header = str(app.screen.query_one("#targets").render())  # one indicator, no toast (issue 28)
+        header = str(
+            app.screen.query_one("#targets").render()
+        )  # one indicator, no toast (issue 28)
         assert "filter: critical only" in header and not app._notifications
         dimmed = {p.probe_id for p in app.screen.query(ProbePane) if p.has_class("-dimmed")}
         assert "python" not in dimmed and {"kernel", "power", "pcie", "driver"} <= dimmed

@@ -153,7 +153,9 @@ async def test_p_opens_the_roofline_with_every_input_step_and_bound(clock) -> No
         assert [box.get_option_at_index(n).id for n in range(box.option_count)] == [
             e["id"] for e in rf.explanations
         ]
-        assert box.option_count == 3  # pcie.acs does not apply: every GPU pair crosses the root complex
+        assert (
+            box.option_count == 3
+        )  # pcie.acs does not apply: every GPU pair crosses the root complex
 
 
 async def test_an_explaining_finding_opens_here_or_in_its_probe(clock) -> None:

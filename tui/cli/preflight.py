@@ -146,7 +146,9 @@ def plan_folder() -> Path:
 
     Decided when the TUI starts, so `m` after a long audit does not fail on a read-only working folder."""
     cwd = Path.cwd()
-    if os.access(cwd, os.W_OK | os.X_OK):  # no probe file: opening the TUI writes nothing into the cwd
+    if os.access(
+        cwd, os.W_OK | os.X_OK
+    ):  # no probe file: opening the TUI writes nothing into the cwd
         return cwd
     import platformdirs
 

@@ -199,7 +199,9 @@ class FleetScreen(Screen[None]):
         Binding("O", "sort(-1)", "Sort back", show=False),
         Binding("slash", "text_filter", "Find", key_display="/"),
         Binding("escape", "clear_text_filter", "Clear filter", show=False),
-        Binding("q", "app.back_or_quit", "Quit"),  # the first screen: q quits (the app's q is hidden)
+        Binding(
+            "q", "app.back_or_quit", "Quit"
+        ),  # the first screen: q quits (the app's q is hidden)
     ]
     app: GpuAuditApp
 

@@ -79,18 +79,20 @@ READER = _reader_source()
 # `{python}` (--python) names the interpreter whose environment is read; python3 = the running engine's.
 PYENV_SHELL = (
     # the reader's interpreter: python3 on PATH, else the engine's own binary (/proc/PID/exe, already resolved)
-    "r=$(command -v python3); if [ -z \"$r\" ]; then for d in /proc/[0-9]*; do "
+    'r=$(command -v python3); if [ -z "$r" ]; then for d in /proc/[0-9]*; do '
     "c=$(tr '\\0' ' ' 2>/dev/null < $d/cmdline); case \"$c\" in *@@p*|*@@gpuaudit-*|*'export LC_ALL'*) continue;; "
     "*sglang.launch_server*|*vllm.entrypoints*|*'vllm serve'*|*'sglang serve'*|*text-generation-server*) "
     "r=$(readlink $d/exe 2>/dev/null); break;; esac; done; fi; "
-    "[ -n \"$r\" ] || { echo 'python3: command not found (the reader of the engine environment is a "
+    '[ -n "$r" ] || { echo \'python3: command not found (the reader of the engine environment is a '
     "stdlib-only python3 -I -S)' 1>&2; exit 127; }; "
     # run the resolved file (a pyvenv.cfg beside a symlink would choose the stdlib); it, its folder and the
     # folder above (where pyvenv.cfg is looked for) belong to root or to us and nobody else may write them
     'r=$(readlink -f "$r"); for p in "$r" "${r%/*}" "${r%/*/*}"; do '
     '[ -n "$(find "$p" -maxdepth 0 \\( -user 0 -o -user "$(id -u)" \\) ! -perm -020 ! -perm -002 '
     '2>/dev/null)" ] || { echo "refused: ${p:-/} is not owned by root (or the audit user) or is writable by '
-    'others" 1>&2; exit 126; }; done; echo "@@reader $r"; "$r" -I -S -B -c \'' + READER + "' {python}"
+    'others" 1>&2; exit 126; }; done; echo "@@reader $r"; "$r" -I -S -B -c \''
+    + READER
+    + "' {python}"
 )
 """The command (id `pyenv`): the reader's `@@python` line and one JSON line, as `parse_pyenv_json` reads."""
 
