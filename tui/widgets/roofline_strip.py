@@ -33,12 +33,14 @@ class RooflineStrip(Widget):
         """The audit is still running (an unknown roofline then means "not read yet")."""
         self._computed_at = float("-inf")
         self._deferred = False
+        self._latest: AuditRun | None = None
 
     def on_mount(self) -> None:
         self.watch(self.app, "audit_run", self._run_changed, init=True)
         self.app.theme_changed_signal.subscribe(self, lambda _theme: self.refresh())
 
     def _run_changed(self, run: AuditRun) -> None:
+        self._latest = run
         pending = run.finished_at is None and any(
             p.status in ("pending", "running") for p in run.probes
         )
@@ -61,7 +63,8 @@ class RooflineStrip(Widget):
     def _catch_up(self) -> None:
         self._deferred = False
         self._computed_at = float("-inf")
-        self._run_changed(self.app.audit_run)
+        if self._latest is not None:  # the newest run the watch delivered
+            self._run_changed(self._latest)
 
     def render(self) -> Text:
         unknown = not self.roofline.bounds
