@@ -133,7 +133,7 @@ def nps_vs_numa(ctx: Ctx) -> Verdict:
         return info(
             obs + "; L3-as-NUMA enabled adds nodes", title="NPS vs NUMA nodes: L3 as NUMA on"
         )
-    if want in (got, 0) or (want == 0 and got == 1):
+    if want == got or (want == 0 and got == 1):
         return ok(obs, title="The kernel's NUMA nodes match the BIOS NPS setting", evidence=(BIOS,))
     return warning(
         obs,
@@ -169,6 +169,8 @@ def cstates_vs_os(ctx: Ctx) -> Verdict:
             title="BIOS C-state control auto / not exposed: the OS list decides",
             evidence=(BIOS,),
         )
+    if not states:
+        return unknown(obs + ": no OS idle state read to compare with", evidence=(BIOS,))
     if g.value == "disabled" and deep:
         return warning(
             obs,
@@ -236,6 +238,11 @@ def aspm_vs_lnkctl(ctx: Ctx) -> Verdict:
     if a is None or a.value not in ("enabled", "disabled"):
         return info(
             obs, title="BIOS ASPM auto / not exposed: the links' LnkCtl decides", evidence=ev
+        )
+    if not h.link_aspm:
+        return unknown(
+            obs + " (lspci -vvv shows no LnkCtl: run as root to read the capabilities)",
+            evidence=ev,
         )
     if a.value == "disabled" and on:
         return warning(

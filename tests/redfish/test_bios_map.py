@@ -295,3 +295,24 @@ def test_aspm_cross_check_warns_when_the_os_enabled_it():
         if x.id == "firmware.bios_aspm_vs_lnkctl"
     ]
     assert f.severity.value == "warning" and "3 link(s)" in f.title
+
+
+def test_cross_checks_without_the_os_side_are_not_ok():
+    """BIOS ASPM/C-states stated but no LnkCtl / no idle state read: nothing proves agreement (unknown, not ok);
+    NPS0 (one node for the system) with 4 kernel nodes is a mismatch, not ok."""
+    for raw in ("Disabled", "Enabled"):
+        bios = {"@odata.id": "/redfish/v1/Systems/1/Bios", "Attributes": {"PcieAspmL1": raw}}
+        f = judge({"redfish_bios": _rec("redfish_bios", json.dumps(bios))}, lspci_vvv="")[
+            "firmware.bios_aspm_vs_lnkctl"
+        ]
+        assert f.severity.value == "unknown", (raw, f)
+    bios = {"@odata.id": "/redfish/v1/Systems/1/Bios", "Attributes": {"CbsDfCmnDramNps": "NPS0"}}
+    numa = "".join(
+        f"/sys/devices/system/node/node{i}/cpulist:{i * 32}-{i * 32 + 31}\n" for i in range(4)
+    )
+    recs = {"redfish_bios": _rec("redfish_bios", json.dumps(bios))}
+    f = judge(recs, lscpu_json=LSCPU_AMD, sys_numa=numa)["firmware.bios_nps_vs_numa"]
+    assert f.severity.value == "warning" and "kernel sees 4" in f.observed, f
+    one = "/sys/devices/system/node/node0/cpulist:0-127\n"
+    f = judge(recs, lscpu_json=LSCPU_AMD, sys_numa=one)["firmware.bios_nps_vs_numa"]
+    assert f.severity.value == "ok", f
