@@ -116,3 +116,42 @@ def test_helpers():
         and cuda_major_minor(None) is None
     )
     assert arch_sms(["sm_90", "sm_100a", "sm_120", "compute_120"]) == ({90, 100, 120}, {120})
+
+
+@pytest.mark.parametrize("contained", [True, False])
+def test_reader_does_not_read_a_contained_engine_from_the_host(tmp_path, contained):
+    # an engine in a container (its /proc/PID/root is not /) names paths of its own root: read on the
+    # host they are the host's files, so its torch would be the host's. Unknown, not the host's answer.
+    import os
+    import sys
+
+    from gpuaudit.probes.core.parsers.pyenv import READER
+
+    proc = tmp_path / "proc"
+    eng = proc / "4242"
+    eng.mkdir(parents=True)
+    (eng / "cmdline").write_bytes(b"python3\0-m\0vllm.entrypoints.openai.api_server\0")
+    (eng / "status").write_text(
+        f"Uid:\t{os.getuid()}\t{os.getuid()}\t{os.getuid()}\t{os.getuid()}\n"
+        f"Gid:\t{os.getgid()}\t{os.getgid()}\t{os.getgid()}\t{os.getgid()}\n"
+    )
+    (eng / "exe").symlink_to(sys.executable)
+    (eng / "maps").write_text("")
+    (eng / "environ").write_bytes(b"")
+    other = tmp_path / "container-root"
+    other.mkdir()
+    (eng / "root").symlink_to(other if contained else Path("/"))
+    src = READER.replace('PROC = "/proc"', f'PROC = "{proc}"')
+    assert src != READER
+    out = subprocess.run(
+        [sys.executable, "-I", "-S", "-B", "-c", src, "python3"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout
+    env = parse_pyenv_json(out)
+    if contained:
+        assert env.torch is None and env.python is None
+        assert env.torch_error and "container" in env.torch_error
+    else:
+        assert env.python and "container" not in (env.torch_error or "")

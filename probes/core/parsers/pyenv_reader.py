@@ -31,6 +31,7 @@ if TYPE_CHECKING:
         maps: list[str]
         env: dict[str, str]
         own: NotRequired[bool]
+        foreign_root: NotRequired[bool]
 
 
 PROC = "/proc"
@@ -122,6 +123,12 @@ def proc_facts(pid):
         o["exe"] = os.readlink(PROC + "/" + str(pid) + "/exe")
     except OSError:
         pass
+    # an engine in a container names paths of its own root: read on the host they are other files
+    try:
+        r, h = os.stat(PROC + "/" + str(pid) + "/root"), os.stat("/")
+        o["foreign_root"] = (r.st_dev, r.st_ino) != (h.st_dev, h.st_ino)
+    except OSError:
+        pass
     maps = text(PROC + "/" + str(pid) + "/maps", None, 1 << 24) or ""
     seen: list[str] = []
     for line in maps.splitlines():
@@ -210,6 +217,9 @@ def read_env(interp, facts, uid):
     # type: (str, Facts, int | None) -> dict[str, Any]
     """Everything the JSON line carries, read from files as the current user."""
     o: dict[str, Any] = {"executable": interp, "packages": {}, "read_as": "data"}
+    if facts.get("foreign_root"):
+        o["torch_error"] = "the engine runs in another root filesystem (a container): not read"
+        return o
     sites, minor, cfg = site_dirs(interp, facts, uid)
     o["site_packages"] = sites
     full: str | None = None
