@@ -74,7 +74,12 @@ def branch_lifecycle(ctx: Ctx) -> Verdict:
     runtime = _runtime_major(ct) or _runtime_major(h)
     if runtime and runtime[0] > cuda_major:
         holder = ct or h
-        compat = [p for p, _ in (holder.libcuda if holder else []) if is_compat(p)]
+        if holder is None or not holder.libs_read:
+            return unknown(
+                obs + f"; CUDA {runtime[1]} toolkit, newer than the driver serves: whether a "
+                "forward-compatibility libcuda is installed was not read (nvidia_lib_files)"
+            )
+        compat = [p for p, _ in holder.libcuda if is_compat(p)]
         if not compat:
             need = MIN_DRIVER_FOR_CUDA_MAJOR.get(runtime[0])
             return critical(
@@ -120,6 +125,11 @@ CHECKS: tuple[Check, ...] = (
         sources=("proc_driver_version",),
         roles=HOST,  # the container's CUDA toolkit is read through ctx.of("container") when it was audited
         needs_gpu=True,
-        optional=(("container", "nvcc_version"),),
+        optional=(
+            ("container", "nvcc_version"),
+            ("container", "nvidia_lib_files"),
+            "nvcc_version",
+            "nvidia_lib_files",
+        ),
     ),
 )

@@ -28,13 +28,18 @@ def rec(role: str, cid: str, stdout: str) -> CommandRecord:
     )
 
 
-def judge(proc: str, nvcc: str | None = None):
+LIBS = (
+    Path(__file__).parents[2] / "snapshots/examples/case-study/before/host/nvidia_lib_files.out"
+).read_text()  # a real listing: libcuda.so.590.48.01, no compat/ directory
+
+
+def judge(proc: str, nvcc: str | None = None, libs: str | None = LIBS):
     records = {"host": [rec("host", "proc_driver_version", proc)]}
     if nvcc is not None:
         records["container"] = [
             rec("container", "proc_driver_version", proc),
             rec("container", "nvcc_version", nvcc),
-        ]
+        ] + ([rec("container", "nvidia_lib_files", libs)] if libs is not None else [])
     result = judge_probe(driver.PROBE, records)
     assert result.status == "done", result.error
     (f,) = [f for f in result.findings if f.id == "driver.branch_lifecycle"]
@@ -79,3 +84,10 @@ def test_the_same_toolkit_on_r580_is_judged_on_the_branch_alone():
 def test_the_table_is_dated_and_sourced():
     assert AS_OF.year >= 2026 and all(s.startswith("https://") for s in SOURCES)
     assert {535, 570, 580, 590, 595} <= set(BRANCHES)
+
+
+def test_a_newer_toolkit_with_the_library_listing_unread_is_unknown_not_critical():
+    """No nvidia_lib_files record: nothing says the forward-compatibility libcuda is absent."""
+    f = judge((LIFE / "r535-proprietary-535.113.01.txt").read_text(), NVCC13, libs=None)
+    assert f.severity.value == "unknown", f
+    assert "not read" in f.observed
