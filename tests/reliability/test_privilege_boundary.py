@@ -248,3 +248,44 @@ def test_without_python3_a_user_owned_engine_binary_is_refused(engine_as, tmp_pa
         shutil.rmtree(own, ignore_errors=True)
     assert res.returncode == 126 and "refused" in res.stderr, (res.returncode, res.stderr)
     assert "@@reader" not in res.stdout
+
+
+def test_a_root_engine_does_not_read_another_users_hub_as_root(tmp_path):
+    # a root engine serving a hub model name; a user plants that name in its own hub with config.json ->
+    # a root-only file. rd reads as the engine's uid (root), so that hub must not be read at all.
+    import pwd
+    import uuid
+
+    from gpuaudit.probes.core.parsers.model_files import MODEL_FILES_SHELL
+
+    ensure_user()
+    pw = pwd.getpwnam(TEST_USER)
+    secret = tmp_path / "secret"
+    secret.write_text(f'{{"architectures": ["{SECRET}"]}}\n')
+    secret.chmod(0o600)
+    tmp_path.chmod(0o700)
+    name = f"zz-h29/planted-{uuid.uuid4().hex[:8]}"
+    home_hub = Path(pw.pw_dir) / ".cache/huggingface/hub"
+    made = not home_hub.exists()
+    snap = home_hub / ("models--" + name.replace("/", "--")) / "snapshots/abc"
+    snap.mkdir(parents=True)
+    (snap / "config.json").symlink_to(secret)
+    top = home_hub.parents[1] if made else home_hub / ("models--" + name.replace("/", "--"))
+    _own(top, pw.pw_uid, pw.pw_gid)
+    env = {k: v for k, v in os.environ.items() if k != "HF_HOME"}
+    proc = subprocess.Popen(
+        [sys.executable, "-c", "import time; time.sleep(60)", "vllm", "serve", name],
+        cwd=str(tmp_path),
+        env=env,
+    )
+    try:
+        time.sleep(0.3)
+        out = subprocess.run(
+            ["sh", "-c", MODEL_FILES_SHELL], capture_output=True, text=True, timeout=30
+        )
+    finally:
+        proc.terminate()
+        proc.wait(timeout=5)
+        shutil.rmtree(top, ignore_errors=True)
+    assert f"@@model {name}" in out.stdout
+    assert SECRET not in out.stdout + out.stderr

@@ -27,7 +27,11 @@ MODEL_FILES_SHELL = (
     + 'echo "@@model $m"; case "$m" in /*) p=$m;; *) p=$(readlink $d/cwd 2>/dev/null)/$m;; es'
     "ac; if [ ! -d \"$p\" ]; then h=$(tr '\\0' '\\n' 2>/dev/null < $d/environ | grep -m1 '^HF_HOME=' | cut -d"
     '= -f2-); r=models--$(printf %s "$m" | sed \'s#/#--#g\'); for hub in "${h:-/nonexistent}/hub" /root/.ca'
-    'che/huggingface/hub /home/*/.cache/huggingface/hub; do s=$(ls -d "$hub/$r"/snapshots/* 2>/dev/null |'
+    "che/huggingface/hub /home/*/.cache/huggingface/hub; do "
+    # a hub of another user is not read for a root engine: rd reads as the engine's uid, and as root
+    # it would follow that user's symlinks (config.json -> a root-only file) into the report
+    'ho=$(stat -c %u "$hub" 2>/dev/null); [ "$ho" = 0 ] || [ "$ho" = "$u" ] || continue; '
+    's=$(ls -d "$hub/$r"/snapshots/* 2>/dev/null |'
     ' head -n1); if [ -n "$s" ]; then p=$s; break; fi; done; fi; echo "@@path $p"; for f in config.json h'
     'f_quant_config.json; do if [ -f "$p/$f" ] && ! rd test -r "$p/$f"; then echo "unreadable as the engi'
     'ne\'s user: $p/$f" 1>&2; elif [ -f "$p/$f" ]; then echo "@@file $f"; rd head -c 1048576 "$p/$f"; ech'
