@@ -155,3 +155,24 @@ def test_reader_does_not_read_a_contained_engine_from_the_host(tmp_path, contain
         assert env.torch_error and "container" in env.torch_error
     else:
         assert env.python and "container" not in (env.torch_error or "")
+
+
+def test_reader_does_not_read_an_engine_whose_owner_is_unknown(tmp_path):
+    # the engine left between its cmdline and its status: no uid to read as, so nothing is read
+    import sys
+
+    from gpuaudit.probes.core.parsers.pyenv import READER
+
+    eng = tmp_path / "proc/4242"
+    eng.mkdir(parents=True)
+    (eng / "cmdline").write_bytes(b"/usr/bin/python3\0-m\0vllm.entrypoints.openai.api_server\0")
+    src = READER.replace('PROC = "/proc"', f'PROC = "{tmp_path / "proc"}"')
+    out = subprocess.run(
+        [sys.executable, "-I", "-S", "-B", "-c", src, "python3"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout
+    env = parse_pyenv_json(out)
+    assert env.python is None and env.torch is None
+    assert env.torch_error and "owner unknown" in env.torch_error

@@ -310,6 +310,10 @@ def main():
     uid, gid = facts["uid"], facts["gid"]
     print("@@python " + interp)
     sys.stdout.flush()
+    if uid is None and not facts.get("own"):
+        # the process left before its owner was read: its paths are not read with the audit rights
+        print(json.dumps({"executable": interp, "torch_error": "engine owner unknown: not read"}))
+        return
     if uid is not None and os.geteuid() == 0 and uid != 0:
         r, w = os.pipe()
         child = os.fork()
