@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from gpuaudit.probes.core.judge.checks import Check, Ctx, Verdict, critical, ok
+from gpuaudit.probes.core.judge.checks import Check, Ctx, Verdict, critical, ok, unknown
 from gpuaudit.probes.core.models import Role
 from gpuaudit.probes.core.parsers.system import normalize_bdf
 from gpuaudit.probes.driver.extract import SMI_SOURCES
@@ -54,6 +54,11 @@ def _verdict(expect: int | None) -> Callable[[Ctx], Verdict]:
                 "kernel (seating, power, riser, BIOS PCIe settings)",
                 want,
                 title=f"{len(visible)} of {expect} expected GPUs",
+            )
+        if not on_bus:
+            return unknown(
+                f"{obs}: the PCI listing names no NVIDIA display function, so nothing shows that every "
+                "GPU on the bus is visible"
             )
         return ok(
             obs + (f"; bus ids {', '.join(visible)}" if visible and len(visible) <= 16 else "")

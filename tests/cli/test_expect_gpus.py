@@ -83,3 +83,16 @@ def test_the_same_expectation_reaches_health_and_prom(tmp_path):
         [*base, "--health"], capture_output=True, text=True, timeout=120, cwd=ROOT
     )
     assert "CRITICAL [host] driver.expected_gpus" in proc.stdout + proc.stderr
+
+
+def test_an_empty_pci_listing_proves_nothing_about_the_bus(tmp_path):
+    """sys_pci_nvidia answered but named no display function: 8 visible GPUs are not 'every GPU on the bus'."""
+    doc = unpack(json.loads(AFTER.read_text()))
+    for probe in doc["probes"]:
+        for r in probe["records"]:
+            if r["target"] == "host" and r["command_id"] == "sys_pci_nvidia":
+                r["stdout"] = ""
+    path = tmp_path / "nobus.json"
+    path.write_text(json.dumps(doc))
+    f = replay(path, "--fail-on", "never")
+    assert f["severity"] == "unknown", f
