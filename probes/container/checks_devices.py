@@ -102,24 +102,18 @@ def device_cgroup(ctx: Ctx) -> Verdict:
         return critical(
             "; ".join(crit + warn) + host_m,
             "every NVIDIA device the container uses allowed",
-            title="Container's cgroup allow-list blocks NVIDIA devices",
-            why=_CGROUP_WHY,
-            fix=_CGROUP_FIX,
+            variant="container_s_cgroup_allow_list",
         )
     if warn:
         return warning(
             "; ".join(warn) + host_m,
             "every NVIDIA major allowed",
-            title="Container's cgroup allow-list is incomplete",
-            why=_CGROUP_WHY + " nvidia-caps is only needed for MIG/IMEX/capability-gated features.",
-            fix=_CGROUP_FIX,
+            variant="container_s_cgroup_allow_list_2",
         )
     if notes:
         return info(
             "; ".join(notes) + f" ({how})",
-            title="Container allows all devices",
-            why="'a' lets the container open any host device, which is broader than GPU passthrough needs.",
-            fix="Replace 'a' with the NVIDIA majors (or devN entries) if isolation matters.",
+            variant="container_allows_all_devices",
         )
     allowed = "; ".join(
         f"CT {c.vmid}: {', '.join(r.label() for r in c.rules if not r.v1) or 'devN entries'}"
@@ -186,17 +180,13 @@ def device_major_match(ctx: Ctx) -> Verdict:
         return critical(
             "; ".join(crit + rule_warn),
             expected,
-            title="Container device majors do not match the host's",
-            why=_MAJOR_WHY,
-            fix=_MAJOR_FIX,
+            variant="container_device_majors_do_not",
         )
     if rule_warn:
         return warning(
             "; ".join(rule_warn),
             expected,
-            title="Stale device major in a container allow-list",
-            why=_MAJOR_WHY + " Today another rule covers it.",
-            fix=_MAJOR_FIX,
+            variant="stale_device_major_in_a",
         )
     if host.configs is None and not_lxc(ctx) is None:
         return unknown(
@@ -207,7 +197,7 @@ def device_major_match(ctx: Ctx) -> Verdict:
     used = sorted({n.major for n in ctr.char_nodes().values() if n.major is not None})
     return ok(
         f"host /proc/devices: {host_majors_text(host)}; container nodes use majors {', '.join(map(str, used)) or 'none'}",
-        title="Container device majors match the host",
+        variant="container_device_majors_match_the",
         evidence=(("host", "pve_lxc_confs"),),
     )
 
@@ -284,21 +274,18 @@ def device_nodes(ctx: Ctx) -> Verdict:
         return critical(
             f"missing in container: {', '.join(crit)}; {obs}",
             "nvidiactl, nvidia-uvm and every passed nvidiaN as character devices inside the container",
-            title=f"Container lacks {short}",
+            variant="container_lacks",
+            short=short,
         )
     if closed := _closed_nodes(host, ctr, have):
         return warning(
             f"{', '.join(closed)} not rw for others in an unprivileged container",
             "crw-rw-rw- (0666) on the host, or a gid mapping for the nodes' group",
-            title="Unprivileged container with device nodes not world read-write",
-            why="Inside an unprivileged container the nodes belong to nobody:nogroup; without o+rw CUDA fails "
-            "with permission errors.",
-            fix="chmod 0666 the nodes on the host via a udev rule, or devN: ...,mode=0666, or map the group (lxc.idmap).",
+            variant="unprivileged_container_with_device_nodes",
         )
     if "/dev/nvidia-uvm-tools" not in have:
         return info(
             obs,
-            title="Container lacks nvidia-uvm-tools (profilers only)",
-            why="nvidia-uvm-tools is used by profilers, not by inference.",
+            variant="container_lacks_nvidia_uvm_tools",
         )
-    return ok(obs, title="Container has every NVIDIA device node")
+    return ok(obs, variant="container_has_every_nvidia_device")

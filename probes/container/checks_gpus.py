@@ -19,9 +19,7 @@ def gpu_visibility(ctx: Ctx) -> Verdict:
         return warning(
             f"container UUIDs not on the host: {', '.join(u for u in foreign if u)}",
             "container GPUs are a subset of the host's",
-            title="Container sees GPUs the host does not list",
-            why="The container target is probably not on this host (or a VM with its own GPUs).",
-            fix="Check which host and container the audit points at.",
+            variant="container_sees_gpus_the_host",
         )
     moved = [
         f"container GPU{g.index} = host GPU{on_host[g.uuid].index}"
@@ -31,13 +29,11 @@ def gpu_visibility(ctx: Ctx) -> Verdict:
     if moved:
         return info(
             "; ".join(moved[:8]),
-            title="GPU indices differ between host and container",
-            why="Index-based pinning (CUDA_VISIBLE_DEVICES, NUMA binding) then refers to different boards.",
-            fix="Set CUDA_DEVICE_ORDER=PCI_BUS_ID or pin by UUID.",
+            variant="gpu_indices_differ_between_host",
         )
     return ok(
         f"{len(ctr.gpus or [])} container GPU(s), all on the host with the same index",
-        title="Container GPUs are the host's, same indices",
+        variant="container_gpus_are_the_host",
     )
 
 
@@ -59,9 +55,7 @@ def gpu_inventory_match(ctx: Ctx) -> Verdict:
         return critical(
             f"container: {ctr.smi_error}; host: {host_n if host_n is not None else 'unknown'} GPU(s)",
             f"the container lists {src if want is not None else 'its GPUs'}",
-            title="nvidia-smi fails inside the container",
-            why="If NVML cannot open the devices the serving engine cannot either.",
-            fix="See container.device_nodes / device_cgroup and driver.userspace_match.",
+            variant="nvidia_smi_fails_inside_the",
         )
     if ctr.gpus is None:
         return unknown(f"container GPU list: {why_unusable(ctx, 'smi_gpu_ids', 'container')}")
@@ -72,12 +66,11 @@ def gpu_inventory_match(ctx: Ctx) -> Verdict:
         return critical(
             obs,
             f"{want} GPU(s) in the container",
-            title=f"Container sees {len(ctr.gpus)} of {want} GPUs",
-            why="An engine configured for more GPUs than it can see fails to start or silently runs with a "
-            "smaller tensor-parallel size.",
-            fix="Pass every intended /dev/nvidiaN (mount entries or devN:) and restart the container.",
+            variant="container_sees_of_gpus",
+            n_gpus=len(ctr.gpus),
+            want=want,
         )
-    return ok(obs, title=f"Container sees all {want} expected GPU(s)")
+    return ok(obs, variant="container_sees_all_expected_gpu", want=want)
 
 
 def userspace_driver(ctx: Ctx) -> Verdict:
@@ -87,15 +80,12 @@ def userspace_driver(ctx: Ctx) -> Verdict:
         return warning(
             "no libcuda.so.<version> under /usr/lib/x86_64-linux-gnu, /usr/lib64, /usr/lib/aarch64-linux-gnu",
             "libcuda.so.<host driver version>",
-            title="No libcuda.so in the container's library paths",
-            why="LXC does not inject the user-space driver; without libcuda the CUDA runtime cannot start "
-            "(unless installed elsewhere).",
-            fix="Install the same driver version in the container with --no-kernel-module, or bind-mount the "
-            "host libraries.",
+            variant="no_libcuda_so_in_the",
         )
     return info(
         f"libcuda.so.{', libcuda.so.'.join(versions)} (compared with the host module in driver.userspace_match)",
-        title=f"Container libcuda {', '.join(versions)}",
+        variant="container_libcuda",
+        join=", ".join(versions),
     )
 
 
@@ -121,24 +111,20 @@ def docker_gpu_runtime(ctx: Ctx) -> Verdict:
         return critical(
             "no NVIDIA device nodes in the container (/dev/nvidiactl missing)",
             "--gpus / NVIDIA runtime with compute,utility capabilities",
-            title="Docker container has no GPU devices",
-            why="Without a device request and the NVIDIA runtime no GPU nodes or driver libraries are injected.",
-            fix="docker run --gpus all (or runtime: nvidia, NVIDIA_DRIVER_CAPABILITIES=compute,utility).",
+            variant="docker_container_has_no_gpu",
         )
     if ctr.smi_error:
         return critical(
             f"device nodes present, nvidia-smi: {ctr.smi_error}",
             "the requested GPUs listed",
-            title="Docker container sees no GPU",
-            fix="Check NVIDIA_VISIBLE_DEVICES / --gpus and the toolkit's runtime configuration.",
+            variant="docker_container_sees_no_gpu",
         )
     rec = ctx.outputs.get("container", {}).get("smi_gpu_ids")
     if rec is not None and rec.missing_tool and not rec.error:
         return warning(
             "device nodes present but no nvidia-smi in the container",
             "utility capability (nvidia-smi, NVML)",
-            title="Docker GPU capabilities lack 'utility'",
-            fix="NVIDIA_DRIVER_CAPABILITIES=compute,utility (or all).",
+            variant="docker_gpu_capabilities_lack_utility",
             evidence=(("container", "smi_gpu_ids"),),
         )
     if ctr.gpus is None:
@@ -148,6 +134,6 @@ def docker_gpu_runtime(ctx: Ctx) -> Verdict:
         )
     return ok(
         f"{len(ctr.gpus)} GPU(s) visible",
-        title="Docker container has GPUs",
+        variant="docker_container_has_gpus",
         evidence=(("container", "smi_gpu_ids"),),
     )

@@ -28,22 +28,18 @@ def shm(ctx: Ctx) -> Verdict:
     if ctr.gpus is not None and len(ctr.gpus) <= 1:
         return info(
             obs,
-            title="/dev/shm: single GPU",
-            why="Only multi-GPU (TP/PP > 1) needs large /dev/shm.",
+            variant="dev_shm_single_gpu",
         )
     if size <= 64 * 1024**2:
         return critical(
             obs,
             ">= 1 GiB (NCCL recommends --shm-size=1g; more for large TP)",
-            title=f"/dev/shm is only {gib(size)}",
-            why=_SHM_WHY,
-            fix=_SHM_FIX,
+            variant="dev_shm_is_only",
+            gib=gib(size),
         )
     if size < GIB:
-        return warning(
-            obs, ">= 1 GiB", title=f"/dev/shm is {gib(size)}", why=_SHM_WHY, fix=_SHM_FIX
-        )
-    return ok(obs, ">= 1 GiB", title=f"/dev/shm {gib(size)}")
+        return warning(obs, ">= 1 GiB", variant="dev_shm_is", gib=gib(size))
+    return ok(obs, ">= 1 GiB", variant="dev_shm", gib=gib(size))
 
 
 def shm_ipc(ctx: Ctx) -> Verdict:
@@ -53,12 +49,11 @@ def shm_ipc(ctx: Ctx) -> Verdict:
     if ctr.shm_bytes == host.shm_bytes:
         return ok(
             f"container /dev/shm {gib(ctr.shm_bytes)} = host /dev/shm {gib(host.shm_bytes)}",
-            title="Container shares the host's /dev/shm (IPC host)",
-            why="With --ipc=host df shows the host's /dev/shm: that is the intended configuration.",
+            variant="container_shares_the_host_s",
         )
     return info(
         f"container /dev/shm {gib(ctr.shm_bytes)}, host {gib(host.shm_bytes)}: see container.shm",
-        title="Container has its own /dev/shm (private IPC)",
+        variant="container_has_its_own_dev",
     )
 
 
@@ -67,34 +62,26 @@ def memlock(ctx: Ctx) -> Verdict:
     if ctr.memlock_kb is None:
         return unknown("ulimit -a printed no locked-memory line")
     if ctr.memlock_kb == -1:
-        return ok("ulimit -l unlimited", title="Locked memory unlimited")
+        return ok("ulimit -l unlimited", variant="locked_memory_unlimited")
     rdma = (
         {True: "present", False: "none"}[ctr.infiniband]
         if ctr.infiniband is not None
         else f"unknown ({why_unusable(ctx, 'dev_infiniband', 'container')})"
     )
     obs = f"ulimit -l {ctr.memlock_kb} kB in the container shell; RDMA devices: {rdma}"
-    why = (
-        "NCCL pairs shm with memlock=-1: verbs memory registration (GPUDirect RDMA / InfiniBand) pins host buffers; "
-        "single-node PCIe traffic barely depends on it. The engine inherits the limit of whatever starts it "
-        "(systemd unit, ssh session)."
-    )
-    fix = "Docker --ulimit memlock=-1; LXC lxc.prlimit.memlock: unlimited; systemd LimitMEMLOCK=infinity."
     if ctr.infiniband:
         return warning(
             obs,
             "unlimited",
-            title=f"Locked memory limited to {ctr.memlock_kb} kB with RDMA devices present",
-            why=why,
-            fix=fix,
+            variant="locked_memory_limited_to_kb_2",
+            memlock_kb=ctr.memlock_kb,
             evidence=(("container", "dev_infiniband"),),
         )
     return info(
         obs,
         "unlimited",
-        title=f"Locked memory limited to {ctr.memlock_kb} kB (no RDMA)",
-        why=why,
-        fix=fix,
+        variant="locked_memory_limited_to_kb",
+        memlock_kb=ctr.memlock_kb,
         evidence=(("container", "dev_infiniband"),),
     )
 
@@ -121,32 +108,22 @@ def cpu_quota(ctx: Ctx) -> Verdict:
     if not ctr.cpu_quota_us and not limit:
         return ok(
             obs,
-            title="No CPU quota",
+            variant="no_cpu_quota" if cfg is not None else "no_cpu_quota_2",
             evidence=ev,
-            why="Proxmox sets cpulimit on the parent /lxc/<id> cgroup, invisible from inside; the config was checked too."
-            if cfg is not None
-            else "",
         )
     ratio = (ctr.nr_throttled or 0) / ctr.nr_periods if ctr.nr_periods else 0.0
-    why = (
-        "The engine's scheduler and per-GPU workers launch kernels every few ms; a throttled cgroup stalls them for the "
-        "rest of the CFS period, which shows as token-latency jitter while the GPUs wait."
-    )
     if ratio > 0.01:
         return warning(
             obs,
             "no throttling while serving",
-            title=f"CPU quota throttled the container in {100 * ratio:.1f}% of periods",
-            why=why,
-            fix="Remove cpulimit / the quota, give enough cores, or pin with lxc.cgroup2.cpuset.cpus.",
+            variant="cpu_quota_throttled_the_container",
+            value=100 * ratio,
             evidence=ev,
         )
     return info(
         obs,
-        title="CPU quota set, little throttling so far",
-        why=why,
+        variant="cpu_quota_set_little_throttling",
         evidence=ev,
-        fix="Sample cpu.stat nr_throttled twice while serving; remove the quota if it grows.",
     )
 
 
@@ -165,17 +142,14 @@ def memory_limit(ctx: Ctx) -> Verdict:
         return warning(
             obs,
             "oom_kill 0",
-            title=f"{ctr.oom_kills} OOM kill(s) in the container's cgroup",
+            variant="oom_kill_s_in_the",
+            oom_kills=ctr.oom_kills,
             evidence=ev,
-            why="Weight loading streams the checkpoint through the page cache charged to the container; at the "
-            "limit processes get killed.",
-            fix="Raise the container's memory (PVE memory:) or reduce CPU-side caches/offload.",
         )
     return info(
         obs,
-        title="Container memory limit",
+        variant="container_memory_limit",
         evidence=ev,
-        why="Model loading through the page cache is throttled by a tight limit (slow restarts).",
     )
 
 
@@ -215,13 +189,12 @@ def limits_vs_model(ctx: Ctx) -> Verdict:
         return warning(
             obs,
             f">= {ranks + 1} CPUs (1-2 per rank plus the API/scheduler process)",
-            title=f"{cpus:g} CPUs for {ranks} GPU ranks",
+            variant="cpus_for_gpu_ranks",
+            cpus=cpus,
+            ranks=ranks,
             evidence=ev,
-            why="Each rank's CPU thread launches kernels and runs NCCL proxies; too few cores serialise them and "
-            "the GPUs wait.",
-            fix="Give the container more cores (PVE cores:/cpulimit:, cpuset).",
         )
-    return ok(obs, f">= {ranks + 1} CPUs", title="Enough CPUs for the GPU ranks", evidence=ev)
+    return ok(obs, f">= {ranks + 1} CPUs", variant="enough_cpus_for_the_gpu", evidence=ev)
 
 
 def nofile(ctx: Ctx) -> Verdict:
@@ -232,10 +205,9 @@ def nofile(ctx: Ctx) -> Verdict:
         return info(
             f"ulimit -n {ctr.nofile} in the container shell",
             ">= 65536 for the API server",
-            title=f"Open-file limit {ctr.nofile}",
-            why="Many concurrent HTTP/SSE streams plus model shards need file descriptors.",
-            fix="LimitNOFILE= in the engine's unit, or lxc.prlimit.nofile.",
+            variant="open_file_limit_2",
+            nofile=ctr.nofile,
         )
     return ok(
-        f"ulimit -n {ctr.nofile if ctr.nofile != -1 else 'unlimited'}", title="Open-file limit"
+        f"ulimit -n {ctr.nofile if ctr.nofile != -1 else 'unlimited'}", variant="open_file_limit"
     )

@@ -16,6 +16,7 @@ from gpuaudit.probes.core.judge.checks import (
     NO_GPU,
     Check,
     Ctx,
+    Message,
     Verdict,
     critical,
     info,
@@ -70,9 +71,7 @@ def version_flavor(ctx: Ctx) -> Verdict:
     if present is False:
         return not_applicable(
             f"{NO_GPU} ({why_absent}): the GPU checks do not apply",
-            title="No NVIDIA GPU or driver",
-            why="Without NVIDIA hardware or a loaded NVIDIA module there is nothing for the GPU checks to judge.",
-            fix="Nothing to do if this host is not meant to serve on NVIDIA GPUs.",
+            variant="no_nvidia_gpu_or_driver",
             evidence=(("host", "pci_nvidia_sysfs"), ("host", "proc_driver_version")),
         )
     version = host_version(h)
@@ -106,33 +105,27 @@ def version_flavor(ctx: Ctx) -> Verdict:
         return critical(
             f"versions seen: {', '.join(sorted(versions))}",
             "one driver version everywhere",
-            title="More than one NVIDIA driver version loaded",
-            why="The kernel module and the user-space libraries talk through a private ABI: two versions at once means a half-upgraded driver that fails NVML/CUDA calls.",
-            fix="Finish the driver upgrade (reboot or reload the module) so every component runs the same version.",
+            variant="more_than_one_nvidia_driver",
             evidence=ev,
         )
     if not is_open and "Blackwell" in found:
         return warning(
             obs,
             "open kernel module (NVIDIA's required flavour for Blackwell)",
-            title="Proprietary kernel module on Blackwell GPUs",
-            why="Since R560 the open modules are NVIDIA's default for Turing+; Grace Hopper and Blackwell are supported only with the open flavour, so the proprietary one may not initialise the GPUs.",
-            fix="Install the -open driver flavour of the same branch (e.g. nvidia-driver-<branch>-open or the .run installer with -m=kernel-open).",
+            variant="proprietary_kernel_module_on_blackwell",
             evidence=ev,
         )
     if not is_open and (found & TURING_PLUS or not found):
         return info(
             obs,
             "open kernel module (recommended for Turing and newer since R560)",
-            title="Proprietary kernel module",
-            why="NVIDIA recommends the open kernel modules for Turing+; the proprietary flavour still works on pre-Blackwell GPUs.",
-            fix="Consider the -open flavour at the next driver upgrade.",
+            variant="proprietary_kernel_module",
             evidence=ev,
         )
     return ok(
         obs,
         "one driver version; open module on Turing+",
-        title="Driver branch and flavour fit the GPUs",
+        variant="driver_branch_and_flavour_fit",
         evidence=ev,
     )
 
@@ -162,9 +155,9 @@ def min_for_arch(ctx: Ctx) -> Verdict:
             return critical(
                 obs,
                 f"R{last} or older for {arch} (the last branch that supports it)",
-                title=f"Driver too new for {arch}",
-                why=f"R{last} is the last driver branch for {arch} GPUs: newer branches do not initialise them.",
-                fix=f"Run the R{last} branch on these GPUs (or replace the GPUs).",
+                variant="driver_too_new_for",
+                arch=arch,
+                last=last,
                 evidence=ev,
             )
         need = MIN_BRANCH.get(arch)
@@ -172,16 +165,17 @@ def min_for_arch(ctx: Ctx) -> Verdict:
             return critical(
                 obs,
                 f"R{need[0]} or newer ({need[1]} is the first toolkit for {arch})",
-                title=f"Driver too old for {arch}",
-                why=f"{arch} GPUs need a driver from the {need[1]} era; older branches do not know the architecture, so CUDA initialisation fails or falls back to slow paths.",
-                fix=f"Upgrade the host driver to R{need[0]}+ (the open flavour for Blackwell) and the container user-space driver to match.",
+                variant="driver_too_old_for",
+                arch=arch,
+                need=need[1],
+                need2=need[0],
                 evidence=ev,
             )
     return ok(
         obs,
         ", ".join(f"{a}: R{MIN_BRANCH[a][0]}+" for a in sorted(found) if a in MIN_BRANCH)
         or "a supported branch",
-        why="The 'CUDA Version' in nvidia-smi is the newest CUDA the driver can serve, not an installed toolkit.",
+        variant="ok",
         evidence=ev,
     )
 
@@ -202,13 +196,13 @@ def persistence(ctx: Ctx) -> Verdict:
         return warning(
             f"persistence Disabled on {gpu_list(h.gpus, lambda g: g in off)}{daemon}",
             "Enabled on every GPU (nvidia-persistenced running on the host)",
-            title="Persistence mode off",
+            variant="persistence_mode_off",
             evidence=ev,
         )
     return ok(
         f"persistence Enabled on all {len(h.gpus)} GPUs{daemon}",
         "Enabled on every GPU",
-        title="Persistence mode on",
+        variant="persistence_mode_on",
         evidence=ev,
     )
 
@@ -263,17 +257,13 @@ def ecc_rowremap(ctx: Ctx) -> Verdict:
         return critical(
             obs,
             "no uncorrected errors, no remapping failure",
-            title="GPU memory errors",
-            why="Uncorrectable ECC errors corrupt results and kill contexts; a remapping failure means the GPU ran out of spare rows.",
-            fix="Drain the GPU, reset it, and RMA it if the remapping failure persists.",
+            variant="gpu_memory_errors",
         )
     if pending:
         return warning(
             obs,
             "no pending remaps",
-            title="Row remap pending (GPU reset needed)",
-            why="A remapped row (or retired page) only takes effect after a GPU reset; until then the bad row stays in use.",
-            fix="Reset the GPU (nvidia-smi -r) or reboot during a maintenance window.",
+            variant="row_remap_pending_gpu_reset",
         )
     unread = [g for g in h.gpus if set(g.unreadable) & _ECC_FIELDS]
     if unread:
@@ -289,15 +279,12 @@ def ecc_rowremap(ctx: Ctx) -> Verdict:
             return warning(
                 obs,
                 "ECC enabled on datacenter HBM/GDDR GPUs",
-                title="ECC disabled on datacenter GPUs",
-                why="Without ECC a memory bit flip silently corrupts weights or activations.",
-                fix="nvidia-smi -e 1 and reset/reboot (an admin decision; costs a little capacity).",
+                variant="ecc_disabled_on_datacenter_gpus",
             )
         return info(
             obs,
             "a deliberate choice",
-            title="ECC off on workstation-class GPUs (policy choice)",
-            why="On GDDR workstation cards such as RTX PRO, ECC trades a little capacity and bandwidth for protection: a policy choice, not an error.",
+            variant="ecc_off_on_workstation_class",
         )
     remappers = [g for g in h.gpus if ROW_REMAP.search(g.name)]
     if remappers and not remap_read:  # these GPUs remap rows: "no pending remap" needs the field
@@ -320,7 +307,7 @@ def mig_mode(ctx: Ctx) -> Verdict:
         return critical(
             f"MIG Enabled on {gpu_list(h.gpus, lambda g: g in on)}",
             "MIG Disabled on GPUs a serving engine uses whole",
-            title="MIG enabled",
+            variant="mig_enabled",
         )
     unread = [g for g in h.gpus if "mig.mode.current" in g.unreadable]
     if unread:
@@ -335,8 +322,7 @@ def mig_mode(ctx: Ctx) -> Verdict:
         return warning(
             f"MIG Disabled now, Enabled after the next GPU reset on {gpu_list(h.gpus, lambda g: g in coming)}",
             "MIG pending Disabled",
-            title="MIG enabled at the next GPU reset",
-            fix="nvidia-smi -i <gpu> -mig 0 before the next reset/reboot, unless the slicing is intended.",
+            variant="mig_enabled_at_the_next",
         )
     return ok(f"MIG Disabled on all {len(h.gpus)} GPUs")
 
@@ -351,17 +337,13 @@ def compute_mode(ctx: Ctx) -> Verdict:
         return critical(
             obs,
             "Default",
-            title="Compute mode Prohibited",
-            why="A Prohibited GPU accepts no CUDA context at all.",
-            fix="nvidia-smi -i <gpu> -c DEFAULT.",
+            variant="compute_mode_prohibited",
         )
     if any(m.lower().startswith("exclusive") for m in modes):
         return info(
             obs,
             "Default",
-            title="Exclusive compute mode",
-            why="Exclusive_Process allows one process per GPU: sidecars or a second engine process cannot attach.",
-            fix="nvidia-smi -i <gpu> -c DEFAULT if other processes must share the GPU.",
+            variant="exclusive_compute_mode",
         )
     return ok(obs, "Default")
 
@@ -371,7 +353,7 @@ def xid_history(ctx: Ctx) -> Verdict:
     if not h.kernel_log_read:
         return unknown(
             f"kernel log not read: {ctx.problem('dmesg_nvrm') or 'not collected'}",
-            fix="Re-run as root (or with --sudo) to read the kernel log.",
+            variant="unknown",
         )
     counts = Counter(code for _, code in h.xids)
     gpus = {code: sorted({pci for pci, c in h.xids if c == code}) for code in counts}
@@ -388,23 +370,22 @@ def xid_history(ctx: Ctx) -> Verdict:
         return critical(
             obs,
             "no Xid 79/48/95/64/119/120/74/154 and no NVRM init failures",
-            title=f"Serious driver errors since boot: {what}",
-            fix="Follow NVIDIA's Xid catalog for each code (reset or drain the GPU, check power/PCIe seating, RMA on repeated ECC/fall-off-bus); fix version mismatches before anything else.",
+            variant="serious_driver_errors_since_boot",
+            what=what,
         )
     if warn:
         what = ", ".join(f"{c} ({XID_WARN.get(c) or XID_APP.get(c)})" for c in sorted(set(warn)))
         return warning(
             obs,
             "no hardware-related Xids; application Xids not recurring",
-            title=f"Xid warnings since boot: {what}",
-            fix="Xid 63: reset the GPU to activate the remap; 92/94: watch ECC counters; recurring 13/31/43: find the faulting process.",
+            variant="xid_warnings_since_boot",
+            what=what,
         )
     if counts:
         return info(
             obs,
             "no hardware-related Xids",
-            title="Application-level Xids since boot",
-            why="Xid 13/31/43/45 usually come from a buggy kernel or a killed process, not a broken GPU; watch for recurrence.",
+            variant="application_level_xids_since_boot",
         )
     return ok(obs, "no Xid events")
 
@@ -432,7 +413,7 @@ def dkms_kernel_match(ctx: Ctx) -> Verdict:
             + (f"; nvidia-smi: {h.smi_error}" if h.smi_error else "")
             + ("; modinfo finds no nvidia module" if h.modinfo_missing else ""),
             "the nvidia module loaded for the running kernel",
-            title="NVIDIA kernel module not loaded",
+            variant="nvidia_kernel_module_not_loaded",
             evidence=ev,
         )
     if h.modinfo_missing:
@@ -440,7 +421,7 @@ def dkms_kernel_match(ctx: Ctx) -> Verdict:
             f"modinfo finds no nvidia module for kernel {h.kernel_release or '?'}"
             + (f" (a module {h.module_version} is still loaded)" if h.module_version else ""),
             "/lib/modules/<running kernel>/.../nvidia.ko present",
-            title="No NVIDIA module installed for the running kernel",
+            variant="no_nvidia_module_installed_for",
             evidence=ev,
         )
     release = (
@@ -450,7 +431,7 @@ def dkms_kernel_match(ctx: Ctx) -> Verdict:
         return critical(
             f"running {release}, module vermagic {h.modinfo_vermagic}",
             f"vermagic {release}",
-            title="NVIDIA module built for another kernel",
+            variant="nvidia_module_built_for_another",
             evidence=ev,
         )
     if not h.module_loaded and not (release and h.modinfo_vermagic):
@@ -466,16 +447,14 @@ def dkms_kernel_match(ctx: Ctx) -> Verdict:
         return warning(
             f"loaded {h.module_version}, on disk {h.modinfo_version} for {release}",
             "loaded module = installed module",
-            title="Loaded driver differs from the installed one (reboot pending)",
-            why="The driver was upgraded on disk but the old module still runs: new user-space libraries will not talk to it (version mismatch).",
-            fix="Reboot (or unload/reload the nvidia modules) to load the installed version.",
+            variant="loaded_driver_differs_from_the",
             evidence=ev,
         )
     if bad_dkms:
         return warning(
             "; ".join(f"nvidia/{v} {k}: {s}" for v, k, s in bad_dkms),
             "installed",
-            title="DKMS build not installed for the running kernel",
+            variant="dkms_build_not_installed_for",
             evidence=ev,
         )
     obs = (
@@ -496,7 +475,7 @@ def module_params(ctx: Ctx) -> Verdict:
     if h.modprobe_options:
         opts = " ".join(f"{k}={v}" if v else k for k, v in sorted(h.modprobe_options.items()))
         return info(
-            opts, "defaults unless deliberately set", title="Non-default NVIDIA module parameters"
+            opts, "defaults unless deliberately set", variant="non_default_nvidia_module_parameters"
         )
     return ok("no nvidia options in /etc/modprobe.d")
 
@@ -519,21 +498,17 @@ def cuda_compat_libs(ctx: Ctx) -> Verdict:
         return warning(
             obs,
             "no compat libcuda, or one newer than the host driver",
-            title="cuda-compat libcuda older than the host driver",
-            why="A compat libcuda older than the kernel driver shadows the matching one if it is on the library path; CUDA then fails or loses features.",
+            variant="cuda_compat_libcuda_older_than",
         )
     if names and not any(DATACENTER.search(n) for n in names):
         return warning(
             obs,
             "no compat libcuda on the library path",
-            title="cuda-compat present on a non-datacenter GPU",
-            why="Forward compatibility works only on datacenter GPUs and a few NGC-ready RTX SKUs; elsewhere a process that loads it fails with CUDA error 804. Whether the engine maps it needs /proc/<pid>/maps.",
-            fix="Keep the compat dir off the library path, or upgrade the host driver instead.",
+            variant="cuda_compat_present_on_a",
         )
     return info(
         obs,
-        title="cuda-compat libraries present",
-        why="Forward compatibility lets a newer CUDA run on an older datacenter driver; fine if intended.",
+        variant="cuda_compat_libraries_present",
     )
 
 
@@ -545,18 +520,15 @@ def userspace_match(ctx: Ctx) -> Verdict:
         host.module_version if host else None
     ) or side.module_version  # /proc/driver/nvidia/version: the host's module
     ev: Ev = (("host", "proc_driver_version"), (role, "nvidia_lib_files"), (role, "smi_table"))
-    fix = (
-        "Re-install the user-space driver of exactly the host's version in the container (NVIDIA .run with --no-kernel-module)"
-        if role == "container"
-        else "Reboot (or reload the module) so the loaded kernel module matches the installed libraries."
-    )
     if side.smi_error_kind == SMI_ERR_MISMATCH:
         lib = f" (NVML library {side.nvml_lib_version})" if side.nvml_lib_version else ""
         return critical(
             f"{role} nvidia-smi: {side.smi_error}{lib}; kernel module {kver or '?'}",
             f"user-space driver {kver or '= kernel module'}",
-            title=f"Driver/library version mismatch in the {role}",
-            fix=fix,
+            variant="driver_library_version_mismatch_in"
+            if role == "container"
+            else "driver_library_version_mismatch_in_2",
+            role=role,
             evidence=ev,
         )
     user = {v for p, v in side.libcuda + side.libnvml if not is_compat(p)}
@@ -569,8 +541,10 @@ def userspace_match(ctx: Ctx) -> Verdict:
             return critical(
                 obs,
                 f"exactly {kver}",
-                title=f"User-space driver differs from the kernel module ({role})",
-                fix=fix,
+                variant="user_space_driver_differs_from"
+                if role == "container"
+                else "user_space_driver_differs_from_2",
+                role=role,
                 evidence=ev,
             )
         return ok(obs, f"exactly {kver}", evidence=ev)
@@ -608,7 +582,7 @@ def persistence_host_vs_container(ctx: Ctx) -> Verdict:
                 else ""
             ),
             "Enabled (set on the host)",
-            title="Container sees persistence mode off",
+            variant="container_sees_persistence_mode_off",
             evidence=ev,
         )
     return ok(f"container sees persistence Enabled on all {len(states)} GPUs", evidence=ev)
@@ -634,6 +608,51 @@ CHECKS: tuple[Check, ...] = (
             "smi_q_xml",
             "smi_table",
         ),
+        variants={
+            "driver_branch_and_flavour_fit": Message(
+                title="Driver branch and flavour fit the GPUs"
+            ),
+            "no_nvidia_gpu_or_driver": Message(
+                title="No NVIDIA GPU or driver",
+                why=(
+                    "Without NVIDIA hardware or a loaded NVIDIA module there is nothing for the "
+                    "GPU checks to judge."
+                ),
+                fix="Nothing to do if this host is not meant to serve on NVIDIA GPUs.",
+            ),
+            "more_than_one_nvidia_driver": Message(
+                title="More than one NVIDIA driver version loaded",
+                why=(
+                    "The kernel module and the user-space libraries talk through a private ABI: "
+                    "two versions at once means a half-upgraded driver that fails NVML/CUDA "
+                    "calls."
+                ),
+                fix=(
+                    "Finish the driver upgrade (reboot or reload the module) so every component "
+                    "runs the same version."
+                ),
+            ),
+            "proprietary_kernel_module_on_blackwell": Message(
+                title="Proprietary kernel module on Blackwell GPUs",
+                why=(
+                    "Since R560 the open modules are NVIDIA's default for Turing+; Grace Hopper "
+                    "and Blackwell are supported only with the open flavour, so the proprietary "
+                    "one may not initialise the GPUs."
+                ),
+                fix=(
+                    "Install the -open driver flavour of the same branch (e.g. "
+                    "nvidia-driver-<branch>-open or the .run installer with -m=kernel-open)."
+                ),
+            ),
+            "proprietary_kernel_module": Message(
+                title="Proprietary kernel module",
+                why=(
+                    "NVIDIA recommends the open kernel modules for Turing+; the proprietary "
+                    "flavour still works on pre-Blackwell GPUs."
+                ),
+                fix="Consider the -open flavour at the next driver upgrade.",
+            ),
+        },
     ),
     Check(
         "driver.min_for_arch",
@@ -645,6 +664,33 @@ CHECKS: tuple[Check, ...] = (
         any_of=SMI_SOURCES,
         roles=HOST,
         needs_gpu=True,
+        variants={
+            "ok": Message(
+                why=(
+                    "The 'CUDA Version' in nvidia-smi is the newest CUDA the driver can serve, "
+                    "not an installed toolkit."
+                )
+            ),
+            "driver_too_new_for": Message(
+                title="Driver too new for {arch}",
+                why=(
+                    "R{last} is the last driver branch for {arch} GPUs: newer branches do not "
+                    "initialise them."
+                ),
+                fix="Run the R{last} branch on these GPUs (or replace the GPUs).",
+            ),
+            "driver_too_old_for": Message(
+                title="Driver too old for {arch}",
+                why=(
+                    "{arch} GPUs need a driver from the {need} era; older branches do not know "
+                    "the architecture, so CUDA initialisation fails or falls back to slow paths."
+                ),
+                fix=(
+                    "Upgrade the host driver to R{need2}+ (the open flavour for Blackwell) and "
+                    "the container user-space driver to match."
+                ),
+            ),
+        },
     ),
     Check(
         "driver.persistence",
@@ -657,6 +703,10 @@ CHECKS: tuple[Check, ...] = (
         roles=HOST,
         needs_gpu=True,
         optional=("persistenced_active",),
+        variants={
+            "persistence_mode_on": Message(title="Persistence mode on"),
+            "persistence_mode_off": Message(title="Persistence mode off"),
+        },
     ),
     Check(
         "driver.gpu_health",
@@ -674,6 +724,113 @@ CHECKS: tuple[Check, ...] = (
             "smi_table",
         ),
         optional=("dmesg_nvrm",),
+        variants={
+            "unopenable": Message(
+                title="GPU {state}: {buses}",
+                why=(
+                    "The driver has lost contact with the GPU (fallen off the bus, GSP hang or a "
+                    "failed read): it serves nothing until the host is rebooted, and the audit's "
+                    "other GPU checks cannot read it."
+                ),
+                fix=(
+                    "Reboot the host (a lost GPU rarely comes back with nvidia-smi -r); then "
+                    "read `dmesg | grep -E 'Xid|fallen off'` for Xid 79 (fallen off the bus) or "
+                    "119/120 (GSP timeout/error); check the PCIe power cables, the PSU capacity "
+                    "and the card's seating (riser), and update the system BIOS; RMA the board "
+                    "if it repeats."
+                ),
+            ),
+            "gpu_needs_recovery_driver_s": Message(
+                title="GPU needs recovery (driver's recovery action)",
+                why=(
+                    "NVIDIA's driver sets the recovery action after a fault it cannot contain: "
+                    "the GPU must be reset (or the node rebooted / drained) before it is trusted "
+                    "again."
+                ),
+                fix=(
+                    "Drain the GPU and do what the action says (nvidia-smi -r -i <gpu> for "
+                    "Reset, reboot for Reboot); then reboot the host (a lost GPU rarely comes "
+                    "back with nvidia-smi -r); then read `dmesg | grep -E 'Xid|fallen off'` for "
+                    "Xid 79 (fallen off the bus) or 119/120 (GSP timeout/error); check the PCIe "
+                    "power cables, the PSU capacity and the card's seating (riser), and update "
+                    "the system BIOS; RMA the board if it repeats."
+                ),
+            ),
+            "gpu_fell_off_the_bus": Message(
+                title="GPU fell off the bus: {join}",
+                why=(
+                    "A GPU that fell off the bus stays gone until the host is rebooted: the "
+                    "engine runs on fewer GPUs or fails to start."
+                ),
+                fix=(
+                    "Reboot the host (a lost GPU rarely comes back with nvidia-smi -r); then "
+                    "read `dmesg | grep -E 'Xid|fallen off'` for Xid 79 (fallen off the bus) or "
+                    "119/120 (GSP timeout/error); check the PCIe power cables, the PSU capacity "
+                    "and the card's seating (riser), and update the system BIOS; RMA the board "
+                    "if it repeats."
+                ),
+            ),
+            "gpu_failed_to_initialise": Message(
+                title="GPU failed to initialise: {join}",
+                why=(
+                    "The driver could not bring the GPU up: it serves nothing. Common causes: "
+                    "the GPU fell off the bus earlier, Above 4G Decoding / Resizable BAR off for "
+                    "a large-BAR GPU, power or seating."
+                ),
+                fix=(
+                    "Reboot the host (a lost GPU rarely comes back with nvidia-smi -r); then "
+                    "read `dmesg | grep -E 'Xid|fallen off'` for Xid 79 (fallen off the bus) or "
+                    "119/120 (GSP timeout/error); check the PCIe power cables, the PSU capacity "
+                    "and the card's seating (riser), and update the system BIOS; RMA the board "
+                    "if it repeats. On new boards also check Above 4G Decoding / Resizable BAR "
+                    "in the BIOS."
+                ),
+            ),
+            "nvidia_smi_hangs_driver_not": Message(
+                title="nvidia-smi hangs (driver not answering)",
+                why=(
+                    "A query that never returns means the driver is stuck on a GPU (a lost GPU, "
+                    "a GSP timeout, a hung reset): CUDA calls hang the same way."
+                ),
+                fix=(
+                    "Reboot the host (a lost GPU rarely comes back with nvidia-smi -r); then "
+                    "read `dmesg | grep -E 'Xid|fallen off'` for Xid 79 (fallen off the bus) or "
+                    "119/120 (GSP timeout/error); check the PCIe power cables, the PSU capacity "
+                    "and the card's seating (riser), and update the system BIOS; RMA the board "
+                    "if it repeats."
+                ),
+            ),
+            "driver_loaded_but_no_gpu": Message(
+                title="Driver loaded but no GPU initialised",
+                why=(
+                    "The module is loaded yet no GPU came up: the GPU failed initialisation "
+                    "(RmInitAdapter), fell off the bus, or is hidden by firmware settings."
+                ),
+                fix=(
+                    "Reboot the host (a lost GPU rarely comes back with nvidia-smi -r); then "
+                    "read `dmesg | grep -E 'Xid|fallen off'` for Xid 79 (fallen off the bus) or "
+                    "119/120 (GSP timeout/error); check the PCIe power cables, the PSU capacity "
+                    "and the card's seating (riser), and update the system BIOS; RMA the board "
+                    "if it repeats. On new boards also check Above 4G Decoding / Resizable BAR "
+                    "in the BIOS."
+                ),
+            ),
+            "gpu_reset_required": Message(
+                title="GPU reset required",
+                fix="Reset the GPU (nvidia-smi -r -i <gpu>) in a maintenance window.",
+            ),
+            "gpu_sensor_read_failures_err": Message(
+                title="GPU sensor read failures (ERR!)",
+                why=(
+                    "ERR! means NVML could not read that sensor: a transient failure, or a "
+                    "fan/power-sensor fault that precedes a GPU dropping out."
+                ),
+                fix=(
+                    "Re-run nvidia-smi; if ERR! persists, check nvidia-smi -q for the GPU "
+                    "Recovery Action and the kernel log for Xids, then reset or service the GPU."
+                ),
+            ),
+        },
     ),
     Check(
         "driver.xid_history",
@@ -685,6 +842,31 @@ CHECKS: tuple[Check, ...] = (
         sources=("dmesg_nvrm",),
         roles=HOST,
         needs_gpu=True,
+        variants={
+            "unknown": Message(fix="Re-run as root (or with --sudo) to read the kernel log."),
+            "serious_driver_errors_since_boot": Message(
+                title="Serious driver errors since boot: {what}",
+                fix=(
+                    "Follow NVIDIA's Xid catalog for each code (reset or drain the GPU, check "
+                    "power/PCIe seating, RMA on repeated ECC/fall-off-bus); fix version "
+                    "mismatches before anything else."
+                ),
+            ),
+            "xid_warnings_since_boot": Message(
+                title="Xid warnings since boot: {what}",
+                fix=(
+                    "Xid 63: reset the GPU to activate the remap; 92/94: watch ECC counters; "
+                    "recurring 13/31/43: find the faulting process."
+                ),
+            ),
+            "application_level_xids_since_boot": Message(
+                title="Application-level Xids since boot",
+                why=(
+                    "Xid 13/31/43/45 usually come from a buggy kernel or a killed process, not a "
+                    "broken GPU; watch for recurrence."
+                ),
+            ),
+        },
     ),
     Check(
         "driver.ecc_rowremap",
@@ -696,6 +878,36 @@ CHECKS: tuple[Check, ...] = (
         any_of=SMI_SOURCES,
         roles=HOST,
         needs_gpu=True,
+        variants={
+            "gpu_memory_errors": Message(
+                title="GPU memory errors",
+                why=(
+                    "Uncorrectable ECC errors corrupt results and kill contexts; a remapping "
+                    "failure means the GPU ran out of spare rows."
+                ),
+                fix="Drain the GPU, reset it, and RMA it if the remapping failure persists.",
+            ),
+            "row_remap_pending_gpu_reset": Message(
+                title="Row remap pending (GPU reset needed)",
+                why=(
+                    "A remapped row (or retired page) only takes effect after a GPU reset; until "
+                    "then the bad row stays in use."
+                ),
+                fix="Reset the GPU (nvidia-smi -r) or reboot during a maintenance window.",
+            ),
+            "ecc_off_on_workstation_class": Message(
+                title="ECC off on workstation-class GPUs (policy choice)",
+                why=(
+                    "On GDDR workstation cards such as RTX PRO, ECC trades a little capacity and "
+                    "bandwidth for protection: a policy choice, not an error."
+                ),
+            ),
+            "ecc_disabled_on_datacenter_gpus": Message(
+                title="ECC disabled on datacenter GPUs",
+                why="Without ECC a memory bit flip silently corrupts weights or activations.",
+                fix="nvidia-smi -e 1 and reset/reboot (an admin decision; costs a little capacity).",
+            ),
+        },
     ),
     Check(
         "driver.mig_mode",
@@ -707,6 +919,16 @@ CHECKS: tuple[Check, ...] = (
         any_of=SMI_SOURCES,
         roles=HOST,
         needs_gpu=True,
+        variants={
+            "mig_enabled": Message(title="MIG enabled"),
+            "mig_enabled_at_the_next": Message(
+                title="MIG enabled at the next GPU reset",
+                fix=(
+                    "nvidia-smi -i <gpu> -mig 0 before the next reset/reboot, unless the slicing "
+                    "is intended."
+                ),
+            ),
+        },
     ),
     Check(
         "driver.compute_mode",
@@ -719,6 +941,21 @@ CHECKS: tuple[Check, ...] = (
         roles=HOST,
         needs_gpu=True,
         expected="Default",
+        variants={
+            "compute_mode_prohibited": Message(
+                title="Compute mode Prohibited",
+                why="A Prohibited GPU accepts no CUDA context at all.",
+                fix="nvidia-smi -i <gpu> -c DEFAULT.",
+            ),
+            "exclusive_compute_mode": Message(
+                title="Exclusive compute mode",
+                why=(
+                    "Exclusive_Process allows one process per GPU: sidecars or a second engine "
+                    "process cannot attach."
+                ),
+                fix="nvidia-smi -i <gpu> -c DEFAULT if other processes must share the GPU.",
+            ),
+        },
     ),
     Check(
         "driver.dkms_kernel_match",
@@ -738,6 +975,26 @@ CHECKS: tuple[Check, ...] = (
             "smi_q_xml",
             "smi_query_driver",
         ),
+        variants={
+            "nvidia_kernel_module_not_loaded": Message(title="NVIDIA kernel module not loaded"),
+            "no_nvidia_module_installed_for": Message(
+                title="No NVIDIA module installed for the running kernel"
+            ),
+            "nvidia_module_built_for_another": Message(
+                title="NVIDIA module built for another kernel"
+            ),
+            "loaded_driver_differs_from_the": Message(
+                title="Loaded driver differs from the installed one (reboot pending)",
+                why=(
+                    "The driver was upgraded on disk but the old module still runs: new "
+                    "user-space libraries will not talk to it (version mismatch)."
+                ),
+                fix="Reboot (or unload/reload the nvidia modules) to load the installed version.",
+            ),
+            "dkms_build_not_installed_for": Message(
+                title="DKMS build not installed for the running kernel"
+            ),
+        },
     ),
     Check(
         "driver.module_params",
@@ -749,6 +1006,11 @@ CHECKS: tuple[Check, ...] = (
         sources=("nvidia_modprobe_opts",),
         roles=HOST,
         needs_gpu=True,
+        variants={
+            "non_default_nvidia_module_parameters": Message(
+                title="Non-default NVIDIA module parameters"
+            )
+        },
     ),
     Check(
         "driver.cuda_compat_libs",
@@ -761,6 +1023,31 @@ CHECKS: tuple[Check, ...] = (
         roles=BOTH,
         first_of=("container", "host"),
         needs_gpu=True,
+        variants={
+            "cuda_compat_libraries_present": Message(
+                title="cuda-compat libraries present",
+                why=(
+                    "Forward compatibility lets a newer CUDA run on an older datacenter driver; "
+                    "fine if intended."
+                ),
+            ),
+            "cuda_compat_libcuda_older_than": Message(
+                title="cuda-compat libcuda older than the host driver",
+                why=(
+                    "A compat libcuda older than the kernel driver shadows the matching one if "
+                    "it is on the library path; CUDA then fails or loses features."
+                ),
+            ),
+            "cuda_compat_present_on_a": Message(
+                title="cuda-compat present on a non-datacenter GPU",
+                why=(
+                    "Forward compatibility works only on datacenter GPUs and a few NGC-ready RTX "
+                    "SKUs; elsewhere a process that loads it fails with CUDA error 804. Whether "
+                    "the engine maps it needs /proc/<pid>/maps."
+                ),
+                fix="Keep the compat dir off the library path, or upgrade the host driver instead.",
+            ),
+        },
     ),
     Check(
         "driver.userspace_match",
@@ -779,6 +1066,36 @@ CHECKS: tuple[Check, ...] = (
             "smi_q_xml",
             "smi_query_driver",
         ),
+        variants={
+            "driver_library_version_mismatch_in": Message(
+                title="Driver/library version mismatch in the {role}",
+                fix=(
+                    "Re-install the user-space driver of exactly the host's version in the "
+                    "container (NVIDIA .run with --no-kernel-module)"
+                ),
+            ),
+            "driver_library_version_mismatch_in_2": Message(
+                title="Driver/library version mismatch in the {role}",
+                fix=(
+                    "Reboot (or reload the module) so the loaded kernel module matches the "
+                    "installed libraries."
+                ),
+            ),
+            "user_space_driver_differs_from": Message(
+                title="User-space driver differs from the kernel module ({role})",
+                fix=(
+                    "Re-install the user-space driver of exactly the host's version in the "
+                    "container (NVIDIA .run with --no-kernel-module)"
+                ),
+            ),
+            "user_space_driver_differs_from_2": Message(
+                title="User-space driver differs from the kernel module ({role})",
+                fix=(
+                    "Reboot (or reload the module) so the loaded kernel module matches the "
+                    "installed libraries."
+                ),
+            ),
+        },
     ),
     Check(
         "driver.persistence_host_vs_container",
@@ -796,5 +1113,10 @@ CHECKS: tuple[Check, ...] = (
             ("container", "smi_table"),
             ("host", "persistenced_active"),
         ),
+        variants={
+            "container_sees_persistence_mode_off": Message(
+                title="Container sees persistence mode off"
+            )
+        },
     ),
 )

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from gpuaudit.probes.core.judge.checks import Check, Ctx, Verdict, critical, ok, unknown
+from gpuaudit.probes.core.judge.checks import Check, Ctx, Message, Verdict, critical, ok, unknown
 from gpuaudit.probes.core.models import Role
 from gpuaudit.probes.core.parsers.system import normalize_bdf
 from gpuaudit.probes.driver.extract import SMI_SOURCES
@@ -46,14 +46,16 @@ def _verdict(expect: int | None) -> Callable[[Ctx], Verdict]:
             return critical(
                 f"{obs}; not visible: {named}",
                 want,
-                title="GPUs on the PCI bus not visible to the driver",
+                variant="not_visible",
             )
         if expect and len(visible) < expect:
             return critical(
                 f"{obs}; only {len(on_bus)} enumerated on the PCI bus: the others are not even seen by the "
                 "kernel (seating, power, riser, BIOS PCIe settings)",
                 want,
-                title=f"{len(visible)} of {expect} expected GPUs",
+                variant="fewer_than_expected",
+                visible=len(visible),
+                expect=expect,
             )
         if not on_bus:
             return unknown(
@@ -84,6 +86,10 @@ def expected_gpus_check(expect: int | None = None) -> Check:
         any_of=SMI_SOURCES,
         roles=HOST,
         needs_gpu=True,
+        variants={
+            "not_visible": Message(title="GPUs on the PCI bus not visible to the driver"),
+            "fewer_than_expected": Message(title="{visible} of {expect} expected GPUs"),
+        },
     )
 
 

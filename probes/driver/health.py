@@ -68,9 +68,9 @@ def unopenable(h: DriverFacts, why: str = "") -> Verdict | None:
     return critical(
         f"nvidia-smi cannot open GPU {', '.join(f'{x.bus_id} ({x.reason})' for x in failures)}{klog}",
         "every GPU answers nvidia-smi",
-        title=f"GPU {'lost' if any(x.lost for x in failures) else 'not responding'}: {buses}",
-        why=_LOST_WHY,
-        fix=HEALTH_FIX,
+        variant="unopenable",
+        state="lost" if any(x.lost for x in failures) else "not responding",
+        buses=buses,
         evidence=tuple(dict.fromkeys(("host", x.command_id) for x in failures)) + log_ev,
     )
 
@@ -86,11 +86,7 @@ def recovery_action(h: DriverFacts, why: str = "") -> Verdict | None:
     return critical(
         f"driver asks for recovery: {what}{klog}",
         "GPU Recovery Action None on every GPU",
-        title="GPU needs recovery (driver's recovery action)",
-        why="NVIDIA's driver sets the recovery action after a fault it cannot contain: the GPU must be reset (or the node rebooted / drained) before it is trusted again.",
-        fix="Drain the GPU and do what the action says (nvidia-smi -r -i <gpu> for Reset, reboot for Reboot); then "
-        + HEALTH_FIX[0].lower()
-        + HEALTH_FIX[1:],
+        variant="gpu_needs_recovery_driver_s",
         evidence=_smi_ev(h) + log_ev,
     )
 
@@ -109,9 +105,8 @@ def fell_off_the_bus(h: DriverFacts, why: str = "") -> Verdict | None:
     return critical(
         f"kernel log: GPU {', '.join(gone)} fell off the bus; {listed}{klog}",
         "every GPU on the bus and answering",
-        title=f"GPU fell off the bus: {', '.join(gone)}",
-        why="A GPU that fell off the bus stays gone until the host is rebooted: the engine runs on fewer GPUs or fails to start.",
-        fix=HEALTH_FIX,
+        variant="gpu_fell_off_the_bus",
+        join=", ".join(gone),
         evidence=(("host", "dmesg_nvrm"), *_smi_ev(h)),
     )
 
@@ -130,10 +125,8 @@ def init_failed(h: DriverFacts, why: str = "") -> Verdict | None:
     return critical(
         f"kernel log: GPU {', '.join(failed)} failed to initialise (RmInitAdapter failed); {listed}",
         "every GPU initialised by the driver",
-        title=f"GPU failed to initialise: {', '.join(failed)}",
-        why="The driver could not bring the GPU up: it serves nothing. Common causes: the GPU fell off the bus "
-        "earlier, Above 4G Decoding / Resizable BAR off for a large-BAR GPU, power or seating.",
-        fix=HEALTH_FIX + " On new boards also check Above 4G Decoding / Resizable BAR in the BIOS.",
+        variant="gpu_failed_to_initialise",
+        join=", ".join(failed),
         evidence=(("host", "dmesg_nvrm"), *_smi_ev(h)),
     )
 
@@ -145,9 +138,7 @@ def hung(h: DriverFacts, why: str = "") -> Verdict | None:
     return critical(
         f"nvidia-smi hung: {', '.join(h.smi_hung)} timed out{klog}",
         "nvidia-smi answers within seconds",
-        title="nvidia-smi hangs (driver not answering)",
-        why="A query that never returns means the driver is stuck on a GPU (a lost GPU, a GSP timeout, a hung reset): CUDA calls hang the same way.",
-        fix=HEALTH_FIX,
+        variant="nvidia_smi_hangs_driver_not",
         evidence=tuple(("host", c) for c in h.smi_hung) + log_ev,
     )
 
@@ -164,9 +155,7 @@ def no_devices(h: DriverFacts, why: str = "") -> Verdict | None:
     return critical(
         f"nvidia-smi: {h.smi_error} while the nvidia module {h.module_version or ''} is loaded{funcs}{klog}",
         "every installed GPU initialised by the driver",
-        title="Driver loaded but no GPU initialised",
-        why="The module is loaded yet no GPU came up: the GPU failed initialisation (RmInitAdapter), fell off the bus, or is hidden by firmware settings.",
-        fix=HEALTH_FIX + " On new boards also check Above 4G Decoding / Resizable BAR in the BIOS.",
+        variant="driver_loaded_but_no_gpu",
         evidence=(
             ("host", h.smi_error_source or "smi_table"),
             ("host", "proc_driver_version"),
@@ -194,8 +183,7 @@ def reset_required(h: DriverFacts, why: str = "") -> Verdict | None:
     return warning(
         f"GPU reset required on {gpu_list(h.gpus, lambda g: g in reset)}",
         "no reset pending",
-        title="GPU reset required",
-        fix="Reset the GPU (nvidia-smi -r -i <gpu>) in a maintenance window.",
+        variant="gpu_reset_required",
         evidence=_smi_ev(h),
     )
 
@@ -208,9 +196,7 @@ def sensor_errors(h: DriverFacts, why: str = "") -> Verdict | None:
         f"nvidia-smi answered for all {len(h.gpus)} GPU(s); sensor reads failed (ERR!): "
         + ", ".join(f"GPU{g.index} {'/'.join(g.sensor_errors)}" for g in errs),
         "every sensor readable",
-        title="GPU sensor read failures (ERR!)",
-        why="ERR! means NVML could not read that sensor: a transient failure, or a fan/power-sensor fault that precedes a GPU dropping out.",
-        fix="Re-run nvidia-smi; if ERR! persists, check nvidia-smi -q for the GPU Recovery Action and the kernel log for Xids, then reset or service the GPU.",
+        variant="gpu_sensor_read_failures_err",
         evidence=(("host", "smi_table"),),
     )
 

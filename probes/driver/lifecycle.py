@@ -9,6 +9,7 @@ from datetime import date
 from gpuaudit.probes.core.judge.checks import (
     Check,
     Ctx,
+    Message,
     Verdict,
     critical,
     info,
@@ -57,13 +58,12 @@ def branch_lifecycle(ctx: Ctx) -> Verdict:
             return info(
                 f"driver {version}: R{branch} is newer than the {table} (newest R{newest})",
                 "a production or long-term support branch",
-                title="Driver branch newer than the bundled table",
-                fix="Check its designation on NVIDIA's Data Center Drivers guide: " + SOURCES[0],
+                variant="driver_branch_newer_than_the",
             )
         return warning(
             f"driver {version}: R{branch} is not a supported data center branch in the {table}",
             "a production or long-term support branch",
-            title="Driver branch not supported",
+            variant="driver_branch_not_supported",
         )
     kind, eol, cuda_major = row
     obs = f"driver {version}: R{branch} {kind} branch" + (
@@ -86,28 +86,21 @@ def branch_lifecycle(ctx: Ctx) -> Verdict:
                 obs
                 + f"; CUDA {runtime[1]} toolkit in the container, no forward-compatibility libcuda",
                 f"a driver serving CUDA {runtime[0]}" + (f" (>= {need})" if need else ""),
-                title="CUDA runtime newer than the driver supports",
-                why="A CUDA major newer than the driver's fails to load kernels (cudaErrorInsufficientDriver) "
-                "unless the forward-compatibility package (cuda-compat, datacenter GPUs only) is used.",
-                fix=f"Upgrade the host driver to a branch serving CUDA {runtime[0]}, or install the matching "
-                "cuda-compat package in the container.",
+                variant="cuda_runtime_newer_than_the",
+                runtime=runtime[0],
             )
     today = TODAY()
     if eol is not None and eol < today:
         return warning(
             obs + f" (past, as of {today.isoformat()})",
             "a branch NVIDIA still supports",
-            title="Driver branch past its end of life",
-            why="An end-of-life branch gets no more security or bug fixes.",
-            fix="Move to a supported production or long-term support branch (" + SOURCES[0] + ").",
+            variant="driver_branch_past_its_end",
         )
     if kind == NFB:
         return info(
             obs,
             "a production or long-term support branch on a production server",
-            title="New-feature driver branch",
-            why="New-feature branches are short-lived: fixes land on the next branch, with no end-of-life promise.",
-            fix="On a production server, prefer the production or long-term support branch that follows.",
+            variant="new_feature_driver_branch",
         )
     return ok(obs)
 
@@ -131,5 +124,42 @@ CHECKS: tuple[Check, ...] = (
             "nvcc_version",
             "nvidia_lib_files",
         ),
+        variants={
+            "driver_branch_not_supported": Message(title="Driver branch not supported"),
+            "driver_branch_past_its_end": Message(
+                title="Driver branch past its end of life",
+                why="An end-of-life branch gets no more security or bug fixes.",
+                fix="Move to a supported production or long-term support branch ("
+                + SOURCES[0]
+                + ").",
+            ),
+            "new_feature_driver_branch": Message(
+                title="New-feature driver branch",
+                why=(
+                    "New-feature branches are short-lived: fixes land on the next branch, with "
+                    "no end-of-life promise."
+                ),
+                fix=(
+                    "On a production server, prefer the production or long-term support branch "
+                    "that follows."
+                ),
+            ),
+            "driver_branch_newer_than_the": Message(
+                title="Driver branch newer than the bundled table",
+                fix="Check its designation on NVIDIA's Data Center Drivers guide: " + SOURCES[0],
+            ),
+            "cuda_runtime_newer_than_the": Message(
+                title="CUDA runtime newer than the driver supports",
+                why=(
+                    "A CUDA major newer than the driver's fails to load kernels "
+                    "(cudaErrorInsufficientDriver) unless the forward-compatibility package "
+                    "(cuda-compat, datacenter GPUs only) is used."
+                ),
+                fix=(
+                    "Upgrade the host driver to a branch serving CUDA {runtime}, or install the "
+                    "matching cuda-compat package in the container."
+                ),
+            ),
+        },
     ),
 )

@@ -11,6 +11,7 @@ from gpuaudit.probes.core.judge.checks import (
     HOST,
     Check,
     Ctx,
+    Message,
     Verdict,
     info,
     ok,
@@ -86,7 +87,7 @@ def bios_settings(ctx: Ctx) -> Verdict:
             + (", ..." if len(h.bios_unmapped) > 12 else "")
             + ")"
         )
-    return info(obs, title="BIOS settings read from the BMC", evidence=(BIOS,))
+    return info(obs, variant="bios_settings_read_from_the", evidence=(BIOS,))
 
 
 def bios_pending(ctx: Ctx) -> Verdict:
@@ -98,17 +99,14 @@ def bios_pending(ctx: Ctx) -> Verdict:
     if not h.bios_pending:
         return ok(
             "the pending settings object holds no change",
-            title="No pending BIOS change",
+            variant="no_pending_bios_change",
             evidence=(("host", "redfish_bios_pending"),),
         )
     changes = "; ".join(f"{k}: {cur} -> {new}" for k, (cur, new) in h.bios_pending.items())
     return warning(
         f"{len(h.bios_pending)} BIOS setting(s) set but not applied: {changes}",
         "pending settings applied (or cleared)",
-        title="BIOS changes pending: a reboot applies them",
-        why="Settings changed through the BMC or setup take effect at the next boot; until then the running "
-        "system still has the old values (the classic 'I changed it and nothing happened').",
-        fix="Reboot the host in a maintenance window to apply them, or clear the pending object if unintended.",
+        variant="bios_changes_pending_a_reboot",
         evidence=(("host", "redfish_bios_pending"), BIOS),
     )
 
@@ -122,7 +120,7 @@ def nps_vs_numa(ctx: Ctx) -> Verdict:
     if nps is None or nps.value is None or not nps.value.startswith("NPS"):
         return info(
             f"BIOS NPS {describe(nps) if nps else 'not exposed by this BMC'}; kernel: {len(h.numa_nodes)} node(s)",
-            title="BIOS NPS not stated (auto or not exposed): nothing to cross-check",
+            variant="bios_nps_not_stated_auto",
             evidence=(BIOS,),
         )
     want = int(nps.value[3:] or 0) * (h.sockets or 1)
@@ -130,18 +128,13 @@ def nps_vs_numa(ctx: Ctx) -> Verdict:
     obs = f"BIOS {describe(nps)} × {h.sockets or 1} socket(s) = {max(want, 1)} node(s); kernel sees {got}"
     l3 = s.get("l3_as_numa")
     if l3 is not None and l3.value == "enabled":
-        return info(
-            obs + "; L3-as-NUMA enabled adds nodes", title="NPS vs NUMA nodes: L3 as NUMA on"
-        )
+        return info(obs + "; L3-as-NUMA enabled adds nodes", variant="nps_vs_numa_nodes_l3")
     if want == got or (want == 0 and got == 1):
-        return ok(obs, title="The kernel's NUMA nodes match the BIOS NPS setting", evidence=(BIOS,))
+        return ok(obs, variant="the_kernel_s_numa_nodes_2", evidence=(BIOS,))
     return warning(
         obs,
         f"{want} node(s)",
-        title="The kernel's NUMA nodes do not match the BIOS NPS setting",
-        why="A changed NPS that is still pending, numa=off on the command line, or a memory population the "
-        "mode cannot use leaves the kernel with another topology than the BIOS states.",
-        fix="Check firmware.bios_pending (a reboot applies pending changes) and /proc/cmdline for numa=off.",
+        variant="the_kernel_s_numa_nodes",
         evidence=(BIOS, ("host", "sys_numa")),
     )
 
@@ -166,7 +159,7 @@ def cstates_vs_os(ctx: Ctx) -> Verdict:
     if g is None or g.value not in ("enabled", "disabled"):
         return info(
             obs,
-            title="BIOS C-state control auto / not exposed: the OS list decides",
+            variant="bios_c_state_control_auto",
             evidence=(BIOS,),
         )
     if not states:
@@ -175,18 +168,15 @@ def cstates_vs_os(ctx: Ctx) -> Verdict:
         return warning(
             obs,
             "no deep C-state listed by the OS",
-            title="BIOS says C-states disabled but the OS lists deep states",
-            why="The BIOS value the BMC reports is not what runs: a pending change, or another knob (Dell "
-            "Custom profile, Lenovo operating mode) overrides it.",
-            fix="Check firmware.bios_pending; policy stays with power.cpu_cstates.",
+            variant="bios_says_c_states_disabled",
             evidence=(BIOS, ("host", "sys_cpuidle")),
         )
     if g.value == "enabled" and states and not deep:
         return info(
             obs,
-            title="BIOS C-states enabled, the OS lists only shallow states (idle driver or cmdline limits)",
+            variant="bios_c_states_enabled_the",
         )
-    return ok(obs, title="BIOS C-state control and the OS's idle states agree", evidence=(BIOS,))
+    return ok(obs, variant="bios_c_state_control_and", evidence=(BIOS,))
 
 
 def iommu_vs_cmdline(ctx: Ctx) -> Verdict:
@@ -199,9 +189,7 @@ def iommu_vs_cmdline(ctx: Ctx) -> Verdict:
     units = len(h.iommu_units or [])
     obs = f"BIOS {describe(io) if io else 'IOMMU setting not exposed'}; cmdline: {cmd}; kernel IOMMU units: {units}"
     if io is None or io.value not in ("enabled", "disabled"):
-        return info(
-            obs, title="BIOS IOMMU auto / not exposed: the kernel's view decides", evidence=(BIOS,)
-        )
+        return info(obs, variant="bios_iommu_auto_not_exposed", evidence=(BIOS,))
     asks = any(
         t in (h.cmdline or "") for t in ("amd_iommu=on", "intel_iommu=on", "iommu=pt", "iommu=on")
     )
@@ -209,18 +197,15 @@ def iommu_vs_cmdline(ctx: Ctx) -> Verdict:
         return warning(
             obs,
             "BIOS IOMMU enabled when the kernel is asked to use it",
-            title="Kernel IOMMU options or units while the BIOS says IOMMU disabled",
-            why="iommu=pt / amd_iommu=on need the BIOS IOMMU on; a mismatch means a pending change or a "
-            "setting the BMC reports differently from what booted.",
-            fix="Check firmware.bios_pending; enable IOMMU in the BIOS or drop the kernel options.",
+            variant="kernel_iommu_options_or_units",
             evidence=(BIOS, ("host", "proc_cmdline"), ("host", "iommu_state")),
         )
     if io.value == "enabled" and not units:
         return info(
             obs,
-            title="BIOS IOMMU enabled, the kernel shows no IOMMU unit (disabled on the cmdline?)",
+            variant="bios_iommu_enabled_the_kernel",
         )
-    return ok(obs, title="BIOS IOMMU setting and the kernel agree", evidence=(BIOS,))
+    return ok(obs, variant="bios_iommu_setting_and_the", evidence=(BIOS,))
 
 
 def aspm_vs_lnkctl(ctx: Ctx) -> Verdict:
@@ -236,9 +221,7 @@ def aspm_vs_lnkctl(ctx: Ctx) -> Verdict:
     obs = f"BIOS {describe(a) if a else 'ASPM setting not exposed'}; links (LnkCtl): {links}"
     ev = (BIOS, ("host", "lspci_vvv"))
     if a is None or a.value not in ("enabled", "disabled"):
-        return info(
-            obs, title="BIOS ASPM auto / not exposed: the links' LnkCtl decides", evidence=ev
-        )
+        return info(obs, variant="bios_aspm_auto_not_exposed", evidence=ev)
     if not h.link_aspm:
         return unknown(
             obs + " (lspci -vvv shows no LnkCtl: run as root to read the capabilities)",
@@ -248,15 +231,13 @@ def aspm_vs_lnkctl(ctx: Ctx) -> Verdict:
         return warning(
             obs,
             "ASPM disabled on every link",
-            title=f"BIOS ASPM disabled but {on} link(s) run with ASPM enabled",
-            why="The OS turned ASPM on (pcie_aspm=force, or a powersave policy over links the BIOS left "
-            "capable): L1 exit latency on GPU and NIC links adds to every transfer that wakes them.",
-            fix="Boot with pcie_aspm=off or set /sys/module/pcie_aspm/parameters/policy to performance.",
+            variant="bios_aspm_disabled_but_link",
+            on=on,
             evidence=ev,
         )
     if a.value == "enabled" and h.link_aspm and not on:
-        return info(obs, title="BIOS ASPM enabled, the OS keeps every link's ASPM off", evidence=ev)
-    return ok(obs, title="BIOS ASPM setting and the links' LnkCtl agree", evidence=ev)
+        return info(obs, variant="bios_aspm_enabled_the_os", evidence=ev)
+    return ok(obs, variant="bios_aspm_setting_and_the", evidence=ev)
 
 
 # --------------------------------------------------------------------------- the manual checks, judged
@@ -277,16 +258,12 @@ def df_pstates_from_bios(ctx: Ctx) -> Verdict | None:
         return warning(
             obs,
             exp,
-            title="Data-fabric C-states enabled (BIOS, read from the BMC)",
+            variant="data_fabric_c_states_enabled",
             evidence=(BIOS,),
         )
     if dfc is not None and dfc.value == "disabled" and fixed:
-        return ok(
-            obs, exp, title="Data fabric pinned: DF C-states off, fixed P-state", evidence=(BIOS,)
-        )
-    return info(
-        obs, exp, title="Data-fabric power states left to the platform (auto)", evidence=(BIOS,)
-    )
+        return ok(obs, exp, variant="data_fabric_pinned_df_c", evidence=(BIOS,))
+    return info(obs, exp, variant="data_fabric_power_states_left", evidence=(BIOS,))
 
 
 def socket_power_from_bios(ctx: Ctx) -> Verdict | None:
@@ -302,17 +279,15 @@ def socket_power_from_bios(ctx: Ctx) -> Verdict | None:
     )
     det = s.get("determinism")
     if det is not None and det.value == "power":
-        return ok(obs, exp, title="Power determinism (BIOS, read from the BMC)", evidence=(BIOS,))
+        return ok(obs, exp, variant="power_determinism_bios_read_from", evidence=(BIOS,))
     if det is not None and det.value == "performance":
         return info(
             obs,
             exp,
-            title="Performance determinism: parts equalised to a common, lower level",
+            variant="performance_determinism_parts_equalised_to",
             evidence=(BIOS,),
         )
-    return info(
-        obs, exp, title="Determinism left to the platform (auto) or not exposed", evidence=(BIOS,)
-    )
+    return info(obs, exp, variant="determinism_left_to_the_platform", evidence=(BIOS,))
 
 
 def xgmi_from_bios(ctx: Ctx) -> Verdict | None:
@@ -322,8 +297,8 @@ def xgmi_from_bios(ctx: Ctx) -> Verdict | None:
     obs = _shown(s, "xgmi_width_control", "xgmi_width", "xgmi_max_width")
     exp = "forced x16 at maximum speed (cross-socket P2P on a dual-socket GPU host)"
     if any(s.get(k) and s[k].value == "x16" for k in ("xgmi_width",)):
-        return ok(obs, exp, title="xGMI forced to x16 (BIOS, read from the BMC)", evidence=(BIOS,))
-    return info(obs, exp, title="xGMI width managed dynamically (auto)", evidence=(BIOS,))
+        return ok(obs, exp, variant="xgmi_forced_to_x16_bios", evidence=(BIOS,))
+    return info(obs, exp, variant="xgmi_width_managed_dynamically_auto", evidence=(BIOS,))
 
 
 BIOS_CHECKS: tuple[Check, ...] = (
@@ -341,6 +316,7 @@ BIOS_CHECKS: tuple[Check, ...] = (
             "redfish_bios",
             "redfish_system",
         ),
+        variants={"bios_settings_read_from_the": Message(title="BIOS settings read from the BMC")},
     ),
     Check(
         "firmware.bios_pending",
@@ -352,6 +328,21 @@ BIOS_CHECKS: tuple[Check, ...] = (
         roles=HOST,
         applies=no_bmc,
         optional=("redfish_bios_pending", "redfish_bios"),
+        variants={
+            "bios_changes_pending_a_reboot": Message(
+                title="BIOS changes pending: a reboot applies them",
+                why=(
+                    "Settings changed through the BMC or setup take effect at the next boot; "
+                    "until then the running system still has the old values (the classic 'I "
+                    "changed it and nothing happened')."
+                ),
+                fix=(
+                    "Reboot the host in a maintenance window to apply them, or clear the pending "
+                    "object if unintended."
+                ),
+            ),
+            "no_pending_bios_change": Message(title="No pending BIOS change"),
+        },
     ),
     Check(
         "firmware.bios_nps_vs_numa",
@@ -365,6 +356,27 @@ BIOS_CHECKS: tuple[Check, ...] = (
         roles=HOST,
         applies=no_bmc,
         optional=("redfish_bios",),
+        variants={
+            "the_kernel_s_numa_nodes": Message(
+                title="The kernel's NUMA nodes do not match the BIOS NPS setting",
+                why=(
+                    "A changed NPS that is still pending, numa=off on the command line, or a "
+                    "memory population the mode cannot use leaves the kernel with another "
+                    "topology than the BIOS states."
+                ),
+                fix=(
+                    "Check firmware.bios_pending (a reboot applies pending changes) and "
+                    "/proc/cmdline for numa=off."
+                ),
+            ),
+            "bios_nps_not_stated_auto": Message(
+                title="BIOS NPS not stated (auto or not exposed): nothing to cross-check"
+            ),
+            "nps_vs_numa_nodes_l3": Message(title="NPS vs NUMA nodes: L3 as NUMA on"),
+            "the_kernel_s_numa_nodes_2": Message(
+                title="The kernel's NUMA nodes match the BIOS NPS setting"
+            ),
+        },
     ),
     Check(
         "firmware.bios_cstates_vs_os",
@@ -378,6 +390,28 @@ BIOS_CHECKS: tuple[Check, ...] = (
         roles=HOST,
         applies=no_bmc,
         optional=("redfish_bios",),
+        variants={
+            "bios_c_state_control_and": Message(
+                title="BIOS C-state control and the OS's idle states agree"
+            ),
+            "bios_c_state_control_auto": Message(
+                title="BIOS C-state control auto / not exposed: the OS list decides"
+            ),
+            "bios_says_c_states_disabled": Message(
+                title="BIOS says C-states disabled but the OS lists deep states",
+                why=(
+                    "The BIOS value the BMC reports is not what runs: a pending change, or "
+                    "another knob (Dell Custom profile, Lenovo operating mode) overrides it."
+                ),
+                fix="Check firmware.bios_pending; policy stays with power.cpu_cstates.",
+            ),
+            "bios_c_states_enabled_the": Message(
+                title=(
+                    "BIOS C-states enabled, the OS lists only shallow states (idle driver or "
+                    "cmdline limits)"
+                )
+            ),
+        },
     ),
     Check(
         "firmware.bios_iommu_vs_cmdline",
@@ -390,6 +424,26 @@ BIOS_CHECKS: tuple[Check, ...] = (
         roles=HOST,
         applies=no_bmc,
         optional=("redfish_bios",),
+        variants={
+            "bios_iommu_setting_and_the": Message(title="BIOS IOMMU setting and the kernel agree"),
+            "bios_iommu_auto_not_exposed": Message(
+                title="BIOS IOMMU auto / not exposed: the kernel's view decides"
+            ),
+            "kernel_iommu_options_or_units": Message(
+                title="Kernel IOMMU options or units while the BIOS says IOMMU disabled",
+                why=(
+                    "iommu=pt / amd_iommu=on need the BIOS IOMMU on; a mismatch means a pending "
+                    "change or a setting the BMC reports differently from what booted."
+                ),
+                fix=(
+                    "Check firmware.bios_pending; enable IOMMU in the BIOS or drop the kernel "
+                    "options."
+                ),
+            ),
+            "bios_iommu_enabled_the_kernel": Message(
+                title="BIOS IOMMU enabled, the kernel shows no IOMMU unit (disabled on the cmdline?)"
+            ),
+        },
     ),
     Check(
         "firmware.bios_aspm_vs_lnkctl",
@@ -402,5 +456,28 @@ BIOS_CHECKS: tuple[Check, ...] = (
         roles=HOST,
         applies=no_bmc,
         optional=("redfish_bios",),
+        variants={
+            "bios_aspm_setting_and_the": Message(
+                title="BIOS ASPM setting and the links' LnkCtl agree"
+            ),
+            "bios_aspm_auto_not_exposed": Message(
+                title="BIOS ASPM auto / not exposed: the links' LnkCtl decides"
+            ),
+            "bios_aspm_disabled_but_link": Message(
+                title="BIOS ASPM disabled but {on} link(s) run with ASPM enabled",
+                why=(
+                    "The OS turned ASPM on (pcie_aspm=force, or a powersave policy over links "
+                    "the BIOS left capable): L1 exit latency on GPU and NIC links adds to every "
+                    "transfer that wakes them."
+                ),
+                fix=(
+                    "Boot with pcie_aspm=off or set /sys/module/pcie_aspm/parameters/policy to "
+                    "performance."
+                ),
+            ),
+            "bios_aspm_enabled_the_os": Message(
+                title="BIOS ASPM enabled, the OS keeps every link's ASPM off"
+            ),
+        },
     ),
 )

@@ -13,6 +13,7 @@ from gpuaudit.probes.core.judge.checks import (
     HOST,
     Check,
     Ctx,
+    Message,
     Verdict,
     critical,
     info,
@@ -59,7 +60,7 @@ def inventory(ctx: Ctx) -> Verdict:
         obs += f"; {b.get('system_manufacturer', '')} {b.get('system_product_name', '')} / board {b.get('board_product_name', '?')}"
     if h.microcode:
         obs += f"; microcode {h.microcode}"
-    return info(obs.strip(), title="BIOS and board identity")
+    return info(obs.strip(), variant="bios_and_board_identity")
 
 
 def numa_mode(ctx: Ctx) -> Verdict:
@@ -78,29 +79,21 @@ def numa_mode(ctx: Ctx) -> Verdict:
         return warning(
             obs + f"; memory-less: {', '.join(sorted(cpu_only))}",
             "NPS1, no CPU-only nodes",
-            title="NUMA nodes with CPUs but no memory (L3 as NUMA?)",
-            why="'ACPI SRAT L3 cache as NUMA domain' splits each CCX into a node, fragmenting scheduling domains.",
-            fix="BIOS: disable 'ACPI SRAT L3 Cache as NUMA Domain'.",
+            variant="numa_nodes_with_cpus_but",
         )
     if len(nodes) < sockets:
         return warning(
             obs,
             "one NUMA node per socket (NPS1) or more",
-            title="Fewer NUMA nodes than sockets: memory interleaved across sockets",
-            why="With socket (or node) interleaving on, every page is striped over both sockets: the kernel, "
-            "NCCL and the engine cannot place a GPU's staging buffers and CPU threads next to it, and half "
-            "of every host-device copy crosses the socket link.",
-            fix="BIOS: disable socket/NUMA interleaving (AMD: NUMA nodes per socket = NPS1, not NPS0; Intel: "
-            "Memory > NUMA = Enabled / Node Interleaving = Disabled).",
+            variant="fewer_numa_nodes_than_sockets",
         )
     if nps <= 1:
-        return ok(obs, title="One NUMA node per socket (NPS1)")
+        return ok(obs, variant="one_numa_node_per_socket")
     return info(
         obs,
         "NPS1 unless every rank is bound to its GPU's node",
-        title=f"NPS{nps:g} / SNC: several nodes per socket",
-        why="Extra nodes per socket help only when processes are pinned; unpinned they add remote accesses.",
-        fix="BIOS: AMD CBS > DF Common Options > NUMA nodes per socket = NPS1, or bind ranks (numa.*).",
+        variant="nps_snc_several_nodes_per",
+        nps=nps,
     )
 
 
@@ -125,15 +118,11 @@ def iommu_mode(ctx: Ctx) -> Verdict:
                 f"IOMMU off (no IOMMU units) on an AMD host with {h.cpus} hardware threads; {online}"
                 + tail,
                 "IOMMU enabled with iommu=pt",
-                title="IOMMU off with more than 255 CPUs (x2APIC)",
-                why="x2APIC needs the IOMMU's interrupt remapping: with the IOMMU off the kernel falls back "
-                "to xAPIC and CPUs past 255 stay offline (AMD's guidance: IOMMU enabled + iommu=pt).",
-                fix="BIOS: enable IOMMU (AMD-Vi); boot with iommu=pt.",
+                variant="iommu_off_with_more_than",
             )
         return ok(
             "no IOMMU units" + tail + f"; {h.cpu_vendor}, {h.cpus} CPUs (x2APIC not at stake)",
-            title="IOMMU off",
-            why="Off avoids P2P redirection; on hosts with >= 256 CPUs AMD prefers IOMMU on + iommu=pt.",
+            variant="iommu_off",
         )
     translated = [b for b, t in h.gpu_iommu_types.items() if t.startswith("DMA")]
     obs = (
@@ -143,11 +132,11 @@ def iommu_mode(ctx: Ctx) -> Verdict:
         return warning(
             obs,
             "identity (iommu=pt) for host-driver GPUs",
-            title="GPUs in translated IOMMU domains",
+            variant="gpus_in_translated_iommu_domains",
         )
     if translated:
-        return info(obs, title="Single GPU in a translated IOMMU domain")
-    return ok(obs, title="IOMMU passthrough for the GPUs")
+        return info(obs, variant="single_gpu_in_a_translated")
+    return ok(obs, variant="iommu_passthrough_for_the_gpus")
 
 
 def bar1_large_bar(ctx: Ctx) -> Verdict:
@@ -161,14 +150,13 @@ def bar1_large_bar(ctx: Ctx) -> Verdict:
     if not h.bar1_mib:
         obs += " (lspci region size)"
     if small and len(bar1) > 1:
-        return warning(obs, "BAR1 >= framebuffer", title="256 MiB BAR1 on a multi-GPU box")
+        return warning(obs, "BAR1 >= framebuffer", variant="256_mib_bar1_on_a")
     if small or mid:
         return info(
             obs,
-            title="BAR1 smaller than the framebuffer",
-            fix="manual: check BIOS Re-Size BAR Support.",
+            variant="bar1_smaller_than_the_framebuffer",
         )
-    return ok(obs, title="Large BAR1 (Above-4G decoding and ReBAR effective)")
+    return ok(obs, variant="large_bar1_above_4g_decoding")
 
 
 def not_amd(ctx: Ctx) -> str | None:
@@ -186,12 +174,12 @@ def cppc(ctx: Ctx) -> Verdict:
     if h.cppc:
         return ok(
             "acpi_cppc: " + ", ".join(f"{k}={v}" for k, v in sorted(h.cppc.items())),
-            title="ACPI CPPC exposed (BIOS CPPC on)",
+            variant="acpi_cppc_exposed_bios_cppc",
         )
     return warning(
         "/sys/devices/system/cpu/cpu0/acpi_cppc missing",
         "acpi_cppc present",
-        title="ACPI CPPC not exposed: amd-pstate cannot load",
+        variant="acpi_cppc_not_exposed_amd",
     )
 
 
@@ -200,7 +188,7 @@ def cstate_exposure(ctx: Ctx) -> Verdict:
     if not h.idle_state_names:
         return info(
             "no cpuidle states listed (idle driver none, or idle=poll)",
-            title="No C-states exposed to the OS",
+            variant="no_c_states_exposed_to",
         )
     states = [(n.split(":")[0], n.split(":")[1]) for n in h.idle_state_names]
     deep = [
@@ -208,12 +196,11 @@ def cstate_exposure(ctx: Ctx) -> Verdict:
         for n, lat in states
         if is_deep_cstate(n, int(lat) if lat.isdigit() else None, h.cpu_vendor)
     ]
-    title = (
-        "Firmware exposes deep C-states (" + ", ".join(deep) + "): BIOS Global C-state Control on"
-        if deep
-        else "Firmware exposes only shallow states: BIOS Global C-state Control likely disabled"
+    return info(
+        "states " + ", ".join(f"{n} ({lat} µs)" for n, lat in states),
+        variant="deep_exposed" if deep else "shallow_only",
+        deep=", ".join(deep),
     )
-    return info("states " + ", ".join(f"{n} ({lat} µs)" for n, lat in states), title=title)
 
 
 def df_pstates(ctx: Ctx) -> Verdict:
@@ -222,7 +209,7 @@ def df_pstates(ctx: Ctx) -> Verdict:
     return unknown(
         "manual: check BIOS APBDIS = 1, Fixed SOC P-state = P0, DF C-states = Disabled (not readable from"
         " Linux without the amd_hsmp/E-SMI tools)",
-        title="Data-fabric P-states: manual check",
+        variant="data_fabric_p_states_manual",
     )
 
 
@@ -251,7 +238,7 @@ def xgmi_links(ctx: Ctx) -> Verdict:
     return info(
         f"manual: check BIOS xGMI Link Width Control = Manual, Force Link Width = x16, max speed"
         f" ({h.sockets} sockets; not readable from Linux)",
-        title="Inter-socket xGMI links: manual check",
+        variant="inter_socket_xgmi_links_manual",
     )
 
 
@@ -267,7 +254,7 @@ def memory_population(ctx: Ctx) -> Verdict:
         return warning(
             obs + "; " + "; ".join(found),
             "every channel of every socket populated, identical DIMMs",
-            title="Memory channels not fully or evenly populated",
+            variant="memory_channels_not_fully_or",
         )
     slow = [
         d
@@ -277,10 +264,9 @@ def memory_population(ctx: Ctx) -> Verdict:
     if slow:
         return info(
             obs + f"; configured {slow[0].configured_mts} of {slow[0].speed_mts} MT/s",
-            title="DIMMs configured below their rated speed",
-            why="2 DIMMs per channel or BIOS memory settings lower the speed.",
+            variant="dimms_configured_below_their_rated",
         )
-    return ok(obs, title="Memory evenly populated")
+    return ok(obs, variant="memory_evenly_populated")
 
 
 def gpu_firmware_consistency(ctx: Ctx) -> Verdict:
@@ -289,8 +275,8 @@ def gpu_firmware_consistency(ctx: Ctx) -> Verdict:
     ir = {v[1] for v in h.gpu_fw.values()}
     obs = f"VBIOS {', '.join(sorted(vb))}; InfoROM {', '.join(sorted(ir))}"
     if len(vb) == 1 and len(ir) == 1:
-        return ok(obs, title="GPU firmware uniform")
-    return info(obs, title="GPU firmware differs between GPUs")
+        return ok(obs, variant="gpu_firmware_uniform")
+    return info(obs, variant="gpu_firmware_differs_between_gpus")
 
 
 # --------------------------------------------------------------------------- the catalogue rows
@@ -306,6 +292,7 @@ CHECKS: tuple[Check, ...] = (
         any_of=("dmidecode_bios", "dmi_bios"),
         roles=HOST,
         optional=("cpuinfo_microcode",),
+        variants={"bios_and_board_identity": Message(title="BIOS and board identity")},
     ),
     Check(
         "firmware.numa_mode",
@@ -320,6 +307,41 @@ CHECKS: tuple[Check, ...] = (
         applies=in_vm,
         expected="NPS1",
         optional=(*VM_SOURCES,),
+        variants={
+            "nps_snc_several_nodes_per": Message(
+                title="NPS{nps:g} / SNC: several nodes per socket",
+                why=(
+                    "Extra nodes per socket help only when processes are pinned; unpinned they "
+                    "add remote accesses."
+                ),
+                fix=(
+                    "BIOS: AMD CBS > DF Common Options > NUMA nodes per socket = NPS1, or bind "
+                    "ranks (numa.*)."
+                ),
+            ),
+            "numa_nodes_with_cpus_but": Message(
+                title="NUMA nodes with CPUs but no memory (L3 as NUMA?)",
+                why=(
+                    "'ACPI SRAT L3 cache as NUMA domain' splits each CCX into a node, "
+                    "fragmenting scheduling domains."
+                ),
+                fix="BIOS: disable 'ACPI SRAT L3 Cache as NUMA Domain'.",
+            ),
+            "fewer_numa_nodes_than_sockets": Message(
+                title="Fewer NUMA nodes than sockets: memory interleaved across sockets",
+                why=(
+                    "With socket (or node) interleaving on, every page is striped over both "
+                    "sockets: the kernel, NCCL and the engine cannot place a GPU's staging "
+                    "buffers and CPU threads next to it, and half of every host-device copy "
+                    "crosses the socket link."
+                ),
+                fix=(
+                    "BIOS: disable socket/NUMA interleaving (AMD: NUMA nodes per socket = NPS1, "
+                    "not NPS0; Intel: Memory > NUMA = Enabled / Node Interleaving = Disabled)."
+                ),
+            ),
+            "one_numa_node_per_socket": Message(title="One NUMA node per socket (NPS1)"),
+        },
     ),
     Check(
         "firmware.iommu_mode",
@@ -331,6 +353,27 @@ CHECKS: tuple[Check, ...] = (
         iommu_mode,
         sources=("iommu_state",),
         optional=("proc_cmdline", "lscpu_json"),
+        variants={
+            "iommu_passthrough_for_the_gpus": Message(title="IOMMU passthrough for the GPUs"),
+            "iommu_off": Message(
+                title="IOMMU off",
+                why=(
+                    "Off avoids P2P redirection; on hosts with >= 256 CPUs AMD prefers IOMMU on "
+                    "+ iommu=pt."
+                ),
+            ),
+            "gpus_in_translated_iommu_domains": Message(title="GPUs in translated IOMMU domains"),
+            "single_gpu_in_a_translated": Message(title="Single GPU in a translated IOMMU domain"),
+            "iommu_off_with_more_than": Message(
+                title="IOMMU off with more than 255 CPUs (x2APIC)",
+                why=(
+                    "x2APIC needs the IOMMU's interrupt remapping: with the IOMMU off the kernel "
+                    "falls back to xAPIC and CPUs past 255 stay offline (AMD's guidance: IOMMU "
+                    "enabled + iommu=pt)."
+                ),
+                fix="BIOS: enable IOMMU (AMD-Vi); boot with iommu=pt.",
+            ),
+        },
     ),
     Check(
         "firmware.bar1_large_bar",
@@ -343,6 +386,16 @@ CHECKS: tuple[Check, ...] = (
         any_of=("smi_q_memory", "lspci_vvv"),  # lspci -vvv shows the region size too
         needs_gpu=True,
         aliases=("pcie.bar1",),
+        variants={
+            "large_bar1_above_4g_decoding": Message(
+                title="Large BAR1 (Above-4G decoding and ReBAR effective)"
+            ),
+            "256_mib_bar1_on_a": Message(title="256 MiB BAR1 on a multi-GPU box"),
+            "bar1_smaller_than_the_framebuffer": Message(
+                title="BAR1 smaller than the framebuffer",
+                fix="manual: check BIOS Re-Size BAR Support.",
+            ),
+        },
     ),
     Check(
         "firmware.cppc",
@@ -354,6 +407,12 @@ CHECKS: tuple[Check, ...] = (
         sources=("lscpu_json", "sys_cppc"),
         applies=amd_host,
         optional=(*VM_SOURCES,),
+        variants={
+            "acpi_cppc_not_exposed_amd": Message(
+                title="ACPI CPPC not exposed: amd-pstate cannot load"
+            ),
+            "acpi_cppc_exposed_bios_cppc": Message(title="ACPI CPPC exposed (BIOS CPPC on)"),
+        },
     ),
     Check(
         "firmware.cstate_exposure",
@@ -367,6 +426,18 @@ CHECKS: tuple[Check, ...] = (
         any_of=("sys_cpuidle", "cpupower_idle"),
         applies=in_vm,
         optional=(*VM_SOURCES,),
+        variants={
+            "deep_exposed": Message(
+                title="Firmware exposes deep C-states ({deep}): BIOS Global C-state Control on"
+            ),
+            "shallow_only": Message(
+                title=(
+                    "Firmware exposes only shallow states: BIOS Global C-state Control likely "
+                    "disabled"
+                )
+            ),
+            "no_c_states_exposed_to": Message(title="No C-states exposed to the OS"),
+        },
     ),
     Check(
         "firmware.df_pstates",
@@ -378,6 +449,18 @@ CHECKS: tuple[Check, ...] = (
         sources=("lscpu_json",),
         applies=amd_host,
         optional=(*VM_SOURCES, "redfish_bios"),
+        variants={
+            "data_fabric_power_states_left": Message(
+                title="Data-fabric power states left to the platform (auto)"
+            ),
+            "data_fabric_c_states_enabled": Message(
+                title="Data-fabric C-states enabled (BIOS, read from the BMC)"
+            ),
+            "data_fabric_pinned_df_c": Message(
+                title="Data fabric pinned: DF C-states off, fixed P-state"
+            ),
+            "data_fabric_p_states_manual": Message(title="Data-fabric P-states: manual check"),
+        },
     ),
     Check(
         "firmware.socket_power",
@@ -389,6 +472,17 @@ CHECKS: tuple[Check, ...] = (
         sources=("lscpu_json",),
         applies=in_vm,
         optional=(*VM_SOURCES, "redfish_bios"),
+        variants={
+            "determinism_left_to_the_platform": Message(
+                title="Determinism left to the platform (auto) or not exposed"
+            ),
+            "power_determinism_bios_read_from": Message(
+                title="Power determinism (BIOS, read from the BMC)"
+            ),
+            "performance_determinism_parts_equalised_to": Message(
+                title="Performance determinism: parts equalised to a common, lower level"
+            ),
+        },
     ),
     Check(
         "firmware.memory_population",
@@ -401,6 +495,16 @@ CHECKS: tuple[Check, ...] = (
         applies=in_vm,
         applies_first=True,  # a VM is "not applicable" even without dmidecode
         optional=(*VM_SOURCES,),
+        variants={
+            "memory_evenly_populated": Message(title="Memory evenly populated"),
+            "memory_channels_not_fully_or": Message(
+                title="Memory channels not fully or evenly populated"
+            ),
+            "dimms_configured_below_their_rated": Message(
+                title="DIMMs configured below their rated speed",
+                why="2 DIMMs per channel or BIOS memory settings lower the speed.",
+            ),
+        },
     ),
     Check(
         "firmware.xgmi_links",
@@ -412,6 +516,17 @@ CHECKS: tuple[Check, ...] = (
         sources=("lscpu_json",),
         applies=xgmi_applies,
         optional=("redfish_bios", "cpu_hypervisor_flag"),
+        variants={
+            "xgmi_width_managed_dynamically_auto": Message(
+                title="xGMI width managed dynamically (auto)"
+            ),
+            "xgmi_forced_to_x16_bios": Message(
+                title="xGMI forced to x16 (BIOS, read from the BMC)"
+            ),
+            "inter_socket_xgmi_links_manual": Message(
+                title="Inter-socket xGMI links: manual check"
+            ),
+        },
     ),
     Check(
         "firmware.gpu_firmware_consistency",
@@ -422,6 +537,10 @@ CHECKS: tuple[Check, ...] = (
         gpu_firmware_consistency,
         sources=("smi_query_fw",),
         needs_gpu=True,
+        variants={
+            "gpu_firmware_differs_between_gpus": Message(title="GPU firmware differs between GPUs"),
+            "gpu_firmware_uniform": Message(title="GPU firmware uniform"),
+        },
     ),
     *BIOS_CHECKS,  # --bmc: the BIOS settings read from the BMC (bios_checks.py)
 )

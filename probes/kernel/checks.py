@@ -8,6 +8,7 @@ from gpuaudit.probes.core.judge.checks import (
     BOTH,
     Check,
     Ctx,
+    Message,
     Verdict,
     info,
     not_applicable,
@@ -86,9 +87,7 @@ def pstate_advice(f: KernelFacts, cpu: str, pstate: str | None) -> Verdict | Non
         return warning(
             f"kernel {f.release}, {cpu}, cmdline amd_pstate=disable",
             "no amd_pstate=disable (amd_pstate=active or the kernel default)",
-            title="amd_pstate=disable on the command line forces acpi-cpufreq",
-            why=PSTATE_WHY,
-            fix="Remove amd_pstate=disable from the boot configuration (or set amd_pstate=active) and reboot.",
+            variant="amd_pstate_disable_on_the",
         )
     if pstate is not None or f.cpu_family is None:
         return None
@@ -97,17 +96,15 @@ def pstate_advice(f: KernelFacts, cpu: str, pstate: str | None) -> Verdict | Non
         return warning(
             f"kernel {f.release} (< 6.13), {cpu}, no amd_pstate= on the command line",
             "kernel >= 6.13, or amd_pstate=active on the command line",
-            title=f"Kernel {f.release} predates amd-pstate-by-default for Zen 5 servers: acpi-cpufreq will drive the CPUs",
-            why=PSTATE_WHY,
-            fix=PSTATE_FIX,
+            variant="kernel_predates_amd_pstate_by",
+            release=f.release,
         )
     if f.cpu_family < ZEN5_FAMILY:
         return warning(
             f"kernel {f.release}, {cpu}, no amd_pstate= on the command line",
             "amd_pstate=active (or guided/passive) on the command line",
-            title=f"{cpu} never gets amd-pstate by default on a server: acpi-cpufreq will drive the CPUs",
-            why=PSTATE_WHY,
-            fix="Add amd_pstate=active to the kernel command line (needs CPPC enabled in the BIOS) and reboot.",
+            variant="never_gets_amd_pstate_by",
+            cpu=cpu,
         )
     return None
 
@@ -121,9 +118,8 @@ def version(ctx: Ctx) -> Verdict:
     if vm:  # a guest's cpufreq driver is the hypervisor's business: no amd-pstate advice (issue: --plan's one wrong step)
         return info(
             f"{detail}; virtual machine ({why_vm}): the CPU frequency driver is the hypervisor host's",
-            title=f"Kernel {f.release} (virtual machine)",
-            why="In a guest the host's kernel and BIOS drive the CPU clocks; amd-pstate settings here change nothing.",
-            fix="Audit the hypervisor host itself for amd-pstate / CPPC.",
+            variant="kernel_virtual_machine",
+            release=f.release,
             evidence=((ctx.role or "host", "cpu_hypervisor_flag"),),
         )
     if advice := pstate_advice(f, cpu, pstate):
@@ -131,7 +127,8 @@ def version(ctx: Ctx) -> Verdict:
     return info(
         detail,
         "a kernel whose defaults suit the CPU (for Zen 5 EPYC: >= 6.13 or amd_pstate= set)",
-        title=f"Kernel {f.release}",
+        variant="kernel",
+        release=f.release,
     )
 
 
@@ -170,12 +167,10 @@ def cmdline(ctx: Ctx) -> Verdict:
         return warning(
             f"in {source} but not in /proc/cmdline: {' '.join(unapplied)} (running: {observed})",
             "/proc/cmdline contains every parameter of the persisted boot configuration",
-            title=f"{source} has parameters the running kernel did not boot with",
-            why="An edited boot configuration only takes effect after regenerating the boot entries and rebooting; "
-            "on Proxmox with systemd-boot (ZFS root) /etc/kernel/cmdline rules and GRUB edits are ignored.",
-            fix="Run update-grub or proxmox-boot-tool refresh (whichever boots this host) and reboot in a maintenance window.",
+            variant="has_parameters_the_running_kernel",
+            source=source,
         )
-    return info(observed, title="Kernel command line")
+    return info(observed, variant="kernel_command_line")
 
 
 def numa_balancing(ctx: Ctx) -> Verdict:
@@ -189,9 +184,9 @@ def numa_balancing(ctx: Ctx) -> Verdict:
         return warning(
             obs,
             "kernel.numa_balancing=0 on a multi-node GPU server",
-            title="Automatic NUMA balancing is on",
+            variant="automatic_numa_balancing_is_on",
         )
-    return ok(obs, "0", title="Automatic NUMA balancing is off")
+    return ok(obs, "0", variant="automatic_numa_balancing_is_off")
 
 
 def zone_reclaim(ctx: Ctx) -> Verdict:
@@ -199,7 +194,7 @@ def zone_reclaim(ctx: Ctx) -> Verdict:
     if f.zone_reclaim is None:
         return unknown("/proc/sys/vm/zone_reclaim_mode is not a number")
     if f.zone_reclaim == 0:
-        return ok("vm.zone_reclaim_mode=0", "0", title="NUMA zone reclaim is off")
+        return ok("vm.zone_reclaim_mode=0", "0", variant="numa_zone_reclaim_is_off")
     if f.numa_nodes is None:  # node_list is optional: only a non-zero mode needs the node count
         return unknown(
             f"vm.zone_reclaim_mode={f.zone_reclaim}; nodes: {ctx.why('node_list')}",
@@ -209,7 +204,7 @@ def zone_reclaim(ctx: Ctx) -> Verdict:
         return warning(
             f"vm.zone_reclaim_mode={f.zone_reclaim} with {f.numa_nodes} NUMA nodes",
             "0",
-            title="NUMA zone reclaim is on",
+            variant="numa_zone_reclaim_is_on",
             evidence=(("host", "node_list"),),
         )
     return not_applicable(f"vm.zone_reclaim_mode={f.zone_reclaim} on {f.numa_nodes} node(s)")
@@ -222,22 +217,21 @@ def thp(ctx: Ctx) -> Verdict:
         return warning(
             obs,
             "defrag madvise or defer (enabled madvise or always)",
-            title="THP always with synchronous defrag",
+            variant="thp_always_with_synchronous_defrag",
         )
-    return info(obs, title="Transparent huge pages", fix="")
+    return info(obs, variant="transparent_huge_pages")
 
 
 def swap(ctx: Ctx) -> Verdict:
     f: KernelFacts = ctx.f
     if not f.swap_devices:
-        return ok("no active swap areas", title="No swap configured", fix="")
+        return ok("no active swap areas", variant="no_swap_configured")
     ev = (("host", "engine_proc_status"),)
     if f.engine_swap_kb is None:
         return info(
             f"{f.swap_devices} active swap area(s); engine VmSwap not read "
             f"({ctx.why('engine_proc_status')})",
-            title="Swap is configured",
-            fix="Check VmSwap of the engine processes; lower vm.swappiness if they swap.",
+            variant="swap_is_configured",
             evidence=ev,
         )
     swapped = {k: v for k, v in f.engine_swap_kb.items() if v > 0}
@@ -249,7 +243,8 @@ def swap(ctx: Ctx) -> Verdict:
         return warning(
             f"{f.swap_devices} active swap area(s); VmSwap {sizes}",
             "VmSwap 0 kB for every engine process",
-            title=f"{len(swapped)} engine process(es) have pages in swap",
+            variant="engine_process_es_have_pages",
+            n_swapped=len(swapped),
             evidence=ev,
         )
     engines = (
@@ -259,8 +254,7 @@ def swap(ctx: Ctx) -> Verdict:
     )
     return info(
         f"{f.swap_devices} active swap area(s); {engines}",
-        title="Swap is configured but the engine does not use it",
-        fix="Keep an eye on VmSwap of the engine processes; lower vm.swappiness if they start to swap.",
+        variant="swap_is_configured_but_the",
         evidence=ev,
     )
 
@@ -269,10 +263,10 @@ def clocksource(ctx: Ctx) -> Verdict:
     f: KernelFacts = ctx.f
     obs = f"current_clocksource={f.clocksource}"
     if f.clocksource in ("hpet", "acpi_pm"):
-        return warning(obs, title=f"Clock source is {f.clocksource}, not TSC")
+        return warning(obs, variant="clock_source_is_not_tsc", clocksource=f.clocksource)
     if f.clocksource == "tsc":
-        return ok(obs, title="Clock source tsc")
-    return info(obs, title=f"Clock source {f.clocksource}")
+        return ok(obs, variant="clock_source_tsc")
+    return info(obs, variant="clock_source", clocksource=f.clocksource)
 
 
 def uvm_hmm(ctx: Ctx) -> Verdict:
@@ -286,10 +280,7 @@ def uvm_hmm(ctx: Ctx) -> Verdict:
     on = f.uvm_disable_hmm.upper() in ("N", "0")
     return info(
         f"uvm_disable_hmm={f.uvm_disable_hmm}",
-        title="UVM HMM " + ("enabled" if on else "disabled"),
-        fix="options nvidia_uvm uvm_disable_hmm=1 in /etc/modprobe.d/uvm.conf if CUDA init or P2P hangs are seen."
-        if on
-        else "",
+        variant="uvm_hmm_enabled" if on else "uvm_hmm_disabled",
     )
 
 
@@ -311,20 +302,20 @@ def tuned_profile(ctx: Ctx) -> Verdict:
         ):  # no tuned is an answer: no daemon overrides the power.* settings
             return info(
                 "tuned not installed (Proxmox VE does not ship it): no profile overrides the power.* settings",
-                title="No tuning daemon",
-                fix="",
+                variant="no_tuning_daemon",
             )
         return unknown(f"tuned_active: {ctx.problem('tuned_active') or 'no profile in the output'}")
     obs = f"active profile: {f.tuned_profile}"
     if f.tuned_profile in GOOD_TUNED:
-        return ok(obs, title=f"tuned profile {f.tuned_profile}", fix="")
+        return ok(obs, variant="tuned_profile", tuned_profile=f.tuned_profile)
     if f.tuned_profile in SAVING_TUNED:
         return warning(
             obs,
             "accelerator-performance or throughput-performance",
-            title=f"tuned profile {f.tuned_profile} favours power saving",
+            variant="tuned_profile_favours_power_saving",
+            tuned_profile=f.tuned_profile,
         )
-    return info(obs, title=f"tuned profile {f.tuned_profile}", fix="")
+    return info(obs, variant="tuned_profile", tuned_profile=f.tuned_profile)
 
 
 CRIT_LOG = re.compile(
@@ -344,20 +335,19 @@ def dmesg_faults(ctx: Ctx) -> Verdict:
             "critical",
             " | ".join(ln[-200:] for ln in crit[:3]),
             "none",
-            title=f"{len(crit)} IOMMU fault / link-down / lockup line(s) in this boot's kernel log",
-            why="IOMMU page faults on GPU addresses block P2P/DMA; link-downs and soft lockups precede hangs.",
-            fix="Correlate with pcie.acs / firmware.iommu_mode; check slots, risers and firmware.",
+            variant="iommu_fault_link_down_lockup",
+            params={"n_crit": len(crit)},
         )
     if warn:
         return warning(
             " | ".join(ln[-200:] for ln in warn[:3]),
             "none",
-            title=f"{len(warn)} AER / hung-task / Xid line(s) in this boot's kernel log",
+            variant="aer_hung_task_xid_line",
+            n_warn=len(warn),
         )
     return ok(
         f"{len(lines)} matching line(s)",
-        title="No IOMMU faults, AER errors or lockups this boot",
-        fix="",
+        variant="no_iommu_faults_aer_errors",
     )
 
 
@@ -371,7 +361,7 @@ def mitigations(ctx: Ctx) -> Verdict:
     )
     return info(
         obs + (f"; mitigations={mit}" if mit is not None else ""),
-        title="CPU vulnerability mitigations",
+        variant="cpu_vulnerability_mitigations",
     )
 
 
@@ -382,9 +372,7 @@ def host_knobs_visible(ctx: Ctx) -> Verdict:
         return info(
             f"host uname -r {host.release}, container uname -r {ctr.release}",
             "the same kernel (an LXC/Docker container shares the host kernel)",
-            title="The container runs a different kernel than the host",
-            why="A different kernel means the 'container' is a VM or another machine: host knobs do not apply to it.",
-            fix="Re-check which machine the container target points at.",
+            variant="the_container_runs_a_different",
         )
     if host.numa_balancing is None or ctr.numa_balancing is None:
         return unknown(
@@ -395,13 +383,11 @@ def host_knobs_visible(ctx: Ctx) -> Verdict:
         return info(
             f"host kernel.numa_balancing={host.numa_balancing}, container sees {ctr.numa_balancing}",
             "identical values (shared kernel)",
-            title="Container sees a different kernel.numa_balancing than the host",
-            why="A container shares the host's sysctls; a difference means the two targets are not the same kernel.",
-            fix="Re-check which machine the container target points at.",
+            variant="container_sees_a_different_kernel",
         )
     return info(
         f"kernel {host.release} on both; kernel.numa_balancing={host.numa_balancing} on host and in container",
-        title="Container inherits the host's kernel knobs",
+        variant="container_inherits_the_host_s",
     )
 
 
@@ -417,6 +403,67 @@ CHECKS: tuple[Check, ...] = (
         version,
         sources=("uname_r", "cpuinfo_id", "proc_cmdline"),
         optional=(*VM_SOURCES,),
+        variants={
+            "kernel": Message(title="Kernel {release}"),
+            "amd_pstate_disable_on_the": Message(
+                title="amd_pstate=disable on the command line forces acpi-cpufreq",
+                why=(
+                    "amd-pstate refuses to load by default on ACPI 'server' profiles unless the "
+                    "CPU is family >= 0x1A (Zen 5), and that default only exists from kernel "
+                    "6.13; otherwise the kernel falls back to acpi-cpufreq, which sees only the "
+                    "few ACPI P-states and reacts slowly, so the cores that feed the GPUs clock "
+                    "lower/later between kernel launches."
+                ),
+                fix=(
+                    "Remove amd_pstate=disable from the boot configuration (or set "
+                    "amd_pstate=active) and reboot."
+                ),
+            ),
+            "kernel_predates_amd_pstate_by": Message(
+                title=(
+                    "Kernel {release} predates amd-pstate-by-default for Zen 5 servers: "
+                    "acpi-cpufreq will drive the CPUs"
+                ),
+                why=(
+                    "amd-pstate refuses to load by default on ACPI 'server' profiles unless the "
+                    "CPU is family >= 0x1A (Zen 5), and that default only exists from kernel "
+                    "6.13; otherwise the kernel falls back to acpi-cpufreq, which sees only the "
+                    "few ACPI P-states and reacts slowly, so the cores that feed the GPUs clock "
+                    "lower/later between kernel launches."
+                ),
+                fix=(
+                    "Either upgrade to a kernel >= 6.13 (on Proxmox VE 8: an opt-in "
+                    "proxmox-kernel-6.14 package) or add amd_pstate=active to the kernel command "
+                    "line (works on 6.8 when the BIOS exposes CPPC), then reboot and confirm "
+                    "/sys/devices/system/cpu/cpu0/cpufreq/scaling_driver reads amd-pstate-epp."
+                ),
+            ),
+            "never_gets_amd_pstate_by": Message(
+                title=(
+                    "{cpu} never gets amd-pstate by default on a server: acpi-cpufreq will drive "
+                    "the CPUs"
+                ),
+                why=(
+                    "amd-pstate refuses to load by default on ACPI 'server' profiles unless the "
+                    "CPU is family >= 0x1A (Zen 5), and that default only exists from kernel "
+                    "6.13; otherwise the kernel falls back to acpi-cpufreq, which sees only the "
+                    "few ACPI P-states and reacts slowly, so the cores that feed the GPUs clock "
+                    "lower/later between kernel launches."
+                ),
+                fix=(
+                    "Add amd_pstate=active to the kernel command line (needs CPPC enabled in the "
+                    "BIOS) and reboot."
+                ),
+            ),
+            "kernel_virtual_machine": Message(
+                title="Kernel {release} (virtual machine)",
+                why=(
+                    "In a guest the host's kernel and BIOS drive the CPU clocks; amd-pstate "
+                    "settings here change nothing."
+                ),
+                fix="Audit the hypervisor host itself for amd-pstate / CPPC.",
+            ),
+        },
     ),
     Check(
         "kernel.cmdline",
@@ -431,6 +478,21 @@ CHECKS: tuple[Check, ...] = (
             "etc_kernel_cmdline",
             "grub_cmdline",
         ),
+        variants={
+            "kernel_command_line": Message(title="Kernel command line"),
+            "has_parameters_the_running_kernel": Message(
+                title="{source} has parameters the running kernel did not boot with",
+                why=(
+                    "An edited boot configuration only takes effect after regenerating the boot "
+                    "entries and rebooting; on Proxmox with systemd-boot (ZFS root) "
+                    "/etc/kernel/cmdline rules and GRUB edits are ignored."
+                ),
+                fix=(
+                    "Run update-grub or proxmox-boot-tool refresh (whichever boots this host) "
+                    "and reboot in a maintenance window."
+                ),
+            ),
+        },
     ),
     Check(
         "kernel.numa_balancing",
@@ -443,6 +505,10 @@ CHECKS: tuple[Check, ...] = (
         sources=("numa_balancing", "node_list"),
         applies=multi_node,
         aliases=("numa.balancing",),
+        variants={
+            "automatic_numa_balancing_is_off": Message(title="Automatic NUMA balancing is off"),
+            "automatic_numa_balancing_is_on": Message(title="Automatic NUMA balancing is on"),
+        },
     ),
     Check(
         "kernel.thp",
@@ -453,6 +519,12 @@ CHECKS: tuple[Check, ...] = (
         "echo madvise > /sys/kernel/mm/transparent_hugepage/defrag (persist with transparent_hugepage= or a tmpfiles rule).",
         thp,
         sources=("thp_enabled", "thp_defrag"),
+        variants={
+            "transparent_huge_pages": Message(title="Transparent huge pages"),
+            "thp_always_with_synchronous_defrag": Message(
+                title="THP always with synchronous defrag"
+            ),
+        },
     ),
     Check(
         "kernel.swap",
@@ -462,6 +534,23 @@ CHECKS: tuple[Check, ...] = (
         "Lower vm.swappiness (e.g. 1-10), give the host/container more memory headroom, or disable swap on the GPU server.",
         swap,
         sources=("proc_swaps",),
+        variants={
+            "swap_is_configured_but_the": Message(
+                title="Swap is configured but the engine does not use it",
+                fix=(
+                    "Keep an eye on VmSwap of the engine processes; lower vm.swappiness if they "
+                    "start to swap."
+                ),
+            ),
+            "no_swap_configured": Message(title="No swap configured"),
+            "swap_is_configured": Message(
+                title="Swap is configured",
+                fix="Check VmSwap of the engine processes; lower vm.swappiness if they swap.",
+            ),
+            "engine_process_es_have_pages": Message(
+                title="{n_swapped} engine process(es) have pages in swap"
+            ),
+        },
     ),
     Check(
         "kernel.zone_reclaim",
@@ -473,6 +562,10 @@ CHECKS: tuple[Check, ...] = (
         zone_reclaim,
         sources=("zone_reclaim",),
         aliases=("numa.zone_reclaim",),
+        variants={
+            "numa_zone_reclaim_is_off": Message(title="NUMA zone reclaim is off"),
+            "numa_zone_reclaim_is_on": Message(title="NUMA zone reclaim is on"),
+        },
     ),
     Check(
         "kernel.clocksource",
@@ -484,6 +577,11 @@ CHECKS: tuple[Check, ...] = (
         clocksource,
         sources=("clocksource",),
         expected="tsc",
+        variants={
+            "clock_source": Message(title="Clock source {clocksource}"),
+            "clock_source_is_not_tsc": Message(title="Clock source is {clocksource}, not TSC"),
+            "clock_source_tsc": Message(title="Clock source tsc"),
+        },
     ),
     Check(
         "kernel.uvm_hmm",
@@ -495,6 +593,16 @@ CHECKS: tuple[Check, ...] = (
         uvm_hmm,
         needs_gpu=True,
         optional=("uvm_disable_hmm",),
+        variants={
+            "uvm_hmm_enabled": Message(
+                title="UVM HMM enabled",
+                fix=(
+                    "options nvidia_uvm uvm_disable_hmm=1 in /etc/modprobe.d/uvm.conf if CUDA "
+                    "init or P2P hangs are seen."
+                ),
+            ),
+            "uvm_hmm_disabled": Message(title="UVM HMM disabled"),
+        },
     ),
     Check(
         "kernel.tuned_profile",
@@ -504,6 +612,13 @@ CHECKS: tuple[Check, ...] = (
         "tuned-adm profile accelerator-performance",
         tuned_profile,
         optional=("tuned_active",),
+        variants={
+            "tuned_profile": Message(title="tuned profile {tuned_profile}"),
+            "tuned_profile_favours_power_saving": Message(
+                title="tuned profile {tuned_profile} favours power saving"
+            ),
+            "no_tuning_daemon": Message(title="No tuning daemon"),
+        },
     ),
     Check(
         "kernel.dmesg_faults",
@@ -513,6 +628,25 @@ CHECKS: tuple[Check, ...] = (
         "See pcie.link_errors and driver.xid_history.",
         dmesg_faults,
         sources=("journal_kernel_faults",),
+        variants={
+            "no_iommu_faults_aer_errors": Message(
+                title="No IOMMU faults, AER errors or lockups this boot"
+            ),
+            "iommu_fault_link_down_lockup": Message(
+                title="{n_crit} IOMMU fault / link-down / lockup line(s) in this boot's kernel log",
+                why=(
+                    "IOMMU page faults on GPU addresses block P2P/DMA; link-downs and soft "
+                    "lockups precede hangs."
+                ),
+                fix=(
+                    "Correlate with pcie.acs / firmware.iommu_mode; check slots, risers and "
+                    "firmware."
+                ),
+            ),
+            "aer_hung_task_xid_line": Message(
+                title="{n_warn} AER / hung-task / Xid line(s) in this boot's kernel log"
+            ),
+        },
     ),
     Check(
         "kernel.cpu_vulnerability_mitigations",
@@ -523,6 +657,7 @@ CHECKS: tuple[Check, ...] = (
         mitigations,
         sources=("cpu_vulnerabilities",),
         optional=("proc_cmdline",),
+        variants={"cpu_vulnerability_mitigations": Message(title="CPU vulnerability mitigations")},
     ),
     Check(
         "kernel.host_knobs_visible",
@@ -539,5 +674,26 @@ CHECKS: tuple[Check, ...] = (
             ("container", "numa_balancing"),
             ("host", "numa_balancing"),
         ),
+        variants={
+            "container_inherits_the_host_s": Message(
+                title="Container inherits the host's kernel knobs"
+            ),
+            "the_container_runs_a_different": Message(
+                title="The container runs a different kernel than the host",
+                why=(
+                    "A different kernel means the 'container' is a VM or another machine: host "
+                    "knobs do not apply to it."
+                ),
+                fix="Re-check which machine the container target points at.",
+            ),
+            "container_sees_a_different_kernel": Message(
+                title="Container sees a different kernel.numa_balancing than the host",
+                why=(
+                    "A container shares the host's sysctls; a difference means the two targets "
+                    "are not the same kernel."
+                ),
+                fix="Re-check which machine the container target points at.",
+            ),
+        },
     ),
 )

@@ -5,7 +5,7 @@ nccl.shm_capacity is PROBES.md's cross-reference to container.shm: the container
 
 from __future__ import annotations
 
-from gpuaudit.probes.core.judge.checks import BOTH, HOST, Check
+from gpuaudit.probes.core.judge.checks import BOTH, HOST, Check, Message
 from gpuaudit.probes.nccl import checks_active as act
 from gpuaudit.probes.nccl import checks_engine as eng
 from gpuaudit.probes.nccl import checks_topology as topo
@@ -29,6 +29,16 @@ CHECKS: tuple[Check, ...] = (
         applies=topo.fewer_than_two_gpus,
         needs_gpu=True,
         optional=("smi_topo_p2p_w", "smi_topo_m"),
+        variants={
+            "p2p_not_supported_on_consumer": Message(
+                title="P2P not supported on consumer GPUs (driver design)"
+            ),
+            "some_gpu_pairs_lack_p2p": Message(title="Some GPU pairs lack P2P"),
+            "p2p_not_applicable_single_gpu": Message(title="P2P not applicable (single GPU)"),
+            "driver_reports_p2p_read_write": Message(
+                title="Driver reports P2P read/write OK between all GPUs"
+            ),
+        },
     ),
     Check(
         "nccl.topology_class",
@@ -44,6 +54,25 @@ CHECKS: tuple[Check, ...] = (
         applies=topo.fewer_than_two_gpus,
         needs_gpu=True,
         optional=(("host", "cpuinfo_id"), "engine_procs"),
+        variants={
+            "gpu_path_types_p2p_expected": Message(
+                title="GPU path types: P2P expected on every path"
+            ),
+            "all_gpu_pairs_connected_by": Message(title="All GPU pairs connected by NVLink"),
+            "nccl_will_not_use_p2p": Message(
+                title="NCCL will not use P2P across the Intel CPU (by design)",
+                why=(
+                    "NCCL lowers its P2P cutoff to PXB on Intel x86 (Intel root complexes split "
+                    "P2P traffic into 64-byte TLPs), so GPUs that meet only at the CPU talk "
+                    "through SHM."
+                ),
+                fix=(
+                    "Usually nothing; if measured P2P over the CPU is fast, NCCL_P2P_LEVEL=SYS "
+                    "enables it."
+                ),
+            ),
+            "gpu_path_types_read_cpu": Message(title="GPU path types read (CPU vendor unknown)"),
+        },
     ),
     Check(
         "nccl.env_overrides",
@@ -65,6 +94,19 @@ CHECKS: tuple[Check, ...] = (
             ("host", "iommu_state"),
             ("host", "smi_topo_p2p_r"),
         ),
+        variants={
+            "nccl_knobs_override_transport_or": Message(
+                title="NCCL knobs override transport or algorithm"
+            ),
+            "nccl_tuning_debug_variables_set": Message(title="NCCL tuning/debug variables set"),
+            "engine_environment_not_readable": Message(
+                title="Engine environment not readable",
+                fix="Run the audit as root (or --sudo) to read the serving process's environment.",
+            ),
+            "no_nccl_overrides_in_the": Message(
+                title="No NCCL overrides in the engine's environment"
+            ),
+        },
     ),
     Check(
         "nccl.library_in_use",
@@ -78,6 +120,16 @@ CHECKS: tuple[Check, ...] = (
         first_of=ENGINE_FIRST,
         applies=no_engine,
         optional=("pyenv", "ldconfig_nccl", ("host", "ldconfig_nccl")),
+        variants={
+            "engine_loads_an_nccl_older": Message(
+                title="Engine loads an NCCL older than torch was built with"
+            ),
+            "engine_loads_one_libnccl": Message(title="Engine loads one libnccl"),
+            "libnccl_mapped_by_the_engine": Message(title="libnccl mapped by the engine not seen"),
+            "two_different_libnccl_copies_mapped": Message(
+                title="Two different libnccl copies mapped by the engine"
+            ),
+        },
     ),
     Check(
         "nccl.custom_allreduce",
@@ -92,6 +144,15 @@ CHECKS: tuple[Check, ...] = (
         first_of=ENGINE_FIRST,
         applies=eng.tp_one,
         optional=("smi_topo_m", ("host", "smi_topo_m")),
+        variants={
+            "engine_s_custom_all_reduce": Message(title="Engine's custom all-reduce disabled"),
+            "engine_s_custom_all_reduce_2": Message(
+                title="Engine's custom all-reduce not disabled"
+            ),
+            "engine_s_custom_all_reduce_3": Message(
+                title="Engine's custom all-reduce disabled (interconnect unknown)"
+            ),
+        },
     ),
     Check(
         "nccl.amd_dual_socket_model",
@@ -107,6 +168,10 @@ CHECKS: tuple[Check, ...] = (
         applies=topo.not_amd_cross_socket,
         needs_gpu=True,
         optional=("engine_procs",),
+        variants={
+            "nccl_assumes_16_gb_s": Message(title="NCCL assumes 16 GB/s between AMD sockets"),
+            "cross_socket_tp_on_amd": Message(title="Cross-socket TP on AMD with an NCCL override"),
+        },
     ),
     Check(
         "nccl.iommu_acs_gate",
@@ -122,6 +187,14 @@ CHECKS: tuple[Check, ...] = (
         roles=HOST,
         needs_gpu=True,
         optional=("engine_procs",),
+        variants={
+            "ok": Message(title="GPU peer traffic not translated by the IOMMU"),
+            "unknown": Message(title="IOMMU/ACS gate could not be judged"),
+            "warning": Message(title="IOMMU translates GPU DMA (P2P may be slowed)"),
+            "critical": Message(
+                title="P2P will be routed via the IOMMU: expect very low bandwidth or hangs"
+            ),
+        },
     ),
     Check(
         "nccl.env_vs_topology",
@@ -137,6 +210,25 @@ CHECKS: tuple[Check, ...] = (
         cross=True,
         applies=topo.no_container_engine,
         optional=(("host", "smi_topo_p2p_r"), ("host", "smi_topo_m"), ("host", "iommu_state")),
+        variants={
+            "container_nccl_env_consistent_with": Message(
+                title="Container NCCL env consistent with host P2P capability"
+            ),
+            "container_nccl_env_vs_host": Message(
+                title="Container NCCL env vs host: no engine environment"
+            ),
+            "p2p_forced_on_while_the": Message(
+                title="P2P forced on while the IOMMU/ACS gate says it will hang",
+                why=(
+                    "Forcing P2P through an IOMMU-translated, ACS-redirected path is the "
+                    "reported recipe for hung collectives."
+                ),
+                fix="Fix the host (iommu=pt, ACS redirect off) before forcing NCCL_P2P_LEVEL=SYS.",
+            ),
+            "container_disables_p2p_that_the": Message(
+                title="Container disables P2P that the host supports"
+            ),
+        },
     ),
     Check(
         "nccl.transport_observed",
@@ -155,6 +247,23 @@ CHECKS: tuple[Check, ...] = (
             "engine_procs",
             ("host", "engine_logs"),
         ),
+        variants={
+            "nccl_connects_the_gpus_via": Message(title="NCCL connects the GPUs via P2P"),
+            "nccl_transport_engine_log_not": Message(title="NCCL transport: engine log not read"),
+            "nccl_transport_not_visible_in": Message(
+                title="NCCL transport not visible in the engine log",
+                fix=(
+                    "Set NCCL_DEBUG=INFO in the engine's environment and restart it to see the "
+                    "transport, or run nccl-tests (--active)."
+                ),
+            ),
+            "nccl_uses_shm_net_between": Message(
+                title="NCCL uses SHM/NET between GPUs the driver reports P2P-capable"
+            ),
+            "nccl_uses_non_p2p_transports": Message(
+                title="NCCL uses non-P2P transports (P2P capability not confirmed)"
+            ),
+        },
     ),
     Check(
         "nccl.allreduce_bw",
@@ -167,6 +276,21 @@ CHECKS: tuple[Check, ...] = (
         sources=("nccl_all_reduce_perf",),
         roles=HOST,
         needs_gpu=True,
+        variants={
+            "ok": Message(title="(active, load-generating) all-reduce bus bandwidth as expected"),
+            "warning": Message(
+                title="(active, load-generating) all-reduce bus bandwidth below expectation"
+            ),
+            "unknown": Message(
+                title=(
+                    "(active, load-generating) all-reduce bus bandwidth: expectation depends on "
+                    "the unread topology"
+                )
+            ),
+            "active_load_generating_nccl_tests": Message(
+                title="(active, load-generating) nccl-tests all_reduce_perf gave no result"
+            ),
+        },
     ),
     Check(
         "nccl.allreduce_lat",
@@ -178,5 +302,20 @@ CHECKS: tuple[Check, ...] = (
         sources=("nccl_all_reduce_perf",),
         roles=HOST,
         needs_gpu=True,
+        variants={
+            "ok": Message(title="(active, load-generating) small-message all-reduce latency"),
+            "warning": Message(
+                title="(active, load-generating) small-message all-reduce latency high"
+            ),
+            "unknown": Message(
+                title=(
+                    "(active, load-generating) small-message all-reduce latency: limit depends "
+                    "on the unread topology"
+                )
+            ),
+            "active_load_generating_small_message": Message(
+                title="(active, load-generating) small-message all-reduce latency not measured"
+            ),
+        },
     ),
 )

@@ -52,7 +52,7 @@ def allreduce_bw(ctx: Ctx) -> Verdict:
     if not f.allreduce:
         return unknown(
             f.allreduce_note or "no result rows",
-            title=TITLE + "nccl-tests all_reduce_perf gave no result",
+            variant="active_load_generating_nccl_tests",
         )
     classes, note = _classes(ctx)
     peak = f.allreduce_peak or 0.0
@@ -70,12 +70,7 @@ def allreduce_bw(ctx: Ctx) -> Verdict:
         sev,
         obs,
         " | ".join(text for _, text in floors),
-        title=TITLE
-        + {
-            "ok": "all-reduce bus bandwidth as expected",
-            "warning": "all-reduce bus bandwidth below expectation",
-            "unknown": "all-reduce bus bandwidth: expectation depends on the unread topology",
-        }[sev],
+        variant=sev,  # a variant per severity: ok, warning, unknown
     )
 
 
@@ -85,7 +80,7 @@ def allreduce_lat(ctx: Ctx) -> Verdict:
     if not small:
         return unknown(
             f.allreduce_note or "no message size ≤ 64 KB in the run",
-            title=TITLE + "small-message all-reduce latency not measured",
+            variant="active_load_generating_small_message",
         )
     lat = small[len(small) // 2]
     classes, note = _classes(ctx)
@@ -96,10 +91,5 @@ def allreduce_lat(ctx: Ctx) -> Verdict:
         sev,
         f"median {lat:.1f} µs for 8 B..64 KB ({len(small)} sizes){note}",
         " | ".join(t for _, t in limits),
-        title=TITLE
-        + {
-            "ok": "small-message all-reduce latency",
-            "warning": "small-message all-reduce latency high",
-            "unknown": "small-message all-reduce latency: limit depends on the unread topology",
-        }[sev],
+        variant=sev,  # a variant per severity: ok, warning, unknown
     )

@@ -86,8 +86,7 @@ def env_overrides(ctx: Ctx) -> Verdict:
     if not e.engine_env_readable:
         return unknown(
             "/proc/<pid>/environ unreadable (needs root or the engine's uid)",
-            title="Engine environment not readable",
-            fix="Run the audit as root (or --sudo) to read the serving process's environment.",
+            variant="engine_environment_not_readable",
             evidence=ev,
         )
     topo = topology(ctx)
@@ -102,7 +101,7 @@ def env_overrides(ctx: Ctx) -> Verdict:
         return ok(
             f"{e.engine_kind or 'engine'}: "
             + (", ".join(nccl_vars) if nccl_vars else "no NCCL_* variables"),
-            title="No NCCL overrides in the engine's environment",
+            variant="no_nccl_overrides_in_the",
             evidence=ev,
         )
     worst = max((s for s, _ in issues), key=_RANK.index)
@@ -110,9 +109,9 @@ def env_overrides(ctx: Ctx) -> Verdict:
         worst,
         "; ".join(t for _, t in issues),
         evidence=ev,
-        title="NCCL knobs override transport or algorithm"
+        variant="nccl_knobs_override_transport_or"
         if worst != "info"
-        else "NCCL tuning/debug variables set",
+        else "nccl_tuning_debug_variables_set",
     )
 
 
@@ -133,14 +132,14 @@ def library_in_use(ctx: Ctx) -> Verdict:
         return Verdict(
             "unknown" if not e.engine_env_readable else "info",
             f"no libnccl in the main process maps (workers load it; or maps unreadable); {vers}",
-            title="libnccl mapped by the engine not seen",
+            variant="libnccl_mapped_by_the_engine",
             evidence=ev,
         )
     if len(set(libs)) > 1 and len({re.sub(r"^.*/", "", lib) for lib in libs}) > 1:
         return warning(
             ", ".join(libs) + f"; {vers}",
             "one libnccl per process",
-            title="Two different libnccl copies mapped by the engine",
+            variant="two_different_libnccl_copies_mapped",
             evidence=ev,
         )
     lib_v = next((v for lib in libs if (v := nccl_version_from_path(lib))), None)
@@ -149,9 +148,7 @@ def library_in_use(ctx: Ctx) -> Verdict:
         "info" if older else "ok",
         f"{', '.join(libs)}" + (f" ({lib_v})" if lib_v else "") + f"; {vers}",
         evidence=ev,
-        title="Engine loads an NCCL older than torch was built with"
-        if older
-        else "Engine loads one libnccl",
+        variant="engine_loads_an_nccl_older" if older else "engine_loads_one_libnccl",
     )
 
 
@@ -162,18 +159,18 @@ def custom_allreduce_verdict(
     if not disabled:
         return ok(
             f"{kind} TP={tp}, --disable-custom-all-reduce absent ({inter or 'topology unknown'})",
-            title="Engine's custom all-reduce not disabled",
+            variant="engine_s_custom_all_reduce_2",
         )
     if inter is None:  # NVLink -> warning, PCIe -> info: which one needs the topology
         return unknown(
             f"{kind} TP={tp} with --disable-custom-all-reduce; interconnect unknown ({topo_note})",
-            title="Engine's custom all-reduce disabled (interconnect unknown)",
+            variant="engine_s_custom_all_reduce_3",
         )
     return Verdict(
         "warning" if inter == "nvlink" else "info",
         f"{kind} TP={tp} with --disable-custom-all-reduce on {inter} topology",
         "custom all-reduce on for NVLink systems; on > 2 PCIe GPUs vLLM disables it by design",
-        title="Engine's custom all-reduce disabled",
+        variant="engine_s_custom_all_reduce",
     )
 
 
@@ -200,4 +197,4 @@ def custom_allreduce(ctx: Ctx) -> Verdict:
         topology_problem(ctx),
     )
     ev = ((role, "engine_procs"),) + (((topo[0], "smi_topo_m"),) if topo else ())
-    return Verdict(v.severity, v.observed, v.expected, title=v.title, evidence=ev)
+    return Verdict(v.severity, v.observed, v.expected, v.variant, v.params, evidence=ev)

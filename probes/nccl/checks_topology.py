@@ -38,7 +38,7 @@ def p2p_matrix(ctx: Ctx) -> Verdict:
     f = ctx.f
     read, write = f.p2p_read or {}, f.p2p_write or {}
     if not read:
-        return not_applicable(_NOT_P2P, title="P2P not applicable (single GPU)")
+        return not_applicable(_NOT_P2P, variant="p2p_not_applicable_single_gpu")
     bad = {k: v for k, v in read.items() if v != "OK"} | {
         k: f"w:{v}" for k, v in write.items() if v != "OK"
     }
@@ -46,7 +46,7 @@ def p2p_matrix(ctx: Ctx) -> Verdict:
     if not bad:
         return ok(
             f"{n} GPUs, {len(read)} pairs: all OK (read{', write' if write else ''})",
-            title="Driver reports P2P read/write OK between all GPUs",
+            variant="driver_reports_p2p_read_write",
         )
     codes = Counter(v.split(":")[-1] for v in bad.values())
     names = " ".join(n for _r, g in ordered(ctx) for n in g.gpu_names).lower()
@@ -56,9 +56,7 @@ def p2p_matrix(ctx: Ctx) -> Verdict:
         "info" if geforce else "warning",
         f"{len(bad)} non-OK pair entries ({dict(codes)}): {sample}",
         "OK for every pair used by one tensor-parallel group",
-        title="P2P not supported on consumer GPUs (driver design)"
-        if geforce
-        else "Some GPU pairs lack P2P",
+        variant="p2p_not_supported_on_consumer" if geforce else "some_gpu_pairs_lack_p2p",
     )
 
 
@@ -70,30 +68,27 @@ def topology_class(ctx: Ctx) -> Verdict:
     level = engine_env(ctx).get("NCCL_P2P_LEVEL")
     ev: tuple[tuple[Role, str], ...] = (("host", "cpuinfo_id"),) if vendor else ()
     if interconnect(topo) == "nvlink":
-        return ok(summary, title="All GPU pairs connected by NVLink")
+        return ok(summary, variant="all_gpu_pairs_connected_by")
     if vendor == "Intel" and any(v in ("PHB", "NODE", "SYS") for v in topo.values()) and not level:
         return info(
             f"{summary}; CPU Intel; NCCL_P2P_LEVEL unset",
             "P2P only up to PXB on Intel hosts unless NCCL_P2P_LEVEL raises it",
             evidence=ev,
-            title="NCCL will not use P2P across the Intel CPU (by design)",
-            why="NCCL lowers its P2P cutoff to PXB on Intel x86 (Intel root complexes split P2P traffic into "
-            "64-byte TLPs), so GPUs that meet only at the CPU talk through SHM.",
-            fix="Usually nothing; if measured P2P over the CPU is fast, NCCL_P2P_LEVEL=SYS enables it.",
+            variant="nccl_will_not_use_p2p",
         )
     if vendor is None and any(v in ("PHB", "NODE", "SYS") for v in topo.values()):
         return (
             unknown(  # NCCL's P2P cutoff over the CPU depends on the vendor: no verdict without it
                 f"{summary}; CPU vendor not read (cpuinfo_id)",
                 evidence=(("host", "cpuinfo_id"),),
-                title="GPU path types read (CPU vendor unknown)",
+                variant="gpu_path_types_read_cpu",
             )
         )
     return ok(
         f"{summary}; CPU {vendor or 'not needed (no path over the CPU)'}"
         + (f"; NCCL_P2P_LEVEL={level}" if level else ""),
         evidence=ev,
-        title="GPU path types: P2P expected on every path",
+        variant="gpu_path_types_p2p_expected",
     )
 
 
@@ -119,21 +114,13 @@ def amd_dual_socket_model(ctx: Ctx) -> Verdict:
     if override:
         return ok(
             f"{len(sys_pairs)} SYS pairs over NUMA nodes {numa}; {', '.join(override)} set",
-            title="Cross-socket TP on AMD with an NCCL override",
+            variant="cross_socket_tp_on_amd",
         )
     return info(
         f"{len(sys_pairs)} GPU pairs cross sockets (SYS), GPUs on NUMA nodes {numa or '?'}; "
         "no NCCL_MIN_NCHANNELS / topology / tuner override",
-        title="NCCL assumes 16 GB/s between AMD sockets",
+        variant="nccl_assumes_16_gb_s",
     )
-
-
-_GATE_TITLES = {
-    "ok": "GPU peer traffic not translated by the IOMMU",
-    "unknown": "IOMMU/ACS gate could not be judged",
-    "warning": "IOMMU translates GPU DMA (P2P may be slowed)",
-    "critical": "P2P will be routed via the IOMMU: expect very low bandwidth or hangs",
-}
 
 
 def iommu_acs_gate(ctx: Ctx) -> Verdict:
@@ -142,7 +129,7 @@ def iommu_acs_gate(ctx: Ctx) -> Verdict:
     ev: tuple[tuple[Role, str], ...] = (("host", "iommu_state"), ("host", "lspci_vvv")) + (
         ((found[0], "engine_procs"),) if found else ()
     )
-    return Verdict(sev, obs, title=_GATE_TITLES[sev], evidence=ev)
+    return Verdict(sev, obs, variant=sev, evidence=ev)  # a variant per severity
 
 
 def no_container_engine(ctx: Ctx) -> str | None:
@@ -159,7 +146,7 @@ def env_vs_topology(ctx: Ctx) -> Verdict:
     if not ctr.engine_env_readable:
         return unknown(
             f"engine environment unreadable ({ctx.problem('engine_procs', 'container') or 'environ not readable'})",
-            title="Container NCCL env vs host: no engine environment",
+            variant="container_nccl_env_vs_host",
         )
     env = ctr.engine_env
     gate, gobs = iommu_gate(ctx)
@@ -167,19 +154,17 @@ def env_vs_topology(ctx: Ctx) -> Verdict:
     if env.get("NCCL_P2P_LEVEL", "").upper() in ("SYS", "5") and gate == "critical":
         return critical(
             f"container NCCL_P2P_LEVEL={env['NCCL_P2P_LEVEL']}; host: {gobs}",
-            title="P2P forced on while the IOMMU/ACS gate says it will hang",
-            why="Forcing P2P through an IOMMU-translated, ACS-redirected path is the reported recipe for hung collectives.",
-            fix="Fix the host (iommu=pt, ACS redirect off) before forcing NCCL_P2P_LEVEL=SYS.",
+            variant="p2p_forced_on_while_the",
         )
     if env.get("NCCL_P2P_DISABLE") == "1" and p2p_ok and gate == "ok":
         return warning(
             f"container NCCL_P2P_DISABLE=1; host P2P all OK; {gobs}",
-            title="Container disables P2P that the host supports",
+            variant="container_disables_p2p_that_the",
         )
     return ok(
         f"NCCL_P2P_DISABLE={env.get('NCCL_P2P_DISABLE', 'unset')}, NCCL_P2P_LEVEL={env.get('NCCL_P2P_LEVEL', 'unset')}; "
         f"host P2P {'all OK' if p2p_ok else 'not all OK/unknown'}; gate {gate}",
-        title="Container NCCL env consistent with host P2P capability",
+        variant="container_nccl_env_consistent_with",
     )
 
 
@@ -205,7 +190,7 @@ def transport_observed(ctx: Ctx) -> Verdict:
                 if f.log_sources is None
             )
             or "no engine log read",
-            title="NCCL transport: engine log not read",
+            variant="nccl_transport_engine_log_not",
         )
     role, f = pick
     ev = ((role, "engine_logs"),)
@@ -214,9 +199,7 @@ def transport_observed(ctx: Ctx) -> Verdict:
             no_channels_reason(ctx, f.log_sources or []),
             expected="NCCL INFO 'Channel .. via P2P/..' lines",
             evidence=ev,
-            title="NCCL transport not visible in the engine log",
-            fix="Set NCCL_DEBUG=INFO in the engine's environment and restart it to see the transport, or run "
-            "nccl-tests (--active).",
+            variant="nccl_transport_not_visible_in",
         )
     host = ctx.of("host")
     p2p = (host.p2p_read or {}) if host is not None else {}
@@ -232,19 +215,19 @@ def transport_observed(ctx: Ctx) -> Verdict:
         return warning(
             f"{'; '.join(vetoed[:4])}{more}; channels: {summary}",
             "via P2P/... between pairs that nvidia-smi topo -p2p r reports OK",
-            title="NCCL uses SHM/NET between GPUs the driver reports P2P-capable",
+            variant="nccl_uses_shm_net_between",
             evidence=ev + (("host", "smi_topo_p2p_r"),),
         )
     if counts.keys() - {"P2P"}:
         return info(
             f"channels: {summary}; driver P2P matrix {'read' if p2p else 'not read'}",
             evidence=ev,
-            title="NCCL uses non-P2P transports (P2P capability not confirmed)",
+            variant="nccl_uses_non_p2p_transports",
         )
     return ok(
         f"channels: {summary} ({len(f.nccl_channels)} distinct GPU pairs/transports)",
         evidence=ev,
-        title="NCCL connects the GPUs via P2P",
+        variant="nccl_connects_the_gpus_via",
     )
 
 

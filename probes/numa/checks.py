@@ -6,6 +6,7 @@ from gpuaudit.probes.core.judge.checks import (
     BOTH,
     Check,
     Ctx,
+    Message,
     Verdict,
     info,
     not_applicable,
@@ -56,7 +57,7 @@ def topology(ctx: Ctx) -> Verdict:
     memless = [n.id for n in nodes if n.size_mb == 0]
     if memless:
         obs += f"; memoryless node(s) {ranges(memless)} (see firmware.numa_mode)"
-    return info(obs, title=f"{len(nodes)} NUMA node(s)")
+    return info(obs, variant="numa_node_s", n_nodes=len(nodes))
 
 
 def gpu_locality(ctx: Ctx) -> Verdict:
@@ -75,13 +76,13 @@ def gpu_locality(ctx: Ctx) -> Verdict:
         return warning(
             obs,
             "every GPU reports its NUMA node (0..N-1)",
-            title="GPUs without NUMA proximity information on a multi-node host",
+            variant="gpus_without_numa_proximity_information",
         )
     if f.nodes is None:
-        return info(obs, title="GPU NUMA locality (node count unknown)")
+        return info(obs, variant="gpu_numa_locality_node_count")
     return ok(
         obs if multi else f"{obs} (single node: no proximity information needed)",
-        title="GPU NUMA locality",
+        variant="gpu_numa_locality",
     )
 
 
@@ -109,9 +110,10 @@ def node_pressure(ctx: Ctx) -> Verdict:
         return warning(
             obs,
             ">= 5% free on the nodes local to the GPUs",
-            title=f"NUMA node {ranges(tight)} nearly full while others have room",
+            variant="numa_node_nearly_full_while",
+            ranges=ranges(tight),
         )
-    return ok(obs, title="No NUMA node under memory pressure")
+    return ok(obs, variant="no_numa_node_under_memory")
 
 
 def tp_group_span(ctx: Ctx) -> Verdict:
@@ -124,19 +126,17 @@ def tp_group_span(ctx: Ctx) -> Verdict:
         if f.nodes is not None and len(f.nodes) <= 1:
             return not_applicable(
                 "single NUMA node host (GPUs report no node)",
-                title="All GPUs on one NUMA node",
+                variant="all_gpus_on_one_numa",
             )
         return unknown(
             f"{len(all_nodes)} GPU(s) without a NUMA node (-1 or unread); "
             + ctx.why("pci_nvidia_numa", "smi_gpu_ids")
         )
     if len(nodes) == 1:
-        return ok(
-            f"GPUs on node(s) {ranges(sorted(nodes))}", title="All GPUs on one NUMA node", fix=""
-        )
+        return ok(f"GPUs on node(s) {ranges(sorted(nodes))}", variant="all_gpus_on_one_numa")
     return info(
         f"GPUs on nodes {ranges(sorted(nodes))}; a tensor-parallel group over all of them crosses the socket link",
-        title="GPUs span several NUMA nodes",
+        variant="gpus_span_several_numa_nodes",
     )
 
 
@@ -166,7 +166,7 @@ def cpuset_vs_gpu(ctx: Ctx) -> Verdict:
             f"{minus1} GPU(s) report NUMA node -1 (no proximity information); {unread}"
             if minus1
             else unread,
-            title="GPU NUMA nodes not known",
+            variant="gpu_numa_nodes_not_known",
         )
     node_cpus = {n.id: set(n.cpus) for n in host.nodes}
     cpuset = set(ctr.cpuset_cpus)
@@ -186,15 +186,13 @@ def cpuset_vs_gpu(ctx: Ctx) -> Verdict:
         return warning(
             f"{head}; host: {'; '.join(remote)} has no CPU in it",
             "the container's cpuset includes CPUs of every node its GPUs hang off",
-            title="Container CPUs are remote from some of its GPUs",
+            variant="container_cpus_are_remote_from",
         )
     cover = "; ".join(
         f"node {n} ({', '.join(g)}): {len(cpuset & node_cpus.get(n, set()))}/{len(node_cpus.get(n, set()))} CPUs in cpuset"
         for n, g in sorted(per_node.items())
     )
-    return ok(
-        f"{head}; {which}: {cover}", title="Container CPUs cover the NUMA nodes of its GPUs", fix=""
-    )
+    return ok(f"{head}; {which}: {cover}", variant="container_cpus_cover_the_numa")
 
 
 def mems_vs_gpu(ctx: Ctx) -> Verdict:
@@ -214,11 +212,11 @@ def mems_vs_gpu(ctx: Ctx) -> Verdict:
         return warning(
             obs,
             "cpuset.mems includes the GPUs' nodes",
-            title="Container memory is confined to nodes remote from all its GPUs",
+            variant="container_memory_is_confined_to",
         )
     if not set(gnodes) <= mems:
-        return info(obs, title="Container memory covers only some of its GPUs' nodes")
-    return ok(obs, title="Container memory nodes include its GPUs' nodes", fix="")
+        return info(obs, variant="container_memory_covers_only_some")
+    return ok(obs, variant="container_memory_nodes_include_its")
 
 
 # --------------------------------------------------------------------------- engine workers (PROBES.md §8)
@@ -282,19 +280,21 @@ def worker_binding(ctx: Ctx) -> Verdict:
         return warning(
             more(away),
             "each rank's allowed CPUs on its GPU's NUMA node",
-            title=f"{len(away)} engine worker(s) pinned away from their GPU",
+            variant="engine_worker_s_pinned_away",
+            n_away=len(away),
         )
     if unpinned:
         return warning(
             more(unpinned, 3),
             "each rank bound to the CPUs of its GPU's node on a multi-node host",
-            title=f"{len(unpinned)} engine worker(s) not pinned to their GPU's node",
+            variant="engine_worker_s_not_pinned",
+            n_unpinned=len(unpinned),
         )
     if not near:
-        return unknown(more(unread), title="Engine worker affinity not readable")
+        return unknown(more(unread), variant="engine_worker_affinity_not_readable")
     return ok(
         more(near) + (f"; unreadable: {len(unread)}" if unread else ""),
-        title="Engine workers pinned near their GPUs",
+        variant="engine_workers_pinned_near_their",
     )
 
 
@@ -311,14 +311,13 @@ def memory_placement(ctx: Ctx) -> Verdict:
     if not mapped:
         return unknown(
             "no worker could be tied to a GPU (no nvidia-smi PID mapping, no TP rank in the process title)",
-            title="GPU of each engine worker unknown",
+            variant="gpu_of_each_engine_worker",
         )
     readable = [x for x in mapped if x.w.numa_kb]
     if not readable:
         return unknown(
             "/proc/<pid>/numa_maps unreadable (needs root or the engine's uid)",
-            title="Engine memory placement not readable",
-            fix="Run the audit as root (or --sudo).",
+            variant="engine_memory_placement_not_readable",
         )
     bad: list[str] = []
     good: list[str] = []
@@ -333,9 +332,10 @@ def memory_placement(ctx: Ctx) -> Verdict:
         return warning(
             more(bad),
             "<= 25% of each worker's resident memory on nodes other than its GPU's",
-            title=f"{len(bad)} engine worker(s) have > 25% of their memory off their GPU's node",
+            variant="engine_worker_s_have_25",
+            n_bad=len(bad),
         )
-    return ok(more(good), title="Engine memory on its GPUs' nodes", fix="")
+    return ok(more(good), variant="engine_memory_on_its_gpus")
 
 
 # --------------------------------------------------------------------------- the catalogue rows
@@ -349,6 +349,7 @@ CHECKS: tuple[Check, ...] = (
         "See firmware.numa_mode for the NUMA-per-socket setting; bind ranks to their GPU's node (numa.worker_binding).",
         topology,
         any_of=("numactl_h", "node_cpulists"),
+        variants={"numa_node_s": Message(title="{n_nodes} NUMA node(s)")},
     ),
     Check(
         "numa.gpu_locality",
@@ -363,6 +364,13 @@ CHECKS: tuple[Check, ...] = (
             "node_cpulists",
             "numactl_h",
         ),
+        variants={
+            "gpu_numa_locality": Message(title="GPU NUMA locality"),
+            "gpus_without_numa_proximity_information": Message(
+                title="GPUs without NUMA proximity information on a multi-node host"
+            ),
+            "gpu_numa_locality_node_count": Message(title="GPU NUMA locality (node count unknown)"),
+        },
     ),
     Check(
         "numa.node_pressure",
@@ -378,6 +386,12 @@ CHECKS: tuple[Check, ...] = (
             "pci_nvidia_numa",
             "smi_gpu_ids",
         ),
+        variants={
+            "no_numa_node_under_memory": Message(title="No NUMA node under memory pressure"),
+            "numa_node_nearly_full_while": Message(
+                title="NUMA node {ranges} nearly full while others have room"
+            ),
+        },
     ),
     Check(
         "numa.tp_group_span",
@@ -389,6 +403,10 @@ CHECKS: tuple[Check, ...] = (
         tp_group_span,
         any_of=("pci_nvidia_numa", "smi_gpu_ids"),
         needs_gpu=True,
+        variants={
+            "gpus_span_several_numa_nodes": Message(title="GPUs span several NUMA nodes"),
+            "all_gpus_on_one_numa": Message(title="All GPUs on one NUMA node"),
+        },
     ),
     Check(
         "numa.cpuset_vs_gpu",
@@ -413,6 +431,15 @@ CHECKS: tuple[Check, ...] = (
             ("container", "pci_nvidia_numa"),
             ("container", "status_allowed"),
         ),
+        variants={
+            "container_cpus_cover_the_numa": Message(
+                title="Container CPUs cover the NUMA nodes of its GPUs"
+            ),
+            "gpu_numa_nodes_not_known": Message(title="GPU NUMA nodes not known"),
+            "container_cpus_are_remote_from": Message(
+                title="Container CPUs are remote from some of its GPUs"
+            ),
+        },
     ),
     Check(
         "numa.mems_vs_gpu",
@@ -435,6 +462,17 @@ CHECKS: tuple[Check, ...] = (
             ("host", "node_cpulists"),
             ("host", "numactl_h"),
         ),
+        variants={
+            "container_memory_nodes_include_its": Message(
+                title="Container memory nodes include its GPUs' nodes"
+            ),
+            "container_memory_is_confined_to": Message(
+                title="Container memory is confined to nodes remote from all its GPUs"
+            ),
+            "container_memory_covers_only_some": Message(
+                title="Container memory covers only some of its GPUs' nodes"
+            ),
+        },
     ),
     Check(
         "numa.worker_binding",
@@ -454,6 +492,20 @@ CHECKS: tuple[Check, ...] = (
             "pci_nvidia_numa",
             "smi_gpu_ids",
         ),
+        variants={
+            "engine_workers_pinned_near_their": Message(
+                title="Engine workers pinned near their GPUs"
+            ),
+            "engine_worker_s_pinned_away": Message(
+                title="{n_away} engine worker(s) pinned away from their GPU"
+            ),
+            "engine_worker_s_not_pinned": Message(
+                title="{n_unpinned} engine worker(s) not pinned to their GPU's node"
+            ),
+            "engine_worker_affinity_not_readable": Message(
+                title="Engine worker affinity not readable"
+            ),
+        },
     ),
     Check(
         "numa.memory_placement",
@@ -467,5 +519,16 @@ CHECKS: tuple[Check, ...] = (
         needs_gpu=True,
         applies=host_layout_applies,
         optional=("engine_proc_status", "pci_nvidia_numa", "smi_gpu_ids"),
+        variants={
+            "engine_memory_on_its_gpus": Message(title="Engine memory on its GPUs' nodes"),
+            "gpu_of_each_engine_worker": Message(title="GPU of each engine worker unknown"),
+            "engine_memory_placement_not_readable": Message(
+                title="Engine memory placement not readable",
+                fix="Run the audit as root (or --sudo).",
+            ),
+            "engine_worker_s_have_25": Message(
+                title="{n_bad} engine worker(s) have > 25% of their memory off their GPU's node"
+            ),
+        },
     ),
 )

@@ -13,6 +13,7 @@ from gpuaudit.probes.core.judge.checks import (
     HOST,
     Check,
     Ctx,
+    Message,
     Verdict,
     critical,
     info,
@@ -68,20 +69,17 @@ def presence(ctx: Ctx) -> Verdict:
         return ok(
             f"{desc}: {k.active_total(f)} active links"
             + (f", {f.topo_nv_pairs} NV# GPU pairs" if f.topo_nv_pairs else ""),
-            title="NVLink present",
+            variant="nvlink_present",
         )
     if "sxm" in cls:
         return critical(
             f"{desc}: no active link, no NV# in topo",
             "NVLink between every GPU pair",
-            title="No NVLink on an SXM/HGX system",
-            why="Baseboard GPUs are wired by NVLink/NVSwitch; none visible means the fabric is down and all"
-            " traffic falls back to PCIe.",
-            fix="Check Fabric Manager, the NVSwitch driver and dmesg for NVLink training errors.",
+            variant="no_nvlink_on_an_sxm",
         )
     if cls <= {"pcie_none", "pcie_bridge"}:
         return not_applicable(f"{desc} without an NVLink bridge")
-    return info(f"{desc}: no NVLink seen", title="NVLink expectation unknown for this GPU")
+    return info(f"{desc}: no NVLink seen", variant="nvlink_expectation_unknown_for_this")
 
 
 def link_state(ctx: Ctx) -> Verdict:
@@ -104,19 +102,17 @@ def link_state(ctx: Ctx) -> Verdict:
         return critical(
             obs,
             ", ".join(f"GPU{i}: {want[i]} active" for i in sorted(short)),
-            title="NVLink links missing",
+            variant="nvlink_links_missing",
         )
     if slow:
         return warning(
             obs,
             f"every active link at {top:g} GB/s",
-            title="NVLink links below nominal speed",
-            why="A slow link caps every collective that crosses it.",
-            fix="Reset the GPUs and check for NVLink errors (Xid 74).",
+            variant="nvlink_links_below_nominal_speed",
         )
     return ok(
         obs,
-        why="Bridged PCIe pairs list inactive link slots by design (e.g. 12 of 18 on H100 PCIe).",
+        variant="ok",
     )
 
 
@@ -126,9 +122,7 @@ def errors(ctx: Ctx) -> Verdict:
         return critical(
             f"Xid 74 × {f.xid74}",
             "no Xid 74",
-            title="NVLink Xid 74 since boot",
-            why="Xid 74 is an NVLink error: the link was retrained or failed.",
-            fix="Reset the GPUs; recurring Xid 74 on one link means hardware (baseboard/bridge) service.",
+            variant="nvlink_xid_74_since_boot",
         )
     nonzero = {
         (g, ln, c): v
@@ -141,8 +135,7 @@ def errors(ctx: Ctx) -> Verdict:
         return info(
             "; ".join(f"GPU{g} link {ln} {c}={v}" for (g, ln, c), v in list(nonzero.items())[:8]),
             "counters not growing between two samples",
-            title="NVLink error counters non-zero",
-            why="One sample cannot tell old from growing errors; compare a second run.",
+            variant="nvlink_error_counters_non_zero",
         )
     if not any(f.error_counters.values()):
         # no Xid 74 in the log proves nothing while the counters themselves are unreadable
@@ -170,9 +163,7 @@ def fm_service(ctx: Ctx) -> Verdict:
         ):
             return info(
                 f"not applicable (no NVSwitch): unit {f.fm_active}; " + "; ".join(f.fm_messages),
-                title="Fabric Manager installed but not needed",
-                why="Without NVSwitches Fabric Manager has nothing to do (NV_WARN_NOTHING_TO_DO) and fails by design.",
-                fix="Optionally disable nvidia-fabricmanager to quiet the failed unit.",
+                variant="fabric_manager_installed_but_not",
             )
         return not_applicable("no NVSwitch in this system")
     if problem or f.fm_present is None:
@@ -181,7 +172,7 @@ def fm_service(ctx: Ctx) -> Verdict:
         return critical(
             "unit not installed" if not f.fm_present else f"unit {f.fm_active}",
             "nvidia-fabricmanager active (running)",
-            title="Fabric Manager not running on an NVSwitch system",
+            variant="fabric_manager_not_running_on",
         )
     return ok("active" + (f", version {f.fm_version}" if f.fm_version else " (version not read)"))
 
@@ -206,10 +197,9 @@ def fabric_state(ctx: Ctx) -> Verdict:
     if not bad:
         return ok(f"all {len(states)} GPUs Completed/Success")
     obs = ", ".join(f"GPU{i}: {s}/{st}" for i, s, st in states)
-    title = "GPUs not registered with the NVLink fabric"
     if all(s.lower() == "in progress" for _, s, _ in bad):
-        return warning(obs, title=title)
-    return critical(obs, title=title)
+        return warning(obs, variant="gpus_not_registered_with_the")
+    return critical(obs, variant="gpus_not_registered_with_the")
 
 
 def nvl5_prereqs(ctx: Ctx) -> Verdict:
@@ -224,7 +214,7 @@ def nvl5_prereqs(ctx: Ctx) -> Verdict:
         return critical(
             "ib_umad absent from /proc/modules",
             "ib_umad loaded, NVLink subnet manager running",
-            title="ib_umad not loaded on an NVLink-5 system",
+            variant="ib_umad_not_loaded_on",
         )
     return ok("ib_umad loaded")
 
@@ -237,7 +227,7 @@ def nvswitch_inventory(ctx: Ctx) -> Verdict:
         obs = f"{f.nvswitch_functions} NVSwitch PCI functions ({', '.join(sorted(set(f.nvswitch_models)))})"
         expect_text = f"{board[0]} ({board[1]} baseboard)"
         if f.nvswitch_functions < board[0]:
-            return critical(obs, expect_text, title="NVSwitch devices missing")
+            return critical(obs, expect_text, variant="nvswitch_devices_missing")
         return ok(obs, expect_text)
     if v := _models_unknown(ctx):
         return v
@@ -259,7 +249,7 @@ def nvswitch_inventory(ctx: Ctx) -> Verdict:
         return critical(
             f"{f.nvswitch_functions} NVSwitch PCI functions",
             f"{want}",
-            title="NVSwitch devices missing",
+            variant="nvswitch_devices_missing",
         )
     return ok(f"{f.nvswitch_functions} NVSwitch PCI functions", f"{want}")
 
@@ -316,7 +306,7 @@ def fabric_vs_container(ctx: Ctx) -> Verdict:
         return warning(
             ", ".join(f"GPU{i}: {s}" for i, s in bad),
             "Completed",
-            title="Container sees the fabric not ready",
+            variant="container_sees_the_fabric_not",
             evidence=ev,
         )
     return ok("container sees the fabric Completed or N/A", evidence=ev)
@@ -343,6 +333,23 @@ CHECKS: tuple[Check, ...] = (
         roles=HOST,
         needs_gpu=True,
         optional=("smi_query_fabric", "smi_q_xml", "smi_query_driver"),
+        variants={
+            "nvlink_expectation_unknown_for_this": Message(
+                title="NVLink expectation unknown for this GPU"
+            ),
+            "nvlink_present": Message(title="NVLink present"),
+            "no_nvlink_on_an_sxm": Message(
+                title="No NVLink on an SXM/HGX system",
+                why=(
+                    "Baseboard GPUs are wired by NVLink/NVSwitch; none visible means the fabric "
+                    "is down and all traffic falls back to PCIe."
+                ),
+                fix=(
+                    "Check Fabric Manager, the NVSwitch driver and dmesg for NVLink training "
+                    "errors."
+                ),
+            ),
+        },
     ),
     Check(
         "nvlink.link_state",
@@ -357,6 +364,20 @@ CHECKS: tuple[Check, ...] = (
         roles=HOST,
         needs_gpu=True,
         optional=("smi_query_fabric", "smi_q_xml", "smi_query_driver"),
+        variants={
+            "ok": Message(
+                why=(
+                    "Bridged PCIe pairs list inactive link slots by design (e.g. 12 of 18 on "
+                    "H100 PCIe)."
+                )
+            ),
+            "nvlink_links_missing": Message(title="NVLink links missing"),
+            "nvlink_links_below_nominal_speed": Message(
+                title="NVLink links below nominal speed",
+                why="A slow link caps every collective that crosses it.",
+                fix="Reset the GPUs and check for NVLink errors (Xid 74).",
+            ),
+        },
     ),
     Check(
         "nvlink.errors",
@@ -370,6 +391,20 @@ CHECKS: tuple[Check, ...] = (
         roles=HOST,
         needs_gpu=True,
         optional=("smi_query_fabric", "nvlink_s", "smi_q_xml", "smi_query_driver"),
+        variants={
+            "nvlink_xid_74_since_boot": Message(
+                title="NVLink Xid 74 since boot",
+                why="Xid 74 is an NVLink error: the link was retrained or failed.",
+                fix=(
+                    "Reset the GPUs; recurring Xid 74 on one link means hardware "
+                    "(baseboard/bridge) service."
+                ),
+            ),
+            "nvlink_error_counters_non_zero": Message(
+                title="NVLink error counters non-zero",
+                why="One sample cannot tell old from growing errors; compare a second run.",
+            ),
+        },
     ),
     Check(
         "nvlink.fabric_manager_service",
@@ -383,6 +418,19 @@ CHECKS: tuple[Check, ...] = (
         roles=HOST,
         needs_gpu=True,
         optional=("fabricmanager_status",),
+        variants={
+            "fabric_manager_not_running_on": Message(
+                title="Fabric Manager not running on an NVSwitch system"
+            ),
+            "fabric_manager_installed_but_not": Message(
+                title="Fabric Manager installed but not needed",
+                why=(
+                    "Without NVSwitches Fabric Manager has nothing to do (NV_WARN_NOTHING_TO_DO) "
+                    "and fails by design."
+                ),
+                fix="Optionally disable nvidia-fabricmanager to quiet the failed unit.",
+            ),
+        },
     ),
     Check(
         "nvlink.fabric_state",
@@ -401,6 +449,11 @@ CHECKS: tuple[Check, ...] = (
             "nvlink_s",
             "smi_query_driver",
         ),
+        variants={
+            "gpus_not_registered_with_the": Message(
+                title="GPUs not registered with the NVLink fabric"
+            )
+        },
     ),
     Check(
         "nvlink.fabric_nvl5_prereqs",
@@ -413,6 +466,9 @@ CHECKS: tuple[Check, ...] = (
         any_of=NAMES,
         roles=HOST,
         needs_gpu=True,
+        variants={
+            "ib_umad_not_loaded_on": Message(title="ib_umad not loaded on an NVLink-5 system")
+        },
     ),
     Check(
         "nvlink.fabric_nvswitch_inventory",
@@ -424,6 +480,7 @@ CHECKS: tuple[Check, ...] = (
         any_of=(*NAMES, "lspci_nvswitch"),  # lspci names the switch generation without nvidia-smi
         roles=HOST,
         needs_gpu=True,
+        variants={"nvswitch_devices_missing": Message(title="NVSwitch devices missing")},
     ),
     Check(
         "nvlink.nvls",
@@ -466,5 +523,8 @@ CHECKS: tuple[Check, ...] = (
             ("host", "smi_q_xml"),
             ("host", "smi_query_driver"),
         ),
+        variants={
+            "container_sees_the_fabric_not": Message(title="Container sees the fabric not ready")
+        },
     ),
 )

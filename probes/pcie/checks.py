@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpuaudit.probes.core.judge.checks import HOST, Check
+from gpuaudit.probes.core.judge.checks import HOST, Check, Message
 from gpuaudit.probes.pcie import checks_config as cfg
 from gpuaudit.probes.pcie import checks_link as link
 
@@ -18,6 +18,12 @@ CHECKS: tuple[Check, ...] = (
         any_of=("smi_query_pcie", "lspci_vvv"),
         roles=HOST,
         needs_gpu=True,
+        variants={
+            "gpu_links_can_reach_full": Message(title="GPU links can reach full speed"),
+            "gpu_link_capped_below_what": Message(
+                title="GPU link capped below what the GPU supports"
+            ),
+        },
     ),
     Check(
         "pcie.link_current_under_load",
@@ -30,6 +36,15 @@ CHECKS: tuple[Check, ...] = (
         sources=("smi_query_pcie",),
         roles=HOST,
         needs_gpu=True,
+        variants={
+            "gpu_links_at_full_speed": Message(title="GPU links at full speed under load"),
+            "gpu_links_at_full_speed_2": Message(title="GPU links at full speed"),
+            "gpu_link_downtrained_while_busy": Message(title="GPU link downtrained while busy"),
+            "gpus_idle_links_in_power": Message(
+                title="GPUs idle: links in power-save",
+                why="NVIDIA GPUs drop the link to Gen1 when idle and retrain when busy.",
+            ),
+        },
     ),
     Check(
         "pcie.max_read_req",
@@ -45,6 +60,13 @@ CHECKS: tuple[Check, ...] = (
         roles=HOST,
         needs_gpu=True,
         optional=("proc_cmdline",),
+        variants={
+            "gpu_maxreadreq_4096_bytes": Message(title="GPU MaxReadReq 4096 bytes"),
+            "gpu_maxreadreq_bytes": Message(title="GPU MaxReadReq {worst} bytes"),
+            "gpu_maxreadreq_bytes_can_be": Message(
+                title="GPU MaxReadReq {worst} bytes can be raised"
+            ),
+        },
     ),
     Check(
         "pcie.max_payload",
@@ -57,6 +79,12 @@ CHECKS: tuple[Check, ...] = (
         roles=HOST,
         needs_gpu=True,
         optional=("lspci_tv",),
+        variants={
+            "gpu_max_payload_size_consistent": Message(title="GPU Max Payload Size consistent"),
+            "max_payload_size_below_capability": Message(
+                title="Max Payload Size below capability or inconsistent on a GPU path"
+            ),
+        },
     ),
     Check(
         "pcie.acs",
@@ -72,6 +100,15 @@ CHECKS: tuple[Check, ...] = (
         applies=cfg.fewer_than_two_gpus,
         needs_gpu=True,
         optional=("lspci_tv", "smi_query_pcie", "sys_pci_nvidia"),
+        variants={
+            "acs_redirect_on_bridges_between": Message(
+                title="ACS redirect on bridges between GPUs"
+            ),
+            "no_acs_redirect_on_gpu": Message(title="No ACS redirect on GPU paths"),
+            "acs_redirect_on_switch_ports": Message(
+                title="ACS redirect on switch ports between GPUs"
+            ),
+        },
     ),
     Check(
         "pcie.aspm",
@@ -89,6 +126,12 @@ CHECKS: tuple[Check, ...] = (
             "smi_query_pcie",
             "sys_pci_nvidia",
         ),
+        variants={
+            "aspm_off_on_gpu_links": Message(title="ASPM off on GPU links"),
+            "pcie_link_power_management_on": Message(
+                title="PCIe link power management on GPU links"
+            ),
+        },
     ),
     Check(
         "pcie.port_pm",
@@ -101,6 +144,12 @@ CHECKS: tuple[Check, ...] = (
         sources=("sys_pci_nvidia",),
         roles=HOST,
         needs_gpu=True,
+        variants={
+            "gpu_upstream_ports_stay_powered": Message(title="GPU upstream ports stay powered"),
+            "gpu_upstream_ports_may_runtime": Message(
+                title="GPU upstream ports may runtime-suspend"
+            ),
+        },
     ),
     Check(
         "pcie.link_errors",
@@ -112,6 +161,21 @@ CHECKS: tuple[Check, ...] = (
         any_of=("sys_pci_nvidia", "lspci_vvv"),
         roles=HOST,
         needs_gpu=True,
+        variants={
+            "no_pcie_errors_on_gpu": Message(title="No PCIe errors on GPU links"),
+            "uncorrectable_pcie_errors_on_gpu": Message(
+                title="Uncorrectable PCIe errors on GPU links",
+                why="Non-fatal/fatal AER errors are lost transactions and precede link drops.",
+            ),
+            "correctable_pcie_errors_recorded_since": Message(
+                title="Correctable PCIe errors recorded since boot",
+                why=(
+                    "Correctable errors are retransmissions (lost bandwidth); growing counts "
+                    "point at signal integrity."
+                ),
+                fix="Compare with a later audit; investigate cabling if the counts grow.",
+            ),
+        },
     ),
     Check(
         "pcie.tags_ordering",
@@ -136,5 +200,11 @@ CHECKS: tuple[Check, ...] = (
         roles=HOST,
         needs_gpu=True,
         optional=("smi_query_pcie",),
+        variants={
+            "gpu_s_on_root_port": Message(
+                title="{n_gpu_bdfs} GPU(s) on {n_value} root port(s), some behind a shared uplink"
+            ),
+            "gpu_s_on_root_port_2": Message(title="{n_gpu_bdfs} GPU(s) on {n_value} root port(s)"),
+        },
     ),
 )

@@ -31,12 +31,12 @@ def max_read_req(ctx: Ctx) -> Verdict:
             " and pci=pcie_bus_perf is set (it caps MRRS at MPS)" if bus_perf else ""
         )
     if worst <= 512:
-        return warning(obs, "4096 bytes", title=f"GPU MaxReadReq {worst} bytes", evidence=ev)
+        return warning(obs, "4096 bytes", variant="gpu_maxreadreq_bytes", worst=worst, evidence=ev)
     if worst < 4096:
         return info(
-            obs, "4096 bytes", title=f"GPU MaxReadReq {worst} bytes can be raised", evidence=ev
+            obs, "4096 bytes", variant="gpu_maxreadreq_bytes_can_be", worst=worst, evidence=ev
         )
-    return ok(obs, title="GPU MaxReadReq 4096 bytes", evidence=ev)
+    return ok(obs, variant="gpu_maxreadreq_4096_bytes", evidence=ev)
 
 
 def _mps_problems(h: PcieFacts) -> list[str]:
@@ -65,11 +65,11 @@ def max_payload(ctx: Ctx) -> Verdict:
         return warning(
             "; ".join(bad[:6]),
             "MPS = min(DevCap) along each GPU path, equal on every hop",
-            title="Max Payload Size below capability or inconsistent on a GPU path",
+            variant="max_payload_size_below_capability",
         )
     obs = "MaxPayload " + counts([f"{d.devctl_mps} B (cap {d.devcap_mps} B)" for d in gpus])
     return ok(
-        obs + " (256 B is the usual NVIDIA GPU maximum)", title="GPU Max Payload Size consistent"
+        obs + " (256 B is the usual NVIDIA GPU maximum)", variant="gpu_max_payload_size_consistent"
     )
 
 
@@ -94,7 +94,7 @@ def acs(ctx: Ctx) -> Verdict:
     if not redir:
         return ok(
             f"{len(bridges)} bridge(s) on GPU paths, ReqRedir-/CmpltRedir- or no ACS capability{via}",
-            title="No ACS redirect on GPU paths",
+            variant="no_acs_redirect_on_gpu",
         )
     obs = (
         "ReqRedir+/CmpltRedir+ on "
@@ -104,10 +104,8 @@ def acs(ctx: Ctx) -> Verdict:
     expected = "ACS redirect off on the bridges between GPUs used for P2P"
     ev = tuple(("host", "lspci_vvv", d.lines["acs_ctl"]) for d in redir[:1] if "acs_ctl" in d.lines)
     if any(d.port_type == "Downstream Port" for d in redir):
-        return critical(
-            obs, expected, title="ACS redirect on switch ports between GPUs", evidence=ev
-        )
-    return warning(obs, expected, title="ACS redirect on bridges between GPUs", evidence=ev)
+        return critical(obs, expected, variant="acs_redirect_on_switch_ports", evidence=ev)
+    return warning(obs, expected, variant="acs_redirect_on_bridges_between", evidence=ev)
 
 
 def _aspm_on_links(h: PcieFacts) -> list[str]:
@@ -129,7 +127,7 @@ def aspm(ctx: Ctx) -> Verdict:
         return warning(
             "; ".join(on[:8] + ([f"policy {h.aspm_policy}"] if pol_bad else [])),
             "ASPM Disabled on GPU links, policy default/performance",
-            title="PCIe link power management on GPU links",
+            variant="pcie_link_power_management_on",
         )
     policy = h.aspm_policy or f"unknown ({why_unusable(ctx, 'aspm_policy')})"
     if not lspci:
@@ -140,7 +138,7 @@ def aspm(ctx: Ctx) -> Verdict:
         return no_gpu_found(ctx, "lspci_vvv")
     if not any(g.aspm_ctl for g in h.gpu_devs()):
         return unknown(f"policy {policy}; no LnkCtl ASPM field in any GPU block")
-    return ok(f"LnkCtl ASPM Disabled; policy {policy}", title="ASPM off on GPU links")
+    return ok(f"LnkCtl ASPM Disabled; policy {policy}", variant="aspm_off_on_gpu_links")
 
 
 def tags_ordering(ctx: Ctx) -> Verdict:
@@ -182,6 +180,7 @@ def topology_map(ctx: Ctx) -> Verdict:
         "; ".join(lines[:8])
         + (f"; shared uplinks: {', '.join(shared)}" if shared else "")
         + (f" (paths from {h.tree_source})" if h.tree_source != "lspci -tv" else ""),
-        title=f"{len(h.gpu_bdfs)} GPU(s) on {len([r for r in roots if r != '?'])} root port(s)"
-        + (", some behind a shared uplink" if shared else ""),
+        variant="gpu_s_on_root_port" if shared else "gpu_s_on_root_port_2",
+        n_gpu_bdfs=len(h.gpu_bdfs),
+        n_value=len([r for r in roots if r != "?"]),
     )

@@ -53,9 +53,9 @@ def link_capability(ctx: Ctx) -> Verdict:
         return warning(
             "; ".join(bad[:8]),
             "host max generation = GPU max, x16",
-            title="GPU link capped below what the GPU supports",
+            variant="gpu_link_capped_below_what",
         )
-    return ok(counts(rows), title="GPU links can reach full speed")
+    return ok(counts(rows), variant="gpu_links_can_reach_full")
 
 
 def link_current_under_load(ctx: Ctx) -> Verdict:
@@ -83,19 +83,18 @@ def link_current_under_load(ctx: Ctx) -> Verdict:
                 for s in down_busy
             ),
             "full generation and width under load",
-            title="GPU link downtrained while busy",
+            variant="gpu_link_downtrained_while_busy",
         )
     if idle_down and not busy:
         return info(
             f"{len(idle_down)} idle GPU(s) at Gen{min(s.gen_cur or 0 for s in idle_down)} (normal idle downclock);"
             " no verdict without load",
             "judged only while utilisation >= 50%",
-            title="GPUs idle: links in power-save",
-            why="NVIDIA GPUs drop the link to Gen1 when idle and retrain when busy.",
+            variant="gpus_idle_links_in_power",
         )
     return ok(
         f"{len(busy)} busy GPU(s) at full link" if busy else "GPUs idle, links at full speed",
-        title="GPU links at full speed" + (" under load" if busy else ""),
+        variant="gpu_links_at_full_speed" if busy else "gpu_links_at_full_speed_2",
     )
 
 
@@ -140,18 +139,15 @@ def link_errors(ctx: Ctx) -> Verdict:
         return critical(
             "; ".join(sorted(set(fatal))[:8]),
             "0",
-            title="Uncorrectable PCIe errors on GPU links",
-            why="Non-fatal/fatal AER errors are lost transactions and precede link drops.",
+            variant="uncorrectable_pcie_errors_on_gpu",
         )
     if corr:
         return info(
             "; ".join(sorted(set(corr))[:8]),
             "0, or not growing between two audits",
-            title="Correctable PCIe errors recorded since boot",
-            why="Correctable errors are retransmissions (lost bandwidth); growing counts point at signal integrity.",
-            fix="Compare with a later audit; investigate cabling if the counts grow.",
+            variant="correctable_pcie_errors_recorded_since",
         )
-    return ok("AER counters 0", title="No PCIe errors on GPU links")
+    return ok("AER counters 0", variant="no_pcie_errors_on_gpu")
 
 
 def port_pm(ctx: Ctx) -> Verdict:
@@ -172,6 +168,6 @@ def port_pm(ctx: Ctx) -> Verdict:
         return info(
             f"power/control=auto on {len(auto)} port(s): {', '.join(auto[:4])}",
             "on (or pcie_port_pm=off) if AER 'Surprise Link Down' events appear",
-            title="GPU upstream ports may runtime-suspend",
+            variant="gpu_upstream_ports_may_runtime",
         )
-    return ok(f"{len(ctl)} port(s) on", title="GPU upstream ports stay powered")
+    return ok(f"{len(ctl)} port(s) on", variant="gpu_upstream_ports_stay_powered")

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gpuaudit.probes.core.judge.checks import HOST, Check
+from gpuaudit.probes.core.judge.checks import HOST, Check, Message
 from gpuaudit.probes.core.judge.combiners import CPU_IDENTITY_SOURCES, VM_SOURCES
 from gpuaudit.probes.power import cpu_checks as cpu
 from gpuaudit.probes.power import gpu_checks as gpu
@@ -29,6 +29,53 @@ CHECKS: tuple[Check, ...] = (
             "sys_cppc",
             *VM_SOURCES,
         ),
+        variants={
+            "cpu_frequency_driver": Message(title="CPU frequency driver {d}"),
+            "acpi_cpufreq_zen5": Message(
+                title="acpi-cpufreq instead of amd-pstate on an AMD CPU",
+                why=(
+                    "acpi-cpufreq only knows the few coarse ACPI _PSS P-states, while amd-pstate "
+                    "uses CPPC so the firmware picks frequency on a continuous scale and ramps "
+                    "faster between host-side steps. On Zen 5 (family 0x1A) servers amd-pstate "
+                    "is only the default from kernel 6.13; older kernels need amd_pstate=active."
+                ),
+                fix=(
+                    "Boot with amd_pstate=active (kernel command line) or move to kernel >= "
+                    "6.13; keep BIOS CPPC enabled."
+                ),
+            ),
+            "acpi_cpufreq_instead_of_amd": Message(
+                title="acpi-cpufreq instead of amd-pstate on an AMD CPU",
+                why=(
+                    "acpi-cpufreq only knows the few coarse ACPI _PSS P-states, while amd-pstate "
+                    "uses CPPC so the firmware picks frequency on a continuous scale and ramps "
+                    "faster between host-side steps."
+                ),
+                fix=(
+                    "Boot with amd_pstate=active (kernel command line) or move to kernel >= "
+                    "6.13; keep BIOS CPPC enabled."
+                ),
+            ),
+            "intel_pstate_in_passive_mode": Message(
+                title="intel_pstate in passive mode",
+                why=(
+                    "Passive mode lets a generic governor pick frequencies instead of the "
+                    "hardware (HWP)."
+                ),
+                fix=(
+                    "Remove intel_pstate=passive from the kernel command line if it was not "
+                    "deliberate."
+                ),
+            ),
+            "acpi_cpufreq_on_an_amd": Message(
+                title="acpi-cpufreq on an AMD CPU without visible CPPC",
+                why=(
+                    "amd-pstate needs the ACPI _CPC objects; without them the kernel falls back "
+                    "to acpi-cpufreq."
+                ),
+                fix="Enable CPPC in BIOS (see firmware.cppc), then boot with amd_pstate=active.",
+            ),
+        },
     ),
     Check(
         "power.cpu_governor",
@@ -43,6 +90,35 @@ CHECKS: tuple[Check, ...] = (
         applies=cpu.in_vm,
         expected="performance",
         optional=(*VM_SOURCES,),
+        variants={
+            "governor_powersave_with_a_hardware": Message(
+                title="Governor powersave with a hardware-managed driver",
+                why=(
+                    "With amd-pstate-epp/intel_pstate active the hardware picks the frequency "
+                    "from the EPP hint; powersave is not slow by itself (see power.cpu_epp)."
+                ),
+            ),
+            "governor_performance_everywhere": Message(title="Governor performance everywhere"),
+            "powersave_governor_pins_cpus_to": Message(
+                title="powersave governor pins CPUs to the lowest P-state",
+                why=(
+                    "With {value} powersave selects the lowest frequency, stretching every "
+                    "host-side step between GPU kernels."
+                ),
+                fix="cpupower frequency-set -g performance at boot (systemd unit or tuned profile).",
+            ),
+            "load_following_governor_on_the": Message(
+                title="Load-following governor on the CPUs",
+                why=(
+                    "schedutil/ondemand/conservative ramp frequency after load appears; short "
+                    "bursty host steps between GPU kernels often finish before the clock rises."
+                ),
+                fix=(
+                    "cpupower frequency-set -g performance at boot (systemd unit or tuned "
+                    "accelerator-performance)."
+                ),
+            ),
+        },
     ),
     Check(
         "power.cpu_epp",
@@ -60,6 +136,11 @@ CHECKS: tuple[Check, ...] = (
             *CPU_IDENTITY_SOURCES,
             *VM_SOURCES,
         ),
+        variants={
+            "epp_balance_performance_default": Message(title="EPP balance_performance / default"),
+            "epp_biased_towards_power_saving": Message(title="EPP biased towards power saving"),
+            "epp_performance": Message(title="EPP performance"),
+        },
     ),
     Check(
         "power.cpu_boost",
@@ -74,6 +155,10 @@ CHECKS: tuple[Check, ...] = (
         roles=HOST,
         applies=cpu.in_vm,
         optional=(*VM_SOURCES,),
+        variants={
+            "cpu_boost_disabled": Message(title="CPU boost disabled"),
+            "cpu_boost_enabled": Message(title="CPU boost enabled"),
+        },
     ),
     Check(
         "power.cpu_cstates",
@@ -95,6 +180,14 @@ CHECKS: tuple[Check, ...] = (
             "proc_cmdline",
             *VM_SOURCES,
         ),
+        variants={
+            "no_deep_c_state_enabled": Message(title="No deep C-state enabled"),
+            "deep_c_states_capped_by": Message(title="Deep C-states capped by the kernel"),
+            "deep_cpu_c_states_enabled": Message(title="Deep CPU C-states enabled"),
+            "deep_c_states_not_entered": Message(
+                title="Deep CPU C-states enabled (not entered yet)"
+            ),
+        },
     ),
     Check(
         "power.cpu_effective_freq",
@@ -112,6 +205,25 @@ CHECKS: tuple[Check, ...] = (
             "cpupower_freq",
             *VM_SOURCES,
         ),
+        variants={
+            "cpu_frequency_policy_capped_below": Message(
+                title="CPU frequency policy capped below the hardware maximum",
+                why=(
+                    "Every core of the engine, NCCL proxy and tokenizer threads runs at most at "
+                    "the policy ceiling: each host-side step between GPU kernels takes "
+                    "proportionally longer."
+                ),
+                fix=(
+                    "Raise the ceiling: cpupower frequency-set -u <max> (or echo "
+                    "cpuinfo_max_freq into scaling_max_freq); check the tuned profile (tuned-adm "
+                    "active) and the BIOS power cap / cTDP / determinism settings that lower it; "
+                    "after suspend-resume bugs, reboot."
+                ),
+            ),
+            "frequency_policy_at_nominal_boost": Message(
+                title="Frequency policy at nominal: boost off"
+            ),
+        },
     ),
     Check(
         "power.gpu_power_limit",
@@ -124,6 +236,11 @@ CHECKS: tuple[Check, ...] = (
         any_of=SMI,
         roles=HOST,
         needs_gpu=True,
+        variants={
+            "gpu_power_limit_below_default": Message(title="GPU power limit below default"),
+            "gpu_power_limits_not_reported": Message(title="GPU power limits not reported"),
+            "gpu_power_limits_at_default": Message(title="GPU power limits at default"),
+        },
     ),
     Check(
         "power.gpu_clock_events",
@@ -135,6 +252,42 @@ CHECKS: tuple[Check, ...] = (
         any_of=SMI,
         roles=HOST,
         needs_gpu=True,
+        variants={
+            "no_harmful_clock_reductions_under": Message(
+                title="No harmful clock reductions under load"
+            ),
+            "hardware_slowdown_active_on_idle": Message(
+                title="Hardware slowdown active on idle GPUs",
+                why=(
+                    "HW slowdown halves clocks or more; it is driven by the board's power-brake "
+                    "input (PSU, BMC power table) or a thermal alarm, and it is active whether "
+                    "or not work runs."
+                ),
+                fix=(
+                    "Check PSU capacity and cabling, the BMC/iDRAC power and thermal tables for "
+                    "this GPU, and cooling; nvidia-smi -q -d PERFORMANCE,TEMPERATURE shows which "
+                    "reason holds."
+                ),
+            ),
+            "hardware_slowdown_active": Message(
+                title="Hardware slowdown active",
+                why=(
+                    "HW slowdown halves clocks or more; it is driven by the board's power-brake "
+                    "input (PSU, BMC power table) or a thermal alarm, and it is active whether "
+                    "or not work runs."
+                ),
+                fix=(
+                    "Check PSU capacity and cabling, the BMC/iDRAC power and thermal tables for "
+                    "this GPU, and cooling; nvidia-smi -q -d PERFORMANCE,TEMPERATURE shows which "
+                    "reason holds."
+                ),
+            ),
+            "software_thermal_slowdown_active": Message(
+                title="Software thermal slowdown active",
+                why="The driver lowers clocks to stay under the temperature target.",
+                fix="Improve airflow.",
+            ),
+        },
     ),
     Check(
         "power.gpu_thermal_headroom",
@@ -146,6 +299,14 @@ CHECKS: tuple[Check, ...] = (
         any_of=SMI,
         roles=HOST,
         needs_gpu=True,
+        variants={
+            "gpu_temperatures_fine": Message(title="GPU temperatures fine"),
+            "gpu_temperatures_not_reported": Message(title="GPU temperatures not reported"),
+            "gpus_at_their_slowdown_temperature": Message(
+                title="GPUs at their slowdown temperature"
+            ),
+            "gpus_hot_under_load": Message(title="GPUs hot under load"),
+        },
     ),
     Check(
         "power.gpu_locked_clocks",
@@ -157,6 +318,11 @@ CHECKS: tuple[Check, ...] = (
         any_of=SMI,
         roles=HOST,
         needs_gpu=True,
+        variants={
+            "no_reduced_application_clocks": Message(title="No reduced application clocks"),
+            "gpu_max_clocks_not_reported": Message(title="GPU max clocks not reported"),
+            "application_clocks_below_max": Message(title="Application clocks below max"),
+        },
     ),
     Check(
         "power.gpu_pstate_under_load",
@@ -168,6 +334,12 @@ CHECKS: tuple[Check, ...] = (
         any_of=SMI,
         roles=HOST,
         needs_gpu=True,
+        variants={
+            "memory_clocks_at_max_under": Message(title="Memory clocks at max under load"),
+            "gpu_load_unknown_p_state": Message(title="GPU load unknown: P-state not judged"),
+            "memory_clock_below_max_under": Message(title="Memory clock below max under load"),
+            "memory_clock_under_load_not": Message(title="Memory clock under load not reported"),
+        },
     ),
     Check(
         "power.gpu_rtd3",
@@ -179,5 +351,10 @@ CHECKS: tuple[Check, ...] = (
         sources=("nvidia_rtd3",),
         roles=HOST,
         needs_gpu=True,
+        variants={
+            "runtime_d3_off": Message(title="Runtime D3 off"),
+            "gpu_runtime_d3_status_not": Message(title="GPU runtime D3 status not visible"),
+            "runtime_d3_enabled_on_gpus": Message(title="Runtime D3 enabled on GPUs"),
+        },
     ),
 )

@@ -51,19 +51,19 @@ def scaling_driver(ctx: Ctx) -> Verdict:
         return ok(
             f"scaling_driver={d}"
             + (f" (amd_pstate status {h.amd_pstate_status})" if h.amd_pstate_status else ""),
-            title=f"CPU frequency driver {d}",
+            variant="cpu_frequency_driver",
+            d=d,
         )
     if d == "intel_cpufreq":
         return info(
             "scaling_driver=intel_cpufreq",
             "intel_pstate (active, HWP)",
-            title="intel_pstate in passive mode",
-            why="Passive mode lets a generic governor pick frequencies instead of the hardware (HWP).",
-            fix="Remove intel_pstate=passive from the kernel command line if it was not deliberate.",
+            variant="intel_pstate_in_passive_mode",
         )
     return info(
         f"scaling_driver={d}" + ("" if h.cpu_vendor else "; CPU vendor unknown"),
-        title=f"CPU frequency driver {d}",
+        variant="cpu_frequency_driver",
+        d=d,
     )
 
 
@@ -82,24 +82,14 @@ def _acpi_cpufreq_on_amd(h: PowerFacts) -> Verdict:
             f"scaling_driver=acpi-cpufreq on AMD {fam}; "
             + ("ACPI CPPC not exposed" if cppc is False else "CPPC state unknown"),
             "amd-pstate once BIOS CPPC is enabled",
-            title="acpi-cpufreq on an AMD CPU without visible CPPC",
-            why="amd-pstate needs the ACPI _CPC objects; without them the kernel falls back to acpi-cpufreq.",
-            fix="Enable CPPC in BIOS (see firmware.cppc), then boot with amd_pstate=active.",
+            variant="acpi_cpufreq_on_an_amd",
         )
-    kernel_note = (
-        " On Zen 5 (family 0x1A) servers amd-pstate is only the default from kernel 6.13;"
-        " older kernels need amd_pstate=active."
-        if (h.cpu_family or 0) >= 0x1A
-        else ""
-    )
     return warning(
         f"scaling_driver=acpi-cpufreq on AMD {fam} with ACPI CPPC exposed",
         "amd-pstate-epp (active) or amd-pstate (passive/guided)",
-        title="acpi-cpufreq instead of amd-pstate on an AMD CPU",
-        why="acpi-cpufreq only knows the few coarse ACPI _PSS P-states, while amd-pstate uses CPPC so the"
-        " firmware picks frequency on a continuous scale and ramps faster between host-side steps."
-        + kernel_note,
-        fix="Boot with amd_pstate=active (kernel command line) or move to kernel >= 6.13; keep BIOS CPPC enabled.",
+        variant="acpi_cpufreq_zen5"
+        if (h.cpu_family or 0) >= 0x1A
+        else "acpi_cpufreq_instead_of_amd",
     )
 
 
@@ -119,31 +109,24 @@ def governor(ctx: Ctx) -> Verdict:
         return not_applicable(NO_DRIVER)
     obs = ", ".join(f"{k} on {v} polic{'y' if v == 1 else 'ies'}" for k, v in sorted(g.items()))
     if set(g) == {"performance"}:
-        return ok(obs, title="Governor performance everywhere")
+        return ok(obs, variant="governor_performance_everywhere")
     if "powersave" in g and h.scaling_driver not in EPP_DRIVERS:
         return critical(
             obs,
             "performance",
-            title="powersave governor pins CPUs to the lowest P-state",
-            why=f"With {h.scaling_driver or 'this driver'} powersave selects the lowest frequency,"
-            " stretching every host-side step between GPU kernels.",
-            fix="cpupower frequency-set -g performance at boot (systemd unit or tuned profile).",
+            variant="powersave_governor_pins_cpus_to",
+            value=h.scaling_driver or "this driver",
         )
     if set(g) & {"schedutil", "ondemand", "conservative", "userspace"}:
         return warning(
             obs,
             "performance",
-            title="Load-following governor on the CPUs",
-            why="schedutil/ondemand/conservative ramp frequency after load appears; short bursty host steps"
-            " between GPU kernels often finish before the clock rises.",
-            fix="cpupower frequency-set -g performance at boot (systemd unit or tuned accelerator-performance).",
+            variant="load_following_governor_on_the",
         )
     return info(
         obs,
         "performance, or powersave with EPP=performance",
-        title="Governor powersave with a hardware-managed driver",
-        why="With amd-pstate-epp/intel_pstate active the hardware picks the frequency from the EPP hint;"
-        " powersave is not slow by itself (see power.cpu_epp).",
+        variant="governor_powersave_with_a_hardware",
     )
 
 
@@ -159,10 +142,10 @@ def epp(ctx: Ctx) -> Verdict:
         return not_applicable(f"driver {d or 'none'} exposes no energy_performance_preference")
     obs = ", ".join(f"{k} on {v}" for k, v in sorted(h.epp.items()))
     if set(h.epp) & {"power", "balance_power"}:
-        return warning(obs, title="EPP biased towards power saving")
+        return warning(obs, variant="epp_biased_towards_power_saving")
     if set(h.epp) == {"performance"}:
-        return ok(obs, title="EPP performance")
-    return info(obs, title="EPP balance_performance / default")
+        return ok(obs, variant="epp_performance")
+    return info(obs, variant="epp_balance_performance_default")
 
 
 def boost(ctx: Ctx) -> Verdict:
@@ -172,8 +155,8 @@ def boost(ctx: Ctx) -> Verdict:
             unknown("no boost control visible") if h.scaling_driver else not_applicable(NO_DRIVER)
         )
     if h.boost:
-        return ok(f"boost on ({h.boost_source})", title="CPU boost enabled")
-    return warning(f"boost off ({h.boost_source})", "boost on", title="CPU boost disabled")
+        return ok(f"boost on ({h.boost_source})", variant="cpu_boost_enabled")
+    return warning(f"boost off ({h.boost_source})", "boost on", variant="cpu_boost_disabled")
 
 
 def cmdline_cstate_cap(cmdline: str | None) -> str | None:
@@ -225,7 +208,7 @@ def cstates(ctx: Ctx) -> Verdict:
                 else f"only shallow states: {_names(h.idle_states)}"
             )
             + basis,
-            title="No deep C-state enabled",
+            variant="no_deep_c_state_enabled",
         )
     cap = cmdline_cstate_cap(h.cmdline)
     qos = h.pm_qos_resume_latency_us
@@ -233,7 +216,7 @@ def cstates(ctx: Ctx) -> Verdict:
         return ok(
             f"{_names(enabled)} enabled in sysfs but capped by "
             + (cap or f"pm_qos_resume_latency_us={qos}"),
-            title="Deep C-states capped by the kernel",
+            variant="deep_c_states_capped_by",
         )
     used = any(h.idle_usage.get(s.key, 0) > 0 for s in enabled)
     cpus = ", ".join(map(str, sorted({s.cpu for s in enabled})))
@@ -242,8 +225,9 @@ def cstates(ctx: Ctx) -> Verdict:
         + (", entered" if used else ", usage 0")
         + f" (driver {h.idle_driver or '?'})"
     )
-    title = "Deep CPU C-states enabled" + ("" if used else " (not entered yet)")
-    return warning(obs, title=title) if used else info(obs, title=title)
+    if used:
+        return warning(obs, variant="deep_cpu_c_states_enabled")
+    return info(obs, variant="deep_c_states_not_entered")
 
 
 def effective_freq(ctx: Ctx) -> Verdict:
@@ -262,17 +246,12 @@ def effective_freq(ctx: Ctx) -> Verdict:
     ):  # amd-pstate/acpi-cpufreq lower the ceiling to nominal with boost off: one cause, one warning
         return info(
             obs + "; consistent with boost off (see power.cpu_boost)",
-            title="Frequency policy at nominal: boost off",
+            variant="frequency_policy_at_nominal_boost",
         )
     return warning(
         obs,
         f"policy maximum = hardware maximum ({hmax / 1000:.2f} GHz)",
-        title="CPU frequency policy capped below the hardware maximum",
-        why="Every core of the engine, NCCL proxy and tokenizer threads runs at most at the policy ceiling:"
-        " each host-side step between GPU kernels takes proportionally longer.",
-        fix="Raise the ceiling: cpupower frequency-set -u <max> (or echo cpuinfo_max_freq into"
-        " scaling_max_freq); check the tuned profile (tuned-adm active) and the BIOS power cap /"
-        " cTDP / determinism settings that lower it; after suspend-resume bugs, reboot.",
+        variant="cpu_frequency_policy_capped_below",
     )
 
 

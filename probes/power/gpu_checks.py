@@ -53,18 +53,18 @@ def power_limit(ctx: Ctx) -> Verdict:
         return v
     if any(g.enforced_w is None or g.default_w is None for g in h.gpus):
         return unknown(
-            "enforced or default power limit is [N/A]", title="GPU power limits not reported"
+            "enforced or default power limit is [N/A]", variant="gpu_power_limits_not_reported"
         )
     low = [g for g in h.gpus if cast(float, g.enforced_w) < cast(float, g.default_w) - 0.5]
     if not low:
         return ok(
             f"{len(h.gpus)} GPU(s) at {', '.join(sorted({f'{g.enforced_w:.0f} W' for g in h.gpus}))}",
-            title="GPU power limits at default",
+            variant="gpu_power_limits_at_default",
         )
     return warning(
         "; ".join(_limit_text(g) for g in low),
         "enforced = default power limit",
-        title="GPU power limit below default",
+        variant="gpu_power_limit_below_default",
     )
 
 
@@ -89,19 +89,15 @@ def clock_events(ctx: Ctx) -> Verdict:
         return critical(
             "; ".join(f"GPU {r.index} ({load(r)}): {', '.join(r.active_reasons)}" for r in hw),
             "no HW slowdown, power brake or thermal slowdown (at any load)",
-            title="Hardware slowdown active" + (" on idle GPUs" if not _busy(h) else ""),
-            why="HW slowdown halves clocks or more; it is driven by the board's power-brake input (PSU,"
-            " BMC power table) or a thermal alarm, and it is active whether or not work runs.",
-            fix="Check PSU capacity and cabling, the BMC/iDRAC power and thermal tables for this GPU,"
-            " and cooling; nvidia-smi -q -d PERFORMANCE,TEMPERATURE shows which reason holds.",
+            variant="hardware_slowdown_active_on_idle"
+            if not _busy(h)
+            else "hardware_slowdown_active",
         )
     if swt:
         return warning(
             "; ".join(f"GPU {r.index} ({load(r)})" for r in swt),
             "no thermal slowdown",
-            title="Software thermal slowdown active",
-            why="The driver lowers clocks to stay under the temperature target.",
-            fix="Improve airflow.",
+            variant="software_thermal_slowdown_active",
         )
     unread = [r for r in h.gpu_readings if r.unread_reasons]
     if unread:
@@ -119,7 +115,7 @@ def clock_events(ctx: Ctx) -> Verdict:
             if any("sw_power_cap" in r.active_reasons for r in busy)
             else "no reasons active"
         ),
-        title="No harmful clock reductions under load",
+        variant="no_harmful_clock_reductions_under",
     )
 
 
@@ -129,7 +125,7 @@ def thermal_headroom(ctx: Ctx) -> Verdict:
         return v
     temps = [r for r in h.gpu_readings if r.temp_c is not None]
     if not temps:
-        return unknown("temperature.gpu [N/A]", title="GPU temperatures not reported")
+        return unknown("temperature.gpu [N/A]", variant="gpu_temperatures_not_reported")
     slowdown = {g.index: g.temp_slowdown_c for g in h.gpus if g.temp_slowdown_c}
     over = [r for r in temps if r.index in slowdown and cast(float, r.temp_c) >= slowdown[r.index]]
     if over:  # at any load: the GPU is already slowing itself down
@@ -139,7 +135,7 @@ def thermal_headroom(ctx: Ctx) -> Verdict:
                 for r in over
             ),
             "below the slowdown temperature",
-            title="GPUs at their slowdown temperature",
+            variant="gpus_at_their_slowdown_temperature",
         )
     busy = _busy(h)
     near = [
@@ -156,13 +152,13 @@ def thermal_headroom(ctx: Ctx) -> Verdict:
                 for r in hot
             ),
             f"more than {SLOWDOWN_MARGIN_C} °C below the slowdown temperature (< {HOT_C} °C if not reported)",
-            title="GPUs hot under load",
+            variant="gpus_hot_under_load",
         )
     top = max(temps, key=lambda r: r.temp_c or 0)
     return ok(
         f"max {top.temp_c:.0f} °C"
         + (f" (slowdown {slowdown[top.index]:.0f} °C)" if top.index in slowdown else ""),
-        title="GPU temperatures fine",
+        variant="gpu_temperatures_fine",
     )
 
 
@@ -171,7 +167,7 @@ def locked_clocks(ctx: Ctx) -> Verdict:
     if v := _no_gpus(h):
         return v
     if any(g.sm_max_mhz is None for g in h.gpus):
-        return unknown("clocks.max.sm [N/A]", title="GPU max clocks not reported")
+        return unknown("clocks.max.sm [N/A]", variant="gpu_max_clocks_not_reported")
     locked = [
         g for g in h.gpus if g.app_sm_mhz and g.sm_max_mhz and g.app_sm_mhz < 0.9 * g.sm_max_mhz
     ]
@@ -181,9 +177,9 @@ def locked_clocks(ctx: Ctx) -> Verdict:
                 f"GPU {g.index}: {g.app_sm_mhz:.0f} of {g.sm_max_mhz:.0f} MHz" for g in locked
             ),
             "application clock = max",
-            title="Application clocks below max",
+            variant="application_clocks_below_max",
         )
-    return ok("application clocks at max or unset", title="No reduced application clocks")
+    return ok("application clocks at max or unset", variant="no_reduced_application_clocks")
 
 
 def pstate_under_load(ctx: Ctx) -> Verdict:
@@ -191,7 +187,7 @@ def pstate_under_load(ctx: Ctx) -> Verdict:
     if v := _no_gpus(h):
         return v
     if why := _load_unknown(h):
-        return unknown(why, title="GPU load unknown: P-state not judged")
+        return unknown(why, variant="gpu_load_unknown_p_state")
     busy = _busy(h)
     if not busy:
         return not_applicable(
@@ -212,29 +208,27 @@ def pstate_under_load(ctx: Ctx) -> Verdict:
                 for r in slow
             ),
             "memory clock at max while busy",
-            title="Memory clock below max under load",
+            variant="memory_clock_below_max_under",
         )
     if na := [r.index for r in busy if not (r.mem_mhz and maxima.get(r.index))]:
         return unknown(
             f"clocks.mem or clocks.max.mem [N/A] on busy GPU {', '.join(na)}",
-            title="Memory clock under load not reported",
+            variant="memory_clock_under_load_not",
         )
     return ok(
-        ", ".join(sorted({r.pstate or "?" for r in busy})), title="Memory clocks at max under load"
+        ", ".join(sorted({r.pstate or "?" for r in busy})), variant="memory_clocks_at_max_under"
     )
 
 
 def rtd3(ctx: Ctx) -> Verdict:
     h: PowerFacts = ctx.f
     if not h.rtd3:
-        return info(
-            "no /proc/driver/nvidia/gpus/*/power", title="GPU runtime D3 status not visible"
-        )
+        return info("no /proc/driver/nvidia/gpus/*/power", variant="gpu_runtime_d3_status_not")
     on = {b: s for b, s in h.rtd3.items() if s.lower().startswith("enabled")}
     if on:
         return info(
             "; ".join(f"{b}: {s}" for b, s in sorted(on.items())),
             "disabled on a server",
-            title="Runtime D3 enabled on GPUs",
+            variant="runtime_d3_enabled_on_gpus",
         )
-    return ok(", ".join(sorted(set(h.rtd3.values()))), title="Runtime D3 off")
+    return ok(", ".join(sorted(set(h.rtd3.values()))), variant="runtime_d3_off")

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from gpuaudit.probes.core.judge.checks import BOTH, Check
+from gpuaudit.probes.core.judge.checks import BOTH, Check, Message
 from gpuaudit.probes.python import checks_engine as eng
 from gpuaudit.probes.python import checks_runtime as rt
 from gpuaudit.probes.python.targets import FIRST_OF, no_engine
@@ -28,6 +28,29 @@ CHECKS: tuple[Check, ...] = (
         needs_gpu=True,
         **_ON,
         optional=("smi_query_driver",),
+        variants={
+            "ok": Message(title="torch carries kernels for every GPU architecture"),
+            "warning": Message(title="torch only has PTX for the GPU (JIT at first use)"),
+            "critical": Message(title="torch has no kernels for the GPU's architecture"),
+            "unknown": Message(
+                title="torch covers the readable GPUs; some compute capabilities unreadable"
+            ),
+            "gpu_compute_capability_unknown": Message(title="GPU compute capability unknown"),
+            "torch_not_installed_in_the": Message(
+                title="torch not installed in the inspected Python",
+                why=(
+                    "Without a serving engine's interpreter the probe inspects python3; pass "
+                    "--python to aim it."
+                ),
+                fix="Point --python at the engine's interpreter (e.g. /opt/venv/bin/python).",
+            ),
+            "torch_is_a_cpu_only": Message(
+                title="torch is a CPU-only build",
+                fix="Install a CUDA build of torch matching the engine.",
+            ),
+            "torch_arch_list_unreadable": Message(title="torch arch list unreadable"),
+            "gpu_compute_capability_unreadable": Message(title="GPU compute capability unreadable"),
+        },
     ),
     Check(
         "python.cuda_stack_versions",
@@ -40,6 +63,11 @@ CHECKS: tuple[Check, ...] = (
         sources=("pyenv",),
         **_ON,
         optional=("smi_query_driver",),
+        variants={
+            "cuda_python_wheels_inconsistent": Message(title="CUDA Python wheels inconsistent"),
+            "no_cuda_python_packages_installed": Message(title="No CUDA Python packages installed"),
+            "cuda_python_wheels_coherent": Message(title="CUDA Python wheels coherent"),
+        },
     ),
     Check(
         "python.flashinfer_sm120",
@@ -57,6 +85,19 @@ CHECKS: tuple[Check, ...] = (
             "engine_procs",
             "smi_query_driver",
         ),
+        variants={
+            "flashinfer_installed_for_sm_120": Message(
+                title="FlashInfer installed for sm_120 (no known-bad build)"
+            ),
+            "flashinfer_sm_120_check_not": Message(title="FlashInfer sm_120 check not applicable"),
+            "flashinfer_gpu_arch_unknown": Message(title="FlashInfer: GPU arch unknown"),
+            "flashinfer_cubin_0_6_11": Message(
+                title="flashinfer-cubin 0.6.11 ships no sm_120 cubins"
+            ),
+            "flashinfer_cuda_arch_list_excludes": Message(
+                title="FLASHINFER_CUDA_ARCH_LIST excludes sm_120"
+            ),
+        },
     ),
     Check(
         "python.cuda_graphs",
@@ -72,6 +113,16 @@ CHECKS: tuple[Check, ...] = (
         sources=("engine_procs",),
         applies=no_engine,
         **_ON,
+        variants={
+            "cuda_graphs_not_disabled": Message(title="CUDA graphs not disabled"),
+            "cuda_graphs_disabled_in_the": Message(
+                title="CUDA graphs disabled in the serving engine (confirm intent)",
+                fix=(
+                    "Remove {graph_flag} from the engine's launch command (lower "
+                    "--cuda-graph-max-bs if capture runs out of memory)."
+                ),
+            ),
+        },
     ),
     Check(
         "python.dangerous_env",
@@ -85,6 +136,17 @@ CHECKS: tuple[Check, ...] = (
         applies=no_engine,
         **_ON,
         optional=("smi_query_driver",),
+        variants={
+            "debug_or_limiting_variables_set": Message(
+                title="Debug or limiting variables set in the engine's environment"
+            ),
+            "engine_environment_not_readable": Message(
+                title="Engine environment not readable", fix="Run the audit as root (or --sudo)."
+            ),
+            "no_performance_wrecking_variables_in": Message(
+                title="No performance-wrecking variables in the engine's environment"
+            ),
+        },
     ),
     Check(
         "python.attention_backend",
@@ -99,6 +161,15 @@ CHECKS: tuple[Check, ...] = (
         applies=no_engine,
         **_ON,
         optional=("smi_query_driver",),
+        variants={
+            "no_sm120_kernels": Message(title="Attention backend {backend} has no sm_120 kernels"),
+            "deepgemm_on_sm120": Message(title="DeepGEMM enabled on sm_120 (unsupported)"),
+            "slow_fallback": Message(title="Attention backend {backend} is a slow fallback path"),
+            "backend_set": Message(title="Attention backend {backend}"),
+            "engine_default": Message(
+                title="Attention backend: engine default (see its startup log)"
+            ),
+        },
     ),
     Check(
         "python.cuda_runtime_vs_driver",
@@ -112,6 +183,23 @@ CHECKS: tuple[Check, ...] = (
         needs_gpu=True,
         **_ON,
         optional=(("host", "smi_query_driver"),),
+        variants={
+            "cuda_runtime_supported_by_the": Message(title="CUDA runtime supported by the driver"),
+            "cuda_runtime_vs_driver_no": Message(
+                title="CUDA runtime vs driver: no CUDA runtime to compare"
+            ),
+            "driver_s_cuda_support_unknown": Message(title="Driver's CUDA support unknown"),
+            "cuda_runtime_newer_than_the": Message(
+                title="CUDA runtime newer than the host driver supports"
+            ),
+            "cuda_runtime_newer_minor_than": Message(
+                title="CUDA runtime newer minor than the driver (compatible)",
+                why=(
+                    "Same major: minor-version compatibility runs it, but features needing newer "
+                    "PTX/JIT may fail."
+                ),
+            ),
+        },
     ),
     Check(
         "python.engine_threads",
@@ -124,6 +212,20 @@ CHECKS: tuple[Check, ...] = (
         sources=("engine_procs", "engine_proc_status"),
         applies=no_engine,
         **_ON,
+        variants={
+            "engine_thread_pools_fit_its": Message(title="Engine thread pools fit its CPUs"),
+            "engine_thread_counts_not_read": Message(title="Engine thread counts not read"),
+            "engine_cpu_affinity_not_read": Message(title="Engine CPU affinity not read"),
+            "omp_threads_ranks_exceed_the": Message(
+                title="OMP threads × ranks exceed the engine's CPUs"
+            ),
+            "engine_threads_sized_to_the": Message(
+                title="Engine threads sized to the host while its cpuset is small"
+            ),
+            "engine_may_use_every_cpu": Message(
+                title="Engine may use every CPU (no small cpuset to oversubscribe)"
+            ),
+        },
     ),
     Check(
         "python.jit_caches",
@@ -140,6 +242,19 @@ CHECKS: tuple[Check, ...] = (
             "engine_procs",
             "pyenv",
         ),
+        variants={
+            "jit_caches_persistent": Message(title="JIT caches persistent"),
+            "no_jit_cache_folders_found": Message(title="No JIT cache folders found"),
+            "jit_cache_carries_kernels_of": Message(
+                title="JIT cache carries kernels of another FlashInfer build",
+                fix=(
+                    "Stop the engine, delete the old version's cache folder, restart (first "
+                    "requests recompile)."
+                ),
+            ),
+            "jit_caches_not_persistent": Message(title="JIT caches not persistent"),
+            "jit_cache_folders_read_only": Message(title="JIT cache folders read-only"),
+        },
     ),
     Check(
         "python.measured_throughput",
@@ -153,5 +268,18 @@ CHECKS: tuple[Check, ...] = (
         sources=("engine_procs", "engine_logs"),
         applies=no_engine,
         **_ON,
+        variants={
+            "decode_throughput_the_engine_reports": Message(
+                title="Decode throughput the engine reports"
+            ),
+            "engine_log_not_read": Message(title="Engine log not read"),
+            "no_throughput_figures_in_the": Message(
+                title="No throughput figures in the engine log",
+                fix=(
+                    "Keep the engine's log (a file or a systemd unit), or start SGLang with "
+                    "--enable-metrics / scrape vLLM's /metrics."
+                ),
+            ),
+        },
     ),
 )

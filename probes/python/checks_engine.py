@@ -42,13 +42,12 @@ def cuda_graphs(ctx: Ctx) -> Verdict:
         return critical(
             f"{e.engine_kind} (pid {e.engine_pid}) started with {e.graph_flag}, TP={e.tp}",
             evidence=ev,
-            title="CUDA graphs disabled in the serving engine (confirm intent)",
-            fix=f"Remove {e.graph_flag} from the engine's launch command (lower --cuda-graph-max-bs if capture "
-            "runs out of memory).",
+            variant="cuda_graphs_disabled_in_the",
+            graph_flag=e.graph_flag,
         )
     return ok(
         f"{e.engine_kind} (pid {e.engine_pid}): no --disable-cuda-graph/--enforce-eager, TP={e.tp}",
-        title="CUDA graphs not disabled",
+        variant="cuda_graphs_not_disabled",
         evidence=ev,
     )
 
@@ -96,8 +95,7 @@ def dangerous_env(ctx: Ctx) -> Verdict:
         return unknown(
             "/proc/<pid>/environ unreadable (needs root or the engine's uid)",
             evidence=ev,
-            title="Engine environment not readable",
-            fix="Run the audit as root (or --sudo).",
+            variant="engine_environment_not_readable",
         )
     needed = (e.tp or 1) * (e.pp or 1)
     g = gpus(ctx)
@@ -109,7 +107,7 @@ def dangerous_env(ctx: Ctx) -> Verdict:
             "; ".join(t for _, t in issues)
             or f"checked {len(e.engine_env)} CUDA/NCCL/torch variables; TP×PP={needed}"
             + (f" on {ngpu} GPUs" if ngpu else ""),
-            title="No performance-wrecking variables in the engine's environment",
+            variant="no_performance_wrecking_variables_in",
             evidence=ev,
         )
     worst = "critical" if any(s == "critical" for s, _ in issues) else "warning"
@@ -117,7 +115,7 @@ def dangerous_env(ctx: Ctx) -> Verdict:
         worst,
         "; ".join(t for _, t in issues),
         "no debug variables in production; every GPU the TP×PP layout needs visible",
-        title="Debug or limiting variables set in the engine's environment",
+        variant="debug_or_limiting_variables_set",
         evidence=ev,
     )
 
@@ -145,19 +143,20 @@ def attention_backend(ctx: Ctx) -> Verdict:
         f"; {deepgemm}" if deepgemm else ""
     )
     if sm120 and backend and backend.lower() in _NO_SM120_BACKENDS:
-        sev, title = "warning", f"Attention backend {backend} has no sm_120 kernels"
+        sev, variant = "warning", "no_sm120_kernels"
     elif sm120 and deepgemm:
-        sev, title = "warning", "DeepGEMM enabled on sm_120 (unsupported)"
+        sev, variant = "warning", "deepgemm_on_sm120"
     elif backend and backend.lower() in ("torch_native", "torch_sdpa", "sdpa"):
-        sev, title = "warning", f"Attention backend {backend} is a slow fallback path"
+        sev, variant = "warning", "slow_fallback"
     elif backend:
-        sev, title = "ok", f"Attention backend {backend}"
+        sev, variant = "ok", "backend_set"
     else:
-        sev, title = "info", "Attention backend: engine default (see its startup log)"
+        sev, variant = "info", "engine_default"
     return Verdict(
         sev,
         f"{e.engine_kind}: attention backend {backend or 'not set (auto)'}{extra}",
-        title=title,
+        variant=variant,
+        params={"backend": backend},
         evidence=((role, "engine_procs"),),
     )
 
@@ -171,14 +170,14 @@ def engine_threads(ctx: Ctx) -> Verdict:
     if e.proc_threads is None:
         return unknown(
             ctx.problem("engine_proc_status", role) or "not collected",
-            title="Engine thread counts not read",
+            variant="engine_thread_counts_not_read",
             evidence=ev,
         )
     known = [(n, t, c) for n, t, c in e.proc_threads if c]
     if not known or not e.cpus_online:
         return unknown(
             f"{len(e.proc_threads)} engine process(es); allowed CPUs or online CPUs unreadable",
-            title="Engine CPU affinity not read",
+            variant="engine_cpu_affinity_not_read",
             evidence=ev,
         )
     allowed = min(c for _n, _t, c in known)
@@ -193,7 +192,7 @@ def engine_threads(ctx: Ctx) -> Verdict:
         return warning(
             obs,
             f"OMP_NUM_THREADS × ranks ≤ {allowed}",
-            title="OMP threads × ranks exceed the engine's CPUs",
+            variant="omp_threads_ranks_exceed_the",
             evidence=ev,
         )
     if not omp and allowed < e.cpus_online and busiest[1] > allowed:
@@ -201,15 +200,15 @@ def engine_threads(ctx: Ctx) -> Verdict:
             obs,
             f"thread pools ≤ {allowed} allowed CPUs (OMP_NUM_THREADS set)",
             evidence=ev,
-            title="Engine threads sized to the host while its cpuset is small",
+            variant="engine_threads_sized_to_the",
         )
     if not omp and allowed >= e.cpus_online:
         return not_applicable(
             f"cpuset is the whole machine; {obs}",
             evidence=ev,
-            title="Engine may use every CPU (no small cpuset to oversubscribe)",
+            variant="engine_may_use_every_cpu",
         )
-    return ok(obs, title="Engine thread pools fit its CPUs", evidence=ev)
+    return ok(obs, variant="engine_thread_pools_fit_its", evidence=ev)
 
 
 def measured_throughput(ctx: Ctx) -> Verdict:
@@ -221,16 +220,14 @@ def measured_throughput(ctx: Ctx) -> Verdict:
     if e.log_sources is None:
         return unknown(
             ctx.problem("engine_logs", role) or "not collected",
-            title="Engine log not read",
+            variant="engine_log_not_read",
             evidence=ev,
         )
     if not e.throughput:
         return unknown(
             f"log: {', '.join(e.log_sources) or 'none found'}; no 'gen throughput' / 'Avg generation throughput' lines",
-            title="No throughput figures in the engine log",
+            variant="no_throughput_figures_in_the",
             evidence=ev,
-            fix="Keep the engine's log (a file or a systemd unit), or start SGLang with --enable-metrics / "
-            "scrape vLLM's /metrics.",
         )
     single = [t for t, r in e.throughput if r == 1]
     last_t, last_r = e.throughput[-1]
@@ -248,4 +245,4 @@ def measured_throughput(ctx: Ctx) -> Verdict:
             else ""
         )
     )
-    return info(obs, title="Decode throughput the engine reports", evidence=ev)
+    return info(obs, variant="decode_throughput_the_engine_reports", evidence=ev)

@@ -19,13 +19,6 @@ from gpuaudit.probes.core.parsers.pyenv import arch_sms, cuda_major_minor
 from gpuaudit.probes.python.parsers import GPU_SOURCE, driver_max_cuda, sm_of
 from gpuaudit.probes.python.targets import engine, gpu_problem, gpus
 
-_ARCH_TITLES = {
-    "ok": "torch carries kernels for every GPU architecture",
-    "warning": "torch only has PTX for the GPU (JIT at first use)",
-    "critical": "torch has no kernels for the GPU's architecture",
-    "unknown": "torch covers the readable GPUs; some compute capabilities unreadable",
-}
-
 
 def arch_coverage(arch_list: list[str], ccs: list[str]) -> tuple[str, list[str]]:
     """Worst severity and one note per compute capability: SASS present, only PTX (JIT), or no kernels."""
@@ -47,28 +40,25 @@ def arch_coverage(arch_list: list[str], ccs: list[str]) -> tuple[str, list[str]]
 def torch_arch_support(ctx: Ctx) -> Verdict:
     rt, g = ctx.f, gpus(ctx)
     if g is None:
-        return unknown(gpu_problem(ctx), title="GPU compute capability unknown")
+        return unknown(gpu_problem(ctx), variant="gpu_compute_capability_unknown")
     grole, gf = g
     ev = ((grole, GPU_SOURCE),)
     if rt.torch is None:
         return not_applicable(
             f"{rt.interpreter or 'python3'} has no torch ({(rt.torch_error or '')[:120]})",
-            title="torch not installed in the inspected Python",
+            variant="torch_not_installed_in_the",
             evidence=ev,
-            why="Without a serving engine's interpreter the probe inspects python3; pass --python to aim it.",
-            fix="Point --python at the engine's interpreter (e.g. /opt/venv/bin/python).",
         )
     if rt.torch_cuda is None:
         return critical(
             f"torch {rt.torch}, torch.version.cuda=None",
-            title="torch is a CPU-only build",
+            variant="torch_is_a_cpu_only",
             evidence=ev,
-            fix="Install a CUDA build of torch matching the engine.",
         )
     if rt.arch_list is None:
         return unknown(
             f"torch {rt.torch}, torch.version.cuda={rt.torch_cuda}",
-            title="torch arch list unreadable",
+            variant="torch_arch_list_unreadable",
             evidence=ev,
         )
     ccs = sorted({c for c in gf.compute_caps if sm_of(c) is not None})
@@ -78,7 +68,7 @@ def torch_arch_support(ctx: Ctx) -> Verdict:
         return unknown(
             f"torch {rt.torch} arch list {' '.join(rt.arch_list)}; nvidia-smi compute_cap "
             f"{', '.join(gf.compute_caps)} for {len(gf.compute_caps)} GPU(s)",
-            title="GPU compute capability unreadable",
+            variant="gpu_compute_capability_unreadable",
             evidence=ev,
         )
     worst, notes = arch_coverage(rt.arch_list, ccs)
@@ -88,7 +78,7 @@ def torch_arch_support(ctx: Ctx) -> Verdict:
         unread and worst == "ok"
     ):  # "every GPU" cannot be claimed for GPUs whose capability is missing
         worst, obs = "unknown", obs + f"; {unread} GPU(s) with unreadable compute capability"
-    return Verdict(worst, obs, title=_ARCH_TITLES[worst], evidence=ev)
+    return Verdict(worst, obs, variant=worst, evidence=ev)  # a variant per severity
 
 
 def wheel_issues(
@@ -130,7 +120,7 @@ def cuda_stack_versions(ctx: Ctx) -> Verdict:
     if not rt.packages:
         return not_applicable(
             f"{rt.interpreter or 'python3'} has none of the tracked packages",
-            title="No CUDA Python packages installed",
+            variant="no_cuda_python_packages_installed",
         )
     g = gpus(ctx)
     pk = rt.packages
@@ -148,12 +138,12 @@ def cuda_stack_versions(ctx: Ctx) -> Verdict:
             if any(k.endswith("-cu12") for k in pk)
             else "none"
         )
-        return ok(f"{listed}; runtime wheels {runtime}", title="CUDA Python wheels coherent")
+        return ok(f"{listed}; runtime wheels {runtime}", variant="cuda_python_wheels_coherent")
     worst = "critical" if any(s == "critical" for s, _ in issues) else "warning"
     return Verdict(
         worst,
         "; ".join(t for _, t in issues) + f" ({listed})",
-        title="CUDA Python wheels inconsistent",
+        variant="cuda_python_wheels_inconsistent",
     )
 
 
@@ -163,14 +153,14 @@ def flashinfer_sm120(ctx: Ctx) -> Verdict:
     if not fi:
         return not_applicable(
             "FlashInfer not installed",
-            title="FlashInfer sm_120 check not applicable",
+            variant="flashinfer_sm_120_check_not",
         )
     if g is None:
         return unknown(
-            f"flashinfer-python {fi}; {gpu_problem(ctx)}", title="FlashInfer: GPU arch unknown"
+            f"flashinfer-python {fi}; {gpu_problem(ctx)}", variant="flashinfer_gpu_arch_unknown"
         )
     if not any(sm_of(c) in (120, 121) for c in g[1].compute_caps):
-        return not_applicable("no sm_120/121 GPU", title="FlashInfer sm_120 check not applicable")
+        return not_applicable("no sm_120/121 GPU", variant="flashinfer_sm_120_check_not")
     cubin = rt.packages.get("flashinfer-cubin")
     eng = engine(ctx)
     archs = eng[1].engine_env.get("FLASHINFER_CUDA_ARCH_LIST") if eng else None
@@ -178,12 +168,12 @@ def flashinfer_sm120(ctx: Ctx) -> Verdict:
     if cubin and cubin.startswith("0.6.11"):
         return critical(
             f"flashinfer-python {fi}, flashinfer-cubin {cubin}",
-            title="flashinfer-cubin 0.6.11 ships no sm_120 cubins",
+            variant="flashinfer_cubin_0_6_11",
         )
     if archs and not re.search(r"12\.0|12\.1|120|121", archs):
         return critical(
             f"FLASHINFER_CUDA_ARCH_LIST={archs}",
-            title="FLASHINFER_CUDA_ARCH_LIST excludes sm_120",
+            variant="flashinfer_cuda_arch_list_excludes",
             evidence=ev,
         )
     obs = (
@@ -197,7 +187,7 @@ def flashinfer_sm120(ctx: Ctx) -> Verdict:
         + (f", FLASHINFER_CUDA_ARCH_LIST={archs}" if archs else "")
         + "; cubin contents not inspected"
     )
-    return ok(obs, title="FlashInfer installed for sm_120 (no known-bad build)", evidence=ev)
+    return ok(obs, variant="flashinfer_installed_for_sm_120", evidence=ev)
 
 
 def cuda_runtime_vs_driver(ctx: Ctx) -> Verdict:
@@ -206,7 +196,7 @@ def cuda_runtime_vs_driver(ctx: Ctx) -> Verdict:
     if runtime is None:
         return not_applicable(
             "no CUDA build of torch found",
-            title="CUDA runtime vs driver: no CUDA runtime to compare",
+            variant="cuda_runtime_vs_driver_no",
         )
     host = ctx.of("host")
     drv_role: Role | None = (
@@ -220,7 +210,7 @@ def cuda_runtime_vs_driver(ctx: Ctx) -> Verdict:
     if driver is None or maxc is None:
         return unknown(
             f"torch CUDA {rt.torch_cuda}; driver {driver or 'not read'} ({gpu_problem(ctx)})",
-            title="Driver's CUDA support unknown",
+            variant="driver_s_cuda_support_unknown",
             evidence=ev,
         )
     wheel = next((v for k, v in rt.packages.items() if k.startswith("nvidia-cuda-runtime")), None)
@@ -234,16 +224,15 @@ def cuda_runtime_vs_driver(ctx: Ctx) -> Verdict:
             obs,
             f"runtime major ≤ {maxc[0]} (or valid forward-compat libs)",
             evidence=ev,
-            title="CUDA runtime newer than the host driver supports",
+            variant="cuda_runtime_newer_than_the",
         )
     if runtime > maxc:
         return ok(
             obs + "; minor-version compatibility applies",
-            title="CUDA runtime newer minor than the driver (compatible)",
-            why="Same major: minor-version compatibility runs it, but features needing newer PTX/JIT may fail.",
+            variant="cuda_runtime_newer_minor_than",
             evidence=ev,
         )
-    return ok(obs, title="CUDA runtime supported by the driver", evidence=ev)
+    return ok(obs, variant="cuda_runtime_supported_by_the", evidence=ev)
 
 
 def jit_caches(ctx: Ctx) -> Verdict:
@@ -256,7 +245,7 @@ def jit_caches(ctx: Ctx) -> Verdict:
             ("" if eng else "no serving engine found; ")
             + "no FlashInfer/Triton/vLLM/SGLang/DeepGEMM/inductor cache under the audit user's home"
             + " (an engine running as another user, or with *_CACHE_DIR set, keeps them elsewhere)",
-            title="No JIT cache folders found",
+            variant="no_jit_cache_folders_found",
         )
     fi = rt.packages.get("flashinfer-python")
     stale = [
@@ -276,12 +265,11 @@ def jit_caches(ctx: Ctx) -> Verdict:
         return warning(
             "; ".join(stale),
             "only the installed version's entries after an upgrade",
-            title="JIT cache carries kernels of another FlashInfer build",
-            fix="Stop the engine, delete the old version's cache folder, restart (first requests recompile).",
+            variant="jit_cache_carries_kernels_of",
         )
     if volatile or readonly:
         return info(
             "; ".join(volatile + [f"{r} not writable" for r in readonly]) + f" ({listing})",
-            title="JIT caches not persistent" if volatile else "JIT cache folders read-only",
+            variant="jit_caches_not_persistent" if volatile else "jit_cache_folders_read_only",
         )
-    return ok(listing, title="JIT caches persistent")
+    return ok(listing, variant="jit_caches_persistent")

@@ -16,8 +16,9 @@ So a verdict function never sees missing data, and exactly one finding comes out
 from __future__ import annotations
 
 import re
+import string
 from collections.abc import Callable, Iterable, Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from gpuaudit.probes.core.judge.combiners import PRESENCE_SOURCES, nvidia_presence
@@ -41,48 +42,92 @@ NO_GPU = "no NVIDIA GPU or driver on this host"
 
 
 @dataclass(frozen=True, slots=True)
+class Message:
+    """One variant of a check's text: what a verdict can say instead of the row's own title/why/fix.
+
+    Each field is a template: `{name}` placeholders are filled from the verdict's params (`str.format`
+    rules, so `{n:.1f}` works and a literal brace is doubled); an empty field keeps the row's own text.
+    """
+
+    title: str = ""
+    why: str = ""
+    fix: str = ""
+
+    def fields(self) -> tuple[str, ...]:
+        """The placeholder names its templates use."""
+        return tuple(
+            dict.fromkeys(
+                name.split(".", 1)[0].split("[", 1)[0]
+                for text in (self.title, self.why, self.fix)
+                for _lit, name, _spec, _conv in _FORMATTER.parse(text)
+                if name
+            )
+        )
+
+
+_FORMATTER = string.Formatter()
+
+
+@dataclass(frozen=True, slots=True)
 class Verdict:
-    """What a verdict function returns. Empty strings keep the check's declared text."""
+    """What a verdict function returns. The text a finding carries beyond observed/expected is data: the
+    row's own title/why/fix, or the declared variant `variant` names (rendered with `params`)."""
 
     severity: Severity | str
     observed: str
     expected: str = ""
-    title: str = ""
-    why: str = ""
-    fix: str = ""
+    variant: str = ""
+    """A key of the check's `variants` ("" = the row's own title/why/fix)."""
+    params: Mapping[str, Any] = field(default_factory=dict)
+    """Values for the variant's `{placeholders}`."""
     evidence: tuple[tuple[Role, str] | tuple[Role, str, int], ...] = ()
     """Evidence beyond the check's declared sources (e.g. the optional source that was actually read);
     (role, command id, line) names the 0-based stdout line the value was read from (the evidence jump)."""
 
 
-def ok(observed: str, expected: str = "", **kw: Any) -> Verdict:
-    return Verdict(Severity.OK, observed, expected, **kw)
+Ev = tuple[tuple[Role, str] | tuple[Role, str, int], ...]
 
 
-def info(observed: str, expected: str = "", **kw: Any) -> Verdict:
-    return Verdict(Severity.INFO, observed, expected, **kw)
+def ok(
+    observed: str, expected: str = "", *, variant: str = "", evidence: Ev = (), **params: Any
+) -> Verdict:
+    return Verdict(Severity.OK, observed, expected, variant, params, evidence)
 
 
-def warning(observed: str, expected: str = "", **kw: Any) -> Verdict:
-    return Verdict(Severity.WARNING, observed, expected, **kw)
+def info(
+    observed: str, expected: str = "", *, variant: str = "", evidence: Ev = (), **params: Any
+) -> Verdict:
+    return Verdict(Severity.INFO, observed, expected, variant, params, evidence)
 
 
-def critical(observed: str, expected: str = "", **kw: Any) -> Verdict:
-    return Verdict(Severity.CRITICAL, observed, expected, **kw)
+def warning(
+    observed: str, expected: str = "", *, variant: str = "", evidence: Ev = (), **params: Any
+) -> Verdict:
+    return Verdict(Severity.WARNING, observed, expected, variant, params, evidence)
 
 
-def unknown(reason: str, **kw: Any) -> Verdict:
+def critical(
+    observed: str, expected: str = "", *, variant: str = "", evidence: Ev = (), **params: Any
+) -> Verdict:
+    return Verdict(Severity.CRITICAL, observed, expected, variant, params, evidence)
+
+
+def unknown(
+    reason: str, expected: str = "", *, variant: str = "", evidence: Ev = (), **params: Any
+) -> Verdict:
     """For data that was read but does not answer the question (a field reported as [N/A], say)."""
-    return Verdict(Severity.UNKNOWN, reason, **kw)
+    return Verdict(Severity.UNKNOWN, reason, expected, variant, params, evidence)
 
 
 NA_PREFIX = "not applicable: "
 """How schema 1 spelled "not applicable" (severity ok + this prefix); snapshots/migrate.py converts it."""
 
 
-def not_applicable(reason: str, /, **kw: Any) -> Verdict:
+def not_applicable(
+    reason: str, /, *, variant: str = "", evidence: Ev = (), **params: Any
+) -> Verdict:
     """Proven not to apply: its own answer (severity n/a), never ok; the observed text is the reason."""
-    return Verdict(Severity.NA, reason.removeprefix(NA_PREFIX), **kw)
+    return Verdict(Severity.NA, reason.removeprefix(NA_PREFIX), "", variant, params, evidence)
 
 
 @dataclass(frozen=True, slots=True)
@@ -172,6 +217,9 @@ class Check:
     never gated."""
     no_input: str = ""
     """Why the check declares no source at all (it judges other checks' facts only), for the catalogue test."""
+    variants: Mapping[str, Message] = field(default_factory=dict)
+    """Every other text the verdict can pick (`variant="name"`), by name: the row's own title/why/fix is the
+    default. `--list-checks --json` lists them; a test holds every verdict to its row's variants."""
     applies_first: bool = False
     """`applies` runs before the required sources are gated, for applicability that needs none of them (a VM
     is n/a without dmidecode): its own inputs are declared `optional`, and it must cope with them missing."""
@@ -301,12 +349,30 @@ def unreachable_reason(records: Mapping[str, CommandRecord]) -> str | None:
     return None
 
 
+def render(check: Check, v: Verdict) -> tuple[str, str, str]:
+    """The title, why and fix a verdict's finding carries: the row's own, or its declared variant's filled
+    from the verdict's params (an empty field keeps the row's). An undeclared variant or a missing param
+    raises (the framework turns it into this check's "rule error")."""
+    if not v.variant:
+        return check.title, check.why, check.fix
+    msg = check.variants.get(v.variant)
+    if msg is None:
+        raise KeyError(f"{check.id}: undeclared message variant {v.variant!r}")
+    return (
+        _FORMATTER.vformat(msg.title, (), v.params) or check.title,
+        _FORMATTER.vformat(msg.why, (), v.params) or check.why,
+        _FORMATTER.vformat(msg.fix, (), v.params) or check.fix,
+    )
+
+
 def _finding(
     check: Check,
     targets: Iterable[Role],
     v: Verdict,
     evidence: Iterable[tuple[Role, str] | tuple[Role, str, int]],
+    text: tuple[str, str, str] | None = None,
 ) -> Finding:
+    title, why, fix = text or (check.title, check.why, check.fix)
     lines: dict[tuple[Role, str], int] = {}
     for e in evidence:
         if len(e) == 3:
@@ -320,11 +386,11 @@ def _finding(
         probe=check.probe,
         owner=check.owner,
         targets=list(dict.fromkeys(targets)),
-        title=v.title or check.title,
+        title=title,
         observed=v.observed,
         expected=v.expected or check.expected,
-        why=v.why or check.why,
-        fix=v.fix or check.fix,
+        why=why,
+        fix=fix,
         evidence=[EvidenceRef(target=t, command_id=c, line=lines.get((t, c))) for t, c in refs],
     )
 
@@ -436,8 +502,10 @@ def _judge_one(
         if check.applies is not None and (why := check.applies(ctx)):
             return _finding(check, group, not_applicable(why), evidence)
         v = check.verdict(ctx)
+        text = render(check, v)
     except (
         Exception
     ) as exc:  # a rule bug makes this one check unknown, visibly, not the whole probe
         v = unknown(f"rule error: {exc.__class__.__name__}: {exc}")
-    return _finding(check, group, v, [*evidence, *v.evidence])
+        text = None
+    return _finding(check, group, v, [*evidence, *v.evidence], text)
