@@ -3,11 +3,13 @@ counts ran one at a time; the declared source line run against a stand-in engine
 
 from __future__ import annotations
 
+import os
 import socket
 import subprocess
 import sys
 import textwrap
 import time
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -23,10 +25,11 @@ from gpuaudit.probes.core.sources import SOURCES
 
 PAGES = Path(__file__).resolve().parents[1] / "fixtures" / "engine_metrics"
 BUSY = (PAGES / "sglang-llama31-8b-busy.prom").read_text()
-ONE = (PAGES / "sglang-llama31-8b-one-running.prom").read_text()
+ONE = (PAGES / "sglang-llama31-8b-one-request.prom").read_text()
 MEAN = (
     866964.5791549598 / 7.400757e06
-)  # sum / count of the real page's time-per-output-token histogram
+)  # sum / count of the busy page's time-per-output-token histogram
+ONE_TPOT = 0.0381757915019989  # the one-request page's histogram: one observation
 
 
 def test_the_real_sglang_page_is_read():
@@ -42,13 +45,30 @@ def test_a_busy_page_is_not_a_single_stream_figure():
     assert ss.tok_s is None and "162 running / 2826 waiting" in ss.provenance
 
 
-def test_one_at_a_time_gives_the_single_stream_figure_with_its_provenance():
-    ss = single_stream(parse_prometheus(ONE), log_running=[1, 1, 1])
-    assert ss.tok_s == pytest.approx(1 / MEAN)  # 8.54 tok/s
+def test_an_untouched_page_after_one_request_is_a_single_stream_figure():
+    """The real page an SGLang server served after its first request (SGLang's own docs): one finished request,
+    none running or queued — nothing can have run beside it, so its time per output token is single stream."""
+    m = parse_prometheus(ONE)
+    assert (m.engine, m.running, m.waiting, m.finished) == ("sglang", 0, 0, 1)
+    assert m.finished_name == "sglang:e2e_request_latency_seconds" and m.generation_tokens == 8
+    ss = single_stream(m)
+    assert ss.tok_s == pytest.approx(1 / ONE_TPOT)  # 26.19 tok/s
+    assert "finished one request since it started" in ss.provenance
+    assert "38.18 ms over 1 observation(s)" in ss.provenance
+    # a log that shows requests side by side refutes it
+    assert single_stream(m, log_running=[1, 3]).tok_s is None
+
+
+def test_several_finished_requests_need_other_evidence_of_one_at_a_time():
+    """The same real histogram read as if the engine had finished five requests (a model value, not a page):
+    the log's decode lines must then show one running request each."""
+    m = replace(parse_prometheus(ONE), finished=5.0)
+    ss = single_stream(m, log_running=[1, 1, 1])
+    assert ss.tok_s == pytest.approx(1 / ONE_TPOT)
     assert "3 decode log line(s) shows one running request" in ss.provenance
-    # without the log, nothing proves one request at a time: no figure
-    assert single_stream(parse_prometheus(ONE), log_running=[]).tok_s is None
-    assert single_stream(parse_prometheus(ONE), log_running=[1, 4]).tok_s is None
+    ss = single_stream(m, log_running=[])
+    assert ss.tok_s is None and "5 finished requests" in ss.provenance
+    assert single_stream(m, log_running=[1, 4]).tok_s is None
 
 
 def wrapped(page: str, url: str = "http://127.0.0.1:30000/metrics") -> str:
@@ -57,8 +77,17 @@ def wrapped(page: str, url: str = "http://127.0.0.1:30000/metrics") -> str:
 
 def test_the_source_output_is_parsed_and_failures_are_named():
     m = parse_engine_metrics(wrapped(ONE))
-    assert m is not None and m.url.endswith(":30000/metrics") and m.running == 1
+    assert m is not None and m.url.endswith(":30000/metrics") and m.running == 0
+    assert m.pids == (2417,)
+    m = parse_engine_metrics(wrapped(ONE).replace("\n", "\n@@pids 2417,2950\n", 1))
+    assert m is not None and m.pids == (2417, 2950) and m.finished == 1
     assert parse_engine_metrics("@@none\n") is None
+    with pytest.raises(ParseError, match="several engine API servers.*pid 7 uid 1000"):
+        parse_engine_metrics("@@ambiguous pid 7 uid 1000 http://127.0.0.1:1; pid 9 uid 0 x\n")
+    with pytest.raises(ParseError, match="no complete page within 5 s"):
+        parse_engine_metrics(
+            wrapped("@@late no complete page within 5 s (the whole GET is bounded)")
+        )
     with pytest.raises(ParseError, match="404"):
         parse_engine_metrics(wrapped("urllib.error.HTTPError: HTTP Error 404: Not Found"))
     with pytest.raises(ParseError, match="incomplete"):
@@ -77,32 +106,39 @@ def _free_port() -> int:
         return s.getsockname()[1]
 
 
-@pytest.fixture
-def stand_in_engine(tmp_path):
-    """A process whose command line reads like SGLang's (`sglang.launch_server --port N`) serving the real page."""
+SERVER = textwrap.dedent(
+    """
+    import sys, time, http.server
+    page = open(sys.argv[1], "rb").read()
+    drip = sys.argv[2] == "drip"
+    class H(http.server.BaseHTTPRequestHandler):
+        def do_GET(self):
+            body = page if self.path == "/metrics" else b"not found"
+            self.send_response(200 if self.path == "/metrics" else 404)
+            self.send_header("Content-Length", str(len(body)))
+            self.end_headers()
+            for i in range(0, len(body), 1 if drip else len(body)):
+                self.wfile.write(body[i : i + (1 if drip else len(body))])
+                self.wfile.flush()
+                if drip:
+                    time.sleep(0.2)  # a byte every 0.2 s: no single socket read ever waits 5 s
+        def log_message(self, *a):
+            pass
+    http.server.HTTPServer(("127.0.0.1", int(sys.argv[5])), H).serve_forever()
+    """
+)
+
+
+def _serve(tmp_path: Path, mode: str = "page") -> tuple[subprocess.Popen[bytes], int]:
+    """A process whose command line reads like SGLang's (`sglang.launch_server --port N`) serving the real
+    page (or dripping it a byte at a time)."""
     port = _free_port()
     page = tmp_path / "page.prom"
     page.write_text(ONE)
     server = tmp_path / "server.py"
-    server.write_text(
-        textwrap.dedent(
-            """
-            import sys, http.server
-            page = open(sys.argv[1], "rb").read()
-            class H(http.server.BaseHTTPRequestHandler):
-                def do_GET(self):
-                    body = page if self.path == "/metrics" else b"not found"
-                    self.send_response(200 if self.path == "/metrics" else 404)
-                    self.end_headers()
-                    self.wfile.write(body)
-                def log_message(self, *a):
-                    pass
-            http.server.HTTPServer(("127.0.0.1", int(sys.argv[4])), H).serve_forever()
-            """
-        )
-    )
+    server.write_text(SERVER)
     proc = subprocess.Popen(
-        [sys.executable, str(server), str(page), "sglang.launch_server", "--port", str(port)]
+        [sys.executable, str(server), str(page), mode, "sglang.launch_server", "--port", str(port)]
     )
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
@@ -111,9 +147,83 @@ def stand_in_engine(tmp_path):
             break
         except OSError:
             time.sleep(0.05)
+    return proc, port
+
+
+def _stop(*procs: subprocess.Popen[bytes]) -> None:
+    for proc in procs:
+        proc.terminate()
+        proc.wait(timeout=5)
+
+
+@pytest.fixture
+def stand_in_engine(tmp_path):
+    proc, port = _serve(tmp_path)
     yield port
-    proc.terminate()
-    proc.wait(timeout=5)
+    _stop(proc)
+
+
+def _look_alike(uid: int, port: int) -> subprocess.Popen[bytes]:
+    """Another user's process named like an engine API server (it serves nothing)."""
+    return subprocess.Popen(
+        ["sh", "-c", "sleep 60; :", "sglang.launch_server", "--port", str(port)],
+        user=uid,
+        group=uid,
+        cwd="/",
+    )
+
+
+def _read_line() -> tuple[str, float]:
+    t0 = time.monotonic()
+    out = subprocess.run(
+        ["sh", "-c", ENGINE_METRICS_SHELL], capture_output=True, text=True, timeout=40
+    ).stdout
+    return out, time.monotonic() - t0
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.geteuid() != 0, reason="a root audit with another user's look-alike")
+def test_a_root_audit_reads_the_root_engine_not_a_user_planted_look_alike(tmp_path):
+    """Under a root audit a user's process named like an engine (started first, so it is the first in /proc
+    order — what the old reader took) is not read: the root-owned engine is."""
+    planted = _look_alike(65534, _free_port())
+    proc, port = _serve(tmp_path)
+    try:
+        assert str(planted.pid) < str(proc.pid)  # the old reader's `for d in /proc/[0-9]*` order
+        m = parse_engine_metrics(_read_line()[0])
+        assert m is not None and m.url == f"http://127.0.0.1:{port}/metrics"
+        assert planted.pid not in m.pids and proc.pid in m.pids
+    finally:
+        _stop(planted, proc)
+
+
+@pytest.mark.slow
+@pytest.mark.skipif(os.geteuid() != 0, reason="two other users' processes")
+def test_engines_of_two_other_owners_are_ambiguous_and_nothing_is_read():
+    one, two = _look_alike(65534, _free_port()), _look_alike(65533, _free_port())
+    try:
+        out, _ = _read_line()
+        assert out.startswith("@@ambiguous ") and "@@end" not in out
+        with pytest.raises(ParseError, match=f"pid {one.pid} uid 65534.*pid {two.pid} uid 65533"):
+            parse_engine_metrics(out)
+    finally:
+        _stop(one, two)
+
+
+@pytest.mark.slow
+def test_a_page_that_drips_in_is_cut_at_the_total_deadline(tmp_path):
+    """urlopen's timeout bounds each socket read; a byte every 0.2 s never trips it. The reader bounds the
+    whole GET (5 s)."""
+    proc, port = _serve(tmp_path, "drip")
+    try:
+        out, took = _read_line()
+        assert took < 5 + 4, took
+        with pytest.raises(
+            ParseError, match=f"127.0.0.1:{port}/metrics: no complete page within 5 s"
+        ):
+            parse_engine_metrics(out)
+    finally:
+        _stop(proc)
 
 
 @pytest.mark.slow  # a stand-in engine process and the declared shell line
@@ -123,7 +233,7 @@ def test_the_declared_line_reads_the_engine_page_from_its_argv_port(stand_in_eng
     ).stdout
     m = parse_engine_metrics(out)
     assert m is not None and m.url == f"http://127.0.0.1:{stand_in_engine}/metrics"
-    assert m.tpot is not None and m.tpot.mean == pytest.approx(MEAN)
+    assert m.tpot is not None and m.tpot.mean == pytest.approx(ONE_TPOT)
 
 
 VLLM = (PAGES / "vllm-qwen25-coder-1.5b-idle-partial.prom").read_text()

@@ -252,19 +252,37 @@ def test_the_engine_metrics_histogram_is_the_measured_speed_when_one_request_ran
     tmp_path,
 ):
     def change(d: Path) -> None:
-        _metrics_page("sglang-llama31-8b-one-running.prom")(d)
+        _metrics_page("sglang-llama31-8b-one-request.prom")(d)
         _only_single_stream_lines(d)
 
     rf = roofline_for_run(run_with(tmp_path, change))
-    assert rf.measured_tok_s == pytest.approx(7.400757e06 / 866964.5791549598)  # 8.54 tok/s
+    assert rf.measured_tok_s == pytest.approx(1 / 0.0381757915019989)  # 26.19 tok/s
     assert rf.measured_source.startswith("engine metrics: http://127.0.0.1:30000/metrics")
-    assert "one running request" in rf.measured_source
+    assert "finished one request since it started" in rf.measured_source
     # the case study's log also shows bursts of up to 1024 requests: then the histogram is not single stream
     rf = roofline_for_run(
-        run_with(tmp_path / "b", _metrics_page("sglang-llama31-8b-one-running.prom"))
+        run_with(tmp_path / "b", _metrics_page("sglang-llama31-8b-one-request.prom"))
     )
     assert rf.measured_tok_s == pytest.approx(10.05)
     assert "log shows up to 1024 running requests" in rf.inputs["engine metrics"]
+
+
+def test_a_metrics_page_of_another_process_than_the_judged_engine_is_not_used(tmp_path):
+    """The page must come from the engine the python probe judged (engine_procs' API server, pid 2417 in the
+    case study): a page read from another process is not the engine's figure."""
+
+    def change(d: Path) -> None:
+        page = (METRICS_PAGES / "sglang-llama31-8b-one-request.prom").read_text()
+        (d / "container" / "engine_metrics.out").write_text(
+            f"@@pid 31337 http://127.0.0.1:31337/metrics\n@@pids 31337\n{page}\n@@end\n"
+        )
+        _only_single_stream_lines(d)
+
+    rf = roofline_for_run(run_with(tmp_path, change))
+    assert "engine_logs" in (rf.measured_source or "")
+    assert rf.inputs["engine metrics"] == (
+        "not used: the page was read from pid 31337, the engine the python probe judged is pid 2417"
+    )
 
 
 def test_a_busy_metrics_page_falls_back_to_the_log_and_says_why(tmp_path):

@@ -1,9 +1,9 @@
 """The serving engine's own Prometheus page (`GET /metrics`), read from inside its container, read-only.
 
-`ENGINE_METRICS_SHELL` finds the API server the same way the engine scans do, takes its port (and an explicit
-IPv4 `--host`) from its command line (SGLang default 30000, vLLM 8000), and fetches the page with curl, else
-python3's urllib (isolated, -I -S -B; curl and wget are refused by the read-only lint) — 5 s timeout, at most
-4 MB. SGLang serves /metrics only with `--enable-metrics`.
+`ENGINE_METRICS_SHELL` (isolated python3 -I -S -B, stdlib only) finds the API server of this network namespace
+(a root-owned one first under a root audit; several owners or ports: nothing read), takes its port (and an
+explicit IPv4 `--host`) from its command line (SGLang default 30000, vLLM 8000) and GETs the page: 5 s for the
+whole GET, at most 4 MB. SGLang serves /metrics only with `--enable-metrics`.
 
 Parsed: time per output token / inter-token latency histograms (vLLM `vllm:inter_token_latency_seconds`,
 `vllm:request_time_per_output_token_seconds`, older `vllm:time_per_output_token_seconds`; SGLang
@@ -23,44 +23,132 @@ from dataclasses import dataclass, field
 from gpuaudit.probes.core.errors import ParseError
 
 MAX_BYTES = 4_000_000
-# python3 in isolated mode without site (-I -S: no PYTHON* variables, no sitecustomize) and -B (no __pycache__):
-# the engine's image always has one; a GET of its own loopback /metrics page changes nothing.
-_FETCH = (
-    "python3 -I -S -B -c 'import sys, urllib.request as r; "
-    'sys.stdout.write(r.urlopen(sys.argv[1], timeout=5).read({cap}).decode("utf-8", "replace"))\' "$u"'
-).replace("{cap}", str(MAX_BYTES))
+FETCH_DEADLINE_S = 5
+"""The whole GET (connect, headers, body), not each socket operation: a page that drips in stays bounded."""
 
-# The API server (first match) in THIS network namespace (a container's engine seen from its host is skipped:
-# the host's 127.0.0.1 is not the container's), its address from its argv: sets $u to http://host:port.
-_ENGINE_URL = (
-    "n=0; s=$(readlink /proc/self/ns/net 2>/dev/null); for d in /proc/[0-9]*; do "
-    "c=$(tr '\\0' ' ' 2>/dev/null < $d/cmdline); "
-    "case \"$c\" in *@@p*|*@@gpuaudit-*|*'export LC_ALL'*) continue;; *sglang.launch_server*|"
-    "*sglang.srt.entrypoints*|*'sglang serve'*|*vllm.entrypoints*|*'vllm serve'*) ;; *) continue;; esac; "
-    't=$(readlink $d/ns/net 2>/dev/null); [ -z "$t" ] || [ -z "$s" ] || [ "$t" = "$s" ] || continue; '
-    "n=$((n+1)); [ $n -le 1 ] || break; "
-    "p=$(echo \"$c\" | grep -oE -- '--port[= ]+[0-9]+' | grep -oE '[0-9]+$' | head -n1); "
-    "h=$(echo \"$c\" | grep -oE -- '--host[= ]+[0-9]+[.][0-9]+[.][0-9]+[.][0-9]+' | grep -oE '[0-9.]+$' | head -n1); "
-    'case "$h" in ""|0.0.0.0) h=127.0.0.1;; esac; '
-    'case "$c" in *sglang*) p=${p:-30000};; *) p=${p:-8000};; esac; '
+# The engine's API server, chosen the way the python probe's reader chooses (issue 26 review): a process of THIS
+# network namespace (a container's engine seen from its host is skipped: the host's 127.0.0.1 is not the
+# container's) whose command line names an API server; its owner read from /proc. Under a root audit a
+# root-owned engine is preferred over any other user's look-alike (a user can start a process named like an
+# engine, never one owned by root); when candidates of different owners or ports remain, nothing is fetched and
+# `@@ambiguous` names them. Processes of one owner on one port (forked workers) are one engine: the lowest pid
+# speaks for it and `@@pids` lists them all, so the roofline can check it is the engine the python probe judged.
+# Read-only: /proc reads and one GET of the engine's own loopback page; isolated python3 (-I -S -B).
+# The text passes the read-only lint: no greater-than sign, no ampersand, no tool names.
+_FINDER = """
+import os, sys, time, signal
+MARKS = ("@@p", "@@gpuaudit-", "export LC_ALL")
+API = ("sglang.launch_server", "sglang.srt.entrypoints", "sglang serve", "vllm.entrypoints",
+       "vllm serve")
+def rd(path):
+    try:
+        with open(path, "rb") as f:
+            return f.read(65536)
+    except OSError:
+        return None
+def link(path):
+    try:
+        return os.readlink(path)
+    except OSError:
+        return None
+def flag(argv, name):
+    for i, a in enumerate(argv):
+        if a == name and i + 1 in range(len(argv)):
+            return argv[i + 1]
+        if a.startswith(name + "="):
+            return a.split("=", 1)[1]
+    return None
+def engine(suffix):
+    net = link("/proc/self/ns/net")
+    found = []
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        raw = rd("/proc/" + d + "/cmdline")
+        if not raw:
+            continue
+        argv = [a.decode("utf-8", "replace") for a in raw.split(b"\\0") if a]
+        c = " ".join(argv)
+        if any(m in c for m in MARKS) or not any(a in c for a in API):
+            continue
+        t = link("/proc/" + d + "/ns/net")
+        if t and net and t != net:
+            continue
+        uid = None
+        for line in (rd("/proc/" + d + "/status") or b"").decode("utf-8", "replace").splitlines():
+            if line.startswith("Uid:") and len(line.split()) == 5:
+                uid = int(line.split()[2])
+        if uid is None:
+            continue
+        port = flag(argv, "--port") or ("30000" if "sglang" in c else "8000")
+        host = flag(argv, "--host") or "127.0.0.1"
+        parts = host.split(".")
+        if len(parts) != 4 or not all(p.isdigit() for p in parts) or host == "0.0.0.0":
+            host = "127.0.0.1"
+        if not port.isdigit():
+            continue
+        found.append((int(d), uid, "http://%s:%s" % (host, port)))
+    if not found:
+        print("@@none")
+        sys.exit(0)
+    if os.geteuid() == 0 and any(f[1] == 0 for f in found):
+        found = [f for f in found if f[1] == 0]
+    groups = sorted(set((f[1], f[2]) for f in found))
+    if len(groups) != 1:
+        print("@@ambiguous " + "; ".join(
+            "pid %d uid %d %s" % f for f in sorted(found)[:8]))
+        sys.exit(0)
+    pids = sorted(f[0] for f in found)
+    print("@@pid %d %s" % (pids[0], found[0][2] + suffix))
+    print("@@pids " + ",".join(str(p) for p in pids))
+    sys.stdout.flush()
+    return found[0][2]
+class Late(Exception):
+    pass
+def late(*a):
+    raise Late()
+"""
+
+_METRICS_SCRIPT = (
+    _FINDER
+    + """
+import urllib.request as r
+base = engine("/metrics")
+signal.signal(signal.SIGALRM, late)
+signal.setitimer(signal.ITIMER_REAL, DEADLINE)
+try:
+    try:
+        body = r.urlopen(base + "/metrics", timeout=DEADLINE).read(CAP)
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
+    sys.stdout.write(body.decode("utf-8", "replace"))
+except Late:
+    print("@@late no complete page within %g s (the whole GET is bounded)" % DEADLINE)
+except Exception as e:
+    print("%s: %s" % (type(e).__name__, str(e)[:200]))
+print()
+print("@@end")
+""".replace("DEADLINE", str(FETCH_DEADLINE_S)).replace("CAP", str(MAX_BYTES))
 )
 
-ENGINE_METRICS_SHELL = (
-    _ENGINE_URL
-    + 'u="http://$h:$p/metrics"; echo "@@pid ${d#/proc/} $u"; '
-    + f"{_FETCH} 2>&1 | head -c {MAX_BYTES}; echo; echo '@@end'; done; "
-    + "[ $n -gt 0 ] || echo '@@none'"
-)
+ENGINE_METRICS_SHELL = "python3 -I -S -B -c " + shlex.quote(_METRICS_SCRIPT)
 
 # --active only (probes/core/sources.py engine_decode_probe): ONE streamed completion on the engine's
 # OpenAI-compatible endpoint while it is idle — load on a production server, refused when any request runs.
 DECODE_TOKENS = 256
 DECODE_PROMPT = "Count from one to one thousand in words, separated by commas:"
-_DECODE_SCRIPT = """
-import json, sys, time, urllib.request as r
-base, n = sys.argv[1], int(sys.argv[2])
+_DECODE_SCRIPT = (
+    _FINDER
+    + """
+import json, urllib.request as r
+base, n = engine(""), int(sys.argv[1])
 def get(path):
-    return r.urlopen(base + path, timeout=5).read(4000000).decode("utf-8", "replace")
+    signal.signal(signal.SIGALRM, late)
+    signal.setitimer(signal.ITIMER_REAL, 5)
+    try:
+        return r.urlopen(base + path, timeout=5).read(4000000).decode("utf-8", "replace")
+    finally:
+        signal.setitimer(signal.ITIMER_REAL, 0)
 def running_now():
     running = None
     try:
@@ -106,14 +194,12 @@ print("@@decode model=%s tokens=%d chunks=%d ttft_s=%.6f span_s=%.6f running_dur
       % (json.dumps(model), usage or len(times), len(times), times[0] - t0, times[-1] - times[0],
          "?" if during is None else "%d" % during))
 """.replace("PROMPT", repr(DECODE_PROMPT))
+)
 
 DECODE_PROBE_SHELL = (
-    _ENGINE_URL
-    + 'u="http://$h:$p"; echo "@@pid ${d#/proc/} $u"; '
-    + "python3 -I -S -B -c "
+    "python3 -I -S -B -c "
     + shlex.quote(_DECODE_SCRIPT)
-    + f" \"$u\" {DECODE_TOKENS} 2>&1 | head -c 100000; echo; echo '@@end'; done; "
-    + "[ $n -gt 0 ] || echo '@@none'"
+    + f" {DECODE_TOKENS} 2>&1 | head -c 100000; echo; echo '@@end'"
 )
 
 
@@ -126,6 +212,8 @@ class DecodeProbe:
     tokens: int = 0
     refused: str | None = None
     """Why nothing was sent (engine busy, load unknown) or the request failed."""
+    pids: tuple[int, ...] = ()
+    """The engine's processes the request went to (`@@pids`)."""
 
 
 def parse_decode_probe(text: str) -> DecodeProbe | None:
@@ -135,15 +223,19 @@ def parse_decode_probe(text: str) -> DecodeProbe | None:
     covers tokens - 1 of them (a chunk carrying several tokens — speculative decoding — is spread evenly).
     None when no engine runs here (`@@none`); raises ParseError on an incomplete output.
     """
-    if text.strip() == "@@none":
+    first = text.strip().split("\n", 1)[0].strip()
+    if first == "@@none":
         return None
-    m = re.search(r"^@@pid \d+ (\S+)$", text, flags=re.M)
+    if first.startswith("@@ambiguous "):
+        return DecodeProbe("", refused=f"{_ambiguous(first)}: nothing sent")
+    m = re.search(r"^@@pid (\d+) (\S+)$", text, flags=re.M)
     if not m or "@@end" not in text:
         raise ParseError("decode probe: output incomplete (no @@pid/@@end section)")
-    url = m.group(1)
+    url = m.group(2)
+    pids = _pids(text, int(m.group(1)))
     refused = re.search(r"^@@(?:refused|failed) (.+)$", text, flags=re.M)
     if refused:
-        return DecodeProbe(url, refused=refused.group(1).strip())
+        return DecodeProbe(url, refused=refused.group(1).strip(), pids=pids)
     d = re.search(
         r"^@@decode model=(.*) tokens=(\d+) chunks=(\d+) ttft_s=([\d.]+) span_s=([\d.]+)"
         r"(?: running_during=(\d+|\?))?$",
@@ -167,7 +259,21 @@ def parse_decode_probe(text: str) -> DecodeProbe | None:
     if after_first <= 0 or span <= 0:
         return DecodeProbe(url, refused=f"{tokens} token(s) in {chunks} chunk(s): no decode span")
     tpot = span / after_first
-    return DecodeProbe(url, tok_s=1 / tpot, tpot_s=tpot, ttft_s=float(d.group(4)), tokens=tokens)
+    return DecodeProbe(
+        url, tok_s=1 / tpot, tpot_s=tpot, ttft_s=float(d.group(4)), tokens=tokens, pids=pids
+    )
+
+
+def _pids(text: str, first: int) -> tuple[int, ...]:
+    found = re.search(r"^@@pids ([\d,]+)$", text, flags=re.M)
+    return tuple(int(p) for p in found.group(1).split(",") if p) if found else (first,)
+
+
+def _ambiguous(line: str) -> str:
+    return (
+        "several engine API servers of different owners or ports in this network namespace "
+        f"({line.split(' ', 1)[1][:300]}): which one is the engine is not proven"
+    )
 
 
 TPOT_NAMES = (
@@ -179,6 +285,8 @@ TPOT_NAMES = (
 )
 RUNNING = ("vllm:num_requests_running", "sglang:num_running_reqs")
 WAITING = ("vllm:num_requests_waiting", "sglang:num_queue_reqs")
+FINISHED = ("vllm:e2e_request_latency_seconds", "sglang:e2e_request_latency_seconds")
+"""Histograms observed once per finished request: their count is the requests finished since the engine started."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -209,6 +317,12 @@ class EngineMetrics:
     accept_len: float | None = None
     generation_tokens: float | None = None
     samples: int = 0
+    finished: float | None = None
+    """Requests finished since the engine started (the count of its end-to-end latency histogram)."""
+    finished_name: str = ""
+    pids: tuple[int, ...] = ()
+    """The engine's processes the page was read from (`@@pids`): the roofline checks the python probe's engine
+    is one of them."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -281,6 +395,7 @@ def parse_prometheus(text: str) -> EngineMetrics:
     def first(names: tuple[str, ...]) -> float | None:
         return next((acc.values[k] for k in names if k in acc.values), None)
 
+    done = next((f for n_ in FINISHED if (f := hist(n_)) is not None), None)
     accept = None
     drafts = acc.values.get("vllm:spec_decode_num_drafts_total")
     accepted = acc.values.get("vllm:spec_decode_num_accepted_tokens_total")
@@ -297,6 +412,8 @@ def parse_prometheus(text: str) -> EngineMetrics:
         accept_len=accept,
         generation_tokens=first(("vllm:generation_tokens_total", "sglang:generation_tokens_total")),
         samples=n,
+        finished=done.count if done is not None else None,
+        finished_name=done.name if done is not None else "",
     )
 
 
@@ -305,13 +422,22 @@ def parse_engine_metrics(text: str) -> EngineMetrics | None:
 
     Raises ParseError when the fetch failed (exit status named) or the page holds no vLLM/SGLang metric.
     """
-    if text.strip() == "@@none":
+    first = text.strip().split("\n", 1)[0].strip()
+    if first == "@@none":
         return None
-    m = re.search(r"^@@pid \d+ (\S+)$", text, flags=re.M)
+    if first.startswith("@@ambiguous "):
+        raise ParseError(f"engine metrics: {_ambiguous(first)}: not read")
+    m = re.search(r"^@@pid (\d+) (\S+)$", text, flags=re.M)
     if not m or "@@end" not in text:
         raise ParseError("engine metrics: output incomplete (no @@pid/@@end section)")
-    url = m.group(1)
-    body = text[m.end() : text.rfind("@@end")]
+    url = m.group(2)
+    pids = _pids(text, int(m.group(1)))
+    pids_line = re.search(r"^@@pids ([\d,]+)$", text, flags=re.M)
+    start = pids_line.end() if pids_line else m.end()
+    body = text[start : text.rfind("@@end")]
+    late = re.search(r"^@@late (.+)$", body, flags=re.M)
+    if late:
+        raise ParseError(f"engine metrics: {url}: {late.group(1).strip()}")
     metrics = parse_prometheus(body)
     if metrics.engine is None:
         tail = [ln.strip() for ln in body.strip().splitlines() if ln.strip()]
@@ -329,6 +455,9 @@ def parse_engine_metrics(text: str) -> EngineMetrics | None:
         accept_len=metrics.accept_len,
         generation_tokens=metrics.generation_tokens,
         samples=metrics.samples,
+        finished=metrics.finished,
+        finished_name=metrics.finished_name,
+        pids=pids,
     )
 
 
@@ -336,10 +465,12 @@ def single_stream(m: EngineMetrics, log_running: list[int] | None = None) -> Sin
     """Single-stream decode speed from the time-per-output-token histogram, only when the requests it counts ran
     one at a time; otherwise None with the reason (the caller then uses the engine's log).
 
-    Evidence of one at a time: vLLM — no engine step decoded 2-8 tokens (`vllm:iteration_tokens_total`
-    buckets le=1 and le=8 equal: decode steps held one request, prefill steps many tokens); SGLang (no per-step
-    histogram) — every decode line of the engine's log window says `#running-req` <= 1. Either way nothing is
-    running or queued right now beyond one request. The histogram counts since the engine started.
+    Evidence of one at a time, first that holds: the engine has finished one request since it started and
+    none runs or waits now (its end-to-end latency histogram counts 1: nothing can have run beside it); vLLM —
+    no engine step decoded 2-8 tokens (`vllm:iteration_tokens_total` buckets le=1 and le=8 equal: decode steps
+    held one request, prefill steps many tokens); SGLang (no per-step histogram) — every decode line of the
+    engine's log window says `#running-req` <= 1. Either way nothing is running or queued right now beyond one
+    request. The histogram counts since the engine started.
     """
     h = m.tpot
     if h is None or not h.count:
@@ -347,14 +478,26 @@ def single_stream(m: EngineMetrics, log_running: list[int] | None = None) -> Sin
     mean = h.mean or 0.0
     if mean <= 0:
         return SingleStream(None, f"{h.name}: zero mean")
+    seen = f"{h.name}: mean {1e3 * mean:.1f} ms per token over {h.count:.0f} observation(s)"
     if (m.running or 0) > 1 or (m.waiting or 0) > 0:
         return SingleStream(
             None,
-            f"{h.name}: mean {1e3 * mean:.1f} ms per token over {h.count:.0f} tokens, but "
-            f"{m.running or 0:.0f} running / {m.waiting or 0:.0f} waiting requests: not one at a time",
+            f"{seen}, but {m.running or 0:.0f} running / {m.waiting or 0:.0f} waiting requests: "
+            "not one at a time",
+        )
+    if (
+        log_running and max(log_running) > 1
+    ):  # any evidence of requests side by side refutes the rest
+        return SingleStream(
+            None, f"{h.name}: the log shows up to {max(log_running)} running requests"
         )
     it = m.iteration_tokens
-    if it is not None and it.buckets:
+    if m.finished == 1 and m.running == 0 and not m.waiting:
+        proof = (
+            f"the engine has finished one request since it started ({m.finished_name}_count 1) and "
+            "none runs or waits: nothing ran beside it"
+        )
+    elif it is not None and it.buckets:
         one, eight = it.at(1.0), it.at(8.0)
         if one is None or eight is None or eight - one > 0:
             return SingleStream(
@@ -365,21 +508,21 @@ def single_stream(m: EngineMetrics, log_running: list[int] | None = None) -> Sin
             "vllm:iteration_tokens_total shows no step of 2-8 tokens (decode one request at a time)"
         )
     elif log_running:
-        if max(log_running) > 1:
-            return SingleStream(
-                None, f"{h.name}: the log shows up to {max(log_running)} running requests"
-            )
         proof = f"every one of {len(log_running)} decode log line(s) shows one running request"
     else:
+        done = (
+            f"{m.finished:.0f} finished requests"
+            if m.finished is not None
+            else "no finished-request count"
+        )
         return SingleStream(
             None,
-            f"{h.name}: nothing proves the requests it counts ran one at a time "
-            "(no per-step histogram, no decode log lines)",
+            f"{seen}; nothing proves the requests it counts ran one at a time "
+            f"({done}, no per-step histogram, no decode log lines)",
         )
     return SingleStream(
         1 / mean,
-        f"{m.url + ': ' if m.url else ''}{h.name} mean {1e3 * mean:.2f} ms over {h.count:.0f} tokens "
-        "since the engine "
-        f"started; {proof}",
+        f"{m.url + ': ' if m.url else ''}{h.name} mean {1e3 * mean:.2f} ms over "
+        f"{h.count:.0f} observation(s) since the engine started; {proof}",
         m.accept_len,
     )

@@ -126,6 +126,18 @@ def _interconnect(recs: dict[Role, dict[str, CommandRecord]]) -> str | None:
     return _topology(recs)[0]
 
 
+def _engine_pid(records: Mapping[str, CommandRecord]) -> int | None:
+    """The pid of the engine the python probe judged on this target (engine_procs' API server), if read."""
+    rec = _usable(records, "engine_procs")
+    if rec is None:
+        return None
+    try:
+        found = main_engine(parse_engine_procs(rec.stdout))
+    except ParseError:
+        return None
+    return found[0].pid if found else None
+
+
 def _measured(
     records: Mapping[str, CommandRecord], notes: dict[str, str] | None = None
 ) -> tuple[float | None, float | None, str | None]:
@@ -148,6 +160,13 @@ def _measured(
         except ParseError as exc:
             probe = None
             notes["decode probe (--active)"] = str(exc)
+        judged = _engine_pid(records)
+        if probe is not None and probe.pids and judged is not None and judged not in probe.pids:
+            notes["decode probe (--active)"] = (
+                f"not used: the request went to pid {','.join(map(str, probe.pids))}, "
+                f"the engine the python probe judged is pid {judged}"
+            )
+            probe = None
         if probe is not None and probe.tok_s is not None:
             return (
                 probe.tok_s,
@@ -166,6 +185,18 @@ def _measured(
         except ParseError as exc:
             metrics = None
             notes["engine metrics"] = str(exc)
+        judged = _engine_pid(records)
+        if (
+            metrics is not None
+            and metrics.pids
+            and judged is not None
+            and judged not in metrics.pids
+        ):
+            notes["engine metrics"] = (
+                f"not used: the page was read from pid {','.join(map(str, metrics.pids))}, "
+                f"the engine the python probe judged is pid {judged}"
+            )
+            metrics = None
         if metrics is not None:
             metrics_accept = metrics.accept_len
             ss = single_stream(metrics, [s.running for s in samples if s.running is not None])
