@@ -3,6 +3,16 @@
 Targets are matched by ROLE (a container taken as `pct:101` compares with one taken over SSH);
 probes by probe id; findings by finding id (and target set when an id repeats); facts by field
 path; raw outputs by (role, command id).
+
+A command one side never recorded is not a change: a replay of an older recording answers each command
+newer than the recording "not recorded" (`is_not_recorded`), which says the same thing as the recording's
+absence of it. Such a record on one side and nothing on the other is skipped (and not counted as hidden);
+"not recorded" against a real answer is a change like any other.
+
+`diff A replay(A)`: the replay keeps every record of A as recorded (the ones no probe asks for today
+included), so the raw outputs never differ. Facts and findings are re-derived by today's extract and checks:
+for a snapshot of this release they are identical; for an older release they differ where the catalogue
+changed since (tests/snapshots/test_replay_identity.py lists, per fixture, the changes that are expected).
 """
 
 from __future__ import annotations
@@ -13,6 +23,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any, Literal
 
 from gpuaudit.probes import catalogue
+from gpuaudit.probes.core.collect.replay_transport import is_not_recorded
 from gpuaudit.probes.core.models import CommandRecord, Finding, ProbeResult, Severity
 from gpuaudit.snapshots.schema import Snapshot
 from pydantic import BaseModel, Field
@@ -397,6 +408,10 @@ def _raw_changes(
     hidden = 0
     for key in dict.fromkeys([*rb, *ra]):
         a, b = ra.get(key), rb.get(key)
+        if (a is None and b is not None and is_not_recorded(b)) or (
+            b is None and a is not None and is_not_recorded(a)
+        ):
+            continue  # never recorded on either side: the same answer (see the module docstring)
         if a is not None and b is not None:
             fields = [f for f in _RAW_FIELDS if getattr(a, f) != getattr(b, f)]
             if not fields:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from gpuaudit.probes.core.collect.replay_transport import keep_unasked
 from gpuaudit.probes.core.collect.targets import parse_container_spec, parse_host_spec
 from gpuaudit.probes.core.models import AuditRun
 from gpuaudit.probes.core.run.request import AuditRequest
@@ -39,7 +40,11 @@ def build_setup(request: AuditRequest) -> AuditSetup:
             )
         )
         return AuditSetup(
-            Audit(bindings, selected_probes(request), audit_options(request)), mode, note, path
+            Audit(bindings, selected_probes(request), audit_options(request)),
+            mode,
+            note,
+            path,
+            recorded=tuple(snap.records),
         )
     if request.resume:  # failed commands live, the rest from the snapshot (tui/cli/resume.py)
         return build_resume_setup(request)
@@ -54,5 +59,7 @@ def _dir(request: AuditRequest) -> Path | None:
 
 
 def stamp(run: AuditRun, setup: AuditSetup) -> AuditRun:
-    """Label a folded run with its mode and note."""
+    """Label a folded run with its mode and note; a replay keeps the records no probe asks for any more."""
+    if setup.recorded:
+        run = keep_unasked(run, setup.recorded)
     return run.model_copy(update={"mode": setup.mode, "note": setup.note})

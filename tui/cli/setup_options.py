@@ -7,6 +7,7 @@ from pathlib import Path
 
 from gpuaudit.probes.catalogue import REGISTRY
 from gpuaudit.probes.core.collect.ssh_transport import SshOptions
+from gpuaudit.probes.core.models import CommandRecord
 from gpuaudit.probes.core.run.request import AuditRequest
 from gpuaudit.probes.core.run.runner import Audit, AuditOptions
 from gpuaudit.probes.driver.expected import ID, expected_gpus_check
@@ -21,6 +22,8 @@ class AuditSetup:
     mode: str
     note: str | None = None
     source: Path | None = None
+    recorded: tuple[CommandRecord, ...] = ()
+    """A replay's recorded records: those no probe asked for today are put back as recorded (`stamp`)."""
 
 
 def audit_options(request: AuditRequest) -> AuditOptions:
