@@ -35,6 +35,7 @@ def render() -> str:
         "an alias is another id the same check answers for. Severities: `critical` breaks or badly slows",
         "serving, `warning` costs performance or robustness, `info` is worth knowing, `ok` is a claim backed by",
         "the named commands, `unknown` says which command could not answer and why (never a guess).",
+        "A check's other texts are its named variants; `{name}` in one is filled from what was read.",
         "The decode roofline's method is [ROOFLINE-METHOD.md](ROOFLINE-METHOD.md).",
         "",
     ]
@@ -65,6 +66,17 @@ def render() -> str:
                 reads.append("one of " + ", ".join(_source(c, SOURCES) for c in r["any_of"]))
             if reads:
                 lines.append("- Reads: " + "; ".join(reads))
+            if r["variants"]:
+                lines.append(
+                    "- Other texts it can say (variant: the row's title/why/fix replaced):"
+                )
+                for name, v in r["variants"].items():
+                    parts = [
+                        f"{label} {_cell(v[key])}"
+                        for key, label in (("title", "title:"), ("why", "why:"), ("fix", "fix:"))
+                        if key in v
+                    ]
+                    lines.append(f"  - `{name}` — " + " · ".join(parts))
             lines.append("")
     return "\n".join(lines).rstrip() + "\n"
 

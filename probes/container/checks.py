@@ -59,7 +59,7 @@ CHECKS: tuple[Check, ...] = (
         needs_gpu=True,
         optional=(("container", "uname_n"), ("container", "proc_self_cgroup")),
         variants={
-            "container_s_cgroup_allow_list": Message(
+            "allow_list_blocks_nvidia": Message(
                 title="Container's cgroup allow-list blocks NVIDIA devices",
                 why=(
                     "CUDA needs nvidiactl (195:255), the GPU's nvidiaN (195:N) and nvidia-uvm; "
@@ -73,7 +73,7 @@ CHECKS: tuple[Check, ...] = (
                     "/dev/nvidia0 ... /dev/nvidia-uvm entries, which create the rule for you."
                 ),
             ),
-            "container_s_cgroup_allow_list_2": Message(
+            "allow_list_incomplete_caps": Message(
                 title="Container's cgroup allow-list is incomplete",
                 why=(
                     "CUDA needs nvidiactl (195:255), the GPU's nvidiaN (195:N) and nvidia-uvm; "
@@ -334,7 +334,7 @@ CHECKS: tuple[Check, ...] = (
         sources=("ulimit_a",),
         roles=CONTAINER,
         variants={
-            "locked_memory_limited_to_kb": Message(
+            "limited_no_rdma": Message(
                 title="Locked memory limited to {memlock_kb} kB (no RDMA)",
                 why=(
                     "NCCL pairs shm with memlock=-1: verbs memory registration (GPUDirect RDMA / "
@@ -348,7 +348,7 @@ CHECKS: tuple[Check, ...] = (
                 ),
             ),
             "locked_memory_unlimited": Message(title="Locked memory unlimited"),
-            "locked_memory_limited_to_kb_2": Message(
+            "limited_with_rdma": Message(
                 title="Locked memory limited to {memlock_kb} kB with RDMA devices present",
                 why=(
                     "NCCL pairs shm with memlock=-1: verbs memory registration (GPUDirect RDMA / "
@@ -391,16 +391,16 @@ CHECKS: tuple[Check, ...] = (
                     "grows."
                 ),
             ),
-            "no_cpu_quota": Message(
+            "no_quota_proxmox_checked": Message(
                 title="No CPU quota",
                 why=(
                     "Proxmox sets cpulimit on the parent /lxc/<id> cgroup, invisible from "
                     "inside; the config was checked too."
                 ),
             ),
-            "no_cpu_quota_2": Message(title="No CPU quota"),
+            "no_quota": Message(title="No CPU quota"),
             "cpu_quota_throttled_the_container": Message(
-                title="CPU quota throttled the container in {value:.1f}% of periods",
+                title="CPU quota throttled the container in {throttled_pct:.1f}% of periods",
                 why=(
                     "The engine's scheduler and per-GPU workers launch kernels every few ms; a "
                     "throttled cgroup stalls them for the rest of the CFS period, which shows as "
@@ -485,7 +485,7 @@ CHECKS: tuple[Check, ...] = (
         roles=CONTAINER,
         needs_gpu=True,
         variants={
-            "container_libcuda": Message(title="Container libcuda {join}"),
+            "container_libcuda": Message(title="Container libcuda {versions}"),
             "no_libcuda_so_in_the": Message(
                 title="No libcuda.so in the container's library paths",
                 why=(
@@ -543,8 +543,8 @@ CHECKS: tuple[Check, ...] = (
         sources=("ulimit_a",),
         roles=CONTAINER,
         variants={
-            "open_file_limit": Message(title="Open-file limit"),
-            "open_file_limit_2": Message(
+            "nofile_enough": Message(title="Open-file limit"),
+            "nofile_low": Message(
                 title="Open-file limit {nofile}",
                 why="Many concurrent HTTP/SSE streams plus model shards need file descriptors.",
                 fix="LimitNOFILE= in the engine's unit, or lxc.prlimit.nofile.",

@@ -102,13 +102,13 @@ def device_cgroup(ctx: Ctx) -> Verdict:
         return critical(
             "; ".join(crit + warn) + host_m,
             "every NVIDIA device the container uses allowed",
-            variant="container_s_cgroup_allow_list",
+            variant="allow_list_blocks_nvidia",
         )
     if warn:
         return warning(
             "; ".join(warn) + host_m,
             "every NVIDIA major allowed",
-            variant="container_s_cgroup_allow_list_2",
+            variant="allow_list_incomplete_caps",
         )
     if notes:
         return info(

@@ -85,7 +85,7 @@ def userspace_driver(ctx: Ctx) -> Verdict:
     return info(
         f"libcuda.so.{', libcuda.so.'.join(versions)} (compared with the host module in driver.userspace_match)",
         variant="container_libcuda",
-        join=", ".join(versions),
+        versions=", ".join(versions),
     )
 
 

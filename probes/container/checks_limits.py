@@ -73,14 +73,14 @@ def memlock(ctx: Ctx) -> Verdict:
         return warning(
             obs,
             "unlimited",
-            variant="locked_memory_limited_to_kb_2",
+            variant="limited_with_rdma",
             memlock_kb=ctr.memlock_kb,
             evidence=(("container", "dev_infiniband"),),
         )
     return info(
         obs,
         "unlimited",
-        variant="locked_memory_limited_to_kb",
+        variant="limited_no_rdma",
         memlock_kb=ctr.memlock_kb,
         evidence=(("container", "dev_infiniband"),),
     )
@@ -108,7 +108,7 @@ def cpu_quota(ctx: Ctx) -> Verdict:
     if not ctr.cpu_quota_us and not limit:
         return ok(
             obs,
-            variant="no_cpu_quota" if cfg is not None else "no_cpu_quota_2",
+            variant="no_quota_proxmox_checked" if cfg is not None else "no_quota",
             evidence=ev,
         )
     ratio = (ctr.nr_throttled or 0) / ctr.nr_periods if ctr.nr_periods else 0.0
@@ -117,7 +117,7 @@ def cpu_quota(ctx: Ctx) -> Verdict:
             obs,
             "no throttling while serving",
             variant="cpu_quota_throttled_the_container",
-            value=100 * ratio,
+            throttled_pct=100 * ratio,
             evidence=ev,
         )
     return info(
@@ -205,9 +205,9 @@ def nofile(ctx: Ctx) -> Verdict:
         return info(
             f"ulimit -n {ctr.nofile} in the container shell",
             ">= 65536 for the API server",
-            variant="open_file_limit_2",
+            variant="nofile_low",
             nofile=ctr.nofile,
         )
     return ok(
-        f"ulimit -n {ctr.nofile if ctr.nofile != -1 else 'unlimited'}", variant="open_file_limit"
+        f"ulimit -n {ctr.nofile if ctr.nofile != -1 else 'unlimited'}", variant="nofile_enough"
     )

@@ -167,8 +167,8 @@ def min_for_arch(ctx: Ctx) -> Verdict:
                 f"R{need[0]} or newer ({need[1]} is the first toolkit for {arch})",
                 variant="driver_too_old_for",
                 arch=arch,
-                need=need[1],
-                need2=need[0],
+                toolkit=need[1],
+                branch=need[0],
                 evidence=ev,
             )
     return ok(
@@ -525,9 +525,9 @@ def userspace_match(ctx: Ctx) -> Verdict:
         return critical(
             f"{role} nvidia-smi: {side.smi_error}{lib}; kernel module {kver or '?'}",
             f"user-space driver {kver or '= kernel module'}",
-            variant="driver_library_version_mismatch_in"
+            variant="library_mismatch_container"
             if role == "container"
-            else "driver_library_version_mismatch_in_2",
+            else "library_mismatch_host",
             role=role,
             evidence=ev,
         )
@@ -541,9 +541,9 @@ def userspace_match(ctx: Ctx) -> Verdict:
             return critical(
                 obs,
                 f"exactly {kver}",
-                variant="user_space_driver_differs_from"
+                variant="differs_from_module_container"
                 if role == "container"
-                else "user_space_driver_differs_from_2",
+                else "differs_from_module_host",
                 role=role,
                 evidence=ev,
             )
@@ -682,11 +682,11 @@ CHECKS: tuple[Check, ...] = (
             "driver_too_old_for": Message(
                 title="Driver too old for {arch}",
                 why=(
-                    "{arch} GPUs need a driver from the {need} era; older branches do not know "
+                    "{arch} GPUs need a driver from the {toolkit} era; older branches do not know "
                     "the architecture, so CUDA initialisation fails or falls back to slow paths."
                 ),
                 fix=(
-                    "Upgrade the host driver to R{need2}+ (the open flavour for Blackwell) and "
+                    "Upgrade the host driver to R{branch}+ (the open flavour for Blackwell) and "
                     "the container user-space driver to match."
                 ),
             ),
@@ -757,7 +757,7 @@ CHECKS: tuple[Check, ...] = (
                 ),
             ),
             "gpu_fell_off_the_bus": Message(
-                title="GPU fell off the bus: {join}",
+                title="GPU fell off the bus: {buses}",
                 why=(
                     "A GPU that fell off the bus stays gone until the host is rebooted: the "
                     "engine runs on fewer GPUs or fails to start."
@@ -771,7 +771,7 @@ CHECKS: tuple[Check, ...] = (
                 ),
             ),
             "gpu_failed_to_initialise": Message(
-                title="GPU failed to initialise: {join}",
+                title="GPU failed to initialise: {buses}",
                 why=(
                     "The driver could not bring the GPU up: it serves nothing. Common causes: "
                     "the GPU fell off the bus earlier, Above 4G Decoding / Resizable BAR off for "
@@ -1067,28 +1067,28 @@ CHECKS: tuple[Check, ...] = (
             "smi_query_driver",
         ),
         variants={
-            "driver_library_version_mismatch_in": Message(
+            "library_mismatch_container": Message(
                 title="Driver/library version mismatch in the {role}",
                 fix=(
                     "Re-install the user-space driver of exactly the host's version in the "
                     "container (NVIDIA .run with --no-kernel-module)"
                 ),
             ),
-            "driver_library_version_mismatch_in_2": Message(
+            "library_mismatch_host": Message(
                 title="Driver/library version mismatch in the {role}",
                 fix=(
                     "Reboot (or reload the module) so the loaded kernel module matches the "
                     "installed libraries."
                 ),
             ),
-            "user_space_driver_differs_from": Message(
+            "differs_from_module_container": Message(
                 title="User-space driver differs from the kernel module ({role})",
                 fix=(
                     "Re-install the user-space driver of exactly the host's version in the "
                     "container (NVIDIA .run with --no-kernel-module)"
                 ),
             ),
-            "user_space_driver_differs_from_2": Message(
+            "differs_from_module_host": Message(
                 title="User-space driver differs from the kernel module ({role})",
                 fix=(
                     "Reboot (or reload the module) so the loaded kernel module matches the "

@@ -106,7 +106,7 @@ def fell_off_the_bus(h: DriverFacts, why: str = "") -> Verdict | None:
         f"kernel log: GPU {', '.join(gone)} fell off the bus; {listed}{klog}",
         "every GPU on the bus and answering",
         variant="gpu_fell_off_the_bus",
-        join=", ".join(gone),
+        buses=", ".join(gone),
         evidence=(("host", "dmesg_nvrm"), *_smi_ev(h)),
     )
 
@@ -126,7 +126,7 @@ def init_failed(h: DriverFacts, why: str = "") -> Verdict | None:
         f"kernel log: GPU {', '.join(failed)} failed to initialise (RmInitAdapter failed); {listed}",
         "every GPU initialised by the driver",
         variant="gpu_failed_to_initialise",
-        join=", ".join(failed),
+        buses=", ".join(failed),
         evidence=(("host", "dmesg_nvrm"), *_smi_ev(h)),
     )
 

@@ -130,11 +130,11 @@ def nps_vs_numa(ctx: Ctx) -> Verdict:
     if l3 is not None and l3.value == "enabled":
         return info(obs + "; L3-as-NUMA enabled adds nodes", variant="nps_vs_numa_nodes_l3")
     if want == got or (want == 0 and got == 1):
-        return ok(obs, variant="the_kernel_s_numa_nodes_2", evidence=(BIOS,))
+        return ok(obs, variant="nodes_match_nps", evidence=(BIOS,))
     return warning(
         obs,
         f"{want} node(s)",
-        variant="the_kernel_s_numa_nodes",
+        variant="nodes_differ_from_nps",
         evidence=(BIOS, ("host", "sys_numa")),
     )
 
@@ -357,7 +357,7 @@ BIOS_CHECKS: tuple[Check, ...] = (
         applies=no_bmc,
         optional=("redfish_bios",),
         variants={
-            "the_kernel_s_numa_nodes": Message(
+            "nodes_differ_from_nps": Message(
                 title="The kernel's NUMA nodes do not match the BIOS NPS setting",
                 why=(
                     "A changed NPS that is still pending, numa=off on the command line, or a "
@@ -373,9 +373,7 @@ BIOS_CHECKS: tuple[Check, ...] = (
                 title="BIOS NPS not stated (auto or not exposed): nothing to cross-check"
             ),
             "nps_vs_numa_nodes_l3": Message(title="NPS vs NUMA nodes: L3 as NUMA on"),
-            "the_kernel_s_numa_nodes_2": Message(
-                title="The kernel's NUMA nodes match the BIOS NPS setting"
-            ),
+            "nodes_match_nps": Message(title="The kernel's NUMA nodes match the BIOS NPS setting"),
         },
     ),
     Check(

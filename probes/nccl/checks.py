@@ -145,11 +145,9 @@ CHECKS: tuple[Check, ...] = (
         applies=eng.tp_one,
         optional=("smi_topo_m", ("host", "smi_topo_m")),
         variants={
-            "engine_s_custom_all_reduce": Message(title="Engine's custom all-reduce disabled"),
-            "engine_s_custom_all_reduce_2": Message(
-                title="Engine's custom all-reduce not disabled"
-            ),
-            "engine_s_custom_all_reduce_3": Message(
+            "disabled": Message(title="Engine's custom all-reduce disabled"),
+            "not_disabled": Message(title="Engine's custom all-reduce not disabled"),
+            "disabled_interconnect_unknown": Message(
                 title="Engine's custom all-reduce disabled (interconnect unknown)"
             ),
         },

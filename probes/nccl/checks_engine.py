@@ -159,18 +159,18 @@ def custom_allreduce_verdict(
     if not disabled:
         return ok(
             f"{kind} TP={tp}, --disable-custom-all-reduce absent ({inter or 'topology unknown'})",
-            variant="engine_s_custom_all_reduce_2",
+            variant="not_disabled",
         )
     if inter is None:  # NVLink -> warning, PCIe -> info: which one needs the topology
         return unknown(
             f"{kind} TP={tp} with --disable-custom-all-reduce; interconnect unknown ({topo_note})",
-            variant="engine_s_custom_all_reduce_3",
+            variant="disabled_interconnect_unknown",
         )
     return Verdict(
         "warning" if inter == "nvlink" else "info",
         f"{kind} TP={tp} with --disable-custom-all-reduce on {inter} topology",
         "custom all-reduce on for NVLink systems; on > 2 PCIe GPUs vLLM disables it by design",
-        variant="engine_s_custom_all_reduce",
+        variant="disabled",
     )
 
 

@@ -37,8 +37,8 @@ CHECKS: tuple[Check, ...] = (
         roles=HOST,
         needs_gpu=True,
         variants={
-            "gpu_links_at_full_speed": Message(title="GPU links at full speed under load"),
-            "gpu_links_at_full_speed_2": Message(title="GPU links at full speed"),
+            "full_speed_under_load": Message(title="GPU links at full speed under load"),
+            "full_speed": Message(title="GPU links at full speed"),
             "gpu_link_downtrained_while_busy": Message(title="GPU link downtrained while busy"),
             "gpus_idle_links_in_power": Message(
                 title="GPUs idle: links in power-save",
@@ -62,9 +62,9 @@ CHECKS: tuple[Check, ...] = (
         optional=("proc_cmdline",),
         variants={
             "gpu_maxreadreq_4096_bytes": Message(title="GPU MaxReadReq 4096 bytes"),
-            "gpu_maxreadreq_bytes": Message(title="GPU MaxReadReq {worst} bytes"),
+            "gpu_maxreadreq_bytes": Message(title="GPU MaxReadReq {mrrs} bytes"),
             "gpu_maxreadreq_bytes_can_be": Message(
-                title="GPU MaxReadReq {worst} bytes can be raised"
+                title="GPU MaxReadReq {mrrs} bytes can be raised"
             ),
         },
     ),
@@ -201,10 +201,10 @@ CHECKS: tuple[Check, ...] = (
         needs_gpu=True,
         optional=("smi_query_pcie",),
         variants={
-            "gpu_s_on_root_port": Message(
-                title="{n_gpu_bdfs} GPU(s) on {n_value} root port(s), some behind a shared uplink"
+            "shared_uplink": Message(
+                title="{n_gpu_bdfs} GPU(s) on {n_roots} root port(s), some behind a shared uplink"
             ),
-            "gpu_s_on_root_port_2": Message(title="{n_gpu_bdfs} GPU(s) on {n_value} root port(s)"),
+            "gpus_on_root_ports": Message(title="{n_gpu_bdfs} GPU(s) on {n_roots} root port(s)"),
         },
     ),
 )

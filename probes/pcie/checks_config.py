@@ -31,10 +31,10 @@ def max_read_req(ctx: Ctx) -> Verdict:
             " and pci=pcie_bus_perf is set (it caps MRRS at MPS)" if bus_perf else ""
         )
     if worst <= 512:
-        return warning(obs, "4096 bytes", variant="gpu_maxreadreq_bytes", worst=worst, evidence=ev)
+        return warning(obs, "4096 bytes", variant="gpu_maxreadreq_bytes", mrrs=worst, evidence=ev)
     if worst < 4096:
         return info(
-            obs, "4096 bytes", variant="gpu_maxreadreq_bytes_can_be", worst=worst, evidence=ev
+            obs, "4096 bytes", variant="gpu_maxreadreq_bytes_can_be", mrrs=worst, evidence=ev
         )
     return ok(obs, variant="gpu_maxreadreq_4096_bytes", evidence=ev)
 
@@ -180,7 +180,7 @@ def topology_map(ctx: Ctx) -> Verdict:
         "; ".join(lines[:8])
         + (f"; shared uplinks: {', '.join(shared)}" if shared else "")
         + (f" (paths from {h.tree_source})" if h.tree_source != "lspci -tv" else ""),
-        variant="gpu_s_on_root_port" if shared else "gpu_s_on_root_port_2",
+        variant="shared_uplink" if shared else "gpus_on_root_ports",
         n_gpu_bdfs=len(h.gpu_bdfs),
-        n_value=len([r for r in roots if r != "?"]),
+        n_roots=len([r for r in roots if r != "?"]),
     )

@@ -94,7 +94,7 @@ def link_current_under_load(ctx: Ctx) -> Verdict:
         )
     return ok(
         f"{len(busy)} busy GPU(s) at full link" if busy else "GPUs idle, links at full speed",
-        variant="gpu_links_at_full_speed" if busy else "gpu_links_at_full_speed_2",
+        variant="full_speed_under_load" if busy else "full_speed",
     )
 
 

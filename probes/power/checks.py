@@ -30,7 +30,7 @@ CHECKS: tuple[Check, ...] = (
             *VM_SOURCES,
         ),
         variants={
-            "cpu_frequency_driver": Message(title="CPU frequency driver {d}"),
+            "cpu_frequency_driver": Message(title="CPU frequency driver {driver}"),
             "acpi_cpufreq_zen5": Message(
                 title="acpi-cpufreq instead of amd-pstate on an AMD CPU",
                 why=(
@@ -102,7 +102,7 @@ CHECKS: tuple[Check, ...] = (
             "powersave_governor_pins_cpus_to": Message(
                 title="powersave governor pins CPUs to the lowest P-state",
                 why=(
-                    "With {value} powersave selects the lowest frequency, stretching every "
+                    "With {driver} powersave selects the lowest frequency, stretching every "
                     "host-side step between GPU kernels."
                 ),
                 fix="cpupower frequency-set -g performance at boot (systemd unit or tuned profile).",

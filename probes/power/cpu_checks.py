@@ -52,7 +52,7 @@ def scaling_driver(ctx: Ctx) -> Verdict:
             f"scaling_driver={d}"
             + (f" (amd_pstate status {h.amd_pstate_status})" if h.amd_pstate_status else ""),
             variant="cpu_frequency_driver",
-            d=d,
+            driver=d,
         )
     if d == "intel_cpufreq":
         return info(
@@ -63,7 +63,7 @@ def scaling_driver(ctx: Ctx) -> Verdict:
     return info(
         f"scaling_driver={d}" + ("" if h.cpu_vendor else "; CPU vendor unknown"),
         variant="cpu_frequency_driver",
-        d=d,
+        driver=d,
     )
 
 
@@ -115,7 +115,7 @@ def governor(ctx: Ctx) -> Verdict:
             obs,
             "performance",
             variant="powersave_governor_pins_cpus_to",
-            value=h.scaling_driver or "this driver",
+            driver=h.scaling_driver or "this driver",
         )
     if set(g) & {"schedutil", "ondemand", "conservative", "userspace"}:
         return warning(

@@ -10,7 +10,6 @@ from gpuaudit.probes.core.judge.checks import Check
 
 
 def catalogue_rows() -> list[Check]:
-
     return [c for p in REGISTRY for c in p.checks]
 
 
@@ -33,6 +32,13 @@ def as_dict(check: Check) -> dict[str, object]:
         "cross_target": check.cross,
         "needs_gpu": check.needs_gpu,
         "aliases": list(check.aliases),
+        "variants": {
+            name: {
+                **{k: v for k, v in (("title", m.title), ("why", m.why), ("fix", m.fix)) if v},
+                "params": list(m.fields()),
+            }
+            for name, m in check.variants.items()
+        },
     }
 
 
