@@ -19,6 +19,7 @@ import json
 import os
 import re
 import socket
+import statistics
 from collections.abc import Callable, Mapping
 from pathlib import Path
 from typing import Any
@@ -26,7 +27,12 @@ from typing import Any
 from gpuaudit.probes.core.errors import ParseError, SnapshotError
 from gpuaudit.probes.core.fleet.peers import CONTAINER_FACTS, FACTS, usable_records
 from gpuaudit.probes.core.models import AuditRun, Finding, ProbeResult, Severity
-from gpuaudit.probes.core.parsers.engine import main_engine, parse_engine_procs
+from gpuaudit.probes.core.parsers.engine import (
+    main_engine,
+    parse_engine_logs,
+    parse_engine_procs,
+    parse_throughput_lines,
+)
 from gpuaudit.snapshots import store
 from gpuaudit.snapshots.schema import Snapshot
 
@@ -225,6 +231,50 @@ def facts_of(snapshot: Snapshot) -> dict[str, str | None]:
     return facts
 
 
+METHODS = {
+    "active": "--active decode probe",
+    "metrics": "engine metrics histogram",
+    "log": "engine log",
+}
+
+
+def method_of(source: str | None) -> str | None:
+    """How a roofline's measured speed was obtained, from its provenance (older snapshots included):
+    "active" (one streamed request, time to first token excluded), "metrics" (the engine's time-per-output-token
+    histogram since it started), "log" (median of single-stream decode log lines); None when not recorded."""
+    if not source:
+        return None
+    if source.startswith("--active"):
+        return "active"
+    if source.startswith("engine metrics"):
+        return "metrics"
+    if "engine_logs" in source or "log line" in source:
+        return "log"
+    return None
+
+
+def log_speed(snapshot: Snapshot) -> float | None:
+    """The engine log's single-stream figure (median of decode lines with one running request), recomputed from
+    the snapshot's own engine_logs record on the engine's side: the method every audit can compare."""
+    doc = snapshot.model_dump(mode="json")
+    for role in ("container", "host"):
+        text = usable_records(doc, role).get("engine_logs")
+        if not text:
+            continue
+        try:
+            samples = [
+                s
+                for lg in parse_engine_logs(text)
+                for s in parse_throughput_lines(lg.throughput_lines)
+            ]
+        except ParseError:
+            continue
+        single = [s.tok_s for s in samples if s.running == 1]
+        if single:
+            return float(statistics.median(single))
+    return None
+
+
 def measured_speed(snapshot: Snapshot) -> tuple[float | None, str | None]:
     roof = snapshot.roofline or {}
     value = roof.get("measured_tok_s")
@@ -272,6 +322,26 @@ def compare(
     base_f, cur_f = facts_of(baseline), facts_of(current)
     base_v, base_src = measured_speed(baseline)
     cur_v, cur_src = measured_speed(current)
+    base_m, cur_m = method_of(base_src), method_of(cur_src)
+    mismatch = None
+    if base_v and cur_v and base_m != cur_m:
+        # like with like: the engine log's figure is recomputable on both sides; else the speeds are not compared
+        base_log, cur_log = log_speed(baseline), log_speed(current)
+        methods = (
+            f"now by the {METHODS.get(cur_m or '', 'an unrecorded method')}, at the baseline by the "
+            f"{METHODS.get(base_m or '', 'an unrecorded method')}"
+        )
+        if base_log and cur_log:
+            base_v, cur_v = base_log, cur_log
+            base_src = cur_src = (
+                "engine log (single-stream decode lines), compared like with like: " + methods
+            )
+        else:
+            mismatch = (
+                f"decode {cur_v:.1f} tok/s vs {base_v:.1f} at the baseline, measured {methods}: "
+                "different methods are not compared"
+            )
+            base_v = cur_v = None
     when = baseline.created_at.strftime("%Y-%m-%d %H:%M UTC") if baseline.created_at else "?"
     name = f"baseline {baseline.name or '(unnamed)'} of {when}"
     ratio = cur_v / base_v if base_v and cur_v else None
@@ -343,13 +413,19 @@ def compare(
                 Severity.UNKNOWN,
                 speed_title,
                 "engine",
-                "now: "
+                mismatch
+                or "now: "
                 + (f"{cur_v:.1f} tok/s" if cur_v else "not measured")
                 + "; baseline: "
                 + (f"{base_v:.1f} tok/s" if base_v else "not measured"),
                 f"within ±{100 * threshold:.0f}% of the {name}",
-                "Single-stream decode is measured from the engine's metrics or log (or --active).",
-                "Keep the engine's log/metrics readable, or audit with --active on an idle engine.",
+                "Single-stream decode is measured from the engine's metrics or log (or --active); "
+                "figures of different methods differ by method, not by the box (the metrics histogram "
+                "averages since the engine started, --active excludes the time to first token).",
+                "Measure both the same way: re-pin the baseline from an audit measured like this one "
+                "(`gpuaudit-tui baseline set`), or audit with the baseline's method."
+                if mismatch
+                else "Keep the engine's log/metrics readable, or audit with --active on an idle engine.",
             )
         )
     else:

@@ -101,6 +101,51 @@ def test_a_change_while_the_speed_held_is_info(pair):
     assert found["regression.driver"].severity == Severity.INFO
 
 
+def _measured_by(snap, tok_s: float, source: str):
+    """`snap` whose roofline says its speed came from `source`."""
+    roof = {**(snap.roofline or {}), "measured_tok_s": tok_s, "measured_source": source}
+    return snap.model_copy(update={"roofline": roof})
+
+
+ACTIVE = "--active decode probe: one streamed request of 256 tokens to http://127.0.0.1:30000"
+METRICS = (
+    "engine metrics: http://127.0.0.1:30000/metrics: sglang:time_per_output_token_seconds mean"
+)
+
+
+def test_speeds_measured_by_different_methods_are_compared_like_with_like(pair):
+    """The baseline's 48.0 tok/s came from the log, today's 20 tok/s from the metrics histogram (an average
+    since the engine started, prefill-heavy): not a regression by itself. Both snapshots carry their engine
+    log, so the log figures are compared (34.5 vs 48.0: still critical, and it says so)."""
+    good, bad, _, _ = pair
+    now = _measured_by(bad, 20.0, METRICS)
+    speed = by_id(bl.compare(good, now))["regression.decode_speed"]
+    assert speed.severity == Severity.CRITICAL
+    assert "decode 34.5 tok/s vs 48.0 at the baseline (-28.1%)" in speed.observed
+    assert "compared like with like: now by the engine metrics histogram" in speed.observed
+    # an unchanged box whose headline figure switched method: the logs agree, ok
+    same = _measured_by(good, 20.0, METRICS)
+    assert by_id(bl.compare(good, same))["regression.decode_speed"].severity == Severity.OK
+
+
+def test_different_methods_without_a_common_one_are_not_judged(pair, monkeypatch):
+    good, _, _, _ = pair
+    now = _measured_by(good, 20.0, ACTIVE)
+    monkeypatch.setattr(
+        bl, "log_speed", lambda snap: None
+    )  # as if neither side kept its engine log
+    found = by_id(bl.compare(good, now))
+    speed = found["regression.decode_speed"]
+    assert speed.severity == Severity.UNKNOWN  # was critical: 20.0 vs 48.0 read as -58%
+    assert speed.observed == (
+        "decode 20.0 tok/s vs 48.0 at the baseline, measured now by the --active decode probe, at the "
+        "baseline by the engine log: different methods are not compared"
+    )
+    assert "Measure both the same way" in speed.fix
+    assert bl.method_of(ACTIVE) == "active" and bl.method_of(METRICS) == "metrics"
+    assert bl.method_of("median of 3 single-stream decode log line(s) (engine_logs)") == "log"
+
+
 def cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess:
     return subprocess.run(
         [sys.executable, "-m", "gpuaudit.tui", *args],
