@@ -5,7 +5,9 @@ The recordings live in snapshots/examples/case-study/<before|after>/<host|contai
 (+ .err, .exit). They go through the REAL parsers and rules (the same runner and DirectoryTransport as
 probes.core.run.session.directory_bindings), so the
 demo shows exactly what the tool says about those outputs. Re-runnable: the output is deterministic
-(fixed timestamps, no durations), and a missing recording simply reads as "command not found".
+(fixed timestamps, no durations), and a missing recording reads as "command not found" (the tool is not
+installed), except the ids listed in the folder's NOT-RECORDED.txt: the recording predates those sources,
+and they read as "not recorded" (nothing ran), never as a failed command.
 
 Usage: python scripts/build_case_study.py [--check]   (--check: exit 1 if the committed files differ)
 """
@@ -22,9 +24,13 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from gpuaudit.probes.catalogue import REGISTRY  # noqa: E402
-from gpuaudit.probes.core.collect.replay_transport import DirectoryTransport  # noqa: E402
+from gpuaudit.probes.core.collect.replay_transport import (  # noqa: E402
+    NOT_RECORDED_LIST,
+    DirectoryTransport,
+)
 from gpuaudit.probes.core.models import AuditRun, Severity, Target  # noqa: E402
 from gpuaudit.probes.core.run.runner import Audit, AuditOptions, TargetBinding  # noqa: E402
+from gpuaudit.probes.core.sources import SOURCES  # noqa: E402
 from gpuaudit.snapshots.schema import Snapshot  # noqa: E402
 from gpuaudit.tui.cli.headless import collect  # noqa: E402
 from gpuaudit.tui.cli.session_setup import AuditSetup  # noqa: E402
@@ -56,6 +62,8 @@ HOSTNAMES = {"host": "pve-gpu01", "container": "sglang-ct101"}
 def build(phase: str, recordings: Path = RECORDINGS) -> Snapshot:
     """One demo snapshot from `<recordings>/<phase>/{host,container}/` through the real probes."""
     created = PHASES[phase]
+    for role in ("host", "container"):
+        check_not_recorded(recordings / phase / role)
     # Both targets always exist (a role without a folder yet reads as "nothing installed"), labelled
     # like the case study: the files stand in for the machines.
     bindings = [
@@ -70,6 +78,25 @@ def build(phase: str, recordings: Path = RECORDINGS) -> Snapshot:
     setup = AuditSetup(Audit(bindings, list(REGISTRY), AuditOptions()), mode="demo", note=note)
     run = asyncio.run(collect(setup))  # the headless front end's fold, without its progress line
     return _normalise(run, created, phase)
+
+
+def check_not_recorded(folder: Path) -> None:
+    """Every id of the folder's NOT-RECORDED.txt is a source id and has no recording (ValueError otherwise)."""
+    listed = DirectoryTransport(folder).not_recorded
+    unknown = sorted(listed - set(SOURCES))
+    recorded = sorted(c for c in listed if any(folder.glob(f"{c}.*")))
+    if unknown or recorded:
+        raise ValueError(
+            f"{folder / NOT_RECORDED_LIST}: "
+            + "; ".join(
+                part
+                for part in (
+                    f"not a source id: {', '.join(unknown)}" if unknown else "",
+                    f"recorded after all: {', '.join(recorded)}" if recorded else "",
+                )
+                if part
+            )
+        )
 
 
 def _normalise(run: AuditRun, created: datetime, phase: str) -> Snapshot:
