@@ -1,8 +1,14 @@
-"""Shared pure parsing helpers: csv rows, key/value lines, sizes, versions, cpu lists."""
+"""Shared pure parsing helpers: csv rows, key/value lines, sizes, versions, cpu lists; the parse-once cache."""
 
 from __future__ import annotations
 
+import functools
 import re
+import threading
+from collections import OrderedDict
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 
 
 def kv_lines(text: str, sep: str = ":") -> dict[str, str]:
@@ -82,3 +88,112 @@ def first_line(text: str) -> str:
         if line.strip():
             return line.strip()
     return ""
+
+
+# --- parse once: every output parser runs once per distinct text ---------------------------------------------
+
+P = ParamSpec("P")
+R = TypeVar("R")
+
+PARSE_CACHE_ENTRIES = 4096
+"""Parsed values kept (least recently used dropped first): one audit of a host and a container parses ~150 outputs."""
+PARSE_CACHE_CHARS = 256 * 1024 * 1024
+"""Characters of parsed text the cache keeps alive at most (the records usually hold the same strings anyway)."""
+
+PARSERS: dict[str, Callable[..., Any]] = {}
+"""Every output parser under the cache, by `module.name` (a test instruments their real bodies: `__wrapped__`)."""
+
+
+@dataclass(slots=True)
+class _Parsed:
+    value: Any
+    error: BaseException | None
+    size: int
+
+
+class ParseCache:
+    """The framework's parse cache: (parser, output text, other arguments) -> the parsed value or the exception.
+
+    Keyed by the text itself, so each probe's extract, the combiners, the roofline, the fleet comparison and the
+    engine metrics reading the same output get one parsed value, for a live audit, a replay or a re-judged old
+    snapshot alike (parsers are pure: equal text, equal answer). An exception is cached too, and raised again
+    to every consumer (the framework's extract loop turns it into a problem of that source).
+    Consumers only read what they get (the same objects are shared)."""
+
+    def __init__(self, entries: int = PARSE_CACHE_ENTRIES, chars: int = PARSE_CACHE_CHARS) -> None:
+        self._max_entries, self._max_chars = entries, chars
+        self._items: OrderedDict[tuple[Any, ...], _Parsed] = OrderedDict()
+        self._chars = 0
+        self._lock = threading.Lock()
+        self.runs = 0
+        """Parser bodies run (misses) and answers served from the cache (hits) since creation."""
+        self.hits = 0
+
+    def call(self, fn: Callable[..., R], text: str, args: tuple[Any, ...], kw: dict[str, Any]) -> R:
+        try:
+            key = (fn, text, *map(_frozen, args), *sorted((k, _frozen(v)) for k, v in kw.items()))
+            hash(key)
+        except TypeError:  # an unhashable extra argument: parse without the cache
+            return fn(text, *args, **kw)
+        with self._lock:
+            got = self._items.get(key)
+            if got is not None:
+                self._items.move_to_end(key)
+                self.hits += 1
+        if got is None:
+            try:
+                got = _Parsed(fn(text, *args, **kw), None, len(text))
+            except Exception as exc:  # noqa: BLE001 - cached and raised again to every consumer
+                got = _Parsed(None, exc, len(text))
+            self._store(key, got)
+        if got.error is not None:
+            raise got.error
+        value = got.value
+        if (
+            type(value) is list
+        ):  # a consumer may sort or extend its list: the cached one stays as parsed
+            return cast(R, list(value))
+        if type(value) is dict:
+            return cast(R, dict(value))
+        return cast(R, value)
+
+    def _store(self, key: tuple[Any, ...], got: _Parsed) -> None:
+        with self._lock:
+            self.runs += 1
+            if key in self._items:
+                return
+            self._items[key] = got
+            self._chars += got.size
+            while self._items and (
+                len(self._items) > self._max_entries or self._chars > self._max_chars
+            ):
+                _, old = self._items.popitem(last=False)
+                self._chars -= old.size
+
+    def clear(self) -> None:
+        with self._lock:
+            self._items.clear()
+            self._chars = 0
+
+
+def _frozen(value: Any) -> Any:
+    """A list argument (field names) keys the cache as the tuple it equals."""
+    return tuple(value) if isinstance(value, list) else value
+
+
+PARSE_CACHE = ParseCache()
+"""The process's parse cache (every audit, replay and re-judgement in this process shares it)."""
+
+
+def parse_once(fn: Callable[Concatenate[str, P], R]) -> Callable[Concatenate[str, P], R]:
+    """Decorator of an output parser (text first): each distinct (text, arguments) is parsed once, the value
+    shared with every consumer (see ParseCache). The parser's own body stays `__wrapped__`."""
+
+    @functools.wraps(fn)
+    def parsed(text: str, /, *args: P.args, **kw: P.kwargs) -> R:
+        if not isinstance(text, str):
+            return fn(text, *args, **kw)
+        return PARSE_CACHE.call(fn, text, args, kw)
+
+    PARSERS[f"{fn.__module__}.{fn.__qualname__}"] = parsed
+    return parsed

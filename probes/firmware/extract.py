@@ -32,7 +32,7 @@ from gpuaudit.probes.core.parsers.nvidia_smi import (
     q_get,
 )
 from gpuaudit.probes.core.parsers.system import parse_numactl_h
-from gpuaudit.probes.core.parsing import cpu_list, first_line
+from gpuaudit.probes.core.parsing import cpu_list, first_line, parse_once
 from gpuaudit.probes.core.spec import Outputs, usable_stdout
 from gpuaudit.probes.firmware.bios import (
     read_bios,
@@ -48,6 +48,7 @@ Data = dict[str, object]
 Problems = dict[str, str]
 
 
+@parse_once
 def parse_numa_nodes(text: str) -> dict[str, dict[str, str]]:
     """`sys_numa` (grep -H of node*/cpulist and MemTotal) -> {"node0": {"cpulist": "0-63", "memtotal_kb": "..."}}."""
     nodes: dict[str, dict[str, str]] = {}

@@ -19,7 +19,7 @@ from gpuaudit.probes.core.parsers.system import (
     parse_node_list,
     parse_uname,
 )
-from gpuaudit.probes.core.parsing import first_line, one_value
+from gpuaudit.probes.core.parsing import first_line, one_value, parse_once
 from gpuaudit.probes.core.spec import Outputs, usable_stdout
 from gpuaudit.probes.kernel.facts import KernelFacts
 
@@ -27,11 +27,13 @@ Data = dict[str, object]
 Problems = dict[str, str]
 
 
+@parse_once
 def parse_numa_balancing(text: str) -> int | None:
     """`/proc/sys/kernel/numa_balancing`: "1" (on), "0" (off); None when not a number."""
     return parse_int(text)
 
 
+@parse_once
 def parse_grub_cmdline(text: str) -> list[str]:
     """`grep -E '^GRUB_CMDLINE_LINUX(_DEFAULT)?=' /etc/default/grub` -> the tokens of both variables.
 
@@ -46,6 +48,7 @@ def parse_grub_cmdline(text: str) -> list[str]:
     return tokens
 
 
+@parse_once
 def parse_tuned_active(text: str) -> str | None:
     """`tuned-adm active` -> "throughput-performance"; "No current active profile." -> "none"."""
     m = re.search(r"Current active profile:\s*(\S+)", text)

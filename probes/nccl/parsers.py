@@ -6,10 +6,12 @@ import re
 
 from gpuaudit.probes.core.errors import ParseError
 from gpuaudit.probes.core.parsers.nvidia_smi import parse_topo_m
+from gpuaudit.probes.core.parsing import parse_once
 
 _P2P_CODES = {"OK", "CNS", "GNS", "TNS", "NS", "U", "X"}
 
 
+@parse_once
 def parse_gpu_matrix(text: str) -> tuple[dict[str, str], list[str], int]:
     """`nvidia-smi topo -m` or `topo -p2p r` -> (pair cells "i-j" for i<j, NUMA affinity per GPU, GPU count).
 
@@ -30,6 +32,7 @@ def parse_gpu_matrix(text: str) -> tuple[dict[str, str], list[str], int]:
     return cells, [m.numa_affinity.get(g, "") for g in m.gpus], len(idx)
 
 
+@parse_once
 def parse_ldconfig_nccl(text: str) -> list[str]:
     """`ldconfig -p | grep libnccl` -> library paths.
 

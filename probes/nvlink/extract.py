@@ -18,7 +18,7 @@ from gpuaudit.probes.core.parsers.nvidia_smi import (
     parse_smi_q_xml,
     parse_topo_m,
 )
-from gpuaudit.probes.core.parsing import first_line
+from gpuaudit.probes.core.parsing import first_line, parse_once
 from gpuaudit.probes.core.sources import SOURCES
 from gpuaudit.probes.core.spec import Outputs, record_problem, usable_record
 from gpuaudit.probes.nvlink.facts import NvlinkFacts
@@ -39,6 +39,7 @@ def _names(f: Fields, names: list[str]) -> None:
         f["gpu_names"] = names
 
 
+@parse_once
 def parse_mig_refusal(text: str) -> bool:
     """`nvidia-smi nvlink -s` on GPUs in MIG mode (seen on an H200):
 

@@ -7,6 +7,7 @@ from typing import Any
 
 from gpuaudit.probes.core.parsers.lspci import normalize_bdf
 from gpuaudit.probes.core.parsers.nvidia_smi import parse_query_gpu_csv
+from gpuaudit.probes.core.parsing import parse_once
 from gpuaudit.probes.pcie.facts import SmiLink, SysPci
 
 SMI_PCIE_FIELDS = (
@@ -24,6 +25,7 @@ _SYS_LINE = re.compile(r"^(/sys/\S*?/([0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7]
 _BDF_END = re.compile(r"([0-9a-f]{4}:[0-9a-f]{2}:[0-9a-f]{2}\.[0-7])$")
 
 
+@parse_once
 def parse_sys_pci(text: str) -> list[SysPci]:
     """Output of the `sys_pci_nvidia` loop -> SysPci per NVIDIA function.
 
@@ -65,6 +67,7 @@ def to_int(v: str | None) -> int | None:
         return None
 
 
+@parse_once
 def parse_smi_pcie(text: str) -> list[SmiLink]:
     """`nvidia-smi --query-gpu=<SMI_PCIE_FIELDS> --format=csv,noheader,nounits` -> SmiLink per GPU.
 

@@ -25,7 +25,7 @@ from gpuaudit.probes.core.parsers.nvidia_smi import (
     parse_query_gpu_csv,
     parse_smi_q_xml,
 )
-from gpuaudit.probes.core.parsing import first_line
+from gpuaudit.probes.core.parsing import first_line, parse_once
 from gpuaudit.probes.core.spec import Outputs, usable_stdout
 from gpuaudit.probes.power.facts import GpuPower, GpuReading, IdleStateFact, PowerFacts
 
@@ -55,6 +55,7 @@ REASON_FIELDS = tuple(f for f in SMI_POWER_FIELDS if f.startswith("clocks_event_
 Fields = dict[str, Any]
 
 
+@parse_once
 def parse_uniq_c(text: str) -> dict[str, int]:
     """`... | sort | uniq -c` -> {value: count}.
 
@@ -74,6 +75,7 @@ def _num(v: str | None) -> float | None:
     return float(m.group(1)) if m else None
 
 
+@parse_once
 def parse_smi_power(text: str) -> tuple[list[GpuPower], list[GpuReading]]:
     """`nvidia-smi --query-gpu=<SMI_POWER_FIELDS> --format=csv,noheader,nounits` -> (limits, readings) per GPU.
 

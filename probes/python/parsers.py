@@ -6,6 +6,7 @@ import re
 from typing import Any
 
 from gpuaudit.probes.core.parsers.nvidia_smi import parse_query_gpu_csv
+from gpuaudit.probes.core.parsing import parse_once
 from gpuaudit.probes.core.sources import SOURCES
 from gpuaudit.probes.python.facts import JitDir
 
@@ -38,6 +39,7 @@ _DRIVER_CUDA = (
 )
 
 
+@parse_once
 def parse_gpu_cc(text: str) -> list[tuple[str, str | None, str | None]]:
     """`smi_query_driver` (`nvidia-smi --query-gpu=index,name,pci.bus_id,compute_cap,driver_version,...`) -> rows.
 
@@ -58,6 +60,7 @@ def parse_gpu_cc(text: str) -> list[tuple[str, str | None, str | None]]:
     return rows
 
 
+@parse_once
 def parse_jit_dirs(text: str) -> list[JitDir]:
     """Output of the `jit_cache_dirs` source -> existing cache folders (illustrative sample):
 

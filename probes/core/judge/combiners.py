@@ -16,6 +16,7 @@ from gpuaudit.probes.core.parsers.lspci import (
     parse_lspci_vvv,
     tree_path,
 )
+from gpuaudit.probes.core.parsing import parse_once
 
 Outputs = Mapping[str, CommandRecord]
 
@@ -156,6 +157,7 @@ IOMMU_SOURCES = ("iommu_state", "proc_cmdline")
 _IOMMU_OFF_ARGS = re.compile(r"\biommu=(?:pt|off)\b|\b(?:amd_iommu|intel_iommu)=off\b")
 
 
+@parse_once
 def parse_iommu_state(text: str) -> tuple[list[str], dict[str, str]]:
     """`iommu_state` output -> (IOMMU units, {NVIDIA function BDF: IOMMU domain type}).
 

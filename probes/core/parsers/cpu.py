@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from gpuaudit.probes.core.parsers.system import parse_grep_h
+from gpuaudit.probes.core.parsing import parse_once
 
 __all__ = [
     "DEEP_LATENCY_US",
@@ -70,6 +71,7 @@ def _walk_lscpu_json(items: list[dict[str, Any]], out: dict[str, str]) -> None:
             _walk_lscpu_json(children, out)
 
 
+@parse_once
 def parse_lscpu(text: str) -> dict[str, str]:
     """`lscpu -J` or text `lscpu` -> {"Vendor ID": "AuthenticAMD", "CPU family": "25", ...}.
 
@@ -174,6 +176,7 @@ def _mhz(text: str) -> float | None:
     return float(m.group(1)) * (1000 if m.group(2) == "GHz" else 1)
 
 
+@parse_once
 def parse_cpupower_frequency_info(text: str) -> CpuFreqInfo:
     """`cpupower frequency-info` -> CpuFreqInfo.
 
@@ -254,6 +257,7 @@ class CpuIdleInfo:
     states: tuple[IdleState, ...] = ()
 
 
+@parse_once
 def parse_cpupower_idle_info(text: str) -> CpuIdleInfo:
     """`cpupower idle-info` -> CpuIdleInfo.
 

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from gpuaudit.probes.core.parsing import size_bytes
+from gpuaudit.probes.core.parsing import parse_once, size_bytes
 
 _HANDLE = re.compile(r"^Handle 0x[0-9A-Fa-f]+, DMI type (\d+)")
 
@@ -28,6 +28,7 @@ class DmiRecord:
     fields: dict[str, str] = field(default_factory=dict)
 
 
+@parse_once
 def parse_dmidecode(text: str) -> list[DmiRecord]:
     """`dmidecode [-t ...]` -> records.
 

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpuaudit.probes.core.errors import ParseError
-from gpuaudit.probes.core.parsing import cpu_list
+from gpuaudit.probes.core.parsing import cpu_list, parse_once
 
 # Variables worth keeping from an engine's environment; everything else (and every secret) stays behind.
 # Prefixes end in "_"; whole names are matched with their "=". The discovery command's grep is built from it.
@@ -154,6 +154,7 @@ def require_sections(text: str, what: str, found: int, *markers: str) -> None:
         raise ParseError(f"incomplete {what} output: no complete section and no @@none marker")
 
 
+@parse_once
 def parse_engine_procs(text: str) -> list[EngineProc]:
     """Output of `ENGINE_PROCS_SHELL` -> processes (sections `@@pid`..`@@end`; `@@none` = no match).
 
@@ -611,6 +612,7 @@ def _cpus(text: str) -> tuple[int, ...] | None:
         return None
 
 
+@parse_once
 def parse_engine_status(text: str) -> EngineStatusReport:
     """Output of `ENGINE_STATUS_SHELL` -> report (illustrative sample, shape of /proc/<pid>/status lines):
 
@@ -726,6 +728,7 @@ class EngineLog:
     throughput_lines: tuple[str, ...] = ()
 
 
+@parse_once
 def parse_engine_logs(text: str) -> list[EngineLog]:
     """Output of `ENGINE_LOGS_SHELL` -> one EngineLog per API server (illustrative sample):
 

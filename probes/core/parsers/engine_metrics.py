@@ -21,6 +21,7 @@ import shlex
 from dataclasses import dataclass, field
 
 from gpuaudit.probes.core.errors import ParseError
+from gpuaudit.probes.core.parsing import parse_once
 
 MAX_BYTES = 4_000_000
 FETCH_DEADLINE_S = 5
@@ -216,6 +217,7 @@ class DecodeProbe:
     """The engine's processes the request went to (`@@pids`)."""
 
 
+@parse_once
 def parse_decode_probe(text: str) -> DecodeProbe | None:
     """Output of `DECODE_PROBE_SHELL` -> the measured time per output token (time to first token excluded).
 
@@ -343,6 +345,7 @@ _SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)")
 _LE = re.compile(r'le="([^"]+)"')
 
 
+@parse_once
 def parse_prometheus(text: str) -> EngineMetrics:
     """A Prometheus text page -> the figures above (label sets summed: one value per metric)."""
     acc = _Acc()
@@ -417,6 +420,7 @@ def parse_prometheus(text: str) -> EngineMetrics:
     )
 
 
+@parse_once
 def parse_engine_metrics(text: str) -> EngineMetrics | None:
     """Output of `ENGINE_METRICS_SHELL` -> the page's figures; None when no engine runs (`@@none`).
 

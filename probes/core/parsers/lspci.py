@@ -18,6 +18,7 @@ import re
 from dataclasses import dataclass, field
 
 from gpuaudit.probes.core.parsers.system import normalize_bdf
+from gpuaudit.probes.core.parsing import parse_once
 
 __all__ = [
     "PciDevice",
@@ -218,13 +219,12 @@ def _parse_block(header: re.Match[str], lines: list[str], start: int = 0) -> Pci
     return dev
 
 
-_PARSED: list[tuple[str, list[PciDevice]]] = []
-"""The last two texts parsed and their devices: lspci -vvv is read by the pcie probe and the ACS combiner (nccl),
-so one audit's output is parsed once (a 10 MB output took ~0.5 s per parse). Callers only read the devices."""
-
-
+@parse_once
 def parse_lspci_vvv(text: str) -> list[PciDevice]:
-    """`lspci -vvv` (or `-vvnn`, with or without `-D`) -> one PciDevice per block (parsed once per text).
+    """`lspci -vvv` (or `-vvnn`, with or without `-D`) -> one PciDevice per block.
+
+    Parsed once per text (parse_once): the pcie, firmware and nccl probes, the ACS combiner and the fleet
+    comparison read it, and a 10 MB output takes ~0.5 s.
 
         01:00.0 VGA compatible controller: NVIDIA Corporation AD102GL [RTX 6000 Ada Generation] (rev a1)
                 DevCtl: CorrErr+ NonFatalErr+ FatalErr+ UnsupReq-
@@ -234,12 +234,7 @@ def parse_lspci_vvv(text: str) -> list[PciDevice]:
 
     Blocks are recognised by a BDF at column 0; lines before the first block are ignored.
     """
-    for seen, devices in _PARSED:
-        if seen is text or (len(seen) == len(text or "") and seen == text):
-            return list(devices)
-    devices = _parse_lspci_vvv(text)
-    _PARSED[:] = [(text or "", devices), *_PARSED[:1]]
-    return list(devices)
+    return _parse_lspci_vvv(text)
 
 
 def _parse_lspci_vvv(text: str) -> list[PciDevice]:
@@ -273,6 +268,7 @@ _TREE_TOKEN = re.compile(
 )
 
 
+@parse_once
 def parse_lspci_tree(text: str) -> dict[str, TreeNode]:
     """`lspci -tv` -> {BDF: TreeNode(parent BDF or None for a root-bus device, name)}.
 

@@ -11,6 +11,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from gpuaudit.probes.core.parsing import parse_once
+
 
 @dataclass(frozen=True)
 class DeviceRule:
@@ -132,6 +134,7 @@ def _dev(index: int, value: str) -> DevEntry:
     return DevEntry(index=index, path=path, options=opts)
 
 
+@parse_once
 def parse_lxc_conf(text: str, vmid: str | None = None) -> LxcConfig:
     """A PVE container config (`cat /etc/pve/lxc/101.conf` or `pct config 101`) -> LxcConfig.
 
@@ -201,6 +204,7 @@ def parse_lxc_conf(text: str, vmid: str | None = None) -> LxcConfig:
     )
 
 
+@parse_once
 def parse_conf_dump(text: str) -> dict[str, LxcConfig]:
     """`grep -H . /etc/pve/lxc/*.conf` -> vmid -> config (one grep over every container's config).
 

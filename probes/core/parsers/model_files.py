@@ -15,6 +15,7 @@ from typing import Any
 
 from gpuaudit.probes.core.errors import ParseError
 from gpuaudit.probes.core.parsers.engine import AS_OWNER_SHELL
+from gpuaudit.probes.core.parsing import parse_once
 
 MODEL_FILES_SHELL = (
     "for d in /proc/[0-9]*; do c=$(tr '\\0' '\\n' 2>/dev/null < $d/cmdline); case \"$c\" in *@@p*|*@@gpuaudit-*|*'export LC_ALL'*) continue;;"
@@ -71,6 +72,7 @@ class ModelFiles:
         return int(m.group(1)) if m else None
 
 
+@parse_once
 def parse_model_files(text: str) -> ModelFiles | None:
     """Output of MODEL_FILES_SHELL -> the files, or None when no engine with a model argument runs.
 

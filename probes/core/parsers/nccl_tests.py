@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass, field
 
 from gpuaudit.probes.core.errors import ParseError
+from gpuaudit.probes.core.parsing import parse_once
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,6 +64,7 @@ _ROW = re.compile(
 )
 
 
+@parse_once
 def parse_all_reduce_perf(text: str) -> AllReducePerf:
     """nccl-tests `all_reduce_perf` stdout -> AllReducePerf.
 

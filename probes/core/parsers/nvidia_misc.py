@@ -18,6 +18,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from gpuaudit.probes.core.parsing import parse_once
+
 
 @dataclass
 class ProcDriverVersion:
@@ -34,6 +36,7 @@ _NVRM = re.compile(
 )
 
 
+@parse_once
 def parse_proc_driver_version(text: str) -> ProcDriverVersion | None:
     """`/proc/driver/nvidia/version` -> version and flavour; None when the line is not there.
 
@@ -77,6 +80,7 @@ class ModInfo:
         return bool(self.filename and "/dkms/" in self.filename)
 
 
+@parse_once
 def parse_modinfo(text: str) -> ModInfo:
     """`modinfo nvidia` -> filename, version, license, vermagic, parm names.
 
@@ -110,6 +114,7 @@ _XID = re.compile(
 )
 
 
+@parse_once
 def parse_xid_events(text: str) -> list[XidEvent]:
     """Kernel log text (dmesg, `journalctl -k`) -> every `NVRM: Xid` event in order.
 
@@ -143,6 +148,7 @@ _NVRM_PROBLEMS: tuple[tuple[str, re.Pattern[str]], ...] = (
 )
 
 
+@parse_once
 def parse_nvrm_problems(text: str) -> list[str]:
     """Driver failures that are not Xids, as short labels, each once, in catalogue order.
 
@@ -159,6 +165,7 @@ _FALLEN = re.compile(
 )
 
 
+@parse_once
 def parse_fallen_off_bus(text: str) -> list[str]:
     """Bus ids ("0000:b3:00") the kernel log says fell off the bus, each once: the NVRM line (one or three lines
     long) and Xid 79.
@@ -177,6 +184,7 @@ def parse_fallen_off_bus(text: str) -> list[str]:
     return list(dict.fromkeys(b.split(".")[0] for b in found))
 
 
+@parse_once
 def parse_nvrm_loaded_version(text: str) -> str | None:
     """The last "NVRM: loading NVIDIA UNIX ... Kernel Module  570.148.06" version in a kernel log."""
     found = re.findall(
@@ -185,6 +193,7 @@ def parse_nvrm_loaded_version(text: str) -> str | None:
     return found[-1] if found else None
 
 
+@parse_once
 def parse_nvcc_version(text: str) -> str | None:
     """`nvcc --version` -> the toolkit release "12.8".
 
@@ -205,6 +214,7 @@ class UnitStatus:
     """Notable journal messages (errors, NV_WARN_NOTHING_TO_DO, "Detected Pre-NVL5 system")."""
 
 
+@parse_once
 def parse_systemctl_status(text: str) -> UnitStatus:
     """`systemctl status nvidia-fabricmanager` (and journal lines around it) -> state and notable messages.
 
@@ -245,6 +255,7 @@ _LIB = re.compile(
 )
 
 
+@parse_once
 def parse_lib_versions(text: str) -> dict[str, list[tuple[str, str]]]:
     """Paths (one per line, e.g. `find` output) -> {"libcuda": [(path, "590.48.01")], "libnvidia-ml": [...]}.
 
@@ -269,6 +280,7 @@ class DkmsEntry:
     state: str
 
 
+@parse_once
 def parse_dkms_status(text: str) -> list[DkmsEntry]:
     """`dkms status` (both the old `nvidia, 590.48.01, ...` and new `nvidia/590.48.01, ...` forms).
 
@@ -300,6 +312,7 @@ def parse_dkms_status(text: str) -> list[DkmsEntry]:
     return out
 
 
+@parse_once
 def parse_modprobe_options(text: str) -> dict[str, dict[str, str]]:
     """`options nvidia NVreg_X=1 NVreg_Y=0` lines -> {"nvidia": {"NVreg_X": "1", ...}} (comments skipped)."""
     out: dict[str, dict[str, str]] = {}

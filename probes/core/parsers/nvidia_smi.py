@@ -32,6 +32,7 @@ from typing import Any, cast
 
 from gpuaudit.probes.core.errors import ParseError
 from gpuaudit.probes.core.parsers.system import normalize_bdf
+from gpuaudit.probes.core.parsing import parse_once
 
 # --------------------------------------------------------------------------- terminal escapes
 
@@ -169,6 +170,7 @@ _HANDLE = re.compile(
 )
 
 
+@parse_once
 def parse_handle_errors(text: str) -> list[HandleError]:
     """Every GPU nvidia-smi could not open, with its bus id and the reason (a console-wrapped reason rejoined).
 
@@ -225,6 +227,7 @@ def _field_key(name: str) -> str:
     return {"gpu_name": "name", "gpu_bus_id": "pci.bus_id", "gpu_uuid": "uuid"}.get(name, name)
 
 
+@parse_once
 def parse_query_gpu_csv(
     text: str, fields: list[str] | tuple[str, ...] | None = None
 ) -> list[dict[str, str | None]]:
@@ -328,6 +331,7 @@ _ROW1 = re.compile(r"^\s*(?P<idx>\d+)\s+(?P<name>.+?)\s+(?P<pm>On|Off|N/A)\s*$")
 _MEM = re.compile(r"(\d+)MiB\s*/\s*(\d+)MiB")
 
 
+@parse_once
 def parse_smi_table(text: str) -> SmiTable:
     """The default `nvidia-smi` output -> header versions and one row per GPU.
 
@@ -454,6 +458,7 @@ def _collapse(node: dict[str, Any]) -> dict[str, Any] | str:
     return {k: (_collapse(v) if isinstance(v, dict) else v) for k, v in node.items()}
 
 
+@parse_once
 def parse_smi_q_header(text: str) -> dict[str, str]:
     """`nvidia-smi -q` lines before the first GPU block: Driver Version, CUDA Version, Attached GPUs.
 
@@ -471,6 +476,7 @@ def parse_smi_q_header(text: str) -> dict[str, str]:
     return out
 
 
+@parse_once
 def parse_smi_q(text: str) -> list[dict[str, Any]]:
     """`nvidia-smi -q` text -> one nested dict per `GPU <bus id>` block (key "_bus_id" added).
 
@@ -501,6 +507,7 @@ def parse_smi_q(text: str) -> list[dict[str, Any]]:
     return gpus
 
 
+@parse_once
 def parse_q_tree(text: str) -> dict[str, Any]:
     """Any `nvidia-smi -q`-style indented text (e.g. a `-d PERFORMANCE` fragment) -> nested dict."""
     text = strip_escapes(text)
@@ -750,6 +757,7 @@ def _xml_token(value: str) -> str | None:
     return value.strip() if low in XML_ERROR_TOKENS or low in _XML_NA_TOKENS or not low else None
 
 
+@parse_once
 def parse_smi_q_xml(text: str) -> SmiXml:
     """`nvidia-smi -q -x` -> driver/CUDA versions and one typed SmiXmlGpu per `<gpu>` (R418 ... R595 schemas).
 
@@ -909,6 +917,7 @@ def _topo_header_index(lines: list[str]) -> int | None:
     return None
 
 
+@parse_once
 def parse_topo_m(text: str) -> TopoMatrix:
     """`nvidia-smi topo -m` or `topo -p2p <r|w|n|a|p>` (spaces or TABs) -> TopoMatrix.
 
@@ -986,6 +995,7 @@ _NVL_GPU = re.compile(r"^GPU (\d+): (.+?)(?: \(UUID: ([^)]+)\))?\s*$")
 _NVL_LINK = re.compile(r"^\s*Link (\d+):\s*(.*?)\s*$")
 
 
+@parse_once
 def parse_nvlink_s(text: str) -> list[NvlinkGpu]:
     """`nvidia-smi nvlink -s` -> one entry per GPU with its link lines.
 
@@ -1023,6 +1033,7 @@ def parse_nvlink_s(text: str) -> list[NvlinkGpu]:
     return gpus
 
 
+@parse_once
 def parse_nvlink_errors(text: str) -> dict[int, dict[int, dict[str, int]]]:
     """`nvidia-smi nvlink --errorcounters` -> gpu index -> link -> counter name -> value.
 
@@ -1063,6 +1074,7 @@ class SmiGpuId:
     """Normalised "0000:01:00.0"."""
 
 
+@parse_once
 def parse_smi_gpu_ids(text: str) -> list[SmiGpuId]:
     """`SMI_GPU_IDS` output -> one SmiGpuId per GPU.
 

@@ -23,6 +23,7 @@ import re
 from pathlib import Path
 
 from gpuaudit.probes.core.errors import ParseError
+from gpuaudit.probes.core.parsing import parse_once
 from pydantic import BaseModel
 
 PACKAGES = (
@@ -121,6 +122,7 @@ class PyEnv(BaseModel, frozen=True):
     """collect-env only: its environment-variable section."""
 
 
+@parse_once
 def parse_pyenv_json(text: str) -> PyEnv:
     """Output of `PYENV_SHELL` -> PyEnv.
 
@@ -164,6 +166,7 @@ def _kv(line: str) -> tuple[str, str] | None:
     return (m.group(1).strip(), m.group(2).strip()) if m else None
 
 
+@parse_once
 def parse_collect_env(text: str) -> PyEnv:
     """A torch/vLLM collect_env or SGLang check_env report -> PyEnv.
 

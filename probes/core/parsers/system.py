@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from gpuaudit.probes.core.parsing import cpu_list, first_line, kv_lines, size_bytes
+from gpuaudit.probes.core.parsing import cpu_list, first_line, kv_lines, parse_once, size_bytes
 
 # --------------------------------------------------------------------------- uname
 
@@ -29,6 +29,7 @@ class Uname:
 _RELEASE = re.compile(r"^\d+\.\d+(?:\.\d+)?[-.+\w]*$")
 
 
+@parse_once
 def parse_uname(text: str) -> Uname:
     """`uname -r`, `uname -a` or `uname -snrvm` -> release (and hostname when present).
 
@@ -58,6 +59,7 @@ def kernel_flavour(release: str) -> str | None:
 # --------------------------------------------------------------------------- /proc/cmdline
 
 
+@parse_once
 def parse_cmdline(text: str) -> list[tuple[str, str | None]]:
     """`cat /proc/cmdline` -> ordered (key, value) pairs; flags have value None.
 
@@ -95,6 +97,7 @@ class CpuId:
     model_name: str | None = None
 
 
+@parse_once
 def parse_cpuinfo_id(text: str) -> CpuId:
     """`grep -m4 -E '^(vendor_id|cpu family|model|model name)' /proc/cpuinfo` -> CpuId.
 
@@ -119,6 +122,7 @@ def parse_cpuinfo_id(text: str) -> CpuId:
 # --------------------------------------------------------------------------- sysctl / single values
 
 
+@parse_once
 def parse_sysctl(text: str) -> dict[str, str]:
     """`sysctl -a` / `sysctl k1 k2` lines "key = value" -> dict (first occurrence wins).
 
@@ -135,12 +139,14 @@ def parse_sysctl(text: str) -> dict[str, str]:
     return out
 
 
+@parse_once
 def parse_int(text: str) -> int | None:
     """A file holding one integer ("1\\n") -> 1; anything else -> None."""
     line = first_line(text)
     return int(line) if re.fullmatch(r"-?\d+", line) else None
 
 
+@parse_once
 def parse_bracketed_choice(text: str) -> str | None:
     """`always [madvise] never` -> "madvise" (the active choice of a sysfs selector); None if none."""
     m = re.search(r"\[([^\]]+)\]", text)
@@ -164,6 +170,7 @@ class NumaTopology:
     distances: dict[int, dict[int, int]] = field(default_factory=dict)
 
 
+@parse_once
 def parse_numactl_h(text: str) -> NumaTopology:
     """`numactl -H` / `numactl --hardware` -> nodes (cpus, size, free) and the distance table.
 
@@ -205,6 +212,7 @@ def parse_numactl_h(text: str) -> NumaTopology:
     return NumaTopology(nodes=nodes, distances=distances)
 
 
+@parse_once
 def parse_node_list(text: str) -> list[int]:
     """`ls -d /sys/devices/system/node/node[0-9]*` -> sorted node ids.
 
@@ -214,6 +222,7 @@ def parse_node_list(text: str) -> list[int]:
     return sorted({int(m.group(1)) for m in re.finditer(r"node(\d+)\s*$", text, re.M)})
 
 
+@parse_once
 def parse_grep_h(text: str) -> dict[str, list[str]]:
     """`grep -H . FILE...` -> path -> its non-empty lines, in order.
 
@@ -230,6 +239,7 @@ def parse_grep_h(text: str) -> dict[str, list[str]]:
     return out
 
 
+@parse_once
 def parse_node_cpulists(text: str) -> dict[int, list[int]]:
     """`grep -H . /sys/devices/system/node/node*/cpulist` -> node -> cpus."""
     out: dict[int, list[int]] = {}
@@ -250,6 +260,7 @@ class PciNuma:
     local_cpus: tuple[int, ...] = ()
 
 
+@parse_once
 def parse_pci_numa(text: str) -> dict[str, PciNuma]:
     """`grep -H . /sys/bus/pci/drivers/nvidia/*/numa_node /sys/bus/pci/drivers/nvidia/*/local_cpulist`.
 
@@ -303,6 +314,7 @@ class CgroupMembership:
     docker_id: str | None = None
 
 
+@parse_once
 def parse_proc_self_cgroup(text: str) -> CgroupMembership:
     """`cat /proc/self/cgroup` -> cgroup version and container hints.
 
@@ -357,6 +369,7 @@ class CgroupLimits:
     memory_events: dict[str, int] = field(default_factory=dict)
 
 
+@parse_once
 def parse_cpu_max(text: str) -> tuple[int | None, int | None]:
     """cgroup v2 `cpu.max`: "max 100000" -> (None, 100000); "400000 100000" -> (400000, 100000)."""
     parts = first_line(text).split()
@@ -375,6 +388,7 @@ CGROUP_FILES = (
 grep exits 2 when a file is absent (no cpuset controller): see `spec.partial_grep_ok`."""
 
 
+@parse_once
 def parse_cgroup_files(text: str) -> CgroupLimits:
     """`grep -H . /sys/fs/cgroup/{cpuset.cpus.effective,cpuset.mems.effective,cpu.max,memory.max,cpu.stat,memory.events}`.
 
@@ -423,6 +437,7 @@ def parse_cgroup_files(text: str) -> CgroupLimits:
     )
 
 
+@parse_once
 def parse_status_allowed(text: str) -> tuple[tuple[int, ...] | None, tuple[int, ...] | None]:
     """`grep -E '^(Cpus|Mems)_allowed_list' /proc/self/status` -> (cpus, mems).
 
@@ -444,6 +459,7 @@ def parse_status_allowed(text: str) -> tuple[tuple[int, ...] | None, tuple[int, 
     return cpus, mems
 
 
+@parse_once
 def parse_uid_map(text: str) -> list[tuple[int, int, int]]:
     """`cat /proc/self/uid_map` -> [(inside, outside, count)]; "0 100000 65536" means unprivileged.
 
@@ -469,6 +485,7 @@ class DfRow:
     mounted_on: str
 
 
+@parse_once
 def parse_df(text: str) -> list[DfRow]:
     """`df -h /dev/shm` (or `df -B1`) -> rows.
 
@@ -521,6 +538,7 @@ _DASH_ULIMIT = {
 }
 
 
+@parse_once
 def parse_ulimit_a(text: str) -> dict[str, str]:
     """`ulimit -a` (bash or dash format) -> option letter -> value ("unlimited" or a number string).
 
@@ -568,6 +586,7 @@ class ProcDevices:
         return None
 
 
+@parse_once
 def parse_proc_devices(text: str) -> ProcDevices:
     """`cat /proc/devices` -> char and block majors by name.
 
@@ -607,6 +626,7 @@ class DevNode:
         return len(self.mode) >= 10 and self.mode[7] == "r" and self.mode[8] == "w"
 
 
+@parse_once
 def parse_ls_dev(text: str) -> list[DevNode]:
     """`ls -l /dev/nvidia*` (directories such as /dev/nvidia-caps listed in their own section).
 
@@ -649,6 +669,7 @@ def parse_ls_dev(text: str) -> list[DevNode]:
     return nodes
 
 
+@parse_once
 def parse_detect_virt(text: str) -> str | None:
     """`systemd-detect-virt [-c]` -> "lxc", "docker", "kvm", "none", ...; None when empty."""
     line = first_line(text)
