@@ -71,9 +71,16 @@ def branch_lifecycle(ctx: Ctx) -> Verdict:
     )
     obs += f", serves CUDA {cuda_major}.x"
     ct: DriverFacts | None = ctx.of("container")
-    runtime = _runtime_major(ct) or _runtime_major(h)
+    # the side the CUDA toolkit was read on (the container's first) is the side whose libraries decide
+    holder, where, runtime = next(
+        (
+            (f, w, r)
+            for f, w in ((ct, "in the container"), (h, "on the host"))
+            if (r := _runtime_major(f))
+        ),
+        (None, "", None),
+    )
     if runtime and runtime[0] > cuda_major:
-        holder = ct or h
         if holder is None or not holder.libs_read:
             return unknown(
                 obs + f"; CUDA {runtime[1]} toolkit, newer than the driver serves: whether a "
@@ -83,8 +90,7 @@ def branch_lifecycle(ctx: Ctx) -> Verdict:
         if not compat:
             need = MIN_DRIVER_FOR_CUDA_MAJOR.get(runtime[0])
             return critical(
-                obs
-                + f"; CUDA {runtime[1]} toolkit in the container, no forward-compatibility libcuda",
+                obs + f"; CUDA {runtime[1]} toolkit {where}, no forward-compatibility libcuda",
                 f"a driver serving CUDA {runtime[0]}" + (f" (>= {need})" if need else ""),
                 variant="cuda_runtime_newer_than_the",
                 runtime=runtime[0],

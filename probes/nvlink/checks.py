@@ -185,6 +185,7 @@ def fabric_state(ctx: Ctx) -> Verdict:
             + ", ".join(f"GPU{i}" for i in f.fabric_unreadable)
         )
     states = [(i, s, st) for i, s, st in f.fabric if s]
+    silent = ", ".join(f"GPU{i}" for i, s, _ in f.fabric if not s)
     if not states:
         if k.is_nvswitch_system(f):
             return unknown("NVSwitch system but no GPU reports a fabric state")
@@ -194,9 +195,16 @@ def fabric_state(ctx: Ctx) -> Verdict:
         for i, s, st in states
         if s.lower() != "completed" or (st and st.lower() != "success")
     ]
+    # beside GPUs that report one, a GPU without a state is not proven registered: unknown, named
+    if not bad and silent:
+        return unknown(
+            f"{len(states)} GPUs Completed/Success; no fabric state reported by {silent}"
+        )
     if not bad:
         return ok(f"all {len(states)} GPUs Completed/Success")
-    obs = ", ".join(f"GPU{i}: {s}/{st}" for i, s, st in states)
+    obs = ", ".join(f"GPU{i}: {s}/{st}" for i, s, st in states) + (
+        f"; no fabric state reported by {silent}" if silent else ""
+    )
     if all(s.lower() == "in progress" for _, s, _ in bad):
         return warning(obs, variant="gpus_not_registered_with_the")
     return critical(obs, variant="gpus_not_registered_with_the")

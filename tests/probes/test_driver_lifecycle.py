@@ -91,3 +91,22 @@ def test_a_newer_toolkit_with_the_library_listing_unread_is_unknown_not_critical
     f = judge((LIFE / "r535-proprietary-535.113.01.txt").read_text(), NVCC13, libs=None)
     assert f.severity.value == "unknown", f
     assert "not read" in f.observed
+
+
+def test_a_host_toolkit_is_judged_against_the_hosts_libraries_not_the_containers():
+    """Review leftover (issue 23): the CUDA version came from the host's nvcc (the container has none), but the
+    forward-compatibility libcuda was looked up in the container's listing (unread there: unknown). The side the
+    CUDA version came from is the side whose libraries decide: the host's real listing has no compat libcuda."""
+    proc = (LIFE / "r535-proprietary-535.113.01.txt").read_text()
+    records = {
+        "host": [
+            rec("host", "proc_driver_version", proc),
+            rec("host", "nvcc_version", NVCC13),
+            rec("host", "nvidia_lib_files", LIBS),
+        ],
+        "container": [rec("container", "proc_driver_version", proc)],
+    }
+    result = judge_probe(driver.PROBE, records)
+    (f,) = [f for f in result.findings if f.id == "driver.branch_lifecycle"]
+    assert f.severity.value == "critical", f
+    assert "CUDA 13.0" in f.observed and "on the host" in f.observed

@@ -309,3 +309,16 @@ def test_fabric_state_error_token_is_unknown():
         )
         == "unknown"
     )
+
+
+def test_fabric_state_gpus_without_a_state_are_unknown_not_skipped():
+    """Review leftover (issue 23): GPUs that report no fabric state beside others that do were skipped, so
+    "all 6 GPUs Completed/Success" was ok for an 8-GPU fabric; they are unknown, named."""
+    fabric = [(i, "Completed", "Success") for i in range(6)] + [(6, None, None), (7, "", None)]
+    f = judged({"host": hgx(fabric=fabric)})["nvlink.fabric_state"]
+    assert f.severity.value == "unknown"
+    assert "GPU6, GPU7" in f.observed
+    # a GPU that is proven not registered still decides (the silent ones are named beside it)
+    fabric[0] = (0, "Not Started", None)
+    f = judged({"host": hgx(fabric=fabric)})["nvlink.fabric_state"]
+    assert f.severity.value == "critical" and "GPU6, GPU7" in f.observed
