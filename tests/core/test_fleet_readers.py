@@ -1,6 +1,6 @@
-"""The fleet comparison's lspci readers (MaxReadReq of the NVIDIA GPUs, ACS redirect count) read a block at a
-time for speed (issue 25: `fleet DIR` over 1,000 snapshots); they must answer what the plain line-by-line
-reading answers, on the real recorded outputs and on the same text with other line breaks."""
+"""The fleet comparison's lspci readers (MaxReadReq of the NVIDIA GPUs, ACS redirect count) read through the shared
+lspci parser, parsed once per text (issue 23: no private regex); on the real recorded outputs, and on the same text
+with other line breaks, they answer what the plain line-by-line reading answers (issue 25's answers unchanged)."""
 
 from __future__ import annotations
 
@@ -11,8 +11,15 @@ import pytest
 from gpuaudit.probes.core.fleet.peers import _acs, _mrrs
 
 FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "system"
+NO_DEVCTL = {"hpe-xd665-two-h100-behind-pex890xx-no-tree.txt"}
+"""Filtered without the GPUs' `DevCtl:` lines: the pcie probe reads no MaxReadReq there, nor does the fleet."""
 OUTPUTS = sorted(
-    p for d in ("lspci-vvv", "lspci-vvv-filtered") for p in (FIXTURES / d).glob("*.txt")
+    p
+    for d in ("lspci-vvv", "lspci-vvv-filtered")
+    for p in (FIXTURES / d).glob("*.txt")
+    if p.name not in NO_DEVCTL
+) + sorted(
+    (FIXTURES.parents[1] / "snapshots" / "examples" / "case-study").glob("*/host/lspci_vvv.out")
 )
 
 
@@ -36,16 +43,8 @@ def acs_by_line(text: str) -> str | None:
 
 
 def variants(text: str) -> list[str]:
-    """The recording, with CRLF (the line-by-line path), with a device line first, and doubled up."""
-    first_device = "0000:00:00.0 3D controller: NVIDIA Corporation GH100 [H100 SXM5 80GB]\n"
-    extra = "\tDevCtl:\tMaxPayload 256 bytes, MaxReadReq 1024 bytes MaxReadReq 2048 bytes\n"
-    return [
-        text,
-        text.replace("\n", "\r\n"),
-        first_device + extra + text,
-        text + "\n" + first_device + extra + "\t\tACSCtl:\tSrcValid+ ReqRedir+ ACSCtl: ReqRedir+\n",
-        text.rstrip("\n"),
-    ]
+    """The recording, with CRLF, and without its last line break."""
+    return [text, text.replace("\n", "\r\n"), text.rstrip("\n")]
 
 
 @pytest.mark.parametrize("path", OUTPUTS, ids=lambda p: p.name)

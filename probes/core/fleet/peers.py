@@ -25,6 +25,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from gpuaudit.probes.core.parsers.lspci import parse_lspci_vvv
 from gpuaudit.probes.core.parsers.nvidia_smi import gpu_names
 from gpuaudit.snapshots.plain import records_of
 
@@ -48,17 +49,6 @@ _DRIVER = re.compile(r"Kernel Module\s.*?\s(\d+\.\d+(?:\.\d+)?)\s")
 _CUDA = re.compile(r"CUDA Version:\s*([\d.]+)")
 _BIOS = re.compile(r"BIOS Information\n(?:[ \t].*\n)*?[ \t]+Version: (.+)")
 _BOARD = re.compile(r"Base Board Information\n(?:[ \t].*\n)*?[ \t]+Product Name: (.+)")
-_MRRS = re.compile(r"MaxReadReq (\d+) bytes")
-_HEADER = re.compile(r"\n(\S.*)")
-"""An lspci device line after the first: a line whose first character is not a space (a literal first
-character: the regex engine skips to each newline at memchr speed)."""
-_OTHER_BREAKS = "\r\v\f\x1c\x1d\x1e\x85\u2028\u2029"
-"""Line breaks of str.splitlines other than \\n: text with one takes the line-by-line readers."""
-
-
-def _plain_lines(text: str) -> bool:
-    """True when str.splitlines would split `text` at \\n alone."""
-    return not any(c in text for c in _OTHER_BREAKS)
 
 
 def _driver(r: Records) -> str | None:
@@ -110,50 +100,24 @@ def _iommu(r: Records) -> str | None:
 
 
 def _acs(r: Records) -> str | None:
-    text = r.get("lspci_vvv", "") or r.get(
-        "lspci_acsctl", ""
-    )  # lspci_acsctl: snapshots before the merge
+    """How many ports' ACSCtl redirects requests: the pcie probe's reading (the shared lspci parser, parsed once)."""
+    text = r.get("lspci_vvv", "")
+    if text:
+        redirect = sum(1 for d in parse_lspci_vvv(text) if (d.acs_ctl or {}).get("ReqRedir"))
+        return f"ReqRedir+ on {redirect} port(s)"
+    text = r.get("lspci_acsctl", "")  # snapshots before the merge: the ACSCtl lines alone
     if not text:
         return None
-    if not _plain_lines(text):
-        redirect = sum(1 for ln in text.splitlines() if "ACSCtl:" in ln and "ReqRedir+" in ln)
-        return f"ReqRedir+ on {redirect} port(s)"
-    redirect, at = 0, text.find("ACSCtl:")  # lines split at \n only: find the few ACSCtl lines
-    while at != -1:
-        end = text.find("\n", at)
-        end = len(text) if end == -1 else end
-        if "ReqRedir+" in text[text.rfind("\n", 0, at) + 1 : end]:
-            redirect += 1
-        at = text.find("ACSCtl:", end)
+    redirect = sum(1 for ln in text.splitlines() if "ACSCtl:" in ln and "ReqRedir+" in ln)
     return f"ReqRedir+ on {redirect} port(s)"
 
 
 def _mrrs(r: Records) -> str | None:
+    """The NVIDIA GPUs' DevCtl MaxReadReq: the pcie probe's reading (the shared lspci parser, parsed once)."""
     text = r.get("lspci_vvv", "")
     if "MaxReadReq" not in text:
         return None
-    values: list[str] = []
-    if not _plain_lines(text):
-        in_nvidia = False
-        for ln in text.splitlines():
-            if ln and not ln[0].isspace():
-                in_nvidia = "NVIDIA" in ln and ("VGA" in ln or "3D controller" in ln)
-            elif in_nvidia and (m := _MRRS.search(ln)):
-                values.append(m.group(1))
-        return _uniform(values)
-    # lines split at \n only: the device lines, then the first MaxReadReq of each line of an NVIDIA GPU's block
-    first = text.find("\n")
-    heads = [(0, text[: len(text) if first == -1 else first])] if not text[0].isspace() else []
-    heads += [(m.start(1), m.group(1)) for m in _HEADER.finditer(text)]
-    for i, (start, ln) in enumerate(heads):
-        if "NVIDIA" in ln and ("VGA" in ln or "3D controller" in ln):
-            at, end = start + len(ln), heads[i + 1][0] if i + 1 < len(heads) else len(text)
-            while (m := _MRRS.search(text, at, end)) is not None:
-                values.append(m.group(1))
-                at = text.find("\n", m.end(), end)
-                if at == -1:
-                    break
-    return _uniform(values)
+    return _uniform(str(d.devctl_mrrs) for d in parse_lspci_vvv(text) if d.is_gpu and d.devctl_mrrs)
 
 
 def _links(r: Records) -> str | None:

@@ -243,7 +243,7 @@ def _parse_lspci_vvv(text: str) -> list[PciDevice]:
     body: list[str] = []
     start = 0
     for n, line in enumerate((text or "").split("\n")):
-        m = _HEADER.match(line)
+        m = _HEADER.match(line) if line[:1].isalnum() else None  # a device line starts with its BDF
         if m:
             if header is not None:
                 out.append(_parse_block(header, body, start))
