@@ -85,35 +85,36 @@ class Verdict:
     (role, command id, line) names the 0-based stdout line the value was read from (the evidence jump)."""
 
 
-Ev = tuple[tuple[Role, str] | tuple[Role, str, int], ...]
+# The helpers' `evidence` is Verdict.evidence: (role, command id) or (role, command id, stdout line) pairs (typed
+# Any, as the callers' literal tuples infer plain str roles).
 
 
 def ok(
-    observed: str, expected: str = "", *, variant: str = "", evidence: Ev = (), **params: Any
+    observed: str, expected: str = "", *, variant: str = "", evidence: Any = (), **params: Any
 ) -> Verdict:
     return Verdict(Severity.OK, observed, expected, variant, params, evidence)
 
 
 def info(
-    observed: str, expected: str = "", *, variant: str = "", evidence: Ev = (), **params: Any
+    observed: str, expected: str = "", *, variant: str = "", evidence: Any = (), **params: Any
 ) -> Verdict:
     return Verdict(Severity.INFO, observed, expected, variant, params, evidence)
 
 
 def warning(
-    observed: str, expected: str = "", *, variant: str = "", evidence: Ev = (), **params: Any
+    observed: str, expected: str = "", *, variant: str = "", evidence: Any = (), **params: Any
 ) -> Verdict:
     return Verdict(Severity.WARNING, observed, expected, variant, params, evidence)
 
 
 def critical(
-    observed: str, expected: str = "", *, variant: str = "", evidence: Ev = (), **params: Any
+    observed: str, expected: str = "", *, variant: str = "", evidence: Any = (), **params: Any
 ) -> Verdict:
     return Verdict(Severity.CRITICAL, observed, expected, variant, params, evidence)
 
 
 def unknown(
-    reason: str, expected: str = "", *, variant: str = "", evidence: Ev = (), **params: Any
+    reason: str, expected: str = "", *, variant: str = "", evidence: Any = (), **params: Any
 ) -> Verdict:
     """For data that was read but does not answer the question (a field reported as [N/A], say)."""
     return Verdict(Severity.UNKNOWN, reason, expected, variant, params, evidence)
@@ -124,7 +125,7 @@ NA_PREFIX = "not applicable: "
 
 
 def not_applicable(
-    reason: str, /, *, variant: str = "", evidence: Ev = (), **params: Any
+    reason: str, /, *, variant: str = "", evidence: Any = (), **params: Any
 ) -> Verdict:
     """Proven not to apply: its own answer (severity n/a), never ok; the observed text is the reason."""
     return Verdict(Severity.NA, reason.removeprefix(NA_PREFIX), "", variant, params, evidence)
