@@ -8,17 +8,21 @@ line, never the base interpreter's, and never the editable install of this check
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import sys
 import sysconfig
 import tomllib
 import venv
+import zipfile
 from pathlib import Path
 
 import pytest
 
 ROOT = Path(__file__).resolve().parents[1]
 TOP_LEVEL = ("probes", "snapshots", "tui", "themes")
+CITED_DOCS = ("CHECKS.md", "ROOFLINE-METHOD.md", "JSON.md")
+"""Documents the findings, the roofline and --json-schema's help cite (docs/NAME.md)."""
 
 
 def package_folders() -> set[str]:
@@ -84,6 +88,12 @@ def test_wheel_installs_and_runs(tmp_path):
         )
     assert build.returncode == 0, build.stderr[-2000:]
     wheel = next(dist.glob("gpuaudit_tui-*.whl"))
+    with zipfile.ZipFile(wheel) as zf:  # the documents the UI and JSON cite ship in the wheel
+        names = set(zf.namelist())
+        for cited in CITED_DOCS:
+            inside = f"gpuaudit/tui/docs/{cited}"
+            assert inside in names, f"{cited} not in the wheel"
+            assert zf.read(inside) == (ROOT / "docs" / cited).read_bytes(), cited
     env_dir = tmp_path / "venv"
     py = fresh_venv(env_dir)
     inst = subprocess.run(
@@ -138,6 +148,14 @@ def test_wheel_installs_and_runs(tmp_path):
             bare.stdout,
             bare.stderr,
         )
+    listed = run(str(exe), "--docs")  # where a pip-only user finds them
+    assert listed.returncode == 0, listed.stderr
+    for cited in CITED_DOCS:
+        assert f"{env_dir}" in listed.stdout and f"/gpuaudit/tui/docs/{cited}\n" in listed.stdout
+        shown = run(str(exe), "--docs", cited.removesuffix(".md"))
+        assert shown.returncode == 0 and shown.stdout == (ROOT / "docs" / cited).read_text()
+    unknown = run(str(exe), "--docs", "NOPE")
+    assert unknown.returncode == 2 and len(unknown.stderr.splitlines()) == 1, unknown.stderr
     audited = run(str(exe), "--json", "--fail-on", "never")
     assert audited.returncode == 0, audited.stderr[-2000:]
     assert len(json.loads(audited.stdout)["probes"]) == 10
@@ -150,3 +168,19 @@ def test_wheel_installs_and_runs(tmp_path):
     if (ROOT / "snapshots" / "examples" / "case-study-before.json").exists():
         demo = run(str(exe), "--demo", "--json", "--fail-on", "never")
         assert demo.returncode == 0, demo.stderr[-2000:]
+
+
+def test_the_docs_link_is_the_repository_docs_and_every_cited_document_is_there():
+    """tui/docs -> ../docs (package data of gpuaudit.tui); every docs/NAME.md a shown string cites is in it."""
+    link = ROOT / "tui" / "docs"
+    assert link.is_symlink() and link.resolve() == (ROOT / "docs").resolve()
+    data = tomllib.loads((ROOT / "pyproject.toml").read_text())["tool"]["setuptools"]
+    assert "docs/*.md" in data["package-data"]["gpuaudit.tui"]
+    cited = set()
+    for top in ("probes", "tui", "snapshots"):
+        for src in (ROOT / top).rglob("*.py"):
+            cited |= set(re.findall(r"docs/([A-Z][A-Z-]+\.md)", src.read_text(encoding="utf-8")))
+    assert {"CHECKS.md", "ROOFLINE-METHOD.md"} <= cited
+    assert set(CITED_DOCS) >= cited & set(CITED_DOCS)
+    missing = sorted(c for c in cited if not (link / c).is_file())
+    assert not missing, f"cited but not shipped: {missing}"

@@ -15,7 +15,7 @@ from gpuaudit.probes.core.collect.targets import known_hosts_problem
 from gpuaudit.probes.core.run.request import AuditRequest
 from gpuaudit.snapshots.json_schema import render as render_json_schema
 from gpuaudit.tui.cli import baseline as baseline_cli
-from gpuaudit.tui.cli import bridge, fleet_compare, fleet_hosts, headless, list_checks
+from gpuaudit.tui.cli import bridge, docs, fleet_compare, fleet_hosts, headless, list_checks
 from gpuaudit.tui.cli.args import CliError
 from gpuaudit.tui.cli.bmc_setup import bmc_request_fields, check_bmc_args
 from gpuaudit.tui.cli.preflight import problems
@@ -37,6 +37,8 @@ def run(argv: list[str], args: argparse.Namespace | None) -> int:
         return 0
     if args.list_checks:
         return list_checks.main(args.json)
+    if args.docs is not None:
+        return docs.main(args.docs)
     _check_combinations(args)
     for why in problems(args):  # errors before work: output paths, key files, --container
         raise CliError(why)

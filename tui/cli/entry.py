@@ -312,6 +312,15 @@ def build_parser() -> OneLineParser:
         help=f"print the JSON Schema of a --json document and exit: {', '.join(SCHEMA_DOCUMENTS)} "
         "(default snapshot; docs/JSON.md is the field reference)",
     )
+    out.add_argument(
+        "--docs",
+        nargs="?",
+        const="",
+        default=None,
+        metavar="NAME",
+        help="the documents findings cite (CHECKS, ROOFLINE-METHOD, JSON, ...), installed with the tool: "
+        "alone, print their paths; with NAME, print that one and exit",
+    )
     ui = p.add_argument_group("interface")
     ui.add_argument("--theme", metavar="NAME", help="TUI theme (remembered)")
     return p
