@@ -1,6 +1,7 @@
 """The issue-30 table: gpuaudit / floor / OpenSSH loop / xargs -P 8 / client CPU / RSS, clean user and heavy rc.
 
     python tests/bench/bench_table.py [--rounds 5] [--no-tool-delays] [--loop-rounds 1] [--json-out FILE]
+        [--tree before=REV --tree after=. ...]
 
 Needs root and /usr/sbin/sshd (bench_heavy_rc.py's bench user, stand-ins and loopback sshd). Host + container
 audit, both over SSH to the same loopback server (two targets), as an operator runs it: the CLI
@@ -14,7 +15,9 @@ login, like conda/pyenv init without a guard) and each round, in this order:
   loop         one `ssh` per executed line of that audit, in turn (an operator's for loop)
   xargs -P 8   the same lines, `xargs -P 8` ssh clients at once
 
-Medians over the rounds (the loop: over --loop-rounds, it takes a minute with the heavy rc); the load average is
+With `--tree LABEL=REV_OR_DIR` (repeatable; trees.py) each round runs the CLI audit once per tree, the trees'
+order alternating from round to round, so before and after are measured under the same load; the floor, the loop
+and xargs use the first tree's executed lines. Medians over the rounds (the loop: over --loop-rounds, it takes a minute with the heavy rc); the load average is
 printed before and after. Ratios are computed per round (same load) and then the median taken.
 """
 
@@ -39,11 +42,12 @@ sys.path.insert(0, str(BENCH))
 from bench_audit import _LAUNCHER, prepare_standins  # noqa: E402
 from bench_heavy_rc import HEAVY_RC, RC_USER, floor_parts, setup_user  # noqa: E402
 from sshd_server import start_sshd  # noqa: E402
+from trees import env_for, parse_trees  # noqa: E402
 
 
-def cli_audit(server, home: Path, out: Path, timeout_s: float) -> dict:
+def cli_audit(server, home: Path, out: Path, timeout_s: float, tree: Path | None = None) -> dict:
     stats = home / "child-stats"
-    env = dict(os.environ, HOME=str(home))
+    env = env_for(tree, dict(os.environ, HOME=str(home)))
     env.pop("SSH_AUTH_SOCK", None)
     subprocess.run(
         [
@@ -76,10 +80,11 @@ def cli_audit(server, home: Path, out: Path, timeout_s: float) -> dict:
 
 def lines_of(out: Path) -> tuple[list[str], float, int]:
     """The distinct executed lines that ran (exit status known), the slowest command's duration, records."""
-    from gpuaudit.snapshots.compact import records_of
-
     doc = json.loads(out.read_text())
-    recs = list(records_of(doc))
+    if isinstance(doc.get("records"), list):  # schema 3: each record once, at the top
+        recs = list(doc["records"])
+    else:
+        recs = [r for p in doc.get("probes") or [] for r in p.get("records") or []]
     seen: dict[tuple[str, str], str] = {}
     for r in recs:
         if r.get("exit_status") is not None and r.get("executed"):
@@ -144,7 +149,12 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-tool-delays", action="store_true")
     ap.add_argument("--rc", choices=("both", "clean", "heavy"), default="both")
     ap.add_argument("--json-out")
+    ap.add_argument(
+        "--tree", action="append", help="LABEL=REV_OR_DIR: audit with this tree too (trees.py)"
+    )
     args = ap.parse_args(argv)
+    trees = parse_trees(args.tree)
+    first = next(iter(trees))
     work = Path(tempfile.mkdtemp(prefix="gpuaudit-table-"))
     os.chmod(work, 0o755)
     standins = prepare_standins(work)
@@ -164,9 +174,16 @@ def main(argv: list[str] | None = None) -> int:
             (home / ".bashrc").write_text(HEAVY_RC if mode == "heavy" else "")
             rows: list[dict] = []
             for i in range(args.rounds):
-                out = work / f"audit-{mode}-{i}.json"
-                row = cli_audit(server, client_home, out, args.timeout)
-                lines, slowest, nrec = lines_of(out)
+                order = list(trees) if i % 2 == 0 else list(reversed(trees))
+                row: dict = {}
+                for label in order:
+                    out = work / f"audit-{mode}-{i}-{label}.json"
+                    got = cli_audit(server, client_home, out, args.timeout, trees[label])
+                    if label == first:
+                        row.update(got)
+                        lines, slowest, nrec = lines_of(out)
+                    else:
+                        row.update({f"{k}:{label}": v for k, v in got.items()})
                 connect, login = asyncio.run(floor_parts(server))
                 row.update(floor=connect + login + slowest, lines=len(lines), records=nrec)
                 row["xargs"] = xargs(server, lines, work)
@@ -196,12 +213,22 @@ def main(argv: list[str] | None = None) -> int:
         loops = [r for r in rows if r["loop"]]
         per_loop = statistics.median(r["wall"] / r["loop"] for r in loops) if loops else None
         print(
-            f"| {mode} | {med(rows, 'wall'):.2f} | {med(rows, 'floor'):.2f} | {per_floor:.2f}x "
+            f"| {mode}, {first} | {med(rows, 'wall'):.2f} | {med(rows, 'floor'):.2f} | {per_floor:.2f}x "
             f"| {med(loops, 'loop') if loops else float('nan'):.1f} | "
             f"{per_loop if per_loop is not None else float('nan'):.3f}x "
             f"| {med(rows, 'xargs'):.2f} | {per_x:.2f}x | {med(rows, 'cpu'):.2f} "
             f"| {med(rows, 'rss_mb'):.0f} | {int(med(rows, 'lines'))} |"
         )
+        for label in list(trees)[1:]:
+            lf = statistics.median(r[f"wall:{label}"] / r["floor"] for r in rows)
+            lw = statistics.median(r[f"wall:{label}"] / r["wall"] for r in rows)
+            lc = statistics.median(r[f"cpu:{label}"] / r["cpu"] for r in rows)
+            print(
+                f"| {mode}, {label} | {med(rows, f'wall:{label}'):.2f} | | {lf:.2f}x | | | | "
+                f"| {med(rows, f'cpu:{label}'):.2f} | {med(rows, f'rss_mb:{label}'):.0f} | "
+                f"wall {lw:.2f}x, CPU {lc:.2f}x of {first} |"
+            )
+            res[label] = {"per_floor": lf, "wall_vs_first": lw, "cpu_vs_first": lc}
         res.update(
             median_wall=med(rows, "wall"),
             median_floor=med(rows, "floor"),
@@ -209,7 +236,9 @@ def main(argv: list[str] | None = None) -> int:
             per_xargs=per_x,
             per_loop=per_loop,
         )
-    print(f"median of {args.rounds} interleaved rounds (the loop: {args.loop_rounds})")
+    print(
+        f"median of {args.rounds} interleaved rounds (the loop: {args.loop_rounds}); rows: {list(trees)}"
+    )
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(results, indent=1, default=str))
     return 0

@@ -627,14 +627,15 @@ SLOW_MARKERS = (
 
 
 def launch_rank(shell: str) -> int:
-    """0: a full `nvidia-smi -q` dump (the slowest, ~1 s); 1: other driver/device queries and process
-    scans (tenths of a second); 2: quick reads.
+    """0: a full `nvidia-smi -q` dump or a scan of every process in /proc (the slowest, ~1 s: the scans fork
+    per process, so they grow with the box's process count); 1: other driver/device queries (tenths of a
+    second); 2: quick reads.
 
     The runner starts commands in this order (each rank yields once more to the event loop before asking
     for a channel): with 8 channels per connection, a 0.8 s `nvidia-smi -q` queued behind forty `cat`s
     would add its whole duration to the audit's wall time (longest-processing-time-first scheduling).
     """
-    if "nvidia-smi -q" in shell:
+    if "nvidia-smi -q" in shell or "/proc/[0-9]" in shell:
         return 0
     return 1 if any(m in shell for m in SLOW_MARKERS) else 2
 

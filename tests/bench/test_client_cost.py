@@ -1,0 +1,90 @@
+"""What keeps the client's own cost down (issue 30), checked by behaviour, never by timing.
+
+* asyncssh is imported without spawning anything (its liboqs/libnettle search ran ldconfig, gcc and ld);
+* the SSH connection asks for AES-GCM first unless the user's ssh config names its Ciphers;
+* the command line ends right after its outputs are flushed (`exit_now`), with the same exit status and output.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from pathlib import Path
+
+from gpuaudit.probes.core.collect import ssh_transport
+from gpuaudit.probes.core.collect.ssh_transport import (
+    PREFERRED_CIPHER,
+    SshOptions,
+    SshTransport,
+    _library_path,
+)
+from gpuaudit.probes.core.collect.targets import parse_host_spec
+
+ROOT = Path(__file__).resolve().parents[2]
+DEMO = ROOT / "snapshots" / "examples" / "case-study-after.json"
+
+CHILDREN_CPU = (
+    "import resource, sys\n{setup}\n"
+    "r = resource.getrusage(resource.RUSAGE_CHILDREN)\n"
+    "print(r.ru_utime + r.ru_stime, 'asyncssh' in sys.modules)\n"
+)
+
+
+def children_cpu(setup: str) -> tuple[float, bool]:
+    out = subprocess.run(
+        [sys.executable, "-c", CHILDREN_CPU.format(setup=setup)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=True,
+    ).stdout.split()
+    return float(out[0]), out[1] == "True"
+
+
+def test_asyncssh_import_spawns_no_process():
+    cpu, loaded = children_cpu(
+        "from gpuaudit.probes.core.collect.ssh_transport import _import_asyncssh\n_import_asyncssh()"
+    )
+    assert loaded
+    assert cpu == 0.0, f"importing asyncssh ran child processes ({cpu:.3f} s of CPU)"
+
+
+def test_native_library_search_finds_what_the_loader_would(tmp_path):
+    # libc is everywhere: the folder scan finds it where ctypes would load it from
+    found = _library_path("libc")
+    assert found is not None and "/libc.so" in found
+    assert _library_path("libgpuaudit-surely-absent") is None
+
+
+def _kwargs(home: Path, monkeypatch, use_ssh_config: bool = True) -> dict:
+    monkeypatch.setenv("HOME", str(home))
+    t = SshTransport(
+        parse_host_spec("u@127.0.0.1:2222").ssh,  # type: ignore[arg-type]
+        SshOptions(use_ssh_config=use_ssh_config, use_agent=False),
+    )
+    monkeypatch.setattr(ssh_transport, "config_override", lambda: (None, None))
+    return t._connect_kwargs()
+
+
+def test_aes_gcm_is_asked_first_unless_the_ssh_config_says(tmp_path, monkeypatch):
+    assert _kwargs(tmp_path, monkeypatch)["encryption_algs"] == "^" + PREFERRED_CIPHER
+    assert _kwargs(tmp_path, monkeypatch, use_ssh_config=False)["encryption_algs"] == (
+        "^" + PREFERRED_CIPHER
+    )
+    (tmp_path / ".ssh").mkdir()
+    (tmp_path / ".ssh" / "config").write_text("Host *\n  Ciphers chacha20-poly1305@openssh.com\n")
+    assert "encryption_algs" not in _kwargs(tmp_path, monkeypatch)
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[bytes]:
+    return subprocess.run(
+        [sys.executable, "-m", "gpuaudit.tui", *args], capture_output=True, timeout=120, cwd=ROOT
+    )
+
+
+def test_quick_exit_keeps_output_and_status():
+    proc = cli("--json", "--fail-on", "never", "--replay", str(DEMO))
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert proc.stdout.rstrip().endswith(b"}") and b'"schema_version"' in proc.stdout
+    assert cli("--json", "--fail-on", "warning", "--replay", str(DEMO)).returncode == 1
+    assert cli("--no-such-flag").returncode == 2

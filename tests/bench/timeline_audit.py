@@ -1,0 +1,190 @@
+"""Where the wall time of one host + container audit goes: a timeline of its events (not a test).
+
+    python tests/bench/timeline_audit.py [--heavy-rc] [--no-tool-delays] [--runs 2] [--cli]
+
+Needs root and /usr/sbin/sshd (bench_heavy_rc.py's bench user, stand-ins and loopback sshd). Runs the audit
+in-process (imports done first, so the timeline is the audit's own) and prints, in seconds from the start:
+each target's connect and preflight, the first and last command start, the slowest commands with their own
+durations, each probe's end and the audit's end; then the floor measured right after (asyncssh connect + one
+login running `exec true` + the slowest command), so the gap to the floor shows where it is. `--cli`: the same for the CLI (`gpuaudit-tui --json --host S
+--container S`) in a child, from the interpreter's start: imports, each connect, the audit, the JSON, the exit.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(BENCH))
+
+from bench_audit import prepare_standins  # noqa: E402
+from bench_heavy_rc import RC_USER, floor_parts, setup_user  # noqa: E402
+from sshd_server import start_sshd  # noqa: E402
+
+
+async def timeline(server, timeout_s: float) -> tuple[float, list[tuple[float, str]], list]:
+    from gpuaudit.probes.catalogue import REGISTRY
+    from gpuaudit.probes.core.collect.targets import parse_container_spec, parse_host_spec
+    from gpuaudit.probes.core.run.runner import Audit, AuditOptions
+    from gpuaudit.probes.core.run.session import live_bindings
+
+    hs = parse_host_spec(server.spec)
+    cs = parse_container_spec(server.spec, host=hs)
+    audit = Audit(
+        live_bindings(hs, cs, server.options(connections=2)),
+        list(REGISTRY),
+        AuditOptions(timeout_s=timeout_s),
+    )
+    marks: list[tuple[float, str]] = []
+    records = []
+    t0 = time.monotonic()
+    for b in audit.bindings.values():
+        connect = b.transport.connect
+
+        async def timed(connect=connect, role=b.target.role) -> None:
+            await connect()
+            marks.append((time.monotonic() - t0, f"{role}: transport connected"))
+
+        b.transport.connect = timed  # type: ignore[method-assign]
+    started = 0
+    try:
+        async for e in audit.events():
+            now = time.monotonic() - t0
+            kind = type(e).__name__
+            if kind == "CommandStarted":
+                started += 1
+                if started == 1:
+                    marks.append((now, "first command started"))
+                continue
+            if kind == "CommandFinished":
+                records.append((now, e.record))
+                continue
+            if kind in ("ProbeStarted", "TargetExecuted"):
+                continue
+            what = getattr(e, "role", None) or getattr(getattr(e, "result", None), "probe_id", "")
+            marks.append((now, f"{kind} {what}"))
+    finally:
+        await audit.aclose()
+    return time.monotonic() - t0, marks, records
+
+
+CLI_WRAPPER = """
+import os, sys, time
+T0 = time.monotonic()
+out = sys.stderr
+def mark(what):
+    out.write(f"@@ {time.monotonic() - T0:.3f} {time.process_time():.3f} {what}\\n")
+mark("interpreter started")
+from gpuaudit.tui.cli import entry
+mark("entry imported (argparse)")
+from gpuaudit.tui.cli import commands, headless
+mark("commands imported (the catalogue, the engine)")
+from gpuaudit.probes.core.collect import ssh_transport
+real_connect = ssh_transport.SshTransport.connect
+async def connect(self):
+    mark(f"connect {self.where} begins")
+    await real_connect(self)
+    mark(f"connect {self.where} done")
+ssh_transport.SshTransport.connect = connect
+real_collect = headless.collect
+async def collect(*a, **k):
+    mark("audit begins")
+    run = await real_collect(*a, **k)
+    mark("audit done")
+    return run
+headless.collect = collect
+real_write = headless.write_json
+def write_json(snapshot):
+    mark("JSON begins")
+    real_write(snapshot)
+    mark("JSON written")
+headless.write_json = write_json
+code = entry.main(sys.argv[1:])
+mark("main returned")
+entry.exit_now(code)  # what main() does without argv
+"""
+
+
+def cli_timeline(server, home: Path, timeout_s: float) -> list[str]:
+    import subprocess
+
+    env = dict(os.environ, HOME=str(home))
+    env.pop("SSH_AUTH_SOCK", None)
+    args = [sys.executable, "-c", CLI_WRAPPER, "--json", "--fail-on", "never"]
+    args += ["--timeout", str(timeout_s), "--host", server.spec, "--container", server.spec]
+    t0 = time.monotonic()
+    proc = subprocess.run(
+        [*args, *server.cli_args()], env=env, cwd=ROOT, capture_output=True, text=True
+    )
+    marks = [ln[3:] for ln in proc.stderr.splitlines() if ln.startswith("@@ ")]
+    return [*marks, f"{time.monotonic() - t0:.3f} - process exited (wall seen by the parent)"]
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--heavy-rc", action="store_true")
+    ap.add_argument("--no-tool-delays", action="store_true")
+    ap.add_argument("--timeout", type=float, default=8.0)
+    ap.add_argument("--runs", type=int, default=2)
+    ap.add_argument("--cli", action="store_true", help="the CLI in a child, from its start")
+    args = ap.parse_args(argv)
+    work = Path(tempfile.mkdtemp(prefix="gpuaudit-timeline-"))
+    os.chmod(work, 0o755)
+    standins = prepare_standins(work)
+    home = setup_user(heavy=args.heavy_rc)
+    fast = " GPUAUDIT_BENCH_FAST=1" if args.no_tool_delays else ""
+    path = f"{standins}:/usr/local/bin:/usr/bin:/bin"
+    server = start_sshd(
+        work / "sshd", user=RC_USER, max_sessions=10, extra_config=f"SetEnv PATH={path}{fast}"
+    )
+    try:
+        if args.cli:
+            client_home = work / "home"
+            client_home.mkdir()
+            for i in range(args.runs):
+                marks = cli_timeline(server, client_home, args.timeout)
+                connect, login = asyncio.run(floor_parts(server))
+                print(
+                    f"\nCLI run {i + 1} (s from start, CPU s): floor parts connect {connect:.2f} "
+                    f"+ login {login:.2f}; load {os.getloadavg()[0]:.1f}"
+                )
+                for m in marks:
+                    print("  " + m)
+            return 0
+        for i in range(args.runs):
+            wall, marks, records = asyncio.run(timeline(server, args.timeout))
+            connect, login = asyncio.run(floor_parts(server))
+            ok = [r for _, r in records if not r.timed_out]
+            slowest = max((r.duration_s or 0.0 for r in ok), default=0.0)
+            floor = connect + login + slowest
+            print(
+                f"\nrun {i + 1}: wall {wall:.2f} s, floor {floor:.2f} s ({wall / floor:.2f}x): "
+                f"connect {connect:.2f} + login {login:.2f} + slowest {slowest:.2f}; "
+                f"load {os.getloadavg()[0]:.1f}"
+            )
+            for at, what in marks:
+                print(f"  {at:6.2f}  {what}")
+            print("  slowest commands (finished at, own duration):")
+            for at, r in sorted(records, key=lambda x: -(x[1].duration_s or 0))[:6]:
+                print(f"  {at:6.2f}  {r.duration_s or 0:5.2f}  {r.target:9s} {r.command_id}")
+            last = sorted(records, key=lambda x: x[0])[-6:]
+            print("  last to finish (finished at, started at = finished - own duration, duration):")
+            for at, r in last:
+                d = r.duration_s or 0
+                print(f"  {at:6.2f}  {at - d:6.2f}  {d:5.2f}  {r.target:9s} {r.command_id}")
+    finally:
+        server.stop()
+        (home / ".bashrc").write_text("")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,60 @@
+"""Source trees side by side in one benchmark run: `--tree before=HEAD~3 --tree after=.` (before/after, same load).
+
+A tree is a git revision of this repository (exported with `git archive`) or a folder holding `probes/`,
+`snapshots/`, `tui/`, `themes/` (a checkout; `.` is the working tree). Each is laid out as the installed
+`gpuaudit.*` package (symlinks) in a temporary folder; a child run with `PYTHONPATH=<layout>` imports that tree
+instead of the editable install (Python's path finder comes before the editable install's finder). Used by
+bench_table.py and bench_fleet_scale.py. The working tree is shared by several people editing at once: export a
+revision to measure a fixed state.
+"""
+
+from __future__ import annotations
+
+import subprocess
+import tempfile
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+FOLDERS = ("probes", "snapshots", "tui", "themes")
+
+
+def layout(spec: str, work: Path | None = None) -> Path:
+    """A folder to put on PYTHONPATH for tree `spec` (a revision or a folder); `.`: the working tree."""
+    work = work or Path(tempfile.mkdtemp(prefix="gpuaudit-tree-"))
+    src = Path(spec) if spec in (".", "") or Path(spec).is_dir() else None
+    if src is None:
+        src = work / "src"
+        src.mkdir(parents=True, exist_ok=True)
+        archive = subprocess.run(
+            ["git", "-C", str(ROOT), "archive", spec, *FOLDERS],
+            capture_output=True,
+            check=True,
+        ).stdout
+        subprocess.run(["tar", "-x", "-C", str(src)], input=archive, check=True)
+    src = src.resolve()
+    package = work / "lay" / "gpuaudit"
+    package.mkdir(parents=True, exist_ok=True)
+    for name in FOLDERS:
+        link = package / name
+        if not link.exists():
+            link.symlink_to(src / name)
+    return package.parent
+
+
+def parse_trees(specs: list[str] | None) -> dict[str, Path | None]:
+    """`LABEL=REV_OR_DIR` options -> label: layout folder; none given: {"gpuaudit": None} (the installed one)."""
+    if not specs:
+        return {"gpuaudit": None}
+    out: dict[str, Path | None] = {}
+    for spec in specs:
+        label, _, where = spec.partition("=")
+        out[label] = layout(where or label)
+    return out
+
+
+def env_for(tree: Path | None, env: dict[str, str]) -> dict[str, str]:
+    """The child environment that imports `tree` (None: the installed package)."""
+    env = dict(env)
+    if tree is not None:
+        env["PYTHONPATH"] = str(tree)
+    return env
