@@ -14,6 +14,8 @@ from gpuaudit.probes import (
     power,
     python,
 )
+from gpuaudit.probes.core.judge.checks import Check
+from gpuaudit.probes.core.judge.regression import CHECKS as REGRESSION_CHECKS
 from gpuaudit.probes.core.sources import with_presence
 from gpuaudit.probes.core.spec import Probe
 
@@ -33,6 +35,9 @@ REGISTRY: tuple[Probe, ...] = tuple(
     )
 )
 PROBE_IDS: tuple[str, ...] = tuple(p.id for p in REGISTRY)
+DERIVED: tuple[Check, ...] = REGRESSION_CHECKS
+"""Rows no probe judges from commands: regression.* compares an audit with its host's pinned baseline
+(snapshots/baseline.py). Listed by --list-checks and docs/CHECKS.md beside the probes' rows."""
 
 
 def get(probe_id: str) -> Probe:

@@ -66,6 +66,8 @@ def render() -> str:
                 reads.append("one of " + ", ".join(_source(c, SOURCES) for c in r["any_of"]))
             if reads:
                 lines.append("- Reads: " + "; ".join(reads))
+            elif r.get("no_input"):
+                lines.append(f"- Reads no command: {_cell(r['no_input'])}")
             if r["variants"]:
                 lines.append(
                     "- Other texts it can say (variant: the row's title/why/fix replaced):"

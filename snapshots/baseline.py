@@ -26,6 +26,16 @@ from typing import Any
 
 from gpuaudit.probes.core.errors import ParseError, SnapshotError
 from gpuaudit.probes.core.fleet.peers import CONTAINER_FACTS, FACTS, usable_records
+from gpuaudit.probes.core.judge.checks import (
+    Verdict,
+    critical,
+    info,
+    ok,
+    render,
+    unknown,
+    warning,
+)
+from gpuaudit.probes.core.judge.regression import BY_ID as ROWS
 from gpuaudit.probes.core.models import AuditRun, Finding, ProbeResult, Severity
 from gpuaudit.probes.core.parsers.engine import (
     main_engine,
@@ -41,38 +51,27 @@ DEFAULT_THRESHOLD = 0.05
 """±5 %: AMD's cluster validation suite flags a change of more than 5 % from the previous run."""
 PROBE_ID = "baseline"
 
-# regression id -> (title, facts it compares, who can fix it)
-GROUPS: dict[str, tuple[str, tuple[str, ...], str]] = {
-    "regression.driver": (
-        "NVIDIA driver / CUDA changed since baseline",
-        ("driver", "cuda"),
-        "host",
-    ),
-    "regression.kernel": ("Kernel changed since baseline", ("kernel",), "host"),
-    "regression.bios": ("BIOS / VBIOS changed since baseline", ("bios", "vbios"), "bios"),
-    "regression.engine": (
-        "Serving engine version changed since baseline",
-        ("container.engine", "engine"),
-        "engine",
-    ),
-    "regression.torch": ("torch changed since baseline", ("container.torch",), "container"),
-    "regression.nccl": ("NCCL changed since baseline", ("container.nccl",), "container"),
-    "regression.triton": ("Triton changed since baseline", ("triton",), "container"),
+# regression id -> the facts it compares. The rows (title, owner, why, fix, variants) are the catalogue's:
+# probes/core/judge/regression.py, listed by --list-checks and docs/CHECKS.md.
+GROUPS: dict[str, tuple[str, ...]] = {
+    "regression.driver": ("driver", "cuda"),
+    "regression.kernel": ("kernel",),
+    "regression.bios": ("bios", "vbios"),
+    "regression.engine": ("container.engine", "engine"),
+    "regression.torch": ("container.torch",),
+    "regression.nccl": ("container.nccl",),
+    "regression.triton": ("triton",),
     "regression.knobs": (
-        "Host or engine knobs changed since baseline",
-        (
-            "scaling_driver",
-            "governor",
-            "numa_balancing",
-            "iommu_mode",
-            "acs",
-            "max_read_req",
-            "persistence",
-            "mig_mode",
-            "gpu_link",
-            "engine.args",
-        ),
-        "host",
+        "scaling_driver",
+        "governor",
+        "numa_balancing",
+        "iommu_mode",
+        "acs",
+        "max_read_req",
+        "persistence",
+        "mig_mode",
+        "gpu_link",
+        "engine.args",
     ),
 }
 SPEED_ID = "regression.decode_speed"
@@ -291,25 +290,19 @@ def measured_speed(snapshot: Snapshot) -> tuple[float | None, str | None]:
 # ------------------------------------------------------------------------------------------ the comparison
 
 
-def _finding(
-    fid: str,
-    sev: Severity,
-    title: str,
-    owner: str,
-    observed: str,
-    expected: str,
-    why: str,
-    fix: str,
-) -> Finding:
+def _finding(fid: str, v: Verdict) -> Finding:
+    """A regression finding: its catalogue row's text, or the declared variant the comparison picked."""
+    row = ROWS[fid]
+    title, why, fix = render(row, v)
     return Finding(
         id=fid,
-        severity=sev,
+        severity=Severity(v.severity),
         probe=PROBE_ID,
-        owner=owner,
+        owner=row.owner,
         targets=["host"],
         title=title,
-        observed=observed,
-        expected=expected,
+        observed=v.observed,
+        expected=v.expected or row.expected,
         why=why,
         fix=fix,
     )
@@ -353,7 +346,7 @@ def compare(
         else "decode speed not measured on both sides"
     )
     out: list[Finding] = []
-    for fid, (title, keys, owner) in GROUPS.items():
+    for fid, keys in GROUPS.items():
         changed, unread, same = [], [], []
         for k in keys:
             a, b = base_f.get(k), cur_f.get(k)
@@ -366,98 +359,39 @@ def compare(
             else:
                 same.append(f"{k} {b}")
         if changed:
-            sev = Severity.INFO if held else Severity.WARNING
-            out.append(
-                _finding(
-                    fid,
-                    sev,
-                    title,
-                    owner,
-                    "; ".join(changed) + f" ({speed_text})",
-                    f"as at the {name}: " + "; ".join(c.split(" -> ")[0] for c in changed),
-                    "A version or setting change the operator may not have noticed is the commonest cause "
-                    "of a decode regression (driver upgrade -28%, engine upgrade -16%, a kernel library 30% "
-                    "slower at batch 1: vLLM and SGLang issue trackers).",
-                    "If decode got slower, roll this change back first (or re-pin the baseline with "
-                    "`gpuaudit-tui baseline set` once the new state is known good).",
-                )
-            )
+            observed = "; ".join(changed) + f" ({speed_text})"
+            expected = f"as at the {name}: " + "; ".join(c.split(" -> ")[0] for c in changed)
+            verdict = info(observed, expected) if held else warning(observed, expected)
+            out.append(_finding(fid, verdict))
         elif unread:
-            out.append(
-                _finding(
-                    fid,
-                    Severity.UNKNOWN,
-                    title,
-                    owner,
-                    "; ".join(unread),
-                    name,
-                    "",
-                    "Audit both the same way.",
-                )
-            )
+            out.append(_finding(fid, unknown("; ".join(unread), name, variant="unread")))
         elif same:
-            out.append(
-                _finding(
-                    fid, Severity.OK, title, owner, "; ".join(same), f"as at the {name}", "", ""
-                )
-            )
-    speed_title = (
-        "Decode speed regressed since the last-known-good baseline"
-        if slower
-        else "Decode speed against the last-known-good baseline"
-    )
+            out.append(_finding(fid, ok("; ".join(same), f"as at the {name}")))
+    within = f"within ±{100 * threshold:.0f}%"
     if ratio is None:
+        observed = mismatch or (
+            "now: "
+            + (f"{cur_v:.1f} tok/s" if cur_v else "not measured")
+            + "; baseline: "
+            + (f"{base_v:.1f} tok/s" if base_v else "not measured")
+        )
+        variant = "methods_differ" if mismatch else "not_measured"
         out.append(
-            _finding(
-                SPEED_ID,
-                Severity.UNKNOWN,
-                speed_title,
-                "engine",
-                mismatch
-                or "now: "
-                + (f"{cur_v:.1f} tok/s" if cur_v else "not measured")
-                + "; baseline: "
-                + (f"{base_v:.1f} tok/s" if base_v else "not measured"),
-                f"within ±{100 * threshold:.0f}% of the {name}",
-                "Single-stream decode is measured from the engine's metrics or log (or --active); "
-                "figures of different methods differ by method, not by the box (the metrics histogram "
-                "averages since the engine started, --active excludes the time to first token).",
-                "Measure both the same way: re-pin the baseline from an audit measured like this one "
-                "(`gpuaudit-tui baseline set`), or audit with the baseline's method."
-                if mismatch
-                else "Keep the engine's log/metrics readable, or audit with --active on an idle engine.",
-            )
+            _finding(SPEED_ID, unknown(observed, f"{within} of the {name}", variant=variant))
         )
     else:
-        sev = (
-            Severity.CRITICAL
-            if slower
-            else Severity.OK
-            if held and ratio <= 1 + threshold
-            else Severity.INFO
-        )
+        observed = f"{speed_text}; now: {cur_src or 'source not recorded'}"
+        expected = f"{within} of {base_v:.1f} tok/s ({name}: {base_src or 'source not recorded'})"
         suspects = [f.id for f in out if f.severity in (Severity.WARNING, Severity.INFO)]
-        out.append(
-            _finding(
-                SPEED_ID,
-                sev,
-                speed_title,
-                "engine",
-                f"{speed_text}; now: {cur_src or 'source not recorded'}",
-                f"within ±{100 * threshold:.0f}% of {base_v:.1f} tok/s ({name}: "
-                f"{base_src or 'source not recorded'})",
-                "A single-stream decode speed is the box's end-to-end health figure: a drop beyond run-to-run "
-                "noise means something on the decode path changed.",
-                (
-                    "Changed since the baseline: " + ", ".join(suspects) + "."
-                    if suspects
-                    else "Nothing the audit compares changed: look at the model, the prompt mix and the "
-                    "GPUs' clocks and temperatures."
-                )
-                if slower
-                else "",
-            )
-        )
+        if slower and suspects:
+            verdict = critical(observed, expected, variant="slower", suspects=", ".join(suspects))
+        elif slower:
+            verdict = critical(observed, expected, variant="slower_unexplained")
+        elif ratio <= 1 + threshold:
+            verdict = ok(observed, expected)
+        else:
+            verdict = info(observed, expected)
+        out.append(_finding(SPEED_ID, verdict))
     return out
 
 

@@ -8,7 +8,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from gpuaudit.probes.catalogue import REGISTRY
+from gpuaudit.probes.catalogue import DERIVED, REGISTRY
 from gpuaudit.probes.core.judge.checks import OWNERS, Check
 from gpuaudit.probes.core.judge.plan import IMPACT, RELATIONS
 from gpuaudit.probes.core.sources import SOURCES
@@ -74,6 +74,6 @@ def test_list_checks_json_has_every_field():
     )
     assert out.returncode == 0, out.stderr
     rows = json.loads(out.stdout)["checks"]
-    assert {r["id"] for r in rows} == IDS
+    assert {r["id"] for r in rows} == IDS | {c.id for c in DERIVED}
     for r in rows:
         assert {"id", "probe", "owner", "title", "why", "fix", "sources", "aliases"} <= set(r)

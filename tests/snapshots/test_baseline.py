@@ -6,6 +6,7 @@ from __future__ import annotations
 import importlib.util
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -203,3 +204,54 @@ def test_usage_errors_are_one_line(tmp_path):
     assert r.returncode == 2 and r.stderr.count("\n") == 1 and "Traceback" not in r.stderr
     r = cli("baseline", env=env)
     assert r.returncode == 2 and "Traceback" not in r.stderr
+
+
+def _says(template: str, text: str) -> bool:
+    pattern = re.sub(r"\\\{[^}]*\\\}", ".+", re.escape(template))
+    return re.fullmatch(pattern, text, flags=re.S) is not None
+
+
+def test_every_regression_finding_is_a_catalogue_row_with_its_text_or_a_declared_variant(
+    pair, monkeypatch
+):
+    """regression.* are catalogue rows (probes/catalogue.py DERIVED): listed by --list-checks and
+    docs/CHECKS.md, complete, and every finding the comparison makes says its row's text or a variant's."""
+    from gpuaudit.probes.catalogue import DERIVED, REGISTRY
+    from gpuaudit.probes.core.judge.checks import OWNERS
+    from gpuaudit.tui.cli.list_checks import catalogue_rows
+
+    rows = {c.id: c for c in DERIVED}
+    assert set(rows) == {*bl.GROUPS, bl.SPEED_ID}
+    assert not set(rows) & {c.id for p in REGISTRY for c in p.checks}
+    listed = {c.id for c in catalogue_rows()}
+    doc = (ROOT / "docs" / "CHECKS.md").read_text()
+    for c in rows.values():
+        assert c.id in listed and f"### `{c.id}`" in doc
+        assert c.owner in OWNERS and c.title and c.why and c.fix and c.no_input
+    good, bad, _, _ = pair
+    slow_unmeasured = _measured_by(bad, 20.0, ACTIVE)
+    found = [
+        *bl.compare(good, bad),
+        *bl.compare(good, good),
+        *bl.compare(good, bad.model_copy(update={"roofline": {}})),
+    ]
+    monkeypatch.setattr(bl, "log_speed", lambda snap: None)
+    found += bl.compare(good, slow_unmeasured)
+    variants_seen = set()
+    for f in found:
+        row = rows[f.id]
+        texts = [(row.title, row.why, row.fix)] + [
+            (m.title or row.title, m.why or row.why, m.fix or row.fix)
+            for m in row.variants.values()
+        ]
+        match = [
+            t for t in texts if _says(t[0], f.title) and _says(t[1], f.why) and _says(t[2], f.fix)
+        ]
+        assert match, (f.id, f.title, f.why, f.fix)
+        assert f.owner == row.owner and f.probe == bl.PROBE_ID
+        variants_seen |= {
+            name
+            for name, m in row.variants.items()
+            if (m.title or row.title, m.why or row.why, m.fix or row.fix) in match
+        }
+    assert {"slower", "not_measured", "methods_differ"} <= variants_seen

@@ -5,12 +5,12 @@ from __future__ import annotations
 import json
 import sys
 
-from gpuaudit.probes.catalogue import REGISTRY
+from gpuaudit.probes.catalogue import DERIVED, REGISTRY
 from gpuaudit.probes.core.judge.checks import Check
 
 
 def catalogue_rows() -> list[Check]:
-    return [c for p in REGISTRY for c in p.checks]
+    return [c for p in REGISTRY for c in p.checks] + list(DERIVED)
 
 
 def as_dict(check: Check) -> dict[str, object]:
@@ -32,6 +32,7 @@ def as_dict(check: Check) -> dict[str, object]:
         "cross_target": check.cross,
         "needs_gpu": check.needs_gpu,
         "aliases": list(check.aliases),
+        "no_input": check.no_input,
         "variants": {
             name: {
                 **{k: v for k, v in (("title", m.title), ("why", m.why), ("fix", m.fix)) if v},
@@ -50,6 +51,8 @@ def main(as_json: bool) -> int:
     width = max((len(c.id) for c in rows), default=10)
     for c in rows:
         sources = ", ".join([*c.sources, *(f"{'|'.join(c.any_of)}" for _ in [0] if c.any_of)])
+        if c in DERIVED:
+            sources = "compared with the host's baseline snapshot"
         sys.stdout.write(f"{c.id:<{width}}  {c.owner:<9}  {c.title}  [{sources}]\n")
     sys.stdout.write(f"{len(rows)} checks\n")
     return 0
