@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 from gpuaudit.probes.catalogue import REGISTRY
+from gpuaudit.probes.core.collect.remote_line import unguarded
 from gpuaudit.probes.core.collect.targets import build_command_line
 from gpuaudit.probes.core.collect.worker import start_line
 from gpuaudit.probes.core.run.runner import PREFLIGHT, AuditOptions, render_shell
@@ -77,7 +78,12 @@ async def test_full_audit_runs_only_declared_commands(sshd_factory, public_dir, 
         server.spec, server.spec, server.options(sessions=sessions), list(REGISTRY), options
     )
     elapsed = time.monotonic() - t0
-    executed = [c for c in log.read_bytes().decode(errors="replace").split("\0") if c]
+    sent = [c for c in log.read_bytes().decode(errors="replace").split("\0") if c]
+    # a channel per command runs its line under the fixed remote guard (remote_line.GUARD), which owns the job's
+    # process group: the guarded line is the declared one
+    executed = [unguarded(c) or c for c in sent]
+    if not sessions:
+        assert all(unguarded(c) is not None for c in sent), [c[:80] for c in sent][:3]
     allowed = declared_lines(options)
     workers = [c for c in executed if _WORKER.match(c)]
     outside = [

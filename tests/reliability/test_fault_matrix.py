@@ -184,7 +184,7 @@ _CLIENT = textwrap.dedent(
     opts = SshOptions(known_hosts=kh, identity=key, use_ssh_config=False, use_agent=False,
                       connect_timeout_s=5.0, sessions=sessions == "1")
     a = Audit(live_bindings(parse_host_spec(spec), None, opts), [m.probe(Path(tools), int(base))],
-              AuditOptions(sudo=True, timeout_s=3))
+              AuditOptions(sudo=True, timeout_s=30))
     asyncio.run(m._drain(a))
     """
 )

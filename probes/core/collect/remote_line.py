@@ -151,6 +151,55 @@ def remote_line(
     return line
 
 
+GUARD = (
+    "exec 3<&0 </dev/null; "
+    'command -v setsid >/dev/null 2>&1 || { exec 3<&-; eval "$1"; }; '
+    "t=$2 x=; trap x=1 USR1 TERM HUP INT; "
+    "setsid sh -c '{ cat <&3; kill -USR1 $1; } >/dev/null 2>&1 & exec 3<&-; eval \"$2\"' "
+    'gpuaudit-job $$ "$1" & p=$!; '
+    "exec 3<&-; wait $p 2>/dev/null; r=$?; "
+    'if [ -n "$x" ]; then '
+    '[ -n "$t" ] && kill -TERM -$p 2>/dev/null && sleep 1; kill -KILL -$p 2>/dev/null; '
+    'for d in /proc/[0-9]*; do read -r l <"$d/stat" || continue; l=${l##*) }; set -- $l; '
+    '[ "$4" = $p ] && kill -KILL ${d#/proc/}; done 2>/dev/null; '
+    "[ $r -gt 128 ] && { wait $p 2>/dev/null; r=$?; }; "
+    "else kill -KILL -$p 2>/dev/null; fi; exit $r"
+)
+"""The remote wrapper of a --no-sessions channel (issue 29): sshd signals only the session's main process group
+and drops signals once that process exits, and nothing on the target notices a client that died. The wrapper
+(POSIX sh: dash, bash, busybox ash) stays the session's main process and runs the line in a session and process
+group of its own (setsid), so it can stop all of it:
+
+* the command ends: its group is KILLed (a background child or a TERM-ignoring pipeline stage it left);
+* the channel's stdin reaches its end (the client stops the command by sending EOF, closes the channel, or is
+  gone: a killed client's connection closes, and sshd closes the pipe), or the wrapper gets TERM/HUP/INT: the
+  group gets TERM first where a relay stands in between (sudo, a container wrapper: they pass it on, root-side
+  deadlines then KILL what they started), KILL one second later, and every process left in the job's session
+  (one that changed its group, as GNU timeout does) is KILLed;
+* the line's own timeout(1) is the deadline; the command never reads the channel's stdin (/dev/null).
+
+Without setsid(1) on the target the line runs as before (timeout(1) alone)."""
+GUARD_NAME = "gpuaudit-guard"
+
+
+def guarded(line: str, *, term_first: bool) -> str:
+    """The line as a --no-sessions channel runs it: under GUARD, which owns the job's process group."""
+    return f"exec sh -c {shlex.quote(GUARD)} {GUARD_NAME} {shlex.quote(line)}" + (
+        " 1" if term_first else ""
+    )
+
+
+def unguarded(executed: str) -> str | None:
+    """The line a guarded channel ran (what the record names), or None when `executed` is not guarded."""
+    try:
+        words = shlex.split(executed)
+    except ValueError:
+        return None
+    if words[:5] != ["exec", "sh", "-c", GUARD, GUARD_NAME] or len(words) not in (6, 7):
+        return None
+    return words[5] if len(words) == 6 or words[6] == "1" else None
+
+
 _RELAYS = re.compile(r"\bsudo -n |\bpct exec |\blxc-attach |\bdocker exec ")
 
 

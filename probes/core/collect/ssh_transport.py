@@ -15,7 +15,7 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
-from gpuaudit.probes.core.collect.remote_line import needs_term_first
+from gpuaudit.probes.core.collect.remote_line import guarded, needs_term_first
 from gpuaudit.probes.core.collect.session_channels import SshSessionChannel
 from gpuaudit.probes.core.collect.ssh_config import config_override
 from gpuaudit.probes.core.collect.targets import SshAddress
@@ -547,9 +547,14 @@ class SshTransport(TransportBase):
                 reason = gate() if gate is not None else None
                 if reason:
                     return not_run(reason)
+                term_first = needs_term_first(line)
                 try:
+                    # the channel's stdin stays open and unwritten: its end is how the remote guard learns that
+                    # the client stopped the command or is gone (remote_line.GUARD)
                     proc = await asyncio.wait_for(
-                        self._conn.create_process(line, encoding=None, stdin=asyncssh.DEVNULL),
+                        self._conn.create_process(
+                            guarded(line, term_first=term_first), encoding=None
+                        ),
                         OPEN_TIMEOUT_S,
                     )
                 except TimeoutError:
@@ -575,7 +580,7 @@ class SshTransport(TransportBase):
                     retry_delay = min(0.5, 0.02 * attempt)
                 else:
                     return await self._collect(
-                        proc, timeout_s, max_bytes, marker, term_first=needs_term_first(line)
+                        proc, timeout_s, max_bytes, marker, term_first=term_first
                     )
             except (asyncssh.Error, OSError, BrokenPipeError) as exc:
                 self._lost = (
@@ -729,6 +734,15 @@ class SshTransport(TransportBase):
         """
         closed: asyncio.Future[Any] = asyncio.ensure_future(proc.wait_closed())
         try:
+            # the remote guard stops the whole job when its stdin ends (TERM first where a relay stands in
+            # between, KILL 1 s later); a signal over the channel would reach only the guard itself
+            try:
+                proc.stdin.write_eof()
+            except Exception:  # noqa: BLE001 - the channel is already closing
+                pass
+            await asyncio.wait({closed}, timeout=GUARD_STOP_S + (1.0 if term_first else 0.0))
+            if closed.done():
+                return
             # a user's own command gets KILL at once: after a TERM its timeout(1) may exit while a TERM-ignoring
             # stage still runs, and sshd refuses signals once the session's main process is gone (issue 29)
             for sig in ("TERM", "KILL") if term_first else ("KILL",):
@@ -776,6 +790,8 @@ class SshTransport(TransportBase):
             self._conn = None
 
 
+GUARD_STOP_S = 1.5
+"""How long the remote guard may take to stop a job once its stdin ended, before the signals and the close."""
 DRAIN_MAX_S = 30.0
 """How long a capped channel may keep flushing what the server already sent before its close is acknowledged."""
 
