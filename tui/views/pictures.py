@@ -42,6 +42,10 @@ class TreeNode:
     capable: str | None = None
     """What the link can do, "Gen5 x16"."""
     degraded: bool = False
+    """Runs below what it can do, and not for the idle reason below: ▼."""
+    idle: bool = False
+    """An idle GPU (utilisation under 50%) whose link only dropped speed: NVIDIA GPUs train down to Gen1 at idle
+    and back up under load (pcie.link_current_under_load judges only busy GPUs): said "GPU idle", never ▼."""
     mrrs: int | None = None
     mps: int | None = None
     findings: list[tuple[Severity, str]] = field(default_factory=list)
@@ -106,6 +110,11 @@ def pcie_tree(run: AuditRun, role: str = "host") -> list[NumaBranch]:
         cap = _link(_gen(d.get("lnkcap_speed")), d.get("lnkcap_width"))
         ln = now.get(bdf) or {}
         cur = None
+        slow, narrow = bool(ln.get("speed_downgraded")), bool(ln.get("width_downgraded"))
+        util = ln.get("util")
+        idle = (
+            kind == "GPU" and slow and not narrow and isinstance(util, (int, float)) and util < 50
+        )
         if kind == "GPU":
             s = smi.get(bdf) or {}
             cap = cap or _link(s.get("gen_gpumax"), s.get("width_max"))
@@ -118,7 +127,8 @@ def pcie_tree(run: AuditRun, role: str = "host") -> list[NumaBranch]:
             label=label,
             now=cur,
             capable=cap,
-            degraded=bool(ln.get("speed_downgraded") or ln.get("width_downgraded")),
+            degraded=(slow or narrow) and not idle,
+            idle=idle,
             mrrs=d.get("devctl_mrrs"),
             mps=d.get("devctl_mps"),
             findings=sorted(
@@ -212,7 +222,7 @@ def node_text(n: TreeNode) -> str:
         f"{n.label} {_short_bdf(n.bdf)}" if n.kind == "GPU" else f"{_short_bdf(n.bdf)} {n.kind}"
     ]
     if n.kind == "GPU" and (n.now or n.capable):
-        arrow = " ▼" if n.degraded else ""
+        arrow = " ▼" if n.degraded else " (GPU idle)" if n.idle else ""
         parts.append(f"now {n.now or '?'} / can {n.capable or '?'}{arrow}")
     elif n.capable:
         parts.append(n.capable)
@@ -362,7 +372,11 @@ def gpu_strip(run: AuditRun, role: str = "host") -> list[GpuStrip]:
             GpuStrip(
                 gpu=f"GPU{idx}",
                 bdf=_short_bdf(bdf),
-                link=f"{node.now or '?'}/{node.capable or '?'}" if node is not None else "?",
+                link=(
+                    f"{node.now or '?'}{' idle' if node.idle else ''}/{node.capable or '?'}"
+                    if node is not None
+                    else "?"
+                ),
                 degraded=bool(node is not None and node.degraded),
                 mrrs=str(node.mrrs) if node is not None and node.mrrs else "?",
                 power=f"{limit:.0f}/{pw.get('max_w') or 0:.0f} W" if limit else "?",
@@ -386,11 +400,11 @@ def _nodes(nodes: Sequence[TreeNode]) -> list[TreeNode]:
 
 
 def strip_lines(rows: Sequence[GpuStrip]) -> list[str]:
-    head = f"{'GPU':<5} {'link now/can':<20} {'MRRS':>5}  {'power':<11} {'ECC':<17} clock events"
+    head = f"{'GPU':<5} {'link now/can':<22} {'MRRS':>5}  {'power':<11} {'ECC':<17} clock events"
     lines = [head]
     for r in rows:
         link = r.link + (" ▼" if r.degraded else "")
-        lines.append(f"{r.gpu:<5} {link:<20} {r.mrrs:>5}  {r.power:<11} {r.ecc:<17} {r.reasons}")
+        lines.append(f"{r.gpu:<5} {link:<22} {r.mrrs:>5}  {r.power:<11} {r.ecc:<17} {r.reasons}")
     return lines
 
 
