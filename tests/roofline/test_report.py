@@ -343,6 +343,19 @@ def test_an_active_decode_probe_is_the_measured_speed_and_a_refusal_is_named(bef
     assert rf.inputs["decode probe (--active)"].startswith("not measured: engine busy: 3 running")
 
 
+def test_an_active_probe_of_another_process_than_the_judged_engine_is_not_used(before_run):
+    run = _with_probe_record(
+        before_run,
+        "@@pid 31337 http://127.0.0.1:31337\n@@pids 31337,31338\n"
+        '@@decode model="glm-5" tokens=256 chunks=256 ttft_s=0.412000 span_s=25.500000\n@@end\n',
+    )
+    rf = roofline_for_run(run)
+    assert rf.measured_tok_s == pytest.approx(10.05) and "engine_logs" in rf.measured_source
+    assert rf.inputs["decode probe (--active)"] == (
+        "not used: the request went to pid 31337,31338, the engine the python probe judged is pid 2417"
+    )
+
+
 NCCL_TESTS = ROOT / "tests" / "fixtures" / "nvidia" / "nccl-tests-all-reduce-perf"
 
 
