@@ -6,30 +6,22 @@ import sys
 from collections.abc import Callable, Iterable
 from datetime import UTC, datetime
 from pathlib import Path
+from types import ModuleType
+from typing import TYPE_CHECKING
 
 from gpuaudit.probes.core.models import AuditRun, Severity
 from gpuaudit.probes.core.run.events import initial_run
 from gpuaudit.probes.core.run.request import AuditRequest
-from gpuaudit.probes.core.run.runner import Audit
 from gpuaudit.probes.core.text import neutralise
-from gpuaudit.snapshots.baseline import apply_baseline
 from gpuaudit.themes import DEFAULT_THEME, STATUS_DEFAULTS, STYLESHEETS, THEMES
-from gpuaudit.tui import snapshot_actions
-from gpuaudit.tui.cli.preflight import plan_folder
-from gpuaudit.tui.cli.session_setup import build_setup
+from gpuaudit.tui.first_frame import skeleton_run
 from gpuaudit.tui.screens.confirm import ConfirmScreen
 from gpuaudit.tui.screens.dashboard import DashboardScreen
-from gpuaudit.tui.screens.diff import SnapshotDiffScreen
-from gpuaudit.tui.screens.drilldown import ROOFLINE_PROBE, DrilldownScreen
-from gpuaudit.tui.screens.help import HelpScreen, binding_rows, key_display
-from gpuaudit.tui.screens.not_checked import NotCheckedScreen
-from gpuaudit.tui.screens.pictures import PROBE_TAB, PicturesScreen
-from gpuaudit.tui.screens.plan import PlanScreen
-from gpuaudit.tui.screens.snapshot_picker import SnapshotPickerScreen
 from gpuaudit.tui.theme_store import ThemeStore
 from gpuaudit.tui.views.filtering import ALL, FindingFilter
 from gpuaudit.tui.views.render import palette_from, sev_label
 from rich.markup import escape
+from textual import work
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.notifications import SeverityLevel
@@ -37,8 +29,22 @@ from textual.reactive import reactive
 from textual.screen import Screen
 from textual.theme import BUILTIN_THEMES
 
+if TYPE_CHECKING:  # types only: the engine loads after the first frame (tui/deferred.py)
+    from gpuaudit.probes.core.run.runner import Audit
+    from gpuaudit.tui.cli.setup_options import AuditSetup
+
 Clock = Callable[[], datetime]
 KNOWN_THEMES = (*THEMES, *BUILTIN_THEMES)
+
+
+def later() -> ModuleType:
+    """tui/deferred.py: the screens not on the first frame, the snapshot actions, the baseline, the audit setup.
+
+    The app loads it in a thread right after the dashboard's first frame (`GpuAuditApp._preload`); a key pressed
+    before that waits here for the import. The one lazy import of the app (tests/core/test_import_contracts.py)."""
+    from gpuaudit.tui import deferred
+
+    return deferred
 
 
 def utc_now() -> datetime:
@@ -120,8 +126,13 @@ class GpuAuditApp(App[int]):
         replay_file: Path | None = None,
         autostart: bool = True,
         plan_dir: Path | None = None,
+        request: AuditRequest | None = None,
     ) -> None:
         super().__init__()
+        self.request = request
+        """Set up the audit from this request after the first frame (`app_for`); None: `audit` is given."""
+        self.setup_error: Exception | None = None
+        """Why setting up the audit failed (the app exits; `run_app` raises it for the CLI's one line, exit 2)."""
         self.plan_dir = plan_dir
         """Where `m` saves the plan (checked writable before the audit: tui/cli/preflight.py plan_folder)."""
         self.set_reactive(GpuAuditApp.audit_run, run)
@@ -172,8 +183,41 @@ class GpuAuditApp(App[int]):
     def on_mount(self) -> None:
         self.theme_changed_signal.subscribe(self, self._theme_changed)
         self.push_screen(DashboardScreen())
+        if self.request is not None:
+            self.call_after_refresh(
+                self._set_up
+            )  # the skeleton paints first; the engine loads meanwhile
+            return
         if self.audit is None:
             self.audit_finished()
+        self.call_after_refresh(self._preload)
+
+    def _preload(self) -> None:
+        """Load tui/deferred.py in a thread now that the first frame is out, so the first key finds it loaded."""
+        self.run_worker(later, thread=True, group="preload", exit_on_error=False)
+
+    @work(thread=True, exclusive=True, group="setup", exit_on_error=False)
+    def _set_up(self) -> None:
+        """After the first frame: load the engine and build the audit from the request (in a thread)."""
+        assert self.request is not None
+        try:
+            deferred = later()
+            setup = deferred.build_setup(self.request)
+            plan_dir = self.plan_dir or deferred.plan_folder()
+        except Exception as exc:  # noqa: BLE001 - run_app raises it again once the terminal is restored
+            self.call_from_thread(self._setup_failed, exc)
+            return
+        self.call_from_thread(self._setup_ready, setup, plan_dir)
+
+    def _setup_failed(self, exc: Exception) -> None:
+        self.setup_error = exc
+        self.exit(return_code=2)
+
+    def _setup_ready(self, setup: AuditSetup, plan_dir: Path) -> None:
+        """The audit is built: the real run (its targets) replaces the skeleton and the dashboard starts it."""
+        self.audit, self.replay_file, self.plan_dir = setup.audit, setup.source, plan_dir
+        self.audit_run = first_run(setup.audit, setup.mode, setup.note)
+        self.call_next(self.dashboard().engine_ready)
 
     def _theme_changed(self, theme: object) -> None:
         self.palette = palette_from(self.get_css_variables())
@@ -192,7 +236,7 @@ class GpuAuditApp(App[int]):
         """
         if all_panes:
             self.dashboard().refresh_all()
-        if isinstance(self.screen, DrilldownScreen) and (
+        if isinstance(self.screen, later().DrilldownScreen) and (
             probe_id is None or self.screen.probe_id == probe_id
         ):
             self.screen.reload()
@@ -200,7 +244,7 @@ class GpuAuditApp(App[int]):
     def audit_finished(self) -> None:
         """Offer resume when a replayed recording has failed probes or targets. Add the regression.* findings
         against the host's last-known-good baseline when one is pinned (snapshots/baseline.py)."""
-        with_baseline = apply_baseline(self.audit_run)
+        with_baseline = later().apply_baseline(self.audit_run)
         if with_baseline is not self.audit_run:
             self.audit_run = with_baseline
         failed = [p.probe_id for p in self.audit_run.probes if p.status == "failed"]
@@ -218,7 +262,7 @@ class GpuAuditApp(App[int]):
     def open_drilldown(
         self, probe_id: str, finding_id: str | None = None, tab: str | None = None
     ) -> None:
-        self.push_screen(DrilldownScreen(probe_id, finding_id=finding_id, tab=tab))
+        self.push_screen(later().DrilldownScreen(probe_id, finding_id=finding_id, tab=tab))
 
     def rerun(self, probe_ids: list[str] | None) -> bool:
         return self.dashboard().rerun(probe_ids)
@@ -296,21 +340,22 @@ class GpuAuditApp(App[int]):
 
     def action_help(self) -> None:
         if self.screen.id != "help":
+            ui = later()
             self.push_screen(
-                HelpScreen(
-                    binding_rows(
+                ui.HelpScreen(
+                    ui.binding_rows(
                         [
                             ("app", self.BINDINGS),
                             ("dashboard", DashboardScreen.BINDINGS),
-                            ("drill-down", DrilldownScreen.BINDINGS),
-                            ("plan", PlanScreen.BINDINGS),
-                            ("not checked", NotCheckedScreen.BINDINGS),
-                            ("pictures", PicturesScreen.BINDINGS),
-                            ("diff", SnapshotDiffScreen.BINDINGS),
+                            ("drill-down", ui.DrilldownScreen.BINDINGS),
+                            ("plan", ui.PlanScreen.BINDINGS),
+                            ("not checked", ui.NotCheckedScreen.BINDINGS),
+                            ("pictures", ui.PicturesScreen.BINDINGS),
+                            ("diff", ui.SnapshotDiffScreen.BINDINGS),
                             (
                                 "snapshot picker",
                                 [
-                                    *SnapshotPickerScreen.BINDINGS,
+                                    *ui.SnapshotPickerScreen.BINDINGS,
                                     Binding("enter", "", "Compare with this snapshot"),
                                 ],
                             ),
@@ -321,36 +366,43 @@ class GpuAuditApp(App[int]):
 
     def action_plan(self) -> None:
         if self.screen.id != "plan":
-            self.push_screen(PlanScreen(self.audit_run, self.palette, save_dir=self.plan_dir))
+            self.push_screen(
+                later().PlanScreen(self.audit_run, self.palette, save_dir=self.plan_dir)
+            )
 
     def action_not_checked(self) -> None:
         if self.screen.id != "not-checked":
-            self.push_screen(NotCheckedScreen(self.audit_run, self.palette))
+            self.push_screen(later().NotCheckedScreen(self.audit_run, self.palette))
 
     def action_roofline(self) -> None:
         """The decode roofline's inputs and steps: the python probe's drill-down, on its Roofline tab."""
-        if isinstance(self.screen, DrilldownScreen) and self.screen.probe_id == ROOFLINE_PROBE:
+        ui = later()
+        if (
+            isinstance(self.screen, ui.DrilldownScreen)
+            and self.screen.probe_id == ui.ROOFLINE_PROBE
+        ):
             self.screen.show_tab("roofline")
-        elif self.audit_run.probe(ROOFLINE_PROBE) is None:
+        elif self.audit_run.probe(ui.ROOFLINE_PROBE) is None:
             self.notify(
                 "the roofline's details live in the python probe's drill-down; this audit has no python probe",
                 severity="warning",
             )
         else:
-            self.open_drilldown(ROOFLINE_PROBE, tab="roofline")
+            self.open_drilldown(ui.ROOFLINE_PROBE, tab="roofline")
 
     def action_pictures(self) -> None:
         """The pictures; from a drill-down, the one of that probe's data."""
         if self.screen.id == "pictures":
             return
-        probe = self.screen.probe_id if isinstance(self.screen, DrilldownScreen) else None
-        self.push_screen(PicturesScreen(PROBE_TAB.get(probe or "", "tree")))
+        ui = later()
+        probe = self.screen.probe_id if isinstance(self.screen, ui.DrilldownScreen) else None
+        self.push_screen(ui.PicturesScreen(ui.PROBE_TAB.get(probe or "", "tree")))
 
     def action_save(self) -> None:
-        snapshot_actions.save(self)
+        later().snapshot_actions.save(self)
 
     def action_diff(self) -> None:
-        snapshot_actions.diff(self)
+        later().snapshot_actions.diff(self)
 
     def action_rerun_all(self) -> None:
         self.rerun(None)
@@ -386,7 +438,7 @@ class GpuAuditApp(App[int]):
                 continue
             title, help_ = text
             yield SystemCommand(
-                f"{title} ({b.key_display or key_display(b.key)})",
+                f"{title} ({b.key_display or later().key_display(b.key)})",
                 help_,  # "[a]" would be markup
                 lambda action=b.action: self.run_action(action),
             )
@@ -435,10 +487,8 @@ def make_app(
             replay_file=replay_file,
             plan_dir=plan_dir,
         )
-    run = initial_run(source.targets, [(p.id, p.title) for p in source.probes])
-    run = run.model_copy(update={"mode": mode, "note": note})
     return GpuAuditApp(
-        run,
+        first_run(source, mode, note),
         source,
         clock=clock,
         snapshot_dir=snapshot_dir,
@@ -461,15 +511,30 @@ def run_app(request: AuditRequest) -> int:
         return 2
     if request.theme:
         store.save(request.theme)
-    setup = build_setup(request)
-    app = make_app(
-        setup.audit,
-        note=setup.note,
-        mode=setup.mode,
-        replay_file=setup.source,
+    app = app_for(request, store)
+    status = app.run()
+    if (
+        app.setup_error is not None
+    ):  # a bad recording, a bad target spec: the CLI's one line and exit 2
+        raise app.setup_error
+    return status or 0
+
+
+def first_run(audit: Audit, mode: str, note: str | None) -> AuditRun:
+    """The run before any event: every probe of the audit pending, its targets, the mode and the note."""
+    run = initial_run(audit.targets, [(p.id, p.title) for p in audit.probes])
+    return run.model_copy(update={"mode": mode, "note": note})
+
+
+def app_for(request: AuditRequest, store: ThemeStore | None = None) -> GpuAuditApp:
+    """The app `gpuaudit-tui` opens for a request: the dashboard paints from a skeleton (tui/first_frame.py), then
+    the audit is set up in a thread (tests/bench/bench_first_paint.py times the first frame)."""
+    store = store or ThemeStore()
+    return GpuAuditApp(
+        skeleton_run(request),
+        None,
+        request=request,
         theme_store=store,
         snapshot_dir=Path(request.snapshot_dir) if request.snapshot_dir else None,
         theme=request.theme or store.load() or DEFAULT_THEME,
-        plan_dir=plan_folder(),
     )
-    return app.run() or 0

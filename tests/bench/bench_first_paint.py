@@ -1,13 +1,23 @@
 """First paint: from the interpreter's start to the dashboard's first frame, in a child process. Not a test.
 
-    python tests/bench/bench_first_paint.py [--rounds 5]
+    python tests/bench/bench_first_paint.py [--rounds 5] [--size 80x24] [--tmux]
 
-Each round starts a fresh `python` that runs what `gpuaudit-tui` runs for the TUI (tui/app.py run_app: build the
-setup, make the app) headless under Textual's Pilot (`run_test`, 120x40), and reports the seconds from the process's
-own start (time.perf_counter at its first line, plus the interpreter's start-up measured apart with `python -c
-pass`) to the first refresh after the dashboard mounted. Sources: `--demo`, `--replay` of the case study, and a live
-audit of this machine (no SSH); for the live one it also says how many probes had finished at that moment (the
-dashboard must paint before the audit's records arrive). A terminal adds its own drawing time; this is the app's.
+Each round starts a fresh `python` that runs what `gpuaudit-tui` runs for the TUI (tui/app.py `app_for`: the app
+over the request; the engine and the audit are set up after the first frame) headless under Textual's Pilot
+(`run_test`), and reports the seconds from the process's own start (time.perf_counter at its first line, plus the
+interpreter's start-up measured apart with `python -c pass`) to the **first frame** Textual composes for the
+dashboard (the first `App._display` of the dashboard screen outside a batch: what a terminal would be sent). It also
+reports when the process is next idle (Pilot's `pause()`: the replay or audit folded in, the panes filled).
+
+Sources: `--demo`, `--replay` of the case study, and a live audit of this machine (no SSH); for each it says how
+many probes had finished at the first frame (the dashboard must paint before the audit's records arrive).
+
+`--before DIR`: the same sources from another copy of the package too (DIR holds `gpuaudit/{probes,snapshots,tui,
+themes}`, put first on PYTHONPATH), interleaved in the same rounds: before/after ratios under the same load.
+
+`--tmux`: also the real command line in a real terminal: `gpuaudit-tui --demo` in a detached tmux of that size,
+from the launch to the moment `tmux capture-pane` shows the dashboard's footer (polled every 10 ms). That figure
+includes the CLI's own imports (tui/cli) and tmux's drawing.
 """
 
 from __future__ import annotations
@@ -15,6 +25,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shutil
 import statistics
 import subprocess
 import sys
@@ -29,22 +40,38 @@ import time
 t0 = time.perf_counter()
 import asyncio, json, sys
 from gpuaudit.probes.core.run.request import AuditRequest
-from gpuaudit.tui.app import make_app
-from gpuaudit.tui.cli.session_setup import build_setup
+from gpuaudit.tui.app import app_for
+from textual.app import App
 
 request = AuditRequest(**json.loads(sys.argv[1]))
-setup = build_setup(request)
-app = make_app(setup.audit, note=setup.note, mode=setup.mode, replay_file=setup.source)
+width, height = (int(v) for v in sys.argv[2].split("x"))
+app = app_for(request)
 t_import = time.perf_counter() - t0
+first = {}
+display = App._display
+
+
+def done():
+    run = app.audit_run
+    return sum(1 for p in run.probes if p.status in ("done", "failed", "skipped")), len(run.probes)
+
+
+def first_frame(self, screen, renderable):
+    if renderable is not None and not self._batch_count and not first and screen.id == "dashboard":
+        first["paint"] = time.perf_counter() - t0
+        first["cpu"] = time.process_time()
+        first["probes_done"], first["probes"] = done()
+    return display(self, screen, renderable)
+
+
+App._display = first_frame
 
 
 async def main():
-    async with app.run_test(size=(120, 40)) as pilot:
+    async with app.run_test(size=(width, height)) as pilot:
         await pilot.pause()
-        painted = time.perf_counter() - t0
-        done = sum(1 for p in app.audit_run.probes if p.status in ("done", "failed", "skipped"))
-        print(json.dumps({"paint": painted, "imports_setup": t_import, "probes_done": done,
-                          "probes": len(app.audit_run.probes)}))
+        idle = time.perf_counter() - t0
+        print(json.dumps({**first, "idle": idle, "imports_setup": t_import}))
         app.exit()
 
 
@@ -52,14 +79,17 @@ asyncio.run(main())
 """
 
 
-def child(request: dict) -> dict:
+def child(request: dict, size: str, pythonpath: str | None = None) -> dict:
+    env = dict(os.environ, HOME=os.environ.get("HOME", "/root"))
+    if pythonpath:
+        env["PYTHONPATH"] = pythonpath
     proc = subprocess.run(
-        [sys.executable, "-c", CHILD, json.dumps(request)],
+        [sys.executable, "-c", CHILD, json.dumps(request), size],
         capture_output=True,
         text=True,
         timeout=300,
-        cwd=ROOT,
-        env=dict(os.environ, HOME=os.environ.get("HOME", "/root")),
+        cwd=ROOT if pythonpath is None else pythonpath,
+        env=env,
     )
     line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("{")), None)
     if line is None:
@@ -73,31 +103,75 @@ def interpreter() -> float:
     return time.perf_counter() - t0
 
 
+def tmux_demo(size: str) -> float:
+    """Seconds from launching `gpuaudit-tui --demo` in a detached tmux to the dashboard on its screen."""
+    width, height = size.split("x")
+    session = f"fp{os.getpid()}"
+    exe = shutil.which("gpuaudit-tui") or f"{sys.executable} -m gpuaudit.tui"
+    t0 = time.perf_counter()
+    subprocess.run(
+        ["tmux", "new-session", "-d", "-s", session, "-x", width, "-y", height, f"{exe} --demo"],
+        check=True,
+        env=dict(os.environ, TERM="xterm-256color"),
+    )
+    try:
+        while time.perf_counter() - t0 < 30:
+            screen = subprocess.run(
+                ["tmux", "capture-pane", "-p", "-t", session], capture_output=True, text=True
+            ).stdout
+            if "Quit" in screen and "PCIe" in screen:
+                return time.perf_counter() - t0
+            time.sleep(0.01)
+        raise RuntimeError("the dashboard did not show within 30 s:\n" + screen)
+    finally:
+        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=5)
+    ap.add_argument("--size", default="80x24", help="terminal size WxH (default 80x24)")
+    ap.add_argument("--tmux", action="store_true", help="also `gpuaudit-tui --demo` in tmux")
+    ap.add_argument("--before", metavar="DIR", help="also this copy of the package (PYTHONPATH)")
     args = ap.parse_args(argv)
-    sources = {
+    plain = {
         "--demo": {"demo": True},
         "--replay case study": {"replay": str(AFTER)},
         "live (this machine)": {},
     }
-    rows: dict[str, list[dict]] = {k: [] for k in sources}
+    sources = {(label, None): req for label, req in plain.items()}
+    if args.before:
+        sources = {
+            **{(f"{label} BEFORE", args.before): req for label, req in plain.items()},
+            **sources,
+        }
+    rows: dict[tuple[str, str | None], list[dict]] = {k: [] for k in sources}
     starts: list[float] = []
-    print(f"load average {os.getloadavg()}")
+    tmux: list[float] = []
+    print(f"load average {os.getloadavg()}; size {args.size}")
     for _ in range(args.rounds):  # interleaved: every source sees the same load
         starts.append(interpreter())
-        for label, req in sources.items():
-            rows[label].append(child(req))
+        for key, req in sources.items():
+            rows[key].append(child(req, args.size, key[1]))
+        if args.tmux:
+            tmux.append(tmux_demo(args.size))
     start = statistics.median(starts)
     print(f"interpreter start-up (python -c pass): {start:.3f} s")
-    for label, rs in rows.items():
+    for (label, _), rs in rows.items():
         paint = statistics.median(r["paint"] for r in rs) + start
         setup = statistics.median(r["imports_setup"] for r in rs) + start
+        idle = statistics.median(r["idle"] for r in rs) + start
+        cpu = statistics.median(r["cpu"] for r in rs)
         done = statistics.median(r["probes_done"] for r in rs)
         print(
-            f"first paint {label:22s}: {paint:5.2f} s (imports + setup {setup:5.2f} s); "
-            f"probes finished at that moment: {done:.0f}/{rs[0]['probes']}"
+            f"first frame {label:27s}: {paint:5.2f} s, CPU {cpu:4.2f} s (app built {setup:5.2f} s; "
+            f"idle {idle:5.2f} s); "
+            f"probes finished at the first frame: {done:.0f}/{rs[0]['probes']}"
+        )
+    if tmux:
+        print(
+            f"gpuaudit-tui --demo in tmux {args.size}: dashboard shown after "
+            f"{statistics.median(tmux):5.2f} s (min {min(tmux):.2f}, max {max(tmux):.2f})"
         )
     print(f"load average {os.getloadavg()}; median of {args.rounds} interleaved rounds")
     return 0

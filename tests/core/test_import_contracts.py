@@ -28,6 +28,9 @@ ALLOWED_LAZY = {
     ("tui/cli/share_outputs.py", "gpuaudit.tui.views.html"),
     # the one bridge to Textual, opened only when a screen is shown
     ("tui/cli/bridge.py", "gpuaudit.tui"),
+    # the dashboard's first frame paints before the catalogue, the engine and the other screens load
+    # (tui/deferred.py, loaded in a thread after it): first paint within a second (issue 30)
+    ("tui/app.py", "gpuaudit.tui"),
 }
 
 
@@ -78,7 +81,7 @@ def function_level_imports() -> list[tuple[str, str]]:
 
 def test_function_level_imports_are_few_and_each_has_its_reason():
     lazy = function_level_imports()
-    assert len(lazy) <= 5, lazy
+    assert len(lazy) <= 6, lazy
     assert set(lazy) <= ALLOWED_LAZY, set(lazy) - ALLOWED_LAZY
 
 

@@ -99,6 +99,24 @@ class DashboardScreen(Screen[None]):
         if self.app.audit is not None and self.app.autostart:
             self.start_audit(None)
 
+    async def engine_ready(self) -> None:
+        """The audit was set up after the first frame (tui/app.py `app_for`): its targets, then start it."""
+        run = self.app.audit_run
+        shown = [(p.probe_id, p.result.title if p.result else "") for p in self._panes]
+        if [(p.probe_id, p.title) for p in run.probes] != shown:  # tui/first_frame.py out of date
+            await self.recompose()
+            self._panes = list(self.query(ProbePane))
+            self.apply_layout(self.app.size.width, self.app.size.height)
+            if self._panes:
+                self.cursor = 0
+                self._panes[0].focus()
+        roles = [t.role for t in run.targets]
+        for pane in self._panes:
+            pane.roles = roles
+        self.refresh_all()
+        if self.app.audit is not None and self.app.autostart:
+            self.start_audit(None)
+
     def on_resize(self, event: Resize) -> None:
         self.apply_layout(event.size.width, event.size.height)
         self.refresh_header()

@@ -7,14 +7,19 @@ computes a bound. Strings that came from a target (model paths, engine arguments
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from gpuaudit.probes.core.models import AuditRun, Severity
 from gpuaudit.probes.core.roofline.report import Roofline, roofline_for_run, strip_text
-from gpuaudit.snapshots.diff import RooflineChange
 from gpuaudit.tui.views.render import PLAIN, SEV_ICON, Palette, neutralise, sev_text
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
+
+if (
+    TYPE_CHECKING
+):  # an annotation only: snapshots.diff loads the probe catalogue, not needed for the strip
+    from gpuaudit.snapshots.diff import RooflineChange
 
 BOUND_NAMES = {
     "naive": "naive (all GPUs' bandwidth)",
