@@ -14,9 +14,10 @@ from typing import Any
 from gpuaudit.probes.container.facts import ContainerFacts, CtConfig, Gpu, Node, Rule
 from gpuaudit.probes.core.errors import ParseError
 from gpuaudit.probes.core.judge.checks import source_problem
+from gpuaudit.probes.core.judge.combiners import gpu_entries
 from gpuaudit.probes.core.models import CommandRecord, Role
 from gpuaudit.probes.core.parsers.lxc import LxcConfig, parse_conf_dump
-from gpuaudit.probes.core.parsers.nvidia_smi import detect_smi_error, parse_smi_gpu_ids
+from gpuaudit.probes.core.parsers.nvidia_smi import detect_smi_error
 from gpuaudit.probes.core.parsers.system import (
     parse_cgroup_files,
     parse_detect_virt,
@@ -117,9 +118,9 @@ def read_dev_nvidia(rec: CommandRecord) -> Fields:
 def read_smi_gpu_ids(rec: CommandRecord) -> Fields:
     try:
         return {
-            "gpus": [
+            "gpus": [  # the shared GPU list (combiners)
                 Gpu(index=g.index, uuid=g.uuid, bus_id=g.bus_id)
-                for g in parse_smi_gpu_ids(rec.stdout)
+                for g in gpu_entries("smi_gpu_ids", rec.stdout)
             ]
         }
     except ParseError as exc:

@@ -10,7 +10,7 @@ import re
 from collections.abc import Callable
 
 from gpuaudit.probes.core.errors import ParseError
-from gpuaudit.probes.core.judge.combiners import parse_iommu_state
+from gpuaudit.probes.core.judge.combiners import kernel_cmdline, parse_iommu_state
 from gpuaudit.probes.core.models import Role
 from gpuaudit.probes.core.parsers.cpu import (
     cpu_identity,
@@ -166,7 +166,7 @@ def _iommu(t: str, d: Data, p: Problems) -> None:
 
 
 def _cmdline(t: str, d: Data, p: Problems) -> None:
-    d["cmdline"] = first_line(t)
+    d["cmdline"] = kernel_cmdline(t).line  # the shared reading (combiners)
 
 
 def _cppc(t: str, d: Data, p: Problems) -> None:

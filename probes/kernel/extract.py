@@ -7,12 +7,11 @@ from collections.abc import Callable
 
 from gpuaudit.probes.core.errors import ParseError
 from gpuaudit.probes.core.judge.checks import missing_tool_name, tool_hint
-from gpuaudit.probes.core.judge.combiners import VENDORS
+from gpuaudit.probes.core.judge.combiners import VENDORS, kernel_cmdline
 from gpuaudit.probes.core.models import Role
 from gpuaudit.probes.core.parsers.engine import parse_engine_status
 from gpuaudit.probes.core.parsers.system import (
     parse_bracketed_choice,
-    parse_cmdline,
     parse_cpuinfo_id,
     parse_grep_h,
     parse_int,
@@ -107,7 +106,7 @@ def _release(t: str, d: Data, p: Problems) -> None:
 
 READERS: tuple[tuple[str, Callable[[str, Data, Problems], None]], ...] = (
     ("uname_r", _release),
-    ("proc_cmdline", _set("cmdline", parse_cmdline)),
+    ("proc_cmdline", _set("cmdline", lambda t: list(kernel_cmdline(t).args))),
     ("cpuinfo_id", _cpu),
     ("numa_balancing", _set("numa_balancing", parse_numa_balancing)),
     ("node_list", _set("numa_nodes", lambda t: len(parse_node_list(t)) or None)),

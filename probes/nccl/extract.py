@@ -13,6 +13,7 @@ from gpuaudit.probes.core.judge.combiners import (
     IOMMU_SOURCES,
     VENDORS,
     gpu_acs_redirect,
+    gpu_entries,
     gpu_iommu_translation,
     parse_iommu_state,
 )
@@ -20,19 +21,15 @@ from gpuaudit.probes.core.models import CommandRecord, Role
 from gpuaudit.probes.core.parsers.engine import (
     log_source_labels,
     parse_engine_logs,
-    parse_engine_procs,
     parse_nccl_channels,
-    summarize_engine,
+    serving_engine,
 )
 from gpuaudit.probes.core.parsers.nccl_tests import parse_all_reduce_perf
-from gpuaudit.probes.core.parsers.nvidia_smi import SMI_GPU_IDS, parse_query_gpu_csv
 from gpuaudit.probes.core.parsers.pyenv import parse_pyenv_json
 from gpuaudit.probes.core.parsers.system import parse_cpuinfo_id
 from gpuaudit.probes.core.spec import Outputs
 from gpuaudit.probes.nccl.facts import NcclFacts
 from gpuaudit.probes.nccl.parsers import parse_gpu_matrix, parse_ldconfig_nccl
-
-GPU_ID_FIELDS = SMI_GPU_IDS.split("--query-gpu=")[1].split()[0].split(",")
 
 
 def _vendor(raw: str | None) -> str | None:
@@ -42,7 +39,7 @@ def _vendor(raw: str | None) -> str | None:
 
 def gpu_names(text: str) -> dict[str, Any]:
     """`smi_gpu_ids` (index, uuid, pci.bus_id, name: the line the container and numa probes read) -> names."""
-    names = [r["name"] for r in parse_query_gpu_csv(text, GPU_ID_FIELDS) if r.get("name")]
+    names = [g.name for g in gpu_entries("smi_gpu_ids", text) if g.name]  # the shared GPU list
     if not names:
         raise ParseError((text.strip().splitlines() or ["empty output"])[0][:120])
     return {"gpu_names": names}
@@ -73,7 +70,7 @@ def lspci_fields(text: str) -> dict[str, Any]:
 
 
 def engine_fields(text: str) -> dict[str, Any]:
-    eng = summarize_engine(parse_engine_procs(text))
+    eng = serving_engine(text)  # the shared combiner: derived once per listing
     out: dict[str, Any] = {"engine_listed": True}
     if (cfg := eng.config) is not None:
         out.update(

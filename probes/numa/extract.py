@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from gpuaudit.probes.core.errors import ParseError
+from gpuaudit.probes.core.judge.combiners import gpu_entries, with_numa
 from gpuaudit.probes.core.models import Role
 from gpuaudit.probes.core.parsers.engine import parse_engine_status
-from gpuaudit.probes.core.parsers.nvidia_smi import detect_smi_error, parse_smi_gpu_ids
+from gpuaudit.probes.core.parsers.nvidia_smi import detect_smi_error
 from gpuaudit.probes.core.parsers.system import (
     parse_cgroup_files,
     parse_node_cpulists,
@@ -49,25 +50,25 @@ def _pci(t: str, d: Data, p: Problems) -> None:
 
 
 def _gpus(t: str, d: Data, p: Problems) -> None:
+    """The shared GPU list (combiners): ids from smi_gpu_ids, NUMA placement from sysfs when read."""
     try:
-        gpus = [GpuInfo(index=g.index, uuid=g.uuid, bus_id=g.bus_id) for g in parse_smi_gpu_ids(t)]
+        entries = gpu_entries("smi_gpu_ids", t)
     except ParseError as exc:
         p["smi_gpu_ids"] = str(exc)
         return
     pci = d.get("_pci")
     if isinstance(pci, dict):
-        gpus = [
-            g.model_copy(
-                update={
-                    "numa_node": pci[g.bus_id].numa_node,
-                    "local_cpus": list(pci[g.bus_id].local_cpus),
-                }
-            )
-            if g.bus_id in pci
-            else g
-            for g in gpus
-        ]
-    d["gpus"] = gpus
+        entries = with_numa(entries, pci)
+    d["gpus"] = [
+        GpuInfo(
+            index=g.index,
+            uuid=g.uuid,
+            bus_id=g.bus_id,
+            numa_node=g.numa_node,
+            local_cpus=list(g.local_cpus),
+        )
+        for g in entries
+    ]
 
 
 def _cgroup(t: str, d: Data, p: Problems) -> None:

@@ -8,6 +8,7 @@ from typing import Any
 
 from gpuaudit.probes.core.errors import ParseError
 from gpuaudit.probes.core.judge.checks import source_problem
+from gpuaudit.probes.core.judge.combiners import kernel_cmdline
 from gpuaudit.probes.core.models import CommandRecord, Role
 from gpuaudit.probes.core.parsers.lspci import (
     PciDevice,
@@ -17,7 +18,6 @@ from gpuaudit.probes.core.parsers.lspci import (
     tree_path,
 )
 from gpuaudit.probes.core.parsers.system import parse_bracketed_choice
-from gpuaudit.probes.core.parsing import first_line
 from gpuaudit.probes.core.spec import Outputs
 from gpuaudit.probes.pcie.facts import LinkNow, PciDev, PcieFacts, SmiLink, SysPci
 from gpuaudit.probes.pcie.parse import parse_smi_pcie, parse_sys_pci
@@ -67,7 +67,7 @@ READERS: dict[str, Callable[[str], Fields]] = {
     "sys_pci_nvidia": lambda t: {"sysfs": parse_sys_pci(t)},
     "smi_query_pcie": read_smi,
     "aspm_policy": lambda t: {"aspm_policy": parse_bracketed_choice(t)},
-    "proc_cmdline": lambda t: {"cmdline": first_line(t)},
+    "proc_cmdline": lambda t: {"cmdline": kernel_cmdline(t).line},
 }
 """Source -> the reader of its usable stdout (ValueError = unusable, noted in problems)."""
 

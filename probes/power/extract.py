@@ -9,7 +9,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from gpuaudit.probes.core.judge.combiners import cpu_identity_of
+from gpuaudit.probes.core.judge.combiners import cpu_identity_of, kernel_cmdline
 from gpuaudit.probes.core.models import Role
 from gpuaudit.probes.core.parsers.cpu import (
     cpu_identity,
@@ -25,7 +25,7 @@ from gpuaudit.probes.core.parsers.nvidia_smi import (
     parse_query_gpu_csv,
     parse_smi_q_xml,
 )
-from gpuaudit.probes.core.parsing import first_line, parse_once
+from gpuaudit.probes.core.parsing import parse_once
 from gpuaudit.probes.core.spec import Outputs, usable_stdout
 from gpuaudit.probes.power.facts import GpuPower, GpuReading, IdleStateFact, PowerFacts
 
@@ -299,7 +299,7 @@ def _rtd3(text: str, f: Fields, problems: dict[str, str]) -> None:
 
 
 def _cmdline(text: str, f: Fields, problems: dict[str, str]) -> None:
-    f["cmdline"] = first_line(text)
+    f["cmdline"] = kernel_cmdline(text).line  # the shared reading (combiners)
 
 
 Reader = Callable[[str, Fields, dict[str, str]], None]

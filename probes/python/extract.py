@@ -12,10 +12,9 @@ from gpuaudit.probes.core.parsers.engine import (
     EngineSummary,
     log_source_labels,
     parse_engine_logs,
-    parse_engine_procs,
     parse_engine_status,
     parse_throughput_lines,
-    summarize_engine,
+    serving_engine,
 )
 from gpuaudit.probes.core.parsers.pyenv import parse_pyenv_json
 from gpuaudit.probes.core.spec import Outputs
@@ -48,7 +47,7 @@ def pyenv_fields(text: str) -> dict[str, Any]:
 
 
 def engine_fields(text: str) -> dict[str, Any]:
-    eng = summarize_engine(parse_engine_procs(text))
+    eng = serving_engine(text)  # the shared combiner: derived once per listing
     out: dict[str, Any] = {"engine_listed": True, "engine_procs": len(eng.procs)}
     if eng.procs:
         out.update(engine_env=eng.env, engine_env_readable=eng.env_readable)

@@ -327,7 +327,7 @@ def test_shared_gpu_id_and_cgroup_commands_and_helpers():
         shells = {c.id: c.shell for c in probe.commands}
         assert shells["smi_gpu_ids"] == SMI_GPU_IDS and shells["cgroup_limits"] == CGROUP_FILES
     assert parse_smi_gpu_ids("0, GPU-5a1e, 00000000:01:00.0, NVIDIA H200\n") == [
-        SmiGpuId(0, "GPU-5a1e", "0000:01:00.0")
+        SmiGpuId(0, "GPU-5a1e", "0000:01:00.0", "NVIDIA H200")
     ]
 
     def rec(exit_status, stdout, **kw):

@@ -1,4 +1,6 @@
-"""Facts several probes need, derived in one place from shared sources (pure functions over records).
+"""Facts several probes need, derived in one place from shared sources (pure functions over records): GPU presence,
+virtual machine, CPU identity, IOMMU translation, ACS redirect, the kernel command line, the serving engine, the GPU
+list.
 
 A combiner answers tri-state: True / False only from data that proves it, None ("unknown") otherwise.
 """
@@ -7,16 +9,27 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
+from dataclasses import dataclass, replace
 
+from gpuaudit.probes.core.errors import ParseError
 from gpuaudit.probes.core.models import CommandRecord
 from gpuaudit.probes.core.parsers.cpu import CpuIdentity, cpu_identity, parse_lscpu
+from gpuaudit.probes.core.parsers.engine import EngineSummary, serving_engine
 from gpuaudit.probes.core.parsers.lspci import (
     bus_tree,
     parse_lspci_tree,
     parse_lspci_vvv,
     tree_path,
 )
-from gpuaudit.probes.core.parsing import parse_once
+from gpuaudit.probes.core.parsers.nvidia_smi import parse_smi_gpu_ids, parse_smi_q_xml
+from gpuaudit.probes.core.parsers.system import (
+    PciNuma,
+    cmdline_value,
+    normalize_bdf,
+    parse_cmdline,
+    parse_pci_numa,
+)
+from gpuaudit.probes.core.parsing import first_line, parse_once
 
 Outputs = Mapping[str, CommandRecord]
 
@@ -214,8 +227,8 @@ def gpu_iommu_translation(outputs: Outputs) -> tuple[bool | None, str]:
             if typed and len(typed) == len(types):
                 return False, f"GPU functions' domains: {type_counts(types)}"
             live_why = f"{len(units)} IOMMU unit(s); GPU functions' domains: {type_counts(types) or 'no NVIDIA function'}"
-    cmd = outputs.get("proc_cmdline")
-    if _answered(cmd) and cmd is not None and (m := _IOMMU_OFF_ARGS.search(cmd.stdout)):
+    cmd, _ = kernel_cmdline_of(outputs)
+    if cmd is not None and (m := _IOMMU_OFF_ARGS.search(cmd.line)):
         return False, f"kernel command line {m.group(0)}"
     return None, live_why
 
@@ -263,3 +276,130 @@ def gpu_acs_redirect(outputs: Outputs) -> tuple[list[str] | None, str]:
         redirect,
         f"{len(redirect)} of {len(bridges)} bridge(s) above {len(gpus)} GPU(s) redirect",
     )
+
+
+# --- the kernel command line (kernel, firmware, pcie, power; the IOMMU reading above) -----------------------------
+
+KERNEL_CMDLINE_SOURCE = "proc_cmdline"
+"""The running kernel's command line (`cat /proc/cmdline`); the persisted ones (grub, /etc/kernel/cmdline) are
+the kernel probe's own sources."""
+
+
+@dataclass(frozen=True, slots=True)
+class KernelCmdline:
+    """/proc/cmdline read once: the line as booted and its ordered (key, value) pairs (flags: value None)."""
+
+    line: str
+    args: tuple[tuple[str, str | None], ...]
+
+    def value(self, key: str) -> str | None:
+        """The last value of `key` (the kernel honours the last), "" for a bare flag, None when absent."""
+        return cmdline_value(list(self.args), key)
+
+
+@parse_once
+def kernel_cmdline(text: str) -> KernelCmdline:
+    """`proc_cmdline` output -> KernelCmdline (the one reading every probe shares)."""
+    return KernelCmdline(line=first_line(text), args=tuple(parse_cmdline(text)))
+
+
+def kernel_cmdline_of(outputs: Outputs) -> tuple[KernelCmdline | None, str]:
+    """The kernel command line of this target, or (None, why it was not read)."""
+    rec = outputs.get(KERNEL_CMDLINE_SOURCE)
+    if not _answered(rec) or rec is None:
+        return None, f"{KERNEL_CMDLINE_SOURCE} not read"
+    return kernel_cmdline(rec.stdout), KERNEL_CMDLINE_SOURCE
+
+
+# --- the serving engine (python, nccl; the roofline reads parsers.engine.serving_engine itself) --------------------
+
+ENGINE_SOURCE = "engine_procs"
+"""The engine discovery listing: processes, argv, environment, mapped NCCL libraries (ENGINE_PROCS_SHELL)."""
+
+
+def serving_engine_of(outputs: Outputs) -> tuple[EngineSummary | None, str]:
+    """The serving engine seen on this target (`serving_engine`, derived once per listing), or (None, why).
+
+    A usable listing without an engine is an EngineSummary whose `main` is None (no engine is an answer)."""
+    rec = outputs.get(ENGINE_SOURCE)
+    if not _answered(rec) or rec is None:
+        return None, f"{ENGINE_SOURCE} not read"
+    try:
+        return serving_engine(rec.stdout), ENGINE_SOURCE
+    except ParseError as exc:
+        return None, f"{ENGINE_SOURCE} unreadable: {exc}"
+
+
+# --- the GPU list (index, bus id, UUID, name, NUMA node) -----------------------------------------------------------
+
+GPU_LIST_SOURCES = ("smi_gpu_ids", "smi_q_xml")
+"""Where the GPU list comes from, in this order: the id query (index, UUID, bus id, name), then the `-q -x` XML
+(enumeration order, bus id, name, UUID). A consumer passes the ones its check declares; the NUMA placement comes
+from sysfs (GPU_NUMA_SOURCE), merged by bus id."""
+GPU_NUMA_SOURCE = "pci_nvidia_numa"
+
+
+@dataclass(frozen=True, slots=True)
+class GpuEntry:
+    """One GPU of the shared list; None / () = not given by the source that answered."""
+
+    bus_id: str
+    """Normalised "0000:01:00.0"."""
+    index: int | None = None
+    uuid: str | None = None
+    name: str | None = None
+    numa_node: int | None = None
+    local_cpus: tuple[int, ...] = ()
+
+
+def gpu_entries(cid: str, text: str) -> list[GpuEntry]:
+    """One source's output -> the GPU list (its parsers run once per text). Raises ParseError / ValueError."""
+    if cid == "smi_gpu_ids":
+        return [
+            GpuEntry(bus_id=g.bus_id, index=g.index, uuid=g.uuid, name=g.name)
+            for g in parse_smi_gpu_ids(text)
+        ]
+    if cid == "smi_q_xml":
+        return [
+            GpuEntry(
+                bus_id=normalize_bdf(g.bus_id or ""),
+                index=g.index,
+                uuid=g.uuid,
+                name=g.product_name,
+            )
+            for g in parse_smi_q_xml(text).gpus
+        ]
+    raise ValueError(f"{cid} is not a GPU list source")
+
+
+def with_numa(gpus: list[GpuEntry], pci: Mapping[str, PciNuma]) -> list[GpuEntry]:
+    """The list with each GPU's NUMA node and local CPUs from sysfs (`parse_pci_numa`), matched by bus id."""
+    return [
+        replace(g, numa_node=pci[g.bus_id].numa_node, local_cpus=tuple(pci[g.bus_id].local_cpus))
+        if g.bus_id in pci
+        else g
+        for g in gpus
+    ]
+
+
+def gpu_list_of(
+    outputs: Outputs, sources: tuple[str, ...] = GPU_LIST_SOURCES, numa: bool = True
+) -> tuple[list[GpuEntry] | None, str]:
+    """This target's GPUs from the first usable source of `sources` (GPU_LIST_SOURCES' order), with NUMA placement
+    from sysfs when `numa` and it was read: (list, the source id), or (None, why none answered)."""
+    why: list[str] = []
+    for cid in sources:
+        rec = outputs.get(cid)
+        if not _answered(rec) or rec is None:
+            why.append(f"{cid} not read")
+            continue
+        try:
+            gpus = gpu_entries(cid, rec.stdout)
+        except (ParseError, ValueError) as exc:
+            why.append(f"{cid} unreadable: {exc}")
+            continue
+        pci_rec = outputs.get(GPU_NUMA_SOURCE)
+        if numa and pci_rec is not None and _answered(pci_rec, (0, 2)) and pci_rec.stdout.strip():
+            gpus = with_numa(gpus, parse_pci_numa(pci_rec.stdout))
+        return gpus, cid
+    return None, "; ".join(why) or "no GPU list source"

@@ -539,6 +539,14 @@ def summarize_engine(procs: list[EngineProc]) -> EngineSummary:
     )
 
 
+@parse_once
+def serving_engine(text: str) -> EngineSummary:
+    """The serving engine of one `engine_procs` listing (its processes, the API server's argv and config, the
+    model path, the merged environment), derived once per listing: the python and nccl probes, the combiners and
+    the roofline read this one value. Raises ParseError like parse_engine_procs."""
+    return summarize_engine(parse_engine_procs(text))
+
+
 def engine_listing_problem(listings: Mapping[Any, str | None], found: bool) -> str | None:
     """The shared gate for rules about the serving engine: why "no engine" cannot be claimed, or None.
 

@@ -1072,6 +1072,8 @@ class SmiGpuId:
     uuid: str | None
     bus_id: str
     """Normalised "0000:01:00.0"."""
+    name: str | None = None
+    """The product name ("NVIDIA RTX PRO 6000 Blackwell Server Edition")."""
 
 
 @parse_once
@@ -1087,6 +1089,7 @@ def parse_smi_gpu_ids(text: str) -> list[SmiGpuId]:
             index=int(i) if (i := r.get("index") or "").isdigit() else None,
             uuid=r.get("uuid"),
             bus_id=normalize_bdf(r.get("pci.bus_id") or ""),
+            name=r.get("name") or None,
         )
         for r in rows
     ]
@@ -1095,10 +1098,9 @@ def parse_smi_gpu_ids(text: str) -> list[SmiGpuId]:
 def gpu_names(smi_gpu_ids: str) -> list[str]:
     """Product name of every GPU from the `smi_gpu_ids` query (empty on an error banner or no GPU)."""
     try:
-        rows = parse_query_gpu_csv(smi_gpu_ids, ["index", "uuid", "pci.bus_id", "name"])
+        return [g.name for g in parse_smi_gpu_ids(smi_gpu_ids) if g.name]
     except (ParseError, ValueError):
         return []
-    return [str(r["name"]) for r in rows if r.get("name")]
 
 
 def gpu_model(smi_gpu_ids: str) -> tuple[str | None, int]:

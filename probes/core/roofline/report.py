@@ -14,10 +14,9 @@ from gpuaudit.probes.core.errors import ParseError
 from gpuaudit.probes.core.models import AuditRun, CommandRecord, Role, Severity
 from gpuaudit.probes.core.parsers.engine import (
     EngineConfig,
-    main_engine,
     parse_engine_logs,
-    parse_engine_procs,
     parse_throughput_lines,
+    serving_engine,
 )
 from gpuaudit.probes.core.parsers.engine_metrics import (
     parse_decode_probe,
@@ -89,12 +88,12 @@ def _engine(
         if rec is None:
             continue
         try:
-            found = main_engine(parse_engine_procs(rec.stdout))
+            eng = serving_engine(rec.stdout)  # the python probe's reading, derived once
         except ParseError as exc:
             rf.missing.append(f"engine processes ({role}): {exc}")
             continue
-        if found:
-            return role, found[1]
+        if eng.main is not None and eng.config is not None:
+            return role, eng.config
     if not rf.missing:
         rf.missing.append("no serving engine (SGLang/vLLM) found, or its process list was not read")
     return None, None
@@ -132,10 +131,10 @@ def _engine_pid(records: Mapping[str, CommandRecord]) -> int | None:
     if rec is None:
         return None
     try:
-        found = main_engine(parse_engine_procs(rec.stdout))
+        main = serving_engine(rec.stdout).main
     except ParseError:
         return None
-    return found[0].pid if found else None
+    return main.pid if main else None
 
 
 def _measured(
