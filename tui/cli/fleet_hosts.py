@@ -29,8 +29,9 @@ import asyncio
 import dataclasses
 import json
 import sys
+import tempfile
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -126,12 +127,44 @@ async def run_fleet(
     return list(await asyncio.gather(*(one(h) for h in hosts)))
 
 
-def fleet_document(results: Iterable[HostResult], duration_s: float, max_connections: int) -> str:
-    """The --json document, assembled from each host's pre-serialised snapshot."""
+class Spool:
+    """Each host's snapshot JSON in an unlinked temporary file until the document is written (issue 30): 1,000 GPU
+    servers' snapshots (~0.7 MB each) need not stay in memory together. `keep` is the fleet's on_done for the
+    text outputs; a kept result's `snapshot_json` becomes "" (still "has a snapshot") and `text(r)` reads it back."""
+
+    def __init__(self) -> None:
+        self._file = tempfile.TemporaryFile()
+        self._where: dict[int, tuple[int, int]] = {}
+
+    def keep(self, result: HostResult) -> None:
+        if not result.snapshot_json:
+            return
+        data = result.snapshot_json.encode("utf-8", errors="surrogateescape")
+        self._file.seek(0, 2)
+        self._where[id(result)] = (self._file.tell(), len(data))
+        self._file.write(data)
+        result.snapshot_json = ""
+
+    def text(self, result: HostResult) -> str | None:
+        where = self._where.get(id(result))
+        if where is None:
+            return result.snapshot_json
+        self._file.seek(where[0])
+        return self._file.read(where[1]).decode("utf-8", errors="surrogateescape")
+
+
+def fleet_document_parts(
+    results: Iterable[HostResult],
+    duration_s: float,
+    max_connections: int,
+    text: Callable[[HostResult], str | None] = lambda r: r.snapshot_json,
+) -> Iterator[str]:
+    """The --json document in pieces (one per host), assembled from each host's pre-serialised snapshot: written
+    out piece by piece, the document is never one string in memory."""
     results = list(results)
     totals: dict[str, int] = {}
-    entries = []
-    for r in results:
+    yield '{"fleet": [\n'
+    for i, r in enumerate(results):
         for s, n in r.counts.items():
             totals[s] = totals.get(s, 0) + n
         head = json.dumps(
@@ -144,7 +177,8 @@ def fleet_document(results: Iterable[HostResult], duration_s: float, max_connect
                 "error": r.error,
             }
         )
-        entries.append(head[:-1] + ', "snapshot": ' + (r.snapshot_json or "null") + "}")
+        sep = ",\n" if i else ""
+        yield sep + head[:-1] + ', "snapshot": ' + (text(r) or "null") + "}"
     summary = {
         "targets": len(results),
         "reachable": sum(r.snapshot_json is not None and r.exit_status != 3 for r in results),
@@ -154,7 +188,12 @@ def fleet_document(results: Iterable[HostResult], duration_s: float, max_connect
         "max_connections": max_connections,
         "findings": totals,
     }
-    return '{"fleet": [\n' + ",\n".join(entries) + '\n], "summary": ' + json.dumps(summary) + "}\n"
+    yield '\n], "summary": ' + json.dumps(summary) + "}\n"
+
+
+def fleet_document(results: Iterable[HostResult], duration_s: float, max_connections: int) -> str:
+    """The --json document as one string (fleet_document_parts joined)."""
+    return "".join(fleet_document_parts(results, duration_s, max_connections))
 
 
 def fleet_table(results: list[HostResult]) -> str:
@@ -174,15 +213,19 @@ def fleet_table(results: list[HostResult]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_fleet_prom(results: list[HostResult], path: Path) -> None:
+def write_fleet_prom(
+    results: list[HostResult],
+    path: Path,
+    text: Callable[[HostResult], str | None] = lambda r: r.snapshot_json,
+) -> None:
     """--prom in fleet mode: ONE textfile for every host, each series labelled gpuaudit_node="<inventory
     name>", in the compact layout (check series at unknown or worse); an unreachable host keeps its last
     verdicts from the file being replaced."""
 
     nodes: dict[str | None, NodeAudit] = {}
     for r in results:
-        if r.snapshot_json is not None:
-            nodes[r.host.name] = from_snapshot(Snapshot.model_validate_json(r.snapshot_json))
+        if (doc := text(r)) is not None:
+            nodes[r.host.name] = from_snapshot(Snapshot.model_validate_json(doc))
         else:
             nodes[r.host.name] = NodeAudit(
                 findings=(),
@@ -237,12 +280,14 @@ def main(request: AuditRequest) -> int:
             return 3  # an incomplete audit never passes
         return max((r.exit_status for r in results), default=0)
 
-    results = run_sync(run_fleet(hosts, request, ssh))
+    spool = Spool()
+    results = run_sync(run_fleet(hosts, request, ssh, on_done=spool.keep))
     elapsed = time.monotonic() - t0
     if request.prom:
-        write_fleet_prom(results, request.prom)
+        write_fleet_prom(results, request.prom, spool.text)
     if request.json:
-        sys.stdout.write(fleet_document(results, elapsed, request.max_connections))
+        for part in fleet_document_parts(results, elapsed, request.max_connections, spool.text):
+            sys.stdout.write(part)
     else:
         sys.stdout.write(fleet_table(results))
     for r in results:
