@@ -95,7 +95,7 @@ def test_chromium_renders_the_demo(reports: dict[str, Path], tmp_path: Path) -> 
         "Decode roofline",
         "all-reduce 98",  # the bound, drawn in the SVG bar
         "PCIe / NUMA tree",
-        "GPU0 01:00.0 now Gen1 x16 / can Gen5 x16",  # a GPU's link, now vs capable
+        "GPU0 01:00.0 idle Gen1 x16 / can Gen5 x16",  # a GPU's link at idle vs capable
         "MRRS 512",
         "GPU x GPU paths",
         "NODE✓",

@@ -208,7 +208,7 @@ def test_pictures_data_of_the_demo() -> None:
     gpu0 = tree[0].roots[0].children[0]
     assert (gpu0.label, gpu0.now, gpu0.capable, gpu0.mrrs) == ("GPU0", "Gen1 x16", "Gen5 x16", 512)
     # idle (0% utilisation), Gen1 at full width: the normal idle downclock, said so, never ▼ (issue 24 review)
-    assert gpu0.idle and not gpu0.degraded and "(GPU idle)" in P.node_text(gpu0)
+    assert gpu0.idle and not gpu0.degraded and "idle Gen1 x16 / can Gen5 x16" in P.node_text(gpu0)
     assert "pcie.max_read_req" in [fid for _, fid in gpu0.findings]
     m = P.path_matrix(run)
     assert m is not None and m.counts() == {"NODE": 12, "SYS": 16}

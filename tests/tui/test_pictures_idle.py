@@ -29,7 +29,7 @@ def gpu(run: AuditRun) -> P.TreeNode:
 def test_idle_gpu_at_gen1_is_said_idle_not_marked():
     n = gpu(run_with(0.0))
     assert n.idle and not n.degraded
-    assert P.node_text(n).endswith("now Gen1 x16 / can Gen5 x16 (GPU idle)")
+    assert P.node_text(n).endswith("idle Gen1 x16 / can Gen5 x16")
     assert "▼" not in P.node_text(n)
 
 

@@ -236,7 +236,8 @@ def _pictures(run: AuditRun) -> str:
     if branches:
         out.append(tree_svg(branches))
         out.append(
-            "<p class=meta>now / capable: the link's generation and width as it runs and as it can; "
+            "<p class=meta>now / capable: the link's generation and width as it runs and as it can "
+            "(idle: the GPU is idle, where a Gen1 link is normal; ▼: below what it can otherwise); "
             "MRRS: MaxReadReq in bytes; a badge marks a finding on that device.</p>"
         )
     else:

@@ -45,7 +45,7 @@ class TreeNode:
     """Runs below what it can do, and not for the idle reason below: ▼."""
     idle: bool = False
     """An idle GPU (utilisation under 50%) whose link only dropped speed: NVIDIA GPUs train down to Gen1 at idle
-    and back up under load (pcie.link_current_under_load judges only busy GPUs): said "GPU idle", never ▼."""
+    and back up under load (pcie.link_current_under_load judges only busy GPUs): said "idle Gen1 x16", never ▼."""
     mrrs: int | None = None
     mps: int | None = None
     findings: list[tuple[Severity, str]] = field(default_factory=list)
@@ -222,8 +222,9 @@ def node_text(n: TreeNode) -> str:
         f"{n.label} {_short_bdf(n.bdf)}" if n.kind == "GPU" else f"{_short_bdf(n.bdf)} {n.kind}"
     ]
     if n.kind == "GPU" and (n.now or n.capable):
-        arrow = " ▼" if n.degraded else " (GPU idle)" if n.idle else ""
-        parts.append(f"now {n.now or '?'} / can {n.capable or '?'}{arrow}")
+        arrow = " ▼" if n.degraded else ""
+        state = "idle" if n.idle else "now"  # "idle Gen1 x16": the link as it runs at idle
+        parts.append(f"{state} {n.now or '?'} / can {n.capable or '?'}{arrow}")
     elif n.capable:
         parts.append(n.capable)
     if n.mrrs:

@@ -35,7 +35,9 @@ def tree_text(run: AuditRun, palette: Palette = PLAIN) -> Text:
         if len(node.findings) > 2:
             out.append(f" +{len(node.findings) - 2}")
         out.append("\n")
-    out.append("▼ below what it can · GPU idle: Gen1 at idle is normal · MRRS MaxReadReq\n", "dim")
+    out.append(
+        "▼ below what it can · idle: GPU idle (Gen1 then is normal) · MRRS MaxReadReq\n", "dim"
+    )
     out.append("▲ warning ✖ critical: a finding on that device (its check id)", "dim")
     return out
 
@@ -82,9 +84,7 @@ def strip_text(run: AuditRun) -> Text:
     out = Text(lines[0] + "\n", style="bold")
     for line in lines[1:]:
         out.append(line + "\n")
-    out.append(
-        "▼ below what it can · idle: Gen1 at idle is normal · clock events: active reasons", "dim"
-    )
+    out.append("▼ below what it can · idle: normal at idle · clock events: active reasons", "dim")
     return out
 
 
