@@ -7,6 +7,7 @@ What is mapped (the same original is the same placeholder everywhere in one docu
   still read them); loopback, 0.0.0.0 and netmasks are kept
 * MAC addresses (and longer colon-hex hardware addresses) -> 02:00:00:00:00:NN (locally administered)
 * UUIDs (GPU-/MIG- UUIDs, the system UUID, ...) -> 00000000-0000-4000-8000-00000000000N, prefix kept
+* the machine-id (`machine_id`: /etc/machine-id, 32 hex digits) -> 0000...000N (32 hex digits)
 * serial numbers and asset tags (from `Serial Number:`, `SerialNumber`, `<serial>`, a `serial` CSV column,
   InfiniBand GUIDs) -> `serial-N` / 0x000000000000000N
 * user names (user@ in specs, /home/NAME, /Users/NAME, `uid=N(NAME)`) -> `user-N`; `root` and system accounts
@@ -35,7 +36,7 @@ from typing import Any
 from gpuaudit.probes.core.sources import SOURCES
 from gpuaudit.snapshots.compact import records_of
 
-KINDS = ("host", "ip", "mac", "uuid", "serial", "guid", "user")
+KINDS = ("host", "ip", "mac", "uuid", "serial", "guid", "user", "machine-id")
 SYSTEM_USERS = frozenset(
     "root nobody daemon bin sys sync games man lp mail news uucp proxy www-data backup list irc gnats "
     "systemd-network systemd-resolve messagebus sshd _apt nvidia-persistenced".split()
@@ -119,6 +120,11 @@ class Sharer:
         for rec in records_of(doc):  # the stored shape (each record once) or an expanded one
             if rec.get("command_id") == "uname_n":
                 self.add("host", (rec.get("stdout") or "").strip().splitlines()[0:1])
+            elif rec.get("command_id") == "machine_id":
+                # 32 hex digits: no pattern finds it elsewhere, so it is learned from its record
+                self.add(
+                    "machine-id", [ln for ln in (rec.get("stdout") or "").split() if len(ln) >= 16]
+                )
         for text in _strings(doc):
             self.learn_text(text)
 
@@ -276,7 +282,12 @@ class Sharer:
     def _literals(self) -> re.Pattern[str] | None:
         """Learned serials, GUIDs and user names (case-sensitive) and hostnames with any domain (not)."""
         if self._literal_re is None:
-            exact = [*self.maps["serial"], *self.maps["guid"], *self.maps["user"]]
+            exact = [
+                *self.maps["serial"],
+                *self.maps["guid"],
+                *self.maps["user"],
+                *self.maps["machine-id"],
+            ]
             vocabulary = _vocabulary()
             hosts = [h for h in self.maps["host"] if h.lower() not in vocabulary]
             words = [h for h in self.maps["host"] if h.lower() in vocabulary]
@@ -300,7 +311,9 @@ class Sharer:
             free = "|".join(re.escape(v) for v in sorted(long_serials, key=len, reverse=True))
             self._literal_re = re.compile(f"{free}|{bounded}" if free else bounded)
             self._lookup = {
-                o: p for k in ("serial", "guid", "user") for o, p in self.maps[k].items()
+                o: p
+                for k in ("serial", "guid", "user", "machine-id")
+                for o, p in self.maps[k].items()
             }
             self._lookup.update({h.lower(): p for h, p in self.maps["host"].items()})
         return self._literal_re
@@ -421,6 +434,7 @@ _PLACEHOLDERS: dict[str, Callable[[int, str], str]] = {
     "serial": lambda n, _: f"serial-{n}",
     "guid": lambda n, _: f"0x{n:016x}",
     "uuid": lambda n, _: f"00000000-0000-4000-8000-{n:012d}",
+    "machine-id": lambda n, _: f"{n:032x}",
     "mac": lambda n, v: _mac_placeholder(n, v),
 }
 

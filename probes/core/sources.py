@@ -157,6 +157,14 @@ SOURCES: dict[str, Source] = {
         Source("smi_gpu_ids", SMI_GPU_IDS, on=BOTH),
         Source("df_shm", "df -h /dev/shm", on=BOTH),
         Source("uname_n", "uname -n", on=CONTAINER),
+        Source(
+            "machine_id",
+            "cat /etc/machine-id",
+            on=HOST,
+            ok_exits=frozenset({0, 1}),
+            description="the machine's identifier (an identifier, not a secret; --share maps it): `--resume A "
+            "--host B` compares it with the live machine's (issue 29); exit 1 'No such file': none recorded",
+        ),
         Source("proc_self_cgroup", "cat /proc/self/cgroup", on=CONTAINER),
         Source("uid_map", "cat /proc/self/uid_map", on=CONTAINER),
         Source("ulimit_a", "ulimit -a", on=CONTAINER),

@@ -38,6 +38,7 @@ COMMANDS = (
         "etc_kernel_cmdline",
         "journal_kernel_faults",
         "cpu_hypervisor_flag",
+        "machine_id",  # not judged: the machine's identity for --resume (issue 29)
     )
 )
 
