@@ -7,7 +7,6 @@ from collections.abc import Callable
 from typing import Any
 
 from gpuaudit.probes.core.errors import ParseError
-from gpuaudit.probes.core.judge.checks import source_problem
 from gpuaudit.probes.core.judge.combiners import (
     ACS_SOURCES,
     IOMMU_SOURCES,
@@ -17,7 +16,8 @@ from gpuaudit.probes.core.judge.combiners import (
     gpu_iommu_translation,
     parse_iommu_state,
 )
-from gpuaudit.probes.core.models import CommandRecord, Role
+from gpuaudit.probes.core.judge.probe import Reads, read_table
+from gpuaudit.probes.core.models import Role
 from gpuaudit.probes.core.parsers.engine import (
     log_source_labels,
     parse_engine_logs,
@@ -114,30 +114,22 @@ def allreduce_fields(text: str) -> dict[str, Any]:
     return out
 
 
-FIELDS: tuple[tuple[str, Callable[[str], dict[str, Any]]], ...] = (
-    ("smi_gpu_ids", gpu_names),
-    ("smi_topo_m", topo_fields),
-    ("smi_topo_p2p_r", matrix("p2p_read")),
-    ("smi_topo_p2p_w", matrix("p2p_write")),
-    ("iommu_state", iommu_state_fields),
-    ("lspci_vvv", lspci_fields),
-    ("cpuinfo_id", lambda t: {"cpu_vendor": _vendor(parse_cpuinfo_id(t).vendor)}),
-    ("engine_procs", engine_fields),
-    ("engine_logs", log_fields),
-    ("ldconfig_nccl", lambda t: {"system_nccl": parse_ldconfig_nccl(t)}),
-    ("pyenv", lambda t: {"torch_nccl": parse_pyenv_json(t).nccl}),
-    ("nccl_all_reduce_perf", allreduce_fields),
+TABLE: tuple[Reads, ...] = (
+    Reads("smi_gpu_ids", gpu_names),
+    Reads("smi_topo_m", topo_fields),
+    Reads("smi_topo_p2p_r", matrix("p2p_read")),
+    Reads("smi_topo_p2p_w", matrix("p2p_write")),
+    Reads("iommu_state", iommu_state_fields),
+    Reads("lspci_vvv", lspci_fields),
+    Reads("cpuinfo_id", lambda t: {"cpu_vendor": _vendor(parse_cpuinfo_id(t).vendor)}),
+    Reads("engine_procs", engine_fields),
+    Reads("engine_logs", log_fields),
+    Reads("ldconfig_nccl", lambda t: {"system_nccl": parse_ldconfig_nccl(t)}),
+    Reads("pyenv", lambda t: {"torch_nccl": parse_pyenv_json(t).nccl}),
+    Reads("nccl_all_reduce_perf", allreduce_fields),
 )
-"""Source -> the parser that fills its fields. A source that failed, or whose output does not parse, is in `problems`."""
-
-
-def _parse(rec: CommandRecord, parse: Callable[[str], dict[str, Any]]) -> dict[str, Any] | str:
-    if problem := source_problem(rec):
-        return problem
-    try:
-        return parse(rec.stdout)
-    except ParseError as exc:
-        return f"unreadable: {exc}"
+"""Source -> the parser that fills its fields, run by the framework (`read_table`): a source that failed, or whose
+output does not parse, is in `problems`."""
 
 
 def derived(outputs: Outputs) -> dict[str, Any]:
@@ -155,17 +147,8 @@ def derived(outputs: Outputs) -> dict[str, Any]:
 
 
 def extract(outputs: Outputs, role: Role) -> NcclFacts:
-    problems: dict[str, str] = {}
-    fields: dict[str, Any] = {}
-    for cid, parse in FIELDS:
-        if (rec := outputs.get(cid)) is None:
-            continue
-        got = _parse(rec, parse)
-        if isinstance(got, str):
-            problems[cid] = got
-        else:
-            fields.update(got)
-    return NcclFacts(**fields, **derived(outputs), problems=problems)
+    read = read_table(outputs, TABLE)
+    return NcclFacts(**read.fields, **derived(outputs), problems=read.problems)
 
 
 FIELD_SOURCES: dict[str, tuple[str, ...]] = {

@@ -3,13 +3,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from gpuaudit.probes.core.errors import ParseError
-from gpuaudit.probes.core.judge.checks import source_problem
 from gpuaudit.probes.core.judge.combiners import kernel_cmdline
-from gpuaudit.probes.core.models import CommandRecord, Role
+from gpuaudit.probes.core.judge.probe import Reads, read_table
+from gpuaudit.probes.core.models import Role
 from gpuaudit.probes.core.parsers.lspci import (
     PciDevice,
     bus_tree,
@@ -61,15 +60,16 @@ def read_smi(text: str) -> Fields:
         raise ValueError(f"unparsable nvidia-smi output: {exc}") from exc
 
 
-READERS: dict[str, Callable[[str], Fields]] = {
-    "lspci_vvv": read_lspci_vvv,
-    "lspci_tv": read_lspci_tv,
-    "sys_pci_nvidia": lambda t: {"sysfs": parse_sys_pci(t)},
-    "smi_query_pcie": read_smi,
-    "aspm_policy": lambda t: {"aspm_policy": parse_bracketed_choice(t)},
-    "proc_cmdline": lambda t: {"cmdline": kernel_cmdline(t).line},
-}
-"""Source -> the reader of its usable stdout (ValueError = unusable, noted in problems)."""
+TABLE: tuple[Reads, ...] = (
+    Reads("lspci_vvv", read_lspci_vvv),
+    Reads("lspci_tv", read_lspci_tv),
+    Reads("sys_pci_nvidia", lambda t: {"sysfs": parse_sys_pci(t)}),
+    Reads("smi_query_pcie", read_smi),
+    Reads("aspm_policy", lambda t: {"aspm_policy": parse_bracketed_choice(t)}),
+    Reads("proc_cmdline", lambda t: {"cmdline": kernel_cmdline(t).line}),
+)
+"""Source -> the reader of its usable stdout, run by the framework (`read_table`; ValueError = unusable, noted in
+problems; an unusable record is the framework's gate's to report)."""
 
 
 def gpu_functions(f: Fields) -> list[str]:
@@ -122,24 +122,9 @@ def split_live(
     return stable_smi, stable_sys, {bdf: LinkNow(**v) for bdf, v in now.items()}
 
 
-def _read(rec: CommandRecord, read: Callable[[str], Fields]) -> tuple[Fields, str | None]:
-    try:
-        return read(rec.stdout), None
-    except ValueError as exc:
-        return {}, str(exc)
-
-
 def extract(outputs: Outputs, role: Role) -> PcieFacts:
-    f: Fields = {}
-    problems: dict[str, str] = {}
-    for cid, read in READERS.items():
-        rec = outputs.get(cid)
-        if rec is None or source_problem(rec) is not None:
-            continue
-        fields, problem = _read(rec, read)
-        f.update(fields)
-        if problem:
-            problems[cid] = problem
+    read = read_table(outputs, TABLE, note_unusable=False, why=str)
+    f, problems = read.fields, read.problems
     if any(d.access_denied for d in f.get("devices", [])):
         problems["lspci_vvv"] = (
             ACCESS_DENIED  # config space beyond 64 bytes unread: every capability check is unknown

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from typing import Any
 
 from gpuaudit.probes.core.errors import ParseError
-from gpuaudit.probes.core.judge.checks import source_problem
+from gpuaudit.probes.core.judge.probe import Reads, read_table
 from gpuaudit.probes.core.models import Role
 from gpuaudit.probes.core.parsers.engine import (
     EngineSummary,
@@ -119,32 +118,21 @@ def jit_fields(text: str) -> dict[str, Any]:
     return {"jit_dirs": parse_jit_dirs(text)}
 
 
-FIELDS: tuple[tuple[str, Callable[[str], dict[str, Any]]], ...] = (
-    (GPU_SOURCE, gpu_fields),
-    ("pyenv", pyenv_fields),
-    ("engine_procs", engine_fields),
-    ("engine_proc_status", status_fields),
-    ("engine_logs", log_fields),
-    ("jit_cache_dirs", jit_fields),
+TABLE: tuple[Reads, ...] = (
+    Reads(GPU_SOURCE, gpu_fields),
+    Reads("pyenv", pyenv_fields),
+    Reads("engine_procs", engine_fields),
+    Reads("engine_proc_status", status_fields),
+    Reads("engine_logs", log_fields),
+    Reads("jit_cache_dirs", jit_fields),
 )
-"""Source -> the parser that fills its fields. A source that failed, or whose output does not parse, is in `problems`."""
+"""Source -> the parser that fills its fields, run by the framework (`read_table`): a source that failed, or whose
+output does not parse, is in `problems`."""
 
 
 def extract(outputs: Outputs, role: Role) -> PythonFacts:
-    problems: dict[str, str] = {}
-    fields: dict[str, Any] = {}
-    for cid, parse in FIELDS:
-        rec = outputs.get(cid)
-        if rec is None:
-            continue
-        if problem := source_problem(rec):
-            problems[cid] = problem
-            continue
-        try:
-            fields.update(parse(rec.stdout))
-        except ParseError as exc:
-            problems[cid] = f"unreadable: {exc}"
-    return PythonFacts(**fields, problems=problems)
+    read = read_table(outputs, TABLE)
+    return PythonFacts(**read.fields, problems=read.problems)
 
 
 FIELD_SOURCES: dict[str, tuple[str, ...]] = {

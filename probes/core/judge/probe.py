@@ -1,13 +1,81 @@
 """One probe judged from its records: extract (records -> facts), the checks, the summary. Pure: the same code
-path for live runs, replay and resume."""
+path for live runs, replay and resume. Also the framework's extract loop (`read_table`): a probe's table of
+source -> parser -> fields, run over the usable records, parser errors caught into problems."""
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
+from typing import Any
 
-from gpuaudit.probes.core.judge.checks import judge_checks
+from gpuaudit.probes.core.errors import ParseError
+from gpuaudit.probes.core.judge.checks import judge_checks, source_problem
 from gpuaudit.probes.core.models import CommandRecord, ProbeResult, Role
-from gpuaudit.probes.core.spec import Probe
+from gpuaudit.probes.core.spec import Outputs, Probe
+
+Fields = dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Reads:
+    """One row of a probe's extract table: a source, the parser of its usable stdout (-> fact fields)."""
+
+    source: str
+    parse: Callable[[str], Mapping[str, Any]]
+    """Usable stdout -> fields (parsers run once per text: parse_once). ParseError / ValueError = unreadable."""
+    when: Callable[[Fields], bool] | None = None
+    """A fallback row runs only when this holds over the fields read so far (None: always)."""
+
+
+@dataclass(slots=True)
+class TableRead:
+    """What `read_table` read: the fields, why each unusable source is (problems), where each field came from."""
+
+    fields: Fields = field(default_factory=dict)
+    problems: dict[str, str] = field(default_factory=dict)
+    provenance: dict[str, str] = field(default_factory=dict)
+    """Field -> the source whose row filled it (the FIELD_SOURCES tables must name that source)."""
+
+
+def unreadable(exc: Exception) -> str:
+    """The problem a parser's ParseError / ValueError leaves on its source."""
+    return f"unreadable: {exc}"
+
+
+def read_table(
+    outputs: Outputs,
+    table: Sequence[Reads],
+    *,
+    note_unusable: bool = True,
+    why: Callable[[Exception], str] = unreadable,
+) -> TableRead:
+    """The framework's extract loop: each row's source, when recorded and usable (`source_problem`: ok_exits,
+    missing tools, refusals, timeouts, cut output), goes through the row's parser and fills its fields.
+
+    An unusable source is a problem (`note_unusable`); a parser's ParseError / ValueError is one too (`why`), and
+    any other exception from a parser (a bug on odd output) as well: it never crashes the probe, the other
+    sources are still read and judged."""
+    out = TableRead()
+    for row in table:
+        rec = outputs.get(row.source)
+        if rec is None or (row.when is not None and not row.when(out.fields)):
+            continue
+        if (problem := source_problem(rec)) is not None:
+            if note_unusable:
+                out.problems[row.source] = problem
+            continue
+        try:
+            got = row.parse(rec.stdout)
+        except (ParseError, ValueError) as exc:
+            out.problems[row.source] = why(exc)
+            continue
+        except Exception as exc:  # noqa: BLE001 - a parser bug: that source is unusable, never the probe
+            out.problems[row.source] = f"unparsable output: {exc.__class__.__name__}: {exc}"
+            continue
+        out.fields.update(got)
+        out.provenance.update(dict.fromkeys(got, row.source))
+    return out
 
 
 def judge_probe(

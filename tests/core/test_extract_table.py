@@ -1,0 +1,129 @@
+"""Issue 23: the framework's extract loop (`read_table`, probes/core/judge/probe.py) runs a probe's table of
+source -> parser -> fields: usability is the framework's (ok_exits, missing tools, timeouts), a parser's error is
+a problem of that source and never crashes the probe, and every field it fills is stamped with its source, which
+the probe's FIELD_SOURCES must name (checked on the case-study recordings)."""
+
+from __future__ import annotations
+
+import asyncio
+import functools
+import importlib
+from pathlib import Path
+
+import pytest
+from gpuaudit.probes.catalogue import REGISTRY
+from gpuaudit.probes.core.errors import ParseError
+from gpuaudit.probes.core.judge.probe import Reads, read_table
+from gpuaudit.probes.core.models import AuditRun, CommandRecord
+from gpuaudit.probes.core.run.runner import Audit, AuditOptions
+from gpuaudit.probes.core.run.session import directory_bindings, run_to_end
+
+ROOT = Path(__file__).resolve().parents[2]
+CASE = ROOT / "snapshots" / "examples" / "case-study"
+TABLED = [
+    p.id
+    for p in REGISTRY
+    if hasattr(importlib.import_module(f"gpuaudit.probes.{p.id}.extract"), "TABLE")
+]
+
+
+@functools.lru_cache(maxsize=2)
+def audit(phase: str) -> AuditRun:
+    async def go() -> AuditRun:
+        return await run_to_end(
+            Audit(directory_bindings(CASE / phase), list(REGISTRY), AuditOptions())
+        )
+
+    return asyncio.run(go())
+
+
+def rec(cid: str, stdout: str = "", **kw: object) -> CommandRecord:
+    base: dict[str, object] = dict(
+        target="host", probe_id="t", command_id=cid, command="x", exit_status=0, stdout=stdout
+    )
+    return CommandRecord(**{**base, **kw})  # type: ignore[arg-type]
+
+
+def test_probes_with_a_framework_table() -> None:
+    assert {"pcie", "python", "nccl"} <= set(TABLED)
+
+
+@pytest.mark.parametrize("phase", ["before", "after"])
+@pytest.mark.parametrize("probe_id", TABLED)
+def test_every_field_a_table_fills_names_its_source_in_field_sources(
+    probe_id: str, phase: str
+) -> None:
+    module = importlib.import_module(f"gpuaudit.probes.{probe_id}.extract")
+    run = audit(phase)
+    filled = 0
+    for role in ("host", "container"):
+        outputs = {
+            r.command_id: r
+            for p in run.probes
+            if p.probe_id == probe_id
+            for r in p.records
+            if r.target == role
+        }
+        read = read_table(outputs, module.TABLE)
+        for name, source in read.provenance.items():
+            if name.startswith("_"):  # working values of the extract, not facts
+                continue
+            filled += 1
+            assert source in module.FIELD_SOURCES.get(name, ()), (probe_id, role, name, source)
+    assert filled
+
+
+def test_parser_errors_are_problems_of_their_source_never_a_crash() -> None:
+    def bug(text: str) -> dict[str, object]:
+        raise RuntimeError("index out of range")
+
+    def bad(text: str) -> dict[str, object]:
+        raise ParseError("no header line")
+
+    table = (
+        Reads("a", bug),
+        Reads("b", bad),
+        Reads("c", lambda t: {"c": t.strip()}),
+        Reads("d", lambda t: {"d": 1}),
+        Reads("e", lambda t: {"e": 1}, when=lambda f: "c" not in f),
+    )
+    outputs = {
+        "a": rec("a", "x"),
+        "b": rec("b", "x"),
+        "c": rec("c", "yes\n"),
+        "d": rec("d", "", exit_status=1, stderr="cat: /x: No such file or directory"),
+        "e": rec("e", "fallback"),
+    }
+    read = read_table(outputs, table)
+    assert read.fields == {"c": "yes"}
+    assert read.problems["a"] == "unparsable output: RuntimeError: index out of range"
+    assert read.problems["b"] == "unreadable: no header line"
+    assert read.problems["d"].startswith("exit 1")
+    assert "e" not in read.problems  # a fallback that was not needed is not read
+    assert read.provenance == {"c": "c"}
+    quiet = read_table(outputs, table, note_unusable=False, why=str)
+    assert "d" not in quiet.problems and quiet.problems["b"] == "no header line"
+
+
+def test_a_probe_whose_parser_breaks_is_still_judged(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A parser bug on one source of the pcie probe: that source is a problem, the other facts are read."""
+    pcie = importlib.import_module("gpuaudit.probes.pcie.extract")
+
+    def broken(text: str) -> dict[str, object]:
+        raise KeyError("lnksta")
+
+    table = tuple(
+        Reads(r.source, broken) if r.source == "smi_query_pcie" else r for r in pcie.TABLE
+    )
+    monkeypatch.setattr(pcie, "TABLE", table)
+    run = audit("before")
+    outputs = {
+        r.command_id: r
+        for p in run.probes
+        if p.probe_id == "pcie"
+        for r in p.records
+        if r.target == "host"
+    }
+    facts = pcie.extract(outputs, "host")
+    assert facts.problems["smi_query_pcie"].startswith("unparsable output: KeyError")
+    assert facts.devices and facts.gpu_bdfs and not facts.smi
