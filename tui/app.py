@@ -9,7 +9,7 @@ from pathlib import Path
 from types import ModuleType
 from typing import TYPE_CHECKING
 
-from gpuaudit.probes.core.models import AuditRun, Severity
+from gpuaudit.probes.core.models import AuditRun, CommandRecord, Severity
 from gpuaudit.probes.core.run.events import initial_run
 from gpuaudit.probes.core.run.request import AuditRequest
 from gpuaudit.probes.core.text import neutralise
@@ -145,6 +145,8 @@ class GpuAuditApp(App[int]):
         )
         self.saved_name: str | None = None
         """The name of the last snapshot saved from this run (a diff's B side shows it)."""
+        self.recorded: tuple[CommandRecord, ...] = ()
+        """A replay's recorded records: those no probe asked for are put back when it ends (`keep_unasked`)."""
         for t in THEMES.values():
             self.register_theme(t)
         self.theme = theme if theme in self.available_themes else DEFAULT_THEME
@@ -217,6 +219,7 @@ class GpuAuditApp(App[int]):
         """The audit is built: the real run (its targets) replaces the skeleton and the dashboard starts it."""
         self.audit, self.replay_file, self.plan_dir = setup.audit, setup.source, plan_dir
         self.audit_run = first_run(setup.audit, setup.mode, setup.note)
+        self.recorded = setup.recorded
         self.call_next(self.dashboard().engine_ready)
 
     def _theme_changed(self, theme: object) -> None:
@@ -244,6 +247,9 @@ class GpuAuditApp(App[int]):
     def audit_finished(self) -> None:
         """Offer resume when a replayed recording has failed probes or targets. Add the regression.* findings
         against the host's last-known-good baseline when one is pinned (snapshots/baseline.py)."""
+        # a replay keeps what no probe asks for today, as recorded (a replay saved from here too)
+        if self.recorded:
+            self.audit_run = later().keep_unasked(self.audit_run, self.recorded)
         with_baseline = later().apply_baseline(self.audit_run)
         if with_baseline is not self.audit_run:
             self.audit_run = with_baseline

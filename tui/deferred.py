@@ -9,6 +9,7 @@ key press find it loaded. Keeping it off the first frame is what makes the dashb
 
 from __future__ import annotations
 
+from gpuaudit.probes.core.collect.replay_transport import keep_unasked
 from gpuaudit.snapshots.baseline import apply_baseline
 from gpuaudit.tui import snapshot_actions
 from gpuaudit.tui.cli.preflight import plan_folder
@@ -34,6 +35,7 @@ __all__ = [
     "apply_baseline",
     "binding_rows",
     "build_setup",
+    "keep_unasked",
     "key_display",
     "plan_folder",
     "snapshot_actions",
