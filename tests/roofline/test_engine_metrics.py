@@ -248,3 +248,26 @@ def test_a_real_vllm_page_gauges_and_its_one_request_at_a_time_evidence():
     # the documented page stops before any time-per-output-token histogram: no figure, and it says why
     ss = single_stream(m)
     assert ss.tok_s is None and "no time-per-output-token histogram" in ss.provenance
+
+
+TINY = (PAGES / "vllm-tinyllama-1.1b-idle-nine-requests.prom").read_text()
+
+
+def test_a_real_idle_vllm_page_after_nine_requests_is_refused_with_its_reason():
+    """A real vLLM page (the author kept every series but cut the histograms' bucket rows): idle, nine finished
+    requests — nothing on it proves they ran one at a time, so its time per output token is no single-stream
+    figure, and the reason says what is missing."""
+    m = parse_prometheus(TINY)
+    assert (m.engine, m.running, m.waiting, m.finished) == ("vllm", 0, 0, 9)
+    assert m.tpot is not None and m.tpot.name == "vllm:time_per_output_token_seconds"
+    assert m.tpot.mean == pytest.approx(18.68156147003174 / 2362)  # 7.9 ms
+    assert m.iteration_tokens is not None and m.iteration_tokens.buckets == ()
+    ss = single_stream(m)
+    assert ss.tok_s is None
+    assert ss.provenance == (
+        "vllm:time_per_output_token_seconds: mean 7.9 ms per token over 2362 observation(s); nothing "
+        "proves the requests it counts ran one at a time (9 finished requests, vllm:iteration_tokens_total "
+        "without its buckets, no decode log lines)"
+    )
+    # with the engine log's decode lines all at one running request, the same histogram is the figure
+    assert single_stream(m, log_running=[1, 1]).tok_s == pytest.approx(2362 / 18.68156147003174)

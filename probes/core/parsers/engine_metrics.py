@@ -519,10 +519,11 @@ def single_stream(m: EngineMetrics, log_running: list[int] | None = None) -> Sin
             if m.finished is not None
             else "no finished-request count"
         )
+        steps = "no per-step histogram" if it is None else f"{it.name} without its buckets"
         return SingleStream(
             None,
             f"{seen}; nothing proves the requests it counts ran one at a time "
-            f"({done}, no per-step histogram, no decode log lines)",
+            f"({done}, {steps}, no decode log lines)",
         )
     return SingleStream(
         1 / mean,
