@@ -194,7 +194,9 @@ def build_resume_setup(request: AuditRequest):
     note = f"RESUME of {path.name}: {todo} command(s) re-run live, the rest from the recording"
     if mismatch:
         note += f"; --yes: merged although the machine differs ({mismatch})"
-    return AuditSetup(Audit(bindings, probes, options), "resume", note, path)
+    return AuditSetup(
+        Audit(bindings, probes, options), "resume", note, path, recorded=tuple(snap.records)
+    )
 
 
 def ran_live(setup) -> dict[str, list[str]]:
