@@ -8,13 +8,12 @@ returns the fields it fills; a reader that finds the output unusable raises Valu
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from typing import Any
 
 from gpuaudit.probes.container.facts import ContainerFacts, CtConfig, Gpu, Node, Rule
 from gpuaudit.probes.core.errors import ParseError
-from gpuaudit.probes.core.judge.checks import source_problem
 from gpuaudit.probes.core.judge.combiners import gpu_entries
+from gpuaudit.probes.core.judge.probe import Reads, read_table
 from gpuaudit.probes.core.models import CommandRecord, Role
 from gpuaudit.probes.core.parsers.lxc import LxcConfig, parse_conf_dump
 from gpuaudit.probes.core.parsers.nvidia_smi import detect_smi_error
@@ -29,7 +28,7 @@ from gpuaudit.probes.core.parsers.system import (
     parse_ulimit_a,
     ulimit_kb,
 )
-from gpuaudit.probes.core.spec import Outputs, partial_grep_ok
+from gpuaudit.probes.core.spec import Outputs
 
 NVIDIA_MAJOR_NAMES = (
     "nvidia-frontend",
@@ -191,22 +190,24 @@ def read_libcuda(rec: CommandRecord) -> Fields:
     }
 
 
-READERS: dict[str, Callable[[CommandRecord], Fields]] = {
-    "virt": read_virt,
-    "pve_lxc_confs": read_pve_confs,
-    "proc_devices": read_proc_devices,
-    "dev_nvidia": read_dev_nvidia,
-    "smi_gpu_ids": read_smi_gpu_ids,
-    "df_shm": read_df_shm,
-    "uname_n": read_uname_n,
-    "proc_self_cgroup": read_proc_self_cgroup,
-    "uid_map": read_uid_map,
-    "ulimit_a": read_ulimit_a,
-    "cgroup_limits": read_cgroup_limits,
-    "dev_infiniband": read_dev_infiniband,
-    "libcuda_files": read_libcuda,
-}
-"""Source -> the reader of its usable output."""
+TABLE: tuple[Reads, ...] = (
+    Reads("virt", record=read_virt),
+    Reads("pve_lxc_confs", record=read_pve_confs),
+    Reads("proc_devices", record=read_proc_devices),
+    Reads("dev_nvidia", record=read_dev_nvidia),
+    Reads("smi_gpu_ids", record=read_smi_gpu_ids),
+    Reads("df_shm", record=read_df_shm),
+    Reads("uname_n", record=read_uname_n),
+    Reads("proc_self_cgroup", record=read_proc_self_cgroup),
+    Reads("uid_map", record=read_uid_map),
+    Reads("ulimit_a", record=read_ulimit_a),
+    # a partial `grep -H` over cgroup files (no cpuset controller) still carries good lines
+    Reads("cgroup_limits", record=read_cgroup_limits, partial_ok=True),
+    Reads("dev_infiniband", record=read_dev_infiniband),
+    Reads("libcuda_files", record=read_libcuda),
+)
+"""Source -> the reader of its usable record, run by the framework (`read_table`; ValueError = unusable, noted in
+problems; an unusable record is the framework's gate's to report)."""
 
 _WRAPPERS = (("pct exec ", "lxc"), ("lxc-attach ", "lxc"), ("docker exec ", "docker"))
 
@@ -227,24 +228,11 @@ def smi_banner(rec: CommandRecord | None) -> str | None:
     return detect_smi_error(rec.stdout + "\n" + rec.stderr)
 
 
-def _usable(rec: CommandRecord) -> bool:
-    # a partial `grep -H` over cgroup files (no cpuset controller) still carries good lines
-    return source_problem(rec) is None or (
-        rec.command_id == "cgroup_limits" and partial_grep_ok({rec.command_id: rec}, rec.command_id)
-    )
-
-
 def extract(outputs: Outputs, role: Role) -> ContainerFacts:
+    read = read_table(outputs, TABLE, note_unusable=False, why=str)
     data: Fields = {"wrapper_kind": wrapper_kind(outputs) if role == "container" else None}
-    problems: dict[str, str] = {}
-    for cid, read in READERS.items():
-        rec = outputs.get(cid)
-        if rec is None or not _usable(rec):
-            continue
-        try:
-            data.update(read(rec))
-        except ValueError as exc:
-            problems[cid] = str(exc)
+    data.update(read.fields)
+    problems = read.problems
     if banner := smi_banner(outputs.get("smi_gpu_ids")):
         data["smi_error"] = banner
         problems.setdefault("smi_gpu_ids", f"nvidia-smi error: {banner}")

@@ -45,7 +45,7 @@ def rec(cid: str, stdout: str = "", **kw: object) -> CommandRecord:
 
 
 def test_probes_with_a_framework_table() -> None:
-    assert {"pcie", "python", "nccl"} <= set(TABLED)
+    assert {"pcie", "python", "nccl", "container"} <= set(TABLED)
 
 
 @pytest.mark.parametrize("phase", ["before", "after"])
@@ -103,6 +103,28 @@ def test_parser_errors_are_problems_of_their_source_never_a_crash() -> None:
     assert read.provenance == {"c": "c"}
     quiet = read_table(outputs, table, note_unusable=False, why=str)
     assert "d" not in quiet.problems and quiet.problems["b"] == "no header line"
+
+
+def test_a_partial_grep_is_read_when_the_row_says_so_and_a_record_reader_sees_the_record() -> None:
+    """`grep -H` over several files exits 2 when one is missing: the lines of the others are still good."""
+    partial = rec(
+        "cgroup_limits",
+        "/sys/fs/cgroup/cpu.max:max 100000\n",
+        exit_status=2,
+        stderr="grep: /sys/fs/cgroup/cpuset.cpus.effective: No such file or directory",
+    )
+    seen: list[int | None] = []
+
+    def status(r: CommandRecord) -> dict[str, object]:
+        seen.append(r.exit_status)
+        return {"lines": r.stdout.count("\n")}
+
+    read = read_table(
+        {"cgroup_limits": partial}, (Reads("cgroup_limits", record=status, partial_ok=True),)
+    )
+    assert read.fields == {"lines": 1} and seen == [2] and not read.problems
+    strict = read_table({"cgroup_limits": partial}, (Reads("cgroup_limits", record=status),))
+    assert not strict.fields and strict.problems["cgroup_limits"].startswith("exit 2")
 
 
 def test_a_probe_whose_parser_breaks_is_still_judged(monkeypatch: pytest.MonkeyPatch) -> None:

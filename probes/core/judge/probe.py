@@ -12,7 +12,7 @@ from typing import Any
 from gpuaudit.probes.core.errors import ParseError
 from gpuaudit.probes.core.judge.checks import judge_checks, source_problem
 from gpuaudit.probes.core.models import CommandRecord, ProbeResult, Role
-from gpuaudit.probes.core.spec import Outputs, Probe
+from gpuaudit.probes.core.spec import Outputs, Probe, partial_grep_ok
 
 Fields = dict[str, Any]
 
@@ -22,10 +22,14 @@ class Reads:
     """One row of a probe's extract table: a source, the parser of its usable stdout (-> fact fields)."""
 
     source: str
-    parse: Callable[[str], Mapping[str, Any]]
+    parse: Callable[[str], Mapping[str, Any]] | None = None
     """Usable stdout -> fields (parsers run once per text: parse_once). ParseError / ValueError = unreadable."""
     when: Callable[[Fields], bool] | None = None
     """A fallback row runs only when this holds over the fields read so far (None: always)."""
+    record: Callable[[CommandRecord], Mapping[str, Any]] | None = None
+    """Instead of `parse`: a reader that needs the whole usable record (an exit status that is an answer)."""
+    partial_ok: bool = False
+    """`grep -H` over several files: exit 2 with output still carries the lines of the files that were read."""
 
 
 @dataclass(slots=True)
@@ -61,12 +65,24 @@ def read_table(
         rec = outputs.get(row.source)
         if rec is None or (row.when is not None and not row.when(out.fields)):
             continue
-        if (problem := source_problem(rec)) is not None:
+        problem = source_problem(rec)
+        if (
+            problem is not None
+            and row.partial_ok
+            and partial_grep_ok({row.source: rec}, row.source)
+        ):
+            problem = None
+        if problem is not None:
             if note_unusable:
                 out.problems[row.source] = problem
             continue
         try:
-            got = row.parse(rec.stdout)
+            if row.record is not None:
+                got = row.record(rec)
+            elif row.parse is not None:
+                got = row.parse(rec.stdout)
+            else:
+                raise TypeError(f"the row of {row.source} has no reader")
         except (ParseError, ValueError) as exc:
             out.problems[row.source] = why(exc)
             continue
