@@ -25,7 +25,8 @@ def _parser(name: str):
             prog="gpuaudit-tui diff",
             description="What changed from snapshot A to snapshot B (by name in the store, or by path). "
             "Exit 0 identical, 1 different, 2 error (an unreadable file included). Volatile facts "
-            "(declared per probe), timings and raw text alone do not count unless --all-facts/--raw.",
+            "(declared per probe), timings and raw text alone do not count unless --all-facts/--raw. "
+            "A command one side never recorded (a replay says 'not recorded') is not a change.",
         )
         p.add_argument(
             "old",
