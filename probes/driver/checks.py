@@ -175,7 +175,7 @@ def min_for_arch(ctx: Ctx) -> Verdict:
         obs,
         ", ".join(f"{a}: R{MIN_BRANCH[a][0]}+" for a in sorted(found) if a in MIN_BRANCH)
         or "a supported branch",
-        variant="ok",
+        variant="branch_fits",
         evidence=ev,
     )
 
@@ -353,7 +353,7 @@ def xid_history(ctx: Ctx) -> Verdict:
     if not h.kernel_log_read:
         return unknown(
             f"kernel log not read: {ctx.problem('dmesg_nvrm') or 'not collected'}",
-            variant="unknown",
+            variant="log_unread",
         )
     counts = Counter(code for _, code in h.xids)
     gpus = {code: sorted({pci for pci, c in h.xids if c == code}) for code in counts}
@@ -665,7 +665,7 @@ CHECKS: tuple[Check, ...] = (
         roles=HOST,
         needs_gpu=True,
         variants={
-            "ok": Message(
+            "branch_fits": Message(
                 why=(
                     "The 'CUDA Version' in nvidia-smi is the newest CUDA the driver can serve, "
                     "not an installed toolkit."
@@ -843,7 +843,7 @@ CHECKS: tuple[Check, ...] = (
         roles=HOST,
         needs_gpu=True,
         variants={
-            "unknown": Message(fix="Re-run as root (or with --sudo) to read the kernel log."),
+            "log_unread": Message(fix="Re-run as root (or with --sudo) to read the kernel log."),
             "serious_driver_errors_since_boot": Message(
                 title="Serious driver errors since boot: {what}",
                 fix=(

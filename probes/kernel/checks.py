@@ -127,7 +127,7 @@ def version(ctx: Ctx) -> Verdict:
     return info(
         detail,
         "a kernel whose defaults suit the CPU (for Zen 5 EPYC: >= 6.13 or amd_pstate= set)",
-        variant="kernel",
+        variant="release",
         release=f.release,
     )
 
@@ -404,7 +404,7 @@ CHECKS: tuple[Check, ...] = (
         sources=("uname_r", "cpuinfo_id", "proc_cmdline"),
         optional=(*VM_SOURCES,),
         variants={
-            "kernel": Message(title="Kernel {release}"),
+            "release": Message(title="Kernel {release}"),
             "amd_pstate_disable_on_the": Message(
                 title="amd_pstate=disable on the command line forces acpi-cpufreq",
                 why=(

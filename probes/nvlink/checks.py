@@ -110,10 +110,7 @@ def link_state(ctx: Ctx) -> Verdict:
             f"every active link at {top:g} GB/s",
             variant="nvlink_links_below_nominal_speed",
         )
-    return ok(
-        obs,
-        variant="ok",
-    )
+    return ok(obs, variant="all_at_speed")
 
 
 def errors(ctx: Ctx) -> Verdict:
@@ -373,7 +370,7 @@ CHECKS: tuple[Check, ...] = (
         needs_gpu=True,
         optional=("smi_query_fabric", "smi_q_xml", "smi_query_driver"),
         variants={
-            "ok": Message(
+            "all_at_speed": Message(
                 why=(
                     "Bridged PCIe pairs list inactive link slots by design (e.g. 12 of 18 on "
                     "H100 PCIe)."
