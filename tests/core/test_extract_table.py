@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from gpuaudit.probes.catalogue import REGISTRY
 from gpuaudit.probes.core.errors import ParseError
-from gpuaudit.probes.core.judge.probe import Reads, read_table
+from gpuaudit.probes.core.judge.probe import Reads, judge_probe, read_table
 from gpuaudit.probes.core.models import AuditRun, CommandRecord
 from gpuaudit.probes.core.run.runner import Audit, AuditOptions
 from gpuaudit.probes.core.run.session import directory_bindings, run_to_end
@@ -149,3 +149,37 @@ def test_a_probe_whose_parser_breaks_is_still_judged(monkeypatch: pytest.MonkeyP
     facts = pcie.extract(outputs, "host")
     assert facts.problems["smi_query_pcie"].startswith("unparsable output: KeyError")
     assert facts.devices and facts.gpu_bdfs and not facts.smi
+
+
+def test_a_parser_bug_in_a_probe_with_its_own_loop_is_a_problem_of_that_source(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The kernel probe reads through its own loop: a parser raising on one source's output makes that source
+    unusable (its checks unknown, naming the error), every other check is still judged (judge_probe narrows
+    the error to the source; before, the whole probe failed)."""
+    run = audit("before")  # judged with the real parsers first
+    kernel = importlib.import_module("gpuaudit.probes.kernel.extract")
+
+    def broken(t: str, d: dict[str, object], p: dict[str, str]) -> None:
+        raise IndexError("list index out of range")
+
+    rows = tuple((cid, broken if cid == "numa_balancing" else read) for cid, read in kernel.READERS)
+    monkeypatch.setattr(kernel, "READERS", rows)
+    records = {
+        role: [
+            r for p in run.probes if p.probe_id == "kernel" for r in p.records if r.target == role
+        ]
+        for role in ("host", "container")
+    }
+    result = judge_probe(next(p for p in REGISTRY if p.id == "kernel"), records)
+    assert result.status == "done", result.error
+    assert result.facts["host"]["problems"]["numa_balancing"] == (
+        "unparsable output: IndexError: list index out of range"
+    )
+    before = {(f.id, tuple(f.targets)): f.severity for f in run.findings}
+    changed = {f.id: f for f in result.findings if f.severity != before[(f.id, tuple(f.targets))]}
+    # only the checks that read numa_balancing change, to unknown naming the error
+    assert set(changed) == {"kernel.numa_balancing", "kernel.host_knobs_visible"}
+    assert all(
+        f.severity.value == "unknown" and "IndexError" in f.observed for f in changed.values()
+    )

@@ -13,6 +13,7 @@ from gpuaudit.probes.core.errors import ParseError
 from gpuaudit.probes.core.judge.checks import judge_checks, source_problem
 from gpuaudit.probes.core.models import CommandRecord, ProbeResult, Role
 from gpuaudit.probes.core.spec import Outputs, Probe, partial_grep_ok
+from pydantic import BaseModel
 
 Fields = dict[str, Any]
 
@@ -101,7 +102,7 @@ def judge_probe(
     result = ProbeResult(probe_id=probe.id, title=probe.title, started_at=started)
     try:
         outputs = {role: {r.command_id: r for r in recs} for role, recs in records_by_role.items()}
-        facts = {role: probe.extract(outputs[role], role) for role in outputs}
+        facts = {role: extract_facts(probe, outputs[role], role) for role in outputs}
         findings = list(judge_checks(probe.checks, facts, outputs))
         summary = probe.summarize(facts)
     except Exception as exc:  # a parser/rule bug fails this probe only, visibly
@@ -127,6 +128,30 @@ def judge_probe(
             "duration_s": _elapsed(started),
         }
     )
+
+
+def extract_facts(probe: Probe, outputs: Outputs, role: Role) -> BaseModel:
+    """The probe's extract over one target's records; when a parser raises on one source's output (a bug on odd
+    output), that source becomes a problem of the facts ("unparsable output: ..."), judged unknown by the gate like
+    any unusable source, and the rest is extracted without it: a parser error never fails the whole probe.
+
+    The culprit is found by leaving one recorded source out at a time (parsers run once per text, so the retries
+    cost little). An error no single source explains is raised as before (the probe fails, visibly)."""
+    try:
+        return probe.extract(outputs, role)
+    except Exception as exc:  # noqa: BLE001 - narrowed to one source below, or raised again
+        error = exc
+    for cid in outputs:
+        try:
+            facts = probe.extract({k: v for k, v in outputs.items() if k != cid}, role)
+        except Exception:  # noqa: BLE001, S112 - not this source
+            continue
+        problems = dict(getattr(facts, "problems", None) or {})
+        if "problems" not in type(facts).model_fields:
+            break
+        problems[cid] = f"unparsable output: {error.__class__.__name__}: {error}"
+        return facts.model_copy(update={"problems": problems})
+    raise error
 
 
 def _elapsed(started: datetime | None) -> float:
