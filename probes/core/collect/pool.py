@@ -23,18 +23,25 @@ class PooledTransport(TransportBase):
     with one connection the slowest ones queue behind quick reads. The first connection is opened
     alone (host-key prompts, accept-new recording and auth errors surface once); the extra ones are
     best effort: if they fail the audit runs on the first.
+
+    `background=True` (worker sessions, where one connection carries the host's session and the others
+    serve container sessions and fallbacks): `connect` returns once the first connection is up and the
+    extra ones join the pool when their handshakes end, so the audit's first command does not wait for a
+    second key exchange (one more handshake's round trips on the critical path; issue 30).
     """
 
     executes_lines = True
     reopens_quickly = True
 
-    def __init__(self, members: Sequence[Transport]) -> None:
+    def __init__(self, members: Sequence[Transport], background: bool = False) -> None:
         if not members:
             raise ValueError("PooledTransport needs at least one member")
         self.members = list(members)
         self.label = members[0].label
+        self.background = background
         self._alive: list[Transport] = []
         self._in_flight: dict[int, int] = {}
+        self._joining: set[asyncio.Task[None]] = set()
 
     @property
     def channels(self) -> int | None:
@@ -46,10 +53,26 @@ class PooledTransport(TransportBase):
         first = self.members[0]
         await first.connect()
         self._alive = [first]
+        self._in_flight = {id(first): 0}
         extra = self.members[1:]
+        if self.background:
+            for member in extra:
+                task = asyncio.ensure_future(self._join(member))
+                self._joining.add(task)
+                task.add_done_callback(self._joining.discard)
+            return
         results = await asyncio.gather(*(m.connect() for m in extra), return_exceptions=True)
         self._alive += [m for m, r in zip(extra, results) if not isinstance(r, BaseException)]
         self._in_flight = {id(m): 0 for m in self._alive}
+
+    async def _join(self, member: Transport) -> None:
+        """An extra connection, opened in the background: it serves commands once its handshake ended."""
+        try:
+            await member.connect()
+        except Exception:  # best effort, like the waited-for extras: the audit runs on the others
+            return
+        self._in_flight.setdefault(id(member), 0)
+        self._alive.append(member)
 
     def _pick(self) -> Transport | None:
         """The live member with the fewest commands in flight; members whose connection died are dropped."""
@@ -110,4 +133,8 @@ class PooledTransport(TransportBase):
         return await member.open_session(line, open_timeout_s)
 
     async def aclose(self) -> None:
+        for task in list(self._joining):
+            task.cancel()
+        if self._joining:
+            await asyncio.wait(self._joining, timeout=2)
         await asyncio.gather(*(m.aclose() for m in self.members), return_exceptions=True)

@@ -58,7 +58,8 @@ def _transport_for(
     inner: Transport
     if ssh.connections > 1:
         inner = PooledTransport(
-            [SshTransport(spec.ssh, ssh, label=spec.raw) for _ in range(ssh.connections)]
+            [SshTransport(spec.ssh, ssh, label=spec.raw) for _ in range(ssh.connections)],
+            background=ssh.sessions,  # the host's one session needs the first connection only
         )
     else:
         inner = SshTransport(spec.ssh, ssh, label=spec.raw)
