@@ -26,7 +26,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import pytest
-from gpuaudit.probes.catalogue import REGISTRY
+from gpuaudit.probes.catalogue import DERIVED, REGISTRY
 from gpuaudit.probes.core.judge.checks import (
     HOST,
     Check,
@@ -43,6 +43,8 @@ from test_partial_failure_matrix import RECORDINGS, failing_one, judge_all
 
 ROOT = Path(__file__).resolve().parents[2]
 CHECKS: dict[str, Check] = {c.id: c for p in REGISTRY for c in p.checks}
+ALL_ROWS: dict[str, Check] = {**CHECKS, **{c.id: c for c in DERIVED}}
+"""The probes' rows and the derived ones (regression.*, judged against a baseline) for the catalogue test."""
 HELPERS = {"ok", "info", "warning", "critical", "unknown", "not_applicable", "Verdict"}
 FREE = ("title", "why", "fix")
 NOT_PARAMS = {"observed", "expected", "reason", "variant", "evidence", "severity", "params"}
@@ -218,7 +220,9 @@ def picks(check: Check) -> Iterator[tuple[str, int, set[str] | None, set[str] | 
 
 def test_every_picked_variant_is_declared_on_its_row() -> None:
     bad = []
-    for check in CHECKS.values():
+    for (
+        check
+    ) in CHECKS.values():  # (the derived rows' verdicts are picked in snapshots/baseline.py)
         seen: set[str] = set()
         computed = False
         for file, line, names, params in picks(check):
@@ -377,7 +381,7 @@ def test_render_and_fields() -> None:
 
 def test_list_checks_json_lists_every_variant_with_its_params() -> None:
     total = 0
-    for check in CHECKS.values():
+    for check in ALL_ROWS.values():
         d = as_dict(check)
         assert set(d["variants"]) == set(check.variants)  # type: ignore[arg-type]
         for name, m in check.variants.items():
