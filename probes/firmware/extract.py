@@ -26,6 +26,7 @@ from gpuaudit.probes.core.parsers.dmi import (
     parse_dmidecode,
     slot_place,
 )
+from gpuaudit.probes.core.parsers.lspci import parse_lspci_vvv
 from gpuaudit.probes.core.parsers.nvidia_smi import (
     parse_query_gpu_csv,
     parse_smi_q,
@@ -115,26 +116,14 @@ def _sys_numa(t: str, d: Data, p: Problems) -> None:
         p["sys_numa"] = "no NUMA node listed under /sys/devices/system/node"
 
 
-_LSPCI_DEV = re.compile(r"^([0-9a-fA-F:.]+) (.*)$")
-_PREFETCH = re.compile(
-    r"Region \d+: Memory at \S+ \(64-bit, prefetchable\)(?: \[\w+\])* \[size=(\d+)([KMGT])\]"
-)
-_UNIT_MIB = {"K": 1 / 1024, "M": 1, "G": 1024, "T": 1024 * 1024}
-
-
 def _lspci_bar1(t: str, d: Data, p: Problems) -> None:
-    """`lspci -vvv`: each NVIDIA GPU's BAR1 (the largest 64-bit prefetchable region), in MiB, by bus id."""
-    out: dict[str, int] = {}
-    dev = None
-    for line in t.splitlines():
-        if line and not line[0].isspace():
-            m = _LSPCI_DEV.match(line)
-            gpu = m is not None and "NVIDIA" in m.group(2) and re.search(r"VGA|3D", m.group(2))
-            dev = m.group(1) if m is not None and gpu else None
-        elif dev and (r := _PREFETCH.search(line)):
-            mib = int(int(r.group(1)) * _UNIT_MIB[r.group(2)])
-            out[dev] = max(out.get(dev, 0), mib)
-    d["bar1_mib_lspci"] = out
+    """`lspci -vvv` (the shared parser, parsed once): each NVIDIA GPU's BAR1 (the largest 64-bit prefetchable
+    region), in MiB, by bus id."""
+    d["bar1_mib_lspci"] = {
+        dev.bdf: max(dev.prefetchable64.values()) >> 20
+        for dev in parse_lspci_vvv(t)
+        if dev.is_gpu and dev.prefetchable64
+    }
 
 
 def _lspci(t: str, d: Data, p: Problems) -> None:

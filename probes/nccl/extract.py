@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from typing import Any
 
@@ -24,6 +23,7 @@ from gpuaudit.probes.core.parsers.engine import (
     parse_nccl_channels,
     serving_engine,
 )
+from gpuaudit.probes.core.parsers.lspci import parse_lspci_vvv
 from gpuaudit.probes.core.parsers.nccl_tests import parse_all_reduce_perf
 from gpuaudit.probes.core.parsers.pyenv import parse_pyenv_json
 from gpuaudit.probes.core.parsers.system import parse_cpuinfo_id
@@ -64,7 +64,8 @@ def iommu_state_fields(text: str) -> dict[str, Any]:
 
 
 def lspci_fields(text: str) -> dict[str, Any]:
-    if not re.search(r"^(?:[0-9a-fA-F]{4,8}:)?[0-9a-fA-F]{2}:[0-9a-fA-F]{2}\.[0-7] ", text, re.M):
+    """lspci -vvv must list PCI functions (the ACS combiner reads the shared parse, this only checks it)."""
+    if not parse_lspci_vvv(text):
         raise ParseError("no PCI function listed")
     return {}
 

@@ -103,6 +103,8 @@ class PciDevice:
     """AER correctable status bits that are set; None = no CESta line read."""
     regions: dict[int, int] = field(default_factory=dict)
     """BAR index -> size in bytes."""
+    prefetchable64: dict[int, int] = field(default_factory=dict)
+    """The 64-bit prefetchable BARs (index -> bytes): a GPU's BAR1, the aperture CPUs and peers map."""
     rebar_current: dict[int, int] = field(default_factory=dict)
     """Physical Resizable BAR: BAR index -> current size in bytes."""
     kernel_driver: str | None = None
@@ -154,9 +156,10 @@ def _parse_block(header: re.Match[str], lines: list[str], start: int = 0) -> Pci
         if line.startswith("Region ") and "[size=" in line:
             m = re.match(r"Region (\d+):.*\[size=(\d+)([KMGT]?)\]", line)
             if m:
-                dev.regions[int(m.group(1))] = int(m.group(2)) * _UNITS.get(
-                    m.group(3) or "bytes", 1
-                )
+                size = int(m.group(2)) * _UNITS.get(m.group(3) or "bytes", 1)
+                dev.regions[int(m.group(1))] = size
+                if "(64-bit, prefetchable)" in line:
+                    dev.prefetchable64[int(m.group(1))] = size
         elif key == "Bus" and (
             m := re.search(r"secondary=([0-9a-f]{2}), subordinate=([0-9a-f]{2})", val)
         ):
