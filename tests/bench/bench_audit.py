@@ -37,6 +37,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(ROOT))
 
 from sshd_server import SshdServer, free_port, sshd_available, start_sshd  # noqa: E402
+from trees import parse_trees  # noqa: E402
 
 BENCH_USER = "gpuaudit-bench"
 """Its own test user: other test runs' cleanup (pkill -u gpuaudit-test) must not kill the benchmark's commands."""
@@ -309,12 +310,18 @@ with open(sys.argv[1], "w") as f:
 """
 
 
+CHILD_TREE: Path | None = None
+"""The source tree run_cli's child imports (None: the installed package)."""
+
+
 def run_cli(
     args: list[str], home: Path, stdout: Path | None = None
 ) -> tuple[float, float, int, float]:
     """Run gpuaudit-tui in a child; (wall s, peak RSS MiB of that child, exit code, its CPU s)."""
     env = dict(os.environ, HOME=str(home))
     env.pop("SSH_AUTH_SOCK", None)
+    if CHILD_TREE is not None:  # --fleet-trees: this run's source tree (trees.py)
+        env["PYTHONPATH"] = str(CHILD_TREE)
     stats = home / "child-stats"
     subprocess.run(
         [
@@ -558,6 +565,7 @@ async def audit_measurements(
 
 
 def main(argv: list[str] | None = None) -> int:
+    global CHILD_TREE
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument(
         "--quick",
@@ -573,6 +581,11 @@ def main(argv: list[str] | None = None) -> int:
         help="comma-separated fleet sizes (default 1,10,50,100; quick 1,10)",
     )
     p.add_argument("--max-connections", type=int, default=32)
+    p.add_argument(
+        "--fleet-tree",
+        action="append",
+        help="LABEL=REV_OR_DIR: run each fleet size with these trees in turn (trees.py; before/after)",
+    )
     p.add_argument(
         "--big-mb", type=float, default=None, help="size of the big output (default 50, quick 5)"
     )
@@ -654,10 +667,16 @@ def main(argv: list[str] | None = None) -> int:
         if "fleet" not in skip:
             pool, specs, known = fleet_servers(work, standins, max(sizes), fast)
             servers += pool
+            fleet_trees = parse_trees(args.fleet_tree) if args.fleet_tree else {None: None}
             for n in sizes:
-                r.fleet.append(
-                    fleet_run(work, specs, known, pool[0].client_key, n, args.max_connections)
-                )
+                for label, tree in fleet_trees.items():
+                    CHILD_TREE = tree
+                    row = fleet_run(work, specs, known, pool[0].client_key, n, args.max_connections)
+                    if label is not None:
+                        row["tree"] = label
+                        print(f"fleet {n} [{label}]: {json.dumps(row)}", flush=True)
+                    r.fleet.append(row)
+                CHILD_TREE = None
         if "big" not in skip:
             size = int(big_mb * 2**20)
             big_server = bench_sshd(work, "sshd-big", standins, fast=fast, big=f"smi-q-xml:{size}")
