@@ -6,7 +6,9 @@ import functools
 import re
 import threading
 from collections import OrderedDict
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass
 from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 
@@ -97,8 +99,8 @@ R = TypeVar("R")
 
 PARSE_CACHE_ENTRIES = 4096
 """Parsed values kept (least recently used dropped first): one audit of a host and a container parses ~150 outputs."""
-PARSE_CACHE_CHARS = 256 * 1024 * 1024
-"""Characters of parsed text the cache keeps alive at most (the records usually hold the same strings anyway)."""
+PARSE_CACHE_CHARS = 64 * 1024 * 1024
+"""Characters of parsed text a cache keeps alive at most (the records usually hold the same strings anyway)."""
 
 PARSERS: dict[str, Callable[..., Any]] = {}
 """Every output parser under the cache, by `module.name` (a test instruments their real bodies: `__wrapped__`)."""
@@ -182,7 +184,23 @@ def _frozen(value: Any) -> Any:
 
 
 PARSE_CACHE = ParseCache()
-"""The process's parse cache (every audit, replay and re-judgement in this process shares it)."""
+"""The process's parse cache: every audit, replay and re-judgement outside a `parse_scope` shares it (one audit
+per process, or the TUI's latest ones, bounded)."""
+
+_SCOPE: ContextVar[ParseCache | None] = ContextVar("gpuaudit_parse_scope", default=None)
+
+
+@contextmanager
+def parse_scope() -> Iterator[ParseCache]:
+    """A parse cache of its own for the block (and the asyncio tasks it starts), dropped at its end: a fleet's
+    audit of one host shares parses between its probes, roofline and snapshot, and frees them when the host is
+    done, so many hosts' parsed outputs never stay alive together."""
+    cache = ParseCache()
+    token = _SCOPE.set(cache)
+    try:
+        yield cache
+    finally:
+        _SCOPE.reset(token)
 
 
 def parse_once(fn: Callable[Concatenate[str, P], R]) -> Callable[Concatenate[str, P], R]:
@@ -193,7 +211,7 @@ def parse_once(fn: Callable[Concatenate[str, P], R]) -> Callable[Concatenate[str
     def parsed(text: str, /, *args: P.args, **kw: P.kwargs) -> R:
         if not isinstance(text, str):
             return fn(text, *args, **kw)
-        return PARSE_CACHE.call(fn, text, args, kw)
+        return (_SCOPE.get() or PARSE_CACHE).call(fn, text, args, kw)
 
     PARSERS[f"{fn.__module__}.{fn.__qualname__}"] = parsed
     return parsed

@@ -174,3 +174,27 @@ if __name__ == "__main__":
         print(f"{label}: {n} parser runs over {d} distinct (parser, output): {n / d:.2f} per input")
         for parser, rec, k in more:
             print(f"    {parser} on {rec}: {k}x")
+
+
+def test_a_parse_scope_holds_its_own_parses_and_frees_them() -> None:
+    """A fleet host's audit parses in a cache of its own (tui/cli/fleet_hosts.audit_host): shared by what runs in
+    the block and the tasks it starts, dropped at its end, never mixed with another host's."""
+    from gpuaudit.probes.core.parsers.system import parse_uname
+
+    text = (RECORDINGS["case-study-before"] / "host" / "uname_r.out").read_text()
+    parsing.PARSE_CACHE.clear()
+    runs_before = parsing.PARSE_CACHE.runs
+
+    async def host() -> parsing.ParseCache:
+        with parsing.parse_scope() as cache:
+            await asyncio.gather(*(asyncio.to_thread(parse_uname, text) for _ in range(1)))
+            await asyncio.create_task(asyncio.sleep(0, parse_uname(text)))
+            assert cache.runs == 1 and cache.hits >= 1
+            return cache
+
+    async def fleet() -> list[parsing.ParseCache]:
+        return list(await asyncio.gather(host(), host()))
+
+    first, second = asyncio.run(fleet())
+    assert first is not second and first.runs == second.runs == 1
+    assert parsing.PARSE_CACHE.runs == runs_before  # nothing leaked into the process's cache

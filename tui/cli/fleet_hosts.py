@@ -39,6 +39,7 @@ from gpuaudit.probes.core.collect.targets import parse_host_spec
 from gpuaudit.probes.core.fleet.ansible_inventory import load_any_inventory
 from gpuaudit.probes.core.fleet.inventory import FleetHost, load_inventory, parse_inventory  # noqa: F401 - re-exported
 from gpuaudit.probes.core.fleet.prometheus import NodeAudit, from_snapshot, write_prom_file
+from gpuaudit.probes.core.parsing import parse_scope
 from gpuaudit.probes.core.run.request import AuditRequest
 from gpuaudit.probes.core.run.runner import Audit
 from gpuaudit.probes.core.run.session import live_bindings, run_sync
@@ -70,9 +71,20 @@ async def audit_host(
 ) -> HostResult:
     """One host's audit under the fleet-wide connection cap; every failure becomes data.
 
-    `on_start(host)` is called once the cap lets this host's audit begin (the TUI's "auditing").
+    `on_start(host)` is called once the cap lets this host's audit begin (the TUI's "auditing"). Its outputs are
+    parsed once for its probes, roofline and snapshot in a parse cache of its own, freed when the host is done.
     """
+    with parse_scope():
+        return await _audit_host(host, request, ssh, limit, on_start)
 
+
+async def _audit_host(
+    host: FleetHost,
+    request: AuditRequest,
+    ssh: object,
+    limit: asyncio.Semaphore,
+    on_start: Callable[[FleetHost], None] | None,
+) -> HostResult:
     async with limit:
         if on_start is not None:
             on_start(host)
