@@ -115,7 +115,7 @@ CHECKS: tuple[Check, ...] = (
             ("host", "pve_lxc_confs"),
         ),
         variants={
-            "container_device_majors_match_the": Message(
+            "container_device_majors_match_host": Message(
                 title="Container device majors match the host"
             ),
             "container_device_majors_do_not": Message(
@@ -130,7 +130,7 @@ CHECKS: tuple[Check, ...] = (
                     "entries) and restart the container."
                 ),
             ),
-            "stale_device_major_in_a": Message(
+            "stale_device_major_container_allow": Message(
                 title="Stale device major in a container allow-list",
                 why=(
                     "nvidia-uvm and nvidia-caps majors are dynamic: a rule or node written for "
@@ -169,7 +169,7 @@ CHECKS: tuple[Check, ...] = (
                 title="Container has every NVIDIA device node"
             ),
             "container_lacks": Message(title="Container lacks {short}"),
-            "unprivileged_container_with_device_nodes": Message(
+            "unprivileged_container_device_nodes_not": Message(
                 title="Unprivileged container with device nodes not world read-write",
                 why=(
                     "Inside an unprivileged container the nodes belong to nobody:nogroup; "
@@ -198,10 +198,10 @@ CHECKS: tuple[Check, ...] = (
         cross=True,
         needs_gpu=True,
         variants={
-            "container_gpus_are_the_host": Message(
+            "container_gpus_host_same_indices": Message(
                 title="Container GPUs are the host's, same indices"
             ),
-            "container_sees_gpus_the_host": Message(
+            "container_sees_gpus_host_does": Message(
                 title="Container sees GPUs the host does not list",
                 why="The container target is probably not on this host (or a VM with its own GPUs).",
                 fix="Check which host and container the audit points at.",
@@ -237,12 +237,12 @@ CHECKS: tuple[Check, ...] = (
             "container_sees_all_expected_gpu": Message(
                 title="Container sees all {want} expected GPU(s)"
             ),
-            "nvidia_smi_fails_inside_the": Message(
+            "nvidia_smi_fails_inside_container": Message(
                 title="nvidia-smi fails inside the container",
                 why="If NVML cannot open the devices the serving engine cannot either.",
                 fix="See container.device_nodes / device_cgroup and driver.userspace_match.",
             ),
-            "container_sees_of_gpus": Message(
+            "container_sees_gpus": Message(
                 title="Container sees {n_gpus} of {want} GPUs",
                 why=(
                     "An engine configured for more GPUs than it can see fails to start or "
@@ -274,7 +274,7 @@ CHECKS: tuple[Check, ...] = (
             "dev_shm_single_gpu": Message(
                 title="/dev/shm: single GPU", why="Only multi-GPU (TP/PP > 1) needs large /dev/shm."
             ),
-            "dev_shm_is_only": Message(
+            "dev_shm_only": Message(
                 title="/dev/shm is only {gib}",
                 why=(
                     "NCCL's shared-memory transport and PyTorch's cross-process tensors live in "
@@ -312,10 +312,10 @@ CHECKS: tuple[Check, ...] = (
         cross=True,
         applies=gpu.docker_only,
         variants={
-            "container_has_its_own_dev": Message(
+            "container_has_own_dev_shm": Message(
                 title="Container has its own /dev/shm (private IPC)"
             ),
-            "container_shares_the_host_s": Message(
+            "container_shares_host_dev_shm": Message(
                 title="Container shares the host's /dev/shm (IPC host)",
                 why=(
                     "With --ipc=host df shows the host's /dev/shm: that is the intended "
@@ -399,7 +399,7 @@ CHECKS: tuple[Check, ...] = (
                 ),
             ),
             "no_quota": Message(title="No CPU quota"),
-            "cpu_quota_throttled_the_container": Message(
+            "cpu_quota_throttled_container_periods": Message(
                 title="CPU quota throttled the container in {throttled_pct:.1f}% of periods",
                 why=(
                     "The engine's scheduler and per-GPU workers launch kernels every few ms; a "
@@ -436,7 +436,7 @@ CHECKS: tuple[Check, ...] = (
                     "restarts)."
                 ),
             ),
-            "oom_kill_s_in_the": Message(
+            "oom_kill_container_cgroup": Message(
                 title="{oom_kills} OOM kill(s) in the container's cgroup",
                 why=(
                     "Weight loading streams the checkpoint through the page cache charged to the "
@@ -463,8 +463,8 @@ CHECKS: tuple[Check, ...] = (
             ("host", "pve_lxc_confs"),
         ),
         variants={
-            "enough_cpus_for_the_gpu": Message(title="Enough CPUs for the GPU ranks"),
-            "cpus_for_gpu_ranks": Message(
+            "enough_cpus_gpu_ranks": Message(title="Enough CPUs for the GPU ranks"),
+            "cpus_gpu_ranks": Message(
                 title="{cpus:g} CPUs for {ranks} GPU ranks",
                 why=(
                     "Each rank's CPU thread launches kernels and runs NCCL proxies; too few "
@@ -486,7 +486,7 @@ CHECKS: tuple[Check, ...] = (
         needs_gpu=True,
         variants={
             "container_libcuda": Message(title="Container libcuda {versions}"),
-            "no_libcuda_so_in_the": Message(
+            "no_libcuda_so_container_library": Message(
                 title="No libcuda.so in the container's library paths",
                 why=(
                     "LXC does not inject the user-space driver; without libcuda the CUDA runtime "

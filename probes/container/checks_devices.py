@@ -186,7 +186,7 @@ def device_major_match(ctx: Ctx) -> Verdict:
         return warning(
             "; ".join(rule_warn),
             expected,
-            variant="stale_device_major_in_a",
+            variant="stale_device_major_container_allow",
         )
     if host.configs is None and not_lxc(ctx) is None:
         return unknown(
@@ -197,7 +197,7 @@ def device_major_match(ctx: Ctx) -> Verdict:
     used = sorted({n.major for n in ctr.char_nodes().values() if n.major is not None})
     return ok(
         f"host /proc/devices: {host_majors_text(host)}; container nodes use majors {', '.join(map(str, used)) or 'none'}",
-        variant="container_device_majors_match_the",
+        variant="container_device_majors_match_host",
         evidence=(("host", "pve_lxc_confs"),),
     )
 
@@ -281,7 +281,7 @@ def device_nodes(ctx: Ctx) -> Verdict:
         return warning(
             f"{', '.join(closed)} not rw for others in an unprivileged container",
             "crw-rw-rw- (0666) on the host, or a gid mapping for the nodes' group",
-            variant="unprivileged_container_with_device_nodes",
+            variant="unprivileged_container_device_nodes_not",
         )
     if "/dev/nvidia-uvm-tools" not in have:
         return info(

@@ -19,7 +19,7 @@ def gpu_visibility(ctx: Ctx) -> Verdict:
         return warning(
             f"container UUIDs not on the host: {', '.join(u for u in foreign if u)}",
             "container GPUs are a subset of the host's",
-            variant="container_sees_gpus_the_host",
+            variant="container_sees_gpus_host_does",
         )
     moved = [
         f"container GPU{g.index} = host GPU{on_host[g.uuid].index}"
@@ -33,7 +33,7 @@ def gpu_visibility(ctx: Ctx) -> Verdict:
         )
     return ok(
         f"{len(ctr.gpus or [])} container GPU(s), all on the host with the same index",
-        variant="container_gpus_are_the_host",
+        variant="container_gpus_host_same_indices",
     )
 
 
@@ -55,7 +55,7 @@ def gpu_inventory_match(ctx: Ctx) -> Verdict:
         return critical(
             f"container: {ctr.smi_error}; host: {host_n if host_n is not None else 'unknown'} GPU(s)",
             f"the container lists {src if want is not None else 'its GPUs'}",
-            variant="nvidia_smi_fails_inside_the",
+            variant="nvidia_smi_fails_inside_container",
         )
     if ctr.gpus is None:
         return unknown(f"container GPU list: {why_unusable(ctx, 'smi_gpu_ids', 'container')}")
@@ -66,7 +66,7 @@ def gpu_inventory_match(ctx: Ctx) -> Verdict:
         return critical(
             obs,
             f"{want} GPU(s) in the container",
-            variant="container_sees_of_gpus",
+            variant="container_sees_gpus",
             n_gpus=len(ctr.gpus),
             want=want,
         )
@@ -80,7 +80,7 @@ def userspace_driver(ctx: Ctx) -> Verdict:
         return warning(
             "no libcuda.so.<version> under /usr/lib/x86_64-linux-gnu, /usr/lib64, /usr/lib/aarch64-linux-gnu",
             "libcuda.so.<host driver version>",
-            variant="no_libcuda_so_in_the",
+            variant="no_libcuda_so_container_library",
         )
     return info(
         f"libcuda.so.{', libcuda.so.'.join(versions)} (compared with the host module in driver.userspace_match)",

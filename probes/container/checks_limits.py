@@ -34,7 +34,7 @@ def shm(ctx: Ctx) -> Verdict:
         return critical(
             obs,
             ">= 1 GiB (NCCL recommends --shm-size=1g; more for large TP)",
-            variant="dev_shm_is_only",
+            variant="dev_shm_only",
             gib=gib(size),
         )
     if size < GIB:
@@ -49,11 +49,11 @@ def shm_ipc(ctx: Ctx) -> Verdict:
     if ctr.shm_bytes == host.shm_bytes:
         return ok(
             f"container /dev/shm {gib(ctr.shm_bytes)} = host /dev/shm {gib(host.shm_bytes)}",
-            variant="container_shares_the_host_s",
+            variant="container_shares_host_dev_shm",
         )
     return info(
         f"container /dev/shm {gib(ctr.shm_bytes)}, host {gib(host.shm_bytes)}: see container.shm",
-        variant="container_has_its_own_dev",
+        variant="container_has_own_dev_shm",
     )
 
 
@@ -116,7 +116,7 @@ def cpu_quota(ctx: Ctx) -> Verdict:
         return warning(
             obs,
             "no throttling while serving",
-            variant="cpu_quota_throttled_the_container",
+            variant="cpu_quota_throttled_container_periods",
             throttled_pct=100 * ratio,
             evidence=ev,
         )
@@ -142,7 +142,7 @@ def memory_limit(ctx: Ctx) -> Verdict:
         return warning(
             obs,
             "oom_kill 0",
-            variant="oom_kill_s_in_the",
+            variant="oom_kill_container_cgroup",
             oom_kills=ctr.oom_kills,
             evidence=ev,
         )
@@ -189,12 +189,12 @@ def limits_vs_model(ctx: Ctx) -> Verdict:
         return warning(
             obs,
             f">= {ranks + 1} CPUs (1-2 per rank plus the API/scheduler process)",
-            variant="cpus_for_gpu_ranks",
+            variant="cpus_gpu_ranks",
             cpus=cpus,
             ranks=ranks,
             evidence=ev,
         )
-    return ok(obs, f">= {ranks + 1} CPUs", variant="enough_cpus_for_the_gpu", evidence=ev)
+    return ok(obs, f">= {ranks + 1} CPUs", variant="enough_cpus_gpu_ranks", evidence=ev)
 
 
 def nofile(ctx: Ctx) -> Verdict:

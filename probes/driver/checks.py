@@ -71,7 +71,7 @@ def version_flavor(ctx: Ctx) -> Verdict:
     if present is False:
         return not_applicable(
             f"{NO_GPU} ({why_absent}): the GPU checks do not apply",
-            variant="no_nvidia_gpu_or_driver",
+            variant="no_nvidia_gpu_driver",
             evidence=(("host", "pci_nvidia_sysfs"), ("host", "proc_driver_version")),
         )
     version = host_version(h)
@@ -105,7 +105,7 @@ def version_flavor(ctx: Ctx) -> Verdict:
         return critical(
             f"versions seen: {', '.join(sorted(versions))}",
             "one driver version everywhere",
-            variant="more_than_one_nvidia_driver",
+            variant="more_one_nvidia_driver_version",
             evidence=ev,
         )
     if not is_open and "Blackwell" in found:
@@ -125,7 +125,7 @@ def version_flavor(ctx: Ctx) -> Verdict:
     return ok(
         obs,
         "one driver version; open module on Turing+",
-        variant="driver_branch_and_flavour_fit",
+        variant="driver_branch_flavour_fit_gpus",
         evidence=ev,
     )
 
@@ -155,7 +155,7 @@ def min_for_arch(ctx: Ctx) -> Verdict:
             return critical(
                 obs,
                 f"R{last} or older for {arch} (the last branch that supports it)",
-                variant="driver_too_new_for",
+                variant="driver_too_new",
                 arch=arch,
                 last=last,
                 evidence=ev,
@@ -165,7 +165,7 @@ def min_for_arch(ctx: Ctx) -> Verdict:
             return critical(
                 obs,
                 f"R{need[0]} or newer ({need[1]} is the first toolkit for {arch})",
-                variant="driver_too_old_for",
+                variant="driver_too_old",
                 arch=arch,
                 toolkit=need[1],
                 branch=need[0],
@@ -322,7 +322,7 @@ def mig_mode(ctx: Ctx) -> Verdict:
         return warning(
             f"MIG Disabled now, Enabled after the next GPU reset on {gpu_list(h.gpus, lambda g: g in coming)}",
             "MIG pending Disabled",
-            variant="mig_enabled_at_the_next",
+            variant="mig_enabled_next_gpu_reset",
         )
     return ok(f"MIG Disabled on all {len(h.gpus)} GPUs")
 
@@ -421,7 +421,7 @@ def dkms_kernel_match(ctx: Ctx) -> Verdict:
             f"modinfo finds no nvidia module for kernel {h.kernel_release or '?'}"
             + (f" (a module {h.module_version} is still loaded)" if h.module_version else ""),
             "/lib/modules/<running kernel>/.../nvidia.ko present",
-            variant="no_nvidia_module_installed_for",
+            variant="no_nvidia_module_installed_running",
             evidence=ev,
         )
     release = (
@@ -431,7 +431,7 @@ def dkms_kernel_match(ctx: Ctx) -> Verdict:
         return critical(
             f"running {release}, module vermagic {h.modinfo_vermagic}",
             f"vermagic {release}",
-            variant="nvidia_module_built_for_another",
+            variant="nvidia_module_built_another_kernel",
             evidence=ev,
         )
     if not h.module_loaded and not (release and h.modinfo_vermagic):
@@ -447,14 +447,14 @@ def dkms_kernel_match(ctx: Ctx) -> Verdict:
         return warning(
             f"loaded {h.module_version}, on disk {h.modinfo_version} for {release}",
             "loaded module = installed module",
-            variant="loaded_driver_differs_from_the",
+            variant="loaded_driver_differs_installed_one",
             evidence=ev,
         )
     if bad_dkms:
         return warning(
             "; ".join(f"nvidia/{v} {k}: {s}" for v, k, s in bad_dkms),
             "installed",
-            variant="dkms_build_not_installed_for",
+            variant="dkms_build_not_installed_running",
             evidence=ev,
         )
     obs = (
@@ -498,13 +498,13 @@ def cuda_compat_libs(ctx: Ctx) -> Verdict:
         return warning(
             obs,
             "no compat libcuda, or one newer than the host driver",
-            variant="cuda_compat_libcuda_older_than",
+            variant="cuda_compat_libcuda_older_host",
         )
     if names and not any(DATACENTER.search(n) for n in names):
         return warning(
             obs,
             "no compat libcuda on the library path",
-            variant="cuda_compat_present_on_a",
+            variant="cuda_compat_present_on_non",
         )
     return info(
         obs,
@@ -609,10 +609,10 @@ CHECKS: tuple[Check, ...] = (
             "smi_table",
         ),
         variants={
-            "driver_branch_and_flavour_fit": Message(
+            "driver_branch_flavour_fit_gpus": Message(
                 title="Driver branch and flavour fit the GPUs"
             ),
-            "no_nvidia_gpu_or_driver": Message(
+            "no_nvidia_gpu_driver": Message(
                 title="No NVIDIA GPU or driver",
                 why=(
                     "Without NVIDIA hardware or a loaded NVIDIA module there is nothing for the "
@@ -620,7 +620,7 @@ CHECKS: tuple[Check, ...] = (
                 ),
                 fix="Nothing to do if this host is not meant to serve on NVIDIA GPUs.",
             ),
-            "more_than_one_nvidia_driver": Message(
+            "more_one_nvidia_driver_version": Message(
                 title="More than one NVIDIA driver version loaded",
                 why=(
                     "The kernel module and the user-space libraries talk through a private ABI: "
@@ -671,7 +671,7 @@ CHECKS: tuple[Check, ...] = (
                     "not an installed toolkit."
                 )
             ),
-            "driver_too_new_for": Message(
+            "driver_too_new": Message(
                 title="Driver too new for {arch}",
                 why=(
                     "R{last} is the last driver branch for {arch} GPUs: newer branches do not "
@@ -679,7 +679,7 @@ CHECKS: tuple[Check, ...] = (
                 ),
                 fix="Run the R{last} branch on these GPUs (or replace the GPUs).",
             ),
-            "driver_too_old_for": Message(
+            "driver_too_old": Message(
                 title="Driver too old for {arch}",
                 why=(
                     "{arch} GPUs need a driver from the {toolkit} era; older branches do not know "
@@ -740,7 +740,7 @@ CHECKS: tuple[Check, ...] = (
                     "if it repeats."
                 ),
             ),
-            "gpu_needs_recovery_driver_s": Message(
+            "gpu_needs_recovery_driver_recovery": Message(
                 title="GPU needs recovery (driver's recovery action)",
                 why=(
                     "NVIDIA's driver sets the recovery action after a fault it cannot contain: "
@@ -756,7 +756,7 @@ CHECKS: tuple[Check, ...] = (
                     "the system BIOS; RMA the board if it repeats."
                 ),
             ),
-            "gpu_fell_off_the_bus": Message(
+            "gpu_fell_off_bus": Message(
                 title="GPU fell off the bus: {buses}",
                 why=(
                     "A GPU that fell off the bus stays gone until the host is rebooted: the "
@@ -770,7 +770,7 @@ CHECKS: tuple[Check, ...] = (
                     "if it repeats."
                 ),
             ),
-            "gpu_failed_to_initialise": Message(
+            "gpu_failed_initialise": Message(
                 title="GPU failed to initialise: {buses}",
                 why=(
                     "The driver could not bring the GPU up: it serves nothing. Common causes: "
@@ -800,7 +800,7 @@ CHECKS: tuple[Check, ...] = (
                     "if it repeats."
                 ),
             ),
-            "driver_loaded_but_no_gpu": Message(
+            "driver_loaded_no_gpu_initialised": Message(
                 title="Driver loaded but no GPU initialised",
                 why=(
                     "The module is loaded yet no GPU came up: the GPU failed initialisation "
@@ -921,7 +921,7 @@ CHECKS: tuple[Check, ...] = (
         needs_gpu=True,
         variants={
             "mig_enabled": Message(title="MIG enabled"),
-            "mig_enabled_at_the_next": Message(
+            "mig_enabled_next_gpu_reset": Message(
                 title="MIG enabled at the next GPU reset",
                 fix=(
                     "nvidia-smi -i <gpu> -mig 0 before the next reset/reboot, unless the slicing "
@@ -977,13 +977,13 @@ CHECKS: tuple[Check, ...] = (
         ),
         variants={
             "nvidia_kernel_module_not_loaded": Message(title="NVIDIA kernel module not loaded"),
-            "no_nvidia_module_installed_for": Message(
+            "no_nvidia_module_installed_running": Message(
                 title="No NVIDIA module installed for the running kernel"
             ),
-            "nvidia_module_built_for_another": Message(
+            "nvidia_module_built_another_kernel": Message(
                 title="NVIDIA module built for another kernel"
             ),
-            "loaded_driver_differs_from_the": Message(
+            "loaded_driver_differs_installed_one": Message(
                 title="Loaded driver differs from the installed one (reboot pending)",
                 why=(
                     "The driver was upgraded on disk but the old module still runs: new "
@@ -991,7 +991,7 @@ CHECKS: tuple[Check, ...] = (
                 ),
                 fix="Reboot (or unload/reload the nvidia modules) to load the installed version.",
             ),
-            "dkms_build_not_installed_for": Message(
+            "dkms_build_not_installed_running": Message(
                 title="DKMS build not installed for the running kernel"
             ),
         },
@@ -1031,14 +1031,14 @@ CHECKS: tuple[Check, ...] = (
                     "fine if intended."
                 ),
             ),
-            "cuda_compat_libcuda_older_than": Message(
+            "cuda_compat_libcuda_older_host": Message(
                 title="cuda-compat libcuda older than the host driver",
                 why=(
                     "A compat libcuda older than the kernel driver shadows the matching one if "
                     "it is on the library path; CUDA then fails or loses features."
                 ),
             ),
-            "cuda_compat_present_on_a": Message(
+            "cuda_compat_present_on_non": Message(
                 title="cuda-compat present on a non-datacenter GPU",
                 why=(
                     "Forward compatibility works only on datacenter GPUs and a few NGC-ready RTX "

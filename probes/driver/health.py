@@ -86,7 +86,7 @@ def recovery_action(h: DriverFacts, why: str = "") -> Verdict | None:
     return critical(
         f"driver asks for recovery: {what}{klog}",
         "GPU Recovery Action None on every GPU",
-        variant="gpu_needs_recovery_driver_s",
+        variant="gpu_needs_recovery_driver_recovery",
         evidence=_smi_ev(h) + log_ev,
     )
 
@@ -105,7 +105,7 @@ def fell_off_the_bus(h: DriverFacts, why: str = "") -> Verdict | None:
     return critical(
         f"kernel log: GPU {', '.join(gone)} fell off the bus; {listed}{klog}",
         "every GPU on the bus and answering",
-        variant="gpu_fell_off_the_bus",
+        variant="gpu_fell_off_bus",
         buses=", ".join(gone),
         evidence=(("host", "dmesg_nvrm"), *_smi_ev(h)),
     )
@@ -125,7 +125,7 @@ def init_failed(h: DriverFacts, why: str = "") -> Verdict | None:
     return critical(
         f"kernel log: GPU {', '.join(failed)} failed to initialise (RmInitAdapter failed); {listed}",
         "every GPU initialised by the driver",
-        variant="gpu_failed_to_initialise",
+        variant="gpu_failed_initialise",
         buses=", ".join(failed),
         evidence=(("host", "dmesg_nvrm"), *_smi_ev(h)),
     )
@@ -155,7 +155,7 @@ def no_devices(h: DriverFacts, why: str = "") -> Verdict | None:
     return critical(
         f"nvidia-smi: {h.smi_error} while the nvidia module {h.module_version or ''} is loaded{funcs}{klog}",
         "every installed GPU initialised by the driver",
-        variant="driver_loaded_but_no_gpu",
+        variant="driver_loaded_no_gpu_initialised",
         evidence=(
             ("host", h.smi_error_source or "smi_table"),
             ("host", "proc_driver_version"),

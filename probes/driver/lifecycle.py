@@ -58,7 +58,7 @@ def branch_lifecycle(ctx: Ctx) -> Verdict:
             return info(
                 f"driver {version}: R{branch} is newer than the {table} (newest R{newest})",
                 "a production or long-term support branch",
-                variant="driver_branch_newer_than_the",
+                variant="driver_branch_newer_bundled_table",
             )
         return warning(
             f"driver {version}: R{branch} is not a supported data center branch in the {table}",
@@ -92,7 +92,7 @@ def branch_lifecycle(ctx: Ctx) -> Verdict:
             return critical(
                 obs + f"; CUDA {runtime[1]} toolkit {where}, no forward-compatibility libcuda",
                 f"a driver serving CUDA {runtime[0]}" + (f" (>= {need})" if need else ""),
-                variant="cuda_runtime_newer_than_the",
+                variant="cuda_runtime_newer_driver_supports",
                 runtime=runtime[0],
             )
     today = TODAY()
@@ -100,7 +100,7 @@ def branch_lifecycle(ctx: Ctx) -> Verdict:
         return warning(
             obs + f" (past, as of {today.isoformat()})",
             "a branch NVIDIA still supports",
-            variant="driver_branch_past_its_end",
+            variant="driver_branch_past_end_life",
         )
     if kind == NFB:
         return info(
@@ -132,7 +132,7 @@ CHECKS: tuple[Check, ...] = (
         ),
         variants={
             "driver_branch_not_supported": Message(title="Driver branch not supported"),
-            "driver_branch_past_its_end": Message(
+            "driver_branch_past_end_life": Message(
                 title="Driver branch past its end of life",
                 why="An end-of-life branch gets no more security or bug fixes.",
                 fix="Move to a supported production or long-term support branch ("
@@ -150,11 +150,11 @@ CHECKS: tuple[Check, ...] = (
                     "that follows."
                 ),
             ),
-            "driver_branch_newer_than_the": Message(
+            "driver_branch_newer_bundled_table": Message(
                 title="Driver branch newer than the bundled table",
                 fix="Check its designation on NVIDIA's Data Center Drivers guide: " + SOURCES[0],
             ),
-            "cuda_runtime_newer_than_the": Message(
+            "cuda_runtime_newer_driver_supports": Message(
                 title="CUDA runtime newer than the driver supports",
                 why=(
                     "A CUDA major newer than the driver's fails to load kernels "

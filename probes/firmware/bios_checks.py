@@ -87,7 +87,7 @@ def bios_settings(ctx: Ctx) -> Verdict:
             + (", ..." if len(h.bios_unmapped) > 12 else "")
             + ")"
         )
-    return info(obs, variant="bios_settings_read_from_the", evidence=(BIOS,))
+    return info(obs, variant="bios_settings_read_bmc", evidence=(BIOS,))
 
 
 def bios_pending(ctx: Ctx) -> Verdict:
@@ -106,7 +106,7 @@ def bios_pending(ctx: Ctx) -> Verdict:
     return warning(
         f"{len(h.bios_pending)} BIOS setting(s) set but not applied: {changes}",
         "pending settings applied (or cleared)",
-        variant="bios_changes_pending_a_reboot",
+        variant="bios_changes_pending_reboot_applies",
         evidence=(("host", "redfish_bios_pending"), BIOS),
     )
 
@@ -174,9 +174,9 @@ def cstates_vs_os(ctx: Ctx) -> Verdict:
     if g.value == "enabled" and states and not deep:
         return info(
             obs,
-            variant="bios_c_states_enabled_the",
+            variant="bios_c_states_enabled_os",
         )
-    return ok(obs, variant="bios_c_state_control_and", evidence=(BIOS,))
+    return ok(obs, variant="bios_c_state_control_os", evidence=(BIOS,))
 
 
 def iommu_vs_cmdline(ctx: Ctx) -> Verdict:
@@ -197,15 +197,15 @@ def iommu_vs_cmdline(ctx: Ctx) -> Verdict:
         return warning(
             obs,
             "BIOS IOMMU enabled when the kernel is asked to use it",
-            variant="kernel_iommu_options_or_units",
+            variant="kernel_iommu_options_units_bios",
             evidence=(BIOS, ("host", "proc_cmdline"), ("host", "iommu_state")),
         )
     if io.value == "enabled" and not units:
         return info(
             obs,
-            variant="bios_iommu_enabled_the_kernel",
+            variant="bios_iommu_enabled_kernel_shows",
         )
-    return ok(obs, variant="bios_iommu_setting_and_the", evidence=(BIOS,))
+    return ok(obs, variant="bios_iommu_setting_kernel_agree", evidence=(BIOS,))
 
 
 def aspm_vs_lnkctl(ctx: Ctx) -> Verdict:
@@ -231,13 +231,13 @@ def aspm_vs_lnkctl(ctx: Ctx) -> Verdict:
         return warning(
             obs,
             "ASPM disabled on every link",
-            variant="bios_aspm_disabled_but_link",
+            variant="bios_aspm_disabled_link_run",
             on=on,
             evidence=ev,
         )
     if a.value == "enabled" and h.link_aspm and not on:
-        return info(obs, variant="bios_aspm_enabled_the_os", evidence=ev)
-    return ok(obs, variant="bios_aspm_setting_and_the", evidence=ev)
+        return info(obs, variant="bios_aspm_enabled_os_keeps", evidence=ev)
+    return ok(obs, variant="bios_aspm_setting_links_lnkctl", evidence=ev)
 
 
 # --------------------------------------------------------------------------- the manual checks, judged
@@ -279,15 +279,15 @@ def socket_power_from_bios(ctx: Ctx) -> Verdict | None:
     )
     det = s.get("determinism")
     if det is not None and det.value == "power":
-        return ok(obs, exp, variant="power_determinism_bios_read_from", evidence=(BIOS,))
+        return ok(obs, exp, variant="power_determinism_bios_read_bmc", evidence=(BIOS,))
     if det is not None and det.value == "performance":
         return info(
             obs,
             exp,
-            variant="performance_determinism_parts_equalised_to",
+            variant="performance_determinism_parts_equalised_common",
             evidence=(BIOS,),
         )
-    return info(obs, exp, variant="determinism_left_to_the_platform", evidence=(BIOS,))
+    return info(obs, exp, variant="determinism_left_platform_auto_not", evidence=(BIOS,))
 
 
 def xgmi_from_bios(ctx: Ctx) -> Verdict | None:
@@ -297,7 +297,7 @@ def xgmi_from_bios(ctx: Ctx) -> Verdict | None:
     obs = _shown(s, "xgmi_width_control", "xgmi_width", "xgmi_max_width")
     exp = "forced x16 at maximum speed (cross-socket P2P on a dual-socket GPU host)"
     if any(s.get(k) and s[k].value == "x16" for k in ("xgmi_width",)):
-        return ok(obs, exp, variant="xgmi_forced_to_x16_bios", evidence=(BIOS,))
+        return ok(obs, exp, variant="xgmi_forced_x16_bios_read", evidence=(BIOS,))
     return info(obs, exp, variant="xgmi_width_managed_dynamically_auto", evidence=(BIOS,))
 
 
@@ -316,7 +316,7 @@ BIOS_CHECKS: tuple[Check, ...] = (
             "redfish_bios",
             "redfish_system",
         ),
-        variants={"bios_settings_read_from_the": Message(title="BIOS settings read from the BMC")},
+        variants={"bios_settings_read_bmc": Message(title="BIOS settings read from the BMC")},
     ),
     Check(
         "firmware.bios_pending",
@@ -329,7 +329,7 @@ BIOS_CHECKS: tuple[Check, ...] = (
         applies=no_bmc,
         optional=("redfish_bios_pending", "redfish_bios"),
         variants={
-            "bios_changes_pending_a_reboot": Message(
+            "bios_changes_pending_reboot_applies": Message(
                 title="BIOS changes pending: a reboot applies them",
                 why=(
                     "Settings changed through the BMC or setup take effect at the next boot; "
@@ -389,7 +389,7 @@ BIOS_CHECKS: tuple[Check, ...] = (
         applies=no_bmc,
         optional=("redfish_bios",),
         variants={
-            "bios_c_state_control_and": Message(
+            "bios_c_state_control_os": Message(
                 title="BIOS C-state control and the OS's idle states agree"
             ),
             "bios_c_state_control_auto": Message(
@@ -403,7 +403,7 @@ BIOS_CHECKS: tuple[Check, ...] = (
                 ),
                 fix="Check firmware.bios_pending; policy stays with power.cpu_cstates.",
             ),
-            "bios_c_states_enabled_the": Message(
+            "bios_c_states_enabled_os": Message(
                 title=(
                     "BIOS C-states enabled, the OS lists only shallow states (idle driver or "
                     "cmdline limits)"
@@ -423,11 +423,13 @@ BIOS_CHECKS: tuple[Check, ...] = (
         applies=no_bmc,
         optional=("redfish_bios",),
         variants={
-            "bios_iommu_setting_and_the": Message(title="BIOS IOMMU setting and the kernel agree"),
+            "bios_iommu_setting_kernel_agree": Message(
+                title="BIOS IOMMU setting and the kernel agree"
+            ),
             "bios_iommu_auto_not_exposed": Message(
                 title="BIOS IOMMU auto / not exposed: the kernel's view decides"
             ),
-            "kernel_iommu_options_or_units": Message(
+            "kernel_iommu_options_units_bios": Message(
                 title="Kernel IOMMU options or units while the BIOS says IOMMU disabled",
                 why=(
                     "iommu=pt / amd_iommu=on need the BIOS IOMMU on; a mismatch means a pending "
@@ -438,7 +440,7 @@ BIOS_CHECKS: tuple[Check, ...] = (
                     "options."
                 ),
             ),
-            "bios_iommu_enabled_the_kernel": Message(
+            "bios_iommu_enabled_kernel_shows": Message(
                 title="BIOS IOMMU enabled, the kernel shows no IOMMU unit (disabled on the cmdline?)"
             ),
         },
@@ -455,13 +457,13 @@ BIOS_CHECKS: tuple[Check, ...] = (
         applies=no_bmc,
         optional=("redfish_bios",),
         variants={
-            "bios_aspm_setting_and_the": Message(
+            "bios_aspm_setting_links_lnkctl": Message(
                 title="BIOS ASPM setting and the links' LnkCtl agree"
             ),
             "bios_aspm_auto_not_exposed": Message(
                 title="BIOS ASPM auto / not exposed: the links' LnkCtl decides"
             ),
-            "bios_aspm_disabled_but_link": Message(
+            "bios_aspm_disabled_link_run": Message(
                 title="BIOS ASPM disabled but {on} link(s) run with ASPM enabled",
                 why=(
                     "The OS turned ASPM on (pcie_aspm=force, or a powersave policy over links "
@@ -473,7 +475,7 @@ BIOS_CHECKS: tuple[Check, ...] = (
                     "performance."
                 ),
             ),
-            "bios_aspm_enabled_the_os": Message(
+            "bios_aspm_enabled_os_keeps": Message(
                 title="BIOS ASPM enabled, the OS keeps every link's ASPM off"
             ),
         },

@@ -60,7 +60,7 @@ def inventory(ctx: Ctx) -> Verdict:
         obs += f"; {b.get('system_manufacturer', '')} {b.get('system_product_name', '')} / board {b.get('board_product_name', '?')}"
     if h.microcode:
         obs += f"; microcode {h.microcode}"
-    return info(obs.strip(), variant="bios_and_board_identity")
+    return info(obs.strip(), variant="bios_board_identity")
 
 
 def numa_mode(ctx: Ctx) -> Verdict:
@@ -79,13 +79,13 @@ def numa_mode(ctx: Ctx) -> Verdict:
         return warning(
             obs + f"; memory-less: {', '.join(sorted(cpu_only))}",
             "NPS1, no CPU-only nodes",
-            variant="numa_nodes_with_cpus_but",
+            variant="numa_nodes_cpus_no_memory",
         )
     if len(nodes) < sockets:
         return warning(
             obs,
             "one NUMA node per socket (NPS1) or more",
-            variant="fewer_numa_nodes_than_sockets",
+            variant="fewer_numa_nodes_sockets_memory",
         )
     if nps <= 1:
         return ok(obs, variant="one_numa_node_per_socket")
@@ -118,7 +118,7 @@ def iommu_mode(ctx: Ctx) -> Verdict:
                 f"IOMMU off (no IOMMU units) on an AMD host with {h.cpus} hardware threads; {online}"
                 + tail,
                 "IOMMU enabled with iommu=pt",
-                variant="iommu_off_with_more_than",
+                variant="iommu_off_more_255_cpus",
             )
         return ok(
             "no IOMMU units" + tail + f"; {h.cpu_vendor}, {h.cpus} CPUs (x2APIC not at stake)",
@@ -132,11 +132,11 @@ def iommu_mode(ctx: Ctx) -> Verdict:
         return warning(
             obs,
             "identity (iommu=pt) for host-driver GPUs",
-            variant="gpus_in_translated_iommu_domains",
+            variant="gpus_translated_iommu_domains",
         )
     if translated:
-        return info(obs, variant="single_gpu_in_a_translated")
-    return ok(obs, variant="iommu_passthrough_for_the_gpus")
+        return info(obs, variant="single_gpu_translated_iommu_domain")
+    return ok(obs, variant="iommu_passthrough_gpus")
 
 
 def bar1_large_bar(ctx: Ctx) -> Verdict:
@@ -150,11 +150,11 @@ def bar1_large_bar(ctx: Ctx) -> Verdict:
     if not h.bar1_mib:
         obs += " (lspci region size)"
     if small and len(bar1) > 1:
-        return warning(obs, "BAR1 >= framebuffer", variant="256_mib_bar1_on_a")
+        return warning(obs, "BAR1 >= framebuffer", variant="256_mib_bar1_on_multi")
     if small or mid:
         return info(
             obs,
-            variant="bar1_smaller_than_the_framebuffer",
+            variant="bar1_smaller_framebuffer",
         )
     return ok(obs, variant="large_bar1_above_4g_decoding")
 
@@ -188,7 +188,7 @@ def cstate_exposure(ctx: Ctx) -> Verdict:
     if not h.idle_state_names:
         return info(
             "no cpuidle states listed (idle driver none, or idle=poll)",
-            variant="no_c_states_exposed_to",
+            variant="no_c_states_exposed_os",
         )
     states = [(n.split(":")[0], n.split(":")[1]) for n in h.idle_state_names]
     deep = [
@@ -254,7 +254,7 @@ def memory_population(ctx: Ctx) -> Verdict:
         return warning(
             obs + "; " + "; ".join(found),
             "every channel of every socket populated, identical DIMMs",
-            variant="memory_channels_not_fully_or",
+            variant="memory_channels_not_fully_evenly",
         )
     slow = [
         d
@@ -292,7 +292,7 @@ CHECKS: tuple[Check, ...] = (
         any_of=("dmidecode_bios", "dmi_bios"),
         roles=HOST,
         optional=("cpuinfo_microcode",),
-        variants={"bios_and_board_identity": Message(title="BIOS and board identity")},
+        variants={"bios_board_identity": Message(title="BIOS and board identity")},
     ),
     Check(
         "firmware.numa_mode",
@@ -319,7 +319,7 @@ CHECKS: tuple[Check, ...] = (
                     "ranks (numa.*)."
                 ),
             ),
-            "numa_nodes_with_cpus_but": Message(
+            "numa_nodes_cpus_no_memory": Message(
                 title="NUMA nodes with CPUs but no memory (L3 as NUMA?)",
                 why=(
                     "'ACPI SRAT L3 cache as NUMA domain' splits each CCX into a node, "
@@ -327,7 +327,7 @@ CHECKS: tuple[Check, ...] = (
                 ),
                 fix="BIOS: disable 'ACPI SRAT L3 Cache as NUMA Domain'.",
             ),
-            "fewer_numa_nodes_than_sockets": Message(
+            "fewer_numa_nodes_sockets_memory": Message(
                 title="Fewer NUMA nodes than sockets: memory interleaved across sockets",
                 why=(
                     "With socket (or node) interleaving on, every page is striped over both "
@@ -354,7 +354,7 @@ CHECKS: tuple[Check, ...] = (
         sources=("iommu_state",),
         optional=("proc_cmdline", "lscpu_json"),
         variants={
-            "iommu_passthrough_for_the_gpus": Message(title="IOMMU passthrough for the GPUs"),
+            "iommu_passthrough_gpus": Message(title="IOMMU passthrough for the GPUs"),
             "iommu_off": Message(
                 title="IOMMU off",
                 why=(
@@ -362,9 +362,11 @@ CHECKS: tuple[Check, ...] = (
                     "+ iommu=pt."
                 ),
             ),
-            "gpus_in_translated_iommu_domains": Message(title="GPUs in translated IOMMU domains"),
-            "single_gpu_in_a_translated": Message(title="Single GPU in a translated IOMMU domain"),
-            "iommu_off_with_more_than": Message(
+            "gpus_translated_iommu_domains": Message(title="GPUs in translated IOMMU domains"),
+            "single_gpu_translated_iommu_domain": Message(
+                title="Single GPU in a translated IOMMU domain"
+            ),
+            "iommu_off_more_255_cpus": Message(
                 title="IOMMU off with more than 255 CPUs (x2APIC)",
                 why=(
                     "x2APIC needs the IOMMU's interrupt remapping: with the IOMMU off the kernel "
@@ -390,8 +392,8 @@ CHECKS: tuple[Check, ...] = (
             "large_bar1_above_4g_decoding": Message(
                 title="Large BAR1 (Above-4G decoding and ReBAR effective)"
             ),
-            "256_mib_bar1_on_a": Message(title="256 MiB BAR1 on a multi-GPU box"),
-            "bar1_smaller_than_the_framebuffer": Message(
+            "256_mib_bar1_on_multi": Message(title="256 MiB BAR1 on a multi-GPU box"),
+            "bar1_smaller_framebuffer": Message(
                 title="BAR1 smaller than the framebuffer",
                 fix="manual: check BIOS Re-Size BAR Support.",
             ),
@@ -436,7 +438,7 @@ CHECKS: tuple[Check, ...] = (
                     "disabled"
                 )
             ),
-            "no_c_states_exposed_to": Message(title="No C-states exposed to the OS"),
+            "no_c_states_exposed_os": Message(title="No C-states exposed to the OS"),
         },
     ),
     Check(
@@ -473,13 +475,13 @@ CHECKS: tuple[Check, ...] = (
         applies=in_vm,
         optional=(*VM_SOURCES, "redfish_bios"),
         variants={
-            "determinism_left_to_the_platform": Message(
+            "determinism_left_platform_auto_not": Message(
                 title="Determinism left to the platform (auto) or not exposed"
             ),
-            "power_determinism_bios_read_from": Message(
+            "power_determinism_bios_read_bmc": Message(
                 title="Power determinism (BIOS, read from the BMC)"
             ),
-            "performance_determinism_parts_equalised_to": Message(
+            "performance_determinism_parts_equalised_common": Message(
                 title="Performance determinism: parts equalised to a common, lower level"
             ),
         },
@@ -497,7 +499,7 @@ CHECKS: tuple[Check, ...] = (
         optional=(*VM_SOURCES,),
         variants={
             "memory_evenly_populated": Message(title="Memory evenly populated"),
-            "memory_channels_not_fully_or": Message(
+            "memory_channels_not_fully_evenly": Message(
                 title="Memory channels not fully or evenly populated"
             ),
             "dimms_configured_below_their_rated": Message(
@@ -520,7 +522,7 @@ CHECKS: tuple[Check, ...] = (
             "xgmi_width_managed_dynamically_auto": Message(
                 title="xGMI width managed dynamically (auto)"
             ),
-            "xgmi_forced_to_x16_bios": Message(
+            "xgmi_forced_x16_bios_read": Message(
                 title="xGMI forced to x16 (BIOS, read from the BMC)"
             ),
             "inter_socket_xgmi_links_manual": Message(

@@ -87,7 +87,7 @@ def pstate_advice(f: KernelFacts, cpu: str, pstate: str | None) -> Verdict | Non
         return warning(
             f"kernel {f.release}, {cpu}, cmdline amd_pstate=disable",
             "no amd_pstate=disable (amd_pstate=active or the kernel default)",
-            variant="amd_pstate_disable_on_the",
+            variant="amd_pstate_disable_on_command",
         )
     if pstate is not None or f.cpu_family is None:
         return None
@@ -96,14 +96,14 @@ def pstate_advice(f: KernelFacts, cpu: str, pstate: str | None) -> Verdict | Non
         return warning(
             f"kernel {f.release} (< 6.13), {cpu}, no amd_pstate= on the command line",
             "kernel >= 6.13, or amd_pstate=active on the command line",
-            variant="kernel_predates_amd_pstate_by",
+            variant="kernel_predates_amd_pstate_default",
             release=f.release,
         )
     if f.cpu_family < ZEN5_FAMILY:
         return warning(
             f"kernel {f.release}, {cpu}, no amd_pstate= on the command line",
             "amd_pstate=active (or guided/passive) on the command line",
-            variant="never_gets_amd_pstate_by",
+            variant="never_gets_amd_pstate_default",
             cpu=cpu,
         )
     return None
@@ -167,7 +167,7 @@ def cmdline(ctx: Ctx) -> Verdict:
         return warning(
             f"in {source} but not in /proc/cmdline: {' '.join(unapplied)} (running: {observed})",
             "/proc/cmdline contains every parameter of the persisted boot configuration",
-            variant="has_parameters_the_running_kernel",
+            variant="has_parameters_running_kernel_did",
             source=source,
         )
     return info(observed, variant="kernel_command_line")
@@ -184,9 +184,9 @@ def numa_balancing(ctx: Ctx) -> Verdict:
         return warning(
             obs,
             "kernel.numa_balancing=0 on a multi-node GPU server",
-            variant="automatic_numa_balancing_is_on",
+            variant="automatic_numa_balancing_on",
         )
-    return ok(obs, "0", variant="automatic_numa_balancing_is_off")
+    return ok(obs, "0", variant="automatic_numa_balancing_off")
 
 
 def zone_reclaim(ctx: Ctx) -> Verdict:
@@ -194,7 +194,7 @@ def zone_reclaim(ctx: Ctx) -> Verdict:
     if f.zone_reclaim is None:
         return unknown("/proc/sys/vm/zone_reclaim_mode is not a number")
     if f.zone_reclaim == 0:
-        return ok("vm.zone_reclaim_mode=0", "0", variant="numa_zone_reclaim_is_off")
+        return ok("vm.zone_reclaim_mode=0", "0", variant="numa_zone_reclaim_off")
     if f.numa_nodes is None:  # node_list is optional: only a non-zero mode needs the node count
         return unknown(
             f"vm.zone_reclaim_mode={f.zone_reclaim}; nodes: {ctx.why('node_list')}",
@@ -204,7 +204,7 @@ def zone_reclaim(ctx: Ctx) -> Verdict:
         return warning(
             f"vm.zone_reclaim_mode={f.zone_reclaim} with {f.numa_nodes} NUMA nodes",
             "0",
-            variant="numa_zone_reclaim_is_on",
+            variant="numa_zone_reclaim_on",
             evidence=(("host", "node_list"),),
         )
     return not_applicable(f"vm.zone_reclaim_mode={f.zone_reclaim} on {f.numa_nodes} node(s)")
@@ -217,7 +217,7 @@ def thp(ctx: Ctx) -> Verdict:
         return warning(
             obs,
             "defrag madvise or defer (enabled madvise or always)",
-            variant="thp_always_with_synchronous_defrag",
+            variant="thp_always_synchronous_defrag",
         )
     return info(obs, variant="transparent_huge_pages")
 
@@ -231,7 +231,7 @@ def swap(ctx: Ctx) -> Verdict:
         return info(
             f"{f.swap_devices} active swap area(s); engine VmSwap not read "
             f"({ctx.why('engine_proc_status')})",
-            variant="swap_is_configured",
+            variant="swap_configured",
             evidence=ev,
         )
     swapped = {k: v for k, v in f.engine_swap_kb.items() if v > 0}
@@ -254,7 +254,7 @@ def swap(ctx: Ctx) -> Verdict:
     )
     return info(
         f"{f.swap_devices} active swap area(s); {engines}",
-        variant="swap_is_configured_but_the",
+        variant="swap_configured_engine_does_not",
         evidence=ev,
     )
 
@@ -263,7 +263,7 @@ def clocksource(ctx: Ctx) -> Verdict:
     f: KernelFacts = ctx.f
     obs = f"current_clocksource={f.clocksource}"
     if f.clocksource in ("hpet", "acpi_pm"):
-        return warning(obs, variant="clock_source_is_not_tsc", clocksource=f.clocksource)
+        return warning(obs, variant="clock_source_not_tsc", clocksource=f.clocksource)
     if f.clocksource == "tsc":
         return ok(obs, variant="clock_source_tsc")
     return info(obs, variant="clock_source", clocksource=f.clocksource)
@@ -372,7 +372,7 @@ def host_knobs_visible(ctx: Ctx) -> Verdict:
         return info(
             f"host uname -r {host.release}, container uname -r {ctr.release}",
             "the same kernel (an LXC/Docker container shares the host kernel)",
-            variant="the_container_runs_a_different",
+            variant="container_runs_different_kernel_host",
         )
     if host.numa_balancing is None or ctr.numa_balancing is None:
         return unknown(
@@ -383,11 +383,11 @@ def host_knobs_visible(ctx: Ctx) -> Verdict:
         return info(
             f"host kernel.numa_balancing={host.numa_balancing}, container sees {ctr.numa_balancing}",
             "identical values (shared kernel)",
-            variant="container_sees_a_different_kernel",
+            variant="container_sees_different_kernel_numa",
         )
     return info(
         f"kernel {host.release} on both; kernel.numa_balancing={host.numa_balancing} on host and in container",
-        variant="container_inherits_the_host_s",
+        variant="container_inherits_host_kernel_knobs",
     )
 
 
@@ -405,7 +405,7 @@ CHECKS: tuple[Check, ...] = (
         optional=(*VM_SOURCES,),
         variants={
             "release": Message(title="Kernel {release}"),
-            "amd_pstate_disable_on_the": Message(
+            "amd_pstate_disable_on_command": Message(
                 title="amd_pstate=disable on the command line forces acpi-cpufreq",
                 why=(
                     "amd-pstate refuses to load by default on ACPI 'server' profiles unless the "
@@ -419,7 +419,7 @@ CHECKS: tuple[Check, ...] = (
                     "amd_pstate=active) and reboot."
                 ),
             ),
-            "kernel_predates_amd_pstate_by": Message(
+            "kernel_predates_amd_pstate_default": Message(
                 title=(
                     "Kernel {release} predates amd-pstate-by-default for Zen 5 servers: "
                     "acpi-cpufreq will drive the CPUs"
@@ -438,7 +438,7 @@ CHECKS: tuple[Check, ...] = (
                     "/sys/devices/system/cpu/cpu0/cpufreq/scaling_driver reads amd-pstate-epp."
                 ),
             ),
-            "never_gets_amd_pstate_by": Message(
+            "never_gets_amd_pstate_default": Message(
                 title=(
                     "{cpu} never gets amd-pstate by default on a server: acpi-cpufreq will drive "
                     "the CPUs"
@@ -480,7 +480,7 @@ CHECKS: tuple[Check, ...] = (
         ),
         variants={
             "kernel_command_line": Message(title="Kernel command line"),
-            "has_parameters_the_running_kernel": Message(
+            "has_parameters_running_kernel_did": Message(
                 title="{source} has parameters the running kernel did not boot with",
                 why=(
                     "An edited boot configuration only takes effect after regenerating the boot "
@@ -506,8 +506,8 @@ CHECKS: tuple[Check, ...] = (
         applies=multi_node,
         aliases=("numa.balancing",),
         variants={
-            "automatic_numa_balancing_is_off": Message(title="Automatic NUMA balancing is off"),
-            "automatic_numa_balancing_is_on": Message(title="Automatic NUMA balancing is on"),
+            "automatic_numa_balancing_off": Message(title="Automatic NUMA balancing is off"),
+            "automatic_numa_balancing_on": Message(title="Automatic NUMA balancing is on"),
         },
     ),
     Check(
@@ -521,9 +521,7 @@ CHECKS: tuple[Check, ...] = (
         sources=("thp_enabled", "thp_defrag"),
         variants={
             "transparent_huge_pages": Message(title="Transparent huge pages"),
-            "thp_always_with_synchronous_defrag": Message(
-                title="THP always with synchronous defrag"
-            ),
+            "thp_always_synchronous_defrag": Message(title="THP always with synchronous defrag"),
         },
     ),
     Check(
@@ -535,7 +533,7 @@ CHECKS: tuple[Check, ...] = (
         swap,
         sources=("proc_swaps",),
         variants={
-            "swap_is_configured_but_the": Message(
+            "swap_configured_engine_does_not": Message(
                 title="Swap is configured but the engine does not use it",
                 fix=(
                     "Keep an eye on VmSwap of the engine processes; lower vm.swappiness if they "
@@ -543,7 +541,7 @@ CHECKS: tuple[Check, ...] = (
                 ),
             ),
             "no_swap_configured": Message(title="No swap configured"),
-            "swap_is_configured": Message(
+            "swap_configured": Message(
                 title="Swap is configured",
                 fix="Check VmSwap of the engine processes; lower vm.swappiness if they swap.",
             ),
@@ -563,8 +561,8 @@ CHECKS: tuple[Check, ...] = (
         sources=("zone_reclaim",),
         aliases=("numa.zone_reclaim",),
         variants={
-            "numa_zone_reclaim_is_off": Message(title="NUMA zone reclaim is off"),
-            "numa_zone_reclaim_is_on": Message(title="NUMA zone reclaim is on"),
+            "numa_zone_reclaim_off": Message(title="NUMA zone reclaim is off"),
+            "numa_zone_reclaim_on": Message(title="NUMA zone reclaim is on"),
         },
     ),
     Check(
@@ -579,7 +577,7 @@ CHECKS: tuple[Check, ...] = (
         expected="tsc",
         variants={
             "clock_source": Message(title="Clock source {clocksource}"),
-            "clock_source_is_not_tsc": Message(title="Clock source is {clocksource}, not TSC"),
+            "clock_source_not_tsc": Message(title="Clock source is {clocksource}, not TSC"),
             "clock_source_tsc": Message(title="Clock source tsc"),
         },
     ),
@@ -675,10 +673,10 @@ CHECKS: tuple[Check, ...] = (
             ("host", "numa_balancing"),
         ),
         variants={
-            "container_inherits_the_host_s": Message(
+            "container_inherits_host_kernel_knobs": Message(
                 title="Container inherits the host's kernel knobs"
             ),
-            "the_container_runs_a_different": Message(
+            "container_runs_different_kernel_host": Message(
                 title="The container runs a different kernel than the host",
                 why=(
                     "A different kernel means the 'container' is a VM or another machine: host "
@@ -686,7 +684,7 @@ CHECKS: tuple[Check, ...] = (
                 ),
                 fix="Re-check which machine the container target points at.",
             ),
-            "container_sees_a_different_kernel": Message(
+            "container_sees_different_kernel_numa": Message(
                 title="Container sees a different kernel.numa_balancing than the host",
                 why=(
                     "A container shares the host's sysctls; a difference means the two targets "

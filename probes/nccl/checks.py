@@ -58,7 +58,7 @@ CHECKS: tuple[Check, ...] = (
             "gpu_path_types_p2p_expected": Message(
                 title="GPU path types: P2P expected on every path"
             ),
-            "all_gpu_pairs_connected_by": Message(title="All GPU pairs connected by NVLink"),
+            "all_gpu_pairs_connected_nvlink": Message(title="All GPU pairs connected by NVLink"),
             "nccl_will_not_use_p2p": Message(
                 title="NCCL will not use P2P across the Intel CPU (by design)",
                 why=(
@@ -95,7 +95,7 @@ CHECKS: tuple[Check, ...] = (
             ("host", "smi_topo_p2p_r"),
         ),
         variants={
-            "nccl_knobs_override_transport_or": Message(
+            "nccl_knobs_override_transport_algorithm": Message(
                 title="NCCL knobs override transport or algorithm"
             ),
             "nccl_tuning_debug_variables_set": Message(title="NCCL tuning/debug variables set"),
@@ -103,7 +103,7 @@ CHECKS: tuple[Check, ...] = (
                 title="Engine environment not readable",
                 fix="Run the audit as root (or --sudo) to read the serving process's environment.",
             ),
-            "no_nccl_overrides_in_the": Message(
+            "no_nccl_overrides_engine_environment": Message(
                 title="No NCCL overrides in the engine's environment"
             ),
         },
@@ -121,11 +121,13 @@ CHECKS: tuple[Check, ...] = (
         applies=no_engine,
         optional=("pyenv", "ldconfig_nccl", ("host", "ldconfig_nccl")),
         variants={
-            "engine_loads_an_nccl_older": Message(
+            "engine_loads_nccl_older_torch": Message(
                 title="Engine loads an NCCL older than torch was built with"
             ),
             "engine_loads_one_libnccl": Message(title="Engine loads one libnccl"),
-            "libnccl_mapped_by_the_engine": Message(title="libnccl mapped by the engine not seen"),
+            "libnccl_mapped_engine_not_seen": Message(
+                title="libnccl mapped by the engine not seen"
+            ),
             "two_different_libnccl_copies_mapped": Message(
                 title="Two different libnccl copies mapped by the engine"
             ),
@@ -167,7 +169,7 @@ CHECKS: tuple[Check, ...] = (
         needs_gpu=True,
         optional=("engine_procs",),
         variants={
-            "nccl_assumes_16_gb_s": Message(title="NCCL assumes 16 GB/s between AMD sockets"),
+            "nccl_assumes_16_gb_between": Message(title="NCCL assumes 16 GB/s between AMD sockets"),
             "cross_socket_tp_on_amd": Message(title="Cross-socket TP on AMD with an NCCL override"),
         },
     ),
@@ -209,13 +211,13 @@ CHECKS: tuple[Check, ...] = (
         applies=topo.no_container_engine,
         optional=(("host", "smi_topo_p2p_r"), ("host", "smi_topo_m"), ("host", "iommu_state")),
         variants={
-            "container_nccl_env_consistent_with": Message(
+            "container_nccl_env_consistent_host": Message(
                 title="Container NCCL env consistent with host P2P capability"
             ),
             "container_nccl_env_vs_host": Message(
                 title="Container NCCL env vs host: no engine environment"
             ),
-            "p2p_forced_on_while_the": Message(
+            "p2p_forced_on_iommu_acs": Message(
                 title="P2P forced on while the IOMMU/ACS gate says it will hang",
                 why=(
                     "Forcing P2P through an IOMMU-translated, ACS-redirected path is the "
@@ -223,7 +225,7 @@ CHECKS: tuple[Check, ...] = (
                 ),
                 fix="Fix the host (iommu=pt, ACS redirect off) before forcing NCCL_P2P_LEVEL=SYS.",
             ),
-            "container_disables_p2p_that_the": Message(
+            "container_disables_p2p_host_supports": Message(
                 title="Container disables P2P that the host supports"
             ),
         },
@@ -246,9 +248,9 @@ CHECKS: tuple[Check, ...] = (
             ("host", "engine_logs"),
         ),
         variants={
-            "nccl_connects_the_gpus_via": Message(title="NCCL connects the GPUs via P2P"),
+            "nccl_connects_gpus_via_p2p": Message(title="NCCL connects the GPUs via P2P"),
             "nccl_transport_engine_log_not": Message(title="NCCL transport: engine log not read"),
-            "nccl_transport_not_visible_in": Message(
+            "nccl_transport_not_visible_engine": Message(
                 title="NCCL transport not visible in the engine log",
                 fix=(
                     "Set NCCL_DEBUG=INFO in the engine's environment and restart it to see the "

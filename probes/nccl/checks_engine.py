@@ -101,7 +101,7 @@ def env_overrides(ctx: Ctx) -> Verdict:
         return ok(
             f"{e.engine_kind or 'engine'}: "
             + (", ".join(nccl_vars) if nccl_vars else "no NCCL_* variables"),
-            variant="no_nccl_overrides_in_the",
+            variant="no_nccl_overrides_engine_environment",
             evidence=ev,
         )
     worst = max((s for s, _ in issues), key=_RANK.index)
@@ -109,7 +109,7 @@ def env_overrides(ctx: Ctx) -> Verdict:
         worst,
         "; ".join(t for _, t in issues),
         evidence=ev,
-        variant="nccl_knobs_override_transport_or"
+        variant="nccl_knobs_override_transport_algorithm"
         if worst != "info"
         else "nccl_tuning_debug_variables_set",
     )
@@ -132,7 +132,7 @@ def library_in_use(ctx: Ctx) -> Verdict:
         return Verdict(
             "unknown" if not e.engine_env_readable else "info",
             f"no libnccl in the main process maps (workers load it; or maps unreadable); {vers}",
-            variant="libnccl_mapped_by_the_engine",
+            variant="libnccl_mapped_engine_not_seen",
             evidence=ev,
         )
     if len(set(libs)) > 1 and len({re.sub(r"^.*/", "", lib) for lib in libs}) > 1:
@@ -148,7 +148,7 @@ def library_in_use(ctx: Ctx) -> Verdict:
         "info" if older else "ok",
         f"{', '.join(libs)}" + (f" ({lib_v})" if lib_v else "") + f"; {vers}",
         evidence=ev,
-        variant="engine_loads_an_nccl_older" if older else "engine_loads_one_libnccl",
+        variant="engine_loads_nccl_older_torch" if older else "engine_loads_one_libnccl",
     )
 
 

@@ -68,7 +68,7 @@ def topology_class(ctx: Ctx) -> Verdict:
     level = engine_env(ctx).get("NCCL_P2P_LEVEL")
     ev: tuple[tuple[Role, str], ...] = (("host", "cpuinfo_id"),) if vendor else ()
     if interconnect(topo) == "nvlink":
-        return ok(summary, variant="all_gpu_pairs_connected_by")
+        return ok(summary, variant="all_gpu_pairs_connected_nvlink")
     if vendor == "Intel" and any(v in ("PHB", "NODE", "SYS") for v in topo.values()) and not level:
         return info(
             f"{summary}; CPU Intel; NCCL_P2P_LEVEL unset",
@@ -119,7 +119,7 @@ def amd_dual_socket_model(ctx: Ctx) -> Verdict:
     return info(
         f"{len(sys_pairs)} GPU pairs cross sockets (SYS), GPUs on NUMA nodes {numa or '?'}; "
         "no NCCL_MIN_NCHANNELS / topology / tuner override",
-        variant="nccl_assumes_16_gb_s",
+        variant="nccl_assumes_16_gb_between",
     )
 
 
@@ -154,17 +154,17 @@ def env_vs_topology(ctx: Ctx) -> Verdict:
     if env.get("NCCL_P2P_LEVEL", "").upper() in ("SYS", "5") and gate == "critical":
         return critical(
             f"container NCCL_P2P_LEVEL={env['NCCL_P2P_LEVEL']}; host: {gobs}",
-            variant="p2p_forced_on_while_the",
+            variant="p2p_forced_on_iommu_acs",
         )
     if env.get("NCCL_P2P_DISABLE") == "1" and p2p_ok and gate == "ok":
         return warning(
             f"container NCCL_P2P_DISABLE=1; host P2P all OK; {gobs}",
-            variant="container_disables_p2p_that_the",
+            variant="container_disables_p2p_host_supports",
         )
     return ok(
         f"NCCL_P2P_DISABLE={env.get('NCCL_P2P_DISABLE', 'unset')}, NCCL_P2P_LEVEL={env.get('NCCL_P2P_LEVEL', 'unset')}; "
         f"host P2P {'all OK' if p2p_ok else 'not all OK/unknown'}; gate {gate}",
-        variant="container_nccl_env_consistent_with",
+        variant="container_nccl_env_consistent_host",
     )
 
 
@@ -199,7 +199,7 @@ def transport_observed(ctx: Ctx) -> Verdict:
             no_channels_reason(ctx, f.log_sources or []),
             expected="NCCL INFO 'Channel .. via P2P/..' lines",
             evidence=ev,
-            variant="nccl_transport_not_visible_in",
+            variant="nccl_transport_not_visible_engine",
         )
     host = ctx.of("host")
     p2p = (host.p2p_read or {}) if host is not None else {}
@@ -227,7 +227,7 @@ def transport_observed(ctx: Ctx) -> Verdict:
     return ok(
         f"channels: {summary} ({len(f.nccl_channels)} distinct GPU pairs/transports)",
         evidence=ev,
-        variant="nccl_connects_the_gpus_via",
+        variant="nccl_connects_gpus_via_p2p",
     )
 
 

@@ -57,7 +57,7 @@ def topology(ctx: Ctx) -> Verdict:
     memless = [n.id for n in nodes if n.size_mb == 0]
     if memless:
         obs += f"; memoryless node(s) {ranges(memless)} (see firmware.numa_mode)"
-    return info(obs, variant="numa_node_s", n_nodes=len(nodes))
+    return info(obs, variant="numa_node", n_nodes=len(nodes))
 
 
 def gpu_locality(ctx: Ctx) -> Verdict:
@@ -110,7 +110,7 @@ def node_pressure(ctx: Ctx) -> Verdict:
         return warning(
             obs,
             ">= 5% free on the nodes local to the GPUs",
-            variant="numa_node_nearly_full_while",
+            variant="numa_node_nearly_full_others",
             ranges=ranges(tight),
         )
     return ok(obs, variant="no_numa_node_under_memory")
@@ -186,13 +186,13 @@ def cpuset_vs_gpu(ctx: Ctx) -> Verdict:
         return warning(
             f"{head}; host: {'; '.join(remote)} has no CPU in it",
             "the container's cpuset includes CPUs of every node its GPUs hang off",
-            variant="container_cpus_are_remote_from",
+            variant="container_cpus_remote_some_gpus",
         )
     cover = "; ".join(
         f"node {n} ({', '.join(g)}): {len(cpuset & node_cpus.get(n, set()))}/{len(node_cpus.get(n, set()))} CPUs in cpuset"
         for n, g in sorted(per_node.items())
     )
-    return ok(f"{head}; {which}: {cover}", variant="container_cpus_cover_the_numa")
+    return ok(f"{head}; {which}: {cover}", variant="container_cpus_cover_numa_nodes")
 
 
 def mems_vs_gpu(ctx: Ctx) -> Verdict:
@@ -212,11 +212,11 @@ def mems_vs_gpu(ctx: Ctx) -> Verdict:
         return warning(
             obs,
             "cpuset.mems includes the GPUs' nodes",
-            variant="container_memory_is_confined_to",
+            variant="container_memory_confined_nodes_remote",
         )
     if not set(gnodes) <= mems:
         return info(obs, variant="container_memory_covers_only_some")
-    return ok(obs, variant="container_memory_nodes_include_its")
+    return ok(obs, variant="container_memory_nodes_include_gpus")
 
 
 # --------------------------------------------------------------------------- engine workers (PROBES.md §8)
@@ -280,14 +280,14 @@ def worker_binding(ctx: Ctx) -> Verdict:
         return warning(
             more(away),
             "each rank's allowed CPUs on its GPU's NUMA node",
-            variant="engine_worker_s_pinned_away",
+            variant="engine_worker_pinned_away_their",
             n_away=len(away),
         )
     if unpinned:
         return warning(
             more(unpinned, 3),
             "each rank bound to the CPUs of its GPU's node on a multi-node host",
-            variant="engine_worker_s_not_pinned",
+            variant="engine_worker_not_pinned_their",
             n_unpinned=len(unpinned),
         )
     if not near:
@@ -311,7 +311,7 @@ def memory_placement(ctx: Ctx) -> Verdict:
     if not mapped:
         return unknown(
             "no worker could be tied to a GPU (no nvidia-smi PID mapping, no TP rank in the process title)",
-            variant="gpu_of_each_engine_worker",
+            variant="gpu_each_engine_worker_unknown",
         )
     readable = [x for x in mapped if x.w.numa_kb]
     if not readable:
@@ -332,10 +332,10 @@ def memory_placement(ctx: Ctx) -> Verdict:
         return warning(
             more(bad),
             "<= 25% of each worker's resident memory on nodes other than its GPU's",
-            variant="engine_worker_s_have_25",
+            variant="engine_worker_have_25_their",
             n_bad=len(bad),
         )
-    return ok(more(good), variant="engine_memory_on_its_gpus")
+    return ok(more(good), variant="engine_memory_on_gpus_nodes")
 
 
 # --------------------------------------------------------------------------- the catalogue rows
@@ -349,7 +349,7 @@ CHECKS: tuple[Check, ...] = (
         "See firmware.numa_mode for the NUMA-per-socket setting; bind ranks to their GPU's node (numa.worker_binding).",
         topology,
         any_of=("numactl_h", "node_cpulists"),
-        variants={"numa_node_s": Message(title="{n_nodes} NUMA node(s)")},
+        variants={"numa_node": Message(title="{n_nodes} NUMA node(s)")},
     ),
     Check(
         "numa.gpu_locality",
@@ -388,7 +388,7 @@ CHECKS: tuple[Check, ...] = (
         ),
         variants={
             "no_numa_node_under_memory": Message(title="No NUMA node under memory pressure"),
-            "numa_node_nearly_full_while": Message(
+            "numa_node_nearly_full_others": Message(
                 title="NUMA node {ranges} nearly full while others have room"
             ),
         },
@@ -432,11 +432,11 @@ CHECKS: tuple[Check, ...] = (
             ("container", "status_allowed"),
         ),
         variants={
-            "container_cpus_cover_the_numa": Message(
+            "container_cpus_cover_numa_nodes": Message(
                 title="Container CPUs cover the NUMA nodes of its GPUs"
             ),
             "gpu_numa_nodes_not_known": Message(title="GPU NUMA nodes not known"),
-            "container_cpus_are_remote_from": Message(
+            "container_cpus_remote_some_gpus": Message(
                 title="Container CPUs are remote from some of its GPUs"
             ),
         },
@@ -463,10 +463,10 @@ CHECKS: tuple[Check, ...] = (
             ("host", "numactl_h"),
         ),
         variants={
-            "container_memory_nodes_include_its": Message(
+            "container_memory_nodes_include_gpus": Message(
                 title="Container memory nodes include its GPUs' nodes"
             ),
-            "container_memory_is_confined_to": Message(
+            "container_memory_confined_nodes_remote": Message(
                 title="Container memory is confined to nodes remote from all its GPUs"
             ),
             "container_memory_covers_only_some": Message(
@@ -496,10 +496,10 @@ CHECKS: tuple[Check, ...] = (
             "engine_workers_pinned_near_their": Message(
                 title="Engine workers pinned near their GPUs"
             ),
-            "engine_worker_s_pinned_away": Message(
+            "engine_worker_pinned_away_their": Message(
                 title="{n_away} engine worker(s) pinned away from their GPU"
             ),
-            "engine_worker_s_not_pinned": Message(
+            "engine_worker_not_pinned_their": Message(
                 title="{n_unpinned} engine worker(s) not pinned to their GPU's node"
             ),
             "engine_worker_affinity_not_readable": Message(
@@ -520,13 +520,13 @@ CHECKS: tuple[Check, ...] = (
         applies=host_layout_applies,
         optional=("engine_proc_status", "pci_nvidia_numa", "smi_gpu_ids"),
         variants={
-            "engine_memory_on_its_gpus": Message(title="Engine memory on its GPUs' nodes"),
-            "gpu_of_each_engine_worker": Message(title="GPU of each engine worker unknown"),
+            "engine_memory_on_gpus_nodes": Message(title="Engine memory on its GPUs' nodes"),
+            "gpu_each_engine_worker_unknown": Message(title="GPU of each engine worker unknown"),
             "engine_memory_placement_not_readable": Message(
                 title="Engine memory placement not readable",
                 fix="Run the audit as root (or --sudo).",
             ),
-            "engine_worker_s_have_25": Message(
+            "engine_worker_have_25_their": Message(
                 title="{n_bad} engine worker(s) have > 25% of their memory off their GPU's node"
             ),
         },

@@ -75,11 +75,11 @@ def presence(ctx: Ctx) -> Verdict:
         return critical(
             f"{desc}: no active link, no NV# in topo",
             "NVLink between every GPU pair",
-            variant="no_nvlink_on_an_sxm",
+            variant="no_nvlink_on_sxm_hgx",
         )
     if cls <= {"pcie_none", "pcie_bridge"}:
         return not_applicable(f"{desc} without an NVLink bridge")
-    return info(f"{desc}: no NVLink seen", variant="nvlink_expectation_unknown_for_this")
+    return info(f"{desc}: no NVLink seen", variant="nvlink_expectation_unknown_gpu")
 
 
 def link_state(ctx: Ctx) -> Verdict:
@@ -160,7 +160,7 @@ def fm_service(ctx: Ctx) -> Verdict:
         ):
             return info(
                 f"not applicable (no NVSwitch): unit {f.fm_active}; " + "; ".join(f.fm_messages),
-                variant="fabric_manager_installed_but_not",
+                variant="fabric_manager_installed_not_needed",
             )
         return not_applicable("no NVSwitch in this system")
     if problem or f.fm_present is None:
@@ -203,8 +203,8 @@ def fabric_state(ctx: Ctx) -> Verdict:
         f"; no fabric state reported by {silent}" if silent else ""
     )
     if all(s.lower() == "in progress" for _, s, _ in bad):
-        return warning(obs, variant="gpus_not_registered_with_the")
-    return critical(obs, variant="gpus_not_registered_with_the")
+        return warning(obs, variant="gpus_not_registered_nvlink_fabric")
+    return critical(obs, variant="gpus_not_registered_nvlink_fabric")
 
 
 def nvl5_prereqs(ctx: Ctx) -> Verdict:
@@ -311,7 +311,7 @@ def fabric_vs_container(ctx: Ctx) -> Verdict:
         return warning(
             ", ".join(f"GPU{i}: {s}" for i, s in bad),
             "Completed",
-            variant="container_sees_the_fabric_not",
+            variant="container_sees_fabric_not_ready",
             evidence=ev,
         )
     return ok("container sees the fabric Completed or N/A", evidence=ev)
@@ -339,11 +339,11 @@ CHECKS: tuple[Check, ...] = (
         needs_gpu=True,
         optional=("smi_query_fabric", "smi_q_xml", "smi_query_driver"),
         variants={
-            "nvlink_expectation_unknown_for_this": Message(
+            "nvlink_expectation_unknown_gpu": Message(
                 title="NVLink expectation unknown for this GPU"
             ),
             "nvlink_present": Message(title="NVLink present"),
-            "no_nvlink_on_an_sxm": Message(
+            "no_nvlink_on_sxm_hgx": Message(
                 title="No NVLink on an SXM/HGX system",
                 why=(
                     "Baseboard GPUs are wired by NVLink/NVSwitch; none visible means the fabric "
@@ -427,7 +427,7 @@ CHECKS: tuple[Check, ...] = (
             "fabric_manager_not_running_on": Message(
                 title="Fabric Manager not running on an NVSwitch system"
             ),
-            "fabric_manager_installed_but_not": Message(
+            "fabric_manager_installed_not_needed": Message(
                 title="Fabric Manager installed but not needed",
                 why=(
                     "Without NVSwitches Fabric Manager has nothing to do (NV_WARN_NOTHING_TO_DO) "
@@ -455,7 +455,7 @@ CHECKS: tuple[Check, ...] = (
             "smi_query_driver",
         ),
         variants={
-            "gpus_not_registered_with_the": Message(
+            "gpus_not_registered_nvlink_fabric": Message(
                 title="GPUs not registered with the NVLink fabric"
             )
         },
@@ -529,7 +529,7 @@ CHECKS: tuple[Check, ...] = (
             ("host", "smi_query_driver"),
         ),
         variants={
-            "container_sees_the_fabric_not": Message(title="Container sees the fabric not ready")
+            "container_sees_fabric_not_ready": Message(title="Container sees the fabric not ready")
         },
     ),
 )

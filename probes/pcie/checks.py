@@ -39,8 +39,8 @@ CHECKS: tuple[Check, ...] = (
         variants={
             "full_speed_under_load": Message(title="GPU links at full speed under load"),
             "full_speed": Message(title="GPU links at full speed"),
-            "gpu_link_downtrained_while_busy": Message(title="GPU link downtrained while busy"),
-            "gpus_idle_links_in_power": Message(
+            "gpu_link_downtrained_busy": Message(title="GPU link downtrained while busy"),
+            "gpus_idle_links_power_save": Message(
                 title="GPUs idle: links in power-save",
                 why="NVIDIA GPUs drop the link to Gen1 when idle and retrain when busy.",
             ),
@@ -63,7 +63,7 @@ CHECKS: tuple[Check, ...] = (
         variants={
             "gpu_maxreadreq_4096_bytes": Message(title="GPU MaxReadReq 4096 bytes"),
             "gpu_maxreadreq_bytes": Message(title="GPU MaxReadReq {mrrs} bytes"),
-            "gpu_maxreadreq_bytes_can_be": Message(
+            "gpu_maxreadreq_bytes_can_raised": Message(
                 title="GPU MaxReadReq {mrrs} bytes can be raised"
             ),
         },

@@ -34,7 +34,7 @@ def max_read_req(ctx: Ctx) -> Verdict:
         return warning(obs, "4096 bytes", variant="gpu_maxreadreq_bytes", mrrs=worst, evidence=ev)
     if worst < 4096:
         return info(
-            obs, "4096 bytes", variant="gpu_maxreadreq_bytes_can_be", mrrs=worst, evidence=ev
+            obs, "4096 bytes", variant="gpu_maxreadreq_bytes_can_raised", mrrs=worst, evidence=ev
         )
     return ok(obs, variant="gpu_maxreadreq_4096_bytes", evidence=ev)
 

@@ -83,14 +83,14 @@ def link_current_under_load(ctx: Ctx) -> Verdict:
                 for s in down_busy
             ),
             "full generation and width under load",
-            variant="gpu_link_downtrained_while_busy",
+            variant="gpu_link_downtrained_busy",
         )
     if idle_down and not busy:
         return info(
             f"{len(idle_down)} idle GPU(s) at Gen{min(s.gen_cur or 0 for s in idle_down)} (normal idle downclock);"
             " no verdict without load",
             "judged only while utilisation >= 50%",
-            variant="gpus_idle_links_in_power",
+            variant="gpus_idle_links_power_save",
         )
     return ok(
         f"{len(busy)} busy GPU(s) at full link" if busy else "GPUs idle, links at full speed",

@@ -44,7 +44,7 @@ CHECKS: tuple[Check, ...] = (
                     "6.13; keep BIOS CPPC enabled."
                 ),
             ),
-            "acpi_cpufreq_instead_of_amd": Message(
+            "acpi_cpufreq_instead_amd_pstate": Message(
                 title="acpi-cpufreq instead of amd-pstate on an AMD CPU",
                 why=(
                     "acpi-cpufreq only knows the few coarse ACPI _PSS P-states, while amd-pstate "
@@ -56,7 +56,7 @@ CHECKS: tuple[Check, ...] = (
                     "6.13; keep BIOS CPPC enabled."
                 ),
             ),
-            "intel_pstate_in_passive_mode": Message(
+            "intel_pstate_passive_mode": Message(
                 title="intel_pstate in passive mode",
                 why=(
                     "Passive mode lets a generic governor pick frequencies instead of the "
@@ -67,7 +67,7 @@ CHECKS: tuple[Check, ...] = (
                     "deliberate."
                 ),
             ),
-            "acpi_cpufreq_on_an_amd": Message(
+            "acpi_cpufreq_on_amd_cpu": Message(
                 title="acpi-cpufreq on an AMD CPU without visible CPPC",
                 why=(
                     "amd-pstate needs the ACPI _CPC objects; without them the kernel falls back "
@@ -91,7 +91,7 @@ CHECKS: tuple[Check, ...] = (
         expected="performance",
         optional=(*VM_SOURCES,),
         variants={
-            "governor_powersave_with_a_hardware": Message(
+            "governor_powersave_hardware_managed_driver": Message(
                 title="Governor powersave with a hardware-managed driver",
                 why=(
                     "With amd-pstate-epp/intel_pstate active the hardware picks the frequency "
@@ -99,7 +99,7 @@ CHECKS: tuple[Check, ...] = (
                 ),
             ),
             "governor_performance_everywhere": Message(title="Governor performance everywhere"),
-            "powersave_governor_pins_cpus_to": Message(
+            "powersave_governor_pins_cpus_lowest": Message(
                 title="powersave governor pins CPUs to the lowest P-state",
                 why=(
                     "With {driver} powersave selects the lowest frequency, stretching every "
@@ -107,7 +107,7 @@ CHECKS: tuple[Check, ...] = (
                 ),
                 fix="cpupower frequency-set -g performance at boot (systemd unit or tuned profile).",
             ),
-            "load_following_governor_on_the": Message(
+            "load_following_governor_on_cpus": Message(
                 title="Load-following governor on the CPUs",
                 why=(
                     "schedutil/ondemand/conservative ramp frequency after load appears; short "
@@ -182,7 +182,7 @@ CHECKS: tuple[Check, ...] = (
         ),
         variants={
             "no_deep_c_state_enabled": Message(title="No deep C-state enabled"),
-            "deep_c_states_capped_by": Message(title="Deep C-states capped by the kernel"),
+            "deep_c_states_capped_kernel": Message(title="Deep C-states capped by the kernel"),
             "deep_cpu_c_states_enabled": Message(title="Deep CPU C-states enabled"),
             "deep_c_states_not_entered": Message(
                 title="Deep CPU C-states enabled (not entered yet)"
@@ -220,7 +220,7 @@ CHECKS: tuple[Check, ...] = (
                     "after suspend-resume bugs, reboot."
                 ),
             ),
-            "frequency_policy_at_nominal_boost": Message(
+            "frequency_policy_nominal_boost_off": Message(
                 title="Frequency policy at nominal: boost off"
             ),
         },
@@ -239,7 +239,7 @@ CHECKS: tuple[Check, ...] = (
         variants={
             "gpu_power_limit_below_default": Message(title="GPU power limit below default"),
             "gpu_power_limits_not_reported": Message(title="GPU power limits not reported"),
-            "gpu_power_limits_at_default": Message(title="GPU power limits at default"),
+            "gpu_power_limits_default": Message(title="GPU power limits at default"),
         },
     ),
     Check(
@@ -302,9 +302,7 @@ CHECKS: tuple[Check, ...] = (
         variants={
             "gpu_temperatures_fine": Message(title="GPU temperatures fine"),
             "gpu_temperatures_not_reported": Message(title="GPU temperatures not reported"),
-            "gpus_at_their_slowdown_temperature": Message(
-                title="GPUs at their slowdown temperature"
-            ),
+            "gpus_their_slowdown_temperature": Message(title="GPUs at their slowdown temperature"),
             "gpus_hot_under_load": Message(title="GPUs hot under load"),
         },
     ),
@@ -335,7 +333,7 @@ CHECKS: tuple[Check, ...] = (
         roles=HOST,
         needs_gpu=True,
         variants={
-            "memory_clocks_at_max_under": Message(title="Memory clocks at max under load"),
+            "memory_clocks_max_under_load": Message(title="Memory clocks at max under load"),
             "gpu_load_unknown_p_state": Message(title="GPU load unknown: P-state not judged"),
             "memory_clock_below_max_under": Message(title="Memory clock below max under load"),
             "memory_clock_under_load_not": Message(title="Memory clock under load not reported"),

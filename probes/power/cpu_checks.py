@@ -58,7 +58,7 @@ def scaling_driver(ctx: Ctx) -> Verdict:
         return info(
             "scaling_driver=intel_cpufreq",
             "intel_pstate (active, HWP)",
-            variant="intel_pstate_in_passive_mode",
+            variant="intel_pstate_passive_mode",
         )
     return info(
         f"scaling_driver={d}" + ("" if h.cpu_vendor else "; CPU vendor unknown"),
@@ -82,14 +82,14 @@ def _acpi_cpufreq_on_amd(h: PowerFacts) -> Verdict:
             f"scaling_driver=acpi-cpufreq on AMD {fam}; "
             + ("ACPI CPPC not exposed" if cppc is False else "CPPC state unknown"),
             "amd-pstate once BIOS CPPC is enabled",
-            variant="acpi_cpufreq_on_an_amd",
+            variant="acpi_cpufreq_on_amd_cpu",
         )
     return warning(
         f"scaling_driver=acpi-cpufreq on AMD {fam} with ACPI CPPC exposed",
         "amd-pstate-epp (active) or amd-pstate (passive/guided)",
         variant="acpi_cpufreq_zen5"
         if (h.cpu_family or 0) >= 0x1A
-        else "acpi_cpufreq_instead_of_amd",
+        else "acpi_cpufreq_instead_amd_pstate",
     )
 
 
@@ -114,19 +114,19 @@ def governor(ctx: Ctx) -> Verdict:
         return critical(
             obs,
             "performance",
-            variant="powersave_governor_pins_cpus_to",
+            variant="powersave_governor_pins_cpus_lowest",
             driver=h.scaling_driver or "this driver",
         )
     if set(g) & {"schedutil", "ondemand", "conservative", "userspace"}:
         return warning(
             obs,
             "performance",
-            variant="load_following_governor_on_the",
+            variant="load_following_governor_on_cpus",
         )
     return info(
         obs,
         "performance, or powersave with EPP=performance",
-        variant="governor_powersave_with_a_hardware",
+        variant="governor_powersave_hardware_managed_driver",
     )
 
 
@@ -216,7 +216,7 @@ def cstates(ctx: Ctx) -> Verdict:
         return ok(
             f"{_names(enabled)} enabled in sysfs but capped by "
             + (cap or f"pm_qos_resume_latency_us={qos}"),
-            variant="deep_c_states_capped_by",
+            variant="deep_c_states_capped_kernel",
         )
     used = any(h.idle_usage.get(s.key, 0) > 0 for s in enabled)
     cpus = ", ".join(map(str, sorted({s.cpu for s in enabled})))
@@ -246,7 +246,7 @@ def effective_freq(ctx: Ctx) -> Verdict:
     ):  # amd-pstate/acpi-cpufreq lower the ceiling to nominal with boost off: one cause, one warning
         return info(
             obs + "; consistent with boost off (see power.cpu_boost)",
-            variant="frequency_policy_at_nominal_boost",
+            variant="frequency_policy_nominal_boost_off",
         )
     return warning(
         obs,

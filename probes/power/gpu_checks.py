@@ -59,7 +59,7 @@ def power_limit(ctx: Ctx) -> Verdict:
     if not low:
         return ok(
             f"{len(h.gpus)} GPU(s) at {', '.join(sorted({f'{g.enforced_w:.0f} W' for g in h.gpus}))}",
-            variant="gpu_power_limits_at_default",
+            variant="gpu_power_limits_default",
         )
     return warning(
         "; ".join(_limit_text(g) for g in low),
@@ -135,7 +135,7 @@ def thermal_headroom(ctx: Ctx) -> Verdict:
                 for r in over
             ),
             "below the slowdown temperature",
-            variant="gpus_at_their_slowdown_temperature",
+            variant="gpus_their_slowdown_temperature",
         )
     busy = _busy(h)
     near = [
@@ -216,7 +216,7 @@ def pstate_under_load(ctx: Ctx) -> Verdict:
             variant="memory_clock_under_load_not",
         )
     return ok(
-        ", ".join(sorted({r.pstate or "?" for r in busy})), variant="memory_clocks_at_max_under"
+        ", ".join(sorted({r.pstate or "?" for r in busy})), variant="memory_clocks_max_under_load"
     )
 
 

@@ -36,7 +36,7 @@ CHECKS: tuple[Check, ...] = (
                 title="torch covers the readable GPUs; some compute capabilities unreadable"
             ),
             "gpu_compute_capability_unknown": Message(title="GPU compute capability unknown"),
-            "torch_not_installed_in_the": Message(
+            "torch_not_installed_inspected_python": Message(
                 title="torch not installed in the inspected Python",
                 why=(
                     "Without a serving engine's interpreter the probe inspects python3; pass "
@@ -44,7 +44,7 @@ CHECKS: tuple[Check, ...] = (
                 ),
                 fix="Point --python at the engine's interpreter (e.g. /opt/venv/bin/python).",
             ),
-            "torch_is_a_cpu_only": Message(
+            "torch_cpu_only_build": Message(
                 title="torch is a CPU-only build",
                 fix="Install a CUDA build of torch matching the engine.",
             ),
@@ -86,7 +86,7 @@ CHECKS: tuple[Check, ...] = (
             "smi_query_driver",
         ),
         variants={
-            "flashinfer_installed_for_sm_120": Message(
+            "flashinfer_installed_sm_120_no": Message(
                 title="FlashInfer installed for sm_120 (no known-bad build)"
             ),
             "flashinfer_sm_120_check_not": Message(title="FlashInfer sm_120 check not applicable"),
@@ -115,7 +115,7 @@ CHECKS: tuple[Check, ...] = (
         **_ON,
         variants={
             "cuda_graphs_not_disabled": Message(title="CUDA graphs not disabled"),
-            "cuda_graphs_disabled_in_the": Message(
+            "cuda_graphs_disabled_serving_engine": Message(
                 title="CUDA graphs disabled in the serving engine (confirm intent)",
                 fix=(
                     "Remove {graph_flag} from the engine's launch command (lower "
@@ -137,13 +137,13 @@ CHECKS: tuple[Check, ...] = (
         **_ON,
         optional=("smi_query_driver",),
         variants={
-            "debug_or_limiting_variables_set": Message(
+            "debug_limiting_variables_set_engine": Message(
                 title="Debug or limiting variables set in the engine's environment"
             ),
             "engine_environment_not_readable": Message(
                 title="Engine environment not readable", fix="Run the audit as root (or --sudo)."
             ),
-            "no_performance_wrecking_variables_in": Message(
+            "no_performance_wrecking_variables_engine": Message(
                 title="No performance-wrecking variables in the engine's environment"
             ),
         },
@@ -184,15 +184,15 @@ CHECKS: tuple[Check, ...] = (
         **_ON,
         optional=(("host", "smi_query_driver"),),
         variants={
-            "cuda_runtime_supported_by_the": Message(title="CUDA runtime supported by the driver"),
+            "cuda_runtime_supported_driver": Message(title="CUDA runtime supported by the driver"),
             "cuda_runtime_vs_driver_no": Message(
                 title="CUDA runtime vs driver: no CUDA runtime to compare"
             ),
-            "driver_s_cuda_support_unknown": Message(title="Driver's CUDA support unknown"),
-            "cuda_runtime_newer_than_the": Message(
+            "driver_cuda_support_unknown": Message(title="Driver's CUDA support unknown"),
+            "cuda_runtime_newer_host_driver": Message(
                 title="CUDA runtime newer than the host driver supports"
             ),
-            "cuda_runtime_newer_minor_than": Message(
+            "cuda_runtime_newer_minor_driver": Message(
                 title="CUDA runtime newer minor than the driver (compatible)",
                 why=(
                     "Same major: minor-version compatibility runs it, but features needing newer "
@@ -213,13 +213,13 @@ CHECKS: tuple[Check, ...] = (
         applies=no_engine,
         **_ON,
         variants={
-            "engine_thread_pools_fit_its": Message(title="Engine thread pools fit its CPUs"),
+            "engine_thread_pools_fit_cpus": Message(title="Engine thread pools fit its CPUs"),
             "engine_thread_counts_not_read": Message(title="Engine thread counts not read"),
             "engine_cpu_affinity_not_read": Message(title="Engine CPU affinity not read"),
-            "omp_threads_ranks_exceed_the": Message(
+            "omp_threads_ranks_exceed_engine": Message(
                 title="OMP threads × ranks exceed the engine's CPUs"
             ),
-            "engine_threads_sized_to_the": Message(
+            "engine_threads_sized_host_cpuset": Message(
                 title="Engine threads sized to the host while its cpuset is small"
             ),
             "engine_may_use_every_cpu": Message(
@@ -245,7 +245,7 @@ CHECKS: tuple[Check, ...] = (
         variants={
             "jit_caches_persistent": Message(title="JIT caches persistent"),
             "no_jit_cache_folders_found": Message(title="No JIT cache folders found"),
-            "jit_cache_carries_kernels_of": Message(
+            "jit_cache_carries_kernels_another": Message(
                 title="JIT cache carries kernels of another FlashInfer build",
                 fix=(
                     "Stop the engine, delete the old version's cache folder, restart (first "
@@ -269,11 +269,11 @@ CHECKS: tuple[Check, ...] = (
         applies=no_engine,
         **_ON,
         variants={
-            "decode_throughput_the_engine_reports": Message(
+            "decode_throughput_engine_reports": Message(
                 title="Decode throughput the engine reports"
             ),
             "engine_log_not_read": Message(title="Engine log not read"),
-            "no_throughput_figures_in_the": Message(
+            "no_throughput_figures_engine_log": Message(
                 title="No throughput figures in the engine log",
                 fix=(
                     "Keep the engine's log (a file or a systemd unit), or start SGLang with "

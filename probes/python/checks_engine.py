@@ -42,7 +42,7 @@ def cuda_graphs(ctx: Ctx) -> Verdict:
         return critical(
             f"{e.engine_kind} (pid {e.engine_pid}) started with {e.graph_flag}, TP={e.tp}",
             evidence=ev,
-            variant="cuda_graphs_disabled_in_the",
+            variant="cuda_graphs_disabled_serving_engine",
             graph_flag=e.graph_flag,
         )
     return ok(
@@ -107,7 +107,7 @@ def dangerous_env(ctx: Ctx) -> Verdict:
             "; ".join(t for _, t in issues)
             or f"checked {len(e.engine_env)} CUDA/NCCL/torch variables; TP×PP={needed}"
             + (f" on {ngpu} GPUs" if ngpu else ""),
-            variant="no_performance_wrecking_variables_in",
+            variant="no_performance_wrecking_variables_engine",
             evidence=ev,
         )
     worst = "critical" if any(s == "critical" for s, _ in issues) else "warning"
@@ -115,7 +115,7 @@ def dangerous_env(ctx: Ctx) -> Verdict:
         worst,
         "; ".join(t for _, t in issues),
         "no debug variables in production; every GPU the TP×PP layout needs visible",
-        variant="debug_or_limiting_variables_set",
+        variant="debug_limiting_variables_set_engine",
         evidence=ev,
     )
 
@@ -192,7 +192,7 @@ def engine_threads(ctx: Ctx) -> Verdict:
         return warning(
             obs,
             f"OMP_NUM_THREADS × ranks ≤ {allowed}",
-            variant="omp_threads_ranks_exceed_the",
+            variant="omp_threads_ranks_exceed_engine",
             evidence=ev,
         )
     if not omp and allowed < e.cpus_online and busiest[1] > allowed:
@@ -200,7 +200,7 @@ def engine_threads(ctx: Ctx) -> Verdict:
             obs,
             f"thread pools ≤ {allowed} allowed CPUs (OMP_NUM_THREADS set)",
             evidence=ev,
-            variant="engine_threads_sized_to_the",
+            variant="engine_threads_sized_host_cpuset",
         )
     if not omp and allowed >= e.cpus_online:
         return not_applicable(
@@ -208,7 +208,7 @@ def engine_threads(ctx: Ctx) -> Verdict:
             evidence=ev,
             variant="engine_may_use_every_cpu",
         )
-    return ok(obs, variant="engine_thread_pools_fit_its", evidence=ev)
+    return ok(obs, variant="engine_thread_pools_fit_cpus", evidence=ev)
 
 
 def measured_throughput(ctx: Ctx) -> Verdict:
@@ -226,7 +226,7 @@ def measured_throughput(ctx: Ctx) -> Verdict:
     if not e.throughput:
         return unknown(
             f"log: {', '.join(e.log_sources) or 'none found'}; no 'gen throughput' / 'Avg generation throughput' lines",
-            variant="no_throughput_figures_in_the",
+            variant="no_throughput_figures_engine_log",
             evidence=ev,
         )
     single = [t for t, r in e.throughput if r == 1]
@@ -245,4 +245,4 @@ def measured_throughput(ctx: Ctx) -> Verdict:
             else ""
         )
     )
-    return info(obs, variant="decode_throughput_the_engine_reports", evidence=ev)
+    return info(obs, variant="decode_throughput_engine_reports", evidence=ev)

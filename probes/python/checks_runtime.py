@@ -46,13 +46,13 @@ def torch_arch_support(ctx: Ctx) -> Verdict:
     if rt.torch is None:
         return not_applicable(
             f"{rt.interpreter or 'python3'} has no torch ({(rt.torch_error or '')[:120]})",
-            variant="torch_not_installed_in_the",
+            variant="torch_not_installed_inspected_python",
             evidence=ev,
         )
     if rt.torch_cuda is None:
         return critical(
             f"torch {rt.torch}, torch.version.cuda=None",
-            variant="torch_is_a_cpu_only",
+            variant="torch_cpu_only_build",
             evidence=ev,
         )
     if rt.arch_list is None:
@@ -187,7 +187,7 @@ def flashinfer_sm120(ctx: Ctx) -> Verdict:
         + (f", FLASHINFER_CUDA_ARCH_LIST={archs}" if archs else "")
         + "; cubin contents not inspected"
     )
-    return ok(obs, variant="flashinfer_installed_for_sm_120", evidence=ev)
+    return ok(obs, variant="flashinfer_installed_sm_120_no", evidence=ev)
 
 
 def cuda_runtime_vs_driver(ctx: Ctx) -> Verdict:
@@ -210,7 +210,7 @@ def cuda_runtime_vs_driver(ctx: Ctx) -> Verdict:
     if driver is None or maxc is None:
         return unknown(
             f"torch CUDA {rt.torch_cuda}; driver {driver or 'not read'} ({gpu_problem(ctx)})",
-            variant="driver_s_cuda_support_unknown",
+            variant="driver_cuda_support_unknown",
             evidence=ev,
         )
     wheel = next((v for k, v in rt.packages.items() if k.startswith("nvidia-cuda-runtime")), None)
@@ -224,15 +224,15 @@ def cuda_runtime_vs_driver(ctx: Ctx) -> Verdict:
             obs,
             f"runtime major ≤ {maxc[0]} (or valid forward-compat libs)",
             evidence=ev,
-            variant="cuda_runtime_newer_than_the",
+            variant="cuda_runtime_newer_host_driver",
         )
     if runtime > maxc:
         return ok(
             obs + "; minor-version compatibility applies",
-            variant="cuda_runtime_newer_minor_than",
+            variant="cuda_runtime_newer_minor_driver",
             evidence=ev,
         )
-    return ok(obs, variant="cuda_runtime_supported_by_the", evidence=ev)
+    return ok(obs, variant="cuda_runtime_supported_driver", evidence=ev)
 
 
 def jit_caches(ctx: Ctx) -> Verdict:
@@ -265,7 +265,7 @@ def jit_caches(ctx: Ctx) -> Verdict:
         return warning(
             "; ".join(stale),
             "only the installed version's entries after an upgrade",
-            variant="jit_cache_carries_kernels_of",
+            variant="jit_cache_carries_kernels_another",
         )
     if volatile or readonly:
         return info(
