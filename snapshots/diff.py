@@ -113,6 +113,8 @@ class SideInfo(BaseModel):
     created_at: str
     mode: str
     note: str | None = None
+    tool_version: str | None = None
+    """The release whose checks judged this side (a replay: today's, whatever release recorded it)."""
 
 
 class RooflineChange(BaseModel):
@@ -149,6 +151,13 @@ class SnapshotDiff(BaseModel):
             and not any(t.structural for t in self.targets)
             and not (self.roofline is not None and self.roofline.bounds_changed)
         )
+
+    @property
+    def releases_differ(self) -> bool:
+        """A and B were judged by different releases: findings of checks added or changed between them can differ
+        with no change on the machine (`diff A replay(A)` of an older snapshot); the report says so."""
+        a, b = self.old.tool_version, self.new.tool_version
+        return bool(a and b and a != b)
 
     def counts(self) -> dict[str, int]:
         kinds: dict[str, int] = {}
@@ -251,7 +260,13 @@ def is_noise(path: str, volatile: frozenset[str]) -> bool:
 
 
 def _side(s: Snapshot) -> SideInfo:
-    return SideInfo(name=s.name, created_at=s.created_at.isoformat(), mode=s.mode, note=s.note)
+    return SideInfo(
+        name=s.name,
+        created_at=s.created_at.isoformat(),
+        mode=s.mode,
+        note=s.note,
+        tool_version=s.tool_version,
+    )
 
 
 def _target_changes(old: Snapshot, new: Snapshot) -> list[TargetChange]:

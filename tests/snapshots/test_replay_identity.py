@@ -165,7 +165,8 @@ def test_diff_against_its_own_replay(snap: Path, tmp_path: Path) -> None:
         assert rc == 0 and d["probes"] == [] and d["roofline"] is None, name
         text = _cli("diff", str(snap), str(first))  # the text a user reads
         assert text.returncode == 0 and "identical" in text.stdout, text.stdout
-    else:
+    else:  # the diff says which releases judged each side
+        assert d["old"]["tool_version"] != d["new"]["tool_version"] == __version__, name
         allowed = ALLOWED.get(name, {})
         for p in d["probes"]:
             for f in p["findings"]:

@@ -59,6 +59,15 @@ def header(diff: SnapshotDiff) -> Text:
         )
         if side.note:
             t.append(f"   {neutralise(side.note)}\n", style="italic yellow")
+    if diff.releases_differ:
+        t.append(
+            neutralise(
+                f"checks of {diff.old.tool_version} (A) vs {diff.new.tool_version} (B): "
+                "a difference may be the checks' alone"
+            )
+            + "\n",
+            style="dim",
+        )
     for tc in diff.targets:
         t.append(
             neutralise(f"target {tc.role}: {tc.old or ABSENT} → {tc.new or ABSENT}"),
