@@ -9,12 +9,12 @@ from gpuaudit.probes.core.judge.combiners import parse_iommu_state
 from gpuaudit.probes.core.sources import use
 from gpuaudit.probes.core.spec import Probe
 from gpuaudit.probes.firmware.checks import CHECKS
-from gpuaudit.probes.firmware.extract import READERS, extract
+from gpuaudit.probes.firmware.extract import TABLE, extract
 from gpuaudit.probes.firmware.facts import Dimm, FirmwareFacts
 from gpuaudit.probes.firmware.summary import summarize
 
 PROBE_ID = "firmware"
-COMMANDS = use(*(cid for cid, _ in READERS), "cpu_hypervisor_flag")
+COMMANDS = use(*(row.source for row in TABLE), "cpu_hypervisor_flag")
 
 PROBE = Probe(
     id=PROBE_ID,

@@ -7,10 +7,10 @@ in `problems[command_id]`, which makes the checks that need it unknown.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 
 from gpuaudit.probes.core.errors import ParseError
 from gpuaudit.probes.core.judge.combiners import kernel_cmdline, parse_iommu_state
+from gpuaudit.probes.core.judge.probe import Reads, read_table
 from gpuaudit.probes.core.models import Role
 from gpuaudit.probes.core.parsers.cpu import (
     cpu_identity,
@@ -34,7 +34,7 @@ from gpuaudit.probes.core.parsers.nvidia_smi import (
 )
 from gpuaudit.probes.core.parsers.system import parse_numactl_h
 from gpuaudit.probes.core.parsing import cpu_list, first_line, parse_once
-from gpuaudit.probes.core.spec import Outputs, usable_stdout
+from gpuaudit.probes.core.spec import Outputs, record_problem
 from gpuaudit.probes.firmware.bios import (
     read_bios,
     read_lspci_aspm,
@@ -225,44 +225,35 @@ def _gpu_fw(t: str, d: Data, p: Problems) -> None:
         p["smi_query_fw"] = "no GPU listed"
 
 
-READERS: tuple[tuple[str, Callable[[str, Data, Problems], None]], ...] = (
-    ("dmidecode_bios", _bios),
-    ("dmi_bios", _dmi_bios),
-    ("cpuinfo_microcode", _microcode),
-    ("lscpu_json", _lscpu),
-    ("sys_numa", _sys_numa),
-    ("numactl_h", _numactl),  # the fallback for sys_numa
-    ("iommu_state", _iommu),
-    ("proc_cmdline", _cmdline),
-    ("sys_cppc", _cppc),
-    ("sys_cpuidle", _cpuidle),
-    ("cpupower_idle", _cpupower_idle),
-    ("smi_q_memory", _smi_q_memory),
-    ("dmidecode_memory", _dimms),
-    ("smi_query_fw", _gpu_fw),
+TABLE: tuple[Reads, ...] = (
+    Reads("dmidecode_bios", fill=_bios),
+    Reads("dmi_bios", fill=_dmi_bios),
+    Reads("cpuinfo_microcode", fill=_microcode),
+    Reads("lscpu_json", fill=_lscpu),
+    Reads("sys_numa", fill=_sys_numa),
+    Reads("numactl_h", fill=_numactl),  # the fallback for sys_numa
+    Reads("iommu_state", fill=_iommu),
+    Reads("proc_cmdline", fill=_cmdline),
+    Reads("sys_cppc", fill=_cppc),
+    Reads("sys_cpuidle", fill=_cpuidle),
+    Reads("cpupower_idle", fill=_cpupower_idle),
+    Reads("smi_q_memory", fill=_smi_q_memory),
+    Reads("dmidecode_memory", fill=_dimms),
+    Reads("smi_query_fw", fill=_gpu_fw),
     # --bmc (bios.py): the system first, it picks the vendor's map rows
-    ("redfish_system", read_system),
-    ("redfish_bios", read_bios),
-    ("redfish_bios_pending", read_pending),
-    ("lspci_vvv", _lspci),
+    Reads("redfish_system", fill=read_system),
+    Reads("redfish_bios", fill=read_bios),
+    Reads("redfish_bios_pending", fill=read_pending),
     # the links' ASPM state beside the BIOS setting; the GPUs' BAR1 aperture from the region sizes
+    Reads("lspci_vvv", fill=_lspci),
 )
-"""Source -> reader, in order (dmi_bios is the fallback for dmidecode_bios)."""
+"""Source -> reader, in order (dmi_bios is the fallback for dmidecode_bios), run by the framework (`read_table`):
+an unusable record or odd output makes its source a problem, never the probe fail."""
 
 
 def extract(outputs: Outputs, role: Role) -> FirmwareFacts:
-    problems: Problems = {}
-    data: Data = {}
-    for cid, read in READERS:
-        if (t := usable_stdout(outputs, cid, problems)) is not None:
-            try:
-                read(t, data, problems)
-            except (
-                ParseError,
-                ValueError,
-            ) as exc:  # odd output makes this source unusable, never the probe fail
-                problems[cid] = str(exc)
-    return FirmwareFacts(**data, problems=problems)  # type: ignore[arg-type]
+    read = read_table(outputs, TABLE, why=str, usability=record_problem)
+    return FirmwareFacts(**read.fields, problems=read.problems)
 
 
 FIELD_SOURCES: dict[str, tuple[str, ...]] = {

@@ -6,10 +6,10 @@ Sysfs first (one `grep -H` command returns path:value lines); `cpupower` fills w
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from typing import Any
 
 from gpuaudit.probes.core.judge.combiners import cpu_identity_of, kernel_cmdline
+from gpuaudit.probes.core.judge.probe import Reads, read_table
 from gpuaudit.probes.core.models import Role
 from gpuaudit.probes.core.parsers.cpu import (
     cpu_identity,
@@ -26,7 +26,7 @@ from gpuaudit.probes.core.parsers.nvidia_smi import (
     parse_smi_q_xml,
 )
 from gpuaudit.probes.core.parsing import parse_once
-from gpuaudit.probes.core.spec import Outputs, usable_stdout
+from gpuaudit.probes.core.spec import Outputs, record_problem
 from gpuaudit.probes.power.facts import GpuPower, GpuReading, IdleStateFact, PowerFacts
 
 SMI_POWER_FIELDS = (
@@ -302,44 +302,39 @@ def _cmdline(text: str, f: Fields, problems: dict[str, str]) -> None:
     f["cmdline"] = kernel_cmdline(text).line  # the shared reading (combiners)
 
 
-Reader = Callable[[str, Fields, dict[str, str]], None]
-
 # source -> reader, in order: a fallback comes after the source it completes, and runs only when `when` holds.
-READERS: tuple[tuple[str, Reader, Callable[[Fields], bool]], ...] = (
-    ("lscpu_json", _lscpu, lambda f: True),
-    ("sys_governors", lambda t, f, p: f.update(governors=parse_uniq_c(t)), lambda f: True),
-    ("sys_epp", lambda t, f, p: f.update(epp=parse_uniq_c(t)), lambda f: True),
-    ("sys_cpufreq", _sys_cpufreq, lambda f: True),
-    (
+TABLE: tuple[Reads, ...] = (
+    Reads("lscpu_json", fill=_lscpu),
+    Reads("sys_governors", fill=lambda t, f, p: f.update(governors=parse_uniq_c(t))),
+    Reads("sys_epp", fill=lambda t, f, p: f.update(epp=parse_uniq_c(t))),
+    Reads("sys_cpufreq", fill=_sys_cpufreq),
+    Reads(
         "cpupower_freq",
-        _cpupower_freq,
-        lambda f: (
+        fill=_cpupower_freq,
+        when=lambda f: (
             not f.get("scaling_driver") or f.get("boost") is None or f.get("policy_max_mhz") is None
         ),
     ),
-    ("sys_cppc", lambda t, f, p: f.update(cppc_present=bool(parse_grep_h(t))), lambda f: True),
-    ("sys_cpuidle", _sys_cpuidle, lambda f: True),
-    ("cpupower_idle", _cpupower_idle, lambda f: not f.get("idle_states")),
-    ("proc_cmdline", _cmdline, lambda f: True),
-    ("smi_query_power", _smi_power, lambda f: True),
-    ("smi_q_xml", _smi_xml, lambda f: True),
-    ("nvidia_rtd3", _rtd3, lambda f: True),
+    Reads("sys_cppc", fill=lambda t, f, p: f.update(cppc_present=bool(parse_grep_h(t)))),
+    Reads("sys_cpuidle", fill=_sys_cpuidle),
+    Reads("cpupower_idle", fill=_cpupower_idle, when=lambda f: not f.get("idle_states")),
+    Reads("proc_cmdline", fill=_cmdline),
+    Reads("smi_query_power", fill=_smi_power),
+    Reads("smi_q_xml", fill=_smi_xml),
+    Reads("nvidia_rtd3", fill=_rtd3),
 )
 
 
+def _unparsable(exc: Exception) -> str:
+    return f"unparsable output: {exc.__class__.__name__}: {exc}"
+
+
 def extract(outputs: Outputs, role: Role) -> PowerFacts:
-    problems: dict[str, str] = {}
-    f: Fields = {}
-    for cid, read, when in READERS:
-        if when(f) and (text := usable_stdout(outputs, cid, problems)) is not None:
-            try:
-                read(text, f, problems)
-            except (
-                Exception
-            ) as exc:  # a parser bug on odd output: that source is unusable, the rest still judged
-                problems[cid] = f"unparsable output: {exc.__class__.__name__}: {exc}"
+    # the framework's loop: a parser bug on odd output makes that source unusable, the rest is still judged
+    read = read_table(outputs, TABLE, why=_unparsable, usability=record_problem)
+    f = read.fields
     _identity(outputs, f)
-    return PowerFacts(**f, problems=problems)
+    return PowerFacts(**f, problems=read.problems)
 
 
 FIELD_SOURCES: dict[str, tuple[str, ...]] = {

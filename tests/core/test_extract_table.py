@@ -45,7 +45,7 @@ def rec(cid: str, stdout: str = "", **kw: object) -> CommandRecord:
 
 
 def test_probes_with_a_framework_table() -> None:
-    assert {"pcie", "python", "nccl", "container"} <= set(TABLED)
+    assert {"pcie", "python", "nccl", "container", "firmware", "power"} <= set(TABLED)
 
 
 @pytest.mark.parametrize("phase", ["before", "after"])

@@ -31,6 +31,9 @@ class Reads:
     """Instead of `parse`: a reader that needs the whole usable record (an exit status that is an answer)."""
     partial_ok: bool = False
     """`grep -H` over several files: exit 2 with output still carries the lines of the files that were read."""
+    fill: Callable[[str, Fields, dict[str, str]], None] | None = None
+    """Instead of `parse`: a reader that fills the fields in place from the usable stdout (it may complete what an
+    earlier row read, and note a problem of its source)."""
 
 
 @dataclass(slots=True)
@@ -54,9 +57,11 @@ def read_table(
     *,
     note_unusable: bool = True,
     why: Callable[[Exception], str] = unreadable,
+    usability: Callable[[CommandRecord], str | None] = source_problem,
 ) -> TableRead:
-    """The framework's extract loop: each row's source, when recorded and usable (`source_problem`: ok_exits,
-    missing tools, refusals, timeouts, cut output), goes through the row's parser and fills its fields.
+    """The framework's extract loop: each row's source, when recorded and usable (`usability`: by default the
+    gate's `source_problem`, with ok_exits, missing tools, refusals, timeouts, cut output; a probe whose facts keep
+    the record's own problem texts passes `record_problem`), goes through the row's reader and fills its fields.
 
     An unusable source is a problem (`note_unusable`); a parser's ParseError / ValueError is one too (`why`), and
     any other exception from a parser (a bug on odd output) as well: it never crashes the probe, the other
@@ -66,7 +71,7 @@ def read_table(
         rec = outputs.get(row.source)
         if rec is None or (row.when is not None and not row.when(out.fields)):
             continue
-        problem = source_problem(rec)
+        problem = usability(rec)
         if (
             problem is not None
             and row.partial_ok
@@ -77,8 +82,12 @@ def read_table(
             if note_unusable:
                 out.problems[row.source] = problem
             continue
+        before = dict(out.fields)
         try:
-            if row.record is not None:
+            if row.fill is not None:
+                row.fill(rec.stdout, out.fields, out.problems)
+                got = {k: v for k, v in out.fields.items() if k not in before or before[k] is not v}
+            elif row.record is not None:
                 got = row.record(rec)
             elif row.parse is not None:
                 got = row.parse(rec.stdout)
