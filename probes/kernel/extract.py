@@ -8,7 +8,8 @@ from collections.abc import Callable
 from gpuaudit.probes.core.errors import ParseError
 from gpuaudit.probes.core.judge.checks import missing_tool_name, tool_hint
 from gpuaudit.probes.core.judge.combiners import VENDORS, kernel_cmdline
-from gpuaudit.probes.core.models import Role
+from gpuaudit.probes.core.judge.probe import Reads, read_table
+from gpuaudit.probes.core.models import CommandRecord, Role
 from gpuaudit.probes.core.parsers.engine import parse_engine_status
 from gpuaudit.probes.core.parsers.system import (
     parse_bracketed_choice,
@@ -19,7 +20,7 @@ from gpuaudit.probes.core.parsers.system import (
     parse_uname,
 )
 from gpuaudit.probes.core.parsing import first_line, one_value, parse_once
-from gpuaudit.probes.core.spec import Outputs, usable_stdout
+from gpuaudit.probes.core.spec import Outputs, record_problem
 from gpuaudit.probes.kernel.facts import KernelFacts
 
 Data = dict[str, object]
@@ -138,30 +139,27 @@ PIPED = ("journal_kernel_faults",)
 """`tool | grep`: the pipe's status is grep's, so a missing tool only shows on stderr."""
 
 
+TABLE: tuple[Reads, ...] = tuple(Reads(cid, fill=read) for cid, read in READERS)
+"""The same rows as the framework's extract table (`read_table`)."""
+
+
+def _usability(rec: CommandRecord) -> str | None:
+    """record_problem, except that a piped grep's exit 1 (no line matched) is an answer, judged by the reader."""
+    if rec.command_id in PIPED and rec.exit_status == 1 and not rec.error and not rec.timed_out:
+        return None
+    return record_problem(rec)
+
+
 def extract(outputs: Outputs, role: Role) -> KernelFacts:
     problems: Problems = {}
-    data: Data = {}
     for cid in PIPED:
         rec = outputs.get(cid)
         if rec is not None and re.search(r"not found", rec.stderr) and not rec.stdout.strip():
             problems[cid] = tool_hint(missing_tool_name(rec))
-    for cid, read in READERS:
-        if cid in problems:
-            continue
-        rec = outputs.get(cid)
-        if (
-            cid in PIPED
-            and rec is not None
-            and rec.exit_status == 1
-            and not rec.error
-            and not rec.timed_out
-        ):
-            read(
-                rec.stdout, data, problems
-            )  # grep: no line matched is an answer (judged by the reader)
-        elif (t := usable_stdout(outputs, cid, problems)) is not None:
-            read(t, data, problems)
-    return KernelFacts(problems=problems, **data)  # type: ignore[arg-type]
+    read = read_table(
+        {cid: r for cid, r in outputs.items() if cid not in problems}, TABLE, usability=_usability
+    )
+    return KernelFacts(problems={**problems, **read.problems}, **read.fields)
 
 
 FIELD_SOURCES: dict[str, tuple[str, ...]] = {

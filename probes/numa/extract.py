@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable
-
 from gpuaudit.probes.core.errors import ParseError
 from gpuaudit.probes.core.judge.combiners import gpu_entries, with_numa
+from gpuaudit.probes.core.judge.probe import Reads, read_table
 from gpuaudit.probes.core.models import Role
 from gpuaudit.probes.core.parsers.engine import parse_engine_status
 from gpuaudit.probes.core.parsers.nvidia_smi import detect_smi_error
@@ -16,7 +15,7 @@ from gpuaudit.probes.core.parsers.system import (
     parse_pci_numa,
     parse_status_allowed,
 )
-from gpuaudit.probes.core.spec import Outputs, partial_grep_ok, usable_stdout
+from gpuaudit.probes.core.spec import Outputs, record_problem
 from gpuaudit.probes.numa.facts import EngineWorker, GpuInfo, NodeInfo, NumaFacts
 
 Data = dict[str, object]
@@ -106,34 +105,36 @@ def _engine(t: str, d: Data, p: Problems) -> None:
     ]
 
 
-READERS: tuple[tuple[str, Callable[[str, Data, Problems], None]], ...] = (
-    ("numactl_h", _numactl),
-    ("node_cpulists", _cpulists),
-    ("pci_nvidia_numa", _pci),
-    ("smi_gpu_ids", _gpus),
-    ("cgroup_limits", _cgroup),
-    ("status_allowed", _status),
-    ("engine_proc_status", _engine),
+TABLE: tuple[Reads, ...] = tuple(
+    Reads(cid, fill=read, partial_ok=cid in GREP_PARTIAL)
+    for cid, read in (
+        ("numactl_h", _numactl),
+        ("node_cpulists", _cpulists),
+        ("pci_nvidia_numa", _pci),
+        ("smi_gpu_ids", _gpus),
+        ("cgroup_limits", _cgroup),
+        ("status_allowed", _status),
+        ("engine_proc_status", _engine),
+    )
 )
-"""Source -> reader, in order (node_cpulists is numactl's fallback, pci_nvidia_numa feeds the GPU list)."""
+"""Source -> reader, in order (node_cpulists is numactl's fallback, pci_nvidia_numa feeds the GPU list), run by
+the framework (`read_table`)."""
 
 
 def extract(outputs: Outputs, role: Role) -> NumaFacts:
-    problems: Problems = {}
-    data: Data = {}
-    for cid, read in READERS:
-        if cid in GREP_PARTIAL and partial_grep_ok(outputs, cid):
-            read(outputs[cid].stdout, data, problems)
-        elif (t := usable_stdout(outputs, cid, problems)) is not None:
-            read(t, data, problems)
-        elif (
-            cid == "smi_gpu_ids"
-            and (rec := outputs.get(cid)) is not None
-            and (err := detect_smi_error(rec.stdout + rec.stderr))
-        ):
-            problems[cid] = f"nvidia-smi error: {err}"
+    read = read_table(outputs, TABLE, usability=record_problem)
+    data, problems = read.fields, read.problems
+    rec = outputs.get("smi_gpu_ids")
+    if (
+        rec is not None
+        and record_problem(rec)
+        and (err := detect_smi_error(rec.stdout + rec.stderr))
+    ):
+        problems["smi_gpu_ids"] = (
+            f"nvidia-smi error: {err}"  # the banner says more than the exit status
+        )
     data.pop("_pci", None)
-    return NumaFacts(problems=problems, **data)  # type: ignore[arg-type]
+    return NumaFacts(problems=problems, **data)
 
 
 FIELD_SOURCES: dict[str, tuple[str, ...]] = {

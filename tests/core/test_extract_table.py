@@ -13,10 +13,12 @@ from pathlib import Path
 import pytest
 from gpuaudit.probes.catalogue import REGISTRY
 from gpuaudit.probes.core.errors import ParseError
-from gpuaudit.probes.core.judge.probe import Reads, judge_probe, read_table
+from gpuaudit.probes.core.judge.probe import Reads, extract_facts, judge_probe, read_table
 from gpuaudit.probes.core.models import AuditRun, CommandRecord
 from gpuaudit.probes.core.run.runner import Audit, AuditOptions
 from gpuaudit.probes.core.run.session import directory_bindings, run_to_end
+from gpuaudit.probes.core.spec import Outputs, Probe
+from pydantic import BaseModel
 
 ROOT = Path(__file__).resolve().parents[2]
 CASE = ROOT / "snapshots" / "examples" / "case-study"
@@ -45,7 +47,9 @@ def rec(cid: str, stdout: str = "", **kw: object) -> CommandRecord:
 
 
 def test_probes_with_a_framework_table() -> None:
-    assert {"pcie", "python", "nccl", "container", "firmware", "power"} <= set(TABLED)
+    assert {"pcie", "python", "nccl", "container", "firmware", "power", "numa", "kernel"} <= set(
+        TABLED
+    )
 
 
 @pytest.mark.parametrize("phase", ["before", "after"])
@@ -151,20 +155,21 @@ def test_a_probe_whose_parser_breaks_is_still_judged(monkeypatch: pytest.MonkeyP
     assert facts.devices and facts.gpu_bdfs and not facts.smi
 
 
-def test_a_parser_bug_in_a_probe_with_its_own_loop_is_a_problem_of_that_source(
+def test_a_parser_bug_is_a_problem_of_that_source_and_the_rest_is_judged(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    """The kernel probe reads through its own loop: a parser raising on one source's output makes that source
-    unusable (its checks unknown, naming the error), every other check is still judged (judge_probe narrows
-    the error to the source; before, the whole probe failed)."""
+    """A kernel reader raising on one source's output makes that source unusable (its checks unknown, naming the
+    error), every other check is still judged (before, the whole probe failed)."""
     run = audit("before")  # judged with the real parsers first
     kernel = importlib.import_module("gpuaudit.probes.kernel.extract")
 
     def broken(t: str, d: dict[str, object], p: dict[str, str]) -> None:
         raise IndexError("list index out of range")
 
-    rows = tuple((cid, broken if cid == "numa_balancing" else read) for cid, read in kernel.READERS)
-    monkeypatch.setattr(kernel, "READERS", rows)
+    rows = tuple(
+        Reads(r.source, fill=broken) if r.source == "numa_balancing" else r for r in kernel.TABLE
+    )
+    monkeypatch.setattr(kernel, "TABLE", rows)
     records = {
         role: [
             r for p in run.probes if p.probe_id == "kernel" for r in p.records if r.target == role
@@ -183,3 +188,31 @@ def test_a_parser_bug_in_a_probe_with_its_own_loop_is_a_problem_of_that_source(
     assert all(
         f.severity.value == "unknown" and "IndexError" in f.observed for f in changed.values()
     )
+
+
+def test_an_extract_error_is_narrowed_to_the_source_that_caused_it() -> None:
+    """A probe with its own loop (no table): judge_probe's extract_facts leaves one source out at a time and names
+    the one whose output made the extract raise; an error no single source explains still fails the probe."""
+
+    class Facts(BaseModel, frozen=True):
+        read: list[str] = []
+        problems: dict[str, str] = {}
+
+    def extract(outputs: Outputs, role: str) -> Facts:
+        if "bad" in outputs:
+            raise IndexError("list index out of range")
+        return Facts(read=sorted(outputs))
+
+    probe = Probe(id="t", title="t", commands=(), extract=extract)
+    facts = extract_facts(probe, {"good": rec("good"), "bad": rec("bad")}, "host")
+    assert isinstance(facts, Facts)
+    assert facts.read == ["good"]
+    assert facts.problems == {"bad": "unparsable output: IndexError: list index out of range"}
+
+    def always(outputs: Outputs, role: str) -> Facts:
+        raise KeyError("bug")
+
+    with pytest.raises(KeyError):
+        extract_facts(
+            Probe(id="t", title="t", commands=(), extract=always), {"a": rec("a")}, "host"
+        )

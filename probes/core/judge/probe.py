@@ -83,6 +83,7 @@ def read_table(
                 out.problems[row.source] = problem
             continue
         before = dict(out.fields)
+        got: Mapping[str, Any]
         try:
             if row.fill is not None:
                 row.fill(rec.stdout, out.fields, out.problems)
