@@ -1,19 +1,25 @@
 """`e` into a 10 MB output: open the pcie drill-down of a snapshot whose lspci output is ~9 MB. Not a test.
 
-    python tests/bench/bench_drilldown.py [--rounds 3] [--mb 10]
+    python tests/bench/bench_drilldown.py [--rounds 3] [--mb 10] [--before DIR]
 
 Builds bench_replay.py's ~10 MB snapshot (the case study's real `lspci -D -vvv` grown), opens it as `--replay` does
-(headless Pilot, 120x40), waits for the replay to finish, then times: Enter on the pcie pane until the drill-down's
-first refresh, and `e` (jump to the highlighted finding's evidence, the big lspci record, scrolled to its line)
-until the next refresh. The same on the plain case study in the same rounds, as the baseline.
+(headless Pilot, 120x40), waits for the replay to finish, then times: Enter on the pcie pane until the drill-down
+is idle, and `e` (jump to the highlighted finding's evidence, the big lspci record) until the output is shown and
+its evidence line highlighted (a big output is prepared in a thread: polled every 5 ms). The highlighted finding is
+the first one on the lspci record whose evidence names no line (the drill-down then searches the text for it), else
+the first one on it. The same on the plain case study in the same rounds, as the baseline. Each measurement runs in
+a fresh child process; `--before DIR` also runs them on another copy of the package (DIR holds `gpuaudit/...`,
+first on PYTHONPATH), interleaved: before/after ratios under the same load.
 """
 
 from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import os
 import statistics
+import subprocess
 import sys
 import tempfile
 import time
@@ -28,6 +34,7 @@ async def once(path: Path) -> tuple[float, float]:
     from gpuaudit.probes.core.run.request import AuditRequest
     from gpuaudit.tui.app import make_app
     from gpuaudit.tui.cli.session_setup import build_setup
+    from gpuaudit.tui.widgets.command_output import CommandOutput
     from gpuaudit.tui.widgets.findings_table import FindingsTable
 
     setup = build_setup(AuditRequest(replay=str(path)))
@@ -45,18 +52,43 @@ async def once(path: Path) -> tuple[float, float]:
         opened = time.perf_counter() - t0
         table = app.screen.query_one(FindingsTable)
         rows = [
-            i
+            (f.evidence[0].line is not None, i)
             for i, f in enumerate(table.findings)
             if f.evidence and f.evidence[0].command_id == "lspci_vvv"
         ]
         if rows:
-            table.move_cursor(row=rows[0])
+            table.move_cursor(row=min(rows)[1])
         await pilot.pause()
+        screen, output = app.screen, app.screen.query_one(CommandOutput)
+        output.match = None
         t0 = time.perf_counter()
         await pilot.press("e")
+        while time.perf_counter() - t0 < 60 and (
+            getattr(screen, "preparing", None) is not None or output.match is None
+        ):
+            await asyncio.sleep(0.005)
         await pilot.pause()
         evidence = time.perf_counter() - t0
         app.exit()
+    return opened, evidence
+
+
+def child(path: Path, pythonpath: str | None) -> tuple[float, float]:
+    env = dict(os.environ)
+    if pythonpath:
+        env["PYTHONPATH"] = pythonpath
+    proc = subprocess.run(
+        [sys.executable, __file__, "--child", str(path)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+        cwd=pythonpath or BENCH.parents[1],
+        env=env,
+    )
+    line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("[")), None)
+    if line is None:
+        raise RuntimeError(proc.stderr[-3000:])
+    opened, evidence = json.loads(line)
     return opened, evidence
 
 
@@ -66,19 +98,28 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--mb", type=float, default=10.0)
+    ap.add_argument("--before", metavar="DIR", help="also this copy of the package (PYTHONPATH)")
+    ap.add_argument("--child", metavar="SNAPSHOT", help=argparse.SUPPRESS)
     args = ap.parse_args(argv)
+    if args.child:
+        print(json.dumps(asyncio.run(once(Path(args.child)))))
+        return 0
+    trees = ([("before", args.before)] if args.before else []) + [("", None)]
     with tempfile.TemporaryDirectory() as tmp:
         big = Path(tmp) / "big.json"
         build(big, args.mb)
-        rows: dict[str, list[tuple[float, float]]] = {"case study": [], "10 MB": []}
+        rows: dict[tuple[str, str, str | None], list[tuple[float, float]]] = {}
         print(f"load average {os.getloadavg()}")
         for _ in range(args.rounds):
-            rows["case study"].append(asyncio.run(once(AFTER)))
-            rows["10 MB"].append(asyncio.run(once(big)))
-        for label, vals in rows.items():
+            for tree, pythonpath in trees:
+                for label, path in (("case study", AFTER), ("10 MB", big)):
+                    key = (label, tree, pythonpath)
+                    rows.setdefault(key, []).append(child(path, pythonpath))
+        for (label, tree, _), vals in rows.items():
             o = statistics.median(v[0] for v in vals)
             e = statistics.median(v[1] for v in vals)
-            print(f"{label:10s}: Enter on pcie {o:5.2f} s, e to the evidence {e:5.2f} s")
+            name = f"{label} {tree}".strip()
+            print(f"{name:18s}: Enter on pcie {o:5.2f} s, e to the evidence {e:5.2f} s")
         print(f"load average {os.getloadavg()}; median of {args.rounds} interleaved rounds")
     return 0
 

@@ -28,10 +28,10 @@ from gpuaudit.tui.views.roofline_view import (
     roofline_of,
     roofline_summary,
 )
-from gpuaudit.tui.widgets.command_output import CommandOutput
+from gpuaudit.tui.widgets.command_output import CommandOutput, Prepared, prepare
 from gpuaudit.tui.widgets.findings_table import FindingsTable
 from rich.text import Text
-from textual import on
+from textual import on, work
 from textual.app import ComposeResult
 from textual.binding import Binding
 from textual.containers import Horizontal, Vertical, VerticalScroll
@@ -43,6 +43,7 @@ from textual.widgets import (
     Input,
     Label,
     OptionList,
+    ProgressBar,
     Static,
     TabbedContent,
     TabPane,
@@ -79,7 +80,9 @@ def finding_as_text(f: Finding) -> str:
 
 
 BIG_OUTPUT = 2_000_000
-"""Characters of output above which the drill-down paints "loading…" before preparing the text."""
+"""Characters of output above which the drill-down prepares the text in a worker thread (the screen stays live)."""
+PROGRESS_AFTER_S = 0.3
+"""A big output still loading after this long shows a progress bar (with the "loading N MB" line above it)."""
 
 
 class DrilldownScreen(Screen[None]):
@@ -112,6 +115,12 @@ class DrilldownScreen(Screen[None]):
         self.query_text = ""
         self.shown: CommandRecord | None = None
         self._shown_key: tuple[object, ...] = ()
+        self.preparing: CommandRecord | None = None
+        """The big record being prepared in the worker thread (None: nothing loading)."""
+        self._progress = 0.0
+        """How much of `preparing` is prepared (0..1), written by the worker thread, read by a timer."""
+        self._then: Callable[[], None] | None = None
+        """What runs once `preparing` is shown (the evidence jump)."""
 
     def compose(self) -> ComposeResult:
         yield Static(id="dd-title")
@@ -143,6 +152,7 @@ class DrilldownScreen(Screen[None]):
                         select_on_focus=False,
                     )
                     yield Label("", id="search-count")
+                yield ProgressBar(total=1.0, show_eta=False, id="output-progress")
                 yield CommandOutput(id="output")
         yield Footer(compact=True)
 
@@ -243,6 +253,7 @@ class DrilldownScreen(Screen[None]):
         if self.records:
             self.show_record(min(max(row, 0), len(self.records) - 1))
         else:
+            self._stop_loading()
             self.query_one(CommandOutput).show("no commands ran for this probe on any target")
         self._show_finding()
         if self.probe_id == ROOFLINE_PROBE:
@@ -308,30 +319,64 @@ class DrilldownScreen(Screen[None]):
         self._load(index, then)
 
     def _load(self, index: int, then: Callable[[], None] | None = None) -> None:
-        """Show a record's output; `then` runs once it is shown. A big one first says "loading N MB…" (a
-        frame is painted before the seconds of work), so opening it never looks like a hang."""
+        """Show a record's output; `then` runs once it is shown. A big one says "loading N MB…" at once and is
+        prepared in a thread (a progress bar after PROGRESS_AFTER_S), so opening it never looks like a hang."""
         record = self.records[index]
         if self.shown is record:  # a highlight event after move_cursor must not reload 10 MB
-            if then is not None:
+            if self.preparing is record:
+                self._then = then or self._then  # runs once the text is shown
+            elif then is not None:
                 then()
             return
         self.shown = record
         output = self.query_one(CommandOutput)
         size = len(record.stdout) + len(record.stderr)
         if size < BIG_OUTPUT:
+            self._stop_loading()
             output.show(record_output(record))
             if then is not None:
                 then()
             return
         output.show(f"loading {record.command_id}: {size / 1e6:.1f} MB of output…")
+        self.preparing, self._progress, self._then = record, 0.0, then
+        self.set_timer(PROGRESS_AFTER_S, lambda: self._show_progress(record))
+        self._prepare(record)
 
-        def load() -> None:
-            if self.shown is record:  # not replaced by another record meanwhile
-                output.show(record_output(record))
-                if then is not None:
-                    then()
+    def _stop_loading(self) -> None:
+        self.preparing, self._then = None, None
+        self.query_one("#output-progress", ProgressBar).remove_class("-visible")
 
-        self.call_after_refresh(load)
+    @work(thread=True, exclusive=True, group="output", exit_on_error=False)
+    def _prepare(self, record: CommandRecord) -> None:
+        """In a thread: the viewer's text of a big record (neutralised, tabs expanded, split), with progress."""
+
+        def progress(fraction: float) -> None:
+            self._progress = 0.25 + 0.75 * fraction
+
+        text = record_output(record)
+        self._progress = 0.25
+        prepared = prepare(text, progress)
+        self._progress = 1.0
+        if self.preparing is record:  # not replaced by another record meanwhile
+            self.app.call_from_thread(self._prepared, record, prepared)
+
+    def _prepared(self, record: CommandRecord, prepared: Prepared) -> None:
+        if self.preparing is not record or self.shown is not record:
+            return
+        then = self._then
+        self._stop_loading()
+        self.query_one(CommandOutput).show_prepared(prepared)
+        if then is not None:
+            then()
+
+    def _show_progress(self, record: CommandRecord) -> None:
+        """Still loading after PROGRESS_AFTER_S: a progress bar, updated until the text is shown."""
+        if self.preparing is not record:
+            return
+        bar = self.query_one("#output-progress", ProgressBar)
+        bar.add_class("-visible")
+        bar.update(progress=self._progress)
+        self.set_timer(0.1, lambda: self._show_progress(record))
 
     def record_index(self, ref: EvidenceRef) -> int | None:
         return next(
@@ -376,9 +421,9 @@ class DrilldownScreen(Screen[None]):
         def jump() -> None:
             # the line the parser read the value from, when the finding names it
             line = f.evidence[0].line
-            row = stdout_row(output.text, line) if line is not None else None
+            row = stdout_row(output.text, line, output.lines) if line is not None else None
             if row is None:
-                row = evidence_row(output.text, f)
+                row = evidence_row(output.text, f, output.lines)
             if row is not None:  # after the layout: on a narrow screen the viewer had no size
                 output.call_after_refresh(output.goto_line, row)
 

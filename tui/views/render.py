@@ -700,37 +700,35 @@ _STOP = {
 STDOUT_MARK = "── stdout ──"
 
 
-def stdout_row(text: str, line: int) -> int | None:
-    """The viewer row of stdout line `line` in `record_output`'s text (None when it has no stdout section)."""
-    rows = text.split("\n")
+def stdout_row(text: str, line: int, lines: Sequence[str] | None = None) -> int | None:
+    """The viewer row of stdout line `line` in `record_output`'s text (None when it has no stdout section).
+    `lines`: the text already split (the viewer's), not split again."""
+    rows = text.split("\n") if lines is None else lines
     start = next((n for n, r in enumerate(rows) if r == STDOUT_MARK), None)
     if start is None or start + 1 + line >= len(rows):
         return None
     return start + 1 + line
 
 
-def evidence_row(text: str, finding: Finding) -> int | None:
+def evidence_row(text: str, finding: Finding, lines: Sequence[str] | None = None) -> int | None:
     """The line of a raw output that best shows a finding: the one holding most of the words and numbers
-    of its observed value (lspci's `DevCtl ... MaxReadReq 512 bytes` for "MaxReadReq 512 B on 8 GPUs")."""
+    of its observed value (lspci's `DevCtl ... MaxReadReq 512 bytes` for "MaxReadReq 512 B on 8 GPUs"); the
+    first of equals. `lines`: the text already split (the viewer's), not split again."""
     tokens = {t.lower().rstrip(".") for t in _TOKEN.findall(finding.observed)} - _STOP
     if not tokens:
         return None
+    rows = text.split("\n") if lines is None else lines
+    hit = re.compile("|".join(re.escape(t) for t in sorted(tokens, key=len, reverse=True)))
     best, best_score = None, 0.0
-    low = text.lower()
-    lines = low.split("\n")
-    # only lines holding a token can score (a 10 MB lspci output has ~130k lines, few of them candidates)
-    hits = re.finditer("|".join(re.escape(t) for t in sorted(tokens, key=len, reverse=True)), low)
-    candidates: list[int] = []
-    row, at = 0, 0
-    for m in hits:
-        row += low.count("\n", at, m.start())
-        at = m.start()
-        if not candidates or candidates[-1] != row:
-            candidates.append(row)
-    for n in candidates:
-        line = lines[n]
+    # a line's score depends on its text alone: each distinct line is scored once, in the order of its first
+    # row (a 10 MB output repeats its lines: lspci's 138k rows hold ~2k distinct ones); only lines holding a
+    # token can score
+    for raw in dict.fromkeys(rows):
+        line = raw.lower()
+        if hit.search(line) is None:
+            continue
         words = set(_TOKEN.findall(line))
         score = sum(len(t) if t in words else 0.5 * len(t) if t in line else 0 for t in tokens)
         if score > best_score:
-            best, best_score = n, score
-    return best
+            best, best_score = raw, score
+    return None if best is None else rows.index(best)

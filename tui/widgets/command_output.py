@@ -4,11 +4,17 @@ A TextArea took 6 s to load 10 MB (per-line Python work in its document and wrap
 the text as one str plus its `split("\\n")` (C speed) and renders rows on demand via the Line API.
 Tabs are expanded once when the text is loaded (lspci -vvv indents with them), so a match's column
 is a screen column and the highlighted row never leaves stale cells behind.
+
+A big output is prepared off the UI thread (`prepare`, in chunks of whole lines, reporting its progress: the
+drill-down shows a progress bar) and then shown at once (`show_prepared`). The case-folded copy that search needs
+is built on the first search only.
 """
 
 from __future__ import annotations
 
 from bisect import bisect_left
+from collections.abc import Callable
+from dataclasses import dataclass
 
 from rich.segment import Segment
 from rich.style import Style
@@ -19,6 +25,40 @@ from textual.strip import Strip
 MATCH = Style(reverse=True, bold=True)
 LINE = Style(underline=True, bold=True)
 GUTTER = Style(dim=True)
+CHUNK = 1 << 20
+"""Characters `prepare` handles between two progress reports (whole lines: a chunk ends at a newline)."""
+
+
+@dataclass(frozen=True, slots=True)
+class Prepared:
+    """A text ready for the viewer: tabs expanded, its lines, the longest line's length."""
+
+    text: str
+    lines: list[str]
+    width: int
+
+
+def prepare(text: str, progress: Callable[[float], None] | None = None) -> Prepared:
+    """Expand tabs, split into lines and measure them, `CHUNK` characters of whole lines at a time, calling
+    `progress(fraction done)` after each chunk. The same result as on the whole text (`show`)."""
+    pieces: list[str] = []
+    lines: list[str] = []
+    width, start, n = 0, 0, len(text)
+    while True:
+        end = text.find("\n", start + CHUNK) if start + CHUNK < n else -1
+        piece = text[start : n if end < 0 else end]
+        if "\t" in piece:
+            piece = piece.expandtabs(8)  # a chunk starts a line: the tab stops are the same
+        part = piece.split("\n")
+        width = max(width, max(map(len, part)))
+        pieces.append(piece)
+        lines += part
+        if end < 0:
+            break
+        start = end + 1
+        if progress is not None:
+            progress(start / n)
+    return Prepared(pieces[0] if len(pieces) == 1 else "\n".join(pieces), lines, width)
 
 
 class CommandOutput(ScrollView, can_focus=True):
@@ -41,14 +81,20 @@ class CommandOutput(ScrollView, can_focus=True):
         self._rows: list[tuple[int, int]] = []
         """With wrap: one (line index, start column) per screen row."""
         self._wrap_width = 0
+        self._width = 0
+        """The longest line's length (the virtual width without wrap)."""
 
     @property
     def line_count(self) -> int:
         return len(self.lines)
 
     def show(self, text: str) -> None:
-        self.text = text.expandtabs(8) if "\t" in text else text
-        self._folded, self.lines, self.match, self._pos = "", self.text.split("\n"), None, 0
+        self.show_prepared(prepare(text))
+
+    def show_prepared(self, prepared: Prepared) -> None:
+        """Show a text `prepare` made ready (in a worker thread for a big one): no per-line work here."""
+        self.text, self.lines, self._width = prepared.text, prepared.lines, prepared.width
+        self._folded, self.match, self._pos = "", None, 0
         self._gutter = len(str(len(self.lines))) + 2
         self._layout()
         self.scroll_to(0, 0, animate=False)
@@ -74,8 +120,7 @@ class CommandOutput(ScrollView, can_focus=True):
         """The virtual size: the longest line (no wrap), or one row per `width` characters of each line."""
         if not self.wrap:
             self._rows = []
-            width = max(map(len, self.lines), default=0)
-            self.virtual_size = Size(width + self._gutter, len(self.lines))
+            self.virtual_size = Size(self._width + self._gutter, len(self.lines))
             return
         w = self._wrap_width = self._text_width()
         self._rows = [
