@@ -175,7 +175,11 @@ def test_diff_against_its_own_replay(snap: Path, tmp_path: Path) -> None:
                 if name in SYNTHETIC:
                     assert f["new_severity"] == "unknown", (name, f)
                     continue
-                assert f["id"] in allowed, f"{name}: {f['id']} changed {f['kind']}: {f}"
+                assert f["id"] in allowed, (
+                    f"{name}: {f['id']} {f['old_severity']} -> {f['new_severity']} on replay "
+                    f"({f['old_observed'][:80]!r} -> {f['new_observed'][:80]!r}): a check changed since "
+                    "the snapshot's release; if on purpose, add the id to ALLOWED with the reason"
+                )
             for f in p["findings"]:
                 assert f["new_severity"] is not None, f"{name}: {f['id']} disappeared"
 
