@@ -38,10 +38,9 @@ from gpuaudit.probes.core.judge.checks import (
 from gpuaudit.probes.core.judge.regression import BY_ID as ROWS
 from gpuaudit.probes.core.models import AuditRun, Finding, ProbeResult, Severity
 from gpuaudit.probes.core.parsers.engine import (
-    main_engine,
     parse_engine_logs,
-    parse_engine_procs,
     parse_throughput_lines,
+    serving_engine,
 )
 from gpuaudit.snapshots import store
 from gpuaudit.snapshots.schema import Snapshot
@@ -189,12 +188,11 @@ def _engine_args(records: Mapping[str, str]) -> str | None:
     if not text:
         return None
     try:
-        found = main_engine(parse_engine_procs(text))
+        cfg = serving_engine(text).config  # the one owner-aware choice of the engine
     except ParseError:
         return None
-    if not found:
+    if cfg is None:
         return None
-    cfg = found[1]
     parts = []
     for k in ENGINE_KNOBS:
         v = getattr(cfg, k, None)

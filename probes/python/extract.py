@@ -45,6 +45,15 @@ def pyenv_fields(text: str) -> dict[str, Any]:
     }
 
 
+def engine_fill(text: str, fields: dict[str, Any], problems: dict[str, str]) -> None:
+    """The listing's engine fields; when which process is the engine is ambiguous (engines of several owners,
+    issue 29) the listing is no answer: its problem names the candidates and the engine checks say unknown."""
+    if (why := serving_engine(text).ambiguous) is not None:
+        problems["engine_procs"] = why
+        return
+    fields.update(engine_fields(text))
+
+
 def engine_fields(text: str) -> dict[str, Any]:
     eng = serving_engine(text)  # the shared combiner: derived once per listing
     out: dict[str, Any] = {"engine_listed": True, "engine_procs": len(eng.procs)}
@@ -121,7 +130,7 @@ def jit_fields(text: str) -> dict[str, Any]:
 TABLE: tuple[Reads, ...] = (
     Reads(GPU_SOURCE, gpu_fields),
     Reads("pyenv", pyenv_fields),
-    Reads("engine_procs", engine_fields),
+    Reads("engine_procs", fill=engine_fill),
     Reads("engine_proc_status", status_fields),
     Reads("engine_logs", log_fields),
     Reads("jit_cache_dirs", jit_fields),

@@ -320,14 +320,18 @@ ENGINE_SOURCE = "engine_procs"
 def serving_engine_of(outputs: Outputs) -> tuple[EngineSummary | None, str]:
     """The serving engine seen on this target (`serving_engine`, derived once per listing), or (None, why).
 
-    A usable listing without an engine is an EngineSummary whose `main` is None (no engine is an answer)."""
+    A usable listing without an engine is an EngineSummary whose `main` is None (no engine is an answer); a
+    listing whose engine is ambiguous (API servers of several owners, `parsers.engine.choose_main`) is (None, why)."""
     rec = outputs.get(ENGINE_SOURCE)
     if not _answered(rec) or rec is None:
         return None, f"{ENGINE_SOURCE} not read"
     try:
-        return serving_engine(rec.stdout), ENGINE_SOURCE
+        eng = serving_engine(rec.stdout)
     except ParseError as exc:
         return None, f"{ENGINE_SOURCE} unreadable: {exc}"
+    if eng.ambiguous is not None:  # engines of several owners (issue 29): none is "the engine"
+        return None, f"{ENGINE_SOURCE}: {eng.ambiguous}"
+    return eng, ENGINE_SOURCE
 
 
 # --- the GPU list (index, bus id, UUID, name, NUMA node) -----------------------------------------------------------

@@ -9,6 +9,7 @@ Public API:
 * `parse_engine_procs(text) -> list[EngineProc]`  its output (ParseError unless sections or `@@none`)
 * `parse_environ(raw) -> dict[str, str]`         `/proc/<pid>/environ` (NUL- or newline-separated)
 * `parse_engine_args(argv) -> EngineConfig | None`  engine kind, TP/PP/DP/EP, graphs, backends
+* `choose_main(procs, audit_uid, cut)`           THE choice of the engine's API server (owner-aware, issue 29)
 * `main_engine(procs) -> (EngineProc, EngineConfig) | None`  the API-server process among the matches
 * `summarize_engine(procs) -> EngineSummary`     main process, config and merged environment at once
 * `engine_listing_problem(listings, found)`      the shared "could the engine be looked for" gate
@@ -21,9 +22,11 @@ import json
 import re
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 from gpuaudit.probes.core.errors import ParseError
+from gpuaudit.probes.core.parsers.engine_choice import choose_engine
 from gpuaudit.probes.core.parsing import cpu_list, parse_once
 
 # Variables worth keeping from an engine's environment; everything else (and every secret) stays behind.
@@ -51,14 +54,16 @@ _ENV_GREP = "|".join(k if k.endswith("_") else k + "=" for k in ENV_KEEP)
 # nvidia-smi reports (host side; inside a container nvidia-smi lists none). Our own shell, whose
 # command line contains a marker "@@p..." (this one, the pyenv one), is skipped. Read-only: only /proc reads and echo.
 ENGINE_PROCS_SHELL = (
+    'echo "@@auditor $(id -u)"; '
     "apps=$(nvidia-smi --query-compute-apps=pid --format=csv,noheader 2>/dev/null | tr -d ' '); "
     "n=0; for d in /proc/[0-9]*; do p=${d#/proc/}; "
     "c=$(tr '\\0' ' ' 2>/dev/null < $d/cmdline); [ -n \"$c\" ] || continue; "
     "case \"$c\" in *@@p*|*@@gpuaudit-*|*'export LC_ALL'*) continue;; esac; hit=; "
     'case "$c" in *sglang*|*vllm*|*VLLM*|*text-generation-*) hit=1;; esac; '
     'for a in $apps; do [ "$a" = "$p" ] && hit=1; done; [ -n "$hit" ] || continue; '
-    "n=$((n+1)); [ $n -le 32 ] || break; "
-    'echo "@@pid $p"; echo "@@exe $(readlink $d/exe 2>/dev/null)"; echo \'@@cmdline\'; '
+    "n=$((n+1)); [ $n -le 32 ] || { echo '@@more'; break; }; "
+    'echo "@@pid $p"; echo "@@uid $(awk \'/^Uid:/ {print $3}\' $d/status 2>/dev/null)"; '
+    "echo \"@@exe $(readlink $d/exe 2>/dev/null)\"; echo '@@cmdline'; "
     "tr '\\0' '\\n' 2>/dev/null < $d/cmdline; echo; echo '@@environ'; "
     "tr '\\0' '\\n' 2>/dev/null < $d/environ | grep -E '^("
     + _ENV_GREP
@@ -78,6 +83,8 @@ class EngineProc:
     env: dict[str, str] = field(default_factory=dict)
     env_readable: bool = True
     nccl_libs: tuple[str, ...] = ()
+    uid: int | None = None
+    """The owner (effective uid, /proc/<pid>/status); None when not read (older listings carry no `@@uid`)."""
 
 
 @dataclass(frozen=True, slots=True)
@@ -158,7 +165,9 @@ def require_sections(text: str, what: str, found: int, *markers: str) -> None:
 def parse_engine_procs(text: str) -> list[EngineProc]:
     """Output of `ENGINE_PROCS_SHELL` -> processes (sections `@@pid`..`@@end`; `@@none` = no match).
 
+        @@auditor 0
         @@pid 4242
+        @@uid 0
         @@exe /usr/bin/python3.12
         @@cmdline
         python3
@@ -185,10 +194,15 @@ def parse_engine_procs(text: str) -> list[EngineProc]:
                 "env": [],
                 "env_readable": True,
                 "maps": [],
+                "uid": None,
+                "head": True,
             }
             section = ""
         elif cur is None:
             continue
+        elif cur.pop("head", False) and line.startswith("@@uid"):
+            # only right after @@pid: an argv or exe path line reading "@@uid 0" is no owner
+            cur["uid"] = int(line[5:].strip()) if line[5:].strip().isdigit() else None
         elif line.startswith("@@exe"):
             cur["exe"] = line[5:].strip()
         elif line in ("@@cmdline", "@@environ", "@@maps"):
@@ -204,6 +218,7 @@ def parse_engine_procs(text: str) -> list[EngineProc]:
                     env=parse_environ("\n".join(cur["env"])),
                     env_readable=cur["env_readable"],
                     nccl_libs=tuple(dict.fromkeys(m for m in cur["maps"] if m)),
+                    uid=cur["uid"],
                 )
             )
             cur, section = None, ""
@@ -481,13 +496,66 @@ def parse_engine_args(argv: list[str] | tuple[str, ...]) -> EngineConfig | None:
     return _tgi(opts)
 
 
-def main_engine(procs: list[EngineProc]) -> tuple[EngineProc, EngineConfig] | None:
-    """The engine's API-server process and its parsed config (the first match), else None."""
-    for p in procs:
+def choice_source() -> list[str]:
+    """engine_choice.py as lines to embed in a target-side python3 -I -S -B reader (pyenv_reader.py, the metrics
+    finder): comment lines, one-line docstrings and blank lines dropped; it holds no single quote."""
+    lines = []
+    for line in (Path(__file__).with_name("engine_choice.py")).read_text("utf-8").splitlines():
+        bare = line.strip()
+        if bare and not bare.startswith("#") and not (bare[:3] == '"""' == bare[-3:]):
+            lines.append(line)
+    return lines
+
+
+def listing_audit(text: str) -> tuple[int | None, bool]:
+    """(the auditing user's uid, whether the listing was cut) from `ENGINE_PROCS_SHELL` output: `@@auditor N`
+    is its first line and `@@more` its last (an older listing has neither: (None, False))."""
+    lines = [ln.strip() for ln in text.splitlines() if ln.strip()]
+    first = lines[0] if lines else ""
+    uid = first[10:].strip() if first.startswith("@@auditor ") else ""
+    return (int(uid) if uid.isdigit() else None), bool(lines) and lines[-1] == "@@more"
+
+
+def choose_main(
+    procs: list[EngineProc], audit_uid: int | None = None, cut: bool = False
+) -> tuple[tuple[EngineProc, EngineConfig] | None, list[EngineProc]]:
+    """(the engine's API server and its config, or None; the candidates when which one is ambiguous).
+
+    THE choice of the serving engine (issue 29): `engine_choice.choose_engine`, the rule the engine
+    environment reader and the metrics reader run on the target. Under a root audit a root-owned API
+    server beats other users' look-alikes; API servers of several other owners are ambiguous."""
+    servers = [(p, cfg) for p in procs if (cfg := parse_engine_args(p.argv)) is not None]
+    engine, ambiguous = choose_engine(
+        [(i, p.uid, "") for i, (p, _cfg) in enumerate(servers)], audit_uid, cut
+    )
+    return (servers[engine[0][0]] if engine else None), [servers[a[0]][0] for a in ambiguous]
+
+
+def main_engine(
+    procs: list[EngineProc], audit_uid: int | None = None, cut: bool = False
+) -> tuple[EngineProc, EngineConfig] | None:
+    """The engine's API-server process and its parsed config (`choose_main`), else None (none, or ambiguous)."""
+    return choose_main(procs, audit_uid, cut)[0]
+
+
+def ambiguity(candidates: list[EngineProc], cut: bool = False) -> str:
+    """Why no process is "the engine", naming the candidates (pid, owner, kind, model)."""
+
+    def one(p: EngineProc) -> str:
         cfg = parse_engine_args(p.argv)
-        if cfg is not None:
-            return p, cfg
-    return None
+        what = f"{cfg.kind} {cfg.model or ''}".strip() if cfg else "engine"
+        return f"pid {p.pid} uid {'unknown' if p.uid is None else p.uid} ({what})"
+
+    names = "; ".join(one(p) for p in candidates[:8])
+    if cut and len({p.uid for p in candidates}) == 1:
+        return (
+            f"which process is the serving engine is ambiguous: the process listing was cut before a "
+            f"root-owned API server was seen, and {names} may be a look-alike: none judged"
+        )
+    return (
+        "which process is the serving engine is ambiguous: API servers of different owners "
+        f"({names}): none judged"
+    )
 
 
 def engine_env(
@@ -500,13 +568,20 @@ def engine_env(
     env: dict[str, str] = {}
     readable = False
     found = found if found is not None else main_engine(procs)
-    ordered = ([found[0]] if found else []) + [p for p in procs if not found or p is not found[0]]
+    ordered = ([found[0]] if found else []) + [
+        p for p in procs if not found or (p is not found[0] and _same_owner(p, found[0]))
+    ]
     for p in ordered:
         if p.env_readable:
             readable = True
             for k, v in p.env.items():
                 env.setdefault(k, v)
     return env, readable
+
+
+def _same_owner(p: EngineProc, main: EngineProc) -> bool:
+    """A process of the engine (its workers run as its owner); every one when the owners were not read."""
+    return main.uid is None or p.uid == main.uid
 
 
 @dataclass(frozen=True, slots=True)
@@ -520,22 +595,29 @@ class EngineSummary:
     env_readable: bool | None = None
     """None when no process matched; else whether any matched process's environ was readable."""
     nccl_libs: list[str] = field(default_factory=list)
-    """Every libnccl file mapped by a matched process, sorted."""
+    """Every libnccl file mapped by a process of the engine (its owner's), sorted."""
+    ambiguous: str | None = None
+    """Why no API server is "the engine" (`choose_main`: several owners), naming them; None = decided."""
 
 
-def summarize_engine(procs: list[EngineProc]) -> EngineSummary:
-    """`parse_engine_procs` output -> EngineSummary (main_engine and engine_env computed once)."""
-    found = main_engine(procs)
+def summarize_engine(
+    procs: list[EngineProc], audit_uid: int | None = None, cut: bool = False
+) -> EngineSummary:
+    """`parse_engine_procs` output -> EngineSummary (`choose_main` and engine_env computed once)."""
+    found, candidates = choose_main(procs, audit_uid, cut)
     if not procs:
         return EngineSummary(procs=procs)
+    if candidates:
+        return EngineSummary(procs=procs, ambiguous=ambiguity(candidates, cut))
     env, readable = engine_env(procs, found)
+    ours = [p for p in procs if found is None or _same_owner(p, found[0])]
     return EngineSummary(
         procs=procs,
         main=found[0] if found else None,
         config=found[1] if found else None,
         env=env,
         env_readable=readable,
-        nccl_libs=sorted({lib for p in procs for lib in p.nccl_libs}),
+        nccl_libs=sorted({lib for p in ours for lib in p.nccl_libs}),
     )
 
 
@@ -544,7 +626,7 @@ def serving_engine(text: str) -> EngineSummary:
     """The serving engine of one `engine_procs` listing (its processes, the API server's argv and config, the
     model path, the merged environment), derived once per listing: the python and nccl probes, the combiners and
     the roofline read this one value. Raises ParseError like parse_engine_procs."""
-    return summarize_engine(parse_engine_procs(text))
+    return summarize_engine(parse_engine_procs(text), *listing_audit(text))
 
 
 def engine_listing_problem(listings: Mapping[Any, str | None], found: bool) -> str | None:

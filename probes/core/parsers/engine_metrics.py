@@ -21,6 +21,7 @@ import shlex
 from dataclasses import dataclass, field
 
 from gpuaudit.probes.core.errors import ParseError
+from gpuaudit.probes.core.parsers.engine import choice_source
 from gpuaudit.probes.core.parsing import parse_once
 
 MAX_BYTES = 4_000_000
@@ -35,9 +36,15 @@ FETCH_DEADLINE_S = 5
 # `@@ambiguous` names them. Processes of one owner on one port (forked workers) are one engine: the lowest pid
 # speaks for it and `@@pids` lists them all, so the roofline can check it is the engine the python probe judged.
 # Read-only: /proc reads and one GET of the engine's own loopback page; isolated python3 (-I -S -B).
-# The text passes the read-only lint: no greater-than sign, no ampersand, no tool names.
-_FINDER = """
+# The text passes the read-only lint: no greater-than sign, no ampersand, no tool names. The choice itself is
+# `choose_engine` (engine_choice.py, embedded): the same rule as the python probe's (parsers.engine.choose_main),
+# keyed by port too, since one page is fetched.
+_FINDER = (
+    """
 import os, sys, time, signal
+"""
+    + "\n".join(choice_source())
+    + """
 MARKS = ("@@p", "@@gpuaudit-", "export LC_ALL")
 API = ("sglang.launch_server", "sglang.srt.entrypoints", "sglang serve", "vllm.entrypoints",
        "vllm serve")
@@ -92,12 +99,10 @@ def engine(suffix):
     if not found:
         print("@@none")
         sys.exit(0)
-    if os.geteuid() == 0 and any(f[1] == 0 for f in found):
-        found = [f for f in found if f[1] == 0]
-    groups = sorted(set((f[1], f[2]) for f in found))
-    if len(groups) != 1:
+    found, ambiguous = choose_engine(found, os.geteuid())
+    if ambiguous:
         print("@@ambiguous " + "; ".join(
-            "pid %d uid %d %s" % f for f in sorted(found)[:8]))
+            "pid %d uid %d %s" % f for f in sorted(ambiguous)[:8]))
         sys.exit(0)
     pids = sorted(f[0] for f in found)
     print("@@pid %d %s" % (pids[0], found[0][2] + suffix))
@@ -109,6 +114,7 @@ class Late(Exception):
 def late(*a):
     raise Late()
 """
+)
 
 _METRICS_SCRIPT = (
     _FINDER

@@ -23,6 +23,7 @@ import re
 from pathlib import Path
 
 from gpuaudit.probes.core.errors import ParseError
+from gpuaudit.probes.core.parsers.engine import choice_source
 from gpuaudit.probes.core.parsing import parse_once
 from pydantic import BaseModel
 
@@ -61,6 +62,9 @@ def _reader_source() -> str:
     for line in src.splitlines():
         bare = line.strip()
         if not bare or bare.startswith("#") or (bare.startswith('"""') and bare.endswith('"""')):
+            continue
+        if line.startswith("from gpuaudit.probes.core.parsers.engine_choice import "):
+            lines.extend(choice_source())  # the one rule of which process is the engine (issue 29)
             continue
         lines.append(pkgs.join(line.split("()", 1)) if line.startswith("PACKAGES = ") else line)
     text = (
@@ -142,6 +146,12 @@ def parse_pyenv_json(text: str) -> PyEnv:
             except ValueError as exc:
                 raise ParseError(f"unparsable JSON from the inspection snippet: {exc}") from exc
     if not isinstance(data, dict):
+        amb = next((ln for ln in text.splitlines() if ln.startswith("@@ambiguous ")), None)
+        if amb is not None:  # engines of several owners (issue 29): nothing was read
+            raise ParseError(
+                "which process is the serving engine is ambiguous: API servers of different owners "
+                f"({amb[12:].strip()[:400]}): none read"
+            )
         raise ParseError("no JSON line in the output")
     arch = data.get("arch_list")
     return PyEnv(

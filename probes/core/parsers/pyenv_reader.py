@@ -19,6 +19,8 @@ import stat
 import sys
 from typing import TYPE_CHECKING
 
+from gpuaudit.probes.core.parsers.engine_choice import choose_engine
+
 if TYPE_CHECKING:
     from typing import Any, NotRequired, TypedDict
 
@@ -90,8 +92,22 @@ def text(path, uid, cap=SMALL):
     return None if b is None else b.decode("utf-8", "replace")
 
 
+def owner(pid):
+    # type: (int) -> int | None
+    """The effective uid of a process (/proc/PID/status), None when unreadable."""
+    for line in (text(PROC + "/" + str(pid) + "/status", None) or "").splitlines():
+        parts = line.split()
+        if parts[:1] == ["Uid:"] and 2 in range(len(parts)) and parts[2].isdigit():
+            return int(parts[2])
+    return None
+
+
 def find_engine():
-    # type: () -> tuple[int, list[str]] | None
+    # type: () -> tuple[int, list[str]] | str | None
+    """The engine (pid, argv) by the shared rule (choose_engine), a text naming the candidates when
+    which one is ambiguous, or None."""
+    found: list[tuple[int, int | None, str]] = []
+    argvs: dict[int, list[str]] = {}
     for d in sorted(os.listdir(PROC)):
         if not d.isdigit():
             continue
@@ -104,8 +120,15 @@ def find_engine():
         if any(m in c for m in MARKS):
             continue
         if any(e in c for e in ENGINES):
-            return int(d), [a.decode("utf-8", "replace") for a in raw.split(b"\0") if a]
-    return None
+            argvs[int(d)] = [a.decode("utf-8", "replace") for a in raw.split(b"\0") if a]
+            found.append((int(d), owner(int(d)), ""))
+    engine, ambiguous = choose_engine(found, os.geteuid())
+    if ambiguous:
+        return "; ".join(
+            "pid " + str(f[0]) + " uid " + ("unknown" if f[1] is None else str(f[1]))
+            for f in ambiguous[:8]
+        )
+    return (engine[0][0], argvs[engine[0][0]]) if engine else None
 
 
 def proc_facts(pid):
@@ -298,6 +321,9 @@ def main():
     interp = want
     if want == "python3":
         hit = find_engine()
+        if isinstance(hit, str):
+            print("@@ambiguous " + hit)
+            return
         if hit:
             pid, argv = hit
             facts = proc_facts(pid)

@@ -92,6 +92,8 @@ def _engine(
         except ParseError as exc:
             rf.missing.append(f"engine processes ({role}): {exc}")
             continue
+        if eng.ambiguous is not None:
+            rf.missing.append(f"engine processes ({role}): {eng.ambiguous}")
         if eng.main is not None and eng.config is not None:
             return role, eng.config
     if not rf.missing:

@@ -1,0 +1,239 @@
+"""Which process is "the engine" is owner-aware (issue 29): one rule (parsers/engine_choice.py) for the python
+probe's listing (`serving_engine`), its environment reader (pyenv) and the metrics reader.
+
+A local user can start a process that looks like an engine API server before the real, root-owned one: under a
+root audit the root engine is judged (its argv, its environment, its interpreter's packages), never the
+look-alike; API servers of several non-root owners are ambiguous and the engine checks say unknown naming
+them. The live tests run the declared command lines over real processes (root starts them as other users).
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import time
+
+import pytest
+from gpuaudit.probes import nccl, python
+from gpuaudit.probes.core.errors import ParseError
+from gpuaudit.probes.core.judge.combiners import serving_engine_of
+from gpuaudit.probes.core.judge.probe import judge_probe
+from gpuaudit.probes.core.models import CommandRecord
+from gpuaudit.probes.core.parsers.engine import (
+    ENGINE_PROCS_SHELL,
+    EngineProc,
+    choose_main,
+    listing_audit,
+    parse_engine_procs,
+    serving_engine,
+    summarize_engine,
+)
+from gpuaudit.probes.core.parsers.engine_choice import choose_engine
+from gpuaudit.probes.core.parsers.pyenv import PYENV_SHELL, parse_pyenv_json
+from gpuaudit.probes.core.readonly import write_risks
+
+NOBODY, OTHER = 65534, 65533
+
+
+# ------------------------------------------------------------------ the rule itself (pure)
+
+
+@pytest.mark.parametrize(
+    "found,audit,cut,engine,ambiguous",
+    [
+        # a root audit: the root engine beats the look-alike that precedes it
+        ([(7, NOBODY, ""), (9, 0, "")], 0, False, [9], []),
+        # the root engine and its forked copies are one engine; the first speaks
+        ([(7, NOBODY, ""), (9, 0, ""), (11, 0, "")], 0, False, [9, 11], []),
+        # two non-root owners, no root engine: ambiguous, both named
+        ([(7, NOBODY, ""), (9, OTHER, "")], 0, False, [], [7, 9]),
+        # one engine of any owner: used as before
+        ([(7, NOBODY, ""), (8, NOBODY, "")], 0, False, [7, 8], []),
+        # not a root audit: root gets no preference, two owners are ambiguous
+        ([(7, NOBODY, ""), (9, 0, "")], 1000, False, [], [7, 9]),
+        # owners not read (an older listing): the first, as before
+        ([(7, None, ""), (9, None, "")], None, False, [7, 9], []),
+        # an owner not read never counts as root
+        ([(7, None, ""), (9, 0, "")], 0, False, [9], []),
+        ([(7, None, ""), (9, NOBODY, "")], 0, False, [], [7, 9]),
+        # one owner on two ports, keyed by port (the metrics reader): ambiguous
+        ([(7, 0, ":1"), (9, 0, ":2")], 0, False, [], [7, 9]),
+        # a listing cut short under a root audit with no root candidate: the root engine may lie past the cut
+        ([(7, NOBODY, "")], 0, True, [], [7]),
+        ([(7, NOBODY, ""), (9, 0, "")], 0, True, [9], []),
+        ([(7, NOBODY, "")], 1000, True, [7], []),
+        ([], 0, False, [], []),
+    ],
+)
+def test_the_rule(found, audit, cut, engine, ambiguous):
+    got, amb = choose_engine(found, audit, cut)
+    assert [f[0] for f in got] == engine and [f[0] for f in amb] == ambiguous
+
+
+def _proc(pid: int, uid: int | None, model: str, **kw) -> EngineProc:
+    argv = ("python3", "-m", "sglang.launch_server", "--model-path", model)
+    return EngineProc(pid=pid, uid=uid, argv=argv, **kw)
+
+
+def test_a_look_alikes_environment_and_nccl_never_join_the_root_engines():
+    """The merged environment (python.dangerous_env, the nccl env checks) and the mapped libnccl files come
+    from the engine's own processes: a look-alike's planted NCCL_P2P_DISABLE is not the engine's."""
+    planted = _proc(
+        100, NOBODY, "/x", env={"NCCL_P2P_DISABLE": "1"}, nccl_libs=("/home/u/libnccl.so.2",)
+    )
+    root = _proc(200, 0, "/models/real", env={"NCCL_DEBUG": "WARN"})
+    worker = EngineProc(
+        pid=201, uid=0, argv=("sglang::scheduler_TP0",), env={"OMP_NUM_THREADS": "8"}
+    )
+    found, amb = choose_main([planted, root, worker], 0)
+    assert found is not None and found[0].pid == 200 and amb == []
+    eng = summarize_engine([planted, root, worker], 0)
+    assert eng.main is root and eng.env == {"NCCL_DEBUG": "WARN", "OMP_NUM_THREADS": "8"}
+    assert eng.nccl_libs == []
+    # owners not read (an older listing): everything merged, as before
+    old = [
+        EngineProc(pid=p.pid, argv=p.argv, env=p.env, nccl_libs=p.nccl_libs)
+        for p in (planted, root)
+    ]
+    assert summarize_engine(old).main is old[0] and summarize_engine(old).env == {
+        "NCCL_P2P_DISABLE": "1",
+        "NCCL_DEBUG": "WARN",
+    }
+
+
+def test_a_hostile_argv_line_is_no_owner():
+    """`@@uid` is read only right after `@@pid`: an argv element (or exe path) reading "@@uid 0" is not."""
+    text = (
+        "@@auditor 0\n@@pid 12\n@@uid 65534\n@@exe /usr/bin/python3\n@@cmdline\npython3\n"
+        "-m\nsglang.launch_server\n@@uid 0\n@@environ\n@@maps\n@@end\n@@more\n"
+    )
+    (p,) = parse_engine_procs(text)
+    assert p.uid == NOBODY and "@@uid 0" in p.argv
+    assert listing_audit(text) == (0, True)
+    assert listing_audit("@@pid 1\n@@auditor 0\n@@end\n@@more\n@@end\n") == (None, False)
+
+
+# ------------------------------------------------------------------ live: the declared lines over real processes
+
+live = pytest.mark.skipif(os.geteuid() != 0, reason="a root audit of other users' processes")
+
+
+def _start(uid: int, argv0: str, model: str, *extra: str) -> subprocess.Popen[bytes]:
+    """A process named like an SGLang API server (it serves nothing), as `uid`, its argv[0] `argv0`."""
+    return subprocess.Popen(
+        [argv0, "-c", "sleep 60; :", "sglang.launch_server", "--model-path", model, *extra],
+        executable="/bin/sh",
+        user=uid,
+        group=uid,
+        cwd="/",
+        env={
+            "PATH": "/usr/bin:/bin",
+            **({"NCCL_P2P_DISABLE": "1"} if uid else {"NCCL_DEBUG": "WARN"}),
+        },
+    )
+
+
+def _stop(*procs: subprocess.Popen[bytes]) -> None:
+    for p in procs:
+        p.terminate()
+        p.wait(timeout=5)
+
+
+def _sh(line: str) -> str:
+    return subprocess.run(
+        ["sh", "-c", "LC_ALL=C; export LC_ALL; " + line],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    ).stdout
+
+
+def _listing_only(text: str, *pids: int) -> str:
+    """The real listing cut down to the test's own processes' sections (other engines on this machine left
+    out), its @@auditor line kept."""
+    out, keep = [], True
+    for line in text.splitlines():
+        if line.startswith("@@pid "):
+            keep = int(line.split()[1]) in pids
+        if keep or line.startswith("@@auditor"):
+            out.append(line)
+        if line == "@@end":
+            keep = True
+    return "\n".join(out) + "\n"
+
+
+def _rec(cid: str, stdout: str, probe: str = "python") -> CommandRecord:
+    return CommandRecord(
+        target="host", probe_id=probe, command_id=cid, command=cid, exit_status=0, stdout=stdout
+    )
+
+
+@pytest.mark.slow
+@live
+def test_a_planted_look_alike_before_the_root_engine_is_not_judged():
+    """A user's look-alike started first (so first in /proc order: what the old choice took) and the
+    root-owned engine: the root engine's argv, environment and interpreter are the ones judged."""
+    assert write_risks(ENGINE_PROCS_SHELL) == []
+    planted = _start(NOBODY, "/tmp/planted/python3", "/planted-model", "--disable-cuda-graph")
+    root = _start(0, "/opt/root-engine/python3", "/models/real", "--tp", "2")
+    try:
+        time.sleep(0.3)
+        if not str(planted.pid) < str(root.pid):
+            pytest.skip("pid numbering wrapped: the look-alike does not precede the engine")
+        text = _listing_only(_sh(ENGINE_PROCS_SHELL), planted.pid, root.pid)
+        procs = parse_engine_procs(text)
+        assert [p.pid for p in procs] == [planted.pid, root.pid]  # the look-alike comes first
+        assert [p.uid for p in procs] == [NOBODY, 0]
+        eng = serving_engine(text)
+        assert eng.ambiguous is None and eng.main is not None and eng.config is not None
+        assert eng.main.pid == root.pid and eng.config.model == "/models/real"
+        assert eng.env.get("NCCL_DEBUG") == "WARN" and "NCCL_P2P_DISABLE" not in eng.env
+        # the python probe's findings name the root engine: graphs on, TP=2
+        result = judge_probe(python.PROBE, {"host": [_rec("engine_procs", text)]})
+        graphs = next(f for f in result.findings if f.id == "python.cuda_graphs")
+        assert graphs.severity.value == "ok" and f"pid {root.pid}" in graphs.observed
+        assert result.facts["host"]["model"] == "/models/real"
+        # the environment reader reads the root engine's interpreter, not the look-alike's
+        pyenv = _sh(PYENV_SHELL.replace("{python}", "python3"))
+        assert "@@python /opt/root-engine/python3" in pyenv, pyenv[:300]
+    finally:
+        _stop(planted, root)
+
+
+@pytest.mark.slow
+@live
+def test_engines_of_two_non_root_owners_are_unknown_naming_both():
+    one = _start(NOBODY, "/tmp/a/python3", "/model-a")
+    two = _start(OTHER, "/tmp/b/python3", "/model-b")
+    try:
+        time.sleep(0.3)
+        text = _listing_only(_sh(ENGINE_PROCS_SHELL), one.pid, two.pid)
+        eng = serving_engine(text)
+        assert eng.main is None and eng.ambiguous is not None
+        named = (f"pid {one.pid} uid {NOBODY} (sglang /model-a)", f"pid {two.pid} uid {OTHER}")
+        assert all(n in eng.ambiguous for n in named), eng.ambiguous
+        assert serving_engine_of({"engine_procs": _rec("engine_procs", text)}) == (
+            None,
+            f"engine_procs: {eng.ambiguous}",
+        )
+        # every engine check of the python and nccl probes: unknown, naming both
+        for probe in (python.PROBE, nccl.PROBE):
+            result = judge_probe(probe, {"host": [_rec("engine_procs", text, probe.id)]})
+            for fid in ("python.cuda_graphs", "python.dangerous_env", "python.attention_backend"):
+                if probe is not python.PROBE:
+                    break
+                f = next(f for f in result.findings if f.id == fid)
+                assert f.severity.value == "unknown" and all(n in f.observed for n in named), (
+                    fid,
+                    f.observed,
+                )
+            assert result.facts["host"].get("engine_kind") is None
+        # the environment reader reads neither
+        pyenv = _sh(PYENV_SHELL.replace("{python}", "python3"))
+        with pytest.raises(
+            ParseError, match=f"pid {one.pid} uid {NOBODY}.*pid {two.pid} uid {OTHER}"
+        ):
+            parse_pyenv_json(pyenv)
+        assert "/tmp/a/python3" not in pyenv and "/tmp/b/python3" not in pyenv
+    finally:
+        _stop(one, two)
