@@ -10,8 +10,11 @@ them. The live tests run the declared command lines over real processes (root st
 from __future__ import annotations
 
 import os
+import shutil
 import subprocess
+import tempfile
 import time
+from pathlib import Path
 
 import pytest
 from gpuaudit.probes import nccl, python
@@ -20,10 +23,12 @@ from gpuaudit.probes.core.judge.combiners import serving_engine_of
 from gpuaudit.probes.core.judge.probe import judge_probe
 from gpuaudit.probes.core.models import CommandRecord
 from gpuaudit.probes.core.parsers.engine import (
+    ENGINE_LOGS_SHELL,
     ENGINE_PROCS_SHELL,
     EngineProc,
     choose_main,
     listing_audit,
+    parse_engine_logs,
     parse_engine_procs,
     serving_engine,
     summarize_engine,
@@ -33,6 +38,7 @@ from gpuaudit.probes.core.parsers.pyenv import PYENV_SHELL, parse_pyenv_json
 from gpuaudit.probes.core.readonly import write_risks
 
 NOBODY, OTHER = 65534, 65533
+DECODE = "[2026-01-10 08:51:02 TP0] Decode batch. #running-req:"
 
 
 # ------------------------------------------------------------------ the rule itself (pure)
@@ -118,19 +124,43 @@ def test_a_hostile_argv_line_is_no_owner():
 live = pytest.mark.skipif(os.geteuid() != 0, reason="a root audit of other users' processes")
 
 
-def _start(uid: int, argv0: str, model: str, *extra: str) -> subprocess.Popen[bytes]:
-    """A process named like an SGLang API server (it serves nothing), as `uid`, its argv[0] `argv0`."""
-    return subprocess.Popen(
-        [argv0, "-c", "sleep 60; :", "sglang.launch_server", "--model-path", model, *extra],
-        executable="/bin/sh",
-        user=uid,
-        group=uid,
-        cwd="/",
-        env={
-            "PATH": "/usr/bin:/bin",
-            **({"NCCL_P2P_DISABLE": "1"} if uid else {"NCCL_DEBUG": "WARN"}),
-        },
-    )
+def _start(
+    uid: int, argv0: str, model: str, *extra: str, log: Path | None = None
+) -> subprocess.Popen[bytes]:
+    """A process named like an SGLang API server (it serves nothing), as `uid`, its argv[0] `argv0`, its
+    stdout the file `log` (already written: it is what the engine-log reader tails)."""
+    out = open(log, "ab") if log is not None else subprocess.DEVNULL  # noqa: SIM115
+    try:
+        return subprocess.Popen(
+            [argv0, "-c", "sleep 60; :", "sglang.launch_server", "--model-path", model, *extra],
+            executable="/bin/sh",
+            user=uid,
+            group=uid,
+            cwd="/",
+            stdout=out,
+            env={
+                "PATH": "/usr/bin:/bin",
+                **({"NCCL_P2P_DISABLE": "1"} if uid else {"NCCL_DEBUG": "WARN"}),
+            },
+        )
+    finally:
+        if log is not None:
+            out.close()
+
+
+def _log(folder: Path, name: str, uid: int, *lines: str) -> Path:
+    path = folder / name
+    path.write_text("".join(ln + "\n" for ln in lines))
+    os.chown(path, uid, uid)
+    return path
+
+
+@pytest.fixture
+def logs_dir():
+    d = Path(tempfile.mkdtemp(prefix="h29b-"))
+    d.chmod(0o755)  # the reader tails each log as its owner
+    yield d
+    shutil.rmtree(d, ignore_errors=True)
 
 
 def _stop(*procs: subprocess.Popen[bytes]) -> None:
@@ -151,14 +181,14 @@ def _sh(line: str) -> str:
 def _listing_only(text: str, *pids: int) -> str:
     """The real listing cut down to the test's own processes' sections (other engines on this machine left
     out), its @@auditor line kept."""
-    out, keep = [], True
+    out, keep, inside = [], True, False
     for line in text.splitlines():
-        if line.startswith("@@pid "):
-            keep = int(line.split()[1]) in pids
+        if not inside and line.startswith("@@pid "):
+            keep, inside = int(line.split()[1]) in pids, True
         if keep or line.startswith("@@auditor"):
             out.append(line)
         if line == "@@end":
-            keep = True
+            keep, inside = True, False
     return "\n".join(out) + "\n"
 
 
@@ -170,12 +200,26 @@ def _rec(cid: str, stdout: str, probe: str = "python") -> CommandRecord:
 
 @pytest.mark.slow
 @live
-def test_a_planted_look_alike_before_the_root_engine_is_not_judged():
+def test_a_planted_look_alike_before_the_root_engine_is_not_judged(logs_dir):
     """A user's look-alike started first (so first in /proc order: what the old choice took) and the
-    root-owned engine: the root engine's argv, environment and interpreter are the ones judged."""
-    assert write_risks(ENGINE_PROCS_SHELL) == []
-    planted = _start(NOBODY, "/tmp/planted/python3", "/planted-model", "--disable-cuda-graph")
-    root = _start(0, "/opt/root-engine/python3", "/models/real", "--tp", "2")
+    root-owned engine: the root engine's argv, environment, interpreter and log are the ones judged."""
+    assert write_risks(ENGINE_PROCS_SHELL) == [] and write_risks(ENGINE_LOGS_SHELL) == []
+    fake = _log(
+        logs_dir,
+        "planted.log",
+        NOBODY,
+        f"{DECODE} 1, gen throughput (token/s): 999.00, #queue-req: 0",
+        # lines of the user's log cannot open a section of their own, let alone a root-owned one
+        "@@pid 1 NCCL INFO Channel 00/0 : 0[0] -> 1[1] via SHM/direct/direct",
+        "@@uid 0 NCCL INFO Channel 00/0 : 0[0] -> 1[1] via SHM/direct/direct",
+    )
+    real = _log(
+        logs_dir, "root.log", 0, f"{DECODE} 1, gen throughput (token/s): 10.12, #queue-req: 0"
+    )
+    planted = _start(
+        NOBODY, "/tmp/planted/python3", "/planted-model", "--disable-cuda-graph", log=fake
+    )
+    root = _start(0, "/opt/root-engine/python3", "/models/real", "--tp", "2", log=real)
     try:
         time.sleep(0.3)
         if not str(planted.pid) < str(root.pid):
@@ -196,14 +240,25 @@ def test_a_planted_look_alike_before_the_root_engine_is_not_judged():
         # the environment reader reads the root engine's interpreter, not the look-alike's
         pyenv = _sh(PYENV_SHELL.replace("{python}", "python3"))
         assert "@@python /opt/root-engine/python3" in pyenv, pyenv[:300]
+        # the engine log read is the root engine's
+        logs_text = _listing_only(_sh(ENGINE_LOGS_SHELL), planted.pid, root.pid)
+        (lg,) = parse_engine_logs(logs_text)
+        assert (lg.pid, lg.uid, lg.where) == (root.pid, 0, str(real))
+        facts = judge_probe(
+            python.PROBE, {"host": [_rec("engine_procs", text), _rec("engine_logs", logs_text)]}
+        ).facts["host"]
+        assert facts["decode_single_stream_tok_s"] == 10.12
     finally:
         _stop(planted, root)
 
 
 @pytest.mark.slow
 @live
-def test_engines_of_two_non_root_owners_are_unknown_naming_both():
-    one = _start(NOBODY, "/tmp/a/python3", "/model-a")
+def test_engines_of_two_non_root_owners_are_unknown_naming_both(logs_dir):
+    a = _log(
+        logs_dir, "a.log", NOBODY, f"{DECODE} 1, gen throughput (token/s): 5.00, #queue-req: 0"
+    )
+    one = _start(NOBODY, "/tmp/a/python3", "/model-a", log=a)
     two = _start(OTHER, "/tmp/b/python3", "/model-b")
     try:
         time.sleep(0.3)
@@ -235,5 +290,11 @@ def test_engines_of_two_non_root_owners_are_unknown_naming_both():
         ):
             parse_pyenv_json(pyenv)
         assert "/tmp/a/python3" not in pyenv and "/tmp/b/python3" not in pyenv
+        # nor the engine-log reader
+        logs_text = _listing_only(_sh(ENGINE_LOGS_SHELL), one.pid, two.pid)
+        with pytest.raises(
+            ParseError, match=f"pid {one.pid} uid {NOBODY}; pid {two.pid} uid {OTHER}"
+        ):
+            parse_engine_logs(logs_text)
     finally:
         _stop(one, two)

@@ -792,11 +792,14 @@ AS_OWNER_SHELL = (
 # journal), then the NCCL INFO lines that name a transport (the first 96) and the engine's own throughput lines
 # (the last 20), both from one pass over the log (awk prints the @@throughput section at its end).
 ENGINE_LOGS_SHELL = (
+    'echo "@@auditor $(id -u)"; '
     "n=0; for d in /proc/[0-9]*; do c=$(tr '\\0' ' ' 2>/dev/null < $d/cmdline); "
     "case \"$c\" in *@@p*|*@@gpuaudit-*|*'export LC_ALL'*) continue;; *sglang.launch_server*|*sglang.srt.entrypoints*|*'sglang serve'*|"
     "*vllm.entrypoints*|*'vllm serve'*|*text-generation-launcher*) ;; *) continue;; esac; "
-    "n=$((n+1)); [ $n -le 2 ] || break; o=$(readlink $d/fd/1 2>/dev/null); " + AS_OWNER_SHELL + ""
-    'j=$(grep -o \'[^/]*[.]service\' $d/cgroup 2>/dev/null | tail -n1); echo "@@pid ${d#/proc/}"; echo "@@stdout $o"; '
+    "n=$((n+1)); [ $n -le 2 ] || { echo '@@more'; break; }; o=$(readlink $d/fd/1 2>/dev/null); "
+    + AS_OWNER_SHELL
+    + 'j=$(grep -o \'[^/]*[.]service\' $d/cgroup 2>/dev/null | tail -n1); echo "@@pid ${d#/proc/}"; echo "@@uid $u"; '
+    'echo "@@stdout $o"; '
     'if [ -f "$o" ]; then echo "@@source file $o"; src() { rd tail -n 200000 "$o"; }; '
     'elif [ -n "$j" ]; then echo "@@source journal $j"; src() { journalctl -u "$j" -b -n 200000 --no-pager -o cat 2>/dev/null; }; '
     "else echo '@@source none'; src() { :; }; fi; "
@@ -816,13 +819,17 @@ class EngineLog:
     where: str = ""
     nccl_lines: tuple[str, ...] = ()
     throughput_lines: tuple[str, ...] = ()
+    uid: int | None = None
+    """The API server's owner (effective uid); None when not read (older listings carry no `@@uid`)."""
 
 
 @parse_once
 def parse_engine_logs(text: str) -> list[EngineLog]:
-    """Output of `ENGINE_LOGS_SHELL` -> one EngineLog per API server (illustrative sample):
+    """Output of `ENGINE_LOGS_SHELL` -> one EngineLog per API server of THE engine (illustrative sample):
 
+        @@auditor 0
         @@pid 2417
+        @@uid 0
         @@stdout pipe:[88123]
         @@source journal sglang.service
         @@nccl
@@ -830,18 +837,23 @@ def parse_engine_logs(text: str) -> list[EngineLog]:
         @@throughput
         [2026-01-10 08:51:02 TP0] Decode batch. #running-req: 1, #token: 1893, token usage: 0.00, gen throughput (token/s): 10.12, #queue-req: 0
         @@end
-    Raises ParseError unless the text holds complete sections or the `@@none` marker.
+    The logs are those of the API servers `choose_engine` takes for the engine (issue 29: under a root audit a
+    root-owned one, never a user's look-alike); API servers of several owners raise ParseError naming them.
+    A section starts only between sections and `@@uid` counts only right after `@@pid`: a log line cannot
+    open one. Raises ParseError unless the text holds complete sections or the `@@none` marker.
     """
     out: list[EngineLog] = []
     cur: dict[str, Any] | None = None
     section = ""
     for line in text.splitlines():
-        if line.startswith("@@pid "):
+        if cur is None and line.startswith("@@pid "):
             pid = line.split()[1] if len(line.split()) > 1 else ""
-            cur = {"pid": int(pid) if pid.isdigit() else -1, "nccl": [], "tp": []}
+            cur = {"pid": int(pid) if pid.isdigit() else -1, "nccl": [], "tp": [], "head": True}
             section = ""
         elif cur is None:
             continue
+        elif cur.pop("head", False) and line.startswith("@@uid"):
+            cur["uid"] = int(line[5:].strip()) if line[5:].strip().isdigit() else None
         elif line.startswith("@@stdout"):
             cur["stdout"] = line[8:].strip()
         elif line.startswith("@@source"):
@@ -859,6 +871,7 @@ def parse_engine_logs(text: str) -> list[EngineLog]:
                     where=cur.get("where", ""),
                     nccl_lines=tuple(cur["nccl"]),
                     throughput_lines=tuple(cur["tp"]),
+                    uid=cur.get("uid"),
                 )
             )
             cur, section = None, ""
@@ -867,7 +880,17 @@ def parse_engine_logs(text: str) -> list[EngineLog]:
         elif section == "throughput" and line.strip():
             cur["tp"].append(line.rstrip())
     require_sections(text, "engine log", len(out))
-    return out
+    audit_uid, cut = listing_audit(text)
+    engine, ambiguous = choose_engine([(i, lg.uid, "") for i, lg in enumerate(out)], audit_uid, cut)
+    if ambiguous:
+        names = "; ".join(
+            f"pid {out[a[0]].pid} uid {'unknown' if a[1] is None else a[1]}" for a in ambiguous
+        )
+        raise ParseError(
+            "which process is the serving engine is ambiguous: API servers of different owners "
+            f"({names}): no log read"
+        )
+    return [out[e[0]] for e in engine]
 
 
 def log_source_labels(logs: list[EngineLog]) -> list[str]:
