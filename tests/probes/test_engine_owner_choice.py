@@ -21,7 +21,7 @@ from gpuaudit.probes import nccl, python
 from gpuaudit.probes.core.errors import ParseError
 from gpuaudit.probes.core.judge.combiners import serving_engine_of
 from gpuaudit.probes.core.judge.probe import judge_probe
-from gpuaudit.probes.core.models import CommandRecord
+from gpuaudit.probes.core.models import AuditRun, CommandRecord, ProbeResult
 from gpuaudit.probes.core.parsers.engine import (
     ENGINE_LOGS_SHELL,
     ENGINE_PROCS_SHELL,
@@ -34,8 +34,10 @@ from gpuaudit.probes.core.parsers.engine import (
     summarize_engine,
 )
 from gpuaudit.probes.core.parsers.engine_choice import choose_engine
+from gpuaudit.probes.core.parsers.model_files import MODEL_FILES_SHELL, parse_model_files
 from gpuaudit.probes.core.parsers.pyenv import PYENV_SHELL, parse_pyenv_json
 from gpuaudit.probes.core.readonly import write_risks
+from gpuaudit.probes.core.roofline.report import roofline_for_run
 
 NOBODY, OTHER = 65534, 65533
 DECODE = "[2026-01-10 08:51:02 TP0] Decode batch. #running-req:"
@@ -248,6 +250,25 @@ def test_a_planted_look_alike_before_the_root_engine_is_not_judged(logs_dir):
             python.PROBE, {"host": [_rec("engine_procs", text), _rec("engine_logs", logs_text)]}
         ).facts["host"]
         assert facts["decode_single_stream_tok_s"] == 10.12
+        # the model-files reader takes the first API server (the look-alike): the roofline does not use it
+        model_text = _sh(MODEL_FILES_SHELL)
+        files = parse_model_files(model_text)
+        assert files is not None and (files.pid, files.uid) == (planted.pid, NOBODY)
+        run = AuditRun(
+            probes=[
+                ProbeResult(
+                    probe_id="python",
+                    title="python",
+                    records=[_rec("engine_procs", text), _rec("engine_model_files", model_text)],
+                )
+            ]
+        )
+        rf = roofline_for_run(run)
+        assert (
+            f"model files: not used: read from pid {planted.pid} (uid {NOBODY}), the engine the "
+            f"python probe judged is pid {root.pid} (uid 0)"
+        ) in rf.missing, rf.missing
+        assert "/planted-model" not in str(rf.inputs)
     finally:
         _stop(planted, root)
 

@@ -25,7 +25,7 @@ MODEL_FILES_SHELL = (
     '= "serve" { f = 1 } /^--model(-path)?=/ { sub(/^--model(-path)?=/, ""); print; exit }\'); [ -n "$m" ]'
     " || continue; "
     + AS_OWNER_SHELL
-    + 'echo "@@model $m"; case "$m" in /*) p=$m;; *) p=$(readlink $d/cwd 2>/dev/null)/$m;; es'
+    + 'echo "@@pid ${d#/proc/}"; echo "@@uid $u"; echo "@@model $m"; case "$m" in /*) p=$m;; *) p=$(readlink $d/cwd 2>/dev/null)/$m;; es'
     "ac; if [ ! -d \"$p\" ]; then h=$(tr '\\0' '\\n' 2>/dev/null < $d/environ | grep -m1 '^HF_HOME=' | cut -d"
     '= -f2-); r=models--$(printf %s "$m" | sed \'s#/#--#g\'); for hub in "${h:-/nonexistent}/hub" /root/.ca'
     "che/huggingface/hub /home/*/.cache/huggingface/hub; do "
@@ -49,6 +49,11 @@ class ModelFiles:
     path: str
     files: dict[str, str] = field(default_factory=dict)
     """file name -> text ("model.safetensors.index.json (head)" holds only the first 4 KiB)."""
+    pid: int | None = None
+    """The process whose model this is (the first API server with a model argument; None in older outputs):
+    the roofline uses the files only when it is the engine the python probe judged (issue 29)."""
+    uid: int | None = None
+    """That process's owner (effective uid); None when not read."""
 
     def json(self, name: str) -> dict[str, Any] | None:
         """A file parsed as a JSON object; None when absent. Raises ParseError when present but unreadable."""
@@ -86,8 +91,12 @@ def parse_model_files(text: str) -> ModelFiles | None:
     files: dict[str, str] = {}
     current: str | None = None
     ended = False
+    head: dict[str, int | None] = {}
     for line in text.splitlines():
-        if line.startswith("@@model "):
+        if model is None and line[:6] in ("@@pid ", "@@uid ") and line[2:5] not in head:
+            # the header the shell prints before any file content: a file's line cannot set it
+            head[line[2:5]] = int(line[6:].strip()) if line[6:].strip().isdigit() else None
+        elif line.startswith("@@model "):
             model = line[8:].strip()
         elif line.startswith("@@path "):
             path = line[7:].strip()
@@ -103,4 +112,6 @@ def parse_model_files(text: str) -> ModelFiles | None:
         return None
     if not ended:
         raise ParseError("model files: output ends before @@end (cut short)")
-    return ModelFiles(model=model, path=path or "", files=files)
+    return ModelFiles(
+        model=model, path=path or "", files=files, pid=head.get("pid"), uid=head.get("uid")
+    )

@@ -23,7 +23,7 @@ from gpuaudit.probes.core.parsers.engine_metrics import (
     parse_engine_metrics,
     single_stream,
 )
-from gpuaudit.probes.core.parsers.model_files import parse_model_files
+from gpuaudit.probes.core.parsers.model_files import ModelFiles, parse_model_files
 from gpuaudit.probes.core.parsers.nccl_tests import parse_all_reduce_perf
 from gpuaudit.probes.core.parsers.nvidia_smi import gpu_model, parse_topo_m
 from gpuaudit.probes.core.roofline.bounds import (
@@ -139,6 +139,25 @@ def _engine_pid(records: Mapping[str, CommandRecord]) -> int | None:
     return main.pid if main else None
 
 
+def _other_process(files: ModelFiles, records: Mapping[str, CommandRecord]) -> str | None:
+    """Why model files read from another process than the judged engine are not used (issue 29: the reader takes
+    the first API server, which may be a user's look-alike), or None. Processes of the engine's owner (forked
+    copies of its API server) are the engine; outputs without the pid (older recordings) are used as before."""
+    rec = _usable(records, "engine_procs")
+    if files.pid is None or rec is None:
+        return None
+    try:
+        main = serving_engine(rec.stdout).main
+    except ParseError:
+        return None
+    if main is None or files.pid == main.pid or (main.uid is not None and files.uid == main.uid):
+        return None
+    return (
+        f"not used: read from pid {files.pid} (uid {files.uid}), the engine the python probe judged is "
+        f"pid {main.pid} (uid {main.uid})"
+    )
+
+
 def _measured(
     records: Mapping[str, CommandRecord], notes: dict[str, str] | None = None
 ) -> tuple[float | None, float | None, str | None]:
@@ -250,6 +269,9 @@ def roofline_for_run(run: AuditRun, *, eta: float = ETA_DEFAULT) -> Roofline:
                 rf.missing.append(
                     "the engine's model path (no --model/--model-path argument found)"
                 )
+            elif (other := _other_process(files, recs.get(role, {}))) is not None:
+                rf.missing.append(f"model files: {other}")
+                files = None
         except ParseError as exc:
             rf.missing.append(f"model files: {exc}")
     spec = None
