@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
 from typing import Any
 
-from gpuaudit.probes.core.errors import ParseError
+from gpuaudit.probes.core.judge.probe import Reads, read_table
 from gpuaudit.probes.core.models import CommandRecord, Role
 from gpuaudit.probes.core.parsers.nvidia_misc import parse_systemctl_status, parse_xid_events
 from gpuaudit.probes.core.parsers.nvidia_smi import (
@@ -20,7 +19,7 @@ from gpuaudit.probes.core.parsers.nvidia_smi import (
 )
 from gpuaudit.probes.core.parsing import first_line, parse_once
 from gpuaudit.probes.core.sources import SOURCES
-from gpuaudit.probes.core.spec import Outputs, record_problem, usable_record
+from gpuaudit.probes.core.spec import Outputs, record_problem
 from gpuaudit.probes.nvlink.facts import NvlinkFacts
 
 FABRIC_FIELDS = ("index", "name", "fabric.state", "fabric.status")
@@ -132,20 +131,19 @@ def _xid(rec: CommandRecord, f: Fields) -> None:
         f["xid74"] = sum(1 for x in parse_xid_events(rec.stdout) if x.code == 74)
 
 
-Reader = Callable[[CommandRecord, Fields], None]
-
-# source -> reader, in order (names: nvlink -s first, then the CSVs, then the XML); a parse error -> problems[source].
-READERS: tuple[tuple[str, Reader], ...] = (
-    ("nvlink_s", _nvlink_s),
-    ("smi_topo_m", _topo),
-    ("smi_query_fabric", _fabric_csv),
-    ("smi_query_driver", _driver_csv),
-    ("smi_q_xml", _xml),
-    ("fabricmanager_version", _fm_version),
-    ("lspci_nvswitch", lambda r, f: f.update(_switches(r.stdout))),
-    ("ib_umad_loaded", lambda r, f: f.update(ib_umad=bool(first_line(r.stdout)))),
-    ("nvlink_errors", lambda r, f: f.update(error_counters=parse_nvlink_errors(r.stdout))),
-    ("dmesg_nvrm", _xid),
+# source -> reader, in order (names: nvlink -s first, then the CSVs, then the XML), run by the framework
+# (`read_table`); a parse error -> problems[source].
+TABLE: tuple[Reads, ...] = (
+    Reads("nvlink_s", fill_record=_nvlink_s),
+    Reads("smi_topo_m", fill_record=_topo),
+    Reads("smi_query_fabric", fill_record=_fabric_csv),
+    Reads("smi_query_driver", fill_record=_driver_csv),
+    Reads("smi_q_xml", fill_record=_xml),
+    Reads("fabricmanager_version", fill_record=_fm_version),
+    Reads("lspci_nvswitch", parse=_switches),
+    Reads("ib_umad_loaded", parse=lambda t: {"ib_umad": bool(first_line(t))}),
+    Reads("nvlink_errors", parse=lambda t: {"error_counters": parse_nvlink_errors(t)}),
+    Reads("dmesg_nvrm", fill_record=_xid),
 )
 SMI_TABLES = ("nvlink_s", "smi_query_fabric", "smi_topo_m", "smi_query_driver")
 
@@ -175,19 +173,18 @@ def extract(outputs: Outputs, role: Role) -> NvlinkFacts:
         ):
             f.setdefault("smi_error", err)
             problems[cid] = f"nvidia-smi: {err}"
-    for cid, read in READERS:
-        rec = outputs.get(cid)
-        if cid == "nvlink_s" and rec is not None and parse_mig_refusal(rec.stdout + rec.stderr):
-            f["nvlink_mig_refused"] = True  # whatever the exit status: MIG mode is the answer
-        if rec := usable_record(outputs, cid, problems):
-            try:
-                read(rec, f)
-            except (ParseError, ValueError) as exc:  # ValueError: a non-numeric index column
-                problems[cid] = str(exc)
-            except (
-                Exception
-            ) as exc:  # a parser bug on odd output: that source is unusable, the rest still judged
-                problems[cid] = f"unparsable output: {exc.__class__.__name__}: {exc}"
+    rec = outputs.get("nvlink_s")
+    if rec is not None and parse_mig_refusal(rec.stdout + rec.stderr):
+        f["nvlink_mig_refused"] = True  # whatever the exit status: MIG mode is the answer
+    # ValueError: a non-numeric index column; a banner source above is not read again
+    read = read_table(
+        {cid: r for cid, r in outputs.items() if cid not in problems},
+        TABLE,
+        why=str,
+        usability=record_problem,
+    )
+    f.update(read.fields)
+    problems.update(read.problems)
     _fabric_manager(outputs, f, problems)
     return NvlinkFacts(**f, problems=problems)
 

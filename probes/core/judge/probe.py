@@ -34,6 +34,8 @@ class Reads:
     fill: Callable[[str, Fields, dict[str, str]], None] | None = None
     """Instead of `parse`: a reader that fills the fields in place from the usable stdout (it may complete what an
     earlier row read, and note a problem of its source)."""
+    fill_record: Callable[[CommandRecord, Fields], None] | None = None
+    """Instead of `parse`: a reader that fills the fields in place from the whole usable record (stderr too)."""
 
 
 @dataclass(slots=True)
@@ -87,6 +89,9 @@ def read_table(
         try:
             if row.fill is not None:
                 row.fill(rec.stdout, out.fields, out.problems)
+                got = {k: v for k, v in out.fields.items() if k not in before or before[k] is not v}
+            elif row.fill_record is not None:
+                row.fill_record(rec, out.fields)
                 got = {k: v for k, v in out.fields.items() if k not in before or before[k] is not v}
             elif row.record is not None:
                 got = row.record(rec)
