@@ -25,11 +25,13 @@ from gpuaudit.probes.core.models import AuditRun, CommandRecord, ProbeResult
 from gpuaudit.probes.core.parsers.engine import (
     ENGINE_LOGS_SHELL,
     ENGINE_PROCS_SHELL,
+    ENGINE_STATUS_SHELL,
     EngineProc,
     choose_main,
     listing_audit,
     parse_engine_logs,
     parse_engine_procs,
+    parse_engine_status,
     serving_engine,
     summarize_engine,
 )
@@ -134,7 +136,7 @@ def _start(
     out = open(log, "ab") if log is not None else subprocess.DEVNULL  # noqa: SIM115
     try:
         return subprocess.Popen(
-            [argv0, "-c", "sleep 60; :", "sglang.launch_server", "--model-path", model, *extra],
+            [argv0, "-c", "sleep${IFS}60;:", "sglang.launch_server", "--model-path", model, *extra],
             executable="/bin/sh",
             user=uid,
             group=uid,
@@ -250,6 +252,9 @@ def test_a_planted_look_alike_before_the_root_engine_is_not_judged(logs_dir):
             python.PROBE, {"host": [_rec("engine_procs", text), _rec("engine_logs", logs_text)]}
         ).facts["host"]
         assert facts["decode_single_stream_tok_s"] == 10.12
+        # the per-process status (threads, affinity, NUMA placement: python, numa, kernel) is the engine's
+        status = parse_engine_status(_listing_only(_sh(ENGINE_STATUS_SHELL), planted.pid, root.pid))
+        assert [(p.pid, p.uid) for p in status.procs] == [(root.pid, 0)]
         # the model-files reader takes the first API server (the look-alike): the roofline does not use it
         model_text = _sh(MODEL_FILES_SHELL)
         files = parse_model_files(model_text)
@@ -317,5 +322,10 @@ def test_engines_of_two_non_root_owners_are_unknown_naming_both(logs_dir):
             ParseError, match=f"pid {one.pid} uid {NOBODY}; pid {two.pid} uid {OTHER}"
         ):
             parse_engine_logs(logs_text)
+        status_text = _listing_only(_sh(ENGINE_STATUS_SHELL), one.pid, two.pid)
+        with pytest.raises(
+            ParseError, match=f"pid {one.pid} uid {NOBODY}; pid {two.pid} uid {OTHER}"
+        ):
+            parse_engine_status(status_text)
     finally:
         _stop(one, two)

@@ -649,6 +649,7 @@ def engine_listing_problem(listings: Mapping[Any, str | None], found: bool) -> s
 # node summed from /proc/<pid>/numa_maps (pages x kernelpagesize_kB). `@@apps` maps host PIDs to GPU UUIDs.
 # Read-only: /proc reads, awk sums (no ">" anywhere: the lint), echo.
 ENGINE_STATUS_SHELL = (
+    'echo "@@auditor $(id -u)"; '
     "apps=$(nvidia-smi --query-compute-apps=pid,gpu_uuid --format=csv,noheader 2>/dev/null | tr -d ' '); "
     'echo \'@@apps\'; for a in $apps; do echo "$a"; done; echo "@@online $(cat /sys/devices/system/cpu/online 2>/dev/null)"; '
     "n=0; for d in /proc/[0-9]*; do p=${d#/proc/}; "
@@ -656,8 +657,8 @@ ENGINE_STATUS_SHELL = (
     "case \"$c\" in *@@p*|*@@gpuaudit-*|*'export LC_ALL'*) continue;; esac; hit=; "
     'case "$c" in *sglang*|*vllm*|*VLLM*|*text-generation-*) hit=1;; esac; '
     'for a in $apps; do [ "${a%%,*}" = "$p" ] && hit=1; done; [ -n "$hit" ] || continue; '
-    "n=$((n+1)); [ $n -le 64 ] || break; "
-    'echo "@@pid $p"; echo "@@cmd $(echo "$c" | cut -c1-160)"; '
+    "n=$((n+1)); [ $n -le 64 ] || { echo '@@more'; break; }; "
+    'echo "@@pid $p"; echo "@@uid $(awk \'/^Uid:/ {print $3}\' $d/status 2>/dev/null)"; echo "@@cmd $(echo "$c" | cut -c1-160)"; '
     "grep -E '^(Cpus_allowed_list|Mems_allowed_list|VmRSS|VmSwap|Threads):' $d/status 2>/dev/null; echo '@@numa'; "
     'awk \'{k=4; for(i=2;i<=NF;i++) if ($i ~ /^kernelpagesize_kB=/) {split($i,b,"="); k=b[2]} '
     'for(i=2;i<=NF;i++) if ($i ~ /^N[0-9]+=/) {split($i,a,"="); s[a[1]]+=a[2]*k}} END{for(x in s) print x, s[x]}\' '
@@ -678,6 +679,8 @@ class ProcStatus:
     threads: int | None = None
     numa_kb: dict[int, int] | None = None
     """NUMA node -> resident kB (from numa_maps); None when numa_maps was unreadable."""
+    uid: int | None = None
+    """The owner (effective uid); None when not read (older listings carry no `@@uid`)."""
 
     @property
     def rank(self) -> int | None:
@@ -733,8 +736,11 @@ def parse_engine_status(text: str) -> EngineStatusReport:
             section = ""
         elif s.startswith("@@pid "):
             pid = s.split()[1]
-            cur = {"pid": int(pid) if pid.isdigit() else -1, "numa_kb": {}}
+            cur = {"pid": int(pid) if pid.isdigit() else -1, "numa_kb": {}, "head": True}
             section = ""
+        elif cur is not None and cur.pop("head", False) and s.startswith("@@uid"):
+            # only right after @@pid: a command line printed below cannot set it
+            cur["uid"] = int(s[5:].strip()) if s[5:].strip().isdigit() else None
         elif section == "apps" and "," in s:
             pid, _, uuid = s.partition(",")
             if pid.isdigit() and uuid:
@@ -745,7 +751,27 @@ def parse_engine_status(text: str) -> EngineStatusReport:
         elif cur is not None:
             section = _status_line(cur, s, section)
     require_sections(text, "engine status", len(procs), "@@apps", "@@online")
-    return EngineStatusReport(apps=apps, online=online, procs=procs)
+    return EngineStatusReport(apps=apps, online=online, procs=_engine_owners(procs, text))
+
+
+def _engine_owners(procs: list[ProcStatus], text: str) -> list[ProcStatus]:
+    """The processes of THE engine (issue 29): its API servers chosen by `choose_engine` (under a root audit a
+    root-owned one, never a user's look-alike), then every listed process of that owner (its workers). API
+    servers of several owners raise ParseError naming them; no API server or no owner read: all, as before."""
+    servers = [
+        (i, p.uid, "") for i, p in enumerate(procs) if engine_kind(p.cmd.split(" ")) is not None
+    ]
+    engine, ambiguous = choose_engine(servers, *listing_audit(text))
+    if ambiguous:
+        names = "; ".join(
+            f"pid {procs[a[0]].pid} uid {'unknown' if a[1] is None else a[1]}" for a in ambiguous
+        )
+        raise ParseError(
+            "which process is the serving engine is ambiguous: API servers of different owners "
+            f"({names}): none read"
+        )
+    owner = engine[0][1] if engine else None
+    return procs if owner is None else [p for p in procs if p.uid == owner]
 
 
 _STATUS_KEYS = {"VmRSS": "rss_kb", "VmSwap": "swap_kb", "Threads": "threads"}
