@@ -103,16 +103,22 @@ def interpreter() -> float:
     return time.perf_counter() - t0
 
 
-def tmux_demo(size: str) -> float:
+def tmux_demo(size: str, pythonpath: str | None = None) -> float:
     """Seconds from launching `gpuaudit-tui --demo` in a detached tmux to the dashboard on its screen."""
     width, height = size.split("x")
     session = f"fp{os.getpid()}"
     exe = shutil.which("gpuaudit-tui") or f"{sys.executable} -m gpuaudit.tui"
     t0 = time.perf_counter()
+    env = dict(os.environ, TERM="xterm-256color")
+    if pythonpath:
+        env["PYTHONPATH"] = pythonpath
+    command = f"{exe} --demo"
+    if pythonpath:  # tmux starts the command from its server's environment: set it on the line
+        command = f"env PYTHONPATH={pythonpath} {command}"
     subprocess.run(
-        ["tmux", "new-session", "-d", "-s", session, "-x", width, "-y", height, f"{exe} --demo"],
+        ["tmux", "new-session", "-d", "-s", session, "-x", width, "-y", height, command],
         check=True,
-        env=dict(os.environ, TERM="xterm-256color"),
+        env=env,
     )
     try:
         while time.perf_counter() - t0 < 30:
@@ -147,14 +153,15 @@ def main(argv: list[str] | None = None) -> int:
         }
     rows: dict[tuple[str, str | None], list[dict]] = {k: [] for k in sources}
     starts: list[float] = []
-    tmux: list[float] = []
+    tmux: dict[str | None, list[float]] = {}
     print(f"load average {os.getloadavg()}; size {args.size}")
     for _ in range(args.rounds):  # interleaved: every source sees the same load
         starts.append(interpreter())
         for key, req in sources.items():
             rows[key].append(child(req, args.size, key[1]))
         if args.tmux:
-            tmux.append(tmux_demo(args.size))
+            for pythonpath in ([args.before] if args.before else []) + [None]:
+                tmux.setdefault(pythonpath, []).append(tmux_demo(args.size, pythonpath))
     start = statistics.median(starts)
     print(f"interpreter start-up (python -c pass): {start:.3f} s")
     for (label, _), rs in rows.items():
@@ -168,10 +175,10 @@ def main(argv: list[str] | None = None) -> int:
             f"idle {idle:5.2f} s); "
             f"probes finished at the first frame: {done:.0f}/{rs[0]['probes']}"
         )
-    if tmux:
+    for pythonpath, times in tmux.items():
         print(
-            f"gpuaudit-tui --demo in tmux {args.size}: dashboard shown after "
-            f"{statistics.median(tmux):5.2f} s (min {min(tmux):.2f}, max {max(tmux):.2f})"
+            f"gpuaudit-tui --demo in tmux {args.size}{' BEFORE' if pythonpath else ''}: dashboard "
+            f"shown after {statistics.median(times):5.2f} s (min {min(times):.2f}, max {max(times):.2f})"
         )
     print(f"load average {os.getloadavg()}; median of {args.rounds} interleaved rounds")
     return 0
