@@ -68,8 +68,10 @@ def test_audit_reaches_the_container_through_lxc_attach(lxc_container, tmp_path)
         r for p in doc["probes"] for r in p["records"] if r["target"] == "container"
     ]
     assert container_records
+    # the command's deadline under the guard that owns its group (remote_line.GUARD_INNER)
     assert all(
-        f"lxc-attach -n {lxc_container} -- timeout -s KILL" in r["executed"]
+        f"lxc-attach -n {lxc_container} -- sh -c " in r["executed"]
+        and "gpuaudit-guard 'exec timeout -s KILL" in r["executed"]
         for r in container_records
     )
 
@@ -131,4 +133,4 @@ async def test_container_command_leaves_nothing_after_timeout_or_cancel(lxc_cont
     assert left() == [] and wall < 8, (left(), wall)
     recs = {r.command_id: r for r in run.probe("cthang").records}
     assert recs["c_ct_hang"].timed_out and recs["c_ct_hang2"].timed_out
-    assert "-- timeout -s KILL 3 sh -c" in recs["c_ct_hang"].executed
+    assert "gpuaudit-guard 'exec timeout -s KILL 3 sh -c" in recs["c_ct_hang"].executed

@@ -263,3 +263,220 @@ def test_nothing_is_left_in_a_busybox_container(lxc_busybox, stop):
     finally:
         sweep(base)
     assert remaining == [], remaining
+
+
+# --- 5 s and 60 s: every cell started together, one wait (issue 29) -------------------------------------------
+
+
+def tagged(bases: list[int]) -> dict[int, list[str]]:
+    """base -> the tool processes of that cell still running (exact `sleep N` words)."""
+    res = subprocess.run(["pgrep", "-af", "sleep"], capture_output=True, text=True, check=False)
+    out: dict[int, list[str]] = {b: [] for b in bases}
+    for ln in res.stdout.splitlines():
+        words = ln.split()
+        for b in bases:
+            if any(
+                w == str(b + k) and words[i - 1].endswith("sleep")
+                for i, w in enumerate(words)
+                if i
+                for k in range(10)
+            ):
+                out[b].append(ln)
+    return out
+
+
+def _lxc_sudo_audit(server, name: str, base: int, timeout_s: float) -> Audit:
+    """The host over SSH as the user with --sudo, the busybox container entered by `sudo -n lxc-attach`; a
+    TERM-ignoring tool and a TERM-ignoring pipeline stage inside the container (busybox timeout signals only its
+    child)."""
+    from gpuaudit.probes.core.collect.targets import parse_container_spec
+    from pydantic import BaseModel
+
+    class F(BaseModel):
+        pass
+
+    cmds = (
+        Command("c_ign", f"sh -c 'trap \"\" TERM; exec sleep {base}'", on=frozenset({"container"})),
+        Command(
+            "c_pipe",
+            f"x=$(sh -c 'trap \"\" TERM; exec sleep {base + 1}' | cat); echo $x",
+            on=frozenset({"container"}),
+        ),
+    )
+    host = parse_host_spec(server.spec)
+    return Audit(
+        live_bindings(host, parse_container_spec(f"lxc:{name}", host=host), server.options()),
+        [Probe(id="c", title="c", commands=cmds, extract=lambda o, r: F())],
+        AuditOptions(sudo=True, timeout_s=timeout_s),
+    )
+
+
+def _cancel_after_start(make, base: int, n: int) -> int:
+    seen = 0
+
+    async def go() -> None:
+        nonlocal seen
+        task = asyncio.ensure_future(_drain(make()))
+        end = time.monotonic() + 60
+        while len(left_exact(base)) < n and not task.done() and time.monotonic() < end:
+            await asyncio.sleep(0.1)
+        await asyncio.sleep(0.3)
+        seen = len(left_exact(base))
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+
+    asyncio.run(go())
+    return seen
+
+
+def left_exact(base: int) -> list[str]:
+    return tagged([base])[base]
+
+
+@pytest.mark.slow
+@pytest.mark.netns
+def test_nothing_is_left_at_5s_and_60s_in_any_cell(sudo_user, tools, lxc_busybox, sshd_factory):
+    """The standing matrix's 60 s column, every cell at once: stop paths deadline, cancel (SIGTERM/SIGINT/TUI
+    quit), client SIGKILL and a network cut (the namespace's link taken down mid-audit: sshd never notices, the
+    worker's idle exit and the remote deadlines must hold) x sessions / --no-sessions, tools that die on TERM and
+    tools that ignore it as the user and as root (sudo); and a busybox LXC container entered with `sudo -n
+    lxc-attach` (LXC + sudo), deadline and client SIGKILL. Processes left 5 s after each stop and 60 s after: 0."""
+    import threading
+
+    from netns import Netns
+
+    server = sudo_user
+    cells: list[tuple[str, bool]] = [
+        (stop, sessions)
+        for stop in ("deadline", "cancel", "client-kill", "netcut")
+        for sessions in (True, False)
+    ] + [("lxc-sudo-deadline", True), ("lxc-sudo-client-kill", True)]
+    bases = [5100 + 10 * i for i in range(len(cells))]
+    stops: dict[int, float] = {}
+    at5: dict[int, list[str]] = {}
+    errors: list[str] = []
+    seen: dict[int, tuple[int, int]] = {}
+    """base -> (tool processes running when the cell was stopped, how many it starts)"""
+    nets = [Netns(60), Netns(61)]
+
+    def observe5(base: int) -> None:
+        time.sleep(max(0.0, stops[base] + 5 - time.monotonic()))
+        at5[base] = left_exact(base)
+
+    def cell(i: int, stop: str, sessions: bool) -> None:
+        base = bases[i]
+        try:
+            if stop == "deadline":
+                asyncio.run(_drain(audit(server, tools, base, sessions, timeout_s=2)))
+            elif stop == "cancel":
+                seen[base] = (
+                    _cancel_after_start(lambda: audit(server, tools, base, sessions, 30), base, 5),
+                    5,
+                )
+            elif stop == "client-kill":
+                seen[base] = (_client_kill(server, tools, base, sessions, n=5), 5)
+            elif stop == "netcut":
+                ns = nets[0 if sessions else 1]
+                srv = netsrv[ns.name]
+
+                async def cut() -> None:
+                    task = asyncio.ensure_future(_drain(audit(srv, tools, base, sessions, 5)))
+                    while len(left_exact(base)) < 5 and not task.done():
+                        await asyncio.sleep(0.1)
+                    await asyncio.sleep(0.3)
+                    seen[base] = (len(left_exact(base)), 5)
+                    subprocess.run(["ip", "-n", ns.name, "link", "set", "eth0", "down"], check=True)
+                    await asyncio.gather(task, return_exceptions=True)
+
+                asyncio.run(cut())
+            elif stop == "lxc-sudo-deadline":
+                asyncio.run(_drain(_lxc_sudo_audit(server, lxc_busybox, base, 2)))
+            else:
+                seen[base] = (_client_kill(server, tools, base, sessions, 2, lxc_busybox), 2)
+        except Exception as exc:  # noqa: BLE001 - reported with the cell
+            errors.append(f"{stop}/{sessions}: {exc!r}")
+        stops[base] = time.monotonic()
+        observe5(base)
+
+    with nets[0], nets[1]:
+        netsrv = {ns.name: sshd_factory(listen=ns.address, netns=ns.name) for ns in nets}
+        sweep_all(bases)
+        try:
+            threads = [
+                threading.Thread(target=cell, args=(i, stop, sessions))
+                for i, (stop, sessions) in enumerate(cells)
+            ]
+            for t in threads:  # one second apart: ten logins at once trip sshd's MaxStartups
+                t.start()
+                time.sleep(1.0)
+            for t in threads:
+                t.join(120)
+            time.sleep(max(0.0, max(stops.values()) + 60 - time.monotonic()))
+            at60 = tagged(bases)
+        finally:
+            sweep_all(bases)
+    names = [f"{stop}-{'sessions' if s else 'no-sessions'}" for stop, s in cells]
+    table = {n: (len(at5.get(b, ["?"])), len(at60[b])) for n, b in zip(names, bases, strict=True)}
+    print(
+        "\nprocesses left (5 s, 60 s): " + ", ".join(f"{n} {a}/{b}" for n, (a, b) in table.items())
+    )
+    assert not errors, errors
+    assert all(got >= want for got, want in seen.values()), seen  # every cell really ran its tools
+    assert all(v == (0, 0) for v in table.values()), (table, at5, at60)
+
+
+def sweep_all(bases: list[int]) -> None:
+    for lines in tagged(bases).values():
+        for ln in lines:
+            try:
+                os.kill(int(ln.split()[0]), signal.SIGKILL)
+            except (ProcessLookupError, ValueError):
+                pass
+
+
+def _client_kill(
+    server, tools: Path, base: int, sessions: bool, n: int, lxc: str | None = None
+) -> int:
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            _CLIENT_LXC if lxc else _CLIENT,
+            server.spec,
+            server.known_hosts,
+            server.client_key,
+            lxc or str(tools),
+            str(base),
+            "1" if sessions else "0",
+        ],
+        cwd=REPO,
+    )
+    end = (
+        time.monotonic() + 60
+    )  # ten cells start at once on two cores: a client takes 10-15 s to get there
+    while time.monotonic() < end and len(left_exact(base)) < n:
+        time.sleep(0.1)
+    time.sleep(0.3)
+    seen = len(left_exact(base))
+    child.send_signal(signal.SIGKILL)
+    child.wait(10)
+    return seen
+
+
+_CLIENT_LXC = textwrap.dedent(
+    """
+    import asyncio, sys
+    from gpuaudit.probes.core.collect.ssh_transport import SshOptions
+    spec, kh, key, name, base, sessions = sys.argv[1:]
+    sys.path.insert(0, "tests/reliability")
+    sys.path.insert(0, "tests")
+    import test_fault_matrix as m
+    class S:
+        pass
+    s = S()
+    s.spec = spec
+    s.options = lambda: SshOptions(known_hosts=kh, identity=key, use_ssh_config=False, use_agent=False,
+                                   connect_timeout_s=5.0, sessions=sessions == "1")
+    asyncio.run(m._drain(m._lxc_sudo_audit(s, name, int(base), 30)))
+    """
+)

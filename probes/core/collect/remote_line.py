@@ -121,6 +121,7 @@ def remote_line(
         inner = f"sh -c {shlex.quote(inner_body)}"
         if secs is not None and inner_timeout:
             inner = f"timeout -s KILL {secs} {inner}"
+        inner = f"sh -c {shlex.quote(GUARD)} {GUARD_NAME} {shlex.quote('exec ' + inner)}"
         cmd = f"{wrap_prefix} {inner}"
         if sudo or wrap_sudo:
             cmd = "sudo -n " + cmd
@@ -152,40 +153,48 @@ def remote_line(
 
 
 GUARD = (
-    "exec 3<&0 </dev/null; "
+    "i=; { [ -p /proc/self/fd/0 ] || [ -S /proc/self/fd/0 ]; } && i=1; exec 3<&0 </dev/null; "
+    "m=$2 x=; trap x=1 TERM HUP INT; "
     'command -v setsid >/dev/null 2>&1 || { exec 3<&-; eval "$1"; }; '
-    "t=$2 x=; trap x=1 USR1 TERM HUP INT; "
-    "setsid sh -c '{ cat <&3; kill -USR1 $1; } >/dev/null 2>&1 & exec 3<&-; eval \"$2\"' "
-    'gpuaudit-job $$ "$1" & p=$!; '
+    'if [ "$2" = w ]; then setsid sh -c \'eval "$1"\' gpuaudit-job "$1" <&3 & p=$!; '
+    'else setsid sh -c \'eval "$1"\' gpuaudit-job "$1" & p=$!; fi; '
+    'w=; [ -n "$i" ] && { sh -c \'while read -r _; do :; done; [ -n "$1" ] && kill -TERM -$2 && sleep 1; '
+    'kill -KILL -$2\' gpuaudit-watch "$2" $p <&3 >/dev/null 2>&1 & w=$!; }; '
     "exec 3<&-; wait $p 2>/dev/null; r=$?; "
-    'if [ -n "$x" ]; then '
-    '[ -n "$t" ] && kill -TERM -$p 2>/dev/null && sleep 1; kill -KILL -$p 2>/dev/null; '
+    '[ -n "$x" ] && [ -n "$m" ] && kill -TERM -$p 2>/dev/null && sleep 1; kill -KILL -$p 2>/dev/null; '
     'for d in /proc/[0-9]*; do read -r l <"$d/stat" || continue; l=${l##*) }; set -- $l; '
     '[ "$4" = $p ] && kill -KILL ${d#/proc/}; done 2>/dev/null; '
-    "[ $r -gt 128 ] && { wait $p 2>/dev/null; r=$?; }; "
-    "else kill -KILL -$p 2>/dev/null; fi; exit $r"
+    '[ -n "$w" ] && kill -KILL $w 2>/dev/null; exit $r'
 )
-"""The remote wrapper of a --no-sessions channel (issue 29): sshd signals only the session's main process group
-and drops signals once that process exits, and nothing on the target notices a client that died. The wrapper
-(POSIX sh: dash, bash, busybox ash) stays the session's main process and runs the line in a session and process
-group of its own (setsid), so it can stop all of it:
+"""The remote guard of a --no-sessions channel (issue 29): sshd signals only the session's main process group
+and drops signals once that process exits, and nothing on the target notices a client that died. The guard
+(POSIX sh: dash, bash, busybox ash; no tool but setsid) stays the session's main process and runs the line in
+a session of its own (setsid), so it can stop all of it:
 
-* the command ends: its group is KILLed (a background child or a TERM-ignoring pipeline stage it left);
+* the command ends (or its own timeout(1) fires): its group is KILLed and every process left in its session
+  (a background child, a TERM-ignoring pipeline stage, one that changed its group as GNU timeout does);
 * the channel's stdin reaches its end (the client stops the command by sending EOF, closes the channel, or is
-  gone: a killed client's connection closes, and sshd closes the pipe), or the wrapper gets TERM/HUP/INT: the
-  group gets TERM first where a relay stands in between (sudo, a container wrapper: they pass it on, root-side
-  deadlines then KILL what they started), KILL one second later, and every process left in the job's session
-  (one that changed its group, as GNU timeout does) is KILLed;
-* the line's own timeout(1) is the deadline; the command never reads the channel's stdin (/dev/null).
+  gone: a killed client's connection closes and sshd closes the pipe): a watcher (one sh, reading with the
+  `read` builtin) sends the group TERM first where a relay stands in between (mode `1`: sudo, whose root-side
+  `timeout -k 1 -s KILL` then KILLs what it started), KILL one second later; the guard then sweeps as above;
+* the guard gets TERM, HUP or INT (a client's signal over the channel; the host-side group kill of a container
+  entered from this machine, which reaches the guard inside but not the job's own session): the same stop,
+  TERM first in mode `1`/`w`;
+* the command never reads the channel's stdin (/dev/null), except a container wrapper's line (mode `w`): the
+  wrapper passes it on to the same guard inside the container (lxc-attach and pct exec do; `docker exec`
+  without -i does not, and there stdin is not a pipe, so no watch): that guard stops the job inside when the
+  client goes, since neither lxc-attach nor sudo passes a signal into the container, and busybox timeout(1)
+  there signals only its child.
 
-Without setsid(1) on the target the line runs as before (timeout(1) alone)."""
+A guard whose stdin is not a pipe or socket watches nothing. Without setsid(1) the line runs as before."""
 GUARD_NAME = "gpuaudit-guard"
 
 
 def guarded(line: str, *, term_first: bool) -> str:
     """The line as a --no-sessions channel runs it: under GUARD, which owns the job's process group."""
+    mode = ("w" if _WRAPPERS.search(line) else "1") if term_first else ""
     return f"exec sh -c {shlex.quote(GUARD)} {GUARD_NAME} {shlex.quote(line)}" + (
-        " 1" if term_first else ""
+        f" {mode}" if mode else ""
     )
 
 
@@ -197,10 +206,11 @@ def unguarded(executed: str) -> str | None:
         return None
     if words[:5] != ["exec", "sh", "-c", GUARD, GUARD_NAME] or len(words) not in (6, 7):
         return None
-    return words[5] if len(words) == 6 or words[6] == "1" else None
+    return words[5] if len(words) == 6 or words[6] in ("1", "w") else None
 
 
 _RELAYS = re.compile(r"\bsudo -n |\bpct exec |\blxc-attach |\bdocker exec ")
+_WRAPPERS = re.compile(r"\bpct exec |\blxc-attach |\bdocker exec ")
 
 
 def needs_term_first(line: str) -> bool:
