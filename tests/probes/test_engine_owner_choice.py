@@ -28,6 +28,7 @@ from gpuaudit.probes.core.parsers.engine import (
     ENGINE_STATUS_SHELL,
     EngineProc,
     choose_main,
+    engine_kind,
     listing_audit,
     parse_engine_logs,
     parse_engine_procs,
@@ -196,6 +197,18 @@ def _listing_only(text: str, *pids: int) -> str:
     return "\n".join(out) + "\n"
 
 
+def _alone(*pids: int) -> None:
+    """Skip the rest of a test when an API server other than the test's own runs here (another test's stand-in
+    on a shared machine): the environment and model-files readers scan every process."""
+    others = [
+        p.pid
+        for p in parse_engine_procs(_sh(ENGINE_PROCS_SHELL))
+        if p.pid not in pids and engine_kind(p.argv) is not None
+    ]
+    if others:
+        pytest.skip(f"other engine-like processes run on this machine: {others}")
+
+
 def _rec(cid: str, stdout: str, probe: str = "python") -> CommandRecord:
     return CommandRecord(
         target="host", probe_id=probe, command_id=cid, command=cid, exit_status=0, stdout=stdout
@@ -226,6 +239,9 @@ def test_a_planted_look_alike_before_the_root_engine_is_not_judged(logs_dir):
     root = _start(0, "/opt/root-engine/python3", "/models/real", "--tp", "2", log=real)
     try:
         time.sleep(0.3)
+        _alone(
+            planted.pid, root.pid
+        )  # the readers scan the whole machine (model files, pyenv: all of it)
         if not str(planted.pid) < str(root.pid):
             pytest.skip("pid numbering wrapped: the look-alike does not precede the engine")
         text = _listing_only(_sh(ENGINE_PROCS_SHELL), planted.pid, root.pid)
@@ -241,9 +257,6 @@ def test_a_planted_look_alike_before_the_root_engine_is_not_judged(logs_dir):
         graphs = next(f for f in result.findings if f.id == "python.cuda_graphs")
         assert graphs.severity.value == "ok" and f"pid {root.pid}" in graphs.observed
         assert result.facts["host"]["model"] == "/models/real"
-        # the environment reader reads the root engine's interpreter, not the look-alike's
-        pyenv = _sh(PYENV_SHELL.replace("{python}", "python3"))
-        assert "@@python /opt/root-engine/python3" in pyenv, pyenv[:300]
         # the engine log read is the root engine's
         logs_text = _listing_only(_sh(ENGINE_LOGS_SHELL), planted.pid, root.pid)
         (lg,) = parse_engine_logs(logs_text)
@@ -274,6 +287,9 @@ def test_a_planted_look_alike_before_the_root_engine_is_not_judged(logs_dir):
             f"python probe judged is pid {root.pid} (uid 0)"
         ) in rf.missing, rf.missing
         assert "/planted-model" not in str(rf.inputs)
+        # the environment reader reads the root engine's interpreter, not the look-alike's
+        pyenv = _sh(PYENV_SHELL.replace("{python}", "python3"))
+        assert "@@python /opt/root-engine/python3" in pyenv, pyenv[:300]
     finally:
         _stop(planted, root)
 
@@ -288,6 +304,7 @@ def test_engines_of_two_non_root_owners_are_unknown_naming_both(logs_dir):
     two = _start(OTHER, "/tmp/b/python3", "/model-b")
     try:
         time.sleep(0.3)
+        _alone(one.pid, two.pid)  # the readers scan the whole machine (pyenv: all of it)
         text = _listing_only(_sh(ENGINE_PROCS_SHELL), one.pid, two.pid)
         eng = serving_engine(text)
         assert eng.main is None and eng.ambiguous is not None
@@ -309,13 +326,6 @@ def test_engines_of_two_non_root_owners_are_unknown_naming_both(logs_dir):
                     f.observed,
                 )
             assert result.facts["host"].get("engine_kind") is None
-        # the environment reader reads neither
-        pyenv = _sh(PYENV_SHELL.replace("{python}", "python3"))
-        with pytest.raises(
-            ParseError, match=f"pid {one.pid} uid {NOBODY}.*pid {two.pid} uid {OTHER}"
-        ):
-            parse_pyenv_json(pyenv)
-        assert "/tmp/a/python3" not in pyenv and "/tmp/b/python3" not in pyenv
         # nor the engine-log reader
         logs_text = _listing_only(_sh(ENGINE_LOGS_SHELL), one.pid, two.pid)
         with pytest.raises(
@@ -327,5 +337,12 @@ def test_engines_of_two_non_root_owners_are_unknown_naming_both(logs_dir):
             ParseError, match=f"pid {one.pid} uid {NOBODY}; pid {two.pid} uid {OTHER}"
         ):
             parse_engine_status(status_text)
+        # the environment reader reads neither
+        pyenv = _sh(PYENV_SHELL.replace("{python}", "python3"))
+        with pytest.raises(
+            ParseError, match=f"pid {one.pid} uid {NOBODY}.*pid {two.pid} uid {OTHER}"
+        ):
+            parse_pyenv_json(pyenv)
+        assert "/tmp/a/python3" not in pyenv and "/tmp/b/python3" not in pyenv
     finally:
         _stop(one, two)
