@@ -97,5 +97,7 @@ def test_hung_python3_is_killed_and_the_audit_falls_back(hung_python, home):  # 
     left = [p for p in leftover_processes(HUNG_PY_USER) if "sleep 4972" in p]
     print(f"hung python3: wall {wall:.1f} s, processes left at 5 s: {len(left)}")
     assert res.returncode in (0, 1), res.stderr[-1500:]
-    assert wall < 30, wall  # was 30 s of waiting before the fallback
+    # python3's wait is a third of the session's budget (worker_transport.python_wait): 6-7 s here, was 15.6 s
+    # with a flat 10 s wait, 30 s + the fallback before issue 29
+    assert wall < 12, wall
     assert left == []

@@ -48,6 +48,16 @@ START_WAIT_S = 30.0
 timeout, e.g. the preflight's) bounds it further (issue 29: `--timeout 5` does not wait 30 s on a hung login)."""
 PYTHON_WAIT_S = 10.0
 """After the login, how long python3 (and a container wrapper) may take to say the worker is ready."""
+PYTHON_WAIT_MIN_S = 3.0
+
+
+def python_wait(budget_s: float) -> float:
+    """python3's share of a session's start budget: a third of it, 3-10 s (issue 29: `--timeout 5` gives the
+    preflight 15 s, so a python3 that never answers costs 5 s before the fallback, not 10; python3 and a
+    container wrapper such as `pct exec` start in well under a second)."""
+    return max(min(PYTHON_WAIT_MIN_S, budget_s), min(PYTHON_WAIT_S, budget_s / 3))
+
+
 KILL_WAIT_S = 2.0
 """After asking the worker to stop a command, how long its end may take before the session counts as dead."""
 STALL_S = 1.5
@@ -453,7 +463,7 @@ class SessionTransport(TransportBase):
             return None
         session = WorkerSession(channel, line, token)
         try:
-            await session.start(wait_s, min(PYTHON_WAIT_S, wait_s))
+            await session.start(wait_s, python_wait(wait_s))
         except SessionUnavailable as exc:
             await session.aclose()
             if not self.lost:
