@@ -346,3 +346,42 @@ def test_engines_of_two_non_root_owners_are_unknown_naming_both(logs_dir):
         assert "/tmp/a/python3" not in pyenv and "/tmp/b/python3" not in pyenv
     finally:
         _stop(one, two)
+
+
+@pytest.mark.slow
+@live
+def test_look_alikes_that_fill_the_listing_do_not_hide_the_root_engine():
+    """The listing stops at 32 matches: a user who plants 33 look-alikes before the root engine pushes it
+    past the cut. Under a root audit a cut listing without a root-owned API server is ambiguous, never
+    one of the look-alikes judged as "the engine" (the old choice took the first)."""
+    planted = [_start(NOBODY, "/tmp/p/python3", f"/planted-{i}") for i in range(33)]
+    root = _start(0, "/opt/root-engine/python3", "/models/real")
+    try:
+        time.sleep(0.5)
+        _alone(root.pid, *(p.pid for p in planted))
+        if not all(str(p.pid) < str(root.pid) for p in planted):
+            pytest.skip("pid numbering wrapped: the look-alikes do not all precede the engine")
+        text = _sh(ENGINE_PROCS_SHELL)
+        assert text.rstrip().endswith("@@more") and root.pid not in {
+            p.pid for p in parse_engine_procs(text)
+        }
+        eng = serving_engine(text)
+        assert eng.main is None and eng.ambiguous is not None
+        assert "cut before a root-owned API server was seen" in eng.ambiguous
+        assert f"pid {planted[0].pid} uid {NOBODY}" in eng.ambiguous
+        f = next(
+            f
+            for f in judge_probe(python.PROBE, {"host": [_rec("engine_procs", text)]}).findings
+            if f.id == "python.cuda_graphs"
+        )
+        assert f.severity.value == "unknown" and "cut before a root-owned" in f.observed
+    finally:
+        _stop(root, *planted)
+
+
+def test_a_cut_listing_of_workers_only_proves_no_absence():
+    """Workers (no API server) fill the listing to its cut: "no engine" is not claimed."""
+    workers = [EngineProc(pid=i, uid=0, argv=(f"sglang::scheduler_TP{i}",)) for i in range(32)]
+    eng = summarize_engine(workers, 0, cut=True)
+    assert eng.main is None and eng.ambiguous is not None and "cut at 32" in eng.ambiguous
+    assert summarize_engine(workers, 0).ambiguous is None

@@ -609,6 +609,12 @@ def summarize_engine(
         return EngineSummary(procs=procs)
     if candidates:
         return EngineSummary(procs=procs, ambiguous=ambiguity(candidates, cut))
+    if cut and found is None:  # workers fill the listing: "no engine" is not proven
+        return EngineSummary(
+            procs=procs,
+            ambiguous=f"the process listing was cut at {len(procs)} matches before an API server "
+            "was seen: the engine is not known",
+        )
     env, readable = engine_env(procs, found)
     ours = [p for p in procs if found is None or _same_owner(p, found[0])]
     return EngineSummary(
