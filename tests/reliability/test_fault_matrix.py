@@ -7,6 +7,13 @@ TERM-ignoring stage inside a command substitution pipeline. Stop paths: the comm
 with sessions the worker sees its client go at once; with --no-sessions the remote deadlines, timeout(1) as the user
 and `sudo -n timeout -s KILL` as root, are the backstop). The count of processes left (user and root) 5 s after
 the stop must be 0.
+
+`test_nothing_is_left_at_5s_and_60s_in_any_cell` (slow, in CI: .ci/run runs every marker) is the 60 s column:
+fourteen cells started one second apart, one 60 s wait: deadline, cancel, client SIGKILL, SIGTERM and SIGINT to a
+client running the audit the way the headless CLI does, a network cut (a namespace's link taken down mid-audit),
+each with and without sessions; and a busybox LXC container entered with `sudo -n lxc-attach` (LXC + sudo),
+deadline and client SIGKILL. The `--no-sessions` client-SIGKILL cells run at --timeout 30: only the remote guard
+(remote_line.GUARD), not the remote deadline, can stop their tools within 5 s.
 """
 
 from __future__ import annotations
@@ -348,7 +355,7 @@ def test_nothing_is_left_at_5s_and_60s_in_any_cell(sudo_user, tools, lxc_busybox
     server = sudo_user
     cells: list[tuple[str, bool]] = [
         (stop, sessions)
-        for stop in ("deadline", "cancel", "client-kill", "netcut")
+        for stop in ("deadline", "cancel", "client-kill", "sigterm", "sigint", "netcut")
         for sessions in (True, False)
     ] + [("lxc-sudo-deadline", True), ("lxc-sudo-client-kill", True)]
     bases = [5100 + 10 * i for i in range(len(cells))]
@@ -375,6 +382,12 @@ def test_nothing_is_left_at_5s_and_60s_in_any_cell(sudo_user, tools, lxc_busybox
                 )
             elif stop == "client-kill":
                 seen[base] = (_client_kill(server, tools, base, sessions, n=5), 5)
+            elif stop in (
+                "sigterm",
+                "sigint",
+            ):  # the CLI's own handling: run_to_end cancels the audit
+                sig = signal.SIGTERM if stop == "sigterm" else signal.SIGINT
+                seen[base] = (_client_kill(server, tools, base, sessions, 5, sig=sig), 5)
             elif stop == "netcut":
                 ns = nets[0 if sessions else 1]
                 srv = netsrv[ns.name]
@@ -435,13 +448,21 @@ def sweep_all(bases: list[int]) -> None:
 
 
 def _client_kill(
-    server, tools: Path, base: int, sessions: bool, n: int, lxc: str | None = None
+    server,
+    tools: Path,
+    base: int,
+    sessions: bool,
+    n: int,
+    lxc: str | None = None,
+    sig: signal.Signals = signal.SIGKILL,
 ) -> int:
+    """A client process running the audit, sent `sig` once its tools run (SIGKILL: nothing of it runs on;
+    SIGTERM/SIGINT: the headless CLI's handling, run_to_end with a partial run, cancels the audit)."""
     child = subprocess.Popen(
         [
             sys.executable,
             "-c",
-            _CLIENT_LXC if lxc else _CLIENT,
+            _CLIENT_LXC if lxc else _CLIENT if sig == signal.SIGKILL else _CLIENT_CLI,
             server.spec,
             server.known_hosts,
             server.client_key,
@@ -458,8 +479,8 @@ def _client_kill(
         time.sleep(0.1)
     time.sleep(0.3)
     seen = len(left_exact(base))
-    child.send_signal(signal.SIGKILL)
-    child.wait(10)
+    child.send_signal(sig)
+    child.wait(30)
     return seen
 
 
@@ -480,3 +501,12 @@ _CLIENT_LXC = textwrap.dedent(
     asyncio.run(m._drain(m._lxc_sudo_audit(s, name, int(base), 30)))
     """
 )
+
+
+_CLIENT_CLI = _CLIENT.replace(
+    "asyncio.run(m._drain(a))",
+    "from gpuaudit.probes.core.run.session import run_sync, run_to_end\n"
+    "try:\n    run_sync(run_to_end(a, partial=[]))\nexcept (KeyboardInterrupt, asyncio.CancelledError):\n"
+    "    sys.exit(143)",
+)
+"""The headless CLI's way to run an audit: SIGTERM cancels it (run_to_end's handler), SIGINT is Ctrl-C."""
