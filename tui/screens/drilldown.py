@@ -152,7 +152,6 @@ class DrilldownScreen(Screen[None]):
                         select_on_focus=False,
                     )
                     yield Label("", id="search-count")
-                yield ProgressBar(total=1.0, show_eta=False, id="output-progress")
                 yield CommandOutput(id="output")
         yield Footer(compact=True)
 
@@ -344,7 +343,7 @@ class DrilldownScreen(Screen[None]):
 
     def _stop_loading(self) -> None:
         self.preparing, self._then = None, None
-        self.query_one("#output-progress", ProgressBar).remove_class("-visible")
+        self.query("#output-progress").remove()
 
     @work(thread=True, exclusive=True, group="output", exit_on_error=False)
     def _prepare(self, record: CommandRecord) -> None:
@@ -373,8 +372,12 @@ class DrilldownScreen(Screen[None]):
         """Still loading after PROGRESS_AFTER_S: a progress bar, updated until the text is shown."""
         if self.preparing is not record:
             return
-        bar = self.query_one("#output-progress", ProgressBar)
-        bar.add_class("-visible")
+        shown = self.query("#output-progress")
+        if shown:
+            bar = shown.first(ProgressBar)
+        else:  # mounted only while a big output loads: a drill-down never pays for it otherwise
+            bar = ProgressBar(total=1.0, show_eta=False, id="output-progress")
+            self.query_one("#dd-right").mount(bar, before=self.query_one(CommandOutput))
         bar.update(progress=self._progress)
         self.set_timer(0.1, lambda: self._show_progress(record))
 
