@@ -96,7 +96,8 @@ if profile != "0":
     code = prof.runcall(entry.main, args)
     stats = pstats.Stats(prof, stream=sys.stderr)
     stats.sort_stats("tottime").print_stats(int(profile))
-    stats.print_callers(r"method 'find' of 'str'|validate_python|__copy__")
+    stats.print_callers(r"method .find. of .str.|validate_python|__copy__")
+    stats.print_callees(r"gpu_nodes|row_for")
     stats.sort_stats("cumulative").print_stats(int(profile))
     sys.exit(code)
 sys.argv = [sys.argv[0], *args]
