@@ -37,7 +37,9 @@ async def once(path: Path) -> tuple[float, float]:
     from gpuaudit.tui.widgets.command_output import CommandOutput
     from gpuaudit.tui.widgets.findings_table import FindingsTable
 
-    setup = build_setup(AuditRequest(replay=str(path)))
+    # --max-output above the record: a replay caps outputs like a live audit, and a truncated 9 MB record would
+    # turn the pcie findings into "truncated" unknowns (another evidence search than the one measured)
+    setup = build_setup(AuditRequest(replay=str(path), max_output=64 << 20))
     app = make_app(setup.audit, note=setup.note, mode=setup.mode, replay_file=setup.source)
     async with app.run_test(size=(120, 40)) as pilot:
         for _ in range(600):  # the replay's probes finish (at most ~60 s)
