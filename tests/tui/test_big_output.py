@@ -172,3 +172,29 @@ async def test_a_small_record_chosen_while_a_big_one_loads_wins() -> None:
         assert screen.preparing is None and screen.shown is screen.records[small]
         assert viewer.text == record_output(screen.records[small]).expandtabs(8)
         assert not screen.query("#output-progress")
+
+
+async def test_the_output_side_is_a_class_only_on_a_narrow_screen() -> None:
+    """A class change restyles the whole screen: on a wide one (both sides shown) `e` leaves the classes alone; a
+    resize to narrow then shows the side `e` chose."""
+    app = make_app(case_study_run(), clock=FixedClock(), theme="gpuaudit-dark")
+    async with app.run_test(size=(120, 40)) as pilot:
+        app.open_drilldown("pcie")
+        await pilot.pause()
+        screen = app.screen
+        await pilot.press("e")
+        await pilot.pause()
+        assert screen.output_side and not screen.has_class("-show-output")
+        await pilot.resize_terminal(80, 24)
+        await pilot.pause()
+        assert screen.has_class("-narrow") and screen.has_class("-show-output")
+        assert (
+            screen.query_one("#dd-left").display is False
+            or not screen.query_one("#dd-left").region.width
+        )
+        await pilot.press("o")
+        await pilot.pause()
+        assert not screen.output_side and not screen.has_class("-show-output")
+        await pilot.resize_terminal(120, 40)
+        await pilot.pause()
+        assert not screen.has_class("-narrow") and not screen.has_class("-show-output")

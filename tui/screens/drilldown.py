@@ -119,6 +119,8 @@ class DrilldownScreen(Screen[None]):
         """The big record being prepared in the worker thread (None: nothing loading)."""
         self._progress = 0.0
         """How much of `preparing` is prepared (0..1), written by the worker thread, read by a timer."""
+        self.output_side = False
+        """A narrow screen shows the raw-output side (else the findings side)."""
         self._then: Callable[[], None] | None = None
         """What runs once `preparing` is shown (the evidence jump)."""
 
@@ -156,7 +158,7 @@ class DrilldownScreen(Screen[None]):
         yield Footer(compact=True)
 
     def on_mount(self) -> None:
-        self.set_class(self.app.size.width < NARROW_BELOW, "-narrow")
+        self._narrow(self.app.size.width < NARROW_BELOW)
         self.reload()
         self.watch(self.app, "audit_run", self._run_changed, init=False)
         self.watch(self.app, "finding_filter", lambda: self.reload(), init=False)
@@ -177,7 +179,7 @@ class DrilldownScreen(Screen[None]):
             return
         tabs.active = f"tab-{tab}"
         self.set_class(tab == "roofline", "-roofline")
-        self.set_class(False, "-show-output")
+        self.show_output_side(False)
         if tab == "roofline":
             self.query_one(
                 "#roofline-scroll", VerticalScroll
@@ -189,7 +191,17 @@ class DrilldownScreen(Screen[None]):
         self.set_class(event.pane.id == "tab-roofline", "-roofline")
 
     def on_resize(self, event: Resize) -> None:
-        self.set_class(event.size.width < NARROW_BELOW, "-narrow")
+        self._narrow(event.size.width < NARROW_BELOW)
+
+    def _narrow(self, narrow: bool) -> None:
+        self.set_class(narrow, "-narrow")
+        self.set_class(narrow and self.output_side, "-show-output")
+
+    def show_output_side(self, output: bool) -> None:
+        """Which side a narrow screen shows (`o`, the evidence jump, search, z). The class is set only when narrow:
+        on a wide screen both sides show, and a class change restyles every widget of the screen (~0.1 s)."""
+        self.output_side = output
+        self.set_class(output and self.has_class("-narrow"), "-show-output")
 
     def _run_changed(self, run: AuditRun) -> None:
         """Reload only when what this screen shows changed: a start elsewhere (or here) changes nothing."""
@@ -418,7 +430,7 @@ class DrilldownScreen(Screen[None]):
             )
             return
         output = self.query_one(CommandOutput)
-        self.set_class(True, "-show-output")
+        self.show_output_side(True)
         output.focus()
 
         def jump() -> None:
@@ -434,8 +446,8 @@ class DrilldownScreen(Screen[None]):
 
     def action_toggle_side(self) -> None:
         """On narrow terminals: switch between the findings side and the raw-output side."""
-        showing = self.has_class("-show-output")
-        self.set_class(not showing, "-show-output")
+        showing = self.output_side
+        self.show_output_side(not showing)
         if showing:
             self.query_one(FindingsTable).focus()
         else:
@@ -454,9 +466,7 @@ class DrilldownScreen(Screen[None]):
             self.minimize()
             return
         out = self.query_one(CommandOutput)
-        self.set_class(
-            True, "-show-output"
-        )  # narrow terminals: the output side must be the shown one
+        self.show_output_side(True)  # narrow terminals: the output side must be the shown one
         self.maximize(out, container=False)
         out.focus()
 
@@ -468,7 +478,7 @@ class DrilldownScreen(Screen[None]):
         self.notify(f"copied {f.id} (OSC 52)")
 
     def action_search(self) -> None:
-        self.set_class(True, "-show-output")
+        self.show_output_side(True)
         box = self.query_one("#search", Input)
         self.query_one("#search-bar").add_class("-visible")
         box.focus()
@@ -505,7 +515,7 @@ class DrilldownScreen(Screen[None]):
             bar.remove_class("-visible")
             self.query_one(CommandOutput).focus()
             return
-        if self.has_class("-narrow") and self.has_class("-show-output"):
+        if self.has_class("-narrow") and self.output_side:
             self.action_toggle_side()
             return
         self.dismiss()
