@@ -363,12 +363,16 @@ def test_nothing_is_left_at_5s_and_60s_in_any_cell(sudo_user, tools, lxc_busybox
     at5: dict[int, list[str]] = {}
     errors: list[str] = []
     seen: dict[int, tuple[int, int]] = {}
+    workers: dict[int, list[str]] = {}
+    """network-cut cells with sessions: the tokens of the workers that ran there (sshd never sees the cut)"""
+    workers_at5: dict[int, list[str]] = {}
     """base -> (tool processes running when the cell was stopped, how many it starts)"""
     nets = [Netns(60), Netns(61)]
 
     def observe5(base: int) -> None:
         time.sleep(max(0.0, stops[base] + 5 - time.monotonic()))
         at5[base] = left_exact(base)
+        workers_at5[base] = worker_processes(workers.get(base, []))
 
     def cell(i: int, stop: str, sessions: bool) -> None:
         base = bases[i]
@@ -393,11 +397,19 @@ def test_nothing_is_left_at_5s_and_60s_in_any_cell(sudo_user, tools, lxc_busybox
                 srv = netsrv[ns.name]
 
                 async def cut() -> None:
-                    task = asyncio.ensure_future(_drain(audit(srv, tools, base, sessions, 5)))
+                    a = audit(srv, tools, base, sessions, 5)
+                    task = asyncio.ensure_future(_drain(a))
                     while len(left_exact(base)) < 5 and not task.done():
                         await asyncio.sleep(0.1)
                     await asyncio.sleep(0.3)
                     seen[base] = (len(left_exact(base)), 5)
+                    transport = a.bindings["host"].transport
+                    if transport.runs_sessions:  # the worker's token: is it still running later?
+                        workers[base] = [
+                            w.split()[-2]
+                            for ws in transport.session_lines().values()  # type: ignore[attr-defined]
+                            for w in ws
+                        ]
                     subprocess.run(["ip", "-n", ns.name, "link", "set", "eth0", "down"], check=True)
                     await asyncio.gather(task, return_exceptions=True)
 
@@ -426,6 +438,7 @@ def test_nothing_is_left_at_5s_and_60s_in_any_cell(sudo_user, tools, lxc_busybox
                 t.join(120)
             time.sleep(max(0.0, max(stops.values()) + 60 - time.monotonic()))
             at60 = tagged(bases)
+            workers_at60 = {b: worker_processes(t) for b, t in workers.items()}
         finally:
             sweep_all(bases)
     names = [f"{stop}-{'sessions' if s else 'no-sessions'}" for stop, s in cells]
@@ -433,7 +446,14 @@ def test_nothing_is_left_at_5s_and_60s_in_any_cell(sudo_user, tools, lxc_busybox
     print(
         "\nprocesses left (5 s, 60 s): " + ", ".join(f"{n} {a}/{b}" for n, (a, b) in table.items())
     )
+    print(
+        "worker processes after the network cut (5 s, 60 s): "
+        + ", ".join(f"{len(workers_at5[b])}/{len(workers_at60[b])}" for b in workers)
+    )
     assert not errors, errors
+    assert workers and all(workers[b] for b in workers), workers
+    # the worker itself exits IDLE_EXIT_S after its client's last keepalive (it runs nothing by then)
+    assert all(v == [] for v in workers_at60.values()), workers_at60
     assert all(got >= want for got, want in seen.values()), seen  # every cell really ran its tools
     assert all(v == (0, 0) for v in table.values()), (table, at5, at60)
 
@@ -510,3 +530,15 @@ _CLIENT_CLI = _CLIENT.replace(
     "    sys.exit(143)",
 )
 """The headless CLI's way to run an audit: SIGTERM cancels it (run_to_end's handler), SIGINT is Ctrl-C."""
+
+
+def worker_processes(tokens: list[str]) -> list[str]:
+    """Processes whose command line holds one of these worker tokens (the worker's argv)."""
+    if not tokens:
+        return []
+    res = subprocess.run(["pgrep", "-af", "gpuaudit"], capture_output=True, text=True, check=False)
+    return [
+        ln[:120]
+        for ln in res.stdout.splitlines()
+        if any(f" {t} " in ln for t in tokens) and "pgrep" not in ln
+    ]

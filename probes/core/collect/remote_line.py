@@ -152,16 +152,24 @@ def remote_line(
     return line
 
 
+_TERM_SUDO = (
+    'for d in /proc/[0-9]*; do read -r l <"$d/stat" || continue; c=${l#*"("}; c=${c%%")"*}; '
+    'l=${l##*) }; set -- $l; [ "$4" = $s ] && [ "$c" = sudo ] && kill -TERM ${d#/proc/}; done 2>/dev/null; '
+)
+"""TERM to every sudo of the job's session `$s` (sudo relays it to its root command). Not to the whole group: sudo
+ignores a signal sent from its command's own process group (GNU timeout relays one), and two TERMs arriving at
+once are one; the root-side `timeout -k 1 -s KILL` then KILLs what ignores TERM."""
 GUARD = (
     "i=; { [ -p /proc/self/fd/0 ] || [ -S /proc/self/fd/0 ]; } && i=1; exec 3<&0 </dev/null; "
     "m=$2 x=; trap x=1 TERM HUP INT; "
     'command -v setsid >/dev/null 2>&1 || { exec 3<&-; eval "$1"; }; '
     'if [ "$2" = w ]; then setsid sh -c \'eval "$1"\' gpuaudit-job "$1" <&3 & p=$!; '
     'else setsid sh -c \'eval "$1"\' gpuaudit-job "$1" & p=$!; fi; '
-    'w=; [ -n "$i" ] && { sh -c \'while read -r _; do :; done; [ -n "$1" ] && kill -TERM -$2 && sleep 1; '
-    'kill -KILL -$2\' gpuaudit-watch "$2" $p <&3 >/dev/null 2>&1 & w=$!; }; '
-    "exec 3<&-; wait $p 2>/dev/null; r=$?; "
-    '[ -n "$x" ] && [ -n "$m" ] && kill -TERM -$p 2>/dev/null && sleep 1; kill -KILL -$p 2>/dev/null; '
+    'w=; [ -n "$i" ] && { sh -c \'while read -r _; do :; done; s=$2; [ -n "$1" ] && { '
+    + _TERM_SUDO.replace("'", "'\\''")
+    + 'sleep 1; }; kill -KILL -$s\' gpuaudit-watch "$2" $p <&3 >/dev/null 2>&1 & w=$!; }; '
+    "exec 3<&-; wait $p 2>/dev/null; r=$?; s=$p; "
+    '[ -n "$x" ] && [ -n "$m" ] && { ' + _TERM_SUDO + "sleep 1; }; kill -KILL -$p 2>/dev/null; "
     'for d in /proc/[0-9]*; do read -r l <"$d/stat" || continue; l=${l##*) }; set -- $l; '
     '[ "$4" = $p ] && kill -KILL ${d#/proc/}; done 2>/dev/null; '
     '[ -n "$w" ] && kill -KILL $w 2>/dev/null; exit $r'
@@ -175,8 +183,9 @@ a session of its own (setsid), so it can stop all of it:
   (a background child, a TERM-ignoring pipeline stage, one that changed its group as GNU timeout does);
 * the channel's stdin reaches its end (the client stops the command by sending EOF, closes the channel, or is
   gone: a killed client's connection closes and sshd closes the pipe): a watcher (one sh, reading with the
-  `read` builtin) sends the group TERM first where a relay stands in between (mode `1`: sudo, whose root-side
-  `timeout -k 1 -s KILL` then KILLs what it started), KILL one second later; the guard then sweeps as above;
+  `read` builtin) sends TERM first to the job's sudo processes where a relay stands in between (modes `1` and
+  `w`: sudo relays it, its root-side `timeout -k 1 -s KILL` then KILLs what ignores it; _TERM_SUDO), KILLs
+  the group one second later; the guard then sweeps as above;
 * the guard gets TERM, HUP or INT (a client's signal over the channel; the host-side group kill of a container
   entered from this machine, which reaches the guard inside but not the job's own session): the same stop,
   TERM first in mode `1`/`w`;
