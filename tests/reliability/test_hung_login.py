@@ -99,5 +99,5 @@ def test_hung_python3_is_killed_and_the_audit_falls_back(hung_python, home):  # 
     assert res.returncode in (0, 1), res.stderr[-1500:]
     # python3's wait is a third of the session's budget (worker_transport.python_wait): 6-7 s here, was 15.6 s
     # with a flat 10 s wait, 30 s + the fallback before issue 29
-    assert wall < 12, wall
+    assert wall < 13, wall
     assert left == []
