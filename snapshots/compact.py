@@ -28,16 +28,26 @@ from pydantic import BaseModel, Field, create_model
 Document = dict[str, Any]
 
 
+# json.dumps(..., sort_keys=True, default=str) without building an encoder per finding
+_JSON_KEY = json.JSONEncoder(sort_keys=True, default=str)
+
+
 def _key(value: Mapping[str, Any], drop: str | None = None) -> object:
     """A hashable identity of a record/finding dict (its fields, `drop` left out)."""
-    try:
-        key = tuple((k, v) for k, v in value.items() if k != drop)
-        hash(key)
-        return key
-    except TypeError:  # a list or dict inside (findings' evidence): compare by JSON
-        return json.dumps(
-            {k: v for k, v in value.items() if k != drop}, sort_keys=True, default=str
-        )
+    kept = (
+        value
+        if drop is None or drop not in value
+        else {k: v for k, v in value.items() if k != drop}
+    )
+    if not any(type(v) is list or type(v) is dict for v in kept.values()):
+        try:
+            key = tuple(kept.items())
+            hash(key)
+            return key
+        except TypeError:
+            pass
+    # a list or dict inside (findings' evidence): compare by JSON
+    return _JSON_KEY.encode(kept)
 
 
 def pack(doc: Document) -> Document:
@@ -48,9 +58,11 @@ def pack(doc: Document) -> Document:
     where: dict[object, int] = {}
     flat = doc.get("findings") if isinstance(doc.get("findings"), list) else None
     slots: dict[object, list[int]] = {}
+    flat_keys: list[object] = []
     for i, f in enumerate(flat or []):
+        flat_keys.append(_key(f) if isinstance(f, Mapping) else None)
         if isinstance(f, Mapping):
-            slots.setdefault(_key(f), []).append(i)
+            slots.setdefault(flat_keys[i], []).append(i)
     probes: list[Any] = []
     for probe in doc["probes"]:
         if not isinstance(probe, Mapping):
@@ -80,7 +92,7 @@ def pack(doc: Document) -> Document:
                 out["findings"], out["finding_refs"] = None, taken
             else:  # not in the flat list: keep them inline, give the slots back
                 for i in taken:
-                    slots.setdefault(_key(flat[i]), []).insert(0, i)
+                    slots.setdefault(flat_keys[i], []).insert(0, i)
                 out["finding_refs"] = None
         probes.append(out)
     packed = dict(doc)

@@ -142,14 +142,33 @@ def base_name(name: str) -> str:
     return SUPERMICRO_SUFFIX.sub("", name)
 
 
+def _index(
+    rows: tuple[MapRow, ...], supermicro_only: bool
+) -> dict[str, tuple[tuple[int, MapRow], ...]]:
+    """attribute -> (position in ROWS, row), in ROWS order (built once: row_for runs per attribute per host)."""
+    index: dict[str, list[tuple[int, MapRow]]] = {}
+    for i, row in enumerate(rows):
+        if not supermicro_only or row.vendor == "supermicro":
+            index.setdefault(row.attribute, []).append((i, row))
+    return {k: tuple(v) for k, v in index.items()}
+
+
+_BY_ATTRIBUTE = _index(ROWS, supermicro_only=False)
+_SUPERMICRO_BY_ATTRIBUTE = _index(ROWS, supermicro_only=True)
+
+
 def row_for(name: str, vendor: str | None) -> MapRow | None:
-    """The map row for a raw attribute name, for this BMC's vendor family (None: every family's rows apply)."""
-    for row in ROWS:
-        if vendor is not None and row.vendor not in GENERIC_VENDORS and row.vendor != vendor:
-            continue
-        if row.attribute == name or (
-            row.vendor == "supermicro" and base_name(name) == row.attribute
-        ):
+    """The map row for a raw attribute name, for this BMC's vendor family (None: every family's rows apply).
+
+    The first row of ROWS that matches wins: the attribute itself, or (Supermicro rows) its base name.
+    """
+    candidates = _BY_ATTRIBUTE.get(name, ())
+    if _SUPERMICRO_BY_ATTRIBUTE:
+        suffixed = _SUPERMICRO_BY_ATTRIBUTE.get(base_name(name), ())
+        if suffixed:
+            candidates = tuple(sorted(dict([*candidates, *suffixed]).items(), key=lambda c: c[0]))
+    for _, row in candidates:
+        if vendor is None or row.vendor in GENERIC_VENDORS or row.vendor == vendor:
             return row
     return None
 

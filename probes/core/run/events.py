@@ -95,8 +95,26 @@ def initial_run(targets: Iterable[Target], probes: Iterable[tuple[str, str]]) ->
     )
 
 
+_FOLDED = (
+    TargetConnecting,
+    TargetConnected,
+    TargetFailed,
+    TargetExecuted,
+    ProbeStarted,
+    CommandFinished,
+    ProbeFinished,
+    AuditFinished,
+)
+
+
 def apply_event(run: AuditRun, event: BaseModel) -> AuditRun:
-    """Fold one event into the run (returns a new AuditRun; the input is not changed)."""
+    """Fold one event into the run (returns a new AuditRun; the input is not changed).
+
+    An event that changes nothing here (CommandStarted: only the dashboard's in-flight list reads it) returns
+    the input itself: the copy is made only for the events folded below.
+    """
+    if not isinstance(event, _FOLDED):
+        return run
     run = run.model_copy(deep=False)
     if isinstance(event, (TargetConnecting, TargetConnected, TargetFailed)):
         states = dict(run.target_states)
