@@ -14,7 +14,6 @@ from gpuaudit.probes.core.fleet.documents import load_document
 from gpuaudit.probes.core.fleet.model import FleetModel
 from gpuaudit.probes.core.run.request import AuditRequest
 from gpuaudit.tui.app import KNOWN_THEMES, run_app
-from gpuaudit.tui.cli.headless import run_then_show
 from gpuaudit.tui.fleet_app import FleetApp
 from gpuaudit.tui.theme_store import ThemeStore
 
@@ -23,8 +22,8 @@ if TYPE_CHECKING:  # types only: fleet_hosts imports this module lazily to open 
 
 
 def main(request: AuditRequest) -> int:
-    if request.resume:  # resume headless, then show the stored result
-        return run_then_show(request, run_app)
+    """The dashboard. `--resume` reaches it through tui/cli/text_modes.py (resumed headless, then `run_app`):
+    this module does not import the headless modules, which load the catalogue before the first frame."""
     return run_app(request)
 
 

@@ -10,6 +10,8 @@ generous (a loaded 2-core machine triples import times and more) and catch only 
 
 from __future__ import annotations
 
+import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -75,3 +77,84 @@ def test_json_ssh_audit_loads_no_textual_no_rich():
         assert not loaded(names, package), f"--json --host imports {package}"
     assert len(names) <= 680, f"--json --host imports {len(names)} modules (budget 680)"
     assert seconds <= 10.0, f"--json --host: {seconds:.2f} s of imports (budget 10 s)"
+
+
+TUI_CHILD = """
+import json, sys
+from gpuaudit.tui.cli import bridge
+
+real = bridge.interactive
+
+
+class Reached:
+    @staticmethod
+    def main(request):  # what `bridge.interactive().main(request)` would open: report what is loaded by then
+        print(json.dumps({"modules": sorted(sys.modules), "demo": request.demo, "replay": request.replay,
+                          "host": request.host}))
+        return 0
+
+
+def interactive():
+    real()  # tui/interactive.py and what it imports load, as on the real path (Textual, tui/app.py)
+    return Reached
+
+
+bridge.interactive = interactive
+sys.stdin.isatty = sys.stdout.isatty = lambda: True  # the TUI path needs a terminal
+from gpuaudit.tui.cli.entry import main
+
+sys.exit(main(sys.argv[1:]))
+"""
+NOT_BEFORE_FIRST_PAINT = (
+    "gpuaudit.probes.catalogue",
+    "gpuaudit.probes.core.run.runner",
+    "gpuaudit.snapshots.json_schema",
+    "gpuaudit.snapshots.baseline",
+    "gpuaudit.tui.cli.text_modes",
+    "gpuaudit.tui.cli.headless",
+    "gpuaudit.tui.cli.fleet_hosts",
+    "gpuaudit.tui.cli.baseline",
+    "gpuaudit.tui.cli.list_checks",
+)
+
+
+@pytest.mark.parametrize(
+    "args",
+    [
+        (),
+        ("--demo",),
+        ("--replay", str(DEMO)),
+        ("--host", "root@127.0.0.1:1", "--accept-new-host-keys"),
+    ],
+    ids=["live", "demo", "replay", "host"],
+)
+def test_tui_path_reaches_the_app_without_the_catalogue(args, tmp_path):
+    """`gpuaudit-tui` on a terminal: what is loaded when the dashboard is about to open (issue 30, first paint).
+
+    The catalogue (~0.5 s), the runner, json_schema, the fleet, baseline and headless modules load after the first
+    frame (tui/deferred.py) or never; the arguments are validated all the same (tests/cli)."""
+    env = {**os.environ, "HOME": str(tmp_path)}  # no ~/.ssh/config, no theme file of the user
+    proc = subprocess.run(
+        [sys.executable, "-c", TUI_CHILD, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    seen = json.loads(proc.stdout.strip().splitlines()[-1])
+    modules = set(seen["modules"])
+    assert "textual" in modules and "gpuaudit.tui.app" in modules, "the bridge was not opened"
+    assert seen["demo"] == ("--demo" in args)
+    early = [m for m in NOT_BEFORE_FIRST_PAINT if m in modules]
+    assert not early, f"{' '.join(args) or '(no arguments)'}: loaded before the TUI opens: {early}"
+
+
+def test_probe_ids_without_the_catalogue_are_the_catalogues():
+    from gpuaudit.probes.catalogue import PROBE_IDS
+    from gpuaudit.probes.ids import PROBE_IDS as IDS
+
+    assert (
+        IDS == PROBE_IDS
+    )  # the same ids in the same (JSON contract) order: --probes is validated against it

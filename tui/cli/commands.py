@@ -1,57 +1,63 @@
 """What the command line does once its arguments parsed: validates them, builds the AuditRequest, dispatches.
 
 Imported by tui/cli/entry.py only after argparse has handled --help and --version. No Textual here: the TUI
-is reached through tui/interactive.py alone.
+is reached through tui/interactive.py alone. The dashboard's path (`gpuaudit-tui`, `--demo`, `--replay F`,
+`--host H`) imports only what validating the arguments needs: every other path (the subcommands, --json-schema,
+--list-checks, --docs, --hosts, the headless outputs, --resume) goes through tui/cli/text_modes.py, imported
+only for it, so that the catalogue, the runner, the snapshot schema and the headless modules do not load before
+the TUI's first frame (issue 30). `--probes` is checked against probes/ids.py, which a test holds equal to the
+catalogue.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
+from types import ModuleType
 
-from gpuaudit.probes.catalogue import PROBE_IDS
 from gpuaudit.probes.core.collect.ssh_config import config_override
 from gpuaudit.probes.core.collect.targets import known_hosts_problem
 from gpuaudit.probes.core.run.request import AuditRequest
-from gpuaudit.snapshots.json_schema import render as render_json_schema
-from gpuaudit.tui.cli import baseline as baseline_cli
-from gpuaudit.tui.cli import bridge, docs, fleet_compare, fleet_hosts, headless, list_checks
+from gpuaudit.probes.ids import PROBE_IDS
+from gpuaudit.tui.cli import bridge
 from gpuaudit.tui.cli.args import CliError
 from gpuaudit.tui.cli.bmc_setup import bmc_request_fields, check_bmc_args
 from gpuaudit.tui.cli.preflight import problems
 
 
 def run(argv: list[str], args: argparse.Namespace | None) -> int:
-    """A subcommand (args None: `fleet`, `diff`, `snapshots` parse their own) or an audit."""
+    """A subcommand (args None: `fleet`, `diff`, `snapshots`, `baseline` parse their own) or an audit."""
     if args is None:
-        if argv[0] == "fleet":
-            return fleet_compare.main(argv[1:])
-        if argv[0] == "baseline":
-            return baseline_cli.main(argv[1:])
+        # entry.py sends `fleet` to fleet_compare itself, before this module loads
+        if argv[0] in ("fleet", "baseline"):
+            return _text_modes().subcommand(argv)
         # diff and snapshots draw with Rich; loaded only for them, so an audit (--json) never pays for Rich
         from gpuaudit.tui.cli import snapshot_commands
 
         return snapshot_commands.main(argv[0], argv[1:])
-    if args.json_schema:
-        sys.stdout.write(render_json_schema(args.json_schema))
-        return 0
-    if args.list_checks:
-        return list_checks.main(args.json)
-    if args.docs is not None:
-        return docs.main(args.docs)
+    if args.json_schema or args.list_checks or args.docs is not None:
+        return _text_modes().document(args)
     _check_combinations(args)
     for why in problems(args):  # errors before work: output paths, key files, --container
         raise CliError(why)
     request = audit_request(args)
-    if request.hosts:
-        return fleet_hosts.main(request)
-    if request.json or request.plan or request.prom or request.health or request.html:
-        return headless.main(request)
+    headless = request.json or request.plan or request.prom or request.health or request.html
+    if request.hosts or headless:
+        return _text_modes().audit(request)
     if not (sys.stdin.isatty() and sys.stdout.isatty()):  # cron, CI, a pipe: never hang on a screen
         raise CliError(
             "the interactive TUI needs a terminal (stdin and stdout); use --json, --plan, --prom or --health"
         )
+    if request.resume:
+        return _text_modes().resume_then_show(request)
     return bridge.interactive().main(request)
+
+
+def _text_modes() -> ModuleType:
+    """tui/cli/text_modes.py, imported now: the catalogue, the engine, the schema (the dashboard needs none first)."""
+    from gpuaudit.tui.cli import text_modes
+
+    return text_modes
 
 
 def parse_probe_ids(text: str | None) -> list[str] | None:
