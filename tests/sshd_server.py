@@ -106,9 +106,16 @@ class SshdServer:
 
 
 def leftover_processes(user: str = TEST_USER, kill: bool = False) -> list[str]:
-    """Processes still running as the test user (commands the tool failed to kill)."""
+    """Processes still running as the test user (commands the tool failed to kill).
+
+    Zombies (`[sh] <defunct>`) are dead, not running: an orphan's exit status waits for PID 1 to reap it, and
+    on some test machines (a firecracker VM's process_api) PID 1 never does."""
     res = subprocess.run(["pgrep", "-a", "-u", user], capture_output=True, text=True)
-    lines = [ln for ln in res.stdout.splitlines() if ln.strip() and "sshd" not in ln]
+    lines = [
+        ln
+        for ln in res.stdout.splitlines()
+        if ln.strip() and "sshd" not in ln and not ln.rstrip().endswith("<defunct>")
+    ]
     if kill:
         subprocess.run(["pkill", "-KILL", "-u", user], capture_output=True)
     return lines
