@@ -18,23 +18,13 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from gpuaudit.probes.core.models import CommandRecord, Finding, ProbeResult, Target, TargetState  # noqa: E402
+from gpuaudit.probes.ids import PROBE_IDS  # noqa: E402
 from gpuaudit.snapshots import store  # noqa: E402
 from gpuaudit.snapshots.diff import diff_snapshots  # noqa: E402
 from gpuaudit.snapshots.schema import Snapshot  # noqa: E402
 
 T0 = datetime(2026, 1, 10, tzinfo=UTC)
-PROBES = (
-    "firmware",
-    "container",
-    "driver",
-    "kernel",
-    "pcie",
-    "power",
-    "nccl",
-    "numa",
-    "python",
-    "nvlink",
-)
+PROBES = PROBE_IDS
 
 
 def make(total_mb: float, changed_every: int = 0, record_kb: int = 20) -> Snapshot:

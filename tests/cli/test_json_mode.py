@@ -9,20 +9,10 @@ import sys
 from pathlib import Path
 
 import pytest
+from gpuaudit.probes.ids import PROBE_IDS
 from gpuaudit.snapshots.compact import unpack
 
-ORDER = [
-    "firmware",
-    "container",
-    "driver",
-    "kernel",
-    "pcie",
-    "power",
-    "nccl",
-    "numa",
-    "python",
-    "nvlink",
-]
+ORDER = list(PROBE_IDS)
 ROOT = Path(__file__).resolve().parents[2]
 
 

@@ -8,8 +8,9 @@ import pytest
 from gpuaudit.probes.catalogue import PROBE_IDS, REGISTRY
 from gpuaudit.probes.core.readonly import write_risks
 from gpuaudit.probes.core.run.runner import PREFLIGHT
+from gpuaudit.probes.ids import PROBE_IDS as IDS
 
-ORDER = (
+ORDER = (  # the JSON contract's order, pinned here once; other code and tests use probes/ids.py
     "firmware",
     "container",
     "driver",
@@ -26,6 +27,7 @@ ALL_COMMANDS = [(p.id, c) for p in REGISTRY for c in p.commands] + [("core", PRE
 
 def test_ten_probes_in_display_order():
     assert PROBE_IDS == ORDER
+    assert IDS == ORDER
 
 
 def test_command_ids_unique_per_probe_and_snake_case():

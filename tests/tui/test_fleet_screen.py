@@ -25,6 +25,7 @@ from fleet_support import (
 from gpuaudit.probes.core.fleet.documents import load_document
 from gpuaudit.probes.core.fleet.model import SORT_ORDER, FleetModel, next_sort
 from gpuaudit.probes.core.run.request import AuditRequest
+from gpuaudit.probes.ids import PROBE_IDS
 from gpuaudit.tui import interactive
 from gpuaudit.tui.cli import fleet_compare
 from gpuaudit.tui.cli import fleet_hosts as fleet
@@ -291,18 +292,7 @@ def test_hosts_opens_the_screen_only_on_a_terminal_without_json_or_prom(monkeypa
 def test_columns_fit_the_terminal(width: int) -> None:
     widths = fixed_widths(width)
     assert sum(widths.values()) + 2 <= width
-    assert list(widths)[:2] == ["name", "state"] and list(widths)[2:12] == [
-        "firmware",
-        "container",
-        "driver",
-        "kernel",
-        "pcie",
-        "power",
-        "nccl",
-        "numa",
-        "python",
-        "nvlink",
-    ]
+    assert list(widths)[:2] == ["name", "state"] and list(widths)[2:12] == list(PROBE_IDS)
     row = dataclasses.replace(next(iter(live_model(TickClock()).rows.values())), name="x" * 100)
     cells = row_cells(row, widths, {})
     assert [len(c) <= w for c, w in zip(cells, widths.values())] == [True] * len(widths)

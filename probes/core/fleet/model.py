@@ -23,19 +23,9 @@ from gpuaudit.probes.core.fleet.peers import (
     node_from_document,
 )
 from gpuaudit.probes.core.models import Severity
+from gpuaudit.probes.ids import PROBE_IDS
 
-PROBES = (
-    "firmware",
-    "container",
-    "driver",
-    "kernel",
-    "pcie",
-    "power",
-    "nccl",
-    "numa",
-    "python",
-    "nvlink",
-)
+PROBES = PROBE_IDS
 """The ten probe columns, in the dashboard's order."""
 PROBE_ABBR = dict(zip(PROBES, ("fw", "ct", "dr", "kn", "pc", "pw", "nc", "nu", "py", "nv")))
 STATES = ("pending", "auditing", "done", "unreachable")
