@@ -7,6 +7,7 @@
 
 from __future__ import annotations
 
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -88,3 +89,27 @@ def test_quick_exit_keeps_output_and_status():
     assert proc.stdout.rstrip().endswith(b"}") and b'"schema_version"' in proc.stdout
     assert cli("--json", "--fail-on", "warning", "--replay", str(DEMO)).returncode == 1
     assert cli("--no-such-flag").returncode == 2
+
+
+def test_quick_exit_leaves_every_file_written_and_no_temp_file(tmp_path):
+    # os._exit skips the interpreter's finalisation: the outputs written on the way (--save's store, --prom,
+    # --html, --share's mapping) must be whole on disk when the process is gone, with no .tmp left beside them
+    store, prom, html, mapping = (tmp_path / n for n in ("store", "m.prom", "r.html", "map.json"))
+    proc = cli(
+        "--json", "--fail-on", "never", "--replay", str(DEMO), "--save", "x",
+        "--snapshot-dir", str(store), "--prom", str(prom), "--html", str(html), "--share", str(mapping),
+    )  # fmt: skip
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert html.read_text().rstrip().endswith("</html>")
+    assert prom.read_text().endswith("\n") and "gpuaudit_" in prom.read_text()
+    assert json.loads((store / "x.json").read_text())["schema_version"]
+    assert json.loads(mapping.read_text())
+    assert sorted(p.name for p in tmp_path.rglob("*") if p.is_file()) == [
+        "m.prom", "map.json", "r.html", "x.json",
+    ]  # fmt: skip
+
+
+def test_quick_exit_usage_error_is_one_line():
+    proc = cli("--json", "--replay", "/nonexistent/snapshot.json")
+    assert proc.returncode == 2
+    assert proc.stderr.decode().count("\n") == 1 and b"Traceback" not in proc.stderr, proc.stderr
