@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass
+from types import TracebackType
 from typing import Any, Concatenate, ParamSpec, TypeVar, cast
 
 
@@ -111,6 +112,8 @@ class _Parsed:
     value: Any
     error: BaseException | None
     size: int
+    tb: TracebackType | None = None
+    """The error's own traceback: every raise again starts from it (a re-raise prepends the raiser's frames)."""
 
 
 class ParseCache:
@@ -146,10 +149,10 @@ class ParseCache:
             try:
                 got = _Parsed(fn(text, *args, **kw), None, len(text))
             except Exception as exc:  # noqa: BLE001 - cached and raised again to every consumer
-                got = _Parsed(None, exc, len(text))
+                got = _Parsed(None, exc, len(text), exc.__traceback__)
             self._store(key, got)
         if got.error is not None:
-            raise got.error
+            raise got.error.with_traceback(got.tb)
         value = got.value
         if (
             type(value) is list
