@@ -3,15 +3,13 @@
 from __future__ import annotations
 
 import os
-import shutil
-import socket
 import subprocess
 import sys
 import time
 import urllib.request
 from pathlib import Path
 
-import pytest
+from deploy.promkit import node_exporter, tool
 from gpuaudit.probes.core.fleet.prometheus import (
     escape_label,
     from_snapshot,
@@ -19,22 +17,11 @@ from gpuaudit.probes.core.fleet.prometheus import (
     write_textfile,
 )
 from gpuaudit.snapshots.schema import Snapshot
+from sshd_server import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 BEFORE = ROOT / "snapshots" / "examples" / "case-study-before.json"
 RULES = ROOT / "docs" / "deploy" / "prometheus"
-REQUIRE = (
-    os.environ.get("GPUAUDIT_REQUIRE_SSHD") == "1"
-)  # CI installs prometheus + node_exporter too
-
-
-def tool(name: str) -> str:
-    path = shutil.which(name) or (f"/usr/bin/{name}" if Path(f"/usr/bin/{name}").exists() else None)
-    if path is None:
-        if REQUIRE:
-            pytest.fail(f"{name} not installed (Debian: prometheus / prometheus-node-exporter)")
-        pytest.skip(f"{name} not installed")
-    return path
 
 
 def before_text() -> str:
@@ -98,12 +85,6 @@ def test_write_is_atomic_and_leaves_no_temp_file(tmp_path):
     assert oct(target.stat().st_mode & 0o777) == "0o644"
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def test_node_exporter_scrapes_the_cli_output(tmp_path):
     exporter = tool("prometheus-node-exporter")
     textdir = tmp_path / "textfile"
@@ -126,17 +107,7 @@ def test_node_exporter_scrapes_the_cli_output(tmp_path):
     assert cli.returncode in (0, 1), cli.stderr
     assert cli.stdout == ""  # --prom alone prints nothing
     port = free_port()
-    proc = subprocess.Popen(
-        [
-            exporter,
-            f"--web.listen-address=127.0.0.1:{port}",
-            "--collector.disable-defaults",
-            "--collector.textfile",
-            f"--collector.textfile.directory={textdir}",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    proc = node_exporter(exporter, port, textdir)
     try:
         body = ""
         deadline = time.monotonic() + 15

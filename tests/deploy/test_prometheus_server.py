@@ -9,9 +9,6 @@ from __future__ import annotations
 
 import dataclasses
 import json
-import os
-import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -21,6 +18,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
+from deploy.promkit import node_exporter, tool
 from gpuaudit.probes.core.fleet.prometheus import (
     NODE_LABEL,
     SCRAPE_LABELS,
@@ -31,26 +29,11 @@ from gpuaudit.probes.core.fleet.prometheus import (
 )
 from gpuaudit.probes.core.models import Severity
 from gpuaudit.snapshots.schema import Snapshot
+from sshd_server import free_port
 
 ROOT = Path(__file__).resolve().parents[2]
 BEFORE = ROOT / "snapshots" / "examples" / "case-study-before.json"
 RULES = ROOT / "docs" / "deploy" / "prometheus" / "gpuaudit.rules.yml"
-REQUIRE = os.environ.get("GPUAUDIT_REQUIRE_SSHD") == "1"
-
-
-def tool(name: str) -> str:
-    path = shutil.which(name) or (f"/usr/bin/{name}" if Path(f"/usr/bin/{name}").exists() else None)
-    if path is None:
-        if REQUIRE:
-            pytest.fail(f"{name} not installed (Debian: prometheus / prometheus-node-exporter)")
-        pytest.skip(f"{name} not installed")
-    return path
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
 
 
 def get(url: str) -> dict:
@@ -173,17 +156,7 @@ def test_alerts_in_a_real_prometheus(tmp_path):
     )
 
     def start_exporter() -> subprocess.Popen:
-        return subprocess.Popen(
-            [
-                exporter,
-                f"--web.listen-address=127.0.0.1:{exp_port}",
-                "--collector.disable-defaults",
-                "--collector.textfile",
-                f"--collector.textfile.directory={textdir}",
-            ],
-            stdout=subprocess.DEVNULL,
-            stderr=subprocess.DEVNULL,
-        )
+        return node_exporter(exporter, exp_port, textdir)
 
     procs = [
         start_exporter(),
@@ -371,17 +344,7 @@ def test_alerts_in_a_real_prometheus(tmp_path):
 def _scrape_figures(exporter: str, textdir: Path) -> tuple[list[float], int, str]:
     """(three scrape times, node_exporter peak RSS in KiB, the last body) of a textfile directory."""
     port = free_port()
-    proc = subprocess.Popen(
-        [
-            exporter,
-            f"--web.listen-address=127.0.0.1:{port}",
-            "--collector.disable-defaults",
-            "--collector.textfile",
-            f"--collector.textfile.directory={textdir}",
-        ],
-        stdout=subprocess.DEVNULL,
-        stderr=subprocess.DEVNULL,
-    )
+    proc = node_exporter(exporter, port, textdir)
     try:
         deadline = time.monotonic() + 15
         while True:
