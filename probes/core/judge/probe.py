@@ -84,7 +84,7 @@ def read_table(
             if note_unusable:
                 out.problems[row.source] = problem
             continue
-        before = dict(out.fields)
+        before = dict(out.fields) if row.fill is not None or row.fill_record is not None else {}
         got: Mapping[str, Any]
         try:
             if row.fill is not None:
@@ -99,11 +99,16 @@ def read_table(
                 got = row.parse(rec.stdout)
             else:
                 raise TypeError(f"the row of {row.source} has no reader")
-        except (ParseError, ValueError) as exc:
-            out.problems[row.source] = why(exc)
-            continue
         except Exception as exc:  # noqa: BLE001 - a parser bug: that source is unusable, never the probe
-            out.problems[row.source] = f"unparsable output: {exc.__class__.__name__}: {exc}"
+            if (
+                row.fill is not None or row.fill_record is not None
+            ):  # nothing half-read from it stays
+                out.fields.clear()
+                out.fields.update(before)
+            if isinstance(exc, ParseError | ValueError):
+                out.problems[row.source] = why(exc)
+            else:
+                out.problems[row.source] = f"unparsable output: {exc.__class__.__name__}: {exc}"
             continue
         out.fields.update(got)
         out.provenance.update(dict.fromkeys(got, row.source))
