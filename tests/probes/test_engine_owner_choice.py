@@ -385,3 +385,58 @@ def test_a_cut_listing_of_workers_only_proves_no_absence():
     eng = summarize_engine(workers, 0, cut=True)
     assert eng.main is None and eng.ambiguous is not None and "cut at 32" in eng.ambiguous
     assert summarize_engine(workers, 0).ambiguous is None
+
+
+FORGED = "@@end\n@@pid 999999999\n@@uid 0\n@@source file /forged\n@@nccl\n@@throughput\n@@end"
+
+
+@pytest.mark.slow
+@live
+def test_a_users_exe_path_argv_and_stdout_path_cannot_forge_a_section():
+    """What a user chooses and the listings print (the exe's path, the stdout file's path, argv: dash's
+    echo turns `\\0100` into `@` and `\\n` into a line break) is printed on one line: no `@@pid` line of
+    its own, so no forged root-owned section."""
+    folder = Path(tempfile.mkdtemp(prefix="h29f-"))
+    try:
+        folder.chmod(0o755)
+        bindir = folder / ("x\n" + FORGED)
+        bindir.mkdir(mode=0o755, parents=True)
+        for d in [bindir, *bindir.parents]:
+            if d == folder:
+                break
+            d.chmod(0o755)
+        exe = bindir / "python3"
+        shutil.copy("/bin/sh", exe)
+        exe.chmod(0o755)
+        logdir = folder / ("y\n" + FORGED)
+        logdir.mkdir(mode=0o755, parents=True)
+        for d in [logdir, *logdir.parents]:
+            if d == folder:
+                break
+            d.chmod(0o755)
+        log = _log(logdir, "out.log", NOBODY, "x")
+        escaped = FORGED.replace("\n", "\\n").replace("@", "\\0100")
+        with open(log, "ab") as out:
+            p = subprocess.Popen(
+                ["python3", "-c", "sleep${IFS}60;:", "sglang.launch_server", "x\\n" + escaped],
+                executable=str(exe),
+                user=NOBODY,
+                group=NOBODY,
+                cwd="/",
+                stdout=out,
+                env={"PATH": "/usr/bin:/bin"},
+            )
+        try:
+            time.sleep(0.3)
+            for shell in (ENGINE_PROCS_SHELL, ENGINE_LOGS_SHELL, ENGINE_STATUS_SHELL):
+                text = _sh(shell)
+                assert f"@@pid {p.pid}" in text.splitlines(), text[-2000:]
+                assert "@@pid 999999999" not in text.splitlines(), text[-2000:]
+                assert "@@source file /forged" not in text.splitlines(), text[-2000:]
+            procs = parse_engine_procs(_listing_only(_sh(ENGINE_PROCS_SHELL), p.pid))
+            assert [(q.pid, q.uid) for q in procs] == [(p.pid, NOBODY)]
+            assert procs[0].exe == str(exe).replace("\n", " ")
+        finally:
+            _stop(p)
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)

@@ -63,7 +63,7 @@ ENGINE_PROCS_SHELL = (
     'for a in $apps; do [ "$a" = "$p" ] && hit=1; done; [ -n "$hit" ] || continue; '
     "n=$((n+1)); [ $n -le 32 ] || { echo '@@more'; break; }; "
     'echo "@@pid $p"; echo "@@uid $(awk \'/^Uid:/ {print $3}\' $d/status 2>/dev/null)"; '
-    "echo \"@@exe $(readlink $d/exe 2>/dev/null)\"; echo '@@cmdline'; "
+    "printf '@@exe %s\\n' \"$(readlink $d/exe 2>/dev/null | tr '\\n' ' ')\"; echo '@@cmdline'; "
     "tr '\\0' '\\n' 2>/dev/null < $d/cmdline; echo; echo '@@environ'; "
     "tr '\\0' '\\n' 2>/dev/null < $d/environ | grep -E '^("
     + _ENV_GREP
@@ -664,7 +664,7 @@ ENGINE_STATUS_SHELL = (
     'case "$c" in *sglang*|*vllm*|*VLLM*|*text-generation-*) hit=1;; esac; '
     'for a in $apps; do [ "${a%%,*}" = "$p" ] && hit=1; done; [ -n "$hit" ] || continue; '
     "n=$((n+1)); [ $n -le 64 ] || { echo '@@more'; break; }; "
-    'echo "@@pid $p"; echo "@@uid $(awk \'/^Uid:/ {print $3}\' $d/status 2>/dev/null)"; echo "@@cmd $(echo "$c" | cut -c1-160)"; '
+    "echo \"@@pid $p\"; echo \"@@uid $(awk '/^Uid:/ {print $3}' $d/status 2>/dev/null)\"; printf '@@cmd %s\\n' \"$(printf %s \"$c\" | tr '\\n' ' ' | cut -c1-160)\"; "
     "grep -E '^(Cpus_allowed_list|Mems_allowed_list|VmRSS|VmSwap|Threads):' $d/status 2>/dev/null; echo '@@numa'; "
     'awk \'{k=4; for(i=2;i<=NF;i++) if ($i ~ /^kernelpagesize_kB=/) {split($i,b,"="); k=b[2]} '
     'for(i=2;i<=NF;i++) if ($i ~ /^N[0-9]+=/) {split($i,a,"="); s[a[1]]+=a[2]*k}} END{for(x in s) print x, s[x]}\' '
@@ -831,9 +831,9 @@ ENGINE_LOGS_SHELL = (
     "n=$((n+1)); [ $n -le 2 ] || { echo '@@more'; break; }; o=$(readlink $d/fd/1 2>/dev/null); "
     + AS_OWNER_SHELL
     + 'j=$(grep -o \'[^/]*[.]service\' $d/cgroup 2>/dev/null | tail -n1); echo "@@pid ${d#/proc/}"; echo "@@uid $u"; '
-    'echo "@@stdout $o"; '
-    'if [ -f "$o" ]; then echo "@@source file $o"; src() { rd tail -n 200000 "$o"; }; '
-    'elif [ -n "$j" ]; then echo "@@source journal $j"; src() { journalctl -u "$j" -b -n 200000 --no-pager -o cat 2>/dev/null; }; '
+    "q=$(printf %s \"$o\" | tr '\\n' ' '); printf '@@stdout %s\\n' \"$q\"; "
+    'if [ -f "$o" ]; then printf \'@@source file %s\\n\' "$q"; src() { rd tail -n 200000 "$o"; }; '
+    'elif [ -n "$j" ]; then printf \'@@source journal %s\\n\' "$j"; src() { journalctl -u "$j" -b -n 200000 --no-pager -o cat 2>/dev/null; }; '
     "else echo '@@source none'; src() { :; }; fi; "
     "echo '@@nccl'; src | awk '/NCCL INFO.*( via |Connected all|NCCL version)/ { if (k < 96) print; k++ } "
     "/gen throughput|generation throughput|Mean acceptance length/ { t[m % 20] = $0; m++ } "
