@@ -368,3 +368,18 @@ def test_a_measured_nccl_tests_latency_replaces_the_default(before_run):
     assert "26.15 µs at 16384 B on 8 GPUs" in rf.inputs["all-reduce"]
     t_mem = 9.1943e9 / (0.8 * 1792e9)
     assert rf.bounds["comm_aware"] == pytest.approx(1 / (t_mem + 156 * 26.15e-6), rel=2e-3)
+
+
+def test_every_bound_has_plain_words_in_the_plan_and_the_roofline_tab(before_run):
+    """A bound key (`published_eta`) once reached the Roofline tab raw: one label table serves both."""
+    from gpuaudit.probes.core.roofline.bounds import BOUND_LABELS
+    from gpuaudit.tui.views.roofline_view import roofline_summary
+
+    rf = roofline_for_run(before_run)
+    assert "published_eta" in rf.bounds  # the case study has a DCGM-published floor for its GPU
+    assert set(rf.bounds) <= set(BOUND_LABELS)
+    shown = roofline_summary(rf).plain + plan_markdown(build_plan(before_run), before_run)
+    for key in rf.bounds:
+        assert BOUND_LABELS[key] in shown, key
+        assert "_" not in key or key not in shown, key
+    assert all(len(label) <= 28 for label in BOUND_LABELS.values())  # the tab's label column

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING
 
 from gpuaudit.probes.core.models import AuditRun, Severity
+from gpuaudit.probes.core.roofline.bounds import BOUND_LABELS
 from gpuaudit.probes.core.roofline.report import Roofline, roofline_for_run, strip_text
 from gpuaudit.tui.views.render import PLAIN, SEV_ICON, Palette, neutralise, sev_text
 from rich.console import Group
@@ -21,13 +22,6 @@ if (
 ):  # an annotation only: snapshots.diff loads the probe catalogue, not needed for the strip
     from gpuaudit.snapshots.diff import RooflineChange
 
-BOUND_NAMES = {
-    "naive": "naive (all GPUs' bandwidth)",
-    "tp_aware": "TP-aware, η = 1",
-    "tp_aware_eta": "TP-aware, η = 0.8",
-    "comm_aware": "with all-reduce latency",
-}
-"""The engine's bound keys, in plain words (the same as the --plan Markdown)."""
 REALISTIC_ORDER = ("comm_aware", "tp_aware_eta", "tp_aware")
 """The most realistic bound first: how far measured is from it colours the strip."""
 NEAR, FAR = 0.5, 0.2
@@ -158,7 +152,7 @@ def roofline_summary(rf: Roofline, palette: Palette = PLAIN) -> Text:
         )
         return text
     for key, value in rf.bounds.items():
-        text.append(f"  {BOUND_NAMES.get(key, key):<28}{value:>5.0f} tok/s")
+        text.append(f"  {BOUND_LABELS.get(key, key):<28}{value:>5.0f} tok/s")
         if key in rf.ratios:
             text.append(f"  measured is {100 * rf.ratios[key]:.1f}%", style="dim")
         text.append("\n")

@@ -17,6 +17,7 @@ from gpuaudit.probes.core.models import (
     Finding,
     Severity,
 )
+from gpuaudit.probes.core.roofline.bounds import BOUND_LABELS
 from gpuaudit.probes.core.roofline.report import roofline_for_run
 from gpuaudit.probes.core.text import neutralise
 from pydantic import BaseModel, Field
@@ -297,15 +298,8 @@ def roofline_markdown(run: AuditRun) -> list[str]:
     rf = roofline_for_run(run)
     lines = [f"**{_clean(rf.strip)}**", ""]
     if rf.bounds:
-        named = {
-            "naive": "naive (all GPUs' bandwidth)",
-            "tp_aware": "TP-aware, η = 1",
-            "tp_aware_eta": "TP-aware, η = 0.8",
-            "comm_aware": "with all-reduce latency",
-            "published_eta": "with all-reduce latency, at a published measured η",
-        }
         lines += [
-            f"- bound {named.get(k, k)}: {v:.0f} tok/s"
+            f"- bound {BOUND_LABELS.get(k, k)}: {v:.0f} tok/s"
             + (f" (measured is {100 * rf.ratios[k]:.0f}%)" if k in rf.ratios else "")
             for k, v in rf.bounds.items()
         ]

@@ -233,6 +233,16 @@ def compute(
     return _speculative(b, accept_len, accept_source)
 
 
+BOUND_LABELS = {
+    "naive": "naive (all GPUs' bandwidth)",
+    "tp_aware": "TP-aware, η = 1",
+    "tp_aware_eta": "TP-aware, η = 0.8",
+    "comm_aware": "with all-reduce latency",
+    "published_eta": "with all-reduce, published η",
+}
+"""Each bound key in plain words: what the TUI's roofline tab, --plan and --html print beside its figure."""
+
+
 def _speculative(b: Bounds, accept_len: float | None, source: str) -> Bounds:
     """Speculative decoding: every bound × the tokens accepted per step (its own step)."""
     if not accept_len or accept_len <= 1:
