@@ -199,26 +199,10 @@ _CLIENT = textwrap.dedent(
 
 @pytest.fixture
 def lxc_busybox():
-    """A real offline busybox LXC container (no network), destroyed after the test."""
-    import uuid
+    """A real offline busybox LXC container (no network), destroyed after the test (tests/lxc_kit.py)."""
+    from lxc_kit import busybox_container
 
-    if shutil.which("lxc-create") is None or not os.path.exists("/bin/busybox"):
-        pytest.skip("needs Debian's lxc and busybox-static")
-    name = f"h29ct-{uuid.uuid4().hex[:6]}"
-    create = subprocess.run(
-        ["lxc-create", "-n", name, "-t", "busybox"], capture_output=True, text=True
-    )
-    if create.returncode != 0:
-        pytest.skip(f"lxc-create failed: {create.stderr[-300:]}")
-    try:
-        cfg = Path(f"/var/lib/lxc/{name}/config")
-        lines = [ln for ln in cfg.read_text().splitlines() if not ln.startswith("lxc.net.")]
-        cfg.write_text("\n".join(lines + ["lxc.net.0.type = empty", ""]))
-        subprocess.run(["lxc-start", "-n", name, "-d"], check=True, capture_output=True)
-        yield name
-    finally:
-        subprocess.run(["lxc-stop", "-k", "-n", name], capture_output=True)
-        subprocess.run(["lxc-destroy", "-n", name], capture_output=True)
+    yield from busybox_container("h29ct")
 
 
 @pytest.mark.parametrize("stop", ["deadline", "cancel"])
