@@ -289,3 +289,31 @@ def test_a_root_engine_does_not_read_another_users_hub_as_root(tmp_path):
         shutil.rmtree(top, ignore_errors=True)
     assert f"@@model {name}" in out.stdout
     assert SECRET not in out.stdout + out.stderr
+
+
+def test_without_python3_a_root_owned_non_python_binary_of_a_look_alike_is_not_run(tmp_path):
+    """A user's look-alike whose exe is a root-owned binary that is no python3 (here dash): the reader is
+    not run with it as root (`dash -I -S -B -c READER`)."""
+    import pwd
+
+    ensure_user()
+    pw = pwd.getpwnam(TEST_USER)
+    p = subprocess.Popen(
+        ["/bin/sh", "-c", "sleep 60; :", "vllm", "serve", "/nonexistent"],
+        user=pw.pw_uid,
+        group=pw.pw_gid,
+        extra_groups=[],
+        cwd="/",
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
+    try:
+        time.sleep(0.3)
+        res = _pyenv_without_python3_on_path(tmp_path)
+    finally:
+        p.kill()
+        p.wait(5)
+    assert f"@@reader {os.path.realpath('/bin/sh')}" not in res.stdout, (
+        res.stdout[:300],
+        res.stderr,
+    )

@@ -87,7 +87,9 @@ PYENV_SHELL = (
     'r=$(command -v python3); if [ -z "$r" ]; then for d in /proc/[0-9]*; do '
     "c=$(tr '\\0' ' ' 2>/dev/null < $d/cmdline); case \"$c\" in *@@p*|*@@gpuaudit-*|*'export LC_ALL'*) continue;; "
     "*sglang.launch_server*|*vllm.entrypoints*|*'vllm serve'*|*'sglang serve'*|*text-generation-server*) "
-    "r=$(readlink $d/exe 2>/dev/null); break;; esac; done; fi; "
+    # only an interpreter: a look-alike's exe may be any root-owned binary (sh, perl) the user exec'd
+    'r=$(readlink $d/exe 2>/dev/null); case "${r##*/}" in python3|python3.[0-9]*) break;; esac; r=;; '
+    "esac; done; fi; "
     '[ -n "$r" ] || { echo \'python3: command not found (the reader of the engine environment is a '
     "stdlib-only python3 -I -S)' 1>&2; exit 127; }; "
     # run the resolved file (a pyvenv.cfg beside a symlink would choose the stdlib); it, its folder and the
