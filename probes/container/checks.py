@@ -11,6 +11,18 @@ from gpuaudit.probes.container import checks_gpus as gpu
 from gpuaudit.probes.container import checks_limits as lim
 from gpuaudit.probes.core.judge.checks import BOTH, CONTAINER, HOST, Check, Message
 
+_MEMLOCK_WHY = (
+    "NCCL pairs shm with memlock=-1: verbs memory registration (GPUDirect RDMA / "
+    "InfiniBand) pins host buffers; single-node PCIe traffic barely depends on "
+    "it. The engine inherits the limit of whatever starts it (systemd unit, ssh "
+    "session)."
+)
+
+_MEMLOCK_FIX = (
+    "Docker --ulimit memlock=-1; LXC lxc.prlimit.memlock: unlimited; systemd LimitMEMLOCK=infinity."
+)
+
+
 CHECKS: tuple[Check, ...] = (
     Check(
         "container.detect",
@@ -336,30 +348,14 @@ CHECKS: tuple[Check, ...] = (
         variants={
             "limited_no_rdma": Message(
                 title="Locked memory limited to {memlock_kb} kB (no RDMA)",
-                why=(
-                    "NCCL pairs shm with memlock=-1: verbs memory registration (GPUDirect RDMA / "
-                    "InfiniBand) pins host buffers; single-node PCIe traffic barely depends on "
-                    "it. The engine inherits the limit of whatever starts it (systemd unit, ssh "
-                    "session)."
-                ),
-                fix=(
-                    "Docker --ulimit memlock=-1; LXC lxc.prlimit.memlock: unlimited; systemd "
-                    "LimitMEMLOCK=infinity."
-                ),
+                why=_MEMLOCK_WHY,
+                fix=_MEMLOCK_FIX,
             ),
             "locked_memory_unlimited": Message(title="Locked memory unlimited"),
             "limited_with_rdma": Message(
                 title="Locked memory limited to {memlock_kb} kB with RDMA devices present",
-                why=(
-                    "NCCL pairs shm with memlock=-1: verbs memory registration (GPUDirect RDMA / "
-                    "InfiniBand) pins host buffers; single-node PCIe traffic barely depends on "
-                    "it. The engine inherits the limit of whatever starts it (systemd unit, ssh "
-                    "session)."
-                ),
-                fix=(
-                    "Docker --ulimit memlock=-1; LXC lxc.prlimit.memlock: unlimited; systemd "
-                    "LimitMEMLOCK=infinity."
-                ),
+                why=_MEMLOCK_WHY,
+                fix=_MEMLOCK_FIX,
             ),
         },
     ),

@@ -393,6 +393,15 @@ def host_knobs_visible(ctx: Ctx) -> Verdict:
 
 # --------------------------------------------------------------------------- the catalogue rows
 
+_AMD_PSTATE_WHY = (
+    "amd-pstate refuses to load by default on ACPI 'server' profiles unless the "
+    "CPU is family >= 0x1A (Zen 5), and that default only exists from kernel "
+    "6.13; otherwise the kernel falls back to acpi-cpufreq, which sees only the "
+    "few ACPI P-states and reacts slowly, so the cores that feed the GPUs clock "
+    "lower/later between kernel launches."
+)
+
+
 CHECKS: tuple[Check, ...] = (
     Check(
         "kernel.version",
@@ -407,13 +416,7 @@ CHECKS: tuple[Check, ...] = (
             "release": Message(title="Kernel {release}"),
             "amd_pstate_disable_on_command": Message(
                 title="amd_pstate=disable on the command line forces acpi-cpufreq",
-                why=(
-                    "amd-pstate refuses to load by default on ACPI 'server' profiles unless the "
-                    "CPU is family >= 0x1A (Zen 5), and that default only exists from kernel "
-                    "6.13; otherwise the kernel falls back to acpi-cpufreq, which sees only the "
-                    "few ACPI P-states and reacts slowly, so the cores that feed the GPUs clock "
-                    "lower/later between kernel launches."
-                ),
+                why=_AMD_PSTATE_WHY,
                 fix=(
                     "Remove amd_pstate=disable from the boot configuration (or set "
                     "amd_pstate=active) and reboot."
@@ -424,13 +427,7 @@ CHECKS: tuple[Check, ...] = (
                     "Kernel {release} predates amd-pstate-by-default for Zen 5 servers: "
                     "acpi-cpufreq will drive the CPUs"
                 ),
-                why=(
-                    "amd-pstate refuses to load by default on ACPI 'server' profiles unless the "
-                    "CPU is family >= 0x1A (Zen 5), and that default only exists from kernel "
-                    "6.13; otherwise the kernel falls back to acpi-cpufreq, which sees only the "
-                    "few ACPI P-states and reacts slowly, so the cores that feed the GPUs clock "
-                    "lower/later between kernel launches."
-                ),
+                why=_AMD_PSTATE_WHY,
                 fix=(
                     "Either upgrade to a kernel >= 6.13 (on Proxmox VE 8: an opt-in "
                     "proxmox-kernel-6.14 package) or add amd_pstate=active to the kernel command "
@@ -443,13 +440,7 @@ CHECKS: tuple[Check, ...] = (
                     "{cpu} never gets amd-pstate by default on a server: acpi-cpufreq will drive "
                     "the CPUs"
                 ),
-                why=(
-                    "amd-pstate refuses to load by default on ACPI 'server' profiles unless the "
-                    "CPU is family >= 0x1A (Zen 5), and that default only exists from kernel "
-                    "6.13; otherwise the kernel falls back to acpi-cpufreq, which sees only the "
-                    "few ACPI P-states and reacts slowly, so the cores that feed the GPUs clock "
-                    "lower/later between kernel launches."
-                ),
+                why=_AMD_PSTATE_WHY,
                 fix=(
                     "Add amd_pstate=active to the kernel command line (needs CPPC enabled in the "
                     "BIOS) and reboot."

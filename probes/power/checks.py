@@ -12,6 +12,19 @@ CPUIDLE = ("sys_cpuidle", "cpupower_idle")
 SMI = ("smi_query_power", "smi_q_xml")
 """The CSV first (clocks), the XML where the CSV is unusable or silent (reasons, limits, slowdown temperature)."""
 
+_HW_SLOWDOWN_WHY = (
+    "HW slowdown halves clocks or more; it is driven by the board's power-brake "
+    "input (PSU, BMC power table) or a thermal alarm, and it is active whether "
+    "or not work runs."
+)
+
+_HW_SLOWDOWN_FIX = (
+    "Check PSU capacity and cabling, the BMC/iDRAC power and thermal tables for "
+    "this GPU, and cooling; nvidia-smi -q -d PERFORMANCE,TEMPERATURE shows which "
+    "reason holds."
+)
+
+
 CHECKS: tuple[Check, ...] = (
     Check(
         "power.cpu_scaling_driver",
@@ -258,29 +271,13 @@ CHECKS: tuple[Check, ...] = (
             ),
             "hardware_slowdown_active_on_idle": Message(
                 title="Hardware slowdown active on idle GPUs",
-                why=(
-                    "HW slowdown halves clocks or more; it is driven by the board's power-brake "
-                    "input (PSU, BMC power table) or a thermal alarm, and it is active whether "
-                    "or not work runs."
-                ),
-                fix=(
-                    "Check PSU capacity and cabling, the BMC/iDRAC power and thermal tables for "
-                    "this GPU, and cooling; nvidia-smi -q -d PERFORMANCE,TEMPERATURE shows which "
-                    "reason holds."
-                ),
+                why=_HW_SLOWDOWN_WHY,
+                fix=_HW_SLOWDOWN_FIX,
             ),
             "hardware_slowdown_active": Message(
                 title="Hardware slowdown active",
-                why=(
-                    "HW slowdown halves clocks or more; it is driven by the board's power-brake "
-                    "input (PSU, BMC power table) or a thermal alarm, and it is active whether "
-                    "or not work runs."
-                ),
-                fix=(
-                    "Check PSU capacity and cabling, the BMC/iDRAC power and thermal tables for "
-                    "this GPU, and cooling; nvidia-smi -q -d PERFORMANCE,TEMPERATURE shows which "
-                    "reason holds."
-                ),
+                why=_HW_SLOWDOWN_WHY,
+                fix=_HW_SLOWDOWN_FIX,
             ),
             "software_thermal_slowdown_active": Message(
                 title="Software thermal slowdown active",
