@@ -592,6 +592,18 @@ def persistence_host_vs_container(ctx: Ctx) -> Verdict:
 # The rows
 
 
+_LOST_GPU_FIX = (
+    "Reboot the host (a lost GPU rarely comes back with nvidia-smi -r); then "
+    "read `dmesg | grep -E 'Xid|fallen off'` for Xid 79 (fallen off the bus) or "
+    "119/120 (GSP timeout/error); check the PCIe power cables, the PSU capacity "
+    "and the card's seating (riser), and update the system BIOS; RMA the board "
+    "if it repeats."
+)
+_LOST_GPU_FIX_NEW_BOARD = (
+    _LOST_GPU_FIX + " On new boards also check Above 4G Decoding / Resizable BAR in the BIOS."
+)
+
+
 CHECKS: tuple[Check, ...] = (
     Check(
         "driver.version_flavor",
@@ -732,13 +744,7 @@ CHECKS: tuple[Check, ...] = (
                     "failed read): it serves nothing until the host is rebooted, and the audit's "
                     "other GPU checks cannot read it."
                 ),
-                fix=(
-                    "Reboot the host (a lost GPU rarely comes back with nvidia-smi -r); then "
-                    "read `dmesg | grep -E 'Xid|fallen off'` for Xid 79 (fallen off the bus) or "
-                    "119/120 (GSP timeout/error); check the PCIe power cables, the PSU capacity "
-                    "and the card's seating (riser), and update the system BIOS; RMA the board "
-                    "if it repeats."
-                ),
+                fix=_LOST_GPU_FIX,
             ),
             "gpu_needs_recovery_driver_recovery": Message(
                 title="GPU needs recovery (driver's recovery action)",
@@ -762,13 +768,7 @@ CHECKS: tuple[Check, ...] = (
                     "A GPU that fell off the bus stays gone until the host is rebooted: the "
                     "engine runs on fewer GPUs or fails to start."
                 ),
-                fix=(
-                    "Reboot the host (a lost GPU rarely comes back with nvidia-smi -r); then "
-                    "read `dmesg | grep -E 'Xid|fallen off'` for Xid 79 (fallen off the bus) or "
-                    "119/120 (GSP timeout/error); check the PCIe power cables, the PSU capacity "
-                    "and the card's seating (riser), and update the system BIOS; RMA the board "
-                    "if it repeats."
-                ),
+                fix=_LOST_GPU_FIX,
             ),
             "gpu_failed_initialise": Message(
                 title="GPU failed to initialise: {buses}",
@@ -777,14 +777,7 @@ CHECKS: tuple[Check, ...] = (
                     "the GPU fell off the bus earlier, Above 4G Decoding / Resizable BAR off for "
                     "a large-BAR GPU, power or seating."
                 ),
-                fix=(
-                    "Reboot the host (a lost GPU rarely comes back with nvidia-smi -r); then "
-                    "read `dmesg | grep -E 'Xid|fallen off'` for Xid 79 (fallen off the bus) or "
-                    "119/120 (GSP timeout/error); check the PCIe power cables, the PSU capacity "
-                    "and the card's seating (riser), and update the system BIOS; RMA the board "
-                    "if it repeats. On new boards also check Above 4G Decoding / Resizable BAR "
-                    "in the BIOS."
-                ),
+                fix=_LOST_GPU_FIX_NEW_BOARD,
             ),
             "nvidia_smi_hangs_driver_not": Message(
                 title="nvidia-smi hangs (driver not answering)",
@@ -792,13 +785,7 @@ CHECKS: tuple[Check, ...] = (
                     "A query that never returns means the driver is stuck on a GPU (a lost GPU, "
                     "a GSP timeout, a hung reset): CUDA calls hang the same way."
                 ),
-                fix=(
-                    "Reboot the host (a lost GPU rarely comes back with nvidia-smi -r); then "
-                    "read `dmesg | grep -E 'Xid|fallen off'` for Xid 79 (fallen off the bus) or "
-                    "119/120 (GSP timeout/error); check the PCIe power cables, the PSU capacity "
-                    "and the card's seating (riser), and update the system BIOS; RMA the board "
-                    "if it repeats."
-                ),
+                fix=_LOST_GPU_FIX,
             ),
             "driver_loaded_no_gpu_initialised": Message(
                 title="Driver loaded but no GPU initialised",
@@ -806,14 +793,7 @@ CHECKS: tuple[Check, ...] = (
                     "The module is loaded yet no GPU came up: the GPU failed initialisation "
                     "(RmInitAdapter), fell off the bus, or is hidden by firmware settings."
                 ),
-                fix=(
-                    "Reboot the host (a lost GPU rarely comes back with nvidia-smi -r); then "
-                    "read `dmesg | grep -E 'Xid|fallen off'` for Xid 79 (fallen off the bus) or "
-                    "119/120 (GSP timeout/error); check the PCIe power cables, the PSU capacity "
-                    "and the card's seating (riser), and update the system BIOS; RMA the board "
-                    "if it repeats. On new boards also check Above 4G Decoding / Resizable BAR "
-                    "in the BIOS."
-                ),
+                fix=_LOST_GPU_FIX_NEW_BOARD,
             ),
             "gpu_reset_required": Message(
                 title="GPU reset required",
