@@ -34,7 +34,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(BENCH))
 
 from bench_audit import prepare_standins
-from sshd_server import ensure_user, start_sshd
+from sshd_server import SshdServer, ensure_user, start_sshd
 
 RC_USER = "gpuaudit-bench-rc"
 HEAVY_RC = (
@@ -58,6 +58,20 @@ def setup_user(heavy: bool) -> Path:
     home = Path(os.path.expanduser(f"~{RC_USER}"))
     (home / ".bashrc").write_text(HEAVY_RC if heavy else "")
     return home
+
+
+def standin_sshd(prefix: str, heavy: bool, fast: bool) -> tuple[Path, Path, SshdServer]:
+    """A work folder, the stand-in tools, RC_USER (heavy or clean rc) and an sshd whose PATH finds the stand-ins
+    first (GPUAUDIT_BENCH_FAST=1: without the real tools' typical durations): what each bench script sets up."""
+    work = Path(tempfile.mkdtemp(prefix=prefix))
+    os.chmod(work, 0o755)
+    standins = prepare_standins(work)
+    home = setup_user(heavy=heavy)
+    path = f"{standins}:/usr/local/bin:/usr/bin:/bin" + (" GPUAUDIT_BENCH_FAST=1" if fast else "")
+    server = start_sshd(
+        work / "sshd", user=RC_USER, max_sessions=10, extra_config=f"SetEnv PATH={path}"
+    )
+    return work, home, server
 
 
 def burners(n: int) -> list[subprocess.Popen]:

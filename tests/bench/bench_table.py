@@ -30,7 +30,6 @@ import os
 import statistics
 import subprocess
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -39,9 +38,8 @@ ROOT = BENCH.parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(BENCH))
 
-from bench_audit import _LAUNCHER, prepare_standins  # noqa: E402
-from bench_heavy_rc import HEAVY_RC, RC_USER, floor_parts, setup_user  # noqa: E402
-from sshd_server import start_sshd  # noqa: E402
+from bench_audit import _LAUNCHER  # noqa: E402
+from bench_heavy_rc import HEAVY_RC, floor_parts, standin_sshd  # noqa: E402
 from trees import env_for, parse_trees  # noqa: E402
 
 
@@ -155,15 +153,7 @@ def main(argv: list[str] | None = None) -> int:
     args = ap.parse_args(argv)
     trees = parse_trees(args.tree)
     first = next(iter(trees))
-    work = Path(tempfile.mkdtemp(prefix="gpuaudit-table-"))
-    os.chmod(work, 0o755)
-    standins = prepare_standins(work)
-    home = setup_user(heavy=False)
-    fast = " GPUAUDIT_BENCH_FAST=1" if args.no_tool_delays else ""
-    path = f"{standins}:/usr/local/bin:/usr/bin:/bin"
-    server = start_sshd(
-        work / "sshd", user=RC_USER, max_sessions=10, extra_config=f"SetEnv PATH={path}{fast}"
-    )
+    work, home, server = standin_sshd("gpuaudit-table-", False, args.no_tool_delays)
     client_home = work / "home"
     client_home.mkdir()
     results: dict[str, dict] = {}

@@ -18,7 +18,6 @@ import io
 import os
 import pstats
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -27,9 +26,7 @@ ROOT = BENCH.parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(BENCH))
 
-from bench_audit import prepare_standins  # noqa: E402
-from bench_heavy_rc import RC_USER, setup_user  # noqa: E402
-from sshd_server import start_sshd  # noqa: E402
+from bench_heavy_rc import standin_sshd  # noqa: E402
 
 STAGES = {
     "redaction (redact_text)": ("redact.py", "redact_text"),
@@ -167,15 +164,7 @@ def main(argv: list[str] | None = None) -> int:
         "--cli", action="store_true", help="also time the CLI in a child (imports included)"
     )
     args = p.parse_args(argv)
-    work = Path(tempfile.mkdtemp(prefix="gpuaudit-prof-"))
-    os.chmod(work, 0o755)
-    standins = prepare_standins(work)
-    home = setup_user(heavy=args.heavy_rc)
-    fast = "" if args.tool_delays else " GPUAUDIT_BENCH_FAST=1"
-    path = f"{standins}:/usr/local/bin:/usr/bin:/bin"
-    server = start_sshd(
-        work / "sshd", user=RC_USER, max_sessions=10, extra_config=f"SetEnv PATH={path}{fast}"
-    )
+    work, home, server = standin_sshd("gpuaudit-prof-", args.heavy_rc, not args.tool_delays)
     try:
         asyncio.run(audit_once(server, args.timeout))  # warm-up: imports, caches
         cpus = []

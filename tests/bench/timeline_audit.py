@@ -16,7 +16,6 @@ import argparse
 import asyncio
 import os
 import sys
-import tempfile
 import time
 from pathlib import Path
 
@@ -25,9 +24,7 @@ ROOT = BENCH.parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(BENCH))
 
-from bench_audit import prepare_standins  # noqa: E402
-from bench_heavy_rc import RC_USER, floor_parts, setup_user  # noqa: E402
-from sshd_server import start_sshd  # noqa: E402
+from bench_heavy_rc import floor_parts, standin_sshd  # noqa: E402
 
 
 async def timeline(server, timeout_s: float) -> tuple[float, list[tuple[float, str]], list]:
@@ -138,15 +135,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=2)
     ap.add_argument("--cli", action="store_true", help="the CLI in a child, from its start")
     args = ap.parse_args(argv)
-    work = Path(tempfile.mkdtemp(prefix="gpuaudit-timeline-"))
-    os.chmod(work, 0o755)
-    standins = prepare_standins(work)
-    home = setup_user(heavy=args.heavy_rc)
-    fast = " GPUAUDIT_BENCH_FAST=1" if args.no_tool_delays else ""
-    path = f"{standins}:/usr/local/bin:/usr/bin:/bin"
-    server = start_sshd(
-        work / "sshd", user=RC_USER, max_sessions=10, extra_config=f"SetEnv PATH={path}{fast}"
-    )
+    work, home, server = standin_sshd("gpuaudit-timeline-", args.heavy_rc, args.no_tool_delays)
     try:
         if args.cli:
             client_home = work / "home"
