@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import os
 import re
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -51,11 +52,20 @@ def test_prom_path_refused_before_the_audit(
     assert no_audit == []
 
 
-@pytest.mark.skipif(os.geteuid() == 0, reason="root writes into a 0500 folder")
 def test_unwritable_folder(tmp_path: Path, capsys, no_audit) -> None:
     folder = tmp_path / "ro"
     folder.mkdir(mode=0o500)
-    line = one_error(capsys, ["--demo", "--prom", str(folder / "x.prom")])
+    # root writes into a 0500 folder (and CI runs as root): there the folder is a read-only tmpfs instead
+    mounted = os.geteuid() == 0
+    if mounted:
+        subprocess.run(
+            ["mount", "-t", "tmpfs", "-o", "ro,size=64k", "tmpfs", str(folder)], check=True
+        )
+    try:
+        line = one_error(capsys, ["--demo", "--prom", str(folder / "x.prom")])
+    finally:
+        if mounted:
+            subprocess.run(["umount", "-l", str(folder)], check=False)
     assert "cannot write" in line and no_audit == []
 
 
