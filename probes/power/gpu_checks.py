@@ -137,7 +137,7 @@ def thermal_headroom(ctx: Ctx) -> Verdict:
             "below the slowdown temperature",
             variant="gpus_their_slowdown_temperature",
         )
-    busy = _busy(h)
+    busy = [r for r in _busy(h) if r.temp_c is not None]  # an unread temperature is never compared
     near = [
         r
         for r in busy
@@ -155,6 +155,13 @@ def thermal_headroom(ctx: Ctx) -> Verdict:
             variant="gpus_hot_under_load",
         )
     top = max(temps, key=lambda r: r.temp_c or 0)
+    read = {r.index for r in temps}
+    unread = [g.index for g in h.gpus if g.index not in read]  # [N/A], or no reading row at all
+    if unread:  # fine where read, but not a claim about the GPUs whose temperature is unknown
+        return unknown(
+            f"temperature.gpu [N/A] on GPU {', '.join(unread)}; max {top.temp_c:.0f} °C on the others",
+            variant="gpu_temperatures_not_reported",
+        )
     return ok(
         f"max {top.temp_c:.0f} °C"
         + (f" (slowdown {slowdown[top.index]:.0f} °C)" if top.index in slowdown else ""),
