@@ -113,3 +113,21 @@ def test_quick_exit_usage_error_is_one_line():
     proc = cli("--json", "--replay", "/nonexistent/snapshot.json")
     assert proc.returncode == 2
     assert proc.stderr.decode().count("\n") == 1 and b"Traceback" not in proc.stderr, proc.stderr
+
+
+def test_main_in_process_freezes_nothing_after_the_first_call(capsys):
+    # the CLI freezes what loading it made (entry._main); a second call in the same process must not freeze what
+    # its caller holds then: cyclic garbage frozen is never collected
+    import gc
+
+    from gpuaudit.tui.cli import entry
+
+    assert entry.main(["--docs"]) == 0
+    frozen = gc.get_freeze_count()
+    for _ in range(100):
+        cycle: list = []
+        cycle.append(cycle)
+    del cycle
+    assert entry.main(["--docs"]) == 0
+    assert gc.get_freeze_count() == frozen
+    gc.unfreeze()  # what the first call froze goes back to the test process's collections

@@ -363,13 +363,17 @@ def _main(argv: list[str]) -> int:
         # out of later collections, which an audit's many short-lived records and events trigger, and the
         # youngest generation is collected every 20,000 allocations instead of 700: a fleet holds dozens of
         # hosts' records alive, and each early collection walked them (client CPU per host 0.93x, issue 30)
-        gc.disable()
-        try:
-            from gpuaudit.tui.cli import commands
-        finally:
-            gc.freeze()
-            gc.set_threshold(20_000, 20, 100)
-            gc.enable()
+        # Once per process: a caller in-process (tests) calling main() again would freeze whatever it holds then,
+        # cyclic garbage included, out of every later collection.
+        if "gpuaudit.tui.cli.commands" not in sys.modules:
+            gc.disable()
+            try:
+                from gpuaudit.tui.cli import commands
+            finally:
+                gc.freeze()
+                gc.set_threshold(20_000, 20, 100)
+                gc.enable()
+        from gpuaudit.tui.cli import commands
 
         return commands.run(argv, args)
     except CliError as exc:
