@@ -10,6 +10,7 @@ from gpuaudit.probes.core.judge.combiners import (
     ACS_SOURCES,
     IOMMU_SOURCES,
     VENDORS,
+    engine_fill,
     gpu_acs_redirect,
     gpu_entries,
     gpu_iommu_translation,
@@ -70,15 +71,6 @@ def lspci_fields(text: str) -> dict[str, Any]:
     return {}
 
 
-def engine_fill(text: str, fields: dict[str, Any], problems: dict[str, str]) -> None:
-    """The listing's engine fields; when which process is the engine is ambiguous (engines of several owners,
-    issue 29) the listing is no answer: its problem names the candidates and the engine checks say unknown."""
-    if (why := serving_engine(text).ambiguous) is not None:
-        problems["engine_procs"] = why
-        return
-    fields.update(engine_fields(text))
-
-
 def engine_fields(text: str) -> dict[str, Any]:
     eng = serving_engine(text)  # the shared combiner: derived once per listing
     out: dict[str, Any] = {"engine_listed": True}
@@ -132,7 +124,7 @@ TABLE: tuple[Reads, ...] = (
     Reads("iommu_state", iommu_state_fields),
     Reads("lspci_vvv", lspci_fields),
     Reads("cpuinfo_id", lambda t: {"cpu_vendor": _vendor(parse_cpuinfo_id(t).vendor)}),
-    Reads("engine_procs", fill=engine_fill),
+    Reads("engine_procs", fill=engine_fill(engine_fields)),
     Reads("engine_logs", log_fields),
     Reads("ldconfig_nccl", lambda t: {"system_nccl": parse_ldconfig_nccl(t)}),
     Reads("pyenv", lambda t: {"torch_nccl": parse_pyenv_json(t).nccl}),

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from gpuaudit.probes.core.errors import ParseError
+from gpuaudit.probes.core.judge.combiners import engine_fill
 from gpuaudit.probes.core.judge.probe import Reads, read_table
 from gpuaudit.probes.core.models import Role
 from gpuaudit.probes.core.parsers.engine import (
@@ -43,15 +44,6 @@ def pyenv_fields(text: str) -> dict[str, Any]:
         "torch_error": env.torch_error,
         "packages": env.packages,
     }
-
-
-def engine_fill(text: str, fields: dict[str, Any], problems: dict[str, str]) -> None:
-    """The listing's engine fields; when which process is the engine is ambiguous (engines of several owners,
-    issue 29) the listing is no answer: its problem names the candidates and the engine checks say unknown."""
-    if (why := serving_engine(text).ambiguous) is not None:
-        problems["engine_procs"] = why
-        return
-    fields.update(engine_fields(text))
 
 
 def engine_fields(text: str) -> dict[str, Any]:
@@ -130,7 +122,7 @@ def jit_fields(text: str) -> dict[str, Any]:
 TABLE: tuple[Reads, ...] = (
     Reads(GPU_SOURCE, gpu_fields),
     Reads("pyenv", pyenv_fields),
-    Reads("engine_procs", fill=engine_fill),
+    Reads("engine_procs", fill=engine_fill(engine_fields)),
     Reads("engine_proc_status", status_fields),
     Reads("engine_logs", log_fields),
     Reads("jit_cache_dirs", jit_fields),

@@ -8,8 +8,9 @@ A combiner answers tri-state: True / False only from data that proves it, None (
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
+from typing import Any
 
 from gpuaudit.probes.core.errors import ParseError
 from gpuaudit.probes.core.models import CommandRecord
@@ -332,6 +333,22 @@ def serving_engine_of(outputs: Outputs) -> tuple[EngineSummary | None, str]:
     if eng.ambiguous is not None:  # engines of several owners (issue 29): none is "the engine"
         return None, f"{ENGINE_SOURCE}: {eng.ambiguous}"
     return eng, ENGINE_SOURCE
+
+
+def engine_fill(
+    fields_of: Callable[[str], dict[str, Any]],
+) -> Callable[[str, dict[str, Any], dict[str, str]], None]:
+    """A probe's `Reads(ENGINE_SOURCE, fill=...)` reader: `fields_of(listing)` fills the fields; when which process
+    is the engine is ambiguous (engines of several owners, issue 29) the listing is no answer: its problem names
+    the candidates and the probe's engine checks say unknown (python and nccl read the listing this way)."""
+
+    def fill(text: str, fields: dict[str, Any], problems: dict[str, str]) -> None:
+        if (why := serving_engine(text).ambiguous) is not None:
+            problems[ENGINE_SOURCE] = why
+            return
+        fields.update(fields_of(text))
+
+    return fill
 
 
 # --- the GPU list (index, bus id, UUID, name, NUMA node) -----------------------------------------------------------
