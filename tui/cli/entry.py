@@ -365,15 +365,16 @@ def _main(argv: list[str]) -> int:
         # hosts' records alive, and each early collection walked them (client CPU per host 0.93x, issue 30)
         # Once per process: a caller in-process (tests) calling main() again would freeze whatever it holds then,
         # cyclic garbage included, out of every later collection.
-        if "gpuaudit.tui.cli.commands" not in sys.modules:
+        first = "gpuaudit.tui.cli.commands" not in sys.modules
+        if first:
             gc.disable()
-            try:
-                from gpuaudit.tui.cli import commands
-            finally:
+        try:
+            from gpuaudit.tui.cli import commands
+        finally:
+            if first:
                 gc.freeze()
                 gc.set_threshold(20_000, 20, 100)
                 gc.enable()
-        from gpuaudit.tui.cli import commands
 
         return commands.run(argv, args)
     except CliError as exc:
