@@ -29,8 +29,8 @@ def run(argv: list[str], args: argparse.Namespace | None) -> int:
     """A subcommand (args None: `fleet`, `diff`, `snapshots`, `baseline` parse their own) or an audit."""
     if args is None:
         # entry.py sends `fleet` to fleet_compare itself, before this module loads
-        if argv[0] in ("fleet", "baseline"):
-            return _text_modes().subcommand(argv)
+        if argv[0] == "baseline":
+            return _text_modes().baseline(argv)
         # diff and snapshots draw with Rich; loaded only for them, so an audit (--json) never pays for Rich
         from gpuaudit.tui.cli import snapshot_commands
 

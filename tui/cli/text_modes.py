@@ -14,13 +14,11 @@ import sys
 from gpuaudit.probes.core.run.request import AuditRequest
 from gpuaudit.snapshots.json_schema import render as render_json_schema
 from gpuaudit.tui.cli import baseline as baseline_cli
-from gpuaudit.tui.cli import bridge, docs, fleet_compare, fleet_hosts, headless, list_checks
+from gpuaudit.tui.cli import bridge, docs, fleet_hosts, headless, list_checks
 
 
-def subcommand(argv: list[str]) -> int:
-    """`baseline` and `fleet` (which tui/cli/entry.py normally dispatches itself, before commands.py loads)."""
-    if argv[0] == "fleet":
-        return fleet_compare.main(argv[1:])
+def baseline(argv: list[str]) -> int:
+    """`baseline ...` (`fleet DIR` never comes here: tui/cli/entry.py dispatches it before commands.py loads)."""
     return baseline_cli.main(argv[1:])
 
 
