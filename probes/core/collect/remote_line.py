@@ -161,8 +161,8 @@ ignores a signal sent from its command's own process group (GNU timeout relays o
 once are one; the root-side `timeout -k 1 -s KILL` then KILLs what ignores TERM."""
 GUARD = (
     "i=; { [ -p /proc/self/fd/0 ] || [ -S /proc/self/fd/0 ]; } && i=1; exec 3<&0 </dev/null; "
+    'command -v setsid >/dev/null 2>&1 || { exec 3<&-; eval "$1"; exit; }; '
     "m=$2 x=; trap x=1 TERM HUP INT; "
-    'command -v setsid >/dev/null 2>&1 || { exec 3<&-; eval "$1"; }; '
     'if [ "$2" = w ]; then setsid sh -c \'eval "$1"\' gpuaudit-job "$1" <&3 & p=$!; '
     'else setsid sh -c \'eval "$1"\' gpuaudit-job "$1" & p=$!; fi; '
     'w=; [ -n "$i" ] && { sh -c \'while read -r _; do :; done; s=$2; [ -n "$1" ] && { '
