@@ -38,7 +38,8 @@ FETCH_DEADLINE_S = 5
 # Read-only: /proc reads and one GET of the engine's own loopback page; isolated python3 (-I -S -B).
 # The text passes the read-only lint: no greater-than sign, no ampersand, no tool names. The choice itself is
 # `choose_engine` (engine_choice.py, embedded): the same rule as the python probe's (parsers.engine.choose_main),
-# keyed by port too, since one page is fetched.
+# keyed by port too, since one page is fetched. The GET goes straight to the loopback page: no proxy from
+# the login's environment (http_proxy would carry it to the proxy's own 127.0.0.1), no redirect followed.
 _FINDER = (
     """
 import os, sys, time, signal
@@ -109,6 +110,11 @@ def engine(suffix):
     print("@@pids " + ",".join(str(p) for p in pids))
     sys.stdout.flush()
     return found[0][2]
+import urllib.request as r
+class Here(r.HTTPRedirectHandler):
+    def redirect_request(self, *a):
+        return None
+fetch = r.build_opener(r.ProxyHandler({}), Here).open
 class Late(Exception):
     pass
 def late(*a):
@@ -125,7 +131,7 @@ signal.signal(signal.SIGALRM, late)
 signal.setitimer(signal.ITIMER_REAL, DEADLINE)
 try:
     try:
-        body = r.urlopen(base + "/metrics", timeout=DEADLINE).read(CAP)
+        body = fetch(base + "/metrics", timeout=DEADLINE).read(CAP)
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
     sys.stdout.write(body.decode("utf-8", "replace"))
@@ -153,7 +159,7 @@ def get(path):
     signal.signal(signal.SIGALRM, late)
     signal.setitimer(signal.ITIMER_REAL, 5)
     try:
-        return r.urlopen(base + path, timeout=5).read(4000000).decode("utf-8", "replace")
+        return fetch(base + path, timeout=5).read(4000000).decode("utf-8", "replace")
     finally:
         signal.setitimer(signal.ITIMER_REAL, 0)
 def running_now():
@@ -178,7 +184,7 @@ body = json.dumps({"model": model, "prompt": PROMPT, "max_tokens": n, "temperatu
                    "stream_options": {"include_usage": True}}).encode()
 req = r.Request(base + "/v1/completions", data=body, headers={"Content-Type": "application/json"})
 t0, times, usage, during = time.monotonic(), [], None, None
-with r.urlopen(req, timeout=120) as resp:
+with fetch(req, timeout=120) as resp:
     for raw in resp:
         line = raw.decode("utf-8", "replace").strip()
         if not line.startswith("data:"):
