@@ -271,3 +271,15 @@ def test_a_real_idle_vllm_page_after_nine_requests_is_refused_with_its_reason():
     )
     # with the engine log's decode lines all at one running request, the same histogram is the figure
     assert single_stream(m, log_running=[1, 1]).tok_s == pytest.approx(2362 / 18.68156147003174)
+
+
+def test_a_per_rank_acceptance_length_is_averaged_not_summed():
+    """Data-parallel SGLang exports `sglang:spec_accept_length` once per rank (a gauge holding an average):
+    two ranks at 2.5 and 3.5 accept 3.0 tokens per step, not 6.0 (a bound ×2 too high). The real busy page
+    carries no speculative metrics, so the two rank lines are added to it in SGLang's exposition format."""
+    ranks = "".join(
+        f'sglang:spec_accept_length{{model_name="meta-llama/Llama-3.1-8B-Instruct",dp_rank="{r}"}} {v}\n'
+        for r, v in ((0, 2.5), (1, 3.5))
+    )
+    assert parse_prometheus(BUSY + ranks).accept_len == pytest.approx(3.0)
+    assert parse_prometheus(BUSY + ranks.splitlines(True)[0]).accept_len == pytest.approx(2.5)

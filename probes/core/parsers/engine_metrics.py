@@ -351,6 +351,8 @@ class _Acc:
     values: dict[str, float] = field(default_factory=dict)
     hist: dict[str, dict[str, float]] = field(default_factory=dict)
     buckets: dict[str, dict[float, float]] = field(default_factory=dict)
+    samples: dict[str, int] = field(default_factory=dict)
+    """Label sets seen per name: a per-rank gauge (an average) is averaged over them, counters are summed."""
 
 
 _SAMPLE = re.compile(r"^([a-zA-Z_:][a-zA-Z0-9_:]*)(\{[^}]*\})?\s+(\S+)")
@@ -388,6 +390,7 @@ def parse_prometheus(text: str) -> EngineMetrics:
                 h = acc.hist.setdefault(name[: -len(suffix)], {})
                 h[suffix] = h.get(suffix, 0.0) + value
         acc.values[name] = acc.values.get(name, 0.0) + value
+        acc.samples[name] = acc.samples.get(name, 0) + 1
     engine = (
         "vllm"
         if any(k.startswith("vllm:") for k in acc.values)
@@ -417,7 +420,8 @@ def parse_prometheus(text: str) -> EngineMetrics:
     if drafts and accepted is not None:
         accept = 1 + accepted / drafts
     elif acc.values.get("sglang:spec_accept_length"):
-        accept = acc.values["sglang:spec_accept_length"]
+        # a per-rank average (data-parallel SGLang exports one per rank): the mean, not the sum
+        accept = acc.values["sglang:spec_accept_length"] / acc.samples["sglang:spec_accept_length"]
     return EngineMetrics(
         engine=engine,
         tpot=tpot,
