@@ -134,6 +134,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=8.0)
     ap.add_argument("--runs", type=int, default=2)
     ap.add_argument("--cli", action="store_true", help="the CLI in a child, from its start")
+    ap.add_argument("--all", action="store_true", help="every command: start, finish, duration")
     args = ap.parse_args(argv)
     work, home, server = standin_sshd("gpuaudit-timeline-", args.heavy_rc, args.no_tool_delays)
     try:
@@ -167,6 +168,11 @@ def main(argv: list[str] | None = None) -> int:
             for at, r in sorted(records, key=lambda x: -(x[1].duration_s or 0))[:6]:
                 print(f"  {at:6.2f}  {r.duration_s or 0:5.2f}  {r.target:9s} {r.command_id}")
             last = sorted(records, key=lambda x: x[0])[-6:]
+            if args.all:
+                print("  every command (started at, finished at, duration), by start:")
+                for at, r in sorted(records, key=lambda x: x[0] - (x[1].duration_s or 0)):
+                    d = r.duration_s or 0
+                    print(f"  {at - d:6.2f}  {at:6.2f}  {d:5.2f}  {r.target:9s} {r.command_id}")
             print("  last to finish (finished at, started at = finished - own duration, duration):")
             for at, r in last:
                 d = r.duration_s or 0
