@@ -128,3 +128,14 @@ def test_a_new_source_is_recorded_or_listed_not_recorded_in_the_demo(phase: str)
         "snapshots/examples/case-study/ or list them in that folder's NOT-RECORDED.txt, then "
         "python scripts/build_case_study.py"
     )
+
+
+def test_directory_with_non_utf8_list_and_corrupt_exit_file_answers_without_a_traceback(tmp_path):
+    """A recording folder is input too: a Latin-1 NOT-RECORDED.txt and a garbled `.exit` are answers, not crashes."""
+    (tmp_path / "NOT-RECORDED.txt").write_bytes(b"lspci_vvv # caf\xe9\n")
+    (tmp_path / "uname_r.out").write_bytes(b"6.8.0\n")
+    (tmp_path / "uname_r.exit").write_bytes(b"\xff\xfe")
+    transport = DirectoryTransport(tmp_path)
+    assert transport.not_recorded == frozenset({"lspci_vvv"})
+    raw = asyncio.run(transport.run("x", command_id="uname_r", timeout_s=1, max_bytes=100))
+    assert raw.exit_status is None and "not an exit status" in (raw.error or "")

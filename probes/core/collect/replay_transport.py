@@ -141,7 +141,9 @@ class DirectoryTransport(TransportBase):
         listed = self.directory / NOT_RECORDED_LIST
         self.not_recorded = frozenset(
             word
-            for line in (listed.read_text().splitlines() if listed.is_file() else ())
+            for line in (
+                listed.read_text(errors="replace").splitlines() if listed.is_file() else ()
+            )
             for word in line.split("#", 1)[0].split()[:1]
         )
         """Command ids the recording predates: answered "not recorded", never "command not found"."""
@@ -172,8 +174,12 @@ class DirectoryTransport(TransportBase):
         code = self.directory / f"{command_id}.exit"
         if not out.exists() and not err.exists():
             return RawResult(exit_status=127, stderr=f"sh: 1: {command_id}: not found\n".encode())
-        status_text = code.read_text().strip() if code.exists() else "0"
+        status_text = code.read_text(errors="replace").strip() if code.exists() else "0"
         timed_out = status_text == "timeout"
+        if not timed_out and not status_text.lstrip("-").isdigit():
+            return RawResult(
+                exit_status=None, error=f"{code.name}: not an exit status: {status_text[:40]!r}"
+            )
         stdout = out.read_bytes() if out.exists() else b""
         return RawResult(
             exit_status=None if timed_out else int(status_text),
