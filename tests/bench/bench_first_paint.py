@@ -1,23 +1,29 @@
 """First paint: from the interpreter's start to the dashboard's first frame, in a child process. Not a test.
 
     python tests/bench/bench_first_paint.py [--rounds 5] [--size 80x24] [--tmux]
+        [--tree before=REV --tree after=HEAD ...] [--sources demo,replay,live,cli]
 
-Each round starts a fresh `python` that runs what `gpuaudit-tui` runs for the TUI (tui/app.py `app_for`: the app
-over the request; the engine and the audit are set up after the first frame) headless under Textual's Pilot
-(`run_test`), and reports the seconds from the process's own start (time.perf_counter at its first line, plus the
-interpreter's start-up measured apart with `python -c pass`) to the **first frame** Textual composes for the
-dashboard (the first `App._display` of the dashboard screen outside a batch: what a terminal would be sent). It also
-reports when the process is next idle (Pilot's `pause()`: the replay or audit folded in, the panes filled).
+Each round starts a fresh `python` per source and tree and reports the seconds from the process's own start
+(time.perf_counter at its first line, plus the interpreter's start-up measured apart with `python -c pass`) to
+the **first frame** Textual composes for the dashboard (the first `App._display` of the dashboard screen outside
+a batch: what a terminal would be sent), with the process's CPU seconds at that moment.
 
-Sources: `--demo`, `--replay` of the case study, and a live audit of this machine (no SSH); for each it says how
-many probes had finished at the first frame (the dashboard must paint before the audit's records arrive).
+Sources: `demo`, `replay` (the case study) and `live` (this machine, no SSH) run what `gpuaudit-tui` runs for
+the TUI (tui/app.py `app_for`) headless under Textual's Pilot (`run_test`) and also report when the process is
+next idle (the replay or audit folded in) and how many probes had finished at the first frame (the dashboard
+must paint before the audit's records arrive). `cli` is **the real command line**: `entry.main(["--demo"])`,
+the CLI's own imports and checks included, with Textual's `App.run` made headless at the bench's size (the
+process ends at the first frame).
 
-`--before DIR`: the same sources from another copy of the package too (DIR holds `gpuaudit/{probes,snapshots,tui,
-themes}`, put first on PYTHONPATH), interleaved in the same rounds: before/after ratios under the same load.
+`--tree LABEL=REV_OR_DIR` (repeatable; tests/bench/trees.py: a revision exported with `git archive`, or a
+folder; `.` is the working tree): every source runs from each tree, interleaved in the same rounds (the order
+reversed every other round), so before/after ratios share the load. Without `--tree`, the installed (editable)
+package. Every tree is compiled to bytecode first, as `pip install` does (this sandbox sets
+PYTHONDONTWRITEBYTECODE=1: without it each child compiles the edited modules from source, ~0.2 s of CPU).
 
-`--tmux`: also the real command line in a real terminal: `gpuaudit-tui --demo` in a detached tmux of that size,
-from the launch to the moment `tmux capture-pane` shows the dashboard's footer (polled every 10 ms). That figure
-includes the CLI's own imports (tui/cli) and tmux's drawing.
+`--tmux`: also `gpuaudit-tui --demo` in a real terminal: a detached tmux of that size, from the launch to the
+moment `tmux capture-pane` shows the dashboard's footer (polled every 10 ms), per tree. That figure includes the
+interpreter, the CLI's own imports (tui/cli) and tmux's drawing.
 """
 
 from __future__ import annotations
@@ -25,12 +31,17 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import pty
 import shutil
 import statistics
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+from trees import compile_bytecode, env_for, parse_trees  # noqa: E402
 
 ROOT = Path(__file__).resolve().parents[2]
 AFTER = ROOT / "snapshots" / "examples" / "case-study-after.json"
@@ -78,17 +89,61 @@ async def main():
 asyncio.run(main())
 """
 
+CLI_CHILD = """
+import time
+t0 = time.perf_counter()
+import json, os, sys
+from pathlib import Path
+from gpuaudit.tui.cli import bridge, entry
 
-def child(request: dict, size: str, pythonpath: str | None = None) -> dict:
-    env = dict(os.environ, HOME=os.environ.get("HOME", "/root"))
-    if pythonpath:
-        env["PYTHONPATH"] = pythonpath
+width, height = (int(v) for v in sys.argv[2].split("x"))
+opened = bridge.interactive
+
+
+def interactive():  # Textual loads here, as in the real command line; make its App headless at our size
+    module = opened()
+    import asyncio
+    from textual.app import App
+
+    display = App._display
+
+    def first_frame(self, screen, renderable):
+        out = display(self, screen, renderable)
+        if renderable is not None and not self._batch_count and screen.id == "dashboard":
+            paint, cpu = time.perf_counter() - t0, time.process_time()
+            Path(result).write_text(json.dumps({"paint": paint, "cpu": cpu}))
+            os._exit(0)
+        return out
+
+    App._display = first_frame
+    App.run = lambda self, **kw: asyncio.run(self.run_async(headless=True, size=(width, height)))
+    return module
+
+
+bridge.interactive = interactive
+result = sys.argv[3]
+sys.argv = ["gpuaudit-tui", *json.loads(sys.argv[1])]
+entry.main()
+"""
+
+SOURCES = {
+    "demo": ("--demo", {"demo": True}),
+    "replay": ("--replay case study", {"replay": str(AFTER)}),
+    "live": ("live (this machine)", {}),
+    "cli": ("CLI `gpuaudit-tui --demo`", ["--demo"]),
+}
+
+
+def child(source: str, size: str, tree: Path | None) -> dict:
+    env = env_for(tree, dict(os.environ, HOME=os.environ.get("HOME", "/root")))
+    if source == "cli":  # the CLI opens the TUI only on a terminal: stdin and stdout on a pty
+        return cli_child(size, tree, env)
     proc = subprocess.run(
-        [sys.executable, "-c", CHILD, json.dumps(request), size],
+        [sys.executable, "-c", CHILD, json.dumps(SOURCES[source][1]), size],
         capture_output=True,
         text=True,
         timeout=300,
-        cwd=ROOT if pythonpath is None else pythonpath,
+        cwd=tree or ROOT,
         env=env,
     )
     line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("{")), None)
@@ -97,28 +152,50 @@ def child(request: dict, size: str, pythonpath: str | None = None) -> dict:
     return json.loads(line)
 
 
+def cli_child(size: str, tree: Path | None, env: dict[str, str]) -> dict:
+    main_fd, term_fd = pty.openpty()
+    with tempfile.TemporaryDirectory() as tmp:
+        result = Path(tmp) / "first-frame.json"
+        try:
+            proc = subprocess.run(
+                [sys.executable, "-c", CLI_CHILD, json.dumps(SOURCES["cli"][1]), size, str(result)],
+                stdin=term_fd,
+                stdout=term_fd,
+                stderr=subprocess.PIPE,
+                text=True,
+                timeout=300,
+                cwd=tree or ROOT,
+                env=dict(env, TERM="xterm-256color"),
+            )
+        finally:
+            os.close(term_fd)
+            os.close(main_fd)
+        if not result.exists():
+            raise RuntimeError(proc.stderr[-2000:])
+        return json.loads(result.read_text())
+
+
 def interpreter() -> float:
     t0 = time.perf_counter()
     subprocess.run([sys.executable, "-c", "pass"], check=True)
     return time.perf_counter() - t0
 
 
-def tmux_demo(size: str, pythonpath: str | None = None) -> float:
+def tmux_demo(size: str, tree: Path | None = None) -> float:
     """Seconds from launching `gpuaudit-tui --demo` in a detached tmux to the dashboard on its screen."""
     width, height = size.split("x")
     session = f"fp{os.getpid()}"
     exe = shutil.which("gpuaudit-tui") or f"{sys.executable} -m gpuaudit.tui"
-    t0 = time.perf_counter()
-    env = dict(os.environ, TERM="xterm-256color")
-    if pythonpath:
-        env["PYTHONPATH"] = pythonpath
     command = f"{exe} --demo"
-    if pythonpath:  # tmux starts the command from its server's environment: set it on the line
-        command = f"env PYTHONPATH={pythonpath} {command}"
+    if (
+        tree is not None
+    ):  # tmux starts the command from its server's environment: set it on the line
+        command = f"env PYTHONPATH={tree} {command}"
+    t0 = time.perf_counter()
     subprocess.run(
         ["tmux", "new-session", "-d", "-s", session, "-x", width, "-y", height, command],
         check=True,
-        env=env,
+        env=dict(os.environ, TERM="xterm-256color"),
     )
     try:
         while time.perf_counter() - t0 < 30:
@@ -138,49 +215,70 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=5)
     ap.add_argument("--size", default="80x24", help="terminal size WxH (default 80x24)")
     ap.add_argument("--tmux", action="store_true", help="also `gpuaudit-tui --demo` in tmux")
-    ap.add_argument("--before", metavar="DIR", help="also this copy of the package (PYTHONPATH)")
+    ap.add_argument(
+        "--tree", action="append", help="LABEL=REV_OR_DIR: this tree too, interleaved (trees.py)"
+    )
+    ap.add_argument(
+        "--before", metavar="DIR", help="a folder holding gpuaudit/ (old form of --tree)"
+    )
+    ap.add_argument("--sources", default=",".join(SOURCES), help=f"of {','.join(SOURCES)}")
     args = ap.parse_args(argv)
-    plain = {
-        "--demo": {"demo": True},
-        "--replay case study": {"replay": str(AFTER)},
-        "live (this machine)": {},
-    }
-    sources = {(label, None): req for label, req in plain.items()}
+    sources = args.sources.split(",")
+    if unknown := set(sources) - set(SOURCES):
+        ap.error(f"--sources: unknown {sorted(unknown)}")
+    trees = parse_trees(args.tree)  # compiled to bytecode, as pip install does
     if args.before:
-        sources = {
-            **{(f"{label} BEFORE", args.before): req for label, req in plain.items()},
-            **sources,
-        }
-    rows: dict[tuple[str, str | None], list[dict]] = {k: [] for k in sources}
+        compile_bytecode(Path(args.before) / "gpuaudit")
+        trees = {"before": Path(args.before), **trees}
+    rows: dict[tuple[str, str], list[dict]] = {(s, t): [] for s in sources for t in trees}
+    tmux: dict[str, list[float]] = {t: [] for t in trees} if args.tmux else {}
     starts: list[float] = []
-    tmux: dict[str | None, list[float]] = {}
-    print(f"load average {os.getloadavg()}; size {args.size}")
-    for _ in range(args.rounds):  # interleaved: every source sees the same load
+    loads = [os.getloadavg()]
+    print(f"load average {loads[0]}; size {args.size}; trees {list(trees)}", flush=True)
+    for i in range(args.rounds):  # interleaved: every tree sees the same load; the order alternates
+        order = list(trees) if i % 2 == 0 else list(reversed(trees))
         starts.append(interpreter())
-        for key, req in sources.items():
-            rows[key].append(child(req, args.size, key[1]))
-        if args.tmux:
-            for pythonpath in ([args.before] if args.before else []) + [None]:
-                tmux.setdefault(pythonpath, []).append(tmux_demo(args.size, pythonpath))
+        for source in sources:
+            for label in order:
+                rows[source, label].append(child(source, args.size, trees[label]))
+        for label in order if args.tmux else ():
+            tmux[label].append(tmux_demo(args.size, trees[label]))
+        loads.append(os.getloadavg())
+        print(f"round {i + 1}: load {loads[-1][0]:.2f}", file=sys.stderr, flush=True)
     start = statistics.median(starts)
     print(f"interpreter start-up (python -c pass): {start:.3f} s")
-    for (label, _), rs in rows.items():
-        paint = statistics.median(r["paint"] for r in rs) + start
-        setup = statistics.median(r["imports_setup"] for r in rs) + start
-        idle = statistics.median(r["idle"] for r in rs) + start
-        cpu = statistics.median(r["cpu"] for r in rs)
-        done = statistics.median(r["probes_done"] for r in rs)
+    first = next(iter(trees))
+    for source in sources:
+        for label in trees:
+            rs = rows[source, label]
+            paint = statistics.median(r["paint"] for r in rs) + start
+            cpu = statistics.median(r["cpu"] for r in rs)
+            line = f"first frame {SOURCES[source][0]:27s} {label:>9s}: {paint:5.2f} s, CPU {cpu:4.2f} s"
+            if "idle" in rs[0]:
+                setup = statistics.median(r["imports_setup"] for r in rs) + start
+                idle = statistics.median(r["idle"] for r in rs) + start
+                done = statistics.median(r["probes_done"] for r in rs)
+                line += (
+                    f" (app built {setup:5.2f} s; idle {idle:5.2f} s; "
+                    f"probes finished at the first frame {done:.0f}/{rs[0]['probes']})"
+                )
+            if label != first:  # same-round ratios against the first tree
+                ratio_cpu = statistics.median(
+                    r["cpu"] / b["cpu"] for r, b in zip(rs, rows[source, first], strict=True)
+                )
+                ratio = statistics.median(
+                    r["paint"] / b["paint"] for r, b in zip(rs, rows[source, first], strict=True)
+                )
+                line += f"; vs {first}: wall {ratio:.2f}x, CPU {ratio_cpu:.2f}x"
+            print(line)
+    for label, times in tmux.items():
         print(
-            f"first frame {label:27s}: {paint:5.2f} s, CPU {cpu:4.2f} s (app built {setup:5.2f} s; "
-            f"idle {idle:5.2f} s); "
-            f"probes finished at the first frame: {done:.0f}/{rs[0]['probes']}"
+            f"gpuaudit-tui --demo in tmux {args.size} {label:>9s}: dashboard shown after "
+            f"{statistics.median(times):5.2f} s (min {min(times):.2f}, max {max(times):.2f})"
         )
-    for pythonpath, times in tmux.items():
-        print(
-            f"gpuaudit-tui --demo in tmux {args.size}{' BEFORE' if pythonpath else ''}: dashboard "
-            f"shown after {statistics.median(times):5.2f} s (min {min(times):.2f}, max {max(times):.2f})"
-        )
-    print(f"load average {os.getloadavg()}; median of {args.rounds} interleaved rounds")
+    one = [f"{lo[0]:.2f}" for lo in loads]
+    print(f"load average (1 min) at start and after each round: {' '.join(one)}")
+    print(f"median of {args.rounds} interleaved rounds")
     return 0
 
 
