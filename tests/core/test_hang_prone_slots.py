@@ -6,12 +6,25 @@ of that host keep running instead of each waiting out the timeout behind hung nv
 
 from __future__ import annotations
 
+import asyncio
+
 from gpuaudit.probes.core.collect.pool import PooledTransport
 from gpuaudit.probes.core.collect.ssh_transport import SshOptions, SshTransport
 from gpuaudit.probes.core.collect.targets import parse_host_spec
 from gpuaudit.probes.core.collect.transport import LocalTransport
 from gpuaudit.probes.core.collect.worker_transport import SessionTransport
-from gpuaudit.probes.core.run.runner import HANG_PRONE_PARALLEL, hang_prone_slots
+from gpuaudit.probes.core.judge.checks import BOTH, Check, info
+from gpuaudit.probes.core.models import Target
+from gpuaudit.probes.core.run.runner import (
+    HANG_PRONE_PARALLEL,
+    Audit,
+    AuditOptions,
+    TargetBinding,
+    hang_prone_slots,
+    tool_slot,
+)
+from gpuaudit.probes.core.spec import Command, Probe
+from pydantic import BaseModel
 
 
 def _ssh(channels: int) -> SshTransport:
@@ -40,3 +53,70 @@ def test_a_single_channel_still_runs_the_tool() -> None:
 def test_a_transport_without_a_limit_gets_the_cap() -> None:
     assert hang_prone_slots(LocalTransport()) == HANG_PRONE_PARALLEL
     assert PooledTransport([LocalTransport()]).channels is None
+
+
+def test_process_scans_wait_in_slots_of_their_own() -> None:
+    scan = "apps=$(nvidia-smi --query-compute-apps=pid); for d in /proc/[0-9]*; do :; done"
+    assert tool_slot(_ssh(16), scan, "nvidia-smi") == ("nvidia-smi (process scans)", 2)
+    assert tool_slot(_ssh(8), scan, "nvidia-smi") == ("nvidia-smi (process scans)", 1)
+    assert tool_slot(_ssh(4), scan, "nvidia-smi") == ("nvidia-smi", 2)  # too few channels: shared
+    assert tool_slot(_ssh(16), "nvidia-smi -q -x", "nvidia-smi") == ("nvidia-smi", 8)
+
+
+class _Tracking(LocalTransport):
+    """The local shell, 16 channels, counting how many scans and plain queries run at once."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.now = {"scan": 0, "query": 0}
+        self.peak = {"scan": 0, "query": 0}
+
+    @property
+    def channels(self) -> int | None:
+        return 16
+
+    async def run(self, line, **kw):
+        kind = "scan" if "/proc/[0-9]" in line else "query"
+        self.now[kind] += 1
+        self.peak[kind] = max(self.peak[kind], self.now[kind])
+        try:
+            return await super().run(line, **kw)
+        finally:
+            self.now[kind] -= 1
+
+
+def test_two_long_scans_leave_every_query_slot_to_the_queries() -> None:
+    """Two 1 s process scans beside eight short nvidia-smi queries: all eight queries run at once (in the common
+    slots the scans held two of the eight and the queries ran in two waves)."""
+    scans = [Command(f"scan{i}", f": nvidia-smi; : /proc/[0-9]; sleep 1; : {i}") for i in range(2)]
+    queries = [Command(f"q{i}", f": nvidia-smi --query {i}; sleep 0.4") for i in range(8)]
+    transport = _Tracking()
+    target = Target(role="host", spec="local", kind="local", label="host")
+    audit = Audit(
+        [TargetBinding(target, transport)], [_probe("p", *scans, *queries)], AuditOptions()
+    )
+
+    async def run() -> None:
+        async for _ in audit.events():
+            pass
+        await audit.aclose()
+
+    asyncio.run(run())
+    assert transport.peak == {"scan": 2, "query": 8}
+
+
+def _probe(pid: str, *commands: Command) -> Probe:
+    class Facts(BaseModel):
+        n: int = 0
+
+    seen = Check(
+        id=f"{pid}.seen",
+        title="seen",
+        owner="host",
+        why="",
+        fix="",
+        verdict=lambda ctx: info("seen"),
+        roles=BOTH,
+        no_input="a test probe",
+    )
+    return Probe(id=pid, title=pid, commands=commands, extract=lambda o, r: Facts(), checks=(seen,))

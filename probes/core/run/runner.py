@@ -73,6 +73,33 @@ def hang_prone_slots(transport: Transport) -> int:
     )
 
 
+SCAN_PARALLEL = 2
+"""The process scans (engine_procs, engine_proc_status: one `nvidia-smi --query-compute-apps` at their start,
+then ~1 s walking /proc) count in slots of their own, one per 8 channels, at most 2 (`scan_slots`). In the
+tool's common slots they held 2 of the 8 for their whole walk beside the two `nvidia-smi -q` dumps, and the other
+twelve queries of a host ran in three waves behind them: the last nvidia-smi call ended 0.3-0.5 s after the
+slowest command (tests/bench/timeline_audit.py --all). The tool then holds at most half a target's channels plus
+one per 8 channels; a wedged driver still leaves the rest to the quick reads."""
+
+
+def is_process_scan(shell: str) -> bool:
+    """A line that walks every process in /proc (its nvidia-smi call, if any, is a short prefix)."""
+    return "/proc/[0-9]" in shell
+
+
+def scan_slots(transport: Transport) -> int:
+    """Process scans in flight at once on a target apart from the tool's common slots (0: they share those)."""
+    channels = transport.channels
+    return SCAN_PARALLEL if channels is None else min(SCAN_PARALLEL, channels // 8)
+
+
+def tool_slot(transport: Transport, shell: str, tool: str) -> tuple[str, int]:
+    """The slot pool a hang-prone line waits in: (key, capacity)."""
+    if is_process_scan(shell) and (n := scan_slots(transport)) > 0:
+        return f"{tool} (process scans)", n
+    return tool, hang_prone_slots(transport)
+
+
 PREFLIGHT = Command(
     PREFLIGHT_ID,
     "id -u; command -v timeout >/dev/null 2>&1 && echo timeout=yes; uname -n",
@@ -524,13 +551,10 @@ class Audit:
             raw = RawResult(exit_status=None, error=f"not run: {reason}", not_started=True)
         elif binding.transport.executes_lines:
             tool = hang_prone_tool(line)
-            slots = (
-                self._tool_slots.setdefault(
-                    (gate_role, tool), asyncio.Semaphore(hang_prone_slots(binding.transport))
-                )
-                if tool
-                else None
-            )
+            slots = None
+            if tool:
+                pool, capacity = tool_slot(binding.transport, line, tool)
+                slots = self._tool_slots.setdefault((gate_role, pool), asyncio.Semaphore(capacity))
             if slots is not None:
                 await slots.acquire()
             try:
@@ -635,7 +659,7 @@ def launch_rank(shell: str) -> int:
     for a channel): with 8 channels per connection, a 0.8 s `nvidia-smi -q` queued behind forty `cat`s
     would add its whole duration to the audit's wall time (longest-processing-time-first scheduling).
     """
-    if "nvidia-smi -q" in shell or "/proc/[0-9]" in shell:
+    if "nvidia-smi -q" in shell or is_process_scan(shell):
         return 0
     return 1 if any(m in shell for m in SLOW_MARKERS) else 2
 
