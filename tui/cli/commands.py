@@ -2,11 +2,12 @@
 
 Imported by tui/cli/entry.py only after argparse has handled --help and --version. No Textual here: the TUI
 is reached through tui/interactive.py alone. The dashboard's path (`gpuaudit-tui`, `--demo`, `--replay F`,
-`--host H`) imports only what validating the arguments needs: every other path (the subcommands, --json-schema,
---list-checks, --docs, --hosts, the headless outputs, --resume) goes through tui/cli/text_modes.py, imported
-only for it, so that the catalogue, the runner, the snapshot schema and the headless modules do not load before
-the TUI's first frame (issue 30). `--probes` is checked against probes/ids.py, which a test holds equal to the
-catalogue.
+`--host H`) imports only what validating the arguments needs: the headless audit (--json, --plan, --prom,
+--health, --html, and --resume) loads tui/cli/headless.py, every other path (the subcommands, --json-schema,
+--list-checks, --docs, --hosts) tui/cli/text_modes.py, each imported only for it, so that the catalogue, the
+runner, the snapshot schema and the headless modules do not load before the TUI's first frame, and a headless
+audit loads neither the documents' modules (json_schema, diff) nor the fleet's (issue 30). `--probes` is
+checked against probes/ids.py, which a test holds equal to the catalogue.
 """
 
 from __future__ import annotations
@@ -27,37 +28,40 @@ from gpuaudit.tui.cli.preflight import problems
 
 def run(argv: list[str], args: argparse.Namespace | None) -> int:
     """A subcommand (args None: `fleet`, `diff`, `snapshots`, `baseline` parse their own) or an audit."""
-    if args is None:
-        # entry.py sends `fleet` to fleet_compare itself, before this module loads
-        if argv[0] == "baseline":
-            return _text_modes().baseline(argv)
-        # diff and snapshots draw with Rich; loaded only for them, so an audit (--json) never pays for Rich
-        from gpuaudit.tui.cli import snapshot_commands
-
-        return snapshot_commands.main(argv[0], argv[1:])
+    if args is None:  # entry.py sends `fleet` to fleet_compare itself, before this module loads
+        return _text_modes().subcommand(argv)
     if args.json_schema or args.list_checks or args.docs is not None:
         return _text_modes().document(args)
     _check_combinations(args)
     for why in problems(args):  # errors before work: output paths, key files, --container
         raise CliError(why)
     request = audit_request(args)
-    headless = request.json or request.plan or request.prom or request.health or request.html
-    if request.hosts or headless:
-        return _text_modes().audit(request)
+    if request.hosts:  # the fleet report or screen
+        return _text_modes().fleet(request)
+    if request.json or request.plan or request.prom or request.health or request.html:
+        return _headless().main(request)
     if not (sys.stdin.isatty() and sys.stdout.isatty()):  # cron, CI, a pipe: never hang on a screen
         raise CliError(
             "the interactive TUI needs a terminal (stdin and stdout); use --json, --plan, --prom or --health"
         )
-    if request.resume:
-        return _text_modes().resume_then_show(request)
+    if request.resume:  # resumed headless, then the stored result shown in the TUI
+        return _headless().run_then_show(request, bridge.interactive().run_app)
     return bridge.interactive().main(request)
 
 
 def _text_modes() -> ModuleType:
-    """tui/cli/text_modes.py, imported now: the catalogue, the engine, the schema (the dashboard needs none first)."""
+    """tui/cli/text_modes.py, imported now: the subcommands, the documents (json_schema, diff) and the fleet."""
     from gpuaudit.tui.cli import text_modes
 
     return text_modes
+
+
+def _headless() -> ModuleType:
+    """tui/cli/headless.py, imported now: the catalogue, the engine, the snapshot (the dashboard needs none first;
+    a headless audit needs nothing of text_modes: no json_schema, diff, fleet or list of checks)."""
+    from gpuaudit.tui.cli import headless
+
+    return headless
 
 
 def parse_probe_ids(text: str | None) -> list[str] | None:

@@ -10,9 +10,9 @@ import os
 import sys
 import tempfile
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gpuaudit.probes.core.run.request import AuditRequest
-from gpuaudit.snapshots.diff import diff_snapshots
 from gpuaudit.snapshots.schema import Snapshot
 from gpuaudit.snapshots.share import (
     Sharer,
@@ -20,6 +20,10 @@ from gpuaudit.snapshots.share import (
     share_snapshot_dict,
     write_mapping,
 )
+
+# the diff is computed by `gpuaudit-tui diff --html`: a headless audit never loads it
+if TYPE_CHECKING:
+    from gpuaudit.snapshots.diff import SnapshotDiff
 
 
 def share_snapshot(snapshot: Snapshot, request: AuditRequest) -> tuple[Snapshot, Sharer]:
@@ -39,12 +43,18 @@ def shared_text(sharer: Sharer | None, text: str) -> str:
     return text if sharer is None else sharer.text(text)
 
 
-def write_html(snapshot: Snapshot, path: Path, old: Snapshot | None = None) -> Path:
-    """--html FILE: the self-contained report, written atomically (0644: it is meant to be passed on)."""
+def write_html(
+    snapshot: Snapshot,
+    path: Path,
+    old: Snapshot | None = None,
+    diff: SnapshotDiff | None = None,
+) -> Path:
+    """--html FILE: the self-contained report, written atomically (0644: it is meant to be passed on).
+
+    With `old` (`gpuaudit-tui diff --html`), `diff` is `diff_snapshots(old, snapshot)`, computed by the caller."""
     # the report draws with the Rich-based views: loaded only for --html, so an audit never pays for Rich
     from gpuaudit.tui.views.html import html_report
 
-    diff = diff_snapshots(old, snapshot) if old is not None else None
     data = html_report(snapshot, old=old, diff=diff).encode("utf-8")
     path = Path(path).expanduser()
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent or ".")

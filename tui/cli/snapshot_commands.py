@@ -88,7 +88,10 @@ def run_diff(args, directory: Path | None) -> int:
     else:
         print_report(diff, show_unified=args.raw)
     if args.html:
-        print(f"wrote {write_html(new, Path(args.html), old=old)}", file=sys.stderr)
+        # the report's diff has the defaults (not --raw/--all-facts), as the HTML has always shown it
+        shown = diff if not (args.raw or args.all_facts) else diff_snapshots(old, new)
+        report = write_html(new, Path(args.html), old=old, diff=shown)
+        print(f"wrote {report}", file=sys.stderr)
     return EXIT_SAME if diff.identical else EXIT_DIFFERENT
 
 

@@ -1,9 +1,10 @@
-"""Every path of the command line but the dashboard: subcommands, documents, the fleet, headless, --resume.
+"""The paths of the command line that are neither the dashboard nor a headless audit: the subcommands
+(`baseline`, `diff`, `snapshots`), the documents (--json-schema, --list-checks, --docs) and the fleet (--hosts).
 
-tui/cli/commands.py imports this module only when one of them was asked for, so that `gpuaudit-tui`,
-`--demo`, `--replay F` and `--host H` reach the TUI without loading the probe catalogue, the engine's runner,
-the snapshot schema, json_schema, the fleet or headless modules first: the app paints its first frame sooner
-(issue 30). What it imports here it imported at module level in commands.py before.
+tui/cli/commands.py imports this module only when one of them was asked for: `gpuaudit-tui`, `--demo`,
+`--replay F` and `--host H` reach the TUI without it (the app paints its first frame sooner), and a headless
+audit (`--json/--plan/--prom/--health --host H`, tui/cli/headless.py) loads neither json_schema and the snapshot
+diff (~20 ms of imports and models) nor the fleet's inventories (issue 30).
 """
 
 from __future__ import annotations
@@ -14,12 +15,18 @@ import sys
 from gpuaudit.probes.core.run.request import AuditRequest
 from gpuaudit.snapshots.json_schema import render as render_json_schema
 from gpuaudit.tui.cli import baseline as baseline_cli
-from gpuaudit.tui.cli import bridge, docs, fleet_hosts, headless, list_checks
+from gpuaudit.tui.cli import docs, fleet_hosts, list_checks
 
 
-def baseline(argv: list[str]) -> int:
-    """`baseline ...` (`fleet DIR` never comes here: tui/cli/entry.py dispatches it before commands.py loads)."""
-    return baseline_cli.main(argv[1:])
+def subcommand(argv: list[str]) -> int:
+    """`baseline ...`, `diff ...`, `snapshots ...` (`fleet DIR` never comes here: tui/cli/entry.py dispatches it
+    before commands.py loads)."""
+    if argv[0] == "baseline":
+        return baseline_cli.main(argv[1:])
+    # diff and snapshots draw with Rich: loaded only for them (the documents and --hosts --json never pay for it)
+    from gpuaudit.tui.cli import snapshot_commands
+
+    return snapshot_commands.main(argv[0], argv[1:])
 
 
 def document(args: argparse.Namespace) -> int:
@@ -32,13 +39,6 @@ def document(args: argparse.Namespace) -> int:
     return docs.main(args.docs)
 
 
-def audit(request: AuditRequest) -> int:
-    """--hosts (the fleet report or screen) and the headless outputs (--json, --plan, --prom, --health, --html)."""
-    if request.hosts:
-        return fleet_hosts.main(request)
-    return headless.main(request)
-
-
-def resume_then_show(request: AuditRequest) -> int:
-    """--resume on a terminal: resumed headless, then the stored result shown in the TUI."""
-    return headless.run_then_show(request, bridge.interactive().run_app)
+def fleet(request: AuditRequest) -> int:
+    """--hosts: every host of the inventory audited (the fleet report, or the fleet screen on a terminal)."""
+    return fleet_hosts.main(request)
