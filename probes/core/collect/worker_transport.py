@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
+from gpuaudit.probes.core.collect.schedule import RankedSlots, launch_rank
 from gpuaudit.probes.core.collect.transport import (
     Gate,
     MarkedCap,
@@ -405,7 +406,8 @@ class SessionTransport(TransportBase):
         self._sessions: dict[str, WorkerSession] = {}
         self._starting: dict[str, asyncio.Task[WorkerSession | None]] = {}
         self._starts: dict[str, int] = {}
-        self._slots: dict[str, asyncio.Semaphore] = {}
+        self._slots: dict[str, RankedSlots] = {}
+        """scope -> its channels, handed out slowest command first (collect/schedule.py)."""
         self.unavailable: dict[str, str] = {}
         """scope -> why it runs one channel per command."""
         self.login_hung: dict[str, str] = {}
@@ -517,8 +519,8 @@ class SessionTransport(TransportBase):
             worker = await self._session(scope, timeout_s)
             if worker is None:
                 break
-            slots = self._slots.setdefault(scope, asyncio.Semaphore(self._channels))
-            async with slots:
+            slots = self._slots.setdefault(scope, RankedSlots(self._channels))
+            async with slots.slot(launch_rank(inner_line)):
                 reason = gate() if gate is not None else None
                 if reason:
                     return not_run(reason)

@@ -16,6 +16,7 @@ from gpuaudit.probes.core.collect.remote_line import (
     remote_line,
     sudo_refusal,
 )
+from gpuaudit.probes.core.collect.schedule import is_process_scan, launch_rank
 from gpuaudit.probes.core.collect.transport import (
     DEFAULT_MAX_BYTES,
     PREFLIGHT_ID,
@@ -80,11 +81,6 @@ tool's common slots they held 2 of the 8 for their whole walk beside the two `nv
 twelve queries of a host ran in three waves behind them: the last nvidia-smi call ended 0.3-0.5 s after the
 slowest command (tests/bench/timeline_audit.py --all). The tool then holds at most half a target's channels plus
 one per 8 channels; a wedged driver still leaves the rest to the quick reads."""
-
-
-def is_process_scan(shell: str) -> bool:
-    """A line that walks every process in /proc (its nvidia-smi call, if any, is a short prefix)."""
-    return "/proc/[0-9]" in shell
 
 
 def scan_slots(transport: Transport) -> int:
@@ -636,32 +632,6 @@ class Audit:
                     await b.transport.aclose()
                 except Exception:
                     pass
-
-
-SLOW_MARKERS = (
-    "nvidia-smi",
-    "lspci",
-    "dmidecode",
-    "/proc/[0-9]",
-    "ldconfig",
-    "systemctl",
-    "journalctl",
-    "modinfo",
-)
-
-
-def launch_rank(shell: str) -> int:
-    """0: a full `nvidia-smi -q` dump or a scan of every process in /proc (the slowest, ~1 s: the scans fork
-    per process, so they grow with the box's process count); 1: other driver/device queries (tenths of a
-    second); 2: quick reads.
-
-    The runner starts commands in this order (each rank yields once more to the event loop before asking
-    for a channel): with 8 channels per connection, a 0.8 s `nvidia-smi -q` queued behind forty `cat`s
-    would add its whole duration to the audit's wall time (longest-processing-time-first scheduling).
-    """
-    if "nvidia-smi -q" in shell or is_process_scan(shell):
-        return 0
-    return 1 if any(m in shell for m in SLOW_MARKERS) else 2
 
 
 def command_timeout(command: Command, options: AuditOptions) -> float:

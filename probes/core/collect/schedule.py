@@ -1,0 +1,99 @@
+"""Which command line goes first: launch ranks and the ranked slots a transport hands its channels out with.
+
+Longest-processing-time-first: a 0.8 s `nvidia-smi -q` (or a 1 s walk of /proc) that waits behind forty quick
+`cat`s adds its whole duration to the audit's wall time, while the `cat`s fit in the gaps. The runner launches
+commands in rank order; a transport whose commands queue for a limited number of channels (the worker session,
+tests/bench/timeline_audit.py --all) serves the lowest rank first whenever a channel frees.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import heapq
+import itertools
+
+SLOW_MARKERS = (
+    "nvidia-smi",
+    "lspci",
+    "dmidecode",
+    "/proc/[0-9]",
+    "ldconfig",
+    "systemctl",
+    "journalctl",
+    "modinfo",
+    "python3 -I",  # the engine readers: an interpreter start, then a walk of /proc (0.4-0.6 s)
+    "find /usr",  # library searches over /usr (0.1-0.3 s)
+)
+
+
+def is_process_scan(shell: str) -> bool:
+    """A line that walks every process in /proc (its nvidia-smi call, if any, is a short prefix)."""
+    return "/proc/[0-9]" in shell
+
+
+def launch_rank(shell: str) -> int:
+    """0: a full `nvidia-smi -q` dump or a scan of every process in /proc (the slowest, ~1 s: the scans fork
+    per process, so they grow with the box's process count); 1: other driver/device queries (tenths of a
+    second); 2: quick reads."""
+    if "nvidia-smi -q" in shell or is_process_scan(shell):
+        return 0
+    return 1 if any(m in shell for m in SLOW_MARKERS) else 2
+
+
+class RankedSlots:
+    """A semaphore of `n` slots whose waiters get a freed slot lowest rank first, then first come.
+
+    asyncio.Semaphore wakes waiters in arrival order: short nvidia-smi queries that had waited for the tool's
+    own slots then queued behind ~40 quick reads for the worker's 16 channels and started 0.3 s late."""
+
+    def __init__(self, n: int) -> None:
+        self._free = n
+        self._waiting: list[tuple[int, int, asyncio.Future[None]]] = []
+        self._order = itertools.count()
+
+    @property
+    def free(self) -> int:
+        return self._free
+
+    async def acquire(self, rank: int) -> None:
+        if self._free > 0 and not self._pending():
+            self._free -= 1
+            return
+        future: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._waiting, (rank, next(self._order), future))
+        try:
+            await future
+        except asyncio.CancelledError:
+            if (
+                future.done() and not future.cancelled()
+            ):  # handed a slot as it was cancelled: pass it on
+                self.release()
+            raise
+
+    def release(self) -> None:
+        while self._waiting:
+            _, _, future = heapq.heappop(self._waiting)
+            if not future.done():
+                future.set_result(None)
+                return
+        self._free += 1
+
+    def _pending(self) -> bool:
+        while self._waiting and self._waiting[0][2].done():  # cancelled waiters leave lazily
+            heapq.heappop(self._waiting)
+        return bool(self._waiting)
+
+    def slot(self, rank: int) -> _Held:
+        """`async with slots.slot(rank):` holds one slot for the block."""
+        return _Held(self, rank)
+
+
+class _Held:
+    def __init__(self, slots: RankedSlots, rank: int) -> None:
+        self.slots, self.rank = slots, rank
+
+    async def __aenter__(self) -> None:
+        await self.slots.acquire(self.rank)
+
+    async def __aexit__(self, *exc: object) -> None:
+        self.slots.release()
