@@ -229,6 +229,11 @@ class GpuAuditApp(App[int]):
         self.run_changed(all_panes=True)
 
     # --- state the screens share ---------------------------------------------------------------------
+    def deferred(self) -> ModuleType:
+        """tui/deferred.py for the widgets on the dashboard's first frame (the roofline strip): they never
+        import it themselves, so that frame does not wait for the engine; imported now if not yet loaded."""
+        return later()
+
     def dashboard(self) -> DashboardScreen:
         return next(s for s in self.screen_stack if isinstance(s, DashboardScreen))
 

@@ -1,5 +1,6 @@
 """What the app needs only after the dashboard's first frame: the screens not shown first, the snapshot actions,
-the baseline, and the audit's setup (the probe catalogue, the runner, the snapshot store).
+the baseline, the audit's setup (the probe catalogue, the runner, the snapshot store) and the decode roofline
+(the roofline strip computes through `roofline_view` once the run has a record).
 
 tui/app.py imports this module through `later()` (its one function-level import of a project module, listed in
 tests/core/test_import_contracts.py): a thread loads it right after the first frame, so the setup and the first
@@ -21,6 +22,7 @@ from gpuaudit.tui.screens.not_checked import NotCheckedScreen
 from gpuaudit.tui.screens.pictures import PROBE_TAB, PicturesScreen
 from gpuaudit.tui.screens.plan import PlanScreen
 from gpuaudit.tui.screens.snapshot_picker import SnapshotPickerScreen
+from gpuaudit.tui.views import roofline_view
 
 __all__ = [
     "PROBE_TAB",
@@ -38,5 +40,6 @@ __all__ = [
     "keep_unasked",
     "key_display",
     "plan_folder",
+    "roofline_view",
     "snapshot_actions",
 ]

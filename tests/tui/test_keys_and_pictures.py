@@ -398,7 +398,6 @@ async def test_roofline_strip_is_throttled_while_live_and_exact_at_the_end(monke
     from gpuaudit.probes.core.run.request import AuditRequest
     from gpuaudit.tui.cli.session_setup import build_setup
     from gpuaudit.tui.views import roofline_view
-    from gpuaudit.tui.widgets import roofline_strip
     from gpuaudit.tui.widgets.roofline_strip import RooflineStrip
 
     calls: list[int] = []
@@ -408,7 +407,7 @@ async def test_roofline_strip_is_throttled_while_live_and_exact_at_the_end(monke
         calls.append(1)
         return real(run)
 
-    monkeypatch.setattr(roofline_strip, "roofline_of", counting)
+    monkeypatch.setattr(roofline_view, "roofline_of", counting)
     setup = build_setup(AuditRequest(demo=True))
     app = make_app(setup.audit, note=setup.note, mode=setup.mode, clock=FixedClock())
     async with app.run_test(size=(120, 40)) as pilot:

@@ -14,6 +14,7 @@ from gpuaudit.tui.screens.diff import SnapshotDiffScreen
 from gpuaudit.tui.screens.drilldown import DrilldownScreen
 from gpuaudit.tui.screens.plan import PlanScreen
 from gpuaudit.tui.views import roofline_view
+from gpuaudit.tui.views.render import ROOFLINE_PENDING, roofline_pending
 from gpuaudit.tui.views.roofline_view import (
     level,
     roofline_change_line,
@@ -303,6 +304,14 @@ def test_diff_line_names_a_side_without_a_roofline() -> None:
         roofline_change_line(change).plain
         == "roofline  (not in this snapshot)  →  unknown: no serving engine"
     )
+
+
+def test_the_pending_line_of_the_first_frame_is_the_strip_lines() -> None:
+    """The strip says "pending" without the roofline module on the dashboard's first frame (issue 30): the same
+    line, cut the same way, as `strip_line` of an unknown roofline while the audit runs."""
+    for width in (None, 20, 60, 78, 200):
+        assert roofline_pending(width) == strip_line(Roofline(), width=width, pending=True), width
+    assert roofline_pending().plain == f"… {ROOFLINE_PENDING}"
 
 
 def test_roofline_is_cached_by_what_it_reads(monkeypatch) -> None:

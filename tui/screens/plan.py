@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING
 
 from gpuaudit.probes.core.judge.plan import PlanStep, build_plan, fix_commands, plan_markdown
 from gpuaudit.probes.core.models import AuditRun
-from gpuaudit.tui.views.render import PLAIN, Palette, not_checked_text, plan_step_text
+from gpuaudit.tui.views.render import PLAIN, Palette, neutralise, not_checked_text, sev_text
 from gpuaudit.tui.views.wrap import hang
 from gpuaudit.tui.widgets.roofline_strip import RooflineStrip
 from rich.text import Text
@@ -25,6 +25,41 @@ from textual.widgets.option_list import Option
 
 if TYPE_CHECKING:
     from gpuaudit.tui.app import GpuAuditApp
+
+
+def plan_step_text(step: PlanStep, palette: Palette = PLAIN) -> Text:
+    """One step of the plan: rank, severity, title, who, the fix and its commands, the findings it groups."""
+    text = Text.assemble(
+        (f"{step.rank:>2}. ", "bold"),
+        sev_text(step.severity, palette),
+        " ",
+        (neutralise(step.title), "bold"),
+        "\n",
+    )
+    if step.owners:
+        text.append(f"    who: {', '.join(step.owners)}\n", style="italic")
+    if step.relation:
+        text.append(f"    grouped: {neutralise(step.relation)}\n", style="italic")
+    if step.fix:
+        text.append("    fix: ", style="bold")
+        text.append(neutralise(step.fix).replace("\n", "\n         ") + "\n")
+    for cmd in fix_commands(step.fix):
+        text.append("      $ ", style="dim")
+        text.append(neutralise(cmd) + "\n", style="bold")
+    for f in step.findings:
+        text.append("    • ")
+        text.append_text(sev_text(f.severity, palette))
+        text.append(
+            f" {f.id} ({', '.join(f.targets) or '-'}{', ' + f.owner if f.owner else ''}): {neutralise(f.title)}\n"
+        )
+        if f.observed or f.expected:
+            text.append(
+                f"        observed {neutralise(f.observed) or '-'} · expected {neutralise(f.expected) or '-'}\n",
+                style="dim",
+            )
+        for e in f.evidence:
+            text.append(f"        evidence: {e.target} {neutralise(e.command_id)}\n", style="dim")
+    return text
 
 
 def plan_file_name(run: AuditRun) -> str:

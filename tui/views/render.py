@@ -12,7 +12,6 @@ import re
 from collections.abc import Iterable, Mapping, Sequence
 from datetime import datetime
 
-from gpuaudit.probes.core.judge.plan import PlanStep, fix_commands
 from gpuaudit.probes.core.models import (
     SEVERITY_ORDER,
     AuditRun,
@@ -583,60 +582,19 @@ def record_output(rec: CommandRecord) -> str:
     return neutralise("\n".join(body))
 
 
-def plan_text(
-    plan: Sequence[PlanStep], palette: Palette = PLAIN, run: AuditRun | None = None
-) -> Text:
-    """The action plan for the plan screen; with `run`, also what couldn't be checked."""
-    text = Text()
-    if not plan:
-        text.append(
-            "Nothing at warning or worse. Check what couldn't be checked (below) before trusting that.\n\n"
-        )
-    for step in plan:
-        text.append_text(plan_step_text(step, palette))
-        text.append("\n")
-    if run is not None:
-        text.append_text(not_checked_text(run, palette))
-        if na := sum(1 for f in run.findings if f.severity == Severity.NA):
-            text.append(
-                f"\n{SEV_ICON[Severity.NA]} {na} check(s) n/a (proven not to apply; not counted as ok)\n",
-                style=palette.get(Severity.NA, ""),
-            )
-    return text
+ROOFLINE_PENDING = "roofline pending: the audit is still reading the engine, the model and the GPUs"
 
 
-def plan_step_text(step: PlanStep, palette: Palette = PLAIN) -> Text:
-    text = Text.assemble(
-        (f"{step.rank:>2}. ", "bold"),
-        sev_text(step.severity, palette),
-        " ",
-        (neutralise(step.title), "bold"),
-        "\n",
-    )
-    if step.owners:
-        text.append(f"    who: {', '.join(step.owners)}\n", style="italic")
-    if step.relation:
-        text.append(f"    grouped: {neutralise(step.relation)}\n", style="italic")
-    if step.fix:
-        text.append("    fix: ", style="bold")
-        text.append(neutralise(step.fix).replace("\n", "\n         ") + "\n")
-    for cmd in fix_commands(step.fix):
-        text.append("      $ ", style="dim")
-        text.append(neutralise(cmd) + "\n", style="bold")
-    for f in step.findings:
-        text.append("    • ")
-        text.append_text(sev_text(f.severity, palette))
-        text.append(
-            f" {f.id} ({', '.join(f.targets) or '-'}{', ' + f.owner if f.owner else ''}): {neutralise(f.title)}\n"
-        )
-        if f.observed or f.expected:
-            text.append(
-                f"        observed {neutralise(f.observed) or '-'} · expected {neutralise(f.expected) or '-'}\n",
-                style="dim",
-            )
-        for e in f.evidence:
-            text.append(f"        evidence: {e.target} {neutralise(e.command_id)}\n", style="dim")
-    return text
+def roofline_pending(width: int | None = None) -> Text:
+    """The roofline strip while the audit is still reading its inputs (no figure yet), cut to `width`.
+
+    Here, not in tui/views/roofline_view.py, because the dashboard's first frame shows it: that module loads the
+    engine's roofline (its parsers and models), which the first frame must not wait for (issue 30)."""
+    line = Text("… ")
+    line.append(ROOFLINE_PENDING, style="dim")
+    if width:
+        line.truncate(width, overflow="ellipsis")
+    return line
 
 
 def not_checked(run: AuditRun) -> list[Finding]:

@@ -12,7 +12,14 @@ from typing import TYPE_CHECKING
 from gpuaudit.probes.core.models import AuditRun, Severity
 from gpuaudit.probes.core.roofline.bounds import BOUND_LABELS
 from gpuaudit.probes.core.roofline.report import Roofline, roofline_for_run, strip_text
-from gpuaudit.tui.views.render import PLAIN, SEV_ICON, Palette, neutralise, sev_text
+from gpuaudit.tui.views.render import (
+    PLAIN,
+    SEV_ICON,
+    Palette,
+    neutralise,
+    roofline_pending,
+    sev_text,
+)
 from rich.console import Group
 from rich.table import Table
 from rich.text import Text
@@ -27,14 +34,6 @@ REALISTIC_ORDER = ("comm_aware", "tp_aware_eta", "tp_aware")
 NEAR, FAR = 0.5, 0.2
 """Measured ÷ the most realistic bound: ≥ NEAR is near physics (the best published single-stream runs reach
 about half the TP-aware bound, ROOFLINE.md), below FAR the gap dwarfs any tuning (PROBES.md §13.5's 10–30×)."""
-LEVEL_CLASS = {
-    Severity.OK: "-ok",
-    Severity.WARNING: "-warn",
-    Severity.CRITICAL: "-fail",
-    Severity.INFO: "-info",
-    Severity.UNKNOWN: "-unknown",
-}
-"""The strip's CSS class per level (the theme colours it; the icon and the % say it too)."""
 
 
 def run_key(run: AuditRun) -> tuple[object, ...]:
@@ -96,9 +95,6 @@ def level(rf: Roofline) -> Severity:
     return Severity.OK if ratio >= NEAR else Severity.WARNING if ratio >= FAR else Severity.CRITICAL
 
 
-PENDING = "roofline pending: the audit is still reading the engine, the model and the GPUs"
-
-
 def strip_line(
     rf: Roofline,
     palette: Palette = PLAIN,
@@ -112,16 +108,14 @@ def strip_line(
     audit is still running, so an unknown roofline is not yet a missing input.
     """
     sev = level(rf)
-    pending = pending and sev == Severity.UNKNOWN
-    line = Text(
-        "… " if pending else f"{SEV_ICON[sev]} ", style="" if pending else palette.get(sev, "")
-    )
-    strip = PENDING if pending else neutralise(rf.strip or strip_text(rf))
-    if not strip.startswith("roofline"):
-        line.append("roofline  ", style="bold")
-    line.append(
-        strip, style="dim" if pending else palette.get(sev, "") if sev != Severity.INFO else ""
-    )
+    if pending and sev == Severity.UNKNOWN:
+        line = roofline_pending()
+    else:
+        line = Text(f"{SEV_ICON[sev]} ", style=palette.get(sev, ""))
+        strip = neutralise(rf.strip or strip_text(rf))
+        if not strip.startswith("roofline"):
+            line.append("roofline  ", style="bold")
+        line.append(strip, style=palette.get(sev, "") if sev != Severity.INFO else "")
     if hint and (width is None or line.cell_len + len(hint) + 4 <= width):
         line.append(f"  ·  {hint}", style="dim")
     if width:
