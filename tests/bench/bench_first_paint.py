@@ -58,6 +58,7 @@ request = AuditRequest(**json.loads(sys.argv[1]))
 width, height = (int(v) for v in sys.argv[2].split("x"))
 app = app_for(request)
 t_import = time.perf_counter() - t0
+cpu_built = time.process_time()
 first = {}
 display = App._display
 
@@ -82,7 +83,7 @@ async def main():
     async with app.run_test(size=(width, height)) as pilot:
         await pilot.pause()
         idle = time.perf_counter() - t0
-        print(json.dumps({**first, "idle": idle, "imports_setup": t_import}))
+        print(json.dumps({**first, "idle": idle, "imports_setup": t_import, "cpu_built": cpu_built}))
         app.exit()
 
 
@@ -182,9 +183,13 @@ def interpreter() -> float:
 
 
 def tmux_demo(size: str, tree: Path | None = None) -> float:
-    """Seconds from launching `gpuaudit-tui --demo` in a detached tmux to the dashboard on its screen."""
+    """Seconds from launching `gpuaudit-tui --demo` in a detached tmux to the dashboard on its screen.
+
+    The bench's own tmux server (`-L`): the box is shared, and another user's server on the default socket
+    exiting as its last session ends made `new-session` fail ("server exited unexpectedly")."""
     width, height = size.split("x")
-    session = f"fp{os.getpid()}"
+    tmux = ["tmux", "-L", f"gpuaudit-fp{os.getpid()}"]
+    session = "fp"
     exe = shutil.which("gpuaudit-tui") or f"{sys.executable} -m gpuaudit.tui"
     command = f"{exe} --demo"
     if (
@@ -193,21 +198,21 @@ def tmux_demo(size: str, tree: Path | None = None) -> float:
         command = f"env PYTHONPATH={tree} {command}"
     t0 = time.perf_counter()
     subprocess.run(
-        ["tmux", "new-session", "-d", "-s", session, "-x", width, "-y", height, command],
+        [*tmux, "new-session", "-d", "-s", session, "-x", width, "-y", height, command],
         check=True,
         env=dict(os.environ, TERM="xterm-256color"),
     )
     try:
         while time.perf_counter() - t0 < 30:
             screen = subprocess.run(
-                ["tmux", "capture-pane", "-p", "-t", session], capture_output=True, text=True
+                [*tmux, "capture-pane", "-p", "-t", session], capture_output=True, text=True
             ).stdout
             if "Quit" in screen and "PCIe" in screen:
                 return time.perf_counter() - t0
             time.sleep(0.01)
         raise RuntimeError("the dashboard did not show within 30 s:\n" + screen)
     finally:
-        subprocess.run(["tmux", "kill-session", "-t", session], capture_output=True)
+        subprocess.run([*tmux, "kill-server"], capture_output=True)
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -258,8 +263,9 @@ def main(argv: list[str] | None = None) -> int:
                 setup = statistics.median(r["imports_setup"] for r in rs) + start
                 idle = statistics.median(r["idle"] for r in rs) + start
                 done = statistics.median(r["probes_done"] for r in rs)
+                built = statistics.median(r["cpu_built"] for r in rs)
                 line += (
-                    f" (app built {setup:5.2f} s; idle {idle:5.2f} s; "
+                    f" (app built {setup:5.2f} s, CPU {built:4.2f} s; idle {idle:5.2f} s; "
                     f"probes finished at the first frame {done:.0f}/{rs[0]['probes']})"
                 )
             if label != first:  # same-round ratios against the first tree
