@@ -2,10 +2,12 @@
 
 `--version` and `--help` stop in tui/cli/entry.py before the rest of the CLI loads: no Textual, no Rich, no
 asyncssh, no pydantic. `--json` of a replay loads the engine and pydantic but never Textual or asyncssh (a
-replay opens no connection). An SSH audit (`--json --host`) loads asyncssh but never Textual or Rich (the progress
-line is for a terminal). The module counts are tight (measured 2026-12-03: 116 for --version/--help, 458 for the
-replay, 604 for an SSH audit; issue 30) and catch a new heavy import deterministically; the time budgets are
-generous (a loaded 2-core machine triples import times and more) and catch only a gross regression.
+replay opens no connection). A headless SSH audit (`--json/--plan/--health/--prom --host`) loads asyncssh but never
+Textual or Rich (the progress line is for a terminal), nor the documents' and the fleet's modules (json_schema, diff,
+inventories: tui/cli/commands.py sends it to tui/cli/headless.py, not text_modes.py). The module counts are tight
+(measured 2026-12-03: 116 for --version/--help, 452 for the replay, 595 for an SSH audit, 604 before the headless
+path left text_modes; issue 30) and catch a new heavy import deterministically; the time budgets are generous (a
+loaded 2-core machine triples import times and more) and catch only a gross regression.
 """
 
 from __future__ import annotations
@@ -67,16 +69,93 @@ def test_json_replay_loads_no_textual_no_asyncssh():
     assert seconds <= 10.0, f"--json --replay: {seconds:.2f} s of imports (budget 10 s)"
 
 
-def test_json_ssh_audit_loads_no_textual_no_rich():
+NOT_ON_HEADLESS_AUDIT = (
+    # the documents' modules: --json-schema (json_schema, ~10 ms with its models) and `diff` (snapshots/diff.py)
+    "gpuaudit.snapshots.json_schema",
+    "gpuaudit.snapshots.diff",
+    # the other text modes and the fleet (--hosts): inventories, the store listing
+    "gpuaudit.tui.cli.text_modes",
+    "gpuaudit.tui.cli.fleet_hosts",
+    "gpuaudit.tui.cli.list_checks",
+    "gpuaudit.tui.cli.docs",
+    "gpuaudit.tui.cli.baseline",
+    "gpuaudit.tui.cli.snapshot_commands",
+    "gpuaudit.probes.core.fleet.inventory",
+    "gpuaudit.probes.core.fleet.ansible_inventory",
+    "gpuaudit.snapshots.listing",
+    # the views draw with Rich (--html loads them, and Rich, only for itself); the TUI
+    "gpuaudit.tui.views",
+    "gpuaudit.tui.interactive",
+    "rich",
+    "textual",
+)
+
+
+@pytest.mark.parametrize(
+    "output", [("--json",), ("--plan",), ("--health",), ("--prom", "PROM")], ids=lambda o: o[0]
+)
+def test_headless_ssh_audit_loads_only_what_it_needs(output, tmp_path):
+    """`--json/--plan/--health/--prom --host H` (issue 30): the engine, the catalogue and asyncssh, never the
+    documents' modules (json_schema, diff), the fleet's, the views, Rich or Textual (the progress line is for a
+    terminal; stderr is a pipe here)."""
+    output = tuple(str(tmp_path / "x.prom") if a == "PROM" else a for a in output)
     # a refused port: the audit runs its connect (asyncssh loads) and reports the target failed (exit 3)
     names, seconds = imports(
-        "--json", "--fail-on", "never", "--timeout", "2", "--host", "root@127.0.0.1:1", codes=(3,)
+        *output, "--fail-on", "never", "--timeout", "2", "--host", "root@127.0.0.1:1", codes=(3,)
     )
     assert loaded(names, "asyncssh") and loaded(names, "gpuaudit.probes.catalogue")
-    for package in ("textual", "rich"):
-        assert not loaded(names, package), f"--json --host imports {package}"
-    assert len(names) <= 680, f"--json --host imports {len(names)} modules (budget 680)"
-    assert seconds <= 10.0, f"--json --host: {seconds:.2f} s of imports (budget 10 s)"
+    assert loaded(names, "gpuaudit.tui.cli.headless")
+    extra = [m for m in NOT_ON_HEADLESS_AUDIT if loaded(names, m)]
+    assert not extra, f"{output[0]} --host imports {extra}"
+    assert len(names) <= 620, f"{output[0]} --host imports {len(names)} modules (budget 620)"
+    assert seconds <= 10.0, f"{output[0]} --host: {seconds:.2f} s of imports (budget 10 s)"
+
+
+PLUGIN_CHILD = """
+import importlib.metadata, json, os, sys
+scanned = []
+real = importlib.metadata.entry_points
+
+
+def entry_points(**kw):  # pydantic's plugin loader binds this name when it first loads
+    scanned.append(kw.get("group"))
+    return real(**kw)
+
+
+importlib.metadata.entry_points = entry_points
+from gpuaudit.tui.cli.entry import main
+
+out, sys.stdout = sys.stdout, open(os.devnull, "w")
+code = main(sys.argv[1:])
+sys.stdout = out
+print(json.dumps({"code": code, "scanned": scanned, "var": os.environ.get("PYDANTIC_DISABLE_PLUGINS")}))
+"""
+
+
+@pytest.mark.parametrize("user_value", [None, "some_plugin"])
+def test_no_pydantic_plugin_scan_unless_the_user_asks(user_value, tmp_path):
+    """pydantic's plugin loader scans every installed distribution's entry points at the first model built
+    (~8 ms per process here); the CLI sets pydantic's documented PYDANTIC_DISABLE_PLUGINS=__all__ (gpuaudit uses
+    no plugin, and a plugin would see every validated output), but never over a value the user set."""
+    env = {**os.environ, "HOME": str(tmp_path)}
+    env.pop("PYDANTIC_DISABLE_PLUGINS", None)
+    if user_value is not None:
+        env["PYDANTIC_DISABLE_PLUGINS"] = user_value
+    proc = subprocess.run(
+        [sys.executable, "-c", PLUGIN_CHILD, "--json", "--fail-on", "never", "--replay", str(DEMO)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    seen = json.loads(proc.stdout.strip().splitlines()[-1])
+    assert seen["code"] == 0
+    if user_value is None:
+        assert seen["var"] == "__all__" and "pydantic" not in seen["scanned"], seen
+    else:  # the user's value is kept, and pydantic scans to skip the plugins it names
+        assert seen["var"] == user_value and "pydantic" in seen["scanned"], seen
 
 
 TUI_CHILD = """

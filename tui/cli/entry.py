@@ -348,6 +348,22 @@ def exit_now(code: int) -> NoReturn:
     os._exit(code)
 
 
+PYDANTIC_PLUGINS_VAR = "PYDANTIC_DISABLE_PLUGINS"
+
+
+def without_pydantic_plugins() -> None:
+    """No third-party pydantic plugins in this process, unless the user set PYDANTIC_DISABLE_PLUGINS themselves.
+
+    pydantic's documented switch (docs.pydantic.dev concepts/plugins, "Disabling plugins", pydantic#8767: `__all__`,
+    `1` or `true` disables every plugin).
+    Without it, the first model built scans the entry points of every installed distribution (importlib.metadata:
+    ~8 ms of CPU per process with 144 distributions installed, more with more; issue 30), and any plugin found
+    would be imported and handed every validation of the audit's models, whose data are the targets' outputs.
+    gpuaudit-tui uses none. A value the user set (`__all__`, or a list of plugin names to skip) is kept as set.
+    Local commands (the audit without --host) inherit the variable; none of them is a pydantic program."""
+    os.environ.setdefault(PYDANTIC_PLUGINS_VAR, "__all__")
+
+
 def _main(argv: list[str]) -> int:
     try:
         if argv and argv[0] == "fleet":
@@ -368,6 +384,7 @@ def _main(argv: list[str]) -> int:
         first = "gpuaudit.tui.cli.commands" not in sys.modules
         if first:
             gc.disable()
+            without_pydantic_plugins()
         try:
             from gpuaudit.tui.cli import commands
         finally:
