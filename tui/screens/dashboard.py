@@ -71,15 +71,25 @@ class DashboardScreen(Screen[None]):
         """Index of the pane that has (or is about to get) focus: focus() lands later, so a second
         arrow key pressed before it does must not read the old focus."""
         self.columns = 2
+        self._layout: tuple[int, bool] | None = None
+        """(columns, compact) the grid and the panes have now."""
 
     def compose(self) -> ComposeResult:
         run = self.app.audit_run
         roles = [t.role for t in run.targets]
+        # laid out for the terminal's size before anything is styled: applying it after the mount restyled the
+        # screen and every pane again before the first frame (issue 30)
+        columns, compact = self._layout = layout_for(self.app.size.width, self.app.size.height)
+        self.set_class(compact, "-compact")
         yield TargetHeader(id="targets")
         yield RooflineStrip(id="roofline-strip")
-        with Grid(id="panes"):
+        grid = Grid(id="panes")
+        grid.styles.grid_size_columns = columns
+        grid.styles.grid_columns = " ".join(["1fr"] * columns)
+        self.columns = columns
+        with grid:
             for result in run.probes:
-                yield ProbePane(result, roles, self.app.clock)
+                yield ProbePane(result, roles, self.app.clock, compact)
         yield Input(
             placeholder="filter findings by title or id (Enter: keep, Esc: clear)",
             id="text-filter",
@@ -89,7 +99,9 @@ class DashboardScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self._panes = list(self.query(ProbePane))
-        self.apply_layout(self.app.size.width, self.app.size.height)
+        self.apply_layout(
+            self.app.size.width, self.app.size.height
+        )  # (the size compose saw: no change)
         self.refresh_all()
         panes = self.panes()
         if panes:
@@ -122,7 +134,9 @@ class DashboardScreen(Screen[None]):
         self.refresh_header()
 
     def apply_layout(self, width: int, height: int) -> None:
-        columns, compact = layout_for(width, height)
+        if (layout := layout_for(width, height)) == self._layout:
+            return  # every pane was given it already (compose, or the last call)
+        columns, compact = self._layout = layout
         self.columns = columns
         grid = self.query_one("#panes", Grid)
         grid.styles.grid_size_columns = columns

@@ -57,13 +57,21 @@ class ProbePane(Widget, can_focus=True):
             self.probe_id = probe_id
 
     def __init__(
-        self, result: ProbeResult, roles: Sequence[str], clock: Callable[[], datetime]
+        self,
+        result: ProbeResult,
+        roles: Sequence[str],
+        clock: Callable[[], datetime],
+        compact: bool = False,
     ) -> None:
-        super().__init__(id=f"pane-{result.probe_id}", classes="-pending")
+        # compact from the start: the pane is styled once as it mounts, not restyled right after
+        super().__init__(
+            id=f"pane-{result.probe_id}", classes="-pending -compact" if compact else "-pending"
+        )
         self.probe_id = result.probe_id
         self.roles = list(roles)
         self.clock = clock
         self.set_reactive(ProbePane.result, result)
+        self.set_reactive(ProbePane.compact, compact)
 
     def on_mount(self) -> None:
         self.watch_result(self.result)
