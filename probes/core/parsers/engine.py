@@ -50,13 +50,43 @@ ENV_KEEP = (
 )
 _ENV_GREP = "|".join(k if k.endswith("_") else k + "=" for k in ENV_KEEP)
 
+# The scans below fork twice per process to read its command line (`$(tr ... < cmdline)`): 1 s for 90
+# processes on a loaded box, seconds on a server running thousands, and they were an audit's slowest commands.
+# One grep over every command line first names the candidates; the loop forks only for those (and for the
+# PIDs nvidia-smi lists), and its own tests then decide exactly as before. Where grep cannot run (missing:
+# 127; an argument list over the kernel's limit: 126) every process is read as before. A superset of the loop's
+# own name patterns, spelled once here.
+SCAN_NAMES = "sglang|vllm|VLLM|text-generation-"
+
+
+def scan_candidates(names: str = SCAN_NAMES) -> str:
+    """Shell: `cand` = the cmdline paths whose text matches `names` (one grep), or ALL when grep could not run."""
+    return (
+        f"cand=$(grep -l -s -E '{names}' /proc/[0-9]*/cmdline 2>/dev/null); "
+        "[ $? -lt 126 ] || cand=ALL; "
+    )
+
+
+def skip_unless_candidate(apps: bool) -> str:
+    """Shell, first in the loop over `d`: next process unless grep named it (or nvidia-smi did, with `apps`)."""
+    other = (
+        'k=; for a in $apps; do [ "${a%%,*}" = "${d#/proc/}" ] && k=1; done; [ -n "$k" ] || continue;;'
+        if apps
+        else "continue;;"
+    )
+    return f'case "$cand" in ALL|*"$d/cmdline"*) ;; *) {other} esac; '
+
+
 # Finds engine processes by name (SGLang/vLLM/TGI, including setproctitle'd workers) and by the PIDs
 # nvidia-smi reports (host side; inside a container nvidia-smi lists none). Our own shell, whose
 # command line contains a marker "@@p..." (this one, the pyenv one), is skipped. Read-only: only /proc reads and echo.
 ENGINE_PROCS_SHELL = (
     'echo "@@auditor $(id -u)"; '
     "apps=$(nvidia-smi --query-compute-apps=pid --format=csv,noheader 2>/dev/null | tr -d ' '); "
-    "n=0; for d in /proc/[0-9]*; do p=${d#/proc/}; "
+    + scan_candidates()
+    + "n=0; for d in /proc/[0-9]*; do "
+    + skip_unless_candidate(apps=True)
+    + "p=${d#/proc/}; "
     "c=$(tr '\\0' ' ' 2>/dev/null < $d/cmdline); [ -n \"$c\" ] || continue; "
     "case \"$c\" in *@@p*|*@@gpuaudit-*|*'export LC_ALL'*) continue;; esac; hit=; "
     'case "$c" in *sglang*|*vllm*|*VLLM*|*text-generation-*) hit=1;; esac; '
@@ -658,7 +688,10 @@ ENGINE_STATUS_SHELL = (
     'echo "@@auditor $(id -u)"; '
     "apps=$(nvidia-smi --query-compute-apps=pid,gpu_uuid --format=csv,noheader 2>/dev/null | tr -d ' '); "
     'echo \'@@apps\'; for a in $apps; do echo "$a"; done; echo "@@online $(cat /sys/devices/system/cpu/online 2>/dev/null)"; '
-    "n=0; for d in /proc/[0-9]*; do p=${d#/proc/}; "
+    + scan_candidates()
+    + "n=0; for d in /proc/[0-9]*; do "
+    + skip_unless_candidate(apps=True)
+    + "p=${d#/proc/}; "
     "c=$(tr '\\0' ' ' 2>/dev/null < $d/cmdline); [ -n \"$c\" ] || continue; "
     "case \"$c\" in *@@p*|*@@gpuaudit-*|*'export LC_ALL'*) continue;; esac; hit=; "
     'case "$c" in *sglang*|*vllm*|*VLLM*|*text-generation-*) hit=1;; esac; '
@@ -825,7 +858,10 @@ AS_OWNER_SHELL = (
 # (the last 20), both from one pass over the log (awk prints the @@throughput section at its end).
 ENGINE_LOGS_SHELL = (
     'echo "@@auditor $(id -u)"; '
-    "n=0; for d in /proc/[0-9]*; do c=$(tr '\\0' ' ' 2>/dev/null < $d/cmdline); "
+    + scan_candidates()
+    + "n=0; for d in /proc/[0-9]*; do "
+    + skip_unless_candidate(apps=False)
+    + "c=$(tr '\\0' ' ' 2>/dev/null < $d/cmdline); "
     "case \"$c\" in *@@p*|*@@gpuaudit-*|*'export LC_ALL'*) continue;; *sglang.launch_server*|*sglang.srt.entrypoints*|*'sglang serve'*|"
     "*vllm.entrypoints*|*'vllm serve'*|*text-generation-launcher*) ;; *) continue;; esac; "
     "n=$((n+1)); [ $n -le 2 ] || { echo '@@more'; break; }; o=$(readlink $d/fd/1 2>/dev/null); "

@@ -14,11 +14,18 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpuaudit.probes.core.errors import ParseError
-from gpuaudit.probes.core.parsers.engine import AS_OWNER_SHELL
+from gpuaudit.probes.core.parsers.engine import (
+    AS_OWNER_SHELL,
+    scan_candidates,
+    skip_unless_candidate,
+)
 from gpuaudit.probes.core.parsing import parse_once
 
 MODEL_FILES_SHELL = (
-    "for d in /proc/[0-9]*; do c=$(tr '\\0' '\\n' 2>/dev/null < $d/cmdline); case \"$c\" in *@@p*|*@@gpuaudit-*|*'export LC_ALL'*) continue;;"
+    scan_candidates()
+    + "for d in /proc/[0-9]*; do "
+    + skip_unless_candidate(apps=False)
+    + "c=$(tr '\\0' '\\n' 2>/dev/null < $d/cmdline); case \"$c\" in *@@p*|*@@gpuaudit-*|*'export LC_ALL'*) continue;;"
     " *sglang.launch_server*|*sglang.srt.entrypoints*|*sglang*serve*|*vllm.entrypoints*|*vllm*serve*) ;;"
     " *) continue;; e"
     'sac; m=$(printf \'%s\\n\' "$c" | awk \'f && !/^-/ { print; exit } f { f = 0 } $0 == "--model-path" || $0 == "--model" || $0 ='

@@ -1,0 +1,109 @@
+"""The /proc scans read a process's command line with a fork only when one grep named it a candidate.
+
+They forked twice per process (`$(tr ... < cmdline)`): ~1 s for 90 processes on a loaded box, seconds on a
+server running thousands, the audit's slowest commands. Here a stand-in /proc of 300 processes, two engines (one
+by name, one named by nothing) and the rest idle: the output is byte-identical to the full scan (every process
+read, what happens where grep cannot run), and `tr` runs for the engine alone. On the real /proc, a process that
+only nvidia-smi's list names is still read.
+"""
+
+from __future__ import annotations
+
+import os
+import subprocess
+from pathlib import Path
+
+import pytest
+from gpuaudit.probes.core.parsers.engine import (
+    ENGINE_LOGS_SHELL,
+    ENGINE_PROCS_SHELL,
+    ENGINE_STATUS_SHELL,
+)
+from gpuaudit.probes.core.parsers.model_files import MODEL_FILES_SHELL
+
+SHELLS = {
+    "engine_procs": ENGINE_PROCS_SHELL,
+    "engine_proc_status": ENGINE_STATUS_SHELL,
+    "engine_logs": ENGINE_LOGS_SHELL,
+    "engine_model_files": MODEL_FILES_SHELL,
+}
+FULL_SCAN = "cand=ALL; "
+GREP_GUARD = "[ $? -lt 126 ] || cand=ALL; "
+
+
+def _proc(root: Path, pid: int, argv: list[str]) -> None:
+    d = root / str(pid)
+    d.mkdir(parents=True)
+    (d / "cmdline").write_bytes(b"\0".join(a.encode() for a in argv) + b"\0")
+    (d / "status").write_text(f"Name:\tx\nUid:\t{os.getuid()}\t{os.getuid()}\t{os.getuid()}\t0\n")
+    (d / "environ").write_bytes(b"NCCL_DEBUG=INFO\0HOME=/root\0")
+    (d / "maps").write_text("7f00-7f01 r-xp 0 00:00 1 /usr/lib/libnccl.so.2\n")
+
+
+@pytest.fixture
+def stand_in(tmp_path: Path) -> tuple[Path, dict[str, str]]:
+    root = tmp_path / "proc"
+    for pid in range(1000, 1300):
+        _proc(root, pid, ["/usr/bin/bash", "-l"])
+    _proc(root, 4200, ["python3", "-m", "sglang.launch_server", "--model-path", "/nonexistent/m"])
+    _proc(root, 4300, ["/opt/worker", "--rank", "0"])
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "nvidia-smi").write_text("#!/bin/sh\necho 4300\n")
+    count = tmp_path / "tr-calls"
+    (bin_dir / "tr").write_text(f'#!/bin/sh\necho x >> "{count}"\nexec /usr/bin/tr "$@"\n')
+    for f in bin_dir.iterdir():
+        f.chmod(0o755)
+    env = dict(os.environ, PATH=f"{bin_dir}:/usr/bin:/bin", COUNT=str(count))
+    return root, env
+
+
+def _run(shell: str, root: Path, env: dict[str, str]) -> tuple[str, int]:
+    count = Path(env["COUNT"])
+    count.unlink(missing_ok=True)
+    line = shell.replace("/proc/[0-9]*", f"{root}/[0-9]*")
+    r = subprocess.run(["sh", "-c", line], capture_output=True, text=True, timeout=120, env=env)
+    calls = len(count.read_text().splitlines()) if count.exists() else 0
+    return r.stdout + "\n--stderr--\n" + r.stderr + f"\n--exit {r.returncode}", calls
+
+
+@pytest.mark.parametrize("cid", sorted(SHELLS))
+def test_same_output_as_reading_every_process_with_forks_only_for_candidates(
+    stand_in: tuple[Path, dict[str, str]], cid: str
+) -> None:
+    root, env = stand_in
+    shell = SHELLS[cid]
+    assert shell.count(GREP_GUARD) == 1
+    filtered, tr_filtered = _run(shell, root, env)
+    full, tr_full = _run(shell.replace(GREP_GUARD, FULL_SCAN), root, env)
+    assert filtered == full
+    assert "@@pid" in filtered or cid != "engine_procs"
+    assert tr_full >= 300  # the old way: every process's command line through tr
+    assert tr_filtered <= 12, tr_filtered  # the engines' own reads only
+
+
+def test_without_grep_every_process_is_read(stand_in: tuple[Path, dict[str, str]]) -> None:
+    root, env = stand_in
+    shell = ENGINE_PROCS_SHELL.replace("grep -l -s -E", "no-such-grep -l -s -E")
+    out, calls = _run(shell, root, env)
+    assert "@@pid 4200" not in out or calls >= 300  # fell back to the full scan
+    assert calls >= 300
+
+
+def test_a_process_only_nvidia_smi_names_is_still_read(tmp_path: Path) -> None:
+    worker = subprocess.Popen(["sleep", "60"])
+    try:
+        bin_dir = tmp_path / "bin"
+        bin_dir.mkdir()
+        smi = bin_dir / "nvidia-smi"
+        smi.write_text(f"#!/bin/sh\necho {worker.pid}\n")
+        smi.chmod(0o755)
+        env = dict(os.environ, PATH=f"{bin_dir}:/usr/bin:/bin")
+        for shell in (ENGINE_PROCS_SHELL, ENGINE_STATUS_SHELL):
+            out = subprocess.run(
+                ["sh", "-c", shell], capture_output=True, text=True, timeout=120, env=env
+            ).stdout
+            assert f"@@pid {worker.pid}\n" in out
+    finally:
+        worker.kill()
+        worker.wait()
