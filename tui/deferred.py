@@ -1,6 +1,7 @@
 """What the app needs only after the dashboard's first frame: the screens not shown first, the snapshot actions,
-the baseline, the audit's setup (the probe catalogue, the runner, the snapshot store) and the decode roofline
-(the roofline strip computes through `roofline_view` once the run has a record).
+the baseline, the audit's setup (the probe catalogue, the runner, the snapshot store), the decode roofline (the
+roofline strip computes through `roofline_view` once the run has a record) and the snapshot schema (a node opened
+from the fleet screen, tui/fleet_app.py: tui/interactive.py's import would load it otherwise).
 
 tui/app.py imports this module through `later()` (its one function-level import of a project module, listed in
 tests/core/test_import_contracts.py): a thread loads it right after the first frame, so the setup and the first
@@ -12,6 +13,7 @@ from __future__ import annotations
 
 from gpuaudit.probes.core.collect.replay_transport import keep_unasked
 from gpuaudit.snapshots.baseline import apply_baseline
+from gpuaudit.snapshots.schema import Snapshot
 from gpuaudit.tui import snapshot_actions
 from gpuaudit.tui.cli.preflight import plan_folder
 from gpuaudit.tui.cli.session_setup import build_setup
@@ -33,6 +35,7 @@ __all__ = [
     "PicturesScreen",
     "PlanScreen",
     "SnapshotDiffScreen",
+    "Snapshot",
     "SnapshotPickerScreen",
     "apply_baseline",
     "binding_rows",

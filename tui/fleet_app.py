@@ -11,12 +11,12 @@ from __future__ import annotations
 
 from collections.abc import Awaitable, Callable, Iterable
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gpuaudit.probes.core.fleet.documents import MAX_SNAPSHOT_BYTES
 from gpuaudit.probes.core.fleet.model import FleetModel, NodeRow
 from gpuaudit.probes.core.run.events import initial_run
-from gpuaudit.snapshots.schema import Snapshot
-from gpuaudit.tui.app import Clock, GpuAuditApp, utc_now
+from gpuaudit.tui.app import Clock, GpuAuditApp, later, utc_now
 from gpuaudit.tui.screens.dashboard import DashboardScreen
 from gpuaudit.tui.screens.fleet import FleetScreen, NodeDashboardScreen
 from gpuaudit.tui.screens.help import HelpScreen, binding_rows
@@ -28,6 +28,11 @@ from textual.binding import Binding
 from textual.events import Mount
 from textual.screen import Screen
 
+if (
+    TYPE_CHECKING
+):  # the schema loads with tui/deferred.py: `gpuaudit-tui`'s dashboard does not wait for it
+    from gpuaudit.snapshots.schema import Snapshot
+
 Runner = Callable[[FleetModel], Awaitable[object]]
 NODE_ACTIONS = frozenset({"plan", "save", "diff", "rerun_all", "filter", "not_checked"})
 """App actions about one run: off on the fleet screen (no node is open there)."""
@@ -35,13 +40,14 @@ NODE_ACTIONS = frozenset({"plan", "save", "diff", "rerun_all", "filter", "not_ch
 
 def load_run(row: NodeRow) -> Snapshot:
     """The node's Snapshot: the live audit's JSON, or its file read again (size-capped)."""
+    snapshot = later().Snapshot
     if row.snapshot_json is not None:
-        return Snapshot.model_validate_json(row.snapshot_json)
+        return snapshot.model_validate_json(row.snapshot_json)
     assert row.path is not None
     path = Path(row.path)
     if path.stat().st_size > MAX_SNAPSHOT_BYTES:
         raise ValueError("larger than 256 MiB")
-    return Snapshot.model_validate_json(path.read_bytes())
+    return snapshot.model_validate_json(path.read_bytes())
 
 
 class FleetApp(GpuAuditApp):

@@ -77,6 +77,25 @@ def test_the_first_frame_shows_every_pane_before_the_engine_loads() -> None:
     assert seen["strip"].startswith("… roofline pending"), seen["strip"]
 
 
+def test_the_bridge_to_textual_loads_no_engine() -> None:
+    """`gpuaudit-tui` opens the dashboard through tui/interactive.py: importing it loads neither the snapshot
+    schema (the fleet app reads a node's snapshot through tui/deferred.py) nor the roofline nor the catalogue."""
+    code = "import json, sys, gpuaudit.tui.interactive; print(json.dumps(sorted(sys.modules)))"
+    proc = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, cwd=ROOT
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    loaded = set(json.loads(proc.stdout))
+    for heavy in (
+        "gpuaudit.snapshots.schema",
+        "gpuaudit.probes.core.roofline.report",
+        "gpuaudit.probes.catalogue",
+        "gpuaudit.probes.core.run.runner",
+        "gpuaudit.tui.deferred",
+    ):
+        assert heavy not in loaded, heavy
+
+
 async def wait_for_audit(app, pilot) -> None:
     for _ in range(200):
         await pilot.pause(0.05)
