@@ -1,0 +1,220 @@
+"""A fleet over real SSH with real round trips: `--hosts` through a TCP delay relay (not a test).
+
+    python tests/bench/bench_fleet_latency.py [--n 50] [--rtt 0 0.02 0.08] [--max-connections 64] [--tree L=REV ...]
+
+This kernel has no `sch_netem` (`tc qdisc add ... netem` answers "Specified qdisc kind is unknown"), so the round
+trips come from a relay in user space: one process that listens on N loopback ports and forwards each connection
+to the benchmark's sshd (bench_audit.py's stand-in GPU tools and bench user), holding every chunk for RTT/2 in
+each direction, order kept, bandwidth unlimited. What the client sees is what a WAN link does to SSH: every
+handshake step, every channel request, every output chunk waits a real round trip; the server side is one real
+OpenSSH per 16 ports on this 2-core box, so the walls include its CPU. bench_fleet_scale.py simulates 1,000 hosts
+without SSH; this one runs the real client stack at the sizes the box can hold.
+
+Reports per RTT (and per tree with `--tree`, interleaved): wall, client CPU per host, peak RSS, failed hosts.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+ROOT = BENCH.parents[1]
+sys.path.insert(0, str(ROOT / "tests"))
+sys.path.insert(0, str(BENCH))
+
+import bench_audit  # noqa: E402
+from bench_audit import fleet_servers, prepare_standins, run_cli  # noqa: E402
+from sshd_server import free_port  # noqa: E402
+from trees import parse_trees  # noqa: E402
+
+RELAY = r"""
+import asyncio, json, sys
+delay, pairs = float(sys.argv[1]), json.loads(sys.argv[2])
+
+async def pump(src, dst):
+    loop = asyncio.get_running_loop()
+    queue = asyncio.Queue()
+
+    async def deliver():
+        while True:
+            at, data = await queue.get()
+            wait = at - loop.time()
+            if wait > 0:
+                await asyncio.sleep(wait)
+            if not data:
+                try:
+                    dst.write_eof()
+                except OSError:
+                    pass
+                return
+            dst.write(data)
+            await dst.drain()
+
+    task = asyncio.create_task(deliver())
+    try:
+        while True:
+            data = await src.read(1 << 16)
+            queue.put_nowait((loop.time() + delay, data))
+            if not data:
+                break
+        await task
+    except (ConnectionError, OSError):
+        task.cancel()
+
+async def handle(reader, writer, upstream):
+    try:
+        up_reader, up_writer = await asyncio.open_connection("127.0.0.1", upstream)
+    except OSError:
+        writer.close()
+        return
+    await asyncio.gather(pump(reader, up_writer), pump(up_reader, writer), return_exceptions=True)
+    for w in (writer, up_writer):
+        w.close()
+
+async def main():
+    servers = [
+        await asyncio.start_server(lambda r, w, u=up: handle(r, w, u), "127.0.0.1", port)
+        for port, up in pairs
+    ]
+    print("ready", flush=True)
+    await asyncio.gather(*(s.serve_forever() for s in servers))
+
+asyncio.run(main())
+"""
+
+
+def start_relay(delay_s: float, pairs: list[tuple[int, int]]) -> subprocess.Popen:
+    relay = subprocess.Popen(
+        [sys.executable, "-c", RELAY, str(delay_s), json.dumps(pairs)],
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    assert relay.stdout is not None and relay.stdout.readline().strip() == "ready"
+    return relay
+
+
+def run_fleet(work: Path, ports: list[int], user: str, known: Path, key: str, args) -> dict:
+    inv = work / "fleet.ini"
+    inv.write_text(
+        "# latency benchmark: relay ports in front of loopback sshd instances\n[bench]\n"
+        + "".join(
+            f"node{i:04d} ansible_host=127.0.0.1 ansible_port={p} ansible_user={user}\n"
+            for i, p in enumerate(ports)
+        )
+    )
+    out = work / "fleet.json"
+    load = os.getloadavg()[0]
+    t0 = time.perf_counter()
+    wall, rss, code, cpu = run_cli(
+        [
+            "--hosts",
+            str(inv),
+            "--json",
+            "--fail-on",
+            "never",
+            "--max-connections",
+            str(args.max_connections),
+            "--known-hosts",
+            str(known),
+            "--identity",
+            key,
+        ],
+        work,
+        out,
+    )
+    summary = json.loads(out.read_text().rsplit('"summary": ', 1)[1][:-2])
+    out.unlink()
+    return {
+        "n": len(ports),
+        "wall_s": round(wall, 2),
+        "outer_s": round(time.perf_counter() - t0, 2),
+        "cpu_per_host_s": round(cpu / len(ports), 4),
+        "client_cpu_s": round(cpu, 2),
+        "rss_mb": round(rss),
+        "exit": code,
+        "targets": summary["targets"],
+        "failed": summary["failed"],
+        "load": round(load, 1),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--n", type=int, default=50)
+    ap.add_argument("--rtt", type=float, nargs="+", default=[0.0, 0.02, 0.08])
+    ap.add_argument("--max-connections", type=int, default=64)
+    ap.add_argument("--rounds", type=int, default=1)
+    ap.add_argument("--tree", action="append", help="LABEL=REV_OR_DIR (trees.py), interleaved")
+    ap.add_argument("--fast", action="store_true", help="stand-ins without the tools' durations")
+    args = ap.parse_args(argv)
+    trees = parse_trees(args.tree)
+    work = Path(tempfile.mkdtemp(prefix="gpuaudit-latency-"))
+    os.chmod(work, 0o755)
+    servers = []
+    rows = []
+    try:
+        standins = prepare_standins(work)
+        servers, specs, known_direct = fleet_servers(work, standins, args.n, args.fast)
+        upstream = [int(s.rsplit(":", 1)[1]) for s in specs[: args.n]]
+        relay_ports = [free_port() for _ in upstream]
+        key_of = {
+            p: line.split(None, 1)[1]
+            for line in known_direct.read_text().splitlines()
+            for p in [int(line.split("]:", 1)[1].split()[0])]
+        }
+        known = work / "relay_known_hosts"
+        known.write_text(
+            "".join(f"[127.0.0.1]:{r} {key_of[u]}\n" for r, u in zip(relay_ports, upstream))
+        )
+        user = specs[0].split("@", 1)[0]
+        print(
+            f"{args.n} hosts via {len(servers)} sshd, --max-connections {args.max_connections}; "
+            f"load {os.getloadavg()}",
+            flush=True,
+        )
+        for _ in range(args.rounds):
+            for rtt in args.rtt:
+                relay = start_relay(rtt / 2, list(zip(relay_ports, upstream)))
+                try:
+                    for label, tree in trees.items():
+                        bench_audit.CHILD_TREE = tree
+                        row = {
+                            "rtt_ms": round(rtt * 1000),
+                            "tree": label,
+                            **run_fleet(
+                                work, relay_ports, user, known, servers[0].client_key, args
+                            ),
+                        }
+                        print(json.dumps(row), flush=True)
+                        rows.append(row)
+                finally:
+                    relay.kill()
+                    relay.wait()
+    finally:
+        bench_audit.CHILD_TREE = None
+        leaked = [line for s in servers for line in s.stop()]
+        shutil.rmtree(work, ignore_errors=True)
+    print(
+        "\n| RTT | tree | hosts | failed | wall (s) | client CPU / host (s) | peak RSS (MiB) | load |"
+    )
+    print("|---:|---|---:|---:|---:|---:|---:|---:|")
+    for r in rows:
+        print(
+            f"| {r['rtt_ms']} ms | {r['tree']} | {r['targets']} | {r['failed']} | {r['wall_s']} | "
+            f"{r['cpu_per_host_s']} | {r['rss_mb']} | {r['load']} |"
+        )
+    if leaked:
+        print(f"WARNING: processes left running by the test user: {leaked}")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
