@@ -188,7 +188,7 @@ def tmux_demo(size: str, tree: Path | None = None) -> float:
     The bench's own tmux server (`-L`): the box is shared, and another user's server on the default socket
     exiting as its last session ends made `new-session` fail ("server exited unexpectedly")."""
     width, height = size.split("x")
-    tmux = ["tmux", "-L", f"gpuaudit-fp{os.getpid()}"]
+    tmux = ["tmux", "-L", f"gpuaudit-fp{os.getpid()}-{time.monotonic_ns()}"]  # one server per call
     session = "fp"
     exe = shutil.which("gpuaudit-tui") or f"{sys.executable} -m gpuaudit.tui"
     command = f"{exe} --demo"
