@@ -17,6 +17,7 @@ documents (fleet, share) use `records_of` / `probe_records`, which read either s
 from __future__ import annotations
 
 import json
+import marshal
 from collections.abc import Mapping
 from typing import Any
 
@@ -50,6 +51,38 @@ def _key(value: Mapping[str, Any], drop: str | None = None) -> object:
     return _JSON_KEY.encode(kept)
 
 
+def _same(a: Any, b: Any) -> bool:
+    """a and b are the same plain data, types and key order included (so `_key` gives both one key): equal
+    marshal bytes (types, order, float bits) and equal values (a NaN is not equal to another NaN, as in `_key`'s
+    tuples). False is only "not proven": the caller then keys them."""
+    if a is b:
+        return True
+    try:
+        return marshal.dumps(a, 2) == marshal.dumps(b, 2) and a == b
+    except ValueError:  # not plain data (a model, a datetime): only `_key` can say
+        return False
+
+
+def _refs_in_order(probes: list[Any], flat: list[Any]) -> list[list[int]] | None:
+    """The finding_refs of every probe when the flat list is the probes' findings in probe order (what
+    Snapshot.from_run writes): position j of the flat list is the probe's j-th finding overall, so it is the first
+    free slot with its key, what the slot search below would take, without keying each finding twice. None when
+    any finding differs from its place in the flat list (the slot search decides)."""
+    refs: list[list[int]] = []
+    j = 0
+    for probe in probes:
+        findings = probe.get("findings") if isinstance(probe, Mapping) else None
+        taken: list[int] = []
+        if isinstance(findings, list):
+            for f in findings:
+                if j >= len(flat) or not isinstance(f, Mapping) or not _same(f, flat[j]):
+                    return None
+                taken.append(j)
+                j += 1
+        refs.append(taken)
+    return refs
+
+
 def pack(doc: Document) -> Document:
     """An expanded document (probes with their own records and findings) -> the stored shape."""
     if is_packed(doc) or not isinstance(doc.get("probes"), list):
@@ -57,9 +90,10 @@ def pack(doc: Document) -> Document:
     records: list[Any] = []
     where: dict[object, int] = {}
     flat = doc.get("findings") if isinstance(doc.get("findings"), list) else None
+    in_order = None if flat is None else _refs_in_order(doc["probes"], flat)
     slots: dict[object, list[int]] = {}
     flat_keys: list[object] = []
-    for i, f in enumerate(flat or []):
+    for i, f in enumerate(flat if in_order is None and flat is not None else []):
         flat_keys.append(_key(f) if isinstance(f, Mapping) else None)
         if isinstance(f, Mapping):
             slots.setdefault(flat_keys[i], []).append(i)
@@ -81,7 +115,9 @@ def pack(doc: Document) -> Document:
         out.pop("records", None)
         out["record_refs"] = refs
         findings = probe.get("findings")
-        if flat is not None and isinstance(findings, list):
+        if in_order is not None and isinstance(findings, list):
+            out["findings"], out["finding_refs"] = None, in_order[len(probes)]
+        elif flat is not None and isinstance(findings, list):
             taken: list[int] = []
             for f in findings:
                 free = slots.get(_key(f)) if isinstance(f, Mapping) else None
