@@ -13,6 +13,7 @@ from gpuaudit.probes.core.errors import SnapshotError
 from gpuaudit.snapshots.migrate import MigrationError, migrate
 from gpuaudit.snapshots.plain import ENV_DIR as ENV_DIR
 from gpuaudit.snapshots.plain import default_dir as default_dir
+from gpuaudit.snapshots.plain import store_problem as store_problem
 from gpuaudit.snapshots.schema import SCHEMA_VERSION, Snapshot
 from pydantic import ValidationError
 
@@ -25,39 +26,6 @@ def safe_name(name: str) -> str:
     """A file-name-safe version of a snapshot name."""
     cleaned = re.sub(r"[^A-Za-z0-9._-]+", "_", name).strip("._")
     return cleaned[:120] or "snapshot"
-
-
-def store_problem(directory: Path) -> str | None:
-    """Why an existing directory must not hold snapshots (raw outputs of a machine), or None.
-
-    A symlink may point anywhere (`/etc`); a directory of another user or writable by others lets them
-    read, replace or plant snapshots. Only the last component is judged: parents are the system's.
-    """
-    try:
-        st = os.lstat(directory)
-    except FileNotFoundError:
-        return None
-    except OSError as exc:
-        return f"cannot inspect it ({exc.strerror or exc})"
-    if stat.S_ISLNK(st.st_mode):
-        return f"is a symbolic link (to {os.readlink(directory)}); give the real directory"
-    if not stat.S_ISDIR(st.st_mode):
-        return "exists and is not a directory"
-    if hasattr(os, "geteuid") and st.st_uid != os.geteuid():
-        return f"is owned by uid {st.st_uid}, not by you (uid {os.geteuid()})"
-    if st.st_mode & 0o002 or (st.st_mode & 0o020 and not _private_group(st.st_gid)):
-        return f"is writable by others (mode {stat.S_IMODE(st.st_mode):o}); chmod go-w it or choose another"
-    return None
-
-
-def _private_group(gid: int) -> bool:
-    """A user-private group (umask 002 systems): the user's primary group with no other listed member."""
-    try:
-        import grp
-
-        return gid == os.getegid() and not grp.getgrgid(gid).gr_mem
-    except (ImportError, KeyError):
-        return False
 
 
 def ensure_dir(directory: Path) -> None:

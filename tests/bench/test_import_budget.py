@@ -185,6 +185,11 @@ from gpuaudit.tui.cli.entry import main
 sys.exit(main(sys.argv[1:]))
 """
 NOT_BEFORE_FIRST_PAINT = (
+    # the snapshot schema (the roofline report, the engine parsers: ~50 ms): tui/cli/preflight.py checks the store
+    # with snapshots/plain.py; the app loads the schema after its first frame
+    "gpuaudit.snapshots.schema",
+    "gpuaudit.snapshots.store",
+    "gpuaudit.probes.core.roofline.report",
     "gpuaudit.probes.catalogue",
     "gpuaudit.probes.core.run.runner",
     "gpuaudit.snapshots.json_schema",

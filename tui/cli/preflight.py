@@ -18,7 +18,7 @@ from typing import Any
 
 from gpuaudit.probes.core.collect.targets import parse_container_spec, parse_host_spec
 from gpuaudit.probes.core.errors import GpuAuditError
-from gpuaudit.snapshots import store
+from gpuaudit.snapshots import plain
 
 PSEUDO_FS = ("/proc", "/sys", "/dev")
 """Kernel file systems: a report written there is never what the user meant, and some writes succeed oddly."""
@@ -68,9 +68,9 @@ def folder_write_problem(folder: Path) -> str | None:
 def store_problem(directory: Path | None) -> str | None:
     """--save: the snapshot store (or the nearest folder it would be created in) must be usable."""
 
-    directory = Path(os.path.abspath(directory or store.default_dir()))
+    directory = Path(os.path.abspath(directory or plain.default_dir()))
     shown = f"--save: snapshot store {directory}"
-    if (why := store.store_problem(directory)) is not None:
+    if (why := plain.store_problem(directory)) is not None:
         return f"{shown} {why}"
     existing = directory
     while not existing.exists() and existing != existing.parent:
