@@ -178,14 +178,15 @@ def main(request: AuditRequest) -> int:
             raise SystemExit(EXIT_TERMINATED) from None
         raise KeyboardInterrupt from None
     run = apply_baseline(run)  # regression.* findings against the host's last-known-good (issue 26)
-    snapshot = Snapshot.from_run(run)
-    if setup.mode == "resume":
-        snapshot = merged_resume(snapshot, setup, request)
+    snapshot: Snapshot | None = None
     sharer = None
-    if (
-        request.share is not None
-    ):  # --share: what leaves this machine carries placeholders (issue 28)
-        snapshot, sharer = share_snapshot(snapshot, request)
+    if needs_snapshot(request, setup):
+        snapshot = Snapshot.from_run(run)
+        if setup.mode == "resume":
+            snapshot = merged_resume(snapshot, setup, request)
+        # --share: what leaves this machine carries placeholders (issue 28)
+        if request.share is not None:
+            snapshot, sharer = share_snapshot(snapshot, request)
     for state in run.target_states.values():
         if state.state == "failed":
             print(f"gpuaudit-tui: target {state.role} failed: {state.reason}", file=sys.stderr)
@@ -195,13 +196,30 @@ def main(request: AuditRequest) -> int:
     elif request.plan:
         plan = plan_markdown(build_plan(run), run)
         write_text(sharer.text(plan) if sharer is not None else plan)
-    elif request.json or not (request.prom or request.html):
+    elif snapshot is not None and (request.json or not (request.prom or request.html)):
         write_json(snapshot)
     sys.stdout.flush()
     status = exit_code(run, request.fail_on)
+    if snapshot is None:  # --health or --plan alone: nothing else to write
+        return status
     if _side_outputs(snapshot, run, setup, request) and status != EXIT_TARGET_FAILED:
         return EXIT_OUTPUT_FAILED
     return status
+
+
+def needs_snapshot(request: AuditRequest, setup: AuditSetup) -> bool:
+    """Whether any output of this run is the snapshot document: --json, --save, --prom, --html, --share, --resume's
+    store. `--health` and `--plan` alone print from the run: no Snapshot built (its roofline and packing cost
+    ~60 ms of CPU on the case study, where the engine's checkpoint lists hundreds of excluded modules; issue 30)."""
+    return bool(
+        request.json
+        or not (request.health or request.plan)
+        or request.save is not None
+        or request.prom
+        or request.html
+        or request.share is not None
+        or setup.mode == "resume"
+    )
 
 
 def run_then_show(request: AuditRequest, run_app: Callable[[AuditRequest], int]) -> int:
