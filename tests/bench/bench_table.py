@@ -19,6 +19,10 @@ With `--tree LABEL=REV_OR_DIR` (repeatable; trees.py) each round runs the CLI au
 order alternating from round to round, so before and after are measured under the same load; the floor, the loop
 and xargs use the first tree's executed lines. Medians over the rounds (the loop: over --loop-rounds, it takes a minute with the heavy rc); the load average is
 printed before and after. Ratios are computed per round (same load) and then the median taken.
+
+`--rtt MS`: every client (the CLI, the floor's asyncssh, ssh in the loop and xargs) reaches sshd through a
+user-space relay that holds each chunk MS/2 in each direction (bench_fleet_latency.py; this kernel has no
+sch_netem): the floor then counts the round trips of a connect and a login, the audit all of its own.
 """
 
 from __future__ import annotations
@@ -39,7 +43,9 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(BENCH))
 
 from bench_audit import _LAUNCHER  # noqa: E402
+from bench_fleet_latency import start_relay  # noqa: E402
 from bench_heavy_rc import HEAVY_RC, floor_parts, standin_sshd  # noqa: E402
+from sshd_server import free_port  # noqa: E402
 from trees import env_for, parse_trees  # noqa: E402
 
 
@@ -139,6 +145,27 @@ def xargs(server, lines: list[str], work: Path, parallel: int = 8) -> float:
     return time.monotonic() - t0
 
 
+class Relayed:
+    """The bench sshd as seen through the delay relay: same user, key and host key, the relay's port."""
+
+    def __init__(self, server, port: int, work: Path) -> None:
+        self.server, self.port, self.user, self.client_key = (
+            server,
+            port,
+            server.user,
+            server.client_key,
+        )
+        known = Path(server.known_hosts).read_text().splitlines()
+        self.known_hosts = str(work / "relay_known_hosts")
+        Path(self.known_hosts).write_text(
+            "".join(f"[127.0.0.1]:{port} {line.split(None, 1)[1]}\n" for line in known)
+        )
+        self.spec = f"{server.user}@127.0.0.1:{port}"
+
+    def cli_args(self) -> list[str]:
+        return ["--known-hosts", self.known_hosts, "--identity", self.client_key]
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=5)
@@ -147,6 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-tool-delays", action="store_true")
     ap.add_argument("--rc", choices=("both", "clean", "heavy"), default="both")
     ap.add_argument("--json-out")
+    ap.add_argument("--rtt", type=float, default=0.0, help="round trip in ms through a delay relay")
     ap.add_argument(
         "--tree", action="append", help="LABEL=REV_OR_DIR: audit with this tree too (trees.py)"
     )
@@ -157,6 +185,13 @@ def main(argv: list[str] | None = None) -> int:
     client_home = work / "home"
     client_home.mkdir()
     results: dict[str, dict] = {}
+    relay = None
+    if args.rtt > 0:
+        port = free_port()
+        relay = start_relay(args.rtt / 2000, [(port, server.port)])
+        target = Relayed(server, port, work)
+    else:
+        target = server
     load_before = os.getloadavg()
     modes = ("clean", "heavy") if args.rc == "both" else (args.rc,)
     try:
@@ -168,21 +203,24 @@ def main(argv: list[str] | None = None) -> int:
                 row: dict = {}
                 for label in order:
                     out = work / f"audit-{mode}-{i}-{label}.json"
-                    got = cli_audit(server, client_home, out, args.timeout, trees[label])
+                    got = cli_audit(target, client_home, out, args.timeout, trees[label])
                     if label == first:
                         row.update(got)
                         lines, slowest, nrec = lines_of(out)
                     else:
                         row.update({f"{k}:{label}": v for k, v in got.items()})
-                connect, login = asyncio.run(floor_parts(server))
+                connect, login = asyncio.run(floor_parts(target))
                 row.update(floor=connect + login + slowest, lines=len(lines), records=nrec)
-                row["xargs"] = xargs(server, lines, work)
-                row["loop"] = loop(server, lines) if i < args.loop_rounds else None
+                row["xargs"] = xargs(target, lines, work)
+                row["loop"] = loop(target, lines) if i < args.loop_rounds else None
                 row["load"] = os.getloadavg()[0]
                 rows.append(row)
                 print(f"{mode} rc, round {i + 1}: {json.dumps(row)}", flush=True)
             results[mode] = {"rounds": rows}
     finally:
+        if relay is not None:
+            relay.kill()
+            relay.wait()
         server.stop()
         (home / ".bashrc").write_text("")
     load_after = os.getloadavg()
@@ -190,7 +228,7 @@ def main(argv: list[str] | None = None) -> int:
     def med(rows: list[dict], key: str) -> float:
         return statistics.median(r[key] for r in rows if r.get(key) is not None)
 
-    print(f"\nload average before {load_before}, after {load_after}")
+    print(f"\nload average before {load_before}, after {load_after}; RTT {args.rtt:g} ms")
     print(
         "| rc | gpuaudit (s) | floor (s) | gpuaudit / floor | OpenSSH loop (s) | gpuaudit / loop "
         "| xargs -P 8 (s) | gpuaudit / xargs | client CPU (s) | peak RSS (MiB) | lines |"
