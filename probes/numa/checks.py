@@ -292,10 +292,14 @@ def worker_binding(ctx: Ctx) -> Verdict:
         )
     if not near:
         return unknown(more(unread), variant="engine_worker_affinity_not_readable")
-    return ok(
-        more(near) + (f"; unreadable: {len(unread)}" if unread else ""),
-        variant="engine_workers_pinned_near_their",
-    )
+    if unread:  # ok is a claim about every rank: the unread ones may be the ones pinned away
+        return unknown(
+            f"near: {more(near, 3)}; not read: {more(unread, 3)}",
+            variant="engine_worker_affinity_partly_read",
+            n_unread=len(unread),
+            n_all=len(near) + len(unread),
+        )
+    return ok(more(near), variant="engine_workers_pinned_near_their")
 
 
 def memory_placement(ctx: Ctx) -> Verdict:
@@ -334,6 +338,13 @@ def memory_placement(ctx: Ctx) -> Verdict:
             "<= 25% of each worker's resident memory on nodes other than its GPU's",
             variant="engine_worker_have_25_their",
             n_bad=len(bad),
+        )
+    if len(readable) < len(mapped):  # ok is a claim about every worker, not the readable ones
+        return unknown(
+            f"{more(good, 3)}; numa_maps not read for {len(mapped) - len(readable)} worker(s)",
+            variant="engine_memory_placement_partly_read",
+            n_unread=len(mapped) - len(readable),
+            n_all=len(mapped),
         )
     return ok(more(good), variant="engine_memory_on_gpus_nodes")
 
@@ -505,6 +516,9 @@ CHECKS: tuple[Check, ...] = (
             "engine_worker_affinity_not_readable": Message(
                 title="Engine worker affinity not readable"
             ),
+            "engine_worker_affinity_partly_read": Message(
+                title="Affinity of {n_unread} of {n_all} engine workers not readable"
+            ),
         },
     ),
     Check(
@@ -524,6 +538,10 @@ CHECKS: tuple[Check, ...] = (
             "gpu_each_engine_worker_unknown": Message(title="GPU of each engine worker unknown"),
             "engine_memory_placement_not_readable": Message(
                 title="Engine memory placement not readable",
+                fix="Run the audit as root (or --sudo).",
+            ),
+            "engine_memory_placement_partly_read": Message(
+                title="Memory placement of {n_unread} of {n_all} engine workers not readable",
                 fix="Run the audit as root (or --sudo).",
             ),
             "engine_worker_have_25_their": Message(

@@ -136,3 +136,25 @@ def test_memory_placement(numa, severity):
 def test_memory_placement_preconditions(facts, severity, needle):
     f = judge("memory_placement", facts)
     assert f.severity.value == severity and needle in f.observed
+
+
+def test_worker_binding_is_not_ok_while_a_rank_is_unread():
+    """ok is a claim about every rank: TP0 near its GPU and TP1 unread was ok ("; unreadable: 1")."""
+    f = judge(
+        "worker_binding", {"host": host([w(0, NODE0, uuid="GPU-0"), w(1, None, uuid="GPU-1")])}
+    )
+    assert f.severity.value == "unknown", f.observed
+    assert "1 of 2" in f.title and "TP1" in f.observed
+
+
+def test_memory_placement_is_not_ok_while_a_worker_is_unread():
+    f = judge(
+        "memory_placement",
+        {
+            "host": host(
+                [w(0, NODE0, numa={0: 900}, uuid="GPU-0"), w(1, NODE1, numa=None, uuid="GPU-1")]
+            )
+        },
+    )
+    assert f.severity.value == "unknown", f.observed
+    assert "1 of 2" in f.title
