@@ -56,8 +56,9 @@ class HostResult:
     host: FleetHost
     exit_status: int
     duration_s: float
-    snapshot_json: str | None = None
-    """The host's Snapshot, already serialised: 100 hosts' models need not stay alive together."""
+    snapshot_json: str | bytes | None = None
+    """The host's Snapshot, already serialised (UTF-8 JSON bytes as pydantic writes them, no str round trip): 100
+    hosts' models need not stay alive together."""
     error: str | None = None
     counts: dict[str, int] = field(default_factory=dict)
 
@@ -114,7 +115,7 @@ async def _audit_host(
         host,
         exit_code(run, request.fail_on),
         duration,
-        snapshot.model_dump_json(),
+        Snapshot.__pydantic_serializer__.to_json(snapshot),  # model_dump_json's bytes, not decoded
         error=failed[0] if failed else None,
         counts=severity_counts(snapshot),
     )
@@ -151,7 +152,9 @@ class Spool:
     def keep(self, result: HostResult) -> None:
         if not result.snapshot_json:
             return
-        data = result.snapshot_json.encode("utf-8", errors="surrogateescape")
+        data = result.snapshot_json
+        if isinstance(data, str):
+            data = data.encode("utf-8", errors="surrogateescape")
         self._file.seek(0, 2)
         self._where[id(result)] = (self._file.tell(), len(data))
         self._file.write(data)
@@ -160,16 +163,20 @@ class Spool:
     def text(self, result: HostResult) -> str | None:
         where = self._where.get(id(result))
         if where is None:
-            return result.snapshot_json
+            return _as_text(result.snapshot_json)
         self._file.seek(where[0])
         return self._file.read(where[1]).decode("utf-8", errors="surrogateescape")
+
+
+def _as_text(doc: str | bytes | None) -> str | None:
+    return doc.decode("utf-8", errors="surrogateescape") if isinstance(doc, bytes) else doc
 
 
 def fleet_document_parts(
     results: Iterable[HostResult],
     duration_s: float,
     max_connections: int,
-    text: Callable[[HostResult], str | None] = lambda r: r.snapshot_json,
+    text: Callable[[HostResult], str | None] = lambda r: _as_text(r.snapshot_json),
 ) -> Iterator[str]:
     """The --json document in pieces (one per host), assembled from each host's pre-serialised snapshot: written
     out piece by piece, the document is never one string in memory."""
@@ -228,7 +235,7 @@ def fleet_table(results: list[HostResult]) -> str:
 def write_fleet_prom(
     results: list[HostResult],
     path: Path,
-    text: Callable[[HostResult], str | None] = lambda r: r.snapshot_json,
+    text: Callable[[HostResult], str | bytes | None] = lambda r: r.snapshot_json,
 ) -> None:
     """--prom in fleet mode: ONE textfile for every host, each series labelled gpuaudit_node="<inventory
     name>", in the compact layout (check series at unknown or worse); an unreachable host keeps its last

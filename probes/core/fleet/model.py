@@ -57,8 +57,8 @@ class NodeRow:
     peer_note: str = ""
     """What the peer comparison says of this node (the text report's words): agrees, differs, no majority,
     not comparable (why), or no peer."""
-    snapshot_json: str | None = None
-    """Live mode: the host's Snapshot JSON, validated only when its dashboard opens."""
+    snapshot_json: str | bytes | None = None
+    """Live mode: the host's Snapshot JSON (text or UTF-8 bytes), validated only when its dashboard opens."""
     path: str | None = None
     """Snapshot mode: the file, read again only when its dashboard opens."""
 
