@@ -1,7 +1,7 @@
 """Fleet at scale (issue 30): `--hosts` wall and client CPU vs N, vs --max-connections, vs `xargs -P 8`.
 
     python tests/bench/bench_fleet_scale.py [--n 1 10 100 1000] [--rtt 0.02 0.08] [--max-connections 64 256]
-        [--xargs-n 10 50] [--profile N] [--tree before=REV --tree after=.] [--json-out FILE]
+        [--xargs-n 10 50] [--rounds R] [--profile N] [--tree before=REV --tree after=.] [--json-out FILE]
 
 This 2-core machine cannot hold 1,000 sshd's, and its kernel has no `sch_netem` (`tc qdisc ... netem` answers
 "Specified qdisc kind is unknown"), so the benchmark is a documented simulation of the network side with the real
@@ -24,7 +24,10 @@ client in front of it:
   same stand-in), 8 at once, for the smaller N (each process pays its start-up).
 
 Client CPU is the child's user + system time (imports included); per host = the slope between the smallest and
-the largest N of one setting. Wall and peak RSS of the child. The load average is printed before and after.
+the largest N of one setting, within one round. `--rounds R` repeats every setting R times, the trees interleaved
+in each round (before, after, before, after, ...), and prints the median slope per tree and the median of the
+same-round ratios to the first tree. Wall and peak RSS of the child. The load average is printed before and after,
+and with each row.
 `--profile N` prints the top functions by own time of one N-host run (cProfile in the child).
 """
 
@@ -194,12 +197,47 @@ def xargs_run(work: Path, n: int, rtt: float, tree: Path | None, parallel: int =
     return row
 
 
+def print_medians(rows: list[dict], labels: list[str]) -> None:
+    """Per setting and N: the median per-host CPU slope, wall and peak RSS of each tree over the rounds, and the
+    median of the same-round ratios of each tree's slope to the first tree's."""
+    hosts = [r for r in rows if r["kind"] == "--hosts" and r.get("per_host_cpu_s") is not None]
+    if not hosts:
+        return
+    print("\nmedians over rounds (per host = CPU slope from the smallest N, same round):")
+    print(
+        "| RTT | max-conn | N | tree | rounds | CPU per host (s) | wall (s) | peak RSS (MiB) | load | ratio |"
+    )
+    print("|---:|---:|---:|---|---:|---:|---:|---:|---:|---:|")
+    med = statistics.median
+    for key in sorted({(r["rtt"], r["max_connections"], r["n"]) for r in hosts}):
+        mine = [r for r in hosts if (r["rtt"], r["max_connections"], r["n"]) == key]
+        by_round = {(r["tree"], r["round"]): r["per_host_cpu_s"] for r in mine}
+        for label in labels:
+            got = [r for r in mine if r["tree"] == label]
+            if not got:
+                continue
+            ratios = [
+                by_round[(label, r["round"])] / by_round[(labels[0], r["round"])]
+                for r in got
+                if by_round.get((labels[0], r["round"]))
+            ]
+            ratio = f"{med(ratios):.2f}x" if ratios and label != labels[0] else ""
+            print(
+                f"| {key[0] * 1000:.0f} ms | {key[1]} | {key[2]} | {label} | {len(got)} "
+                f"| {med(r['per_host_cpu_s'] for r in got):.4f} "
+                f"({min(r['per_host_cpu_s'] for r in got):.4f}-{max(r['per_host_cpu_s'] for r in got):.4f}) "
+                f"| {med(r['wall'] for r in got):.2f} | {med(r['rss_mb'] for r in got):.0f} "
+                f"| {min(r['load'] for r in got):.1f}-{max(r['load'] for r in got):.1f} | {ratio} |"
+            )
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, nargs="+", default=[1, 10, 100, 1000])
     ap.add_argument("--rtt", type=float, nargs="+", default=[0.02, 0.08])
     ap.add_argument("--max-connections", type=int, nargs="+", default=[64, 256])
     ap.add_argument("--xargs-n", type=int, nargs="*", default=[10, 50])
+    ap.add_argument("--rounds", type=int, default=1, help="repeat every setting, trees interleaved")
     ap.add_argument("--profile", type=int, default=0, help="profile one run of this many hosts")
     ap.add_argument("--tree", action="append", help="LABEL=REV_OR_DIR (trees.py)")
     ap.add_argument("--json-out")
@@ -220,14 +258,18 @@ def main(argv: list[str] | None = None) -> int:
     rows: list[dict] = []
     for rtt in args.rtt:
         for max_conn in args.max_connections:
-            for n in args.n:
-                for label, tree in trees.items():
-                    t0 = time.monotonic()
-                    row = fleet_run(work, n, rtt, max_conn, tree)
-                    row.update(tree=label, n=n, rtt=rtt, max_connections=max_conn, kind="--hosts")
-                    row["load"] = os.getloadavg()[0]
-                    rows.append(row)
-                    print(json.dumps(row), f"({time.monotonic() - t0:.0f} s)", flush=True)
+            for rnd in range(args.rounds):
+                for n in args.n:
+                    order = list(trees.items())
+                    for label, tree in order if rnd % 2 == 0 else order[::-1]:
+                        t0 = time.monotonic()
+                        row = fleet_run(work, n, rtt, max_conn, tree)
+                        row.update(
+                            tree=label, n=n, rtt=rtt, max_connections=max_conn, kind="--hosts"
+                        )
+                        row.update(round=rnd, load=os.getloadavg()[0])
+                        rows.append(row)
+                        print(json.dumps(row), f"({time.monotonic() - t0:.0f} s)", flush=True)
         for n in args.xargs_n:
             for label, tree in trees.items():
                 row = xargs_run(work, n, rtt, tree)
@@ -248,8 +290,8 @@ def main(argv: list[str] | None = None) -> int:
             x
             for x in rows
             if x["kind"] == "--hosts"
-            and (x["tree"], x["rtt"], x["max_connections"])
-            == (r["tree"], r["rtt"], r["max_connections"])
+            and (x["tree"], x["rtt"], x["max_connections"], x["round"])
+            == (r["tree"], r["rtt"], r["max_connections"], r["round"])
         ]
         small = min(same, key=lambda x: x["n"])
         slope = (r["cpu"] - small["cpu"]) / (r["n"] - small["n"]) if r["n"] > small["n"] else None
@@ -272,6 +314,8 @@ def main(argv: list[str] | None = None) -> int:
             f"| {r['tree']} | {r['rtt'] * 1000:.0f} ms | {r['max_connections']} | {r['n']} "
             f"| {r['wall']:.2f} | {r['cpu']:.2f} | {per_host} | {r['rss_mb']:.0f} {xa_cols}"
         )
+        r["per_host_cpu_s"] = slope
+    print_medians(rows, list(trees))
     if args.json_out:
         Path(args.json_out).write_text(json.dumps(rows, indent=1, default=str))
     return 0
