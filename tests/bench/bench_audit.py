@@ -312,6 +312,15 @@ with open(sys.argv[1], "w") as f:
 
 CHILD_TREE: Path | None = None
 """The source tree run_cli's child imports (None: the installed package)."""
+PROFILE_TO: Path | None = None
+"""--fleet-profile: run_cli's child runs the CLI under cProfile and writes its stats here (CPU then inflated)."""
+_PROFILED = """import cProfile, sys
+from gpuaudit.tui.cli import entry
+prof = cProfile.Profile()
+code = prof.runcall(entry.main, sys.argv[2:])
+prof.dump_stats(sys.argv[1])
+sys.exit(code)
+"""
 
 
 def run_cli(
@@ -331,8 +340,7 @@ def run_cli(
             str(stats),
             str(stdout or os.devnull),
             sys.executable,
-            "-m",
-            "gpuaudit.tui",
+            *(["-c", _PROFILED, str(PROFILE_TO)] if PROFILE_TO else ["-m", "gpuaudit.tui"]),
             *args,
         ],
         cwd=ROOT,
@@ -565,7 +573,7 @@ async def audit_measurements(
 
 
 def main(argv: list[str] | None = None) -> int:
-    global CHILD_TREE
+    global CHILD_TREE, PROFILE_TO
     p = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     p.add_argument(
         "--quick",
@@ -585,6 +593,11 @@ def main(argv: list[str] | None = None) -> int:
         "--fleet-tree",
         action="append",
         help="LABEL=REV_OR_DIR: run each fleet size with these trees in turn (trees.py; before/after)",
+    )
+    p.add_argument(
+        "--fleet-profile",
+        metavar="DIR",
+        help="run each fleet size's CLI under cProfile: DIR/fleet-<tree>-<n>.prof (its CPU is inflated)",
     )
     p.add_argument(
         "--big-mb", type=float, default=None, help="size of the big output (default 50, quick 5)"
@@ -671,12 +684,15 @@ def main(argv: list[str] | None = None) -> int:
             for n in sizes:
                 for label, tree in fleet_trees.items():
                     CHILD_TREE = tree
+                    if args.fleet_profile:
+                        Path(args.fleet_profile).mkdir(parents=True, exist_ok=True)
+                        PROFILE_TO = Path(args.fleet_profile).resolve() / f"fleet-{label}-{n}.prof"
                     row = fleet_run(work, specs, known, pool[0].client_key, n, args.max_connections)
                     if label is not None:
                         row["tree"] = label
                         print(f"fleet {n} [{label}]: {json.dumps(row)}", flush=True)
                     r.fleet.append(row)
-                CHILD_TREE = None
+                CHILD_TREE = PROFILE_TO = None
         if "big" not in skip:
             size = int(big_mb * 2**20)
             big_server = bench_sshd(work, "sshd-big", standins, fast=fast, big=f"smi-q-xml:{size}")
