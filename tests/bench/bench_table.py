@@ -16,8 +16,10 @@ login, like conda/pyenv init without a guard) and each round, in this order:
   xargs -P 8   the same lines, `xargs -P 8` ssh clients at once
 
 With `--tree LABEL=REV_OR_DIR` (repeatable; trees.py) each round runs the CLI audit once per tree, the trees'
-order alternating from round to round, so before and after are measured under the same load; the floor, the loop
-and xargs use the first tree's executed lines. Medians over the rounds (the loop: over --loop-rounds, it takes a minute with the heavy rc); the load average is
+order alternating from round to round, so before and after are measured under the same load; each tree's floor
+is the round's connect + login plus that tree's own slowest command (a tree that made its slowest command faster
+lowers its own floor: comparing it with another tree's floor would flatter it); the loop and xargs use the first
+tree's executed lines. Medians over the rounds (the loop: over --loop-rounds, it takes a minute with the heavy rc); the load average is
 printed before and after. Ratios are computed per round (same load) and then the median taken.
 
 `--rtt MS`: every client (the CLI, the floor's asyncssh, ssh in the loop and xargs) reaches sshd through a
@@ -209,8 +211,11 @@ def main(argv: list[str] | None = None) -> int:
                         lines, slowest, nrec = lines_of(out)
                     else:
                         row.update({f"{k}:{label}": v for k, v in got.items()})
+                        row[f"slowest:{label}"] = lines_of(out)[1]
                 connect, login = asyncio.run(floor_parts(target))
                 row.update(floor=connect + login + slowest, lines=len(lines), records=nrec)
+                for label in list(trees)[1:]:  # each tree against its own slowest command
+                    row[f"floor:{label}"] = connect + login + row[f"slowest:{label}"]
                 row["xargs"] = xargs(target, lines, work)
                 row["loop"] = loop(target, lines) if i < args.loop_rounds else None
                 row["load"] = os.getloadavg()[0]
@@ -248,11 +253,12 @@ def main(argv: list[str] | None = None) -> int:
             f"| {med(rows, 'rss_mb'):.0f} | {int(med(rows, 'lines'))} |"
         )
         for label in list(trees)[1:]:
-            lf = statistics.median(r[f"wall:{label}"] / r["floor"] for r in rows)
+            lf = statistics.median(r[f"wall:{label}"] / r[f"floor:{label}"] for r in rows)
             lw = statistics.median(r[f"wall:{label}"] / r["wall"] for r in rows)
             lc = statistics.median(r[f"cpu:{label}"] / r["cpu"] for r in rows)
             print(
-                f"| {mode}, {label} | {med(rows, f'wall:{label}'):.2f} | | {lf:.2f}x | | | | "
+                f"| {mode}, {label} | {med(rows, f'wall:{label}'):.2f} | {med(rows, f'floor:{label}'):.2f} "
+                f"| {lf:.2f}x | | | | "
                 f"| {med(rows, f'cpu:{label}'):.2f} | {med(rows, f'rss_mb:{label}'):.0f} | "
                 f"wall {lw:.2f}x, CPU {lc:.2f}x of {first} |"
             )
