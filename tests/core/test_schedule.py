@@ -78,3 +78,31 @@ def test_ranks() -> None:
     assert launch_rank("nvidia-smi -q -x") == launch_rank("for d in /proc/[0-9]*; do :; done") == 0
     assert launch_rank("nvidia-smi topo -m") == launch_rank("lspci -tv") == 1
     assert launch_rank("cat /proc/cmdline") == 2
+
+
+class _Writes:
+    """A session channel that only records what is written to it."""
+
+    def __init__(self) -> None:
+        self.writes: list[bytes] = []
+
+    def write(self, data: bytes) -> None:
+        self.writes.append(data)
+
+
+def test_requests_of_one_loop_iteration_go_out_in_one_write_kills_at_once() -> None:
+    from gpuaudit.probes.core.collect.worker_transport import WorkerSession
+
+    async def scenario() -> list[bytes]:
+        channel = _Writes()
+        session = WorkerSession(channel, "line", "token")  # type: ignore[arg-type]
+        for i in range(5):
+            assert session._send(b"req%d\n" % i, batch=True)
+        assert channel.writes == []  # not yet: the rest of this iteration may add more
+        await asyncio.sleep(0)
+        session._send(b"req5\n", batch=True)
+        session._send(b"kill5\n")  # at once, after what was queued, in order
+        await asyncio.sleep(0)
+        return channel.writes
+
+    assert asyncio.run(scenario()) == [b"req0\nreq1\nreq2\nreq3\nreq4\n", b"req5\nkill5\n"]
