@@ -25,7 +25,9 @@ ALLOWED_LAZY = {
     # the headless audit (--json/--plan/--prom/--health/--html, --resume) loads tui/cli/headless.py (the catalogue,
     # the engine, the snapshot), the other paths but the dashboard's (subcommands, --json-schema/--list-checks/
     # --docs, --hosts) tui/cli/text_modes.py (json_schema, diff, the fleet): the TUI's first paint waits for
-    # neither, and a headless audit never loads the documents' and the fleet's modules (issue 30). Two imports
+    # neither, and a headless audit never loads the documents' and the fleet's modules (issue 30). A headless
+    # live audit first loads tui/cli/early_setup.py (the SSH transports) and begins connecting, so the handshakes
+    # and logins run while headless.py loads (collect/early.py). Three imports
     ("tui/cli/commands.py", "gpuaudit.tui.cli"),
     # diff/snapshots draw with Rich: the documents and --hosts --json (text_modes.py's other paths) never load it
     ("tui/cli/text_modes.py", "gpuaudit.tui.cli"),
@@ -86,7 +88,7 @@ def function_level_imports() -> list[tuple[str, str]]:
 
 def test_function_level_imports_are_few_and_each_has_its_reason():
     lazy = function_level_imports()
-    assert len(lazy) <= 8, lazy
+    assert len(lazy) <= 9, lazy
     assert set(lazy) <= ALLOWED_LAZY, set(lazy) - ALLOWED_LAZY
 
 

@@ -18,6 +18,7 @@ import sys
 from collections.abc import Iterator
 from contextlib import contextmanager
 from types import ModuleType
+from typing import TYPE_CHECKING
 
 from gpuaudit.probes.core.collect.ssh_config import config_override
 from gpuaudit.probes.core.collect.targets import known_hosts_problem
@@ -27,6 +28,9 @@ from gpuaudit.tui.cli import bridge
 from gpuaudit.tui.cli.args import CliError
 from gpuaudit.tui.cli.bmc_setup import bmc_request_fields, check_bmc_args
 from gpuaudit.tui.cli.preflight import problems
+
+if TYPE_CHECKING:
+    from gpuaudit.probes.core.collect.early import EarlyStart
 
 
 def run(argv: list[str], args: argparse.Namespace | None) -> int:
@@ -42,7 +46,8 @@ def run(argv: list[str], args: argparse.Namespace | None) -> int:
     if request.hosts:  # the fleet report or screen
         return _text_modes().fleet(request)
     if request.json or request.plan or request.prom or request.health or request.html:
-        return _headless().main(request)
+        early = _early(request)  # the SSH handshakes and logins run while headless.py loads
+        return _headless().main(request) if early is None else _headless().main(request, early)
     if not (sys.stdin.isatty() and sys.stdout.isatty()):  # cron, CI, a pipe: never hang on a screen
         raise CliError(
             "the interactive TUI needs a terminal (stdin and stdout); use --json, --plan, --prom or --health"
@@ -58,6 +63,14 @@ def _text_modes() -> ModuleType:
         from gpuaudit.tui.cli import text_modes
 
     return text_modes
+
+
+def _early(request: AuditRequest) -> EarlyStart | None:
+    """tui/cli/early_setup.py, imported now (the SSH transports: the dashboard paints without them), and the early
+    start of the request's SSH targets (collect/early.py), or None."""
+    from gpuaudit.tui.cli import early_setup
+
+    return early_setup.begin(request)
 
 
 def _headless() -> ModuleType:

@@ -8,6 +8,7 @@ import sys
 from collections.abc import Callable
 from pathlib import Path
 
+from gpuaudit.probes.core.collect.early import EarlyStart
 from gpuaudit.probes.core.fleet.prometheus import from_snapshot, write_prom_file
 from gpuaudit.probes.core.judge.plan import build_plan, plan_markdown
 from gpuaudit.probes.core.models import AuditRun, Severity
@@ -162,11 +163,16 @@ def _side_outputs(
     return failed
 
 
-def main(request: AuditRequest) -> int:
-    setup = build_setup(request)
+def main(request: AuditRequest, early: EarlyStart | None = None) -> int:
+    """One headless audit; `early`: its SSH targets began connecting while this module loaded (collect/early.py):
+    the audit runs on that loop with those transports."""
+    setup = build_setup(request, early.transports if early is not None else None)
     partial: list[AuditRun] = []
     try:
-        run = run_sync(collect(setup, progress=sys.stderr.isatty(), partial=partial))
+        run = run_sync(
+            collect(setup, progress=sys.stderr.isatty(), partial=partial),
+            early.hand_over() if early is not None else None,
+        )
     except (
         KeyboardInterrupt,
         asyncio.CancelledError,

@@ -3,10 +3,12 @@ shared by headless and the TUI. No Textual."""
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from pathlib import Path
 
 from gpuaudit.probes.core.collect.replay_transport import keep_unasked
 from gpuaudit.probes.core.collect.targets import parse_container_spec, parse_host_spec
+from gpuaudit.probes.core.collect.transport import Transport
 from gpuaudit.probes.core.models import AuditRun
 from gpuaudit.probes.core.run.request import AuditRequest
 from gpuaudit.probes.core.run.runner import Audit
@@ -19,8 +21,9 @@ DEMO_NOTE = "DEMO: illustrative example (case study), not a capture of a real ma
 """One line at 80 columns: the 80x24 dashboard has room for the note, the roofline strip and all ten panes."""
 
 
-def build_setup(request: AuditRequest) -> AuditSetup:
-    """Live audit from --host/--container, or a replay of --replay FILE / --demo."""
+def build_setup(request: AuditRequest, made: Mapping[str, Transport] | None = None) -> AuditSetup:
+    """Live audit from --host/--container, or a replay of --replay FILE / --demo. `made`: transports already
+    connecting by target spec (collect/early.py)."""
 
     if request.replay or request.demo:
         path = (
@@ -50,7 +53,7 @@ def build_setup(request: AuditRequest) -> AuditSetup:
         return build_resume_setup(request)
     host = parse_host_spec(request.host)
     container = parse_container_spec(request.container, host=host) if request.container else None
-    bindings = live_bindings(host, container, ssh_options(request))
+    bindings = live_bindings(host, container, ssh_options(request), made)
     return AuditSetup(Audit(bindings, selected_probes(request), audit_options(request)), "live")
 
 

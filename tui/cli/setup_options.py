@@ -6,12 +6,14 @@ from dataclasses import dataclass, replace
 from pathlib import Path
 
 from gpuaudit.probes.catalogue import REGISTRY
-from gpuaudit.probes.core.collect.ssh_transport import SshOptions
 from gpuaudit.probes.core.models import CommandRecord
 from gpuaudit.probes.core.run.request import AuditRequest
 from gpuaudit.probes.core.run.runner import Audit, AuditOptions
 from gpuaudit.probes.driver.expected import ID, expected_gpus_check
 from gpuaudit.tui.cli.bmc_setup import bmc_reader
+from gpuaudit.tui.cli.ssh_setup import ssh_options
+
+__all__ = ["AuditSetup", "audit_options", "selected_probes", "ssh_options", "with_expected_gpus"]
 
 
 @dataclass
@@ -35,18 +37,6 @@ def audit_options(request: AuditRequest) -> AuditOptions:
         python=request.python,
         output_budget=request.output_budget,
         bmc=bmc_reader(request),  # --bmc (issue 27)
-    )
-
-
-def ssh_options(request: AuditRequest) -> SshOptions:
-    return SshOptions(
-        known_hosts=request.known_hosts,
-        identity=request.identity,
-        accept_new_host_keys=request.accept_new_host_keys,
-        max_channels=request.max_channels,
-        connections=request.connections,
-        sessions=request.sessions,
-        connect_timeout_s=min(30.0, max(5.0, request.timeout)),
     )
 
 

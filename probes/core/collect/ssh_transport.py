@@ -199,6 +199,9 @@ def _import_asyncssh() -> Any:
     return asyncssh
 
 
+import_asyncssh = _import_asyncssh
+"""The public name: collect/early.py imports asyncssh before its connect thread starts."""
+
 NATIVE_LIBRARIES = frozenset({"oqs", "liboqs", "nettle", "libnettle", "libnettle-6"})
 """The optional native libraries asyncssh looks for at import (post-quantum KEMs, UMAC)."""
 LIBRARY_DIRS = (

@@ -105,8 +105,13 @@ class Transport(Protocol):
     async def open_session(self, line: str, open_timeout_s: float | None = None) -> Any:
         """A long-lived channel for a worker session; TransportError when it cannot keep one open."""
 
-    def prestart(self, scope: str) -> None:
+    def prestart(self, scope: str, budget_s: float = ...) -> None:
         """Start a scope's worker session in the background (no-op where there are no sessions)."""
+
+    def begin(self, login_budget_s: float) -> None:
+        """Start connecting now, in the background, and the login's worker session with it within the preflight's
+        budget (a front end that still has modules to load, collect/early.py); the next `connect()` awaits that
+        attempt and says how it ended. No-op where connecting costs nothing worth overlapping."""
 
     def has_recorded(self, command_id: str) -> bool:
         """A recording answers this command id (replay, recorded directories, a resume's usable records)."""
@@ -147,7 +152,10 @@ class TransportBase:
     async def open_session(self, line: str, open_timeout_s: float | None = None) -> Any:
         raise TransportError("this transport cannot keep a session open")
 
-    def prestart(self, scope: str) -> None:
+    def prestart(self, scope: str, budget_s: float = 30.0) -> None:
+        return None
+
+    def begin(self, login_budget_s: float) -> None:
         return None
 
     def has_recorded(self, command_id: str) -> bool:

@@ -435,6 +435,8 @@ class SessionTransport(TransportBase):
         """scope -> its login never finished: one channel per command would hang the same way, so none is tried."""
         self._closed = False
         self._prestarts: set[asyncio.Future[WorkerSession | None]] = set()
+        self._begun: asyncio.Future[None] | None = None
+        """The connect `begin()` started, until `connect()` takes its outcome."""
 
     @property
     def lost(self) -> bool:
@@ -450,7 +452,22 @@ class SessionTransport(TransportBase):
         return self._channels
 
     async def connect(self) -> None:
+        begun, self._begun = self._begun, None
+        if begun is not None:  # begun early: its outcome (a TransportError too) is this connect's
+            await begun
+            return
         await self.inner.connect()
+
+    def begin(self, login_budget_s: float) -> None:
+        if self._begun is None and not self._closed:
+            self._begun = asyncio.ensure_future(self._connect_then_login(login_budget_s))
+
+    async def _connect_then_login(self, login_budget_s: float) -> None:
+        await self.inner.connect()
+        if (
+            self.host_sessions
+        ):  # the login (rc files) and the worker start while the front end loads
+            self.prestart("", login_budget_s)
 
     async def _session(self, scope: str, budget_s: float = START_WAIT_S) -> WorkerSession | None:
         live = self._sessions.get(scope)
@@ -506,8 +523,9 @@ class SessionTransport(TransportBase):
             return None
         return session
 
-    def prestart(self, scope: str) -> None:
-        """Start a scope's session in the background (the runner knows a container's wrapper before it is needed)."""
+    def prestart(self, scope: str, budget_s: float = START_WAIT_S) -> None:
+        """Start a scope's session in the background (the runner knows a container's wrapper before it is needed;
+        a front end begins the login's while it loads, with the preflight's budget)."""
         if (
             scope in self._sessions
             or scope in self._starting
@@ -515,7 +533,7 @@ class SessionTransport(TransportBase):
             or self._closed
         ):
             return
-        task = asyncio.ensure_future(self._session(scope))
+        task = asyncio.ensure_future(self._session(scope, budget_s))
         self._prestarts.add(task)
         task.add_done_callback(self._prestarts.discard)
 
@@ -579,7 +597,10 @@ class SessionTransport(TransportBase):
 
     async def aclose(self) -> None:
         self._closed = True
-        pending = [*self._starting.values(), *self._prestarts]
+        begun, self._begun = self._begun, None
+        pending: list[asyncio.Future[Any]] = [*self._starting.values(), *self._prestarts]
+        if begun is not None:
+            pending.append(begun)
         for task in pending:
             if not task.done():
                 task.cancel()

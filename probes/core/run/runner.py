@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
+from gpuaudit.probes.core.collect.early import PREFLIGHT_TIMEOUT_S, login_budget
 from gpuaudit.probes.core.collect.redfish import BMC_LINE_PREFIX, BMC_SOURCE_IDS
 from gpuaudit.probes.core.collect.remote_line import (
     cut_at_marker,
@@ -100,7 +101,7 @@ PREFLIGHT = Command(
     PREFLIGHT_ID,
     "id -u; command -v timeout >/dev/null 2>&1 && echo timeout=yes; uname -n",
     on=frozenset({"host", "container"}),
-    timeout_s=15,
+    timeout_s=PREFLIGHT_TIMEOUT_S,
     description="who am I, is timeout(1) there, hostname: decides root-only commands and remote kill",
 )
 
@@ -267,7 +268,7 @@ class Audit:
                 inner_timeout=False,
                 timeout_s=PREFLIGHT.timeout_s if host_timeout else None,
             )
-            preflight_timeout = min(PREFLIGHT.timeout_s or 15, self.options.timeout_s + 10)
+            preflight_timeout = login_budget(self.options.timeout_s)
             if binding.transport.executes_lines:
                 extra = self._session_kw(role, PREFLIGHT.shell, None)
                 raw = await binding.transport.run(

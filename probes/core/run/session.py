@@ -9,16 +9,15 @@ from collections.abc import Callable, Coroutine, Mapping, Sequence
 from pathlib import Path
 from typing import Any, TypeVar
 
-from gpuaudit.probes.core.collect.pool import PooledTransport
+from gpuaudit.probes.core.collect.links import transport_for
 from gpuaudit.probes.core.collect.replay_transport import (
     DirectoryTransport,
     ReplayTransport,
     records_by_role,
 )
-from gpuaudit.probes.core.collect.ssh_transport import SshOptions, SshTransport
+from gpuaudit.probes.core.collect.ssh_transport import SshOptions
 from gpuaudit.probes.core.collect.targets import TargetSpec
-from gpuaudit.probes.core.collect.transport import LocalTransport, Transport
-from gpuaudit.probes.core.collect.worker_transport import SessionTransport
+from gpuaudit.probes.core.collect.transport import Transport
 from gpuaudit.probes.core.models import AuditRun, CommandRecord, Role, Target, TargetState
 from gpuaudit.probes.core.run.events import apply_event, initial_run
 from gpuaudit.probes.core.run.runner import Audit, TargetBinding
@@ -27,7 +26,7 @@ from pydantic import BaseModel
 T = TypeVar("T")
 
 
-def run_sync(coro: Coroutine[Any, Any, T]) -> T:
+def run_sync(coro: Coroutine[Any, Any, T], loop: asyncio.AbstractEventLoop | None = None) -> T:
     """`asyncio.run(coro)`, with the result handed back outside the main task.
 
     asyncio.run's SIGINT bookkeeping (Python 3.11+) reads back its handler, `partial(_on_sigint, main_task=task)`,
@@ -39,42 +38,24 @@ def run_sync(coro: Coroutine[Any, Any, T]) -> T:
     async def main() -> None:
         box.append(await coro)
 
-    asyncio.run(main())
+    if loop is None:
+        asyncio.run(main())
+    else:  # a loop that already began connecting (collect/early.py): asyncio.run's handling, on that loop
+        with asyncio.Runner(loop_factory=lambda: loop) as runner:
+            runner.run(main())
     return box[0]
 
 
-def _transport_for(
-    spec: TargetSpec, ssh: SshOptions, *, wraps_container: bool = False
-) -> Transport:
-    """The transport of one target; with sessions on, SSH commands go through long-lived workers (one login,
-    one rc), and a local host hosts workers only for the container it enters (one `pct exec` per session)."""
-    if spec.kind == "local":
-        return (
-            SessionTransport(LocalTransport(), host_sessions=False)
-            if (ssh is None or ssh.sessions) and wraps_container
-            else LocalTransport()
-        )
-    assert spec.ssh is not None
-    inner: Transport
-    if ssh.connections > 1:
-        inner = PooledTransport(
-            [SshTransport(spec.ssh, ssh, label=spec.raw) for _ in range(ssh.connections)],
-            background=ssh.sessions,  # the host's one session needs the first connection only
-        )
-    else:
-        inner = SshTransport(spec.ssh, ssh, label=spec.raw)
-    return (
-        SessionTransport(inner, parallel=ssh.max_channels * ssh.connections)
-        if ssh.sessions
-        else inner
-    )
-
-
 def live_bindings(
-    host: TargetSpec, container: TargetSpec | None, ssh: SshOptions
+    host: TargetSpec,
+    container: TargetSpec | None,
+    ssh: SshOptions,
+    made: Mapping[str, Transport] | None = None,
 ) -> list[TargetBinding]:
-    """Host over local/SSH; container over its own SSH connection or wrapped through the host's."""
-    host_transport = _transport_for(
+    """Host over local/SSH; container over its own SSH connection or wrapped through the host's. `made`: the
+    transports a front end already built (and began connecting) by target spec (collect/early.py)."""
+    made = made or {}
+    host_transport = made.get(host.raw) or transport_for(
         host, ssh, wraps_container=bool(container is not None and container.wrap_prefix)
     )
     bindings = [TargetBinding(target=host.to_target(), transport=host_transport)]
@@ -91,7 +72,8 @@ def live_bindings(
         else:
             bindings.append(
                 TargetBinding(
-                    target=container.to_target(), transport=_transport_for(container, ssh)
+                    target=container.to_target(),
+                    transport=made.get(container.raw) or transport_for(container, ssh),
                 )
             )
     return bindings
