@@ -17,7 +17,7 @@ from typing import Any
 
 import pytest
 from gpuaudit.snapshots import store
-from gpuaudit.snapshots.compact import _key, pack, unpack
+from gpuaudit.snapshots.compact import pack, unpack
 
 pytestmark = pytest.mark.fast
 
@@ -27,15 +27,26 @@ SNAPSHOTS = sorted((ROOT / "snapshots" / "examples").glob("case-study-*.json")) 
 )
 
 
+def reference_key(value: Mapping[str, Any]) -> object:
+    """compact._key as it was before issue 30 (kept here: a reference that called the new _key would share its
+    bugs)."""
+    try:
+        key = tuple(value.items())
+        hash(key)
+        return key
+    except TypeError:
+        return json.dumps(dict(value), sort_keys=True, default=str)
+
+
 def reference_pack(doc: dict[str, Any]) -> dict[str, Any]:
-    """pack as it was before the fast path (every finding keyed)."""
+    """pack as it was before the fast path (every finding keyed, with the key as it was)."""
     records: list[Any] = []
     where: dict[object, int] = {}
     flat = doc.get("findings") if isinstance(doc.get("findings"), list) else None
     slots: dict[object, list[int]] = {}
     flat_keys: list[object] = []
     for i, f in enumerate(flat or []):
-        flat_keys.append(_key(f) if isinstance(f, Mapping) else None)
+        flat_keys.append(reference_key(f) if isinstance(f, Mapping) else None)
         if isinstance(f, Mapping):
             slots.setdefault(flat_keys[i], []).append(i)
     probes: list[Any] = []
@@ -48,7 +59,7 @@ def reference_pack(doc: dict[str, Any]) -> dict[str, Any]:
         for rec in probe.get("records") or []:
             rec = dict(rec)
             rec.pop("probe_id", None)
-            k = _key(rec)
+            k = reference_key(rec)
             if k not in where:
                 where[k] = len(records)
                 records.append(rec)
@@ -59,7 +70,7 @@ def reference_pack(doc: dict[str, Any]) -> dict[str, Any]:
         if flat is not None and isinstance(findings, list):
             taken: list[int] = []
             for f in findings:
-                free = slots.get(_key(f)) if isinstance(f, Mapping) else None
+                free = slots.get(reference_key(f)) if isinstance(f, Mapping) else None
                 if not free:
                     break
                 taken.append(free.pop(0))
