@@ -54,9 +54,11 @@ _ENV_GREP = "|".join(k if k.endswith("_") else k + "=" for k in ENV_KEEP)
 # processes on a loaded box, seconds on a server running thousands, and they were an audit's slowest commands.
 # One grep over every command line first names the candidates; the loop forks only for those (and for the
 # PIDs nvidia-smi lists), and its own tests then decide exactly as before. Where grep cannot run (missing:
-# 127; an argument list over the kernel's limit: 126) every process is read as before. A superset of the loop's
-# own name patterns, spelled once here.
+# 127; an argument list over the kernel's limit: 126) every process is read as before. The names are spelled once
+# here: the grep's pattern and the loop's own `case` test (`_NAME_CASE`); the logs' patterns are a subset.
 SCAN_NAMES = "sglang|vllm|VLLM|text-generation-"
+_NAME_CASE = "|".join(f"*{name}*" for name in SCAN_NAMES.split("|"))
+"""The loop's own test on a command line (a `case` pattern): the same names as the grep's."""
 
 
 def scan_candidates(names: str = SCAN_NAMES) -> str:
@@ -89,7 +91,7 @@ ENGINE_PROCS_SHELL = (
     + "p=${d#/proc/}; "
     "c=$(tr '\\0' ' ' 2>/dev/null < $d/cmdline); [ -n \"$c\" ] || continue; "
     "case \"$c\" in *@@p*|*@@gpuaudit-*|*'export LC_ALL'*) continue;; esac; hit=; "
-    'case "$c" in *sglang*|*vllm*|*VLLM*|*text-generation-*) hit=1;; esac; '
+    f'case "$c" in {_NAME_CASE}) hit=1;; esac; '
     'for a in $apps; do [ "$a" = "$p" ] && hit=1; done; [ -n "$hit" ] || continue; '
     "n=$((n+1)); [ $n -le 32 ] || { echo '@@more'; break; }; "
     'echo "@@pid $p"; echo "@@uid $(awk \'/^Uid:/ {print $3}\' $d/status 2>/dev/null)"; '
@@ -694,7 +696,7 @@ ENGINE_STATUS_SHELL = (
     + "p=${d#/proc/}; "
     "c=$(tr '\\0' ' ' 2>/dev/null < $d/cmdline); [ -n \"$c\" ] || continue; "
     "case \"$c\" in *@@p*|*@@gpuaudit-*|*'export LC_ALL'*) continue;; esac; hit=; "
-    'case "$c" in *sglang*|*vllm*|*VLLM*|*text-generation-*) hit=1;; esac; '
+    f'case "$c" in {_NAME_CASE}) hit=1;; esac; '
     'for a in $apps; do [ "${a%%,*}" = "$p" ] && hit=1; done; [ -n "$hit" ] || continue; '
     "n=$((n+1)); [ $n -le 64 ] || { echo '@@more'; break; }; "
     "echo \"@@pid $p\"; echo \"@@uid $(awk '/^Uid:/ {print $3}' $d/status 2>/dev/null)\"; printf '@@cmd %s\\n' \"$(printf %s \"$c\" | tr '\\n' ' ' | cut -c1-160)\"; "
