@@ -234,7 +234,7 @@ def parse_engine_procs(text: str) -> list[EngineProc]:
             continue
         elif cur.pop("head", False) and line.startswith("@@uid"):
             # only right after @@pid: an argv or exe path line reading "@@uid 0" is no owner
-            cur["uid"] = int(line[5:].strip()) if line[5:].strip().isdigit() else None
+            cur["uid"] = _uid_line(line)
         elif line.startswith("@@exe"):
             cur["exe"] = line[5:].strip()
         elif line in ("@@cmdline", "@@environ", "@@maps"):
@@ -781,7 +781,7 @@ def parse_engine_status(text: str) -> EngineStatusReport:
             section = ""
         elif cur is not None and cur.pop("head", False) and s.startswith("@@uid"):
             # only right after @@pid: a command line printed below cannot set it
-            cur["uid"] = int(s[5:].strip()) if s[5:].strip().isdigit() else None
+            cur["uid"] = _uid_line(s)
         elif section == "apps" and "," in s:
             pid, _, uuid = s.partition(",")
             if pid.isdigit() and uuid:
@@ -804,15 +804,24 @@ def _engine_owners(procs: list[ProcStatus], text: str) -> list[ProcStatus]:
     ]
     engine, ambiguous = choose_engine(servers, *listing_audit(text))
     if ambiguous:
-        names = "; ".join(
-            f"pid {procs[a[0]].pid} uid {'unknown' if a[1] is None else a[1]}" for a in ambiguous
-        )
-        raise ParseError(
-            "which process is the serving engine is ambiguous: API servers of different owners "
-            f"({names}): none read"
-        )
+        raise _owners_ambiguous([(procs[a[0]].pid, a[1]) for a in ambiguous], "none read")
     owner = engine[0][1] if engine else None
     return procs if owner is None else [p for p in procs if p.uid == owner]
+
+
+def _owners_ambiguous(servers: list[tuple[int, int | None]], outcome: str) -> ParseError:
+    """The error of a listing whose API servers (pid, owner) belong to several owners (`choose_engine`)."""
+    names = "; ".join(f"pid {pid} uid {'unknown' if uid is None else uid}" for pid, uid in servers)
+    return ParseError(
+        "which process is the serving engine is ambiguous: API servers of different owners "
+        f"({names}): {outcome}"
+    )
+
+
+def _uid_line(line: str) -> int | None:
+    """An `@@uid N` line's owner; None when it was not read (awk printed nothing)."""
+    uid = line[5:].strip()
+    return int(uid) if uid.isdigit() else None
 
 
 _STATUS_KEYS = {"VmRSS": "rss_kb", "VmSwap": "swap_kb", "Threads": "threads"}
@@ -923,7 +932,7 @@ def parse_engine_logs(text: str) -> list[EngineLog]:
         elif cur is None:
             continue
         elif cur.pop("head", False) and line.startswith("@@uid"):
-            cur["uid"] = int(line[5:].strip()) if line[5:].strip().isdigit() else None
+            cur["uid"] = _uid_line(line)
         elif line.startswith("@@stdout"):
             cur["stdout"] = line[8:].strip()
         elif line.startswith("@@source"):
@@ -953,13 +962,7 @@ def parse_engine_logs(text: str) -> list[EngineLog]:
     audit_uid, cut = listing_audit(text)
     engine, ambiguous = choose_engine([(i, lg.uid, "") for i, lg in enumerate(out)], audit_uid, cut)
     if ambiguous:
-        names = "; ".join(
-            f"pid {out[a[0]].pid} uid {'unknown' if a[1] is None else a[1]}" for a in ambiguous
-        )
-        raise ParseError(
-            "which process is the serving engine is ambiguous: API servers of different owners "
-            f"({names}): no log read"
-        )
+        raise _owners_ambiguous([(out[a[0]].pid, a[1]) for a in ambiguous], "no log read")
     return [out[e[0]] for e in engine]
 
 
