@@ -48,8 +48,7 @@ def parse_mig_refusal(text: str) -> bool:
 
 
 def _nvlink_s(rec: CommandRecord, f: Fields) -> None:
-    text = rec.stdout + "\n" + rec.stderr
-    f["nvlink_mig_refused"] = parse_mig_refusal(text)
+    """The links per GPU (`nvlink_mig_refused` is read once by `extract`, whatever the exit status)."""
     gpus = parse_nvlink_s(rec.stdout)
     f.update(
         links={g.index: [(ln.link, ln.active, ln.speed_gbs) for ln in g.links] for g in gpus},
