@@ -358,22 +358,28 @@ def machine_busy_s() -> float:
     return (sum(fields[:8]) - idle) / os.sysconf("SC_CLK_TCK")
 
 
-def fleet_run(
-    work: Path, specs: list[str], known: Path, key: str, n: int, max_connections: int
-) -> dict:
-    inv = work / f"fleet-{n}.txt"
+def fleet_cli(
+    work: Path,
+    name: str,
+    hosts: list[tuple[int, str]],
+    known: Path,
+    key: str,
+    max_connections: int,
+    extra: list[str],
+) -> tuple[float, float, int, float, dict]:
+    """One `--hosts` audit of loopback sshd ports ((port, user) each): wall, peak RSS (MiB), exit, client CPU
+    and the fleet document's summary."""
+    inv = work / f"{name}.ini"
     # an Ansible INI inventory with one alias per target: the plain-list inventory names a host by
     # user@host, so targets that differ only by port (every one here) would collapse into one
     inv.write_text(
         "# benchmark fleet: distinct ports of loopback sshd instances\n[bench]\n"
         + "".join(
-            f"node{i:04d} ansible_host=127.0.0.1 ansible_port={s.rsplit(':', 1)[1]} "
-            f"ansible_user={s.split('@', 1)[0]}\n"
-            for i, s in enumerate(specs[:n])
+            f"node{i:04d} ansible_host=127.0.0.1 ansible_port={port} ansible_user={user}\n"
+            for i, (port, user) in enumerate(hosts)
         )
     )
-    out = work / f"fleet-{n}.json"
-    busy0 = machine_busy_s()
+    out = work / f"{name}.json"
     wall, rss, code, cpu = run_cli(
         [
             "--hosts",
@@ -387,16 +393,26 @@ def fleet_run(
             str(known),
             "--identity",
             key,
-            *cli_probe_args(),
+            *extra,
         ],
         work,
         out,
     )
-    machine_cpu = machine_busy_s() - busy0
-    summary = json.loads(
-        out.read_text().rsplit('"summary": ', 1)[1][:-2]
-    )  # keep this process small
+    # the summary is the document's last key: keep this process small
+    summary = json.loads(out.read_text().rsplit('"summary": ', 1)[1][:-2])
     out.unlink()
+    return wall, rss, code, cpu, summary
+
+
+def fleet_run(
+    work: Path, specs: list[str], known: Path, key: str, n: int, max_connections: int
+) -> dict:
+    hosts = [(int(s.rsplit(":", 1)[1]), s.split("@", 1)[0]) for s in specs[:n]]
+    busy0 = machine_busy_s()
+    wall, rss, code, cpu, summary = fleet_cli(
+        work, f"fleet-{n}", hosts, known, key, max_connections, cli_probe_args()
+    )
+    machine_cpu = machine_busy_s() - busy0
     if summary["targets"] != n:
         raise RuntimeError(f"fleet of {n}: the inventory gave {summary['targets']} target(s)")
     return {

@@ -31,7 +31,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(BENCH))
 
 import bench_audit  # noqa: E402
-from bench_audit import fleet_servers, prepare_standins, run_cli  # noqa: E402
+from bench_audit import fleet_servers, prepare_standins  # noqa: E402
 from sshd_server import free_port  # noqa: E402
 from trees import parse_trees  # noqa: E402
 
@@ -102,36 +102,11 @@ def start_relay(delay_s: float, pairs: list[tuple[int, int]]) -> subprocess.Pope
 
 
 def run_fleet(work: Path, ports: list[int], user: str, known: Path, key: str, args) -> dict:
-    inv = work / "fleet.ini"
-    inv.write_text(
-        "# latency benchmark: relay ports in front of loopback sshd instances\n[bench]\n"
-        + "".join(
-            f"node{i:04d} ansible_host=127.0.0.1 ansible_port={p} ansible_user={user}\n"
-            for i, p in enumerate(ports)
-        )
-    )
-    out = work / "fleet.json"
     load = os.getloadavg()[0]
     t0 = time.perf_counter()
-    wall, rss, code, cpu = run_cli(
-        [
-            "--hosts",
-            str(inv),
-            "--json",
-            "--fail-on",
-            "never",
-            "--max-connections",
-            str(args.max_connections),
-            "--known-hosts",
-            str(known),
-            "--identity",
-            key,
-        ],
-        work,
-        out,
+    wall, rss, code, cpu, summary = bench_audit.fleet_cli(
+        work, "fleet", [(p, user) for p in ports], known, key, args.max_connections, []
     )
-    summary = json.loads(out.read_text().rsplit('"summary": ', 1)[1][:-2])
-    out.unlink()
     return {
         "n": len(ports),
         "wall_s": round(wall, 2),
