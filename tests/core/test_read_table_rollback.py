@@ -1,6 +1,6 @@
 """A reader that fills the fields in place and then fails on its output leaves nothing of that source behind: the
-source is a problem (judged unknown), and no field half-read from it reaches a check (nvlink's `_nvlink_s` sets
-`nvlink_mig_refused` before parsing `nvlink -s`)."""
+source is a problem (judged unknown), and no field half-read from it reaches a check (a `fill`/`fill_record`
+reader that sets a field before its parser raises)."""
 
 from __future__ import annotations
 
