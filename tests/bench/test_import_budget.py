@@ -47,6 +47,20 @@ def imports(*args: str, codes: tuple[int, ...] = (0, 1)) -> tuple[set[str], floa
     return names, total_us / 1e6
 
 
+def child_report(script: str, *args: str, env: dict[str, str]) -> dict:
+    """Run `python -c SCRIPT ARGS`; it must exit 0; the JSON object on its last stdout line."""
+    proc = subprocess.run(
+        [sys.executable, "-c", script, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+        env=env,
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return json.loads(proc.stdout.strip().splitlines()[-1])
+
+
 def loaded(names: set[str], package: str) -> bool:
     return any(n == package or n.startswith(package + ".") for n in names)
 
@@ -141,16 +155,9 @@ def test_no_pydantic_plugin_scan_unless_the_user_asks(user_value, tmp_path):
     env.pop("PYDANTIC_DISABLE_PLUGINS", None)
     if user_value is not None:
         env["PYDANTIC_DISABLE_PLUGINS"] = user_value
-    proc = subprocess.run(
-        [sys.executable, "-c", PLUGIN_CHILD, "--json", "--fail-on", "never", "--replay", str(DEMO)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=ROOT,
-        env=env,
+    seen = child_report(
+        PLUGIN_CHILD, "--json", "--fail-on", "never", "--replay", str(DEMO), env=env
     )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    seen = json.loads(proc.stdout.strip().splitlines()[-1])
     assert seen["code"] == 0
     if user_value is None:
         assert seen["var"] == "__all__" and "pydantic" not in seen["scanned"], seen
@@ -218,16 +225,7 @@ def test_tui_path_reaches_the_app_without_the_catalogue(args, tmp_path):
     The catalogue (~0.5 s), the runner, json_schema, the fleet, baseline and headless modules load after the first
     frame (tui/deferred.py) or never; the arguments are validated all the same (tests/cli)."""
     env = {**os.environ, "HOME": str(tmp_path)}  # no ~/.ssh/config, no theme file of the user
-    proc = subprocess.run(
-        [sys.executable, "-c", TUI_CHILD, *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        cwd=ROOT,
-        env=env,
-    )
-    assert proc.returncode == 0, proc.stderr[-2000:]
-    seen = json.loads(proc.stdout.strip().splitlines()[-1])
+    seen = child_report(TUI_CHILD, *args, env=env)
     modules = set(seen["modules"])
     assert "textual" in modules and "gpuaudit.tui.app" in modules, "the bridge was not opened"
     assert seen["demo"] == ("--demo" in args)
