@@ -62,7 +62,7 @@ def test_the_first_connect_takes_the_early_attempts_outcome_and_a_later_one_trie
 def test_the_loop_that_began_in_the_background_runs_the_audit() -> None:
     inner = _Inner()
     transport = SessionTransport(inner)
-    early = EarlyStart({"spec": transport}, login_budget(5))
+    early = EarlyStart({"host": transport}, login_budget(5))
     deadline = time.monotonic() + 5
     while not inner.opened and time.monotonic() < deadline:  # the main thread "imports" meanwhile
         time.sleep(0.01)
@@ -83,10 +83,10 @@ def test_only_a_live_ssh_audit_begins_early() -> None:
     assert early_setup.begin(AuditRequest(json=True)) is None  # this machine: nothing to overlap
     assert early_setup.begin(AuditRequest(host="u@127.0.0.1:1", json=True, sessions=False)) is None
     early = early_setup.begin(AuditRequest(host="u@127.0.0.1:1", json=True, timeout=1))
-    assert early is not None and list(early.transports) == ["u@127.0.0.1:1"]
+    assert early is not None and list(early.transports) == ["host"]
     loop = early.hand_over()
     try:
-        transport = early.transports["u@127.0.0.1:1"]
+        transport = early.transports["host"]
         with pytest.raises(TransportError):
             loop.run_until_complete(transport.connect())
         loop.run_until_complete(transport.aclose())
@@ -96,3 +96,20 @@ def test_only_a_live_ssh_audit_begins_early() -> None:
 
 def test_the_login_budget_is_the_preflights() -> None:
     assert login_budget(20) == 15 and login_budget(2) == 12
+
+
+def test_a_container_on_its_hosts_ssh_spec_gets_its_own_transport() -> None:
+    """Two roles, one spec (the benchmarks audit a loopback sshd as both): two connections, as without the early
+    start; one shared transport was connected twice by the runner."""
+    spec = "u@127.0.0.1:1"
+    early = early_setup.begin(AuditRequest(host=spec, container=spec, json=True, timeout=1))
+    assert early is not None and set(early.transports) == {"host", "container"}
+    assert early.transports["host"] is not early.transports["container"]
+    loop = early.hand_over()
+    try:
+        for transport in early.transports.values():
+            with pytest.raises(TransportError):
+                loop.run_until_complete(transport.connect())
+            loop.run_until_complete(transport.aclose())
+    finally:
+        loop.close()

@@ -9,7 +9,7 @@ from pathlib import Path
 from gpuaudit.probes.core.collect.replay_transport import keep_unasked
 from gpuaudit.probes.core.collect.targets import parse_container_spec, parse_host_spec
 from gpuaudit.probes.core.collect.transport import Transport
-from gpuaudit.probes.core.models import AuditRun
+from gpuaudit.probes.core.models import AuditRun, Role
 from gpuaudit.probes.core.run.request import AuditRequest
 from gpuaudit.probes.core.run.runner import Audit
 from gpuaudit.probes.core.run.session import live_bindings, replay_bindings
@@ -21,9 +21,9 @@ DEMO_NOTE = "DEMO: illustrative example (case study), not a capture of a real ma
 """One line at 80 columns: the 80x24 dashboard has room for the note, the roofline strip and all ten panes."""
 
 
-def build_setup(request: AuditRequest, made: Mapping[str, Transport] | None = None) -> AuditSetup:
+def build_setup(request: AuditRequest, made: Mapping[Role, Transport] | None = None) -> AuditSetup:
     """Live audit from --host/--container, or a replay of --replay FILE / --demo. `made`: transports already
-    connecting by target spec (collect/early.py)."""
+    connecting by role (collect/early.py)."""
 
     if request.replay or request.demo:
         path = (

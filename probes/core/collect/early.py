@@ -19,6 +19,7 @@ from gpuaudit.probes.core.collect.links import transport_for
 from gpuaudit.probes.core.collect.ssh_transport import SshOptions, import_asyncssh
 from gpuaudit.probes.core.collect.targets import TargetSpec
 from gpuaudit.probes.core.collect.transport import Transport
+from gpuaudit.probes.core.models import Role
 
 PREFLIGHT_TIMEOUT_S = 15.0
 """The preflight's own timeout (run/runner.py PREFLIGHT): a target's login and worker start share it."""
@@ -31,9 +32,9 @@ def login_budget(timeout_s: float) -> float:
 
 
 class EarlyStart:
-    """Transports by target spec, connecting on a loop that runs in a daemon thread until `hand_over()`."""
+    """Transports by role, connecting on a loop that runs in a daemon thread until `hand_over()`."""
 
-    def __init__(self, transports: Mapping[str, Transport], login_budget_s: float) -> None:
+    def __init__(self, transports: Mapping[Role, Transport], login_budget_s: float) -> None:
         self.transports = dict(transports)
         self.loop = asyncio.new_event_loop()
         self._thread = threading.Thread(
@@ -56,14 +57,17 @@ def early_start(
 ) -> EarlyStart | None:
     """Begin connecting the SSH targets of a live audit (None when there is none to begin: a local host, a
     container entered through its host only, `--no-sessions`)."""
-    made: dict[str, Transport] = {}
-    wraps = bool(container is not None and container.wrap_prefix)
-    for spec in (host, container):
-        if spec is None or spec.kind != "ssh" or not ssh.sessions or spec.raw in made:
-            continue
-        if spec is container and wraps:
-            continue
-        made[spec.raw] = transport_for(spec, ssh, wraps_container=wraps and spec is host)
+    made: dict[Role, Transport] = {}
+    wrapped = container is not None and container.wrap_prefix is not None
+    # one transport per role, as live_bindings makes them (a container on the same SSH spec as its host has
+    # its own connection); a container entered through its host has none of its own
+    roles: tuple[tuple[Role, TargetSpec | None], ...] = (
+        ("host", host),
+        ("container", None if wrapped else container),
+    )
+    for role, spec in roles:
+        if spec is not None and spec.kind == "ssh" and ssh.sessions:
+            made[role] = transport_for(spec, ssh)
     if not made:
         return None
     import_asyncssh()  # here, before the thread starts: never two threads importing it at once

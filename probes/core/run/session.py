@@ -38,11 +38,9 @@ def run_sync(coro: Coroutine[Any, Any, T], loop: asyncio.AbstractEventLoop | Non
     async def main() -> None:
         box.append(await coro)
 
-    if loop is None:
-        asyncio.run(main())
-    else:  # a loop that already began connecting (collect/early.py): asyncio.run's handling, on that loop
-        with asyncio.Runner(loop_factory=lambda: loop) as runner:
-            runner.run(main())
+    # asyncio.run's handling; on `loop` when one already began connecting (collect/early.py)
+    with asyncio.Runner(loop_factory=None if loop is None else lambda: loop) as runner:
+        runner.run(main())
     return box[0]
 
 
@@ -50,12 +48,12 @@ def live_bindings(
     host: TargetSpec,
     container: TargetSpec | None,
     ssh: SshOptions,
-    made: Mapping[str, Transport] | None = None,
+    made: Mapping[Role, Transport] | None = None,
 ) -> list[TargetBinding]:
     """Host over local/SSH; container over its own SSH connection or wrapped through the host's. `made`: the
-    transports a front end already built (and began connecting) by target spec (collect/early.py)."""
+    transports a front end already built (and began connecting) by role (collect/early.py)."""
     made = made or {}
-    host_transport = made.get(host.raw) or transport_for(
+    host_transport = made.get("host") or transport_for(
         host, ssh, wraps_container=bool(container is not None and container.wrap_prefix)
     )
     bindings = [TargetBinding(target=host.to_target(), transport=host_transport)]
@@ -73,7 +71,7 @@ def live_bindings(
             bindings.append(
                 TargetBinding(
                     target=container.to_target(),
-                    transport=made.get(container.raw) or transport_for(container, ssh),
+                    transport=made.get("container") or transport_for(container, ssh),
                 )
             )
     return bindings
