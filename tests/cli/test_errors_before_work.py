@@ -20,7 +20,9 @@ def no_audit(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     started: list[str] = []
     import gpuaudit.tui.cli.headless as headless
 
-    monkeypatch.setattr(headless, "main", lambda request: started.append("headless") or 0)
+    monkeypatch.setattr(
+        headless, "main", lambda request, early=None: started.append("headless") or 0
+    )
     return started
 
 

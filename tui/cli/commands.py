@@ -47,7 +47,7 @@ def run(argv: list[str], args: argparse.Namespace | None) -> int:
         return _text_modes().fleet(request)
     if request.json or request.plan or request.prom or request.health or request.html:
         early = _early(request)  # the SSH handshakes and logins run while headless.py loads
-        return _headless().main(request) if early is None else _headless().main(request, early)
+        return _headless().main(request, early)
     if not (sys.stdin.isatty() and sys.stdout.isatty()):  # cron, CI, a pipe: never hang on a screen
         raise CliError(
             "the interactive TUI needs a terminal (stdin and stdout); use --json, --plan, --prom or --health"

@@ -105,8 +105,9 @@ class Transport(Protocol):
     async def open_session(self, line: str, open_timeout_s: float | None = None) -> Any:
         """A long-lived channel for a worker session; TransportError when it cannot keep one open."""
 
-    def prestart(self, scope: str, budget_s: float = ...) -> None:
-        """Start a scope's worker session in the background (no-op where there are no sessions)."""
+    def prestart(self, scope: str, budget_s: float | None = None) -> None:
+        """Start a scope's worker session in the background (no-op where there are no sessions); `budget_s`: how
+        long its login may take (None: the session's own wait)."""
 
     def begin(self, login_budget_s: float) -> None:
         """Start connecting now, in the background, and the login's worker session with it within the preflight's
@@ -152,7 +153,7 @@ class TransportBase:
     async def open_session(self, line: str, open_timeout_s: float | None = None) -> Any:
         raise TransportError("this transport cannot keep a session open")
 
-    def prestart(self, scope: str, budget_s: float = 30.0) -> None:
+    def prestart(self, scope: str, budget_s: float | None = None) -> None:
         return None
 
     def begin(self, login_budget_s: float) -> None:

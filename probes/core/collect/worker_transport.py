@@ -464,9 +464,8 @@ class SessionTransport(TransportBase):
 
     async def _connect_then_login(self, login_budget_s: float) -> None:
         await self.inner.connect()
-        if (
-            self.host_sessions
-        ):  # the login (rc files) and the worker start while the front end loads
+        # the login (rc files) and the worker start while the front end loads
+        if self.host_sessions:
             self.prestart("", login_budget_s)
 
     async def _session(self, scope: str, budget_s: float = START_WAIT_S) -> WorkerSession | None:
@@ -523,7 +522,7 @@ class SessionTransport(TransportBase):
             return None
         return session
 
-    def prestart(self, scope: str, budget_s: float = START_WAIT_S) -> None:
+    def prestart(self, scope: str, budget_s: float | None = None) -> None:
         """Start a scope's session in the background (the runner knows a container's wrapper before it is needed;
         a front end begins the login's while it loads, with the preflight's budget)."""
         if (
@@ -533,7 +532,7 @@ class SessionTransport(TransportBase):
             or self._closed
         ):
             return
-        task = asyncio.ensure_future(self._session(scope, budget_s))
+        task = asyncio.ensure_future(self._session(scope, budget_s or START_WAIT_S))
         self._prestarts.add(task)
         task.add_done_callback(self._prestarts.discard)
 

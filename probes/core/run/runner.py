@@ -17,7 +17,7 @@ from gpuaudit.probes.core.collect.remote_line import (
     remote_line,
     sudo_refusal,
 )
-from gpuaudit.probes.core.collect.schedule import is_process_scan, launch_rank
+from gpuaudit.probes.core.collect.schedule import RankedSlots, is_process_scan, launch_rank
 from gpuaudit.probes.core.collect.transport import (
     DEFAULT_MAX_BYTES,
     PREFLIGHT_ID,
@@ -187,7 +187,7 @@ class Audit:
         """role -> (tool, command id) of a hang-prone tool that timed out there."""
         self._lost: set[Role] = set()
         self._budget_left = self.options.output_budget
-        self._tool_slots: dict[tuple[Role, str], asyncio.Semaphore] = {}
+        self._tool_slots: dict[tuple[Role, str], RankedSlots] = {}
         self._runs: set[asyncio.Task[None]] = set()
         self._executed: dict[Role, set[str]] = {}
 
@@ -551,9 +551,9 @@ class Audit:
             slots = None
             if tool:
                 pool, capacity = tool_slot(binding.transport, line, tool)
-                slots = self._tool_slots.setdefault((gate_role, pool), asyncio.Semaphore(capacity))
-            if slots is not None:
-                await slots.acquire()
+                slots = self._tool_slots.setdefault((gate_role, pool), RankedSlots(capacity))
+            if slots is not None:  # a freed slot goes to the slowest call waiting (-q dumps first)
+                await slots.acquire(launch_rank(line))
             try:
                 raw = await binding.transport.run(
                     line,
