@@ -14,6 +14,7 @@ from gpuaudit.probes.core.errors import ParseError
 from gpuaudit.probes.core.models import AuditRun, CommandRecord, Role, Severity
 from gpuaudit.probes.core.parsers.engine import (
     EngineConfig,
+    EngineProc,
     parse_engine_logs,
     parse_throughput_lines,
     serving_engine,
@@ -127,15 +128,20 @@ def _interconnect(recs: dict[Role, dict[str, CommandRecord]]) -> str | None:
     return _topology(recs)[0]
 
 
-def _engine_pid(records: Mapping[str, CommandRecord]) -> int | None:
-    """The pid of the engine the python probe judged on this target (engine_procs' API server), if read."""
+def _judged_engine(records: Mapping[str, CommandRecord]) -> EngineProc | None:
+    """The engine the python probe judged on this target (engine_procs' API server), if read."""
     rec = _usable(records, "engine_procs")
     if rec is None:
         return None
     try:
-        main = serving_engine(rec.stdout).main
+        return serving_engine(rec.stdout).main
     except ParseError:
         return None
+
+
+def _engine_pid(records: Mapping[str, CommandRecord]) -> int | None:
+    """The pid of the engine the python probe judged on this target, if read."""
+    main = _judged_engine(records)
     return main.pid if main else None
 
 
@@ -143,13 +149,7 @@ def _other_process(files: ModelFiles, records: Mapping[str, CommandRecord]) -> s
     """Why model files read from another process than the judged engine are not used (issue 29: the reader takes
     the first API server, which may be a user's look-alike), or None. Processes of the engine's owner (forked
     copies of its API server) are the engine; outputs without the pid (older recordings) are used as before."""
-    rec = _usable(records, "engine_procs")
-    if files.pid is None or rec is None:
-        return None
-    try:
-        main = serving_engine(rec.stdout).main
-    except ParseError:
-        return None
+    main = None if files.pid is None else _judged_engine(records)
     if main is None or files.pid == main.pid or (main.uid is not None and files.uid == main.uid):
         return None
     return (
