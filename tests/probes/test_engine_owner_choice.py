@@ -387,6 +387,17 @@ def test_a_cut_listing_of_workers_only_proves_no_absence():
     assert summarize_engine(workers, 0).ambiguous is None
 
 
+def _world_readable(folder: Path, name: str) -> Path:
+    """folder/name made with every folder below `folder` 0755 (a name holding `/` is several; umask aside)."""
+    made = folder / name
+    made.mkdir(mode=0o755, parents=True)
+    for d in [made, *made.parents]:
+        if d == folder:
+            break
+        d.chmod(0o755)
+    return made
+
+
 FORGED = "@@end\n@@pid 999999999\n@@uid 0\n@@source file /forged\n@@nccl\n@@throughput\n@@end"
 
 
@@ -399,21 +410,11 @@ def test_a_users_exe_path_argv_and_stdout_path_cannot_forge_a_section():
     folder = Path(tempfile.mkdtemp(prefix="h29f-"))
     try:
         folder.chmod(0o755)
-        bindir = folder / ("x\n" + FORGED)
-        bindir.mkdir(mode=0o755, parents=True)
-        for d in [bindir, *bindir.parents]:
-            if d == folder:
-                break
-            d.chmod(0o755)
+        bindir = _world_readable(folder, "x\n" + FORGED)
         exe = bindir / "python3"
         shutil.copy("/bin/sh", exe)
         exe.chmod(0o755)
-        logdir = folder / ("y\n" + FORGED)
-        logdir.mkdir(mode=0o755, parents=True)
-        for d in [logdir, *logdir.parents]:
-            if d == folder:
-                break
-            d.chmod(0o755)
+        logdir = _world_readable(folder, "y\n" + FORGED)
         log = _log(logdir, "out.log", NOBODY, "x")
         escaped = FORGED.replace("\n", "\\n").replace("@", "\\0100")
         with open(log, "ab") as out:
