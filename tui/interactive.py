@@ -22,8 +22,9 @@ if TYPE_CHECKING:  # types only: fleet_hosts imports this module lazily to open 
 
 
 def main(request: AuditRequest) -> int:
-    """The dashboard. `--resume` reaches it through tui/cli/text_modes.py (resumed headless, then `run_app`):
-    this module does not import the headless modules, which load the catalogue before the first frame."""
+    """The dashboard. `--resume` reaches `run_app` through tui/cli/commands.py (tui/cli/headless.py's
+    `run_then_show`): this module does not import the headless modules, which load the catalogue before the
+    first frame."""
     return run_app(request)
 
 
