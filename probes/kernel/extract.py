@@ -90,11 +90,9 @@ def _cpu(t: str, d: Data, p: Problems) -> None:
         p["cpuinfo_id"] = "no vendor_id in /proc/cpuinfo"
 
 
-def _set(field: str, parse: Callable[[str], object]) -> Callable[[str, Data, Problems], None]:
-    def read(t: str, d: Data, p: Problems) -> None:
-        d[field] = parse(t)
-
-    return read
+def _set(field: str, parse: Callable[[str], object]) -> Callable[[str], Data]:
+    """A `Reads` parser that gives one field."""
+    return lambda t: {field: parse(t)}
 
 
 def _release(t: str, d: Data, p: Problems) -> None:
@@ -105,42 +103,38 @@ def _release(t: str, d: Data, p: Problems) -> None:
         d["release"] = parse_uname(t).release
 
 
-READERS: tuple[tuple[str, Callable[[str, Data, Problems], None]], ...] = (
-    ("uname_r", _release),
-    ("proc_cmdline", _set("cmdline", lambda t: list(kernel_cmdline(t).args))),
-    ("cpuinfo_id", _cpu),
-    ("numa_balancing", _set("numa_balancing", parse_numa_balancing)),
-    ("node_list", _set("numa_nodes", lambda t: len(parse_node_list(t)) or None)),
-    ("zone_reclaim", _set("zone_reclaim", parse_int)),
-    ("thp_enabled", _set("thp_enabled", parse_bracketed_choice)),
-    ("thp_defrag", _set("thp_defrag", parse_bracketed_choice)),
-    ("clocksource", _set("clocksource", lambda t: first_line(t) or None)),
-    (
+TABLE: tuple[Reads, ...] = (
+    Reads("uname_r", fill=_release),
+    Reads("proc_cmdline", _set("cmdline", lambda t: list(kernel_cmdline(t).args))),
+    Reads("cpuinfo_id", fill=_cpu),
+    Reads("numa_balancing", _set("numa_balancing", parse_numa_balancing)),
+    Reads("node_list", _set("numa_nodes", lambda t: len(parse_node_list(t)) or None)),
+    Reads("zone_reclaim", _set("zone_reclaim", parse_int)),
+    Reads("thp_enabled", _set("thp_enabled", parse_bracketed_choice)),
+    Reads("thp_defrag", _set("thp_defrag", parse_bracketed_choice)),
+    Reads("clocksource", _set("clocksource", lambda t: first_line(t) or None)),
+    Reads(
         "proc_swaps",
         _set("swap_devices", lambda t: len([ln for ln in t.splitlines()[1:] if ln.strip()])),
     ),
-    ("engine_proc_status", _engine_swap),
-    ("uvm_disable_hmm", _set("uvm_disable_hmm", lambda t: first_line(t) or None)),
-    ("tuned_active", _set("tuned_profile", parse_tuned_active)),
-    (
+    Reads("engine_proc_status", fill=_engine_swap),
+    Reads("uvm_disable_hmm", _set("uvm_disable_hmm", lambda t: first_line(t) or None)),
+    Reads("tuned_active", _set("tuned_profile", parse_tuned_active)),
+    Reads(
         "cpu_vulnerabilities",
         _set(
             "vulnerabilities",
             lambda t: {p.rsplit("/", 1)[-1]: v[0] for p, v in parse_grep_h(t).items() if v},
         ),
     ),
-    ("grub_cmdline", _set("grub_cmdline", parse_grub_cmdline)),
-    ("etc_kernel_cmdline", _set("etc_kernel_cmdline", lambda t: first_line(t).split())),
-    ("journal_kernel_faults", _journal),
+    Reads("grub_cmdline", _set("grub_cmdline", parse_grub_cmdline)),
+    Reads("etc_kernel_cmdline", _set("etc_kernel_cmdline", lambda t: first_line(t).split())),
+    Reads("journal_kernel_faults", fill=_journal),
 )
-"""Source -> reader."""
+"""Source -> reader, run by the framework (`read_table`)."""
 
 PIPED = ("journal_kernel_faults",)
 """`tool | grep`: the pipe's status is grep's, so a missing tool only shows on stderr."""
-
-
-TABLE: tuple[Reads, ...] = tuple(Reads(cid, fill=read) for cid, read in READERS)
-"""The same rows as the framework's extract table (`read_table`)."""
 
 
 def _usability(rec: CommandRecord) -> str | None:
