@@ -59,8 +59,10 @@ def _nvlink_s(rec: CommandRecord, f: Fields) -> None:
     _names(f, [g.name for g in gpus])
 
 
-def _topo(rec: CommandRecord, f: Fields) -> None:
-    f["topo_nv_pairs"] = len({tuple(sorted(p)) for p in parse_topo_m(rec.stdout).nvlink_pairs()})
+def _topo(rec: CommandRecord) -> Fields:
+    return {
+        "topo_nv_pairs": len({tuple(sorted(p)) for p in parse_topo_m(rec.stdout).nvlink_pairs()})
+    }
 
 
 def _fabric_csv(rec: CommandRecord, f: Fields) -> None:
@@ -120,29 +122,30 @@ def _switches(text: str) -> Fields:
     return {"nvswitch_functions": len(lines), "nvswitch_models": models}
 
 
-def _fm_version(rec: CommandRecord, f: Fields) -> None:
+def _fm_version(rec: CommandRecord) -> Fields:
     m = re.search(r"(\d+\.\d+\.\d+)", rec.stdout)
-    f["fm_version"] = m.group(1) if m else None
+    return {"fm_version": m.group(1) if m else None}
 
 
-def _xid(rec: CommandRecord, f: Fields) -> None:
-    if "not permitted" not in rec.stderr.lower():
-        f["xid74"] = sum(1 for x in parse_xid_events(rec.stdout) if x.code == 74)
+def _xid(rec: CommandRecord) -> Fields:
+    if "not permitted" in rec.stderr.lower():
+        return {}
+    return {"xid74": sum(1 for x in parse_xid_events(rec.stdout) if x.code == 74)}
 
 
 # source -> reader, in order (names: nvlink -s first, then the CSVs, then the XML), run by the framework
 # (`read_table`); a parse error -> problems[source].
 TABLE: tuple[Reads, ...] = (
     Reads("nvlink_s", fill_record=_nvlink_s),
-    Reads("smi_topo_m", fill_record=_topo),
+    Reads("smi_topo_m", record=_topo),
     Reads("smi_query_fabric", fill_record=_fabric_csv),
     Reads("smi_query_driver", fill_record=_driver_csv),
     Reads("smi_q_xml", fill_record=_xml),
-    Reads("fabricmanager_version", fill_record=_fm_version),
+    Reads("fabricmanager_version", record=_fm_version),
     Reads("lspci_nvswitch", parse=_switches),
     Reads("ib_umad_loaded", parse=lambda t: {"ib_umad": bool(first_line(t))}),
     Reads("nvlink_errors", parse=lambda t: {"error_counters": parse_nvlink_errors(t)}),
-    Reads("dmesg_nvrm", fill_record=_xid),
+    Reads("dmesg_nvrm", record=_xid),
 )
 SMI_TABLES = ("nvlink_s", "smi_query_fabric", "smi_topo_m", "smi_query_driver")
 
