@@ -5,15 +5,14 @@ from whatever answers on the engine's port is not followed."""
 from __future__ import annotations
 
 import os
-import socket
 import subprocess
-import sys
 import textwrap
-import time
 from pathlib import Path
 
 import pytest
 from gpuaudit.probes.core.parsers.engine_metrics import ENGINE_METRICS_SHELL
+from roofline.test_engine_metrics import serve_like_sglang
+from sshd_server import free_port
 
 PAGE = "sglang:num_running_reqs 0\n"
 SERVER = textwrap.dedent(
@@ -41,27 +40,10 @@ SERVER = textwrap.dedent(
 ).replace("PAGE_TEXT", PAGE.replace("\n", "\\n"))
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 def _serve(tmp_path: Path, mode: str) -> tuple[subprocess.Popen[bytes], int]:
-    port = _free_port()
     server = tmp_path / "server.py"
     server.write_text(SERVER)
-    proc = subprocess.Popen(
-        [sys.executable, str(server), mode, "sglang.launch_server", "--port", str(port)]
-    )
-    deadline = time.monotonic() + 10
-    while time.monotonic() < deadline:
-        try:
-            socket.create_connection(("127.0.0.1", port), timeout=0.2).close()
-            break
-        except OSError:
-            time.sleep(0.05)
-    return proc, port
+    return serve_like_sglang(server, mode)
 
 
 def _read(**env: str) -> str:
@@ -78,7 +60,7 @@ def _read(**env: str) -> str:
 def test_an_http_proxy_in_the_environment_is_not_used(tmp_path):
     proc, port = _serve(tmp_path, "page")
     try:
-        dead = f"http://127.0.0.1:{_free_port()}"
+        dead = f"http://127.0.0.1:{free_port()}"
         out = _read(http_proxy=dead, HTTP_PROXY=dead)
         if out.startswith("@@ambiguous"):
             pytest.skip("other engine-like processes run on this machine")

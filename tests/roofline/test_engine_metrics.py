@@ -22,6 +22,7 @@ from gpuaudit.probes.core.parsers.engine_metrics import (
 )
 from gpuaudit.probes.core.readonly import write_risks
 from gpuaudit.probes.core.sources import SOURCES
+from sshd_server import free_port
 
 PAGES = Path(__file__).resolve().parents[1] / "fixtures" / "engine_metrics"
 BUSY = (PAGES / "sglang-llama31-8b-busy.prom").read_text()
@@ -100,12 +101,6 @@ def test_the_source_is_declared_read_only_on_both_roles():
     assert "127.0.0.1" in src.shell and "-I -S -B" in src.shell
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 SERVER = textwrap.dedent(
     """
     import sys, time, http.server
@@ -132,13 +127,19 @@ SERVER = textwrap.dedent(
 def _serve(tmp_path: Path, mode: str = "page") -> tuple[subprocess.Popen[bytes], int]:
     """A process whose command line reads like SGLang's (`sglang.launch_server --port N`) serving the real
     page (or dripping it a byte at a time)."""
-    port = _free_port()
     page = tmp_path / "page.prom"
     page.write_text(ONE)
     server = tmp_path / "server.py"
     server.write_text(SERVER)
+    return serve_like_sglang(server, str(page), mode)
+
+
+def serve_like_sglang(script: Path, *args: str) -> tuple[subprocess.Popen[bytes], int]:
+    """`python3 SCRIPT ARGS... sglang.launch_server --port N` (N a free port, the last argument), once it accepts
+    connections on 127.0.0.1:N (10 s at most)."""
+    port = free_port()
     proc = subprocess.Popen(
-        [sys.executable, str(server), str(page), mode, "sglang.launch_server", "--port", str(port)]
+        [sys.executable, str(script), *args, "sglang.launch_server", "--port", str(port)]
     )
     deadline = time.monotonic() + 10
     while time.monotonic() < deadline:
@@ -186,7 +187,7 @@ def _read_line() -> tuple[str, float]:
 def test_a_root_audit_reads_the_root_engine_not_a_user_planted_look_alike(tmp_path):
     """Under a root audit a user's process named like an engine (started first, so it is the first in /proc
     order — what the old reader took) is not read: the root-owned engine is."""
-    planted = _look_alike(65534, _free_port())
+    planted = _look_alike(65534, free_port())
     proc, port = _serve(tmp_path)
     try:
         assert str(planted.pid) < str(proc.pid)  # the old reader's `for d in /proc/[0-9]*` order
@@ -200,7 +201,7 @@ def test_a_root_audit_reads_the_root_engine_not_a_user_planted_look_alike(tmp_pa
 @pytest.mark.slow
 @pytest.mark.skipif(os.geteuid() != 0, reason="two other users' processes")
 def test_engines_of_two_other_owners_are_ambiguous_and_nothing_is_read():
-    one, two = _look_alike(65534, _free_port()), _look_alike(65533, _free_port())
+    one, two = _look_alike(65534, free_port()), _look_alike(65533, free_port())
     try:
         out, _ = _read_line()
         assert out.startswith("@@ambiguous ") and "@@end" not in out
