@@ -83,11 +83,7 @@ class DashboardScreen(Screen[None]):
         self.set_class(compact, "-compact")
         yield TargetHeader(id="targets")
         yield RooflineStrip(id="roofline-strip")
-        grid = Grid(id="panes")
-        grid.styles.grid_size_columns = columns
-        grid.styles.grid_columns = " ".join(["1fr"] * columns)
-        self.columns = columns
-        with grid:
+        with self._columns(Grid(id="panes"), columns):
             for result in run.probes:
                 yield ProbePane(result, roles, self.app.clock, compact)
         yield Input(
@@ -99,9 +95,8 @@ class DashboardScreen(Screen[None]):
 
     def on_mount(self) -> None:
         self._panes = list(self.query(ProbePane))
-        self.apply_layout(
-            self.app.size.width, self.app.size.height
-        )  # (the size compose saw: no change)
+        # a no-op unless the terminal was resized since compose laid the screen out
+        self.apply_layout(self.app.size.width, self.app.size.height)
         self.refresh_all()
         panes = self.panes()
         if panes:
@@ -137,13 +132,16 @@ class DashboardScreen(Screen[None]):
         if (layout := layout_for(width, height)) == self._layout:
             return  # every pane was given it already (compose, or the last call)
         columns, compact = self._layout = layout
-        self.columns = columns
-        grid = self.query_one("#panes", Grid)
-        grid.styles.grid_size_columns = columns
-        grid.styles.grid_columns = " ".join(["1fr"] * columns)
+        self._columns(self.query_one("#panes", Grid), columns)
         self.set_class(compact, "-compact")
         for pane in self._panes:
             pane.compact = compact
+
+    def _columns(self, grid: Grid, columns: int) -> Grid:
+        self.columns = columns
+        grid.styles.grid_size_columns = columns
+        grid.styles.grid_columns = " ".join(["1fr"] * columns)
+        return grid
 
     def panes(self) -> list[ProbePane]:
         return list(self._panes)
