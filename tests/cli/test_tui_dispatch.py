@@ -1,5 +1,5 @@
 """Where the command line sends a terminal's audit (issue 30): the dashboard straight through the bridge, and
-`--resume` through tui/cli/text_modes.py (resumed headless, then the dashboard's `run_app`)."""
+`--resume` through tui/cli/headless.py's `run_then_show` (resumed headless, then the dashboard's `run_app`)."""
 
 from __future__ import annotations
 
