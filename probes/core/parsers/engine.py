@@ -528,15 +528,21 @@ def parse_engine_args(argv: list[str] | tuple[str, ...]) -> EngineConfig | None:
     return _tgi(opts)
 
 
-def choice_source() -> list[str]:
-    """engine_choice.py as lines to embed in a target-side python3 -I -S -B reader (pyenv_reader.py, the metrics
-    finder): comment lines, one-line docstrings and blank lines dropped; it holds no single quote."""
+def embedded_lines(name: str) -> list[str]:
+    """A module of this folder as lines to embed in a target-side python3 -I -S -B reader: comment lines,
+    one-line docstrings and blank lines dropped."""
     lines = []
-    for line in (Path(__file__).with_name("engine_choice.py")).read_text("utf-8").splitlines():
+    for line in (Path(__file__).with_name(name)).read_text("utf-8").splitlines():
         bare = line.strip()
         if bare and not bare.startswith("#") and not (bare[:3] == '"""' == bare[-3:]):
             lines.append(line)
     return lines
+
+
+def choice_source() -> list[str]:
+    """engine_choice.py as lines to embed (`embedded_lines`) in a target-side reader (pyenv_reader.py, the metrics
+    finder); it holds no single quote."""
+    return embedded_lines("engine_choice.py")
 
 
 def listing_audit(text: str) -> tuple[int | None, bool]:

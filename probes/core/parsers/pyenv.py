@@ -20,10 +20,9 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 
 from gpuaudit.probes.core.errors import ParseError
-from gpuaudit.probes.core.parsers.engine import choice_source
+from gpuaudit.probes.core.parsers.engine import choice_source, embedded_lines
 from gpuaudit.probes.core.parsing import parse_once
 from pydantic import BaseModel
 
@@ -56,13 +55,9 @@ PACKAGES = (
 def _reader_source() -> str:
     """pyenv_reader.py as embedded text: comments, one-line docstrings and blank lines dropped, the package
     list filled in. It sits inside single quotes, so it must hold none (and pass the read-only lint)."""
-    src = (Path(__file__).with_name("pyenv_reader.py")).read_text(encoding="utf-8")
     pkgs = "(" + ", ".join(f'"{p}"' for p in PACKAGES) + ",)"
-    lines = []
-    for line in src.splitlines():
-        bare = line.strip()
-        if not bare or bare.startswith("#") or (bare.startswith('"""') and bare.endswith('"""')):
-            continue
+    lines: list[str] = []
+    for line in embedded_lines("pyenv_reader.py"):
         if line.startswith("from gpuaudit.probes.core.parsers.engine_choice import "):
             lines.extend(choice_source())  # the one rule of which process is the engine (issue 29)
             continue
