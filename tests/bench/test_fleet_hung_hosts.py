@@ -8,49 +8,21 @@ Only 127.0.0.1: one real sshd (the session fixture) and two silent listeners thi
 from __future__ import annotations
 
 import json
-import socket
 import subprocess
 import sys
-import threading
 import time
 from pathlib import Path
 
 import pytest
+from reliability.faultkit import SilentServer
 
 ROOT = Path(__file__).resolve().parents[2]
 
 pytestmark = pytest.mark.sshd
 
 
-class Silent:
-    """A TCP listener on 127.0.0.1 that accepts connections and never sends a byte."""
-
-    def __init__(self) -> None:
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(16)
-        self.port = self.sock.getsockname()[1]
-        self.held: list[socket.socket] = []
-        self._stop = False
-        threading.Thread(target=self._accept, daemon=True).start()
-
-    def _accept(self) -> None:
-        while not self._stop:
-            try:
-                conn, _ = self.sock.accept()
-            except OSError:
-                return
-            self.held.append(conn)
-
-    def close(self) -> None:
-        self._stop = True
-        self.sock.close()
-        for c in self.held:
-            c.close()
-
-
 def test_hung_hosts_cost_their_connect_timeout_once_and_the_rest_is_audited(sshd, tmp_path):
-    silent = [Silent(), Silent()]
+    silent = [SilentServer(), SilentServer()]
     try:
         inv = tmp_path / "hosts.txt"
         inv.write_text(
