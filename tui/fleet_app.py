@@ -28,9 +28,8 @@ from textual.binding import Binding
 from textual.events import Mount
 from textual.screen import Screen
 
-if (
-    TYPE_CHECKING
-):  # the schema loads with tui/deferred.py: `gpuaudit-tui`'s dashboard does not wait for it
+# the schema loads with tui/deferred.py: `gpuaudit-tui`'s dashboard does not wait for it
+if TYPE_CHECKING:
     from gpuaudit.snapshots.schema import Snapshot
 
 Runner = Callable[[FleetModel], Awaitable[object]]

@@ -54,9 +54,8 @@ def test_resume_on_a_terminal_resumes_then_shows(
     assert entry.main(["--resume", str(DEMO), "--yes"]) == 0
     assert len(calls) == 1 and calls[0][1] == terminal.run_app
     assert calls[0][0].resume == str(DEMO)  # type: ignore[attr-defined]
-    assert (
-        terminal.shown == []
-    )  # not the dashboard's door: the resumed result is shown by run_then_show
+    # not the dashboard's door: the resumed result is shown by run_then_show
+    assert terminal.shown == []
 
 
 def test_unknown_probe_is_one_line_before_the_tui(

@@ -10,9 +10,7 @@ from pathlib import Path
 
 import pytest
 
-REQUIRE = (
-    os.environ.get("GPUAUDIT_REQUIRE_SSHD") == "1"
-)  # CI installs prometheus + node_exporter too
+REQUIRE = os.environ.get("GPUAUDIT_REQUIRE_SSHD") == "1"  # CI installs prometheus + node_exporter
 
 
 def tool(name: str) -> str:

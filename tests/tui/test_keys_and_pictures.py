@@ -349,9 +349,8 @@ async def test_a_big_output_says_loading_first() -> None:
         done: list[int] = []
         screen.show_record(index, then=lambda: done.append(viewer.line_count))
         assert viewer.text.startswith("loading big: 2.9 MB of output") and not done
-        await (
-            app.workers.wait_for_complete()
-        )  # prepared in a thread (tui/widgets/command_output.py)
+        # prepared in a thread (tui/widgets/command_output.py)
+        await app.workers.wait_for_complete()
         await pilot.pause()
         assert done and done[0] > 40_000
 

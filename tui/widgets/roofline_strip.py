@@ -63,9 +63,8 @@ class RooflineStrip(Widget):
             p.status in ("pending", "running") for p in run.probes
         )
         if pending and self.roofline is None and not any(p.records for p in run.probes):
-            self._level(
-                Severity.INFO
-            )  # no record read yet: nothing to compute, the strip says pending
+            # no record read yet: nothing to compute, the strip says pending
+            self._level(Severity.INFO)
             return
         now = time.monotonic()
         if pending and now - self._computed_at < LIVE_EVERY_S:
