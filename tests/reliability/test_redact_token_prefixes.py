@@ -24,6 +24,20 @@ TOKENS = {
     "openai": "sk-" + RANDOM + RANDOM[:12],
     "openai project": "sk-proj-" + RANDOM + RANDOM,
     "stripe secret": "sk_live_" + RANDOM[:24],
+    # every other family of redact._KNOWN, so that a prefix dropped from _KNOWN_PREFIXES shows here too
+    "stripe restricted": "rk_live_" + RANDOM[:24],
+    "hugging face": "hf_" + RANDOM[:30],
+    "aws access key": "AKIA" + RANDOM[:16].upper(),
+    "gitlab": "glpat-" + RANDOM[:24],
+    "slack": "xoxb-" + RANDOM[:24],
+    "slack app": "xapp-1-" + RANDOM[:24],
+    "google api key": "AIza" + RANDOM[:35],
+    "google oauth": "ya29." + RANDOM,
+    "npm": "npm_" + RANDOM,
+    "pypi": "pypi-AgE" + RANDOM,
+    "sendgrid": "SG." + RANDOM[:22] + "." + RANDOM,
+    "vault": "hvs." + RANDOM[:24],
+    "digitalocean": "dop_v1_" + "0123456789abcdef" * 4,
 }
 CONTEXTS = [
     "{}",
