@@ -192,9 +192,7 @@ def tmux_demo(size: str, tree: Path | None = None) -> float:
     session = "fp"
     exe = shutil.which("gpuaudit-tui") or f"{sys.executable} -m gpuaudit.tui"
     command = f"{exe} --demo"
-    if (
-        tree is not None
-    ):  # tmux starts the command from its server's environment: set it on the line
+    if tree is not None:  # tmux starts the command from its server's environment: on the line
         command = f"env PYTHONPATH={tree} {command}"
     t0 = time.perf_counter()
     subprocess.run(

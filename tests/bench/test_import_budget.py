@@ -237,6 +237,5 @@ def test_probe_ids_without_the_catalogue_are_the_catalogues():
     from gpuaudit.probes.catalogue import PROBE_IDS
     from gpuaudit.probes.ids import PROBE_IDS as IDS
 
-    assert (
-        IDS == PROBE_IDS
-    )  # the same ids in the same (JSON contract) order: --probes is validated against it
+    # the same ids in the same (JSON contract) order: --probes is validated against it
+    assert IDS == PROBE_IDS

@@ -161,9 +161,8 @@ async def test_a_small_record_chosen_while_a_big_one_loads_wins() -> None:
         small = next(n for n, r in enumerate(screen.records) if r is not rec)
         screen.show_record(big)
         screen.show_record(small)
-        for _ in range(
-            200
-        ):  # the table's highlight events load and cancel in turn; wait until settled
+        # the table's highlight events load and cancel in turn; wait until settled
+        for _ in range(200):
             await pilot.pause(0.02)
             if not any(w.group == "output" and not w.is_finished for w in app.workers):
                 break
