@@ -163,8 +163,9 @@ def row_for(name: str, vendor: str | None) -> MapRow | None:
     The first row of ROWS that matches wins: the attribute itself, or (Supermicro rows) its base name.
     """
     candidates = _BY_ATTRIBUTE.get(name, ())
-    if "_" in name[-6:]:  # else base_name(name) is the name: its rows are candidates already
-        suffixed = _SUPERMICRO_BY_ATTRIBUTE.get(base_name(name), ())
+    base = base_name(name)
+    if base != name:  # else its rows are candidates already
+        suffixed = _SUPERMICRO_BY_ATTRIBUTE.get(base, ())
         if suffixed:
             candidates = tuple(sorted(dict([*candidates, *suffixed]).items(), key=lambda c: c[0]))
     for _, row in candidates:
