@@ -27,6 +27,8 @@ from pathlib import Path
 
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
+from trees import env_for  # noqa: E402
+
 AFTER = BENCH.parents[1] / "snapshots" / "examples" / "case-study-after.json"
 
 
@@ -76,16 +78,14 @@ async def once(path: Path) -> tuple[float, float]:
 
 
 def child(path: Path, pythonpath: str | None) -> tuple[float, float]:
-    env = dict(os.environ)
-    if pythonpath:
-        env["PYTHONPATH"] = pythonpath
+    tree = Path(pythonpath) if pythonpath else None
     proc = subprocess.run(
         [sys.executable, __file__, "--child", str(path)],
         capture_output=True,
         text=True,
         timeout=600,
-        cwd=pythonpath or BENCH.parents[1],
-        env=env,
+        cwd=tree or BENCH.parents[1],
+        env=env_for(tree, dict(os.environ)),
     )
     line = next((ln for ln in proc.stdout.splitlines() if ln.startswith("[")), None)
     if line is None:
