@@ -387,6 +387,24 @@ def test_a_cut_listing_of_workers_only_proves_no_absence():
     assert summarize_engine(workers, 0).ambiguous is None
 
 
+def _logs(*uids: int, cut: bool) -> str:
+    """An ENGINE_LOGS_SHELL listing of a root audit in its own format (see parse_engine_logs)."""
+    one = "@@pid {}\n@@uid {}\n@@stdout pipe:[1]\n@@source none\n@@nccl\n@@throughput\n@@end\n"
+    body = "".join(one.format(100 + i, uid) for i, uid in enumerate(uids))
+    return "@@auditor 0\n" + body + ("@@more\n" if cut else "")
+
+
+def test_a_cut_log_listing_of_one_users_look_alikes_says_cut_not_different_owners():
+    """The logs' error says why: look-alikes of one user filling a cut listing are not "different owners"."""
+    with pytest.raises(
+        ParseError, match="cut before a root-owned API server was seen .pid 100 uid 65534"
+    ):
+        parse_engine_logs(_logs(65534, 65534, cut=True))
+    with pytest.raises(ParseError, match="API servers of different owners .pid 100 uid 65534"):
+        parse_engine_logs(_logs(65534, 65533, cut=False))
+    assert [lg.pid for lg in parse_engine_logs(_logs(65534, 0, cut=True))] == [101]
+
+
 def _world_readable(folder: Path, name: str) -> Path:
     """folder/name made with every folder below `folder` 0755 (a name holding `/` is several; umask aside)."""
     made = folder / name

@@ -808,19 +808,25 @@ def _engine_owners(procs: list[ProcStatus], text: str) -> list[ProcStatus]:
     servers = [
         (i, p.uid, "") for i, p in enumerate(procs) if engine_kind(p.cmd.split(" ")) is not None
     ]
-    engine, ambiguous = choose_engine(servers, *listing_audit(text))
+    audit_uid, cut = listing_audit(text)
+    engine, ambiguous = choose_engine(servers, audit_uid, cut)
     if ambiguous:
-        raise _owners_ambiguous([(procs[a[0]].pid, a[1]) for a in ambiguous], "none read")
+        raise _owners_ambiguous([(procs[a[0]].pid, a[1]) for a in ambiguous], cut, "none read")
     owner = engine[0][1] if engine else None
     return procs if owner is None else [p for p in procs if p.uid == owner]
 
 
-def _owners_ambiguous(servers: list[tuple[int, int | None]], outcome: str) -> ParseError:
-    """The error of a listing whose API servers (pid, owner) belong to several owners (`choose_engine`)."""
+def _owners_ambiguous(servers: list[tuple[int, int | None]], cut: bool, outcome: str) -> ParseError:
+    """The error of a listing whose API servers (pid, owner) `choose_engine` left ambiguous: several owners, or
+    one non-root owner in a root audit's listing cut before a root-owned one was seen (as `ambiguity` says)."""
     names = "; ".join(f"pid {pid} uid {'unknown' if uid is None else uid}" for pid, uid in servers)
+    why = (
+        "the listing was cut before a root-owned API server was seen"
+        if cut and len({uid for _pid, uid in servers}) == 1
+        else "API servers of different owners"
+    )
     return ParseError(
-        "which process is the serving engine is ambiguous: API servers of different owners "
-        f"({names}): {outcome}"
+        f"which process is the serving engine is ambiguous: {why} ({names}): {outcome}"
     )
 
 
@@ -968,7 +974,7 @@ def parse_engine_logs(text: str) -> list[EngineLog]:
     audit_uid, cut = listing_audit(text)
     engine, ambiguous = choose_engine([(i, lg.uid, "") for i, lg in enumerate(out)], audit_uid, cut)
     if ambiguous:
-        raise _owners_ambiguous([(out[a[0]].pid, a[1]) for a in ambiguous], "no log read")
+        raise _owners_ambiguous([(out[a[0]].pid, a[1]) for a in ambiguous], cut, "no log read")
     return [out[e[0]] for e in engine]
 
 
