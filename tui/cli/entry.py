@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, NoReturn
 
 from gpuaudit.probes.core.errors import GpuAuditError
 from gpuaudit.probes.core.version import __version__
-from gpuaudit.probes.ids import PROBE_IDS
+from gpuaudit.probes.ids import PROBE_IDS  # not the catalogue: it costs ~0.3-0.5 s to load
 from gpuaudit.tui.cli.args import SUBCOMMANDS, CliError, OneLineParser
 from gpuaudit.tui.cli.bmc_args import add_bmc_arguments
 
@@ -69,8 +69,6 @@ class _LazyVersion(argparse.Action):
 
 THEME_NAMES = ("gpuaudit-dark", "gpuaudit-light", "gpuaudit-high-contrast")
 """Kept here, not imported: `--help` must not import Textual (a test holds it equal to themes.THEMES)."""
-PROBE_NAMES = PROBE_IDS
-"""probes/ids.py, not the catalogue: loading it costs ~0.3-0.5 s (a test holds the two equal)."""
 HELP_EPILOG = f"""\
 examples:
   gpuaudit-tui                              audit this machine in the TUI
@@ -84,8 +82,8 @@ examples:
 ssh: --host/--container take [user@]host[:port] or an alias of ~/.ssh/config
   (HostName, User, Port, IdentityFile, ProxyJump and the agent are honoured);
   host keys are checked against ~/.ssh/known_hosts (or --known-hosts).
-probes (--probes): {", ".join(PROBE_NAMES[:6])},
-  {", ".join(PROBE_NAMES[6:])}
+probes (--probes): {", ".join(PROBE_IDS[:6])},
+  {", ".join(PROBE_IDS[6:])}
 themes (--theme): {", ".join(THEME_NAMES)},
   or a built-in Textual theme
 
