@@ -87,9 +87,8 @@ def test_without_grep_every_process_is_read(stand_in: tuple[Path, dict[str, str]
     shell = ENGINE_PROCS_SHELL.replace("grep -l -s -E", "no-such-grep -l -s -E")
     out, calls = _run(shell, root, env)
     assert calls >= 300  # fell back to the full scan
-    assert (
-        f"@@pid {root}/4200\n" in out
-    )  # and still finds the engine (the stand-in's pid is its path)
+    # and still finds the engine (the stand-in's pid is its path)
+    assert f"@@pid {root}/4200\n" in out
 
 
 def test_a_process_only_nvidia_smi_names_is_still_read(tmp_path: Path) -> None:
