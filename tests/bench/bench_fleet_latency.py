@@ -101,6 +101,18 @@ def start_relay(delay_s: float, pairs: list[tuple[int, int]]) -> subprocess.Pope
     return relay
 
 
+def relay_known_hosts(known: Path, relay_of: dict[int, int], out: Path) -> Path:
+    """A known_hosts for the relay's ports: each upstream sshd's host key (`known`: `[127.0.0.1]:PORT key` lines)
+    under the relay port in front of it (`relay_of`: upstream port -> relay port)."""
+    lines = []
+    for line in known.read_text().splitlines():
+        upstream = int(line.split("]:", 1)[1].split()[0])
+        if upstream in relay_of:
+            lines.append(f"[127.0.0.1]:{relay_of[upstream]} {line.split(None, 1)[1]}\n")
+    out.write_text("".join(lines))
+    return out
+
+
 def run_fleet(work: Path, ports: list[int], user: str, known: Path, key: str, args) -> dict:
     load = os.getloadavg()[0]
     t0 = time.perf_counter()
@@ -140,14 +152,8 @@ def main(argv: list[str] | None = None) -> int:
         servers, specs, known_direct = fleet_servers(work, standins, args.n, args.fast)
         upstream = [int(s.rsplit(":", 1)[1]) for s in specs[: args.n]]
         relay_ports = [free_port() for _ in upstream]
-        key_of = {
-            p: line.split(None, 1)[1]
-            for line in known_direct.read_text().splitlines()
-            for p in [int(line.split("]:", 1)[1].split()[0])]
-        }
-        known = work / "relay_known_hosts"
-        known.write_text(
-            "".join(f"[127.0.0.1]:{r} {key_of[u]}\n" for r, u in zip(relay_ports, upstream))
+        known = relay_known_hosts(
+            known_direct, dict(zip(upstream, relay_ports)), work / "relay_known_hosts"
         )
         user = specs[0].split("@", 1)[0]
         print(

@@ -45,7 +45,7 @@ sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(BENCH))
 
 from bench_audit import _LAUNCHER  # noqa: E402
-from bench_fleet_latency import start_relay  # noqa: E402
+from bench_fleet_latency import relay_known_hosts, start_relay  # noqa: E402
 from bench_heavy_rc import HEAVY_RC, floor_parts, standin_sshd  # noqa: E402
 from sshd_server import free_port  # noqa: E402
 from trees import env_for, parse_trees  # noqa: E402
@@ -151,17 +151,12 @@ class Relayed:
     """The bench sshd as seen through the delay relay: same user, key and host key, the relay's port."""
 
     def __init__(self, server, port: int, work: Path) -> None:
-        self.server, self.port, self.user, self.client_key = (
-            server,
-            port,
-            server.user,
-            server.client_key,
+        self.server, self.port = server, port
+        self.user, self.client_key = server.user, server.client_key
+        known = relay_known_hosts(
+            Path(server.known_hosts), {server.port: port}, work / "relay_known_hosts"
         )
-        known = Path(server.known_hosts).read_text().splitlines()
-        self.known_hosts = str(work / "relay_known_hosts")
-        Path(self.known_hosts).write_text(
-            "".join(f"[127.0.0.1]:{port} {line.split(None, 1)[1]}\n" for line in known)
-        )
+        self.known_hosts = str(known)
         self.spec = f"{server.user}@127.0.0.1:{port}"
 
     def cli_args(self) -> list[str]:
