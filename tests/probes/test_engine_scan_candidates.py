@@ -108,3 +108,38 @@ def test_a_process_only_nvidia_smi_names_is_still_read(tmp_path: Path) -> None:
     finally:
         worker.kill()
         worker.wait()
+
+
+NUL_STOPPING_GREP = r"""#!/usr/bin/env python3
+# A grep whose -l/-q read each file only up to its first NUL (regexec without REG_STARTEND); else the real one.
+import os, re, sys
+args = sys.argv[1:]
+if "-l" not in args and "-q" not in args:
+    os.execv("/bin/grep", ["grep", *args])
+flags = [a for a in args if a.startswith("-")]
+pattern, *files = [a for a in args if not a.startswith("-")]
+hits = []
+for name in files:
+    try:
+        text = open(name, "rb").read().split(b"\0", 1)[0].decode("utf-8", "replace")
+    except OSError:
+        continue
+    if re.search(pattern, text):
+        hits.append(name)
+if "-l" in flags:
+    print("\n".join(hits))
+sys.exit(0 if hits else 1)
+"""
+
+
+def test_a_grep_that_stops_at_a_nul_falls_back_to_reading_every_process(
+    stand_in: tuple[Path, dict[str, str]],
+) -> None:
+    """`python3 -m sglang...` holds the engine's name only after a NUL: such a grep named no candidate and the
+    engine went unseen; the scan's own command line (the names after `sh\\0-c\\0`) tells that grep apart."""
+    root, env = stand_in
+    grep = Path(env["PATH"].split(":", 1)[0]) / "grep"
+    grep.write_text(NUL_STOPPING_GREP)
+    grep.chmod(0o755)
+    out, calls = _run(ENGINE_PROCS_SHELL, root, env)
+    assert "4200" in out and calls >= 300, out

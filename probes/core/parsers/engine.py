@@ -62,10 +62,13 @@ _NAME_CASE = "|".join(f"*{name}*" for name in SCAN_NAMES.split("|"))
 
 
 def scan_candidates(names: str = SCAN_NAMES) -> str:
-    """Shell: `cand` = the cmdline paths whose text matches `names` (one grep), or ALL when grep could not run."""
+    """Shell: `cand` = the cmdline paths whose text matches `names` (one grep), or ALL when grep could not run or
+    does not read past a NUL: this shell's own command line (`sh\\0-c\\0<this script>`) holds the names only after
+    one, so a grep that stops at the first NUL (regexec without REG_STARTEND) would miss `python3 -m sglang...`."""
     return (
         f"cand=$(grep -l -s -E '{names}' /proc/[0-9]*/cmdline 2>/dev/null); "
         "[ $? -lt 126 ] || cand=ALL; "
+        f"grep -q -s -E '{names}' /proc/$$/cmdline || cand=ALL; "
     )
 
 
