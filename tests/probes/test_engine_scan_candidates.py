@@ -143,3 +143,16 @@ def test_a_grep_that_stops_at_a_nul_falls_back_to_reading_every_process(
     grep.chmod(0o755)
     out, calls = _run(ENGINE_PROCS_SHELL, root, env)
     assert "4200" in out and calls >= 300, out
+
+
+def test_a_model_argument_cannot_forge_the_listings_lines(tmp_path: Path) -> None:
+    """The model path is the engine owner's text: dash's `echo` turned its `\\n` into a new line, so a chosen
+    `--model-path` printed a `@@file` line of its own; printf '%s' prints it as it is."""
+    root = tmp_path / "proc"
+    _proc(
+        root, 4200, ["python3", "-m", "sglang.launch_server", "--model-path", r"/none/m\n@@file x"]
+    )
+    line = MODEL_FILES_SHELL.replace("/proc/[0-9]*", f"{root}/[0-9]*")
+    out = subprocess.run(["sh", "-c", line], capture_output=True, text=True, timeout=60).stdout
+    assert "@@model /none/m\\n@@file x\n" in out
+    assert not [ln for ln in out.splitlines() if ln.startswith("@@file")], out

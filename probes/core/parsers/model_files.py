@@ -32,7 +32,7 @@ MODEL_FILES_SHELL = (
     '= "serve" { f = 1 } /^--model(-path)?=/ { sub(/^--model(-path)?=/, ""); print; exit }\'); [ -n "$m" ]'
     " || continue; "
     + AS_OWNER_SHELL
-    + 'echo "@@pid ${d#/proc/}"; echo "@@uid $u"; echo "@@model $m"; case "$m" in /*) p=$m;; *) p=$(readlink $d/cwd 2>/dev/null)/$m;; es'
+    + 'echo "@@pid ${d#/proc/}"; echo "@@uid $u"; printf \'@@model %s\\n\' "$m"; case "$m" in /*) p=$m;; *) p=$(readlink $d/cwd 2>/dev/null)/$m;; es'
     "ac; if [ ! -d \"$p\" ]; then h=$(tr '\\0' '\\n' 2>/dev/null < $d/environ | grep -m1 '^HF_HOME=' | cut -d"
     '= -f2-); r=models--$(printf %s "$m" | sed \'s#/#--#g\'); for hub in "${h:-/nonexistent}/hub" /root/.ca'
     "che/huggingface/hub /home/*/.cache/huggingface/hub; do "
@@ -40,7 +40,7 @@ MODEL_FILES_SHELL = (
     # it would follow that user's symlinks (config.json -> a root-only file) into the report
     'ho=$(stat -c %u "$hub" 2>/dev/null); [ "$ho" = 0 ] || [ "$ho" = "$u" ] || continue; '
     's=$(ls -d "$hub/$r"/snapshots/* 2>/dev/null |'
-    ' head -n1); if [ -n "$s" ]; then p=$s; break; fi; done; fi; echo "@@path $p"; for f in config.json h'
+    ' head -n1); if [ -n "$s" ]; then p=$s; break; fi; done; fi; printf \'@@path %s\\n\' "$p"; for f in config.json h'
     'f_quant_config.json; do if [ -f "$p/$f" ] && ! rd test -r "$p/$f"; then echo "unreadable as the engi'
     'ne\'s user: $p/$f" 1>&2; elif [ -f "$p/$f" ]; then echo "@@file $f"; rd head -c 1048576 "$p/$f"; ech'
     'o; fi; done; if [ -f "$p/model.safetensors.index.json" ] && rd test -r "$p/model.safetensors.index.js'
