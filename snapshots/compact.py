@@ -21,10 +21,8 @@ import marshal
 from collections.abc import Mapping
 from typing import Any
 
-from gpuaudit.probes.core.models import CommandRecord, Finding, ProbeResult
 from gpuaudit.snapshots.plain import is_packed as is_packed
 from gpuaudit.snapshots.plain import records_of as records_of
-from pydantic import BaseModel, Field, create_model
 
 Document = dict[str, Any]
 
@@ -189,60 +187,3 @@ def probe_records(doc: Mapping[str, Any], probe: Mapping[str, Any]) -> list[Mapp
     if "record_refs" in probe and is_packed(doc):
         return [r for r in _pick(doc["records"], probe["record_refs"], "record_refs")]
     return [r for r in probe.get("records") or [] if isinstance(r, Mapping)]
-
-
-def _fields(model: type[BaseModel], drop: set[str]) -> dict[str, Any]:
-    return {n: (f.annotation, f) for n, f in model.model_fields.items() if n not in drop}
-
-
-REF_FIELDS: dict[str, Any] = {
-    "record_refs": (
-        list[int],
-        Field(default_factory=list, description="Positions in `records` of this probe's records."),
-    ),
-    "finding_refs": (
-        list[int] | None,
-        Field(
-            default=None,
-            description="Positions in `findings` of this probe's findings"
-            " (null when the probe keeps them inline in `findings`).",
-        ),
-    ),
-    "findings": (
-        list[Finding] | None,
-        Field(default=None, description="Inline findings (only when finding_refs is null)."),
-    ),
-}
-
-StoredRecord: Any = create_model(
-    "StoredRecord",
-    __doc__="One command run on one target, stored once however many probes read it (a CommandRecord"
-    " without probe_id: the probes name it in their record_refs).",
-    **_fields(CommandRecord, {"probe_id"}),
-)
-StoredProbe: Any = create_model(
-    "StoredProbe",
-    __doc__="One probe's result as stored: its records and findings by position in the document's lists.",
-    **_fields(ProbeResult, {"records", "findings"}),
-    **REF_FIELDS,
-)
-
-
-DOCS_FROM: dict[str, tuple[type[BaseModel], ...]] = {
-    "StoredRecord": (CommandRecord,),
-    "StoredProbe": (ProbeResult,),
-}
-"""Where the generated models' field docs live (the JSON Schema reads attribute docstrings from the source)."""
-
-
-def stored_document(snapshot: type[BaseModel], name: str, doc: str, **override: Any) -> Any:
-    """A model of the stored document (for its JSON Schema): `snapshot`'s fields, probes as StoredProbe, and
-    the top-level `records`. Built from the models, so a field added there appears here."""
-    fields = _fields(snapshot, {"probes", *override})
-    probes: tuple[Any, Any] = (list[StoredProbe], Field(default_factory=list))
-    records: tuple[Any, Any] = (
-        list[StoredRecord],
-        Field(default_factory=list, description="Every distinct command record, once."),
-    )
-    DOCS_FROM[name] = (snapshot,)
-    return create_model(name, __doc__=doc, **fields, probes=probes, records=records, **override)

@@ -24,15 +24,76 @@ from functools import cache, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from gpuaudit.probes.core.models import CommandRecord, Finding, ProbeResult
 from gpuaudit.probes.core.roofline.report import Roofline
-from gpuaudit.snapshots.compact import DOCS_FROM, stored_document
 from gpuaudit.snapshots.diff import SnapshotDiff
 from gpuaudit.snapshots.schema import SCHEMA_VERSION, Snapshot
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, create_model
 
 DRAFT = "https://json-schema.org/draft/2020-12/schema"
 ID_PREFIX = "urn:gpuaudit-tui:schema:"
 """A URN, not a URL: the schemas ship in docs/schema/ and are never fetched."""
+
+
+# The stored shape's models (snapshots/compact.py packs the document; these describe it, for its JSON
+# Schema: built here, not on an audit's path, issue 30)
+
+
+def _fields(model: type[BaseModel], drop: set[str]) -> dict[str, Any]:
+    return {n: (f.annotation, f) for n, f in model.model_fields.items() if n not in drop}
+
+
+REF_FIELDS: dict[str, Any] = {
+    "record_refs": (
+        list[int],
+        Field(default_factory=list, description="Positions in `records` of this probe's records."),
+    ),
+    "finding_refs": (
+        list[int] | None,
+        Field(
+            default=None,
+            description="Positions in `findings` of this probe's findings"
+            " (null when the probe keeps them inline in `findings`).",
+        ),
+    ),
+    "findings": (
+        list[Finding] | None,
+        Field(default=None, description="Inline findings (only when finding_refs is null)."),
+    ),
+}
+
+StoredRecord: Any = create_model(
+    "StoredRecord",
+    __doc__="One command run on one target, stored once however many probes read it (a CommandRecord"
+    " without probe_id: the probes name it in their record_refs).",
+    **_fields(CommandRecord, {"probe_id"}),
+)
+StoredProbe: Any = create_model(
+    "StoredProbe",
+    __doc__="One probe's result as stored: its records and findings by position in the document's lists.",
+    **_fields(ProbeResult, {"records", "findings"}),
+    **REF_FIELDS,
+)
+
+
+DOCS_FROM: dict[str, tuple[type[BaseModel], ...]] = {
+    "StoredRecord": (CommandRecord,),
+    "StoredProbe": (ProbeResult,),
+}
+"""Where the generated models' field docs live (the JSON Schema reads attribute docstrings from the source)."""
+
+
+def stored_document(snapshot: type[BaseModel], name: str, doc: str, **override: Any) -> Any:
+    """A model of the stored document (for its JSON Schema): `snapshot`'s fields, probes as StoredProbe, and
+    the top-level `records`. Built from the models, so a field added there appears here."""
+    fields = _fields(snapshot, {"probes", *override})
+    probes: tuple[Any, Any] = (list[StoredProbe], Field(default_factory=list))
+    records: tuple[Any, Any] = (
+        list[StoredRecord],
+        Field(default_factory=list, description="Every distinct command record, once."),
+    )
+    DOCS_FROM[name] = (snapshot,)
+    return create_model(name, __doc__=doc, **fields, probes=probes, records=records, **override)
 
 
 if TYPE_CHECKING:
