@@ -1,0 +1,79 @@
+"""The pydantic models an audit's import path builds (issue 30): only the ones an audit validates or dumps.
+
+Building a pydantic model class costs CPU at import (its core schema, validator and serializer: 0.5-5 ms each
+here), on every run. The models that only describe a document for its JSON Schema (the stored shape's
+StoredRecord, StoredProbe, SnapshotDocument) are built in snapshots/json_schema.py, which no audit loads
+(tests/bench/test_import_budget.py); snapshots/compact.py packs and unpacks plain dicts and imports no pydantic.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parents[2]
+
+# what every headless audit (--json, --save, --plan, ...) imports from the engine and the snapshot layer
+AUDIT_PATH = (
+    "gpuaudit.probes.catalogue",
+    "gpuaudit.probes.core.run.session",
+    "gpuaudit.snapshots.compact",
+    "gpuaudit.snapshots.schema",
+    "gpuaudit.snapshots.migrate",
+    "gpuaudit.snapshots.store",
+    "gpuaudit.snapshots.baseline",
+)
+MODEL_BUDGET = 50
+"""Models built by importing AUDIT_PATH (measured 2026-12-03: 50; 52 before StoredRecord/StoredProbe moved to
+json_schema.py): a new model on this path costs every audit its build; keep schema-only models off it."""
+
+CHILD = """
+import importlib, json, sys
+from pydantic import BaseModel
+
+for name in sys.argv[1:]:
+    importlib.import_module(name)
+built = []
+def walk(cls):
+    for sub in cls.__subclasses__():
+        built.append(f"{sub.__module__}.{sub.__qualname__}")
+        walk(sub)
+walk(BaseModel)
+print(json.dumps(sorted(m for m in built if m.startswith("gpuaudit."))))
+"""
+
+
+def child(script: str, *args: str) -> str:
+    proc = subprocess.run(
+        [sys.executable, "-c", script, *args], capture_output=True, text=True, timeout=120, cwd=ROOT
+    )
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    return proc.stdout.strip().splitlines()[-1]
+
+
+def test_compact_imports_no_pydantic():
+    loaded = json.loads(
+        child(
+            "import json, sys; import gpuaudit.snapshots.compact; print(json.dumps(sorted(sys.modules)))"
+        )
+    )
+    assert "pydantic" not in loaded, (
+        "snapshots/compact.py (every audit's output path) imports pydantic"
+    )
+
+
+def test_the_audit_path_builds_no_schema_only_model_and_stays_within_budget():
+    built = json.loads(child(CHILD, *AUDIT_PATH))
+    assert built, "no model built: the child measured nothing"
+    schema_only = [
+        m
+        for m in built
+        if m.startswith(("gpuaudit.snapshots.json_schema.", "gpuaudit.snapshots.compact."))
+        or m.rsplit(".", 1)[-1] in ("StoredRecord", "StoredProbe", "SnapshotDocument")
+    ]
+    assert not schema_only, f"the audit path builds JSON-Schema-only models: {schema_only}"
+    assert len(built) <= MODEL_BUDGET, (
+        f"the audit path builds {len(built)} pydantic models (budget {MODEL_BUDGET}): {built}"
+    )
