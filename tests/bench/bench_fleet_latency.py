@@ -1,6 +1,7 @@
 """A fleet over real SSH with real round trips: `--hosts` through a TCP delay relay (not a test).
 
     python tests/bench/bench_fleet_latency.py [--n 50] [--rtt 0 0.02 0.08] [--max-connections 64] [--tree L=REV ...]
+    python tests/bench/bench_fleet_latency.py --n 1 16 --rtt 0 --rounds 3 --tree before=REV --tree after=.
 
 This kernel has no `sch_netem` (`tc qdisc add ... netem` answers "Specified qdisc kind is unknown"), so the round
 trips come from a relay in user space: one process that listens on N loopback ports and forwards each connection
@@ -11,6 +12,9 @@ OpenSSH per 16 ports on this 2-core box, so the walls include its CPU. bench_fle
 without SSH; this one runs the real client stack at the sizes the box can hold.
 
 Reports per RTT (and per tree with `--tree`, interleaved): wall, client CPU per host, peak RSS, failed hosts.
+Client CPU per host is the child's CPU over N (imports included); with several `--n` it is also the slope from the
+smallest N within the same round and tree (what each further host costs, without the CLI's fixed start), and the
+medians over `--rounds` (tree order alternating per round) come with the same-round ratio to the first tree.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ import argparse
 import json
 import os
 import shutil
+import statistics
 import subprocess
 import sys
 import tempfile
@@ -135,7 +140,7 @@ def run_fleet(work: Path, ports: list[int], user: str, known: Path, key: str, ar
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--n", type=int, default=50)
+    ap.add_argument("--n", type=int, nargs="+", default=[50])
     ap.add_argument("--rtt", type=float, nargs="+", default=[0.0, 0.02, 0.08])
     ap.add_argument("--max-connections", type=int, default=64)
     ap.add_argument("--rounds", type=int, default=1)
@@ -149,33 +154,37 @@ def main(argv: list[str] | None = None) -> int:
     rows = []
     try:
         standins = prepare_standins(work)
-        servers, specs, known_direct = fleet_servers(work, standins, args.n, args.fast)
-        upstream = [int(s.rsplit(":", 1)[1]) for s in specs[: args.n]]
+        most = max(args.n)
+        servers, specs, known_direct = fleet_servers(work, standins, most, args.fast)
+        upstream = [int(s.rsplit(":", 1)[1]) for s in specs[:most]]
         relay_ports = [free_port() for _ in upstream]
         known = relay_known_hosts(
             known_direct, dict(zip(upstream, relay_ports)), work / "relay_known_hosts"
         )
         user = specs[0].split("@", 1)[0]
         print(
-            f"{args.n} hosts via {len(servers)} sshd, --max-connections {args.max_connections}; "
+            f"{most} hosts via {len(servers)} sshd, --max-connections {args.max_connections}; "
             f"load {os.getloadavg()}",
             flush=True,
         )
-        for _ in range(args.rounds):
+        for rnd in range(args.rounds):
             for rtt in args.rtt:
                 relay = start_relay(rtt / 2, list(zip(relay_ports, upstream)))
                 try:
-                    for label, tree in trees.items():
-                        bench_audit.CHILD_TREE = tree
-                        row = {
-                            "rtt_ms": round(rtt * 1000),
-                            "tree": label,
-                            **run_fleet(
-                                work, relay_ports, user, known, servers[0].client_key, args
-                            ),
-                        }
-                        print(json.dumps(row), flush=True)
-                        rows.append(row)
+                    for n in args.n:
+                        order = list(trees.items())
+                        for label, tree in order if rnd % 2 == 0 else order[::-1]:
+                            bench_audit.CHILD_TREE = tree
+                            row = {
+                                "rtt_ms": round(rtt * 1000),
+                                "tree": label,
+                                "round": rnd,
+                                **run_fleet(
+                                    work, relay_ports[:n], user, known, servers[0].client_key, args
+                                ),
+                            }
+                            print(json.dumps(row), flush=True)
+                            rows.append(row)
                 finally:
                     relay.kill()
                     relay.wait()
@@ -192,9 +201,54 @@ def main(argv: list[str] | None = None) -> int:
             f"| {r['rtt_ms']} ms | {r['tree']} | {r['targets']} | {r['failed']} | {r['wall_s']} | "
             f"{r['cpu_per_host_s']} | {r['rss_mb']} | {r['load']} |"
         )
+    print_slopes(rows, list(trees))
     if leaked:
         print(f"WARNING: processes left running by the test user: {leaked}")
     return 0
+
+
+def print_slopes(rows: list[dict], labels: list[str]) -> None:
+    """Per RTT and N above the smallest: each tree's CPU slope per host (same round and tree) as the median over
+    the rounds with its range, and the median of the same-round ratios to the first tree's slope."""
+    slope: dict[tuple[int, str, int, int], float] = {}
+    for r in rows:
+        small = min(
+            (
+                x
+                for x in rows
+                if (x["rtt_ms"], x["tree"], x["round"]) == (r["rtt_ms"], r["tree"], r["round"])
+            ),
+            key=lambda x: x["n"],
+        )
+        if r["n"] > small["n"]:
+            slope[(r["rtt_ms"], r["tree"], r["round"], r["n"])] = (
+                r["client_cpu_s"] - small["client_cpu_s"]
+            ) / (r["n"] - small["n"])
+    if not slope:
+        return
+    med = statistics.median
+    print(
+        "\nper host = CPU slope from the smallest N (same round, same tree); medians over the rounds:"
+    )
+    print(
+        "| RTT | N | tree | rounds | CPU per host (s) | range | wall (s) | load | ratio to first |"
+    )
+    print("|---:|---:|---|---:|---:|---|---:|---|---:|")
+    for rtt, n in sorted({(k[0], k[3]) for k in slope}):
+        for label in labels:
+            mine = {k[2]: v for k, v in slope.items() if (k[0], k[1], k[3]) == (rtt, label, n)}
+            if not mine:
+                continue
+            base = {k[2]: v for k, v in slope.items() if (k[0], k[1], k[3]) == (rtt, labels[0], n)}
+            ratios = [v / base[rnd] for rnd, v in mine.items() if base.get(rnd)]
+            got = [r for r in rows if (r["rtt_ms"], r["tree"], r["n"]) == (rtt, label, n)]
+            print(
+                f"| {rtt} ms | {n} | {label} | {len(mine)} | {med(mine.values()):.4f} "
+                f"| {min(mine.values()):.4f}-{max(mine.values()):.4f} "
+                f"| {med(r['wall_s'] for r in got):.2f} "
+                f"| {min(r['load'] for r in got):.1f}-{max(r['load'] for r in got):.1f} "
+                f"| {f'{med(ratios):.3f}x' if ratios and label != labels[0] else ''} |"
+            )
 
 
 if __name__ == "__main__":
