@@ -175,6 +175,51 @@ async def test_timeout_kills_the_whole_tree_and_the_session_goes_on(sleeps):
     assert bytes(after.stdout) == b"still here\n" and after.exit_status == 0
 
 
+async def test_the_deadline_counts_from_the_marker_and_wakes_the_command(sleeps):
+    """Before its marker a command may wait START_WAIT_S (the login); once the marker arrived, its own timeout runs:
+    the reader must wake the waiting command then, or a hung tool would be stopped 30 s late."""
+    tag = sleeps(4876)
+    marker = "@@gpuaudit-fedcba9876543210@@"
+    s = await local_session()
+    try:
+        t0 = time.monotonic()
+        raw = await s.run(
+            f"sleep 0.3; printf '%s\\n' {marker}; exec {tag}",
+            timeout_s=1,
+            max_bytes=1000,
+            marker=marker,
+        )
+        wall = time.monotonic() - t0
+    finally:
+        await s.aclose()
+    assert raw.timed_out and raw.exit_status is None and 1.2 <= wall < 3, (raw, wall)
+    assert bytes(raw.stdout) == f"{marker}\n".encode()
+
+
+async def test_a_command_costs_no_task_of_its_own():
+    """The frame reader wakes each command's one waiter: no task per condition (issue 30: three tasks and an
+    asyncio.wait per command were about half the loop callbacks of a fleet host)."""
+    s = await local_session()
+    loop = asyncio.get_running_loop()
+    created: list[object] = []
+    factory = loop.get_task_factory()
+
+    def counting(lp, coro, **kw):
+        created.append(coro)
+        return factory(lp, coro, **kw) if factory is not None else asyncio.Task(coro, loop=lp, **kw)
+
+    loop.set_task_factory(counting)
+    try:
+        raws = [
+            await s.run(f"echo {n}", timeout_s=5, max_bytes=1000, marker=None) for n in range(20)
+        ]
+    finally:
+        loop.set_task_factory(factory)
+        await s.aclose()
+    assert [bytes(r.stdout) for r in raws] == [f"{n}\n".encode() for n in range(20)]
+    assert created == [], created[:3]
+
+
 async def test_output_cap_stops_the_command_and_marks_it_truncated():
     s = await local_session()
     try:
