@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from gpuaudit.probes import catalogue
 from gpuaudit.probes.core.collect.replay_transport import is_not_recorded
-from gpuaudit.probes.core.models import CommandRecord, Finding, ProbeResult, Severity
+from gpuaudit.probes.core.models import CommandRecord, Finding, ProbeResult, Severity, empty_list
 from gpuaudit.snapshots.schema import Snapshot
 from pydantic import BaseModel, Field
 
@@ -63,7 +63,7 @@ class FindingChange(BaseModel):
     id: str
     kind: FindingChangeKind
     title: str
-    targets: list[str] = Field(default_factory=list)
+    targets: list[str] = Field(default_factory=empty_list)
     old_severity: Severity | None = None
     new_severity: Severity | None = None
     old_observed: str = ""
@@ -74,7 +74,7 @@ class RawChange(BaseModel):
     role: str
     command_id: str
     kind: Literal["changed", "added", "removed"]
-    fields: list[str] = Field(default_factory=list)
+    fields: list[str] = Field(default_factory=empty_list)
     """Which parts differ: stdout, stderr, exit_status, timed_out, truncated, error."""
     old_status: str = ""
     new_status: str = ""
@@ -87,9 +87,9 @@ class ProbeDiff(BaseModel):
     title: str
     old_status: str | None = None
     new_status: str | None = None
-    facts: list[FactChange] = Field(default_factory=list)
-    findings: list[FindingChange] = Field(default_factory=list)
-    raw: list[RawChange] = Field(default_factory=list)
+    facts: list[FactChange] = Field(default_factory=empty_list)
+    findings: list[FindingChange] = Field(default_factory=empty_list)
+    raw: list[RawChange] = Field(default_factory=empty_list)
 
     @property
     def changed(self) -> bool:
@@ -135,8 +135,8 @@ class RooflineChange(BaseModel):
 class SnapshotDiff(BaseModel):
     old: SideInfo
     new: SideInfo
-    targets: list[TargetChange] = Field(default_factory=list)
-    probes: list[ProbeDiff] = Field(default_factory=list)
+    targets: list[TargetChange] = Field(default_factory=empty_list)
+    probes: list[ProbeDiff] = Field(default_factory=empty_list)
     """Only the probes with a change, in the new snapshot's order."""
     hidden: int = 0
     """Changes left out as noise: volatile facts, timings, raw text whose status did not change (`all_facts` shows them)."""

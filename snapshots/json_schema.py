@@ -24,7 +24,7 @@ from functools import cache, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from gpuaudit.probes.core.models import CommandRecord, Finding, ProbeResult
+from gpuaudit.probes.core.models import CommandRecord, Finding, ProbeResult, empty_list
 from gpuaudit.probes.core.roofline.report import Roofline
 from gpuaudit.snapshots.diff import SnapshotDiff
 from gpuaudit.snapshots.schema import SCHEMA_VERSION, Snapshot
@@ -46,7 +46,10 @@ def _fields(model: type[BaseModel], drop: set[str]) -> dict[str, Any]:
 REF_FIELDS: dict[str, Any] = {
     "record_refs": (
         list[int],
-        Field(default_factory=list, description="Positions in `records` of this probe's records."),
+        Field(
+            default_factory=empty_list,
+            description="Positions in `records` of this probe's records.",
+        ),
     ),
     "finding_refs": (
         list[int] | None,
@@ -87,10 +90,10 @@ def stored_document(snapshot: type[BaseModel], name: str, doc: str, **override: 
     """A model of the stored document (for its JSON Schema): `snapshot`'s fields, probes as StoredProbe, and
     the top-level `records`. Built from the models, so a field added there appears here."""
     fields = _fields(snapshot, {"probes", *override})
-    probes: tuple[Any, Any] = (list[StoredProbe], Field(default_factory=list))
+    probes: tuple[Any, Any] = (list[StoredProbe], Field(default_factory=empty_list))
     records: tuple[Any, Any] = (
         list[StoredRecord],
-        Field(default_factory=list, description="Every distinct command record, once."),
+        Field(default_factory=empty_list, description="Every distinct command record, once."),
     )
     DOCS_FROM[name] = (snapshot,)
     return create_model(name, __doc__=doc, **fields, probes=probes, records=records, **override)

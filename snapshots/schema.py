@@ -5,7 +5,14 @@ from __future__ import annotations
 from datetime import UTC, datetime
 from typing import Any, Literal
 
-from gpuaudit.probes.core.models import AuditRun, Finding, ProbeResult, Target, TargetState
+from gpuaudit.probes.core.models import (
+    AuditRun,
+    Finding,
+    ProbeResult,
+    Target,
+    TargetState,
+    empty_list,
+)
 from gpuaudit.probes.core.roofline.report import roofline_for_run
 from gpuaudit.probes.core.version import __version__
 from gpuaudit.snapshots.compact import pack, unpack
@@ -42,10 +49,10 @@ class Snapshot(BaseModel):
     mode: Literal["live", "replay", "demo", "resume"] = "live"
     note: str | None = None
     """Shown wherever the snapshot is shown, e.g. "illustrative example, not a capture"."""
-    targets: list[Target] = Field(default_factory=list)
+    targets: list[Target] = Field(default_factory=empty_list)
     target_states: dict[str, TargetState] = Field(default_factory=dict)
-    probes: list[ProbeResult] = Field(default_factory=list)
-    findings: list[Finding] = Field(default_factory=list)
+    probes: list[ProbeResult] = Field(default_factory=empty_list)
+    findings: list[Finding] = Field(default_factory=empty_list)
     """Flat list of every probe's findings, in probe order."""
     roofline: dict[str, Any] | None = None
     """The decode roofline (probes.core.roofline.report.Roofline as a dict): derived from the records, so a replay

@@ -4,6 +4,7 @@ Building a pydantic model class costs CPU at import (its core schema, validator 
 here), on every run. The models that only describe a document for its JSON Schema (the stored shape's
 StoredRecord, StoredProbe, SnapshotDocument) are built in snapshots/json_schema.py, which no audit loads
 (tests/bench/test_import_budget.py); snapshots/compact.py packs and unpacks plain dicts and imports no pydantic.
+No model field defaults through `list`/`tuple` (a builtin whose signature pydantic parses from its text).
 """
 
 from __future__ import annotations
@@ -77,3 +78,41 @@ def test_the_audit_path_builds_no_schema_only_model_and_stays_within_budget():
     assert len(built) <= MODEL_BUDGET, (
         f"the audit path builds {len(built)} pydantic models (budget {MODEL_BUDGET}): {built}"
     )
+
+
+def all_models() -> list[type]:
+    """Every pydantic model of gpuaudit.probes and gpuaudit.snapshots (each module imported)."""
+    import importlib
+    import pkgutil
+
+    from pydantic import BaseModel
+
+    for package in ("probes", "snapshots"):
+        for info in pkgutil.walk_packages([str(ROOT / package)], f"gpuaudit.{package}."):
+            if ".examples" not in info.name:
+                importlib.import_module(info.name)
+    found: list[type] = []
+
+    def walk(cls: type) -> None:
+        for sub in cls.__subclasses__():
+            if sub.__module__.startswith("gpuaudit."):
+                found.append(sub)
+            walk(sub)
+
+    walk(BaseModel)
+    return found
+
+
+def test_no_model_field_defaults_through_a_builtin_with_a_text_signature():
+    """pydantic reads each default factory's signature when it builds the model; a builtin's (`list`, `tuple`) is
+    parsed from its `__text_signature__` (on Python 3.11: tokenize's patterns compiled on the first, ~3 ms, then
+    ~0.3 ms a field). probes/core/models.py's `empty_list` is a Python function: its signature is read directly."""
+    models = all_models()
+    assert len(models) > 50, len(models)
+    slow = [
+        f"{m.__module__}.{m.__qualname__}.{name}: {f.default_factory!r}"
+        for m in models
+        for name, f in m.model_fields.items()
+        if getattr(f.default_factory, "__text_signature__", None)
+    ]
+    assert not slow, f"default_factory=list/tuple (use empty_list): {slow}"

@@ -16,6 +16,7 @@ from gpuaudit.probes.core.models import (
     EvidenceRef,
     Finding,
     Severity,
+    empty_list,
 )
 from gpuaudit.probes.core.roofline.bounds import BOUND_LABELS
 from gpuaudit.probes.core.roofline.report import roofline_for_run
@@ -125,8 +126,8 @@ class PlanStep(BaseModel):
     title: str
     fix: str
     impact: int
-    findings: list[Finding] = Field(default_factory=list)
-    evidence: list[EvidenceRef] = Field(default_factory=list)
+    findings: list[Finding] = Field(default_factory=empty_list)
+    evidence: list[EvidenceRef] = Field(default_factory=empty_list)
     relation: str | None = None
     """Why these findings share a step (a RELATIONS note, or "same fix")."""
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from gpuaudit.probes.core.models import empty_list
 from gpuaudit.probes.core.roofline.gpus import GpuSpec
 from gpuaudit.probes.core.roofline.model import ModelSpec
 from pydantic import BaseModel, Field
@@ -68,8 +69,8 @@ class Bounds(BaseModel):
     allreduce_us: float | None = None
     bytes_per_gpu: float | None = None
     unique_active_bytes: float | None = None
-    steps: list[Step] = Field(default_factory=list)
-    missing: list[str] = Field(default_factory=list)
+    steps: list[Step] = Field(default_factory=empty_list)
+    missing: list[str] = Field(default_factory=empty_list)
 
 
 @dataclass(frozen=True, slots=True)

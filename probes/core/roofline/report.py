@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from typing import Literal
 
 from gpuaudit.probes.core.errors import ParseError
-from gpuaudit.probes.core.models import AuditRun, CommandRecord, Role, Severity
+from gpuaudit.probes.core.models import AuditRun, CommandRecord, Role, Severity, empty_list
 from gpuaudit.probes.core.parsers.engine import (
     EngineConfig,
     EngineProc,
@@ -44,9 +44,9 @@ from pydantic import BaseModel, Field
 
 class Roofline(BaseModel):
     status: Literal["ok", "partial", "unknown"] = "unknown"
-    missing: list[str] = Field(default_factory=list)
+    missing: list[str] = Field(default_factory=empty_list)
     inputs: dict[str, str] = Field(default_factory=dict)
-    steps: list[Step] = Field(default_factory=list)
+    steps: list[Step] = Field(default_factory=empty_list)
     bounds: dict[str, float] = Field(default_factory=dict)
     """naive / tp_aware / tp_aware_eta / comm_aware, tok/s."""
     measured_tok_s: float | None = None
@@ -55,10 +55,10 @@ class Roofline(BaseModel):
     ratios: dict[str, float] = Field(default_factory=dict)
     """measured ÷ each bound."""
     unexplained_ms_per_token: float | None = None
-    explanations: list[dict[str, str]] = Field(default_factory=list)
+    explanations: list[dict[str, str]] = Field(default_factory=empty_list)
     reference: dict[str, object] | None = None
     """The first published figure for the same setup (references below)."""
-    references: list[dict[str, object]] = Field(default_factory=list)
+    references: list[dict[str, object]] = Field(default_factory=empty_list)
     """Published single-stream figures for the same GPU model and count, model family, TP and MTP on/off."""
     published_eta: float | None = None
     """The published measured bandwidth fraction behind bounds["published_eta"], and its source."""
