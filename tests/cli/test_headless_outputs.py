@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 from gpuaudit.snapshots.schema import Snapshot
-from gpuaudit.tui.cli import entry, headless
+from gpuaudit.tui.cli import entry
 
 DEMO = Path(__file__).resolve().parents[2] / "snapshots" / "examples" / "case-study-after.json"
 
@@ -22,7 +22,7 @@ def built(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> list[object]:
         calls.append(run)
         return real(run)  # type: ignore[arg-type]
 
-    monkeypatch.setattr(headless.Snapshot, "from_run", staticmethod(from_run))
+    monkeypatch.setattr(Snapshot, "from_run", staticmethod(from_run))
     return calls
 
 

@@ -14,7 +14,8 @@ import time
 from pathlib import Path
 
 import pytest
-from gpuaudit.tui.cli import headless
+from gpuaudit.snapshots import store
+from gpuaudit.tui.cli import headless, headless_outputs
 from gpuaudit.tui.cli.entry import EXIT_RULE, main
 
 REPO = Path(__file__).resolve().parents[2]
@@ -31,7 +32,7 @@ def test_failing_save_keeps_the_json_and_has_its_own_status(capfd, tmp_path, mon
     def full_disk(*_a, **_k):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(headless.store, "save", full_disk)
+    monkeypatch.setattr(store, "save", full_disk)
     rc, out, err = _run(
         capfd,
         ["--replay", str(BEFORE), "--json", "--save", "x", "--snapshot-dir", str(tmp_path)],
@@ -50,7 +51,7 @@ def test_failing_prom_is_one_line_not_a_traceback(capfd, tmp_path, monkeypatch):
     def refused(*_a, **_k):
         raise PermissionError(13, "Permission denied")
 
-    monkeypatch.setattr(headless, "write_prom", refused)
+    monkeypatch.setattr(headless_outputs, "write_prom", refused)
     prom = tmp_path / "node.prom"
     rc, out, err = _run(capfd, ["--replay", str(BEFORE), "--json", "--prom", str(prom)])
     assert "targets" in json.loads(out)

@@ -9,7 +9,7 @@ from gpuaudit.probes.core.roofline.report import Roofline, roofline_for_run
 from gpuaudit.snapshots.diff import RooflineChange
 from gpuaudit.snapshots.schema import Snapshot
 from gpuaudit.tui.app import make_app
-from gpuaudit.tui.cli.session_setup import DEMO_NOTE
+from gpuaudit.tui.cli.recorded_setup import DEMO_NOTE
 from gpuaudit.tui.screens.diff import SnapshotDiffScreen
 from gpuaudit.tui.screens.drilldown import DrilldownScreen
 from gpuaudit.tui.screens.plan import PlanScreen

@@ -9,7 +9,7 @@ from gpuaudit.probes.core.judge.plan import build_plan, fix_commands, plan_markd
 from gpuaudit.snapshots import store
 from gpuaudit.snapshots.schema import Snapshot
 from gpuaudit.tui.app import make_app
-from gpuaudit.tui.cli.session_setup import DEMO_NOTE
+from gpuaudit.tui.cli.recorded_setup import DEMO_NOTE
 from gpuaudit.tui.screens.dashboard import layout_for
 from gpuaudit.tui.screens.diff import SnapshotDiffScreen
 from gpuaudit.tui.screens.drilldown import DrilldownScreen
