@@ -10,6 +10,7 @@ import asyncio
 import os
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
@@ -178,7 +179,7 @@ async def test_timeout_kills_the_whole_tree_and_the_session_goes_on(sleeps):
 async def test_the_deadline_counts_from_the_marker_and_wakes_the_command(sleeps):
     """Before its marker a command may wait START_WAIT_S (the login); once the marker arrived, its own timeout runs:
     the reader must wake the waiting command then, or a hung tool would be stopped 30 s late."""
-    tag = sleeps(4876)
+    tag = sleeps(4877)
     marker = "@@gpuaudit-fedcba9876543210@@"
     s = await local_session()
     try:
@@ -404,3 +405,57 @@ def test_worker_runs_on_the_system_python_too():
     proc.stdin.close()  # end of stdin: the worker exits
     assert proc.wait(timeout=10) == 0 and proc.stderr.read() == b""
     assert out.startswith(b"@@gpuaudit-worker-tok@@\n1 O 3\nhi\n1 X "), out
+
+
+_COUNT_WRITES = """
+import atexit, os, sys
+writes = [0]
+_write = os.write
+def counted(fd, data):
+    if fd == 1:
+        writes[0] += 1
+    return _write(fd, data)
+os.write = counted
+atexit.register(lambda: _write(2, ("writes=%d" % writes[0]).encode()))
+exec(compile(sys.argv.pop(1), "<worker>", "exec"), {"__name__": "__main__"})
+"""
+
+
+def test_the_frames_of_a_burst_go_out_in_few_writes():
+    """Issue 30: every frame was its own write, so its own SSH packet for the client to decrypt and dispatch. Ten
+    commands started together, each with stdout, stderr and an end frame (30 frames): one write per pass of the
+    worker's loop, output held up to HOLD_S for company. Byte-exact frames all the same."""
+    proc = subprocess.Popen(
+        [sys.executable, "-I", "-B", "-c", _COUNT_WRITES, w.WORKER_SOURCE, "tok", "5"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdin is not None and proc.stdout is not None and proc.stderr is not None
+    proc.stdin.write(
+        b"".join(
+            w.request(i, f"printf o{i}; printf e{i} >&2; exit {i}", 5, 100) for i in range(1, 11)
+        )
+    )
+    proc.stdin.flush()
+    ready = w.ready_line("tok")
+    out = b""
+    while len(out) < len(ready):
+        out += os.read(proc.stdout.fileno(), 4096)
+    assert out.startswith(ready)
+    reader = w.FrameReader()
+    frames = reader.feed(out[len(ready) :])
+    while sum(f.kind == "X" for f in frames) < 10:
+        chunk = os.read(proc.stdout.fileno(), 4096)
+        assert chunk, frames
+        frames += reader.feed(chunk)
+    proc.stdin.close()
+    assert proc.wait(timeout=10) == 0
+    writes = int(proc.stderr.read().decode().rsplit("writes=", 1)[1])
+    got = {(f.cmd_id, f.kind): f.data for f in frames}
+    assert len(frames) == 30 and all(
+        got[(i, "O")] == f"o{i}".encode() and got[(i, "E")] == f"e{i}".encode()
+        for i in range(1, 11)
+    )
+    assert [w.end_status(got[(i, "X")])["rc"] for i in range(1, 11)] == list(range(1, 11))
+    assert writes <= 1 + 15, writes  # the ready line, then far fewer writes than the 30 frames
