@@ -109,6 +109,8 @@ PARSERS: dict[str, Callable[..., Any]] = {}
 
 @dataclass(slots=True)
 class _Parsed:
+    """One cached parse: the value or the exception, and the output size."""
+
     value: Any
     error: BaseException | None
     size: int

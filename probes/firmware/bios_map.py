@@ -74,6 +74,8 @@ SETTINGS: dict[str, str] = {
 
 @dataclass(frozen=True, slots=True)
 class MapRow:
+    """One vendor's BIOS attribute mapped to one normalised setting."""
+
     vendor: str
     """hpe, dell, lenovo, supermicro, cisco, ami (AMI Aptio / AMD CBS tokens, OpenBMC), dmtf (the DMTF mockup)."""
     attribute: str

@@ -18,6 +18,8 @@ MAX_DIMMS_PER_CHANNEL = 2
 
 @dataclass(frozen=True)
 class SocketPopulation:
+    """One socket's DIMM slots: how many, how many populated, over how many channels."""
+
     label: str
     slots: int
     populated: int
@@ -28,6 +30,8 @@ class SocketPopulation:
 
 @dataclass(frozen=True)
 class Population:
+    """How the DIMM slots are populated, per socket."""
+
     sockets: list[SocketPopulation]
     method: str
     """"locators" or "slot order" (how slots were tied to sockets)."""

@@ -55,6 +55,8 @@ def used_gpus(host: NumaFacts, ctr: NumaFacts) -> tuple[dict[str, int | None], s
 
 @dataclass(frozen=True)
 class Worker:
+    """An engine worker with its GPU's NUMA node and the CPUs local to it."""
+
     w: EngineWorker
     label: str
     node: int | None = None

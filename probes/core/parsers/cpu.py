@@ -108,6 +108,8 @@ def parse_lscpu(text: str) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class CpuIdentity:
+    """The CPU's identity and layout: vendor, family, model, sockets, NUMA nodes, CPUs, hypervisor."""
+
     vendor: str | None = None
     """"AMD", "Intel", "ARM", or the raw vendor id."""
     family: int | None = None
@@ -154,6 +156,8 @@ def cpu_identity(fields: dict[str, str]) -> CpuIdentity:
 
 @dataclass(frozen=True)
 class CpuFreqInfo:
+    """`cpupower frequency-info`: the scaling driver, governors, hardware and policy limits, boost, P-states."""
+
     driver: str | None = None
     """None when cpupower says "no or unknown cpufreq driver"."""
     governor: str | None = None
@@ -241,6 +245,8 @@ def parse_cpupower_frequency_info(text: str) -> CpuFreqInfo:
 
 @dataclass(frozen=True)
 class IdleState:
+    """One idle state (C-state) of a CPU: latency, whether disabled, usage."""
+
     index: int
     name: str
     latency_us: int | None = None
@@ -251,6 +257,8 @@ class IdleState:
 
 @dataclass(frozen=True)
 class CpuIdleInfo:
+    """`cpupower idle-info`: the cpuidle driver, governor and one CPU's states."""
+
     driver: str | None = None
     governor: str | None = None
     cpu: int | None = None

@@ -23,6 +23,8 @@ _HANDLE = re.compile(r"^Handle 0x[0-9A-Fa-f]+, DMI type (\d+)")
 
 @dataclass
 class DmiRecord:
+    """One `dmidecode` record (a Handle block): its type, title and fields."""
+
     type: int
     title: str = ""
     fields: dict[str, str] = field(default_factory=dict)
@@ -87,6 +89,8 @@ def bios_info(records: list[DmiRecord]) -> dict[str, str]:
 
 @dataclass(frozen=True)
 class MemoryDevice:
+    """One DIMM slot (dmidecode type 17): locator, size, speeds, type and bank."""
+
     locator: str
     size_mb: int | None
     """None: "No Module Installed" (an empty slot)."""
@@ -170,6 +174,8 @@ _DELL = re.compile(r"^([A-H])(\d{1,2})$")
 
 @dataclass(frozen=True)
 class SlotPlace:
+    """Where a DIMM slot sits: its socket and channel as the board's strings say."""
+
     socket: str | None
     """Socket label as the board spells it ("1", "0", "B"); None when the strings don't say."""
     channel: str | None

@@ -741,6 +741,8 @@ class ProcStatus:
 
 @dataclass(frozen=True, slots=True)
 class EngineStatusReport:
+    """The engine status listing's extras: the GPU compute apps by host PID and the machine's online CPUs."""
+
     apps: dict[int, str] = field(default_factory=dict)
     """Host PID -> GPU UUID (nvidia-smi compute apps; empty inside a container)."""
     online: tuple[int, ...] | None = None
@@ -906,6 +908,8 @@ ENGINE_LOGS_SHELL = (
 
 @dataclass(frozen=True, slots=True)
 class EngineLog:
+    """One engine process's log: where it was read from, and its NCCL and throughput lines."""
+
     pid: int
     stdout: str = ""
     source: str = "none"
@@ -993,6 +997,8 @@ def log_source_labels(logs: list[EngineLog]) -> list[str]:
 
 @dataclass(frozen=True, slots=True)
 class NcclChannel:
+    """One `NCCL INFO Channel` line of an engine log: from which GPU to which, over what transport."""
+
     src_dev: int
     dst_dev: int
     transport: str
@@ -1024,6 +1030,8 @@ def parse_nccl_channels(lines: list[str] | tuple[str, ...]) -> list[NcclChannel]
 
 @dataclass(frozen=True, slots=True)
 class ThroughputSample:
+    """One decode throughput line of an engine log: tokens/s and the batch it was measured at."""
+
     tok_s: float
     running: int | None
     """Requests in the batch at that moment (1 = single stream); None when the line does not say."""

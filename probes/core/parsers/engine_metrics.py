@@ -218,6 +218,8 @@ DECODE_PROBE_SHELL = (
 
 @dataclass(frozen=True, slots=True)
 class DecodeProbe:
+    """The single-stream decode request the metrics reader sent to the engine, and what it measured."""
+
     url: str
     tok_s: float | None = None
     tpot_s: float | None = None
@@ -305,6 +307,8 @@ FINISHED = ("vllm:e2e_request_latency_seconds", "sglang:e2e_request_latency_seco
 
 @dataclass(frozen=True, slots=True)
 class Histogram:
+    """One Prometheus histogram of the engine's /metrics: sum, count and buckets."""
+
     name: str
     total: float
     count: float
@@ -321,6 +325,8 @@ class Histogram:
 
 @dataclass(frozen=True, slots=True)
 class EngineMetrics:
+    """The serving engine's Prometheus /metrics: the values and histograms the decode-speed checks read."""
+
     engine: str | None
     """"vllm" or "sglang" (by the metric prefix)."""
     url: str = ""
@@ -341,6 +347,8 @@ class EngineMetrics:
 
 @dataclass(frozen=True, slots=True)
 class SingleStream:
+    """The measured single-stream decode speed, with where it came from."""
+
     tok_s: float | None
     provenance: str
     accept_len: float | None = None
@@ -348,6 +356,8 @@ class SingleStream:
 
 @dataclass
 class _Acc:
+    """What parse_prometheus gathers while it reads the samples."""
+
     values: dict[str, float] = field(default_factory=dict)
     hist: dict[str, dict[str, float]] = field(default_factory=dict)
     buckets: dict[str, dict[float, float]] = field(default_factory=dict)

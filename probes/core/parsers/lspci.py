@@ -260,6 +260,8 @@ def _parse_lspci_vvv(text: str) -> list[PciDevice]:
 
 @dataclass(frozen=True)
 class TreeNode:
+    """One device of the PCI tree: its address, its parent bridge and its name."""
+
     bdf: str
     parent: str | None
     name: str

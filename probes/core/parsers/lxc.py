@@ -45,6 +45,8 @@ class DeviceRule:
 
 @dataclass(frozen=True)
 class MountEntry:
+    """One `lxc.mount.entry` line: source, target and mount options."""
+
     source: str
     target: str
     options: tuple[str, ...] = ()
@@ -65,6 +67,8 @@ class DevEntry:
 
 @dataclass(frozen=True)
 class LxcConfig:
+    """A container's LXC/PVE configuration: privilege, CPU and memory limits, device rules and mounts."""
+
     vmid: str | None = None
     hostname: str | None = None
     unprivileged: bool = False

@@ -51,6 +51,8 @@ MODEL_FILES_SHELL = (
 
 @dataclass(frozen=True, slots=True)
 class ModelFiles:
+    """The served model's folder: its config files as the listing gives them, and the engine process it was read for."""
+
     model: str
     """What the engine was given (a path or a Hugging Face repo id)."""
     path: str

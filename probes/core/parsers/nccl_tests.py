@@ -15,6 +15,8 @@ from gpuaudit.probes.core.parsing import parse_once
 
 @dataclass(frozen=True, slots=True)
 class PerfRow:
+    """One message-size row of the all_reduce_perf table."""
+
     size_b: int
     count: int
     dtype: str
@@ -29,6 +31,8 @@ class PerfRow:
 
 @dataclass(frozen=True, slots=True)
 class AllReducePerf:
+    """An nccl-tests all_reduce_perf run: its GPUs, rows and average bus bandwidth."""
+
     n_gpus: int | None = None
     ranks: int = 0
     devices: tuple[str, ...] = ()

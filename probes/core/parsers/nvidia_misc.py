@@ -23,6 +23,8 @@ from gpuaudit.probes.core.parsing import parse_once
 
 @dataclass
 class ProcDriverVersion:
+    """/proc/driver/nvidia/version: the loaded kernel module's version and flavour."""
+
     version: str
     open_module: bool
     """True for "NVIDIA UNIX Open Kernel Module", False for the proprietary "NVIDIA UNIX x86_64 Kernel Module"."""
@@ -57,6 +59,8 @@ def parse_proc_driver_version(text: str) -> ProcDriverVersion | None:
 
 @dataclass
 class ModInfo:
+    """`modinfo nvidia`: the module file on disk, its version, license, vermagic and parameters."""
+
     filename: str | None = None
     version: str | None = None
     license: str | None = None
@@ -104,6 +108,8 @@ def parse_modinfo(text: str) -> ModInfo:
 
 @dataclass
 class XidEvent:
+    """One NVRM Xid line of the kernel log: the GPU's PCI address and the Xid code."""
+
     pci: str
     code: int
     detail: str = ""
@@ -205,6 +211,8 @@ def parse_nvcc_version(text: str) -> str | None:
 
 @dataclass
 class UnitStatus:
+    """`systemctl status UNIT`: whether the unit exists, its state, a failed start and its log messages."""
+
     present: bool = True
     active: str | None = None
     """"active", "inactive", "failed", "activating" (the word after "Active:"), or None."""
@@ -273,6 +281,8 @@ def parse_lib_versions(text: str) -> dict[str, list[tuple[str, str]]]:
 
 @dataclass
 class DkmsEntry:
+    """One line of `dkms status`: a module version, the kernel and arch it was built for, and its state."""
+
     module: str
     version: str
     kernel: str | None

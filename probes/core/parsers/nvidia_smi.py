@@ -640,6 +640,8 @@ class SmiXmlGpu:
 
 @dataclass
 class SmiXml:
+    """`nvidia-smi -q -x`: the driver and CUDA versions, the GPU count and every GPU."""
+
     driver_version: str | None = None
     cuda_version: str | None = None
     attached_gpus: int | None = None
@@ -978,6 +980,8 @@ class NvLink:
 
 @dataclass
 class NvlinkGpu:
+    """One GPU of `nvidia-smi nvlink -s` with its links (or why it has none)."""
+
     index: int
     name: str
     uuid: str | None = None
@@ -1068,6 +1072,8 @@ SMI_GPU_IDS = "nvidia-smi --query-gpu=index,uuid,pci.bus_id,name --format=csv,no
 
 @dataclass(frozen=True, slots=True)
 class SmiGpuId:
+    """One GPU of the GPU id query: index, UUID, bus id and name."""
+
     index: int | None
     uuid: str | None
     bus_id: str

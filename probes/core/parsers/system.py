@@ -20,6 +20,8 @@ from gpuaudit.probes.core.parsing import cpu_list, first_line, kv_lines, parse_o
 
 @dataclass(frozen=True)
 class Uname:
+    """`uname`: the kernel release, its flavour (pve, generic, ...) and the host name when shown."""
+
     release: str | None
     hostname: str | None = None
     flavour: str | None = None
@@ -91,6 +93,8 @@ def cmdline_value(pairs: list[tuple[str, str | None]], key: str) -> str | None:
 
 @dataclass(frozen=True)
 class CpuId:
+    """The CPU's vendor, family, model and name from /proc/cpuinfo."""
+
     vendor: str | None = None
     family: int | None = None
     model: int | None = None
@@ -158,6 +162,8 @@ def parse_bracketed_choice(text: str) -> str | None:
 
 @dataclass(frozen=True)
 class NumaNode:
+    """One node of `numactl -H`: its CPUs and memory (MiB)."""
+
     id: int
     cpus: tuple[int, ...] = ()
     size_mb: int | None = None
@@ -166,6 +172,8 @@ class NumaNode:
 
 @dataclass(frozen=True)
 class NumaTopology:
+    """`numactl -H`: the nodes and the node distance matrix."""
+
     nodes: dict[int, NumaNode] = field(default_factory=dict)
     distances: dict[int, dict[int, int]] = field(default_factory=dict)
 
@@ -255,6 +263,8 @@ def parse_node_cpulists(text: str) -> dict[int, list[int]]:
 
 @dataclass(frozen=True)
 class PciNuma:
+    """One PCI device's NUMA node (sysfs `numa_node`; None: -1 or not shown)."""
+
     bdf: str
     numa_node: int | None = None
     local_cpus: tuple[int, ...] = ()
@@ -306,6 +316,8 @@ def normalize_bdf(bus_id: str) -> str:
 
 @dataclass(frozen=True)
 class CgroupMembership:
+    """/proc/self/cgroup: the cgroup version, the unified path and the LXC or Docker id it names."""
+
     version: str
     """"v2", "v1", "hybrid" or "unknown"."""
     unified_path: str | None = None
@@ -478,6 +490,8 @@ def parse_uid_map(text: str) -> list[tuple[int, int, int]]:
 
 @dataclass(frozen=True)
 class DfRow:
+    """One filesystem line of `df`."""
+
     filesystem: str
     size_bytes: int | None
     used_bytes: int | None
@@ -571,6 +585,8 @@ def ulimit_kb(value: str | None) -> int | None:
 
 @dataclass(frozen=True)
 class ProcDevices:
+    """/proc/devices: the character and block device majors by driver name."""
+
     char: dict[str, list[int]] = field(default_factory=dict)
     """name -> majors (a name can appear twice: infiniband_verbs 231 and 240)."""
     block: dict[str, list[int]] = field(default_factory=dict)
@@ -612,6 +628,8 @@ def parse_proc_devices(text: str) -> ProcDevices:
 
 @dataclass(frozen=True)
 class DevNode:
+    """One entry of an `ls -l` listing of /dev (a device node, folder, file or link)."""
+
     path: str
     kind: str
     """"c" char, "b" block, "d" directory, "-" file, "l" link."""

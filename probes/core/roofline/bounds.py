@@ -75,6 +75,8 @@ class Bounds(BaseModel):
 
 @dataclass(frozen=True, slots=True)
 class Layout:
+    """How the model is spread over the GPUs: tensor, pipeline and expert parallel sizes."""
+
     gpus: int
     tp: int
     pp: int = 1

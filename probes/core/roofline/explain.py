@@ -19,6 +19,8 @@ NEAR_BOUND = 0.8
 
 @dataclass(frozen=True, slots=True)
 class Explainer:
+    """One known cause of decode speed below the roofline bound, with its published cost."""
+
     id: str
     mechanism: str
     """"graphs", "allreduce", "acs", "kernels", "cpu" or "measurement"."""

@@ -12,6 +12,8 @@ from dataclasses import dataclass
 
 @dataclass(frozen=True, slots=True)
 class GpuSpec:
+    """One row of the GPU table: peak and measured memory bandwidth, with their sources."""
+
     pattern: str
     """Regular expression over the nvidia-smi product name (case-insensitive)."""
     model: str

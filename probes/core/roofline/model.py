@@ -64,6 +64,8 @@ class Part:
 
 @dataclass(frozen=True, slots=True)
 class Component:
+    """One part of the model the decode reads per token (attention, experts, embeddings, ...)."""
+
     name: str
     module: str
     """A representative module name, matched against the quantization config's exclude list."""
@@ -82,6 +84,8 @@ class Component:
 
 @dataclass(frozen=True, slots=True)
 class ModelSpec:
+    """The served model as the roofline needs it: its components and KV cache bytes per token."""
+
     family: str
     """config's model_type (e.g. glm_moe_dsa, deepseek_v3, qwen2_moe, llama)."""
     layers: int

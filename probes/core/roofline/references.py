@@ -15,6 +15,8 @@ RTX6KPRO = "https://github.com/voipmonitor/rtx6kpro/blob/main/"
 
 @dataclass(frozen=True, slots=True)
 class Reference:
+    """A published single-stream decode measurement the roofline is checked against."""
+
     model: str
     family: str
     """config.json model_type of the language model (what the roofline's ModelSpec.family says)."""

@@ -137,6 +137,8 @@ class TargetBinding:
 
 @dataclass(slots=True)
 class _TargetInfo:
+    """What the preflight learned about a target: reachable or why not, root, timeout(1), hostname."""
+
     ok: bool
     reason: str | None = None
     is_root: bool = False
