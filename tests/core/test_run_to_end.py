@@ -6,6 +6,7 @@ import asyncio
 
 from gpuaudit.probes.catalogue import REGISTRY
 from gpuaudit.probes.core.models import AuditRun
+from gpuaudit.probes.core.run.events import fold_events, initial_run
 from gpuaudit.probes.core.run.runner import Audit, AuditOptions
 from gpuaudit.probes.core.run.session import replay_bindings, run_to_end
 from gpuaudit.snapshots import store
@@ -32,3 +33,19 @@ def test_run_to_end_folds_every_event_and_reports_each_one() -> None:
     assert all(p.status != "pending" for p in run.probes)
     assert partial == [run]  # the run so far, for an interrupted --save: at the end, the whole run
     assert run.mode != "demo"  # not stamped: the front end labels it (tui/headless.collect)
+
+
+def test_without_a_partial_run_the_result_is_the_fold_of_every_event() -> None:
+    """Without `partial` run_to_end skips folding each CommandFinished (issue 30: a fleet host's probes bring their
+    records whole with ProbeFinished); the run it returns is the one folding every event gives."""
+    seen: list[object] = []
+
+    async def go() -> AuditRun:
+        return await run_to_end(_audit(), on_event=seen.append)
+
+    run = asyncio.run(go())
+    audit = _audit()
+    full = fold_events(initial_run(audit.targets, [(p.id, p.title) for p in audit.probes]), seen)
+    assert sum(type(e).__name__ == "CommandFinished" for e in seen) > 50
+    assert all(p.records for p in run.probes if p.status == "done")
+    assert run.model_dump() == full.model_dump()
