@@ -15,7 +15,12 @@ from types import ModuleType
 
 from gpuaudit.probes.core.collect.early import EarlyStart
 from gpuaudit.probes.core.models import AuditRun
-from gpuaudit.probes.core.run.events import CommandFinished, ProbeFinished, TargetFailed
+from gpuaudit.probes.core.run.events import (
+    CommandFinished,
+    ProbeFinished,
+    TargetConnected,
+    TargetFailed,
+)
 from gpuaudit.probes.core.run.request import AuditRequest
 from gpuaudit.probes.core.run.session import run_sync, run_to_end
 from gpuaudit.tui.cli.exit_codes import EXIT_OUTPUT_FAILED as EXIT_OUTPUT_FAILED
@@ -37,13 +42,24 @@ async def collect(
 
     A thin wrapper kept for its callers: the engine's `run_to_end` (probes/core/run/session.py) does the work; this adds
     the Rich progress line on stderr and stamps the run with the setup's mode and note. `modules`: what the outputs
-    will import, loaded on this loop while the audit waits on its targets (output_modules.preload)."""
+    will import, loaded on this loop while the audit waits on its commands (output_modules.preload)."""
     reporter = _Progress(len(setup.audit.probes)) if progress else None
-    loading = asyncio.ensure_future(preload(modules)) if modules else None
+    # the imports start once every target is connected (or failed): a login's steps would otherwise wait behind
+    # a module's import each, and the audit's first commands are out by then
+    waiting = {t.role for t in setup.audit.targets}
+    loading: asyncio.Future[None] | None = None
+
+    def on_event(event: object) -> None:
+        nonlocal loading
+        if reporter is not None:
+            reporter.update(event)
+        if modules and loading is None and isinstance(event, (TargetConnected, TargetFailed)):
+            waiting.discard(event.role)
+            if not waiting:
+                loading = asyncio.ensure_future(preload(modules))
+
     try:
-        run = await run_to_end(
-            setup.audit, on_event=reporter.update if reporter else None, partial=partial
-        )
+        run = await run_to_end(setup.audit, on_event=on_event, partial=partial)
     except BaseException:
         if loading is not None:
             loading.cancel()
@@ -51,8 +67,8 @@ async def collect(
     finally:
         if reporter:
             reporter.stop()
-    if loading is not None:
-        await loading  # the rest of the list, when the audit ended first (a replay, a fast target)
+    if modules:  # the rest of the list, when the audit ended first (a replay, a fast target)
+        await (loading or preload(modules))
     return stamp(run, setup)
 
 
