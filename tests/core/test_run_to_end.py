@@ -49,3 +49,26 @@ def test_without_a_partial_run_the_result_is_the_fold_of_every_event() -> None:
     assert sum(type(e).__name__ == "CommandFinished" for e in seen) > 50
     assert all(p.records for p in run.probes if p.status == "done")
     assert run.model_dump() == full.model_dump()
+
+
+def test_with_no_reader_the_runner_makes_no_command_events_and_the_run_is_the_same() -> None:
+    """No on_event and no partial run (a fleet host): the runner makes no CommandStarted/CommandFinished (issue
+    30); each probe's records and findings are those of a run whose every event was read."""
+    audit = _audit()
+    kinds: list[str] = []
+    events = audit.events
+
+    async def spied(*args: object, **kwargs: object):  # type: ignore[no-untyped-def]
+        async for event in events(*args, **kwargs):  # type: ignore[arg-type]
+            kinds.append(type(event).__name__)
+            yield event
+
+    audit.events = spied  # type: ignore[method-assign]
+    quiet = asyncio.run(run_to_end(audit))
+    read = asyncio.run(run_to_end(_audit(), on_event=lambda event: None))
+    assert "ProbeFinished" in kinds
+    assert "CommandStarted" not in kinds and "CommandFinished" not in kinds
+    assert [(p.probe_id, p.status, p.records, p.findings) for p in quiet.probes] == [
+        (p.probe_id, p.status, p.records, p.findings) for p in read.probes
+    ]
+    assert sum(len(p.records) for p in quiet.probes) > 50

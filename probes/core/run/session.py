@@ -143,6 +143,8 @@ async def run_to_end(
     # ProbeFinished, so folding each CommandFinished (two model copies and a list copy per command, ~2 % of a
     # fleet host's client CPU, issue 30) would build states no one sees. The final run is the same.
     skip = CommandFinished if partial is None else ()
+    if partial is None and on_event is None:
+        audit.command_events = False  # and with no reader at all, the runner need not make them
     try:
         async for event in audit.events():
             if not isinstance(event, skip):
