@@ -8,6 +8,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -55,6 +56,23 @@ def test_native_library_search_finds_what_the_loader_would(tmp_path):
     found = _library_path("libc")
     assert found is not None and "/libc.so" in found
     assert _library_path("libgpuaudit-surely-absent") is None
+
+
+def test_native_library_search_lists_each_folder_once(monkeypatch):
+    # asyncssh asks for three libraries: each loader folder (a thousand entries) is read once per process,
+    # not once per name (a glob per folder and name cost 5-10 ms of an audit's CPU)
+    listed: list[str] = []
+    real = os.listdir
+
+    def counting(path="."):
+        listed.append(str(path))
+        return real(path)
+
+    monkeypatch.setattr(ssh_transport, "_listings", None)
+    monkeypatch.setattr(ssh_transport.os, "listdir", counting)
+    for name in ("liboqs", "libgpuaudit-surely-absent", "libnettle", "libc"):
+        _library_path(name)
+    assert listed and len(listed) == len(set(listed)), listed
 
 
 def _kwargs(home: Path, monkeypatch, use_ssh_config: bool = True) -> dict:

@@ -219,21 +219,44 @@ LIBRARY_DIRS = (
 
 
 def _library_path(stem: str) -> str | None:
-    """The first `stem.so*` in the loader's folders (LIBRARY_DIRS, then those /etc/ld.so.conf.d names)."""
-    import glob
-
-    folders = list(LIBRARY_DIRS)
-    for conf in sorted(glob.glob("/etc/ld.so.conf.d/*.conf")):
-        try:
-            lines = Path(conf).read_text(errors="replace").splitlines()
-        except OSError:
-            continue
-        folders += [ln.strip() for ln in lines if ln.strip().startswith("/")]
-    for folder in dict.fromkeys(folders):
-        hits = sorted(glob.glob(os.path.join(glob.escape(folder), stem + ".so*")))
+    """The last `stem.so*` (highest version) of the first loader folder holding one (LIBRARY_DIRS, then those
+    /etc/ld.so.conf.d names)."""
+    prefix = stem + ".so"
+    for folder, names in _library_listings():
+        hits = sorted(n for n in names if n.startswith(prefix))
         if hits:
-            return hits[-1]
+            return os.path.join(folder, hits[-1])
     return None
+
+
+_listings: list[tuple[str, tuple[str, ...]]] | None = None
+
+
+def _library_listings() -> list[tuple[str, tuple[str, ...]]]:
+    """Each loader folder's `lib*` names, read once per process: asyncssh asks for three libraries, and a glob per
+    folder and name listed folders of a thousand entries again and again (34 globs, 5-10 ms of an audit's CPU)."""
+    global _listings
+    if _listings is None:
+        folders = list(LIBRARY_DIRS)
+        try:
+            confs = sorted(n for n in os.listdir("/etc/ld.so.conf.d") if n.endswith(".conf"))
+        except OSError:
+            confs = []
+        for conf in confs:
+            try:
+                lines = Path("/etc/ld.so.conf.d", conf).read_text(errors="replace").splitlines()
+            except OSError:
+                continue
+            folders += [ln.strip() for ln in lines if ln.strip().startswith("/")]
+        found = []
+        for folder in dict.fromkeys(folders):
+            try:
+                names = tuple(n for n in os.listdir(folder) if n.startswith("lib"))
+            except OSError:
+                continue
+            found.append((folder, names))
+        _listings = found
+    return _listings
 
 
 PREFERRED_CIPHER = "aes128-gcm@openssh.com"
