@@ -342,12 +342,18 @@ def source_problem(record: CommandRecord | None, facts: Any = None) -> str | Non
 
 def unreachable_reason(records: Mapping[str, CommandRecord]) -> str | None:
     """Why a target was never reached (every record says "target failed: ..."), or None."""
-    if not records:
+    first: str | None = None
+    for (
+        r
+    ) in records.values():  # the gate asks per check: stop at the first reached record (issue 30)
+        error = r.error or ""
+        if not error.startswith("target failed"):
+            return None
+        if first is None:
+            first = error
+    if first is None:
         return None
-    errors = [r.error or "" for r in records.values()]
-    if all(e.startswith("target failed") for e in errors):
-        return errors[0].removeprefix("target failed").lstrip(": ") or "target failed"
-    return None
+    return first.removeprefix("target failed").lstrip(": ") or "target failed"
 
 
 def render(check: Check, v: Verdict) -> tuple[str, str, str]:

@@ -428,19 +428,28 @@ def _q_tree(lines: list[str]) -> dict[str, Any]:
     root: dict[str, Any] = {}
     stack: list[tuple[int, dict[str, Any]]] = [(-1, root)]
     for raw in lines:
-        if not raw.strip() or raw.strip().startswith("===="):
+        line = raw.rstrip()
+        body = line.lstrip()
+        if not body or body.startswith("===="):
             continue
-        m = _Q_LINE.match(raw.rstrip())
-        if not m:
-            continue
-        indent = len(m["indent"].expandtabs(4))
+        colon = body.find(":")
+        if colon > 0:  # `Key : value` (issue 30: str methods, not _Q_LINE, on the usual lines)
+            head = line[: len(line) - len(body)]
+            key, value = body[:colon].strip(), body[colon + 1 :].strip()
+        elif colon < 0:  # a key alone (a section)
+            head, key, value = line[: len(line) - len(body)], body, ""
+        else:  # a line that starts with ":" after its indentation: what _Q_LINE makes of it
+            m = _Q_LINE.match(line)
+            if not m:
+                continue
+            head, key, value = m["indent"], m["key"].strip(), (m["value"] or "").strip()
+        indent = len(head.expandtabs(4)) if "\t" in head else len(head)
         while stack and stack[-1][0] >= indent:
             stack.pop()
         parent = stack[-1][1]
-        key, value = m["key"].strip(), m["value"]
         node: dict[str, Any] = {}
-        if value is not None and value.strip() != "":
-            node[""] = value.strip()
+        if value != "":
+            node[""] = value
         if key in parent:  # keep the first; still descend so children do not leak upward
             stack.append((indent, {}))
             continue
@@ -453,7 +462,7 @@ def _q_tree(lines: list[str]) -> dict[str, Any]:
 
 def _collapse(node: dict[str, Any]) -> dict[str, Any] | str:
     # a node with only a value becomes that value string
-    if set(node) == {""}:
+    if len(node) == 1 and "" in node:
         return str(node[""])
     return {k: (_collapse(v) if isinstance(v, dict) else v) for k, v in node.items()}
 
@@ -476,6 +485,9 @@ def parse_smi_q_header(text: str) -> dict[str, str]:
     return out
 
 
+_Q_GPU = re.compile(r"^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d)\s*$")
+
+
 @parse_once
 def parse_smi_q(text: str) -> list[dict[str, Any]]:
     """`nvidia-smi -q` text -> one nested dict per `GPU <bus id>` block (key "_bus_id" added).
@@ -495,7 +507,7 @@ def parse_smi_q(text: str) -> list[dict[str, Any]]:
     block: list[str] | None = None
     bus = ""
     for line in (text or "").splitlines():
-        m = re.match(r"^GPU ([0-9A-Fa-f]{4,8}:[0-9A-Fa-f]{2}:[0-9A-Fa-f]{2}\.\d)\s*$", line)
+        m = _Q_GPU.match(line) if line.startswith("GPU ") else None
         if m:
             if block is not None:
                 gpus.append({"_bus_id": bus, **_as_dict(_q_tree(block))})
