@@ -130,8 +130,9 @@ def summarize(label: str, wall: float, run, sessions: int) -> dict:
     return row
 
 
-async def floor_parts(server) -> tuple[float, float]:
-    """(connect, one login shell): an asyncssh connect, then one channel that only runs `exec true` (its rc)."""
+async def floor_parts(server, line: str = "exec true") -> tuple[float, float]:
+    """(connect, one login shell running `line`): an asyncssh connect, then one channel that runs `line` (by
+    default `exec true`: the login alone; bench_table.py runs the audit's slowest command in it)."""
     import asyncssh
 
     t0 = time.monotonic()
@@ -147,7 +148,7 @@ async def floor_parts(server) -> tuple[float, float]:
     connect = time.monotonic() - t0
     async with conn:
         t1 = time.monotonic()
-        await conn.run("exec true", stdin=asyncssh.DEVNULL)
+        await conn.run(line, stdin=asyncssh.DEVNULL)
         rc = time.monotonic() - t1
     return connect, rc
 

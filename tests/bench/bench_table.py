@@ -11,15 +11,17 @@ durations (`--no-tool-delays`: at once). For each rc (an empty ~/.bashrc, then o
 login, like conda/pyenv init without a guard) and each round, in this order:
 
   gpuaudit     the CLI audit: wall, the child's CPU (user+sys) and peak RSS
-  floor        asyncssh connect + one login running `exec true` + the slowest command of that audit
+  floor        asyncssh connect + one login running the audit's slowest command, measured here in the same round
+               (the slowest by the records' durations; the floor's own clock times it, so it reads the same for
+               every tree, whatever each tree reports as a command's duration)
   loop         one `ssh` per executed line of that audit, in turn (an operator's for loop)
   xargs -P 8   the same lines, `xargs -P 8` ssh clients at once
 
 With `--tree LABEL=REV_OR_DIR` (repeatable; trees.py) each round runs the CLI audit once per tree, the trees'
 order alternating from round to round, so before and after are measured under the same load; each tree's floor
-is the round's connect + login plus that tree's own slowest command (a tree that made its slowest command faster
-lowers its own floor: comparing it with another tree's floor would flatter it); the loop and xargs use the first
-tree's executed lines. Medians over the rounds (the loop: over --loop-rounds, it takes a minute with the heavy rc); the load average is
+is the round's connect plus one login running that tree's own slowest command (a tree that runs a faster slowest
+command lowers its own floor: comparing it with another tree's floor would flatter it); the loop and xargs use the
+first tree's executed lines. Medians over the rounds (the loop: over --loop-rounds, it takes a minute with the heavy rc); the load average is
 printed before and after. Ratios are computed per round (same load) and then the median taken.
 
 `--rtt MS`: every client (the CLI, the floor's asyncssh, ssh in the loop and xargs) reaches sshd through a
@@ -84,8 +86,8 @@ def cli_audit(server, home: Path, out: Path, timeout_s: float, tree: Path | None
     return {"wall": float(wall), "rss_mb": int(rss_kb) / 1024, "exit": int(code), "cpu": float(cpu)}
 
 
-def lines_of(out: Path) -> tuple[list[str], float, int]:
-    """The distinct executed lines that ran (exit status known), the slowest command's duration, records."""
+def lines_of(out: Path) -> tuple[list[str], str, int]:
+    """The distinct executed lines that ran (exit status known), the slowest command (its shell line), records."""
     doc = json.loads(out.read_text())
     if isinstance(doc.get("records"), list):  # schema 3: each record once, at the top
         recs = list(doc["records"])
@@ -95,8 +97,9 @@ def lines_of(out: Path) -> tuple[list[str], float, int]:
     for r in recs:
         if r.get("exit_status") is not None and r.get("executed"):
             seen.setdefault((r["target"], r["executed"]), r["executed"])
-    slowest = max((r.get("duration_s") or 0.0 for r in recs if not r.get("timed_out")), default=0.0)
-    return list(seen.values()), slowest, len(recs)
+    ran = [r for r in recs if r.get("exit_status") is not None and not r.get("timed_out")]
+    slowest = max(ran, key=lambda r: r.get("duration_s") or 0.0, default=None)
+    return list(seen.values()), (slowest or {}).get("command") or "exec true", len(recs)
 
 
 def ssh_base(server) -> list[str]:
@@ -207,10 +210,14 @@ def main(argv: list[str] | None = None) -> int:
                     else:
                         row.update({f"{k}:{label}": v for k, v in got.items()})
                         row[f"slowest:{label}"] = lines_of(out)[1]
-                connect, login = asyncio.run(floor_parts(target))
-                row.update(floor=connect + login + slowest, lines=len(lines), records=nrec)
+                floors: dict[str, float] = {}  # slowest command -> connect + one login running it
+                for command in dict.fromkeys(
+                    [slowest, *(row[f"slowest:{t}"] for t in list(trees)[1:])]
+                ):
+                    floors[command] = sum(asyncio.run(floor_parts(target, command)))
+                row.update(floor=floors[slowest], slowest=slowest, lines=len(lines), records=nrec)
                 for label in list(trees)[1:]:  # each tree against its own slowest command
-                    row[f"floor:{label}"] = connect + login + row[f"slowest:{label}"]
+                    row[f"floor:{label}"] = floors[row[f"slowest:{label}"]]
                 row["xargs"] = xargs(target, lines, work)
                 row["loop"] = loop(target, lines) if i < args.loop_rounds else None
                 row["load"] = os.getloadavg()[0]
