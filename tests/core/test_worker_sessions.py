@@ -7,11 +7,13 @@ from __future__ import annotations
 
 import ast
 import asyncio
+import json
 import os
 import signal
 import subprocess
 import sys
 import time
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from gpuaudit.probes.core.collect import worker as w
@@ -459,3 +461,151 @@ def test_the_frames_of_a_burst_go_out_in_few_writes():
     )
     assert [w.end_status(got[(i, "X")])["rc"] for i in range(1, 11)] == list(range(1, 11))
     assert writes <= 1 + 15, writes  # the ready line, then far fewer writes than the 30 frames
+
+
+# --- durations measured on the target (issue 30) -------------------------------------------------------------
+
+
+def test_the_end_frame_carries_the_run_time_measured_on_the_target():
+    """The worker times each command itself (spawn to end, monotonic clock) and says so in its end frame."""
+    proc = subprocess.Popen(
+        [sys.executable, "-I", "-B", "-c", w.WORKER_SOURCE, "tok", "5"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+    )
+    assert proc.stdin is not None and proc.stdout is not None
+    proc.stdin.write(w.request(1, "sleep 0.3", 5, 100) + w.request(2, "exit 4", 5, 100))
+    proc.stdin.flush()
+    out = b""
+    while len(out) < len(w.ready_line("tok")):
+        out += os.read(proc.stdout.fileno(), 4096)
+    reader = w.FrameReader()
+    frames = reader.feed(out[len(w.ready_line("tok")) :])
+    while sum(f.kind == "X" for f in frames) < 2:
+        chunk = os.read(proc.stdout.fileno(), 4096)
+        assert chunk, frames
+        frames += reader.feed(chunk)
+    proc.stdin.close()
+    assert proc.wait(timeout=10) == 0
+    ends = {f.cmd_id: w.end_status(f.data) for f in frames if f.kind == "X"}
+    assert ends[1]["rc"] == 0 and 0.3 <= ends[1]["run_s"] < 3, ends
+    assert ends[2]["rc"] == 4 and 0 <= ends[2]["run_s"] < ends[1]["run_s"], ends
+
+
+async def test_a_duration_is_the_run_on_the_target_while_the_client_was_busy():
+    """The client's loop parses other outputs while a command runs: its start marker, output and end then reach
+    the client together, and a clock started at the marker's arrival reads ~0 s. The duration is the target's."""
+    marker = "@@gpuaudit-00112233445566ff@@"
+    s = await local_session()
+    try:
+        task = asyncio.ensure_future(
+            s.run(
+                f"printf '%s\\n' {marker}; sleep 0.3; echo done",
+                timeout_s=10,
+                max_bytes=1000,
+                marker=marker,
+            )
+        )
+        for _ in range(3):
+            await asyncio.sleep(0)  # the request is out (its write is a call_soon)
+        time.sleep(0.8)  # the loop is busy (parsing a big output): nothing is read meanwhile
+        raw = await task
+    finally:
+        await s.aclose()
+    assert bytes(raw.stdout) == f"{marker}\ndone\n".encode() and raw.exit_status == 0
+    assert 0.3 <= raw.duration_s < 3, raw.duration_s
+
+
+async def test_a_timed_out_command_reads_at_least_its_timeout(sleeps):
+    tag = sleeps(4878)
+    s = await local_session()
+    try:
+        raw = await s.run(tag, timeout_s=0.5, max_bytes=1000, marker=None)
+    finally:
+        await s.aclose()
+    assert raw.timed_out and raw.exit_status is None
+    assert 0.5 <= raw.duration_s <= 0.5 + 2.0, raw.duration_s  # KILL_WAIT_S caps it as before
+
+
+class ScriptedChannel:
+    """A session channel whose worker is a script: the ready lines at once, then `answer(request)` -> the chunk
+    the client reads and how long after the request it arrives (late, coalesced frames on demand)."""
+
+    def __init__(self, token: str, answer) -> None:
+        self.answer = answer
+        self.chunks: asyncio.Queue[bytes] = asyncio.Queue()
+        self.chunks.put_nowait(w.login_line(token) + w.ready_line(token))
+
+    async def read_out(self, n: int) -> bytes:
+        return await self.chunks.get()
+
+    async def read_err(self, n: int) -> bytes:
+        await asyncio.Event().wait()
+        return b""
+
+    def write(self, data: bytes) -> None:
+        for line in data.splitlines():
+            req = json.loads(line)
+            if "i" in req:
+                for delay, chunk in self.answer(req["i"]):
+                    asyncio.get_running_loop().call_later(delay, self.chunks.put_nowait, chunk)
+
+    async def aclose(self) -> None:
+        self.chunks.put_nowait(b"")
+
+    def abort(self, reason: str) -> None:
+        self.chunks.put_nowait(b"")
+
+    def kill(self) -> None:
+        self.chunks.put_nowait(b"")
+
+
+def frame(i: int, kind: str, data: bytes) -> bytes:
+    return b"%d %s %d\n" % (i, kind.encode(), len(data)) + data
+
+
+async def scripted_run(answer, marker: str):
+    token = w.new_token()
+    s = WorkerSession(ScriptedChannel(token, answer), "scripted", token)  # type: ignore[arg-type]
+    await s.start(5)
+    before = datetime.now(UTC)
+    try:
+        raw = await s.run("x", timeout_s=10, max_bytes=1000, marker=marker)
+    finally:
+        await s.aclose()
+    return raw, before, datetime.now(UTC)
+
+
+async def test_the_client_takes_the_run_time_from_the_end_frame_even_when_the_marker_comes_late():
+    """Marker, output and end in one chunk 0.6 s after the request, the worker's run 0.4 s: the duration is 0.4 s
+    (not the ~0 s between the marker's arrival and the end's) and the start is the end's arrival less the run."""
+    marker = "@@gpuaudit-aabbccddeeff0011@@"
+    end = json.dumps({"rc": 0, "trunc": False, "why": None, "run_s": 0.4}).encode()
+
+    def answer(i):
+        return [(0.6, frame(i, "O", f"{marker}\nok\n".encode()) + frame(i, "X", end))]
+
+    raw, before, after = await scripted_run(answer, marker)
+    assert raw.exit_status == 0 and bytes(raw.stdout) == f"{marker}\nok\n".encode()
+    assert raw.duration_s == 0.4
+    assert before + timedelta(seconds=0.19) <= raw.started_at
+    assert raw.started_at + timedelta(seconds=raw.duration_s) <= after
+
+
+@pytest.mark.parametrize("run_s", ["absent", "0.4", -1, True], ids=str)
+async def test_an_end_frame_without_a_usable_run_time_falls_back_to_the_clients_figure(run_s):
+    marker = "@@gpuaudit-1100ffeeddccbbaa@@"
+    status: dict[str, object] = {"rc": 0, "trunc": False, "why": None}
+    if run_s != "absent":
+        status["run_s"] = run_s
+
+    def answer(i):
+        return [
+            (0.0, frame(i, "O", f"{marker}\n".encode())),
+            (0.3, frame(i, "X", json.dumps(status).encode())),
+        ]
+
+    raw, before, _ = await scripted_run(answer, marker)
+    assert raw.exit_status == 0 and 0.29 <= raw.duration_s < 3, raw.duration_s
+    assert before <= raw.started_at

@@ -23,7 +23,10 @@ Anything else (`{"p": 1}`, the client's keepalive) is answered with `0 P 0` (the
 
 It answers with frames `ID O LEN\\n<bytes>` (stdout), `ID E LEN\\n<bytes>` (stderr) and one `ID X LEN\\n<json>` when
 the command is done (`rc`: the exit status, negative for a signal; `trunc`: a stream passed BYTES and the command
-was stopped; `why`: "deadline" | "cap" | "kill" when the worker stopped it). Every output byte is forwarded as it
+was stopped; `why`: "deadline" | "cap" | "kill" when the worker stopped it; `run_s`: the command's run time on the
+target's monotonic clock, from just before its spawn to the moment the worker ends it, exited with its pipes closed
+(or stopped): the client's clock would count from its start marker's arrival, late by the frames held and the
+client's own loop, issue 30). Every output byte is forwarded as it
 is: stdout and stderr stay separate and byte-exact. The frames of one pass of its loop go out in one write (one
 SSH packet instead of one per frame: issue 30, the client's CPU per packet); output frames wait at most HOLD_S
 (2 ms) or HOLD_BYTES for company (a command's start marker, its output and its end then usually travel together),
@@ -93,6 +96,7 @@ def stop(job, why):
         group(job, signal.SIGTERM)
 def start(req):
     i = int(req["i"])
+    t0 = time.monotonic()
     try:
         p = subprocess.Popen([b"/bin/sh", b"-c", req["c"].encode("utf-8", "surrogateescape")], stdin=subprocess.DEVNULL,
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, start_new_session=True, close_fds=True)
@@ -100,7 +104,8 @@ def start(req):
         frame(i, "X", json.dumps({"e": "cannot start /bin/sh: %s" % e}).encode())
         return
     job = {"i": i, "p": p, "cap": int(req.get("m", 8 << 20)), "n": {"O": 0, "E": 0}, "open": 2, "trunc": False,
-           "why": None, "term": None, "end": time.monotonic() + float(req.get("t", 60)), "exit": None}
+           "why": None, "term": None, "end": time.monotonic() + float(req.get("t", 60)), "exit": None,
+           "t0": t0}
     jobs[i] = job
     for f, k in ((p.stdout, "O"), (p.stderr, "E")):
         fds[f.fileno()] = (job, k, f)
@@ -125,13 +130,15 @@ def pump(fd):
         job["n"][k] += len(data)
         frame(job["i"], k, data)
 def finish(job):
+    run = time.monotonic() - job["t0"]
     group(job, signal.SIGKILL)
     if job["why"] is not None:
         session(job["p"].pid)
     for fd in [fd for fd, v in fds.items() if v[0] is job]:
         close(fd)
     del jobs[job["i"]]
-    frame(job["i"], "X", json.dumps({"rc": job["p"].returncode, "trunc": job["trunc"], "why": job["why"]}).encode())
+    frame(job["i"], "X", json.dumps({"rc": job["p"].returncode, "trunc": job["trunc"], "why": job["why"],
+                                     "run_s": round(run, 4)}).encode())
 def tick():
     now = time.monotonic()
     for job in list(jobs.values()):

@@ -120,6 +120,8 @@ class _Job:
     end: dict[str, Any] | None = None
     lost: str | None = None
     waiter: asyncio.Future[None] | None = None
+    ended_at: float | None = None
+    """When the end frame arrived (the chunk that carried it was read)."""
 
     def wake(self) -> None:
         if self.waiter is not None and not self.waiter.done():
@@ -247,6 +249,7 @@ class WorkerSession:
 
     async def _read(self, first: bytes) -> None:
         reader = FrameReader()
+        self._heard = time.monotonic()  # when `first` arrived, then each chunk's arrival
         try:
             chunk = first
             while True:
@@ -267,6 +270,7 @@ class WorkerSession:
                             job.wake()
                     else:
                         job.end = end_status(frame.data)
+                        job.ended_at = self._heard
                         job.done = True
                         job.wake()
                 chunk = await self.channel.read_out(65536)
@@ -322,7 +326,8 @@ class WorkerSession:
     async def run(
         self, line: str, *, timeout_s: float, max_bytes: int, marker: str | None
     ) -> RawResult:
-        """Run one line; the deadline and the duration count from the line's start marker (the command itself)."""
+        """Run one line; the deadline counts from the line's start marker (the command itself), the duration is
+        the worker's own measure of the run (its end frame's `run_s`)."""
         if self.dead:
             return not_run(f"session ended: {self.dead}")
         cmd_id = self._next
@@ -405,14 +410,23 @@ class WorkerSession:
             timed_out = True
         if killed or why in ("deadline", "cap", "kill"):
             status = None  # stopped by us: no exit status of its own
+        run_s = end.get("run_s")
+        if isinstance(run_s, int | float) and not isinstance(run_s, bool) and run_s >= 0:
+            # measured on the target, from its spawn to its end (issue 30): the marker's arrival can be late
+            # (the worker holds output frames up to HOLD_S, the client's loop is parsing others), so the client's
+            # own figure reads short; the start is the tighter of the two bounds the client knows (the marker's
+            # arrival, the end frame's arrival less the run time), never before the request went out
+            t_end = job.ended_at if job.ended_at is not None else time.monotonic()
+            t_start = max(t_open, min(t_start, t_end - run_s))
+            duration = float(run_s)
+        else:  # a worker that does not say (none of today's): the client's own figure
+            duration = time.monotonic() - t_start
         return RawResult(
             exit_status=status,
             stdout=job.out.value(),
             stderr=job.err.value(),
             started_at=opened_at + timedelta(seconds=t_start - t_open),
-            duration_s=min(time.monotonic() - t_start, timeout_s + KILL_WAIT_S)
-            if timed_out
-            else time.monotonic() - t_start,
+            duration_s=min(duration, timeout_s + KILL_WAIT_S) if timed_out else duration,
             timed_out=timed_out,
             truncated=job.out.truncated or job.err.truncated or bool(end.get("trunc")),
         )
