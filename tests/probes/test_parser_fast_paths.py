@@ -108,3 +108,42 @@ def test_the_samples_hold_what_the_fast_path_must_get_right() -> None:
     assert re.search(r"^GPU [0-9A-F]{8}:", text, re.M)
     tree = ns._q_tree(bent(text))
     assert any(isinstance(v, dict) for v in tree.values())
+
+
+class _CountingPatterns:
+    """_ERROR_PATTERNS that count the texts scanned (one iteration per scan)."""
+
+    def __init__(self, patterns: tuple[Any, ...]) -> None:
+        self.patterns, self.scans = patterns, 0
+
+    def __iter__(self) -> Any:
+        self.scans += 1
+        return iter(self.patterns)
+
+
+def test_an_output_is_scanned_for_error_banners_once_per_audit(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Every probe's extract asks detect_smi_error / smi_error_kind of the same nvidia-smi outputs (the driver's
+    banner pass on a fresh stdout + stderr string each time): under one parse scope (an audit) each distinct
+    text is scanned once (issue 30). Fails when the banner scan is not under the parse cache."""
+    from gpuaudit.probes.core.parsing import parse_scope
+    from gpuaudit.snapshots import store
+
+    root = Path(__file__).resolve().parents[2]
+    snap = store.load(root / "snapshots" / "examples" / "case-study-after.json")
+    texts = [r.stdout + "\n" + r.stderr for r in snap.records if r.stdout]
+    counting = _CountingPatterns(ns._ERROR_PATTERNS)
+    monkeypatch.setattr(ns, "_ERROR_PATTERNS", counting)
+    with parse_scope():
+        for text in texts:
+            ns.detect_smi_error(text)
+        first = counting.scans
+        for _ in range(3):
+            for text in texts:
+                again = (text + "x")[:-1]  # equal, not the same string object
+                assert again is not text
+                ns.detect_smi_error(again)
+                ns.smi_error_kind(again)
+    assert first >= len(set(texts)) > 5
+    assert counting.scans == first

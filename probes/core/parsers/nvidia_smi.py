@@ -108,11 +108,14 @@ _ERROR_PATTERNS: tuple[tuple[str, tuple[str, ...], re.Pattern[str]], ...] = (
 )
 
 
-def _error_match(text: str) -> tuple[str, re.Match[str]] | None:
-    """The first error pattern that matches, with its match.
+@parse_once
+def _error_span(text: str) -> tuple[str, int, int] | None:
+    """The first error pattern that matches: (its kind, the match's start and end).
 
     A case-insensitive regex over a 50 MB output takes seconds, and every probe reading that output asks: a
     pattern runs only where one of its literals occurs (str.find on one lower-cased copy is ~100× faster).
+    Under the parse cache (issue 30): the extracts of several probes, and each driver extract's banner pass, ask
+    of the same outputs; each text is scanned once per audit.
     """
     if not text:
         return None
@@ -121,7 +124,7 @@ def _error_match(text: str) -> tuple[str, re.Match[str]] | None:
         if any(n in low for n in needles):
             m = pat.search(text)
             if m:
-                return kind, m
+                return kind, m.start(), m.end()
     return None
 
 
@@ -132,7 +135,7 @@ def smi_error_kind(text: str) -> str | None:
         NVML library version: 570.124
     -> "driver_library_mismatch"
     """
-    found = _error_match(text)
+    found = _error_span(text)
     return found[0] if found else None
 
 
@@ -142,12 +145,11 @@ def detect_smi_error(text: str) -> str | None:
         NVIDIA-SMI has failed because it couldn't communicate with the NVIDIA driver. Make sure ...
     -> that first line. Pass stdout + stderr: nvidia-smi prints banners on stdout.
     """
-    found = _error_match(text)
+    found = _error_span(text)
     if found is None:
         return None
-    m = found[1]
-    start = text.rfind("\n", 0, m.start()) + 1
-    end = text.find("\n", m.end())
+    start = text.rfind("\n", 0, found[1]) + 1
+    end = text.find("\n", found[2])
     return text[start : end if end != -1 else len(text)].strip()
 
 
