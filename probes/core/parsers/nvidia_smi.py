@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any, cast
 
@@ -421,31 +421,66 @@ def _sensor_errors(fan_temp_perf_power: str, util: str) -> list[str]:
 _Q_LINE = re.compile(r"^(?P<indent>\s*)(?P<key>[^:]+?)\s*(?::\s?(?P<value>.*))?$")
 
 
-def _q_tree(lines: list[str]) -> dict[str, Any]:
-    """Indented `Key : value` lines -> nested dicts; a key with children maps to a dict.
-
-    A key that has both a value and children keeps its value under "" in the child dict.
-    Repeated keys at one level keep the first (process lists repeat keys).
-    """
-    root: dict[str, Any] = {}
-    stack: list[tuple[int, dict[str, Any]]] = [(-1, root)]
+def _q_lines(lines: list[str]) -> Iterator[tuple[int, str, str]]:
+    """(indentation, key, value) of each `Key : value` line ("" when it has no value): str methods on the usual
+    lines (issue 30), _Q_LINE's reading only for a line that starts with ":" after its indentation."""
     for raw in lines:
         line = raw.rstrip()
         body = line.lstrip()
         if not body or body.startswith("===="):
             continue
         colon = body.find(":")
-        if colon > 0:  # `Key : value` (issue 30: str methods, not _Q_LINE, on the usual lines)
+        if colon > 0:  # `Key : value`
             head = line[: len(line) - len(body)]
             key, value = body[:colon].strip(), body[colon + 1 :].strip()
         elif colon < 0:  # a key alone (a section)
             head, key, value = line[: len(line) - len(body)], body, ""
-        else:  # a line that starts with ":" after its indentation: what _Q_LINE makes of it
+        else:
             m = _Q_LINE.match(line)
             if not m:
                 continue
             head, key, value = m["indent"], m["key"].strip(), (m["value"] or "").strip()
-        indent = len(head.expandtabs(4)) if "\t" in head else len(head)
+        yield (len(head.expandtabs(4)) if "\t" in head else len(head)), key, value
+
+
+def _q_tree(lines: list[str]) -> dict[str, Any]:
+    """Indented `Key : value` lines -> nested dicts; a key with children maps to a dict.
+
+    A key that has both a value and children keeps its value under "" in the child dict.
+    Repeated keys at one level keep the first (process lists repeat keys).
+    A key with only a value is stored as that string at once, and becomes {"": value, ...} when children follow
+    (issue 30: no second pass over the tree); a key read as "" (a line that is ":" after its indentation) takes
+    the reading that collapses the tree afterwards, whose results for it are its own.
+    """
+    root: dict[str, Any] = {}
+    # each open key: [its indentation, its dict (None while it holds only a value), the dict holding it, its key]
+    stack: list[list[Any]] = [[-1, root, None, ""]]
+    for indent, key, value in _q_lines(lines):
+        if key == "":
+            return _q_tree_collapsed(lines)
+        while stack[-1][0] >= indent:
+            stack.pop()
+        top = stack[-1]
+        parent = top[1]
+        if parent is None:  # a key that held only a value gets children
+            parent = top[1] = top[2][top[3]] = {"": top[2][top[3]]}
+        if key in parent:  # keep the first; still descend so children do not leak upward
+            stack.append([indent, {}, None, ""])
+        elif value != "":
+            parent[key] = value
+            stack.append([indent, None, parent, key])
+        else:
+            parent[key] = node = {}
+            stack.append([indent, node, None, ""])
+    return root
+
+
+def _q_tree_collapsed(lines: list[str]) -> dict[str, Any]:
+    """_q_tree's reading with every key a dict first, collapsed afterwards (a node with only a value becomes
+    that value): what a key read as "" gives."""
+    root: dict[str, Any] = {}
+    stack: list[tuple[int, dict[str, Any]]] = [(-1, root)]
+    for indent, key, value in _q_lines(lines):
         while stack and stack[-1][0] >= indent:
             stack.pop()
         parent = stack[-1][1]
