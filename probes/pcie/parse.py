@@ -35,28 +35,35 @@ def parse_sys_pci(text: str) -> list[SysPci]:
     Multi-line AER files keep one key per counter ("aer_dev_fatal/TOTAL_ERR_FATAL": "0").
     """
     devs: dict[str, dict[str, Any]] = {}
+    sharing: dict[str, list[dict[str, Any]]] = {}
+    # an upstream port -> the functions below it (emptied whenever a function's upstream is read)
     for line in (text or "").splitlines():
         m = _SYS_LINE.match(line.strip())
         if not m:
             continue
-        base, bdf, key, val = m.group(1), m.group(2), m.group(3), m.group(4).strip()
+        base, bdf, key, val = m.groups()
+        val = val.strip()
+        dev = devs.get(bdf)
         if key == "upstream":
             um = _BDF_END.search(val)
-            devs.setdefault(bdf, {"bdf": bdf, "values": {}, "upstream_values": {}})["upstream"] = (
-                um.group(1) if um else None
-            )
+            if dev is None:
+                dev = devs[bdf] = {"bdf": bdf, "values": {}, "upstream_values": {}}
+            dev["upstream"] = um.group(1) if um else None
+            sharing.clear()
             continue
         if key.startswith("aer_dev_") and " " in val:
             name, _, count = val.rpartition(" ")
             key, val = f"{key}/{name.strip()}", count
         if base.startswith("/sys/bus/pci/devices/"):
-            devs.setdefault(bdf, {"bdf": bdf, "values": {}, "upstream_values": {}})["values"][
-                key
-            ] = val
+            if dev is None:
+                dev = devs[bdf] = {"bdf": bdf, "values": {}, "upstream_values": {}}
+            dev["values"][key] = val
         else:  # an upstream port, addressed by its device path; several GPUs may share it
-            for dev in devs.values():
-                if dev.get("upstream") == bdf:
-                    dev["upstream_values"][key] = val
+            below = sharing.get(bdf)
+            if below is None:
+                below = sharing[bdf] = [d for d in devs.values() if d.get("upstream") == bdf]
+            for d in below:
+                d["upstream_values"][key] = val
     return [SysPci(**d) for d in devs.values()]
 
 

@@ -147,3 +147,60 @@ def test_an_output_is_scanned_for_error_banners_once_per_audit(
                 ns.smi_error_kind(again)
     assert first >= len(set(texts)) > 5
     assert counting.scans == first
+
+
+def reference_sys_pci(text: str) -> list[Any]:
+    """parse_sys_pci as it was before issue 30 (every upstream-port line walked every function)."""
+    from gpuaudit.probes.pcie.facts import SysPci
+    from gpuaudit.probes.pcie.parse import _BDF_END, _SYS_LINE
+
+    devs: dict[str, dict[str, Any]] = {}
+    for line in (text or "").splitlines():
+        m = _SYS_LINE.match(line.strip())
+        if not m:
+            continue
+        base, bdf, key, val = m.group(1), m.group(2), m.group(3), m.group(4).strip()
+        if key == "upstream":
+            um = _BDF_END.search(val)
+            devs.setdefault(bdf, {"bdf": bdf, "values": {}, "upstream_values": {}})["upstream"] = (
+                um.group(1) if um else None
+            )
+            continue
+        if key.startswith("aer_dev_") and " " in val:
+            name, _, count = val.rpartition(" ")
+            key, val = f"{key}/{name.strip()}", count
+        if base.startswith("/sys/bus/pci/devices/"):
+            devs.setdefault(bdf, {"bdf": bdf, "values": {}, "upstream_values": {}})["values"][
+                key
+            ] = val
+        else:
+            for dev in devs.values():
+                if dev.get("upstream") == bdf:
+                    dev["upstream_values"][key] = val
+    return [SysPci(**d) for d in devs.values()]
+
+
+def sys_pci_samples() -> list[Path]:
+    root = Path(__file__).resolve().parents[2] / "snapshots" / "examples" / "case-study"
+    return sorted(root.glob("*/host/sys_pci_nvidia.out"))
+
+
+@pytest.mark.parametrize("path", sys_pci_samples(), ids=lambda p: p.parent.parent.name)
+def test_sys_pci_reads_every_sample_as_before(path: Path) -> None:
+    """The same functions, values and upstream ports, on the real outputs and on their lines shuffled (an
+    upstream port's lines before or between the functions that name it, a function's upstream read twice)."""
+    import random
+
+    from gpuaudit.probes.pcie.parse import parse_sys_pci
+
+    text = path.read_text()
+    got = parse_sys_pci.__wrapped__(text)  # type: ignore[attr-defined]
+    assert got == reference_sys_pci(text)
+    assert sum(bool(d.upstream_values) for d in got) >= 2  # can fail: the sample has shared ports
+    lines = text.splitlines()
+    rng = random.Random(30)
+    for _ in range(20):
+        bent_lines = lines + rng.sample(lines, len(lines) // 3)
+        rng.shuffle(bent_lines)
+        bent_text = "\n".join(bent_lines)
+        assert parse_sys_pci.__wrapped__(bent_text) == reference_sys_pci(bent_text)  # type: ignore[attr-defined]
