@@ -137,11 +137,19 @@ class ParseCache:
         self.hits = 0
 
     def call(self, fn: Callable[..., R], text: str, args: tuple[Any, ...], kw: dict[str, Any]) -> R:
-        try:
-            key = (fn, text, *map(_frozen, args), *sorted((k, _frozen(v)) for k, v in kw.items()))
-            hash(key)
-        except TypeError:  # an unhashable extra argument: parse without the cache
-            return fn(text, *args, **kw)
+        if not args and not kw:  # the usual call: the text alone (a function and a str always hash)
+            key: tuple[Any, ...] = (fn, text)
+        else:
+            try:
+                key = (
+                    fn,
+                    text,
+                    *map(_frozen, args),
+                    *sorted((k, _frozen(v)) for k, v in kw.items()),
+                )
+                hash(key)
+            except TypeError:  # an unhashable extra argument: parse without the cache
+                return fn(text, *args, **kw)
         with self._lock:
             got = self._items.get(key)
             if got is not None:
