@@ -635,9 +635,16 @@ def redact_value(text: str, depth: int = 0) -> str:
         return _scan(text, depth)
     out: list[str] = []
     pos = 0
+    scanned: dict[
+        str, str
+    ] = {}  # _scan is pure: a segment seen before in this text (identical GPUs' lines)
     for a, b in _segments(text):
         out.append(text[pos:a])
-        out.append(_scan(text[a:b], depth))
+        segment = text[a:b]
+        done = scanned.get(segment)
+        if done is None:
+            done = scanned[segment] = _scan(segment, depth)
+        out.append(done)
         pos = b
     out.append(text[pos:])
     return "".join(out)

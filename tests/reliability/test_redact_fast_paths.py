@@ -181,3 +181,27 @@ def test_output_is_the_same_as_with_the_previous_possible(monkeypatch: pytest.Mo
 
 def test_fewer_passes_than_triggers() -> None:
     assert len(redact._LINE_FINDERS) < 0.6 * len(_TRIGGERS)
+
+
+def test_a_segment_repeated_in_one_output_is_scanned_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Issue 30: identical devices' lines (8 GPUs in `lspci -vvv`) make identical trigger segments; each distinct
+    one is scanned once per output, with the same result (the scan is pure). Fails when every segment is scanned.
+    """
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parents[2]
+    text = (root / "snapshots/examples/case-study/after/host/lspci_vvv.out").read_text()
+    spans = redact._segments(text)
+    distinct = {text[a:b] for a, b in spans}
+    assert len(spans) > len(distinct) + 20  # can fail: the real output repeats its devices' lines
+    want = redact_text(text)
+    real_scan = redact._scan
+    scans: list[str] = []
+
+    def counting(segment: str, depth: int) -> str:
+        scans.append(segment)
+        return real_scan(segment, depth)
+
+    monkeypatch.setattr(redact, "_scan", counting)
+    assert redact_text(text) == want
+    assert sorted(scans) == sorted(distinct)
