@@ -46,7 +46,9 @@ def parse_dmidecode(text: str) -> list[DmiRecord]:
     cur: DmiRecord | None = None
     indent: int | None = None
     for line in (text or "").splitlines():
-        m = _HANDLE.match(line)
+        m = (
+            _HANDLE.match(line) if line.startswith("Handle ") else None
+        )  # issue 30: most lines are not
         if m:
             cur = DmiRecord(type=int(m.group(1)))
             out.append(cur)

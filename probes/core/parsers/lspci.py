@@ -132,6 +132,15 @@ class PciDevice:
         )
 
 
+# _parse_block's per-line patterns, compiled once (issue 30: re's cache lookup on every line)
+_EXPRESS = re.compile(r"Express \(v\d\) ([A-Za-z ]+?)(?: \(|,|$)")
+_REGION = re.compile(r"Region (\d+):.*\[size=(\d+)([KMGT]?)\]")
+_BUSES = re.compile(r"secondary=([0-9a-f]{2}), subordinate=([0-9a-f]{2})")
+_DEVCTL_SIZES = re.compile(r"MaxPayload\s+(\d+)\s*bytes.*MaxReadReq\s+(\d+)\s*bytes")
+_ASPM = re.compile(r"ASPM ([^;]+);?")
+_REBAR = re.compile(r"BAR (\d+): current size:\s*(\d+)([KMGT]B)")
+
+
 def _parse_block(header: re.Match[str], lines: list[str], start: int = 0) -> PciDevice:
     """One block; `start` is the text line of its first body line (for `PciDevice.lines`)."""
     rest = header.group("rest")
@@ -148,21 +157,19 @@ def _parse_block(header: re.Match[str], lines: list[str], start: int = 0) -> Pci
             section = line
             if "<access denied>" in line:
                 dev.access_denied = True
-            m = re.search(r"Express \(v\d\) ([A-Za-z ]+?)(?: \(|,|$)", line)
+            m = _EXPRESS.search(line)
             if m:
                 dev.port_type = m.group(1).strip()
             continue
         key, _, val = line.partition(":")
         if line.startswith("Region ") and "[size=" in line:
-            m = re.match(r"Region (\d+):.*\[size=(\d+)([KMGT]?)\]", line)
+            m = _REGION.match(line)
             if m:
                 size = int(m.group(2)) * _UNITS.get(m.group(3) or "bytes", 1)
                 dev.regions[int(m.group(1))] = size
                 if "(64-bit, prefetchable)" in line:
                     dev.prefetchable64[int(m.group(1))] = size
-        elif key == "Bus" and (
-            m := re.search(r"secondary=([0-9a-f]{2}), subordinate=([0-9a-f]{2})", val)
-        ):
+        elif key == "Bus" and (m := _BUSES.search(val)):
             dev.secondary_bus, dev.subordinate_bus = int(m.group(1), 16), int(m.group(2), 16)
         elif line.startswith("Kernel driver in use:"):
             dev.kernel_driver = val.strip()
@@ -171,7 +178,7 @@ def _parse_block(header: re.Match[str], lines: list[str], start: int = 0) -> Pci
         elif key == "DevCtl":
             section = "DevCtl"
         elif section == "DevCtl" and "MaxReadReq" in line:
-            m = re.search(r"MaxPayload\s+(\d+)\s*bytes.*MaxReadReq\s+(\d+)\s*bytes", line)
+            m = _DEVCTL_SIZES.search(line)
             if m:
                 dev.devctl_mps, dev.devctl_mrrs = int(m.group(1)), int(m.group(2))
                 dev.lines["devctl_mrrs"] = dev.lines["devctl_mps"] = at
@@ -179,7 +186,7 @@ def _parse_block(header: re.Match[str], lines: list[str], start: int = 0) -> Pci
         elif key == "LnkCap":
             dev.lnkcap_speed, dev.lnkcap_width = _speed(val), _width(val)
         elif key == "LnkCtl":
-            m = re.search(r"ASPM ([^;]+);?", val)
+            m = _ASPM.search(val)
             dev.aspm_ctl = m.group(1).strip() if m else None
         elif key == "LnkSta":
             dev.lnksta_speed, dev.lnksta_width = _speed(val), _width(val)
@@ -214,7 +221,7 @@ def _parse_block(header: re.Match[str], lines: list[str], start: int = 0) -> Pci
             and section.startswith("Capabilities:")
             and "Physical" in section
         ):
-            m = re.match(r"BAR (\d+): current size:\s*(\d+)([KMGT]B)", line)
+            m = _REBAR.match(line)
             if m:
                 dev.rebar_current[int(m.group(1))] = int(m.group(2)) * _UNITS[m.group(3)]
         if section == "DevCtl" and "RlxdOrd" in line:
