@@ -470,7 +470,8 @@ def _q_tree(lines: list[str]) -> dict[str, Any]:
             parent[key] = value
             stack.append([indent, None, parent, key])
         else:
-            parent[key] = node = {}
+            node: dict[str, Any] = {}
+            parent[key] = node
             stack.append([indent, node, None, ""])
     return root
 
