@@ -789,3 +789,60 @@ async def test_a_scopes_commands_go_out_in_a_few_writes_and_at_most_parallel_run
         running += 1 if ln == "start" else -1
         peak = max(peak, running)
     assert peak <= 4, peak
+
+
+async def test_a_queued_command_waits_for_the_running_ones_not_for_start_wait_s(monkeypatch):
+    """Queued behind a command that runs longer than START_WAIT_S (within its timeout): it waits and runs."""
+    import gpuaudit.probes.core.collect.worker_transport as wt
+
+    monkeypatch.setattr(wt, "START_WAIT_S", 0.3)
+    marker = "@@gpuaudit-5a5a5a5a5a5a5a5a@@"
+    s = await local_session()
+    try:
+        first, queued = await asyncio.gather(
+            s.run("sleep 0.8; echo a", timeout_s=5, max_bytes=100, marker=None, parallel=1),
+            s.run(
+                f"printf '%s\\n' {marker}; echo b",
+                timeout_s=5,
+                max_bytes=100,
+                marker=marker,
+                parallel=1,
+            ),
+        )
+    finally:
+        await s.aclose()
+    assert bytes(first.stdout) == b"a\n" and bytes(queued.stdout) == f"{marker}\nb\n".encode(), (
+        queued
+    )
+    assert queued.exit_status == 0 and not queued.not_started
+
+
+async def test_a_command_queued_past_every_running_ones_deadline_is_not_run(sleeps, monkeypatch):
+    """No command of the session ended within START_WAIT_S or the queued one's timeout + backstop: it leaves the
+    queue, never started, and says so; the running one keeps its own timeout and leaves nothing."""
+    import gpuaudit.probes.core.collect.worker_transport as wt
+
+    monkeypatch.setattr(wt, "START_WAIT_S", 0.3)
+    monkeypatch.setattr(wt, "BACKSTOP_S", 0.1)
+    monkeypatch.setattr(wt, "KILL_WAIT_S", 0.4)
+    tag = sleeps(4883)
+    marker = "@@gpuaudit-6b6b6b6b6b6b6b6b@@"
+    s = await local_session()
+    try:
+        hung, queued = await asyncio.gather(
+            s.run(tag, timeout_s=1.5, max_bytes=100, marker=None, parallel=1),
+            s.run(
+                f"printf '%s\\n' {marker}; echo b",
+                timeout_s=0.1,
+                max_bytes=100,
+                marker=marker,
+                parallel=1,
+            ),
+        )
+        after = await s.run("echo c", timeout_s=5, max_bytes=100, marker=None, parallel=1)
+        left = processes(tag)
+    finally:
+        await s.aclose()
+    assert queued.not_started and "in the session's queue" in (queued.error or ""), queued
+    assert hung.timed_out and hung.exit_status is None and left == []
+    assert bytes(after.stdout) == b"c\n"
