@@ -635,9 +635,8 @@ def redact_value(text: str, depth: int = 0) -> str:
         return _scan(text, depth)
     out: list[str] = []
     pos = 0
-    scanned: dict[
-        str, str
-    ] = {}  # _scan is pure: a segment seen before in this text (identical GPUs' lines)
+    # _scan is pure: a segment seen before in this text (identical GPUs' lines) is scanned once
+    scanned: dict[str, str] = {}
     for a, b in _segments(text):
         out.append(text[pos:a])
         segment = text[a:b]

@@ -343,9 +343,8 @@ def source_problem(record: CommandRecord | None, facts: Any = None) -> str | Non
 def unreachable_reason(records: Mapping[str, CommandRecord]) -> str | None:
     """Why a target was never reached (every record says "target failed: ..."), or None."""
     first: str | None = None
-    for (
-        r
-    ) in records.values():  # the gate asks per check: stop at the first reached record (issue 30)
+    # the gate asks per check: stop at the first reached record (issue 30)
+    for r in records.values():
         error = r.error or ""
         if not error.startswith("target failed"):
             return None
