@@ -30,7 +30,6 @@ from gpuaudit.probes.core.collect.transport import (
     not_run,
 )
 from gpuaudit.probes.core.collect.worker import (
-    BACKSTOP_S,
     KEEPALIVE,
     KEEPALIVE_S,
     FrameReader,
@@ -340,8 +339,7 @@ class WorkerSession:
         """Run one line; the deadline counts from the line's start marker (the command itself), the duration is
         the worker's own measure of the run (its end frame's `run_s`). `parallel`: the worker runs at most that
         many at once and queues the rest, lowest `rank` first; before its marker a command may wait START_WAIT_S
-        (or its timeout + the backstop, if longer) from its request or from the last end of another command of
-        this session (it waits in the queue)."""
+        from its request or from the last end of another command of this session (it waits in the queue)."""
         if self.dead:
             return not_run(f"session ended: {self.dead}")
         cmd_id = self._next
@@ -351,13 +349,6 @@ class WorkerSession:
         opened_at = datetime.now(UTC)
         t_open = time.monotonic()
         timed_out = killed = False
-        # queued in the worker, it waits for a running command to end: each ends within its own timeout and the
-        # worker's backstop (a `--timeout 60` audit whose sixteen slots hang waits that long, not START_WAIT_S)
-        unmarked_s = (
-            START_WAIT_S
-            if parallel is None
-            else max(START_WAIT_S, timeout_s + BACKSTOP_S + KILL_WAIT_S)
-        )
         try:
             body = request(cmd_id, line, timeout_s, max_bytes, rank=rank, parallel=parallel)
             if not self._send(body, batch=True):
@@ -367,7 +358,7 @@ class WorkerSession:
                 deadline = (
                     job.out.seen_at + timeout_s
                     if job.out.seen_at is not None
-                    else max(t_open, self._ended) + unmarked_s
+                    else max(t_open, self._ended) + START_WAIT_S
                 )
                 if now >= deadline:
                     timed_out = True
@@ -384,13 +375,7 @@ class WorkerSession:
         finally:
             self._jobs.pop(cmd_id, None)
         return self._result(
-            job,
-            opened_at,
-            t_open,
-            timed_out=timed_out,
-            killed=killed,
-            timeout_s=timeout_s,
-            unmarked_s=unmarked_s,
+            job, opened_at, t_open, timed_out=timed_out, killed=killed, timeout_s=timeout_s
         )
 
     async def _stop(self, cmd_id: int, job: _Job) -> None:
@@ -412,7 +397,6 @@ class WorkerSession:
         timed_out: bool,
         killed: bool,
         timeout_s: float,
-        unmarked_s: float = START_WAIT_S,
     ) -> RawResult:
         t_start = job.out.seen_at if job.out.seen_at is not None else t_open
         if job.lost is not None and not timed_out and not killed:
@@ -431,7 +415,7 @@ class WorkerSession:
         why = end.get("why")
         if end.get("queued"):  # stopped while it waited in the worker's queue: it never ran
             return not_run(
-                f"it waited {unmarked_s:.0f} s in the session's queue with no other command ending"
+                f"it waited {START_WAIT_S:.0f} s in the session's queue with no other command ending"
                 if timed_out
                 else "stopped while it waited in the session's queue"
             )
