@@ -509,6 +509,9 @@ _CLIENT_LXC = textwrap.dedent(
 
 _CLIENT_CLI = _CLIENT.replace(
     "asyncio.run(m._drain(a))",
+    # Ctrl-C as a terminal delivers it: a suite started in the background by a non-interactive shell (`cmd &`)
+    # hands its children SIGINT ignored, and Python then installs no KeyboardInterrupt handler at all
+    "import signal\nsignal.signal(signal.SIGINT, signal.default_int_handler)\n"
     "from gpuaudit.probes.core.run.session import run_sync, run_to_end\n"
     "try:\n    run_sync(run_to_end(a, partial=[]))\nexcept (KeyboardInterrupt, asyncio.CancelledError):\n"
     "    sys.exit(143)",
