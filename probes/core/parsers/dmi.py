@@ -46,9 +46,8 @@ def parse_dmidecode(text: str) -> list[DmiRecord]:
     cur: DmiRecord | None = None
     indent: int | None = None
     for line in (text or "").splitlines():
-        m = (
-            _HANDLE.match(line) if line.startswith("Handle ") else None
-        )  # issue 30: most lines are not
+        # most lines are not a handle: the regex only for those that can be (issue 30)
+        m = _HANDLE.match(line) if line.startswith("Handle ") else None
         if m:
             cur = DmiRecord(type=int(m.group(1)))
             out.append(cur)
