@@ -1,6 +1,7 @@
 """What keeps the client's own cost down (issue 30), checked by behaviour, never by timing.
 
-* asyncssh is imported without spawning anything (its liboqs/libnettle search ran ldconfig, gcc and ld);
+* asyncssh is imported without spawning anything (its liboqs/libnettle search ran ldconfig, gcc and ld) and
+  without its optional X.509 module;
 * the SSH connection asks for AES-GCM first unless the user's ssh config names its Ciphers;
 * the command line ends right after its outputs are flushed (`exit_now`), with the same exit status and output.
 """
@@ -49,6 +50,27 @@ def test_asyncssh_import_spawns_no_process():
     )
     assert loaded
     assert cpu == 0.0, f"importing asyncssh ran child processes ({cpu:.3f} s of CPU)"
+
+
+def test_asyncssh_loads_without_x509_and_still_reads_openssh_keys():
+    # asyncssh's optional X.509 module (RFC 6187 keys; OpenSSH has none) is left out: it imported
+    # cryptography.x509 and compiled its name patterns at every start (~16 ms); OpenSSH keys and
+    # certificates still load (the product's known_hosts and identities are OpenSSH's)
+    code = (
+        "import sys\n"
+        "from gpuaudit.probes.core.collect.ssh_transport import _import_asyncssh\n"
+        "asyncssh = _import_asyncssh()\n"
+        "key = asyncssh.generate_private_key('ssh-ed25519')\n"
+        "pub = asyncssh.import_public_key(key.export_public_key())\n"
+        "ca = asyncssh.generate_private_key('ssh-ed25519')\n"
+        "cert = ca.generate_user_certificate(key, 'u', principals=['u'])\n"
+        "asyncssh.import_certificate(cert.export_certificate())\n"
+        "print('cryptography.x509' in sys.modules, pub.get_algorithm())\n"
+    )
+    out = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=120, check=True
+    ).stdout.split()
+    assert out == ["False", "ssh-ed25519"], out
 
 
 def test_native_library_search_finds_what_the_loader_would(tmp_path):

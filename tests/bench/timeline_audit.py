@@ -82,28 +82,41 @@ def mark(what):
 mark("interpreter started")
 from gpuaudit.tui.cli import entry
 mark("entry imported (argparse)")
-from gpuaudit.tui.cli import commands, headless
-mark("commands imported (the catalogue, the engine)")
-from gpuaudit.probes.core.collect import ssh_transport
-real_connect = ssh_transport.SshTransport.connect
-async def connect(self):
-    mark(f"connect {self.where} begins")
-    await real_connect(self)
-    mark(f"connect {self.where} done")
-ssh_transport.SshTransport.connect = connect
-real_collect = headless.collect
-async def collect(*a, **k):
-    mark("audit begins")
-    run = await real_collect(*a, **k)
-    mark("audit done")
-    return run
-headless.collect = collect
-real_write = headless.write_json
-def write_json(snapshot):
-    mark("JSON begins")
-    real_write(snapshot)
-    mark("JSON written")
-headless.write_json = write_json
+from gpuaudit.tui.cli import commands  # what entry.main imports next; headless.py is left to the CLI itself
+mark("commands imported (targets, models, the request)")
+real_early, real_headless = commands._early, commands._headless
+def _early(request):
+    early = real_early(request)
+    mark("early start begun (asyncssh imported)")
+    def hook():
+        for role, transport in early.transports.items():
+            begun = getattr(transport, "_begun", None)
+            if begun is not None:
+                begun.add_done_callback(lambda f, r=role: mark(f"{r} connected and logged in (early)"))
+    if early is not None:
+        early.loop.call_soon_threadsafe(hook)
+    return early
+def _headless():
+    headless = real_headless()
+    mark("headless imported (the catalogue, the engine)")
+    real_run_to_end, real_outputs = headless.run_to_end, headless.outputs
+    async def run_to_end(audit, on_event=None, **kw):
+        seen = set()
+        def hooked(event):
+            kind = type(event).__name__
+            if kind in ("TargetConnected", "AuditFinished") or (kind == "CommandStarted" and kind not in seen):
+                mark(kind + ("" if kind != "TargetConnected" else " " + event.role))
+            seen.add(kind)
+            if on_event is not None:
+                on_event(event)
+        mark("audit begins")
+        return await real_run_to_end(audit, on_event=hooked, **kw)
+    def outputs():
+        mark("outputs begin (snapshot, JSON)")
+        return real_outputs()
+    headless.run_to_end, headless.outputs = run_to_end, outputs
+    return headless
+commands._early, commands._headless = _early, _headless
 code = entry.main(sys.argv[1:])
 import resource
 kids = resource.getrusage(resource.RUSAGE_CHILDREN)

@@ -179,9 +179,16 @@ def _import_asyncssh() -> Any:
     ctypes.util.find_library, which on Linux runs `ldconfig -p`, then gcc and ld for a library that is absent
     (~0.08 s of CPU per process, more than the rest of asyncssh's import). Here the search looks in the dynamic
     loader's folders instead (the standard ones and /etc/ld.so.conf.d); a library found there is loaded as before,
-    none found = not installed (asyncssh then offers the algorithms that need neither)."""
+    none found = not installed (asyncssh then offers the algorithms that need neither).
+
+    Also without asyncssh's X.509 support (RFC 6187 `x509v3-*` keys): OpenSSH has none, this tool offers no X.509
+    identity or CA option, and asyncssh treats the module as optional (its own `except ImportError`), while
+    loading it imports cryptography.x509 and compiles its name-parsing patterns, ~16 ms of every audit's start
+    on the path to its first connect (issue 30). A `None` in sys.modules is Python's documented way to make an
+    import raise ImportError; OpenSSH certificates (`*-cert-v01@openssh.com`, @cert-authority) are unaffected."""
     if "asyncssh" in sys.modules:
         return sys.modules["asyncssh"]
+    sys.modules.setdefault(NO_X509, None)  # type: ignore[arg-type]
     import ctypes.util
 
     real = ctypes.util.find_library
@@ -202,6 +209,8 @@ def _import_asyncssh() -> Any:
 import_asyncssh = _import_asyncssh
 """The public name: collect/early.py imports asyncssh before its connect thread starts."""
 
+NO_X509 = "asyncssh.crypto.x509"
+"""asyncssh's optional X.509 module, left unimported (see _import_asyncssh)."""
 NATIVE_LIBRARIES = frozenset({"oqs", "liboqs", "nettle", "libnettle", "libnettle-6"})
 """The optional native libraries asyncssh looks for at import (post-quantum KEMs, UMAC)."""
 LIBRARY_DIRS = (
