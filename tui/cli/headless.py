@@ -58,8 +58,11 @@ async def collect(
             if not waiting:
                 loading = asyncio.ensure_future(preload(modules))
 
+    # no progress line and nothing to preload (a fleet host): no reader, so run_to_end has the runner make no
+    # CommandStarted/CommandFinished (issue 30: 264 events per host built, queued and dropped)
+    reader = on_event if reporter is not None or modules else None
     try:
-        run = await run_to_end(setup.audit, on_event=on_event, partial=partial)
+        run = await run_to_end(setup.audit, on_event=reader, partial=partial)
     except BaseException:
         if loading is not None:
             loading.cancel()
