@@ -609,3 +609,240 @@ async def test_an_end_frame_without_a_usable_run_time_falls_back_to_the_clients_
     raw, before, _ = await scripted_run(answer, marker)
     assert raw.exit_status == 0 and 0.29 <= raw.duration_s < 3, raw.duration_s
     assert before <= raw.started_at
+
+
+# --- the worker's queue (issue 30: a host's requests in a few writes) ----------------------------------------
+
+
+class RawWorker:
+    """The worker program on pipes, spoken to in raw requests."""
+
+    def __init__(self) -> None:
+        self.proc = subprocess.Popen(
+            [sys.executable, "-I", "-B", "-c", w.WORKER_SOURCE, "tok", "10"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.PIPE,
+        )
+        assert self.proc.stdout is not None
+        self.reader = w.FrameReader()
+        out = b""
+        while len(out) < len(w.ready_line("tok")):
+            out += os.read(self.proc.stdout.fileno(), 4096)
+        self.frames = self.reader.feed(out[len(w.ready_line("tok")) :])
+
+    def send(self, data: bytes) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(data)
+        self.proc.stdin.flush()
+
+    def until_ends(self, n: int) -> list[w.Frame]:
+        assert self.proc.stdout is not None
+        while sum(f.kind == "X" for f in self.frames) < n:
+            chunk = os.read(self.proc.stdout.fileno(), 4096)
+            assert chunk, self.frames
+            self.frames += self.reader.feed(chunk)
+        return self.frames
+
+    def close(self) -> None:
+        assert self.proc.stdin is not None
+        self.proc.stdin.close()
+        assert self.proc.wait(timeout=10) == 0
+
+
+def test_queued_requests_start_lowest_rank_first_then_in_arrival_order():
+    worker = RawWorker()
+    try:
+        worker.send(w.request(1, "sleep 0.3", 5, 100, rank=2, parallel=1))
+        time.sleep(0.1)  # 1 runs; the others queue behind it
+        worker.send(
+            w.request(2, "echo a", 5, 100, rank=2, parallel=1)
+            + w.request(3, "echo b", 5, 100, rank=0, parallel=1)
+            + w.request(4, "echo c", 5, 100, rank=1, parallel=1)
+            + w.request(5, "echo d", 5, 100, rank=0, parallel=1)
+        )
+        # queued while 1 runs as well: the rank orders the queue across writes
+        worker.send(
+            w.request(6, "echo e", 5, 100, rank=2, parallel=1)
+            + w.request(7, "echo f", 5, 100, rank=0, parallel=1)
+        )
+        frames = worker.until_ends(7)
+    finally:
+        worker.close()
+    assert [f.cmd_id for f in frames if f.kind == "X"] == [1, 3, 5, 7, 4, 2, 6]
+    assert {f.cmd_id: f.data for f in frames if f.kind == "O"} == {
+        2: b"a\n",
+        3: b"b\n",
+        4: b"c\n",
+        5: b"d\n",
+        6: b"e\n",
+        7: b"f\n",
+    }
+
+
+def test_a_kill_of_a_queued_command_answers_and_it_never_runs(sleeps, tmp_path):
+    tag = sleeps(4879)
+    witness = tmp_path / "ran"
+    worker = RawWorker()
+    try:
+        worker.send(
+            w.request(1, tag, 30, 100, rank=0, parallel=1)
+            + w.request(2, f"echo x > {witness}", 30, 100, rank=0, parallel=1)
+        )
+        time.sleep(0.3)
+        assert processes(tag)
+        worker.send(w.kill_request(2))
+        ends = worker.until_ends(1)
+        worker.send(w.kill_request(1))
+        ends = worker.until_ends(2)
+    finally:
+        worker.close()
+    got = [(f.cmd_id, w.end_status(f.data)) for f in ends if f.kind == "X"]
+    assert got[0] == (2, {"rc": None, "trunc": False, "why": "kill", "run_s": 0, "queued": True})
+    assert got[1][0] == 1 and got[1][1]["why"] == "kill"
+    time.sleep(0.3)  # the slot freed by 1 must not start 2 after its kill
+    assert not witness.exists() and processes(tag) == []
+
+
+async def test_a_queued_command_keeps_its_whole_timeout_and_nothing_outlives_one(sleeps):
+    """Parallel 1: a hung command times out after its own timeout; the one queued behind it then runs with its own
+    timeout counted from its marker, not from its request."""
+    tag = sleeps(4881)
+    marker = "@@gpuaudit-0a1b2c3d4e5f6a7b@@"
+    s = await local_session()
+    try:
+        hung, queued = await asyncio.gather(
+            s.run(tag, timeout_s=0.6, max_bytes=1000, marker=None, parallel=1),
+            s.run(
+                f"printf '%s\\n' {marker}; sleep 0.4; echo late",
+                timeout_s=0.6,
+                max_bytes=1000,
+                marker=marker,
+                parallel=1,
+            ),
+        )
+        left = processes(tag)
+    finally:
+        await s.aclose()
+    assert hung.timed_out and hung.exit_status is None and left == []
+    assert not queued.timed_out and queued.exit_status == 0, queued
+    assert bytes(queued.stdout) == f"{marker}\nlate\n".encode() and queued.duration_s >= 0.4
+
+
+async def test_a_cancelled_queued_command_never_starts(sleeps, tmp_path):
+    tag = sleeps(4882)
+    witness = tmp_path / "ran"
+    s = await local_session()
+    try:
+        first = asyncio.ensure_future(
+            s.run(f"{tag} & sleep 0.5", timeout_s=5, max_bytes=1000, marker=None, parallel=1)
+        )
+        queued = asyncio.ensure_future(
+            s.run(f"echo x > {witness}", timeout_s=5, max_bytes=1000, marker=None, parallel=1)
+        )
+        await asyncio.sleep(0.2)
+        queued.cancel()
+        await asyncio.gather(queued, return_exceptions=True)
+        raw = await first
+        await asyncio.sleep(0.3)
+    finally:
+        await s.aclose()
+    assert raw.exit_status == 0 and not witness.exists()
+
+
+async def test_a_scopes_commands_go_out_in_a_few_writes_and_at_most_parallel_run_at_once(tmp_path):
+    """Issue 30: a freed slot cost the client one request write (an SSH packet, its encryption, a send) per
+    command. The worker queues them: forty commands, a few writes; still at most `parallel` running at once."""
+    transport = SessionTransport(LocalTransport(), host_sessions=False, parallel=4)
+    writes: list[bytes] = []
+    log = tmp_path / "log"
+    body = f"echo start >> {log}; sleep 0.05; echo end >> {log}"
+
+    async def one(n: int):
+        return await transport.run(
+            "echo fallback",
+            command_id=f"c{n}",
+            timeout_s=10,
+            max_bytes=1000,
+            session=SessionLine("env --", f"{body}; echo {n}"),
+        )
+
+    try:
+        first = await one(0)
+        session = transport._sessions["env --"]
+        write = session.channel.write
+
+        def counted(data: bytes) -> None:
+            writes.append(data)
+            write(data)
+
+        session.channel.write = counted  # type: ignore[method-assign]
+        raws = await asyncio.gather(*(one(n) for n in range(1, 41)))
+    finally:
+        await transport.aclose()
+    assert bytes(first.stdout) == b"0\n"
+    assert [bytes(r.stdout) for r in raws] == [f"{n}\n".encode() for n in range(1, 41)]
+    requests = [ln for data in writes for ln in data.splitlines() if ln.startswith(b'{"i"')]
+    assert len(requests) == 40 and len(writes) <= 4, [d.count(b"\n") for d in writes]
+    running = peak = 0
+    for ln in log.read_text().split():
+        running += 1 if ln == "start" else -1
+        peak = max(peak, running)
+    assert peak <= 4, peak
+
+
+async def test_a_queued_command_waits_for_the_running_ones_not_for_start_wait_s(monkeypatch):
+    """Queued behind a command that runs longer than START_WAIT_S (within its timeout): it waits and runs."""
+    import gpuaudit.probes.core.collect.worker_transport as wt
+
+    monkeypatch.setattr(wt, "START_WAIT_S", 0.3)
+    marker = "@@gpuaudit-5a5a5a5a5a5a5a5a@@"
+    s = await local_session()
+    try:
+        first, queued = await asyncio.gather(
+            s.run("sleep 0.8; echo a", timeout_s=5, max_bytes=100, marker=None, parallel=1),
+            s.run(
+                f"printf '%s\\n' {marker}; echo b",
+                timeout_s=5,
+                max_bytes=100,
+                marker=marker,
+                parallel=1,
+            ),
+        )
+    finally:
+        await s.aclose()
+    assert bytes(first.stdout) == b"a\n" and bytes(queued.stdout) == f"{marker}\nb\n".encode(), (
+        queued
+    )
+    assert queued.exit_status == 0 and not queued.not_started
+
+
+async def test_a_command_queued_past_every_running_ones_deadline_is_not_run(sleeps, monkeypatch):
+    """No command of the session ended within START_WAIT_S or the queued one's timeout + backstop: it leaves the
+    queue, never started, and says so; the running one keeps its own timeout and leaves nothing."""
+    import gpuaudit.probes.core.collect.worker_transport as wt
+
+    monkeypatch.setattr(wt, "START_WAIT_S", 0.3)
+    monkeypatch.setattr(wt, "BACKSTOP_S", 0.1)
+    monkeypatch.setattr(wt, "KILL_WAIT_S", 0.4)
+    tag = sleeps(4883)
+    marker = "@@gpuaudit-6b6b6b6b6b6b6b6b@@"
+    s = await local_session()
+    try:
+        hung, queued = await asyncio.gather(
+            s.run(tag, timeout_s=1.5, max_bytes=100, marker=None, parallel=1),
+            s.run(
+                f"printf '%s\\n' {marker}; echo b",
+                timeout_s=0.1,
+                max_bytes=100,
+                marker=marker,
+                parallel=1,
+            ),
+        )
+        after = await s.run("echo c", timeout_s=5, max_bytes=100, marker=None, parallel=1)
+        left = processes(tag)
+    finally:
+        await s.aclose()
+    assert queued.not_started and "in the session's queue" in (queued.error or ""), queued
+    assert hung.timed_out and hung.exit_status is None and left == []
+    assert bytes(after.stdout) == b"c\n"

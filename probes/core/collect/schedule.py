@@ -2,8 +2,9 @@
 
 Longest-processing-time-first: a 0.8 s `nvidia-smi -q` (or a 1 s walk of /proc) that waits behind forty quick
 `cat`s adds its whole duration to the audit's wall time, while the `cat`s fit in the gaps. The runner launches
-commands in rank order; a transport whose commands queue for a limited number of channels (the worker session,
-tests/bench/timeline_audit.py --all) serves the lowest rank first whenever a channel frees.
+commands in rank order; where commands queue for a limited number of slots (the runner's hang-prone tool slots,
+tests/bench/timeline_audit.py --all) the lowest rank goes first whenever a slot frees; the worker session sends
+each command's rank with it and its worker queues them the same way (collect/worker.py).
 """
 
 from __future__ import annotations

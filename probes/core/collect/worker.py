@@ -9,8 +9,12 @@ The program (Python 3.4+, standard library only, run as `python3 -I -B`: no user
 __pycache__ written) reads one JSON request per line on stdin:
 
 * `{"i": ID, "c": LINE, "t": SECONDS, "m": BYTES}` runs LINE with `/bin/sh -c` in a new session (its own process
-  group), stdin /dev/null, with the environment of the login that started the worker;
-* `{"k": ID}` stops that command's whole process group (TERM, KILL 0.3 s later).
+  group), stdin /dev/null, with the environment of the login that started the worker; with `"r": RANK, "n": N` it
+  waits in the worker's queue while N commands run, and the lowest RANK waiting starts first whenever one ends
+  (then in arrival order): the client sends a host's requests in a few writes instead of one per freed slot, and
+  the next command starts without a round trip (issue 30);
+* `{"k": ID}` stops that command's whole process group (TERM, KILL 0.3 s later); a command still in the queue
+  leaves it, never started, and its end frame says `"queued": true`.
 
 Whenever a command ends, however it ends, its process group is KILLed: a background child that closed its pipes, or
 a pipeline stage that ignores TERM, never outlives it (issue 29). A command the worker stopped (deadline, cap, kill)
@@ -49,8 +53,9 @@ import shlex
 from dataclasses import dataclass, field
 
 WORKER_SOURCE = r"""
-import json, os, select, signal, subprocess, sys, time
+import heapq, json, os, select, signal, subprocess, sys, time
 jobs, fds, poller = {}, {}, select.poll()
+queue, seq = [], [0]
 out = {"parts": [], "size": 0, "since": None, "now": False}
 def put(b):
     while b:
@@ -139,6 +144,16 @@ def finish(job):
     del jobs[job["i"]]
     frame(job["i"], "X", json.dumps({"rc": job["p"].returncode, "trunc": job["trunc"], "why": job["why"],
                                      "run_s": round(run, 4)}).encode())
+def launch():
+    while queue and len(jobs) < int(queue[0][2].get("n") or 1 << 30):
+        start(heapq.heappop(queue)[2])
+def unqueue(i):
+    for e in queue:
+        if int(e[2]["i"]) == i:
+            queue.remove(e)
+            heapq.heapify(queue)
+            frame(i, "X", json.dumps({"rc": None, "trunc": False, "why": "kill", "run_s": 0, "queued": True}).encode())
+            return
 def tick():
     now = time.monotonic()
     for job in list(jobs.values()):
@@ -152,6 +167,7 @@ def tick():
             if job["open"]:
                 group(job, signal.SIGKILL)
             finish(job)
+    launch()
 def private():
     try:
         import ctypes
@@ -184,10 +200,14 @@ def serve():
                     if "k" in req:
                         if int(req["k"]) in jobs:
                             stop(jobs[int(req["k"])], "kill")
+                        else:
+                            unqueue(int(req["k"]))
                     elif "i" in req:
-                        start(req)
+                        seq[0] += 1
+                        heapq.heappush(queue, (int(req.get("r", 0)), seq[0], req))
                     else:
                         frame(0, "P", b"")
+                launch()
             elif fd in fds:
                 pump(fd)
         tick()
@@ -256,8 +276,25 @@ def session_prefix(wrap_prefix: str, *, sudo: bool) -> str:
     return f"sudo -n {prefix}" if sudo else prefix
 
 
-def request(cmd_id: int, line: str, timeout_s: float, max_bytes: int) -> bytes:
-    body = {"i": cmd_id, "c": line, "t": round(timeout_s + BACKSTOP_S, 3), "m": max_bytes}
+def request(
+    cmd_id: int,
+    line: str,
+    timeout_s: float,
+    max_bytes: int,
+    *,
+    rank: int | None = None,
+    parallel: int | None = None,
+) -> bytes:
+    """A command for the worker; with `parallel`, it waits in the worker's queue while that many run (lowest
+    `rank` first, then in arrival order), else it starts at once."""
+    body: dict[str, object] = {
+        "i": cmd_id,
+        "c": line,
+        "t": round(timeout_s + BACKSTOP_S, 3),
+        "m": max_bytes,
+    }
+    if parallel is not None:
+        body.update(r=rank or 0, n=parallel)
     return (json.dumps(body, separators=(",", ":")) + "\n").encode()
 
 

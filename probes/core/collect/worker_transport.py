@@ -3,7 +3,8 @@ channel per command: the login shell's rc files and a container wrapper (`pct ex
 
 `SessionTransport` wraps a transport that can open a long-lived process (`open_session`: an SSH channel, or a
 local subprocess). Per scope, the login itself ("") or one container wrapper (`sudo -n pct exec 101 --`), it
-starts one worker and sends it every command of that scope; up to WORKER_PARALLEL run at once in it. Where a
+starts one worker and sends it every command of that scope as soon as the runner asks (a burst in one write); the
+worker runs up to WORKER_PARALLEL at once and queues the rest, slowest first (collect/schedule.py's rank). Where a
 scope cannot host a worker (no python3 there, the wrapper refused stdin, the start failed), that scope falls back
 to the inner transport's one channel per command, with the full wrapped line. A session that dies (the
 connection, the wrapper or the worker) is replaced; a command it was running never reached its end and is read-only
@@ -18,7 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
-from gpuaudit.probes.core.collect.schedule import RankedSlots, launch_rank
+from gpuaudit.probes.core.collect.schedule import launch_rank
 from gpuaudit.probes.core.collect.transport import (
     Gate,
     MarkedCap,
@@ -29,6 +30,7 @@ from gpuaudit.probes.core.collect.transport import (
     not_run,
 )
 from gpuaudit.probes.core.collect.worker import (
+    BACKSTOP_S,
     KEEPALIVE,
     KEEPALIVE_S,
     FrameReader,
@@ -157,6 +159,8 @@ class WorkerSession:
         self._tasks: list[asyncio.Task[None]] = []
         self._stderr = bytearray()
         self._heard = time.monotonic()
+        self._ended = 0.0
+        """When a command's end last arrived: a command queued in the worker waits for the others, not for ever."""
         self._outbox: list[bytes] = []
         """Requests written in this loop iteration: one channel write (one SSH packet, one send) for the burst."""
         self._flush_due = False
@@ -270,7 +274,7 @@ class WorkerSession:
                             job.wake()
                     else:
                         job.end = end_status(frame.data)
-                        job.ended_at = self._heard
+                        job.ended_at = self._ended = self._heard
                         job.done = True
                         job.wake()
                 chunk = await self.channel.read_out(65536)
@@ -324,10 +328,20 @@ class WorkerSession:
             return False
 
     async def run(
-        self, line: str, *, timeout_s: float, max_bytes: int, marker: str | None
+        self,
+        line: str,
+        *,
+        timeout_s: float,
+        max_bytes: int,
+        marker: str | None,
+        rank: int = 0,
+        parallel: int | None = None,
     ) -> RawResult:
         """Run one line; the deadline counts from the line's start marker (the command itself), the duration is
-        the worker's own measure of the run (its end frame's `run_s`)."""
+        the worker's own measure of the run (its end frame's `run_s`). `parallel`: the worker runs at most that
+        many at once and queues the rest, lowest `rank` first; before its marker a command may wait START_WAIT_S
+        (or its timeout + the backstop, if longer) from its request or from the last end of another command of
+        this session (it waits in the queue)."""
         if self.dead:
             return not_run(f"session ended: {self.dead}")
         cmd_id = self._next
@@ -337,15 +351,23 @@ class WorkerSession:
         opened_at = datetime.now(UTC)
         t_open = time.monotonic()
         timed_out = killed = False
+        # queued in the worker, it waits for a running command to end: each ends within its own timeout and the
+        # worker's backstop (a `--timeout 60` audit whose sixteen slots hang waits that long, not START_WAIT_S)
+        unmarked_s = (
+            START_WAIT_S
+            if parallel is None
+            else max(START_WAIT_S, timeout_s + BACKSTOP_S + KILL_WAIT_S)
+        )
         try:
-            if not self._send(request(cmd_id, line, timeout_s, max_bytes), batch=True):
+            body = request(cmd_id, line, timeout_s, max_bytes, rank=rank, parallel=parallel)
+            if not self._send(body, batch=True):
                 return not_run(f"session ended: {self.dead}")
             while not job.done and not job.overflow:
                 now = time.monotonic()
                 deadline = (
                     job.out.seen_at + timeout_s
                     if job.out.seen_at is not None
-                    else t_open + START_WAIT_S
+                    else max(t_open, self._ended) + unmarked_s
                 )
                 if now >= deadline:
                     timed_out = True
@@ -362,7 +384,13 @@ class WorkerSession:
         finally:
             self._jobs.pop(cmd_id, None)
         return self._result(
-            job, opened_at, t_open, timed_out=timed_out, killed=killed, timeout_s=timeout_s
+            job,
+            opened_at,
+            t_open,
+            timed_out=timed_out,
+            killed=killed,
+            timeout_s=timeout_s,
+            unmarked_s=unmarked_s,
         )
 
     async def _stop(self, cmd_id: int, job: _Job) -> None:
@@ -384,6 +412,7 @@ class WorkerSession:
         timed_out: bool,
         killed: bool,
         timeout_s: float,
+        unmarked_s: float = START_WAIT_S,
     ) -> RawResult:
         t_start = job.out.seen_at if job.out.seen_at is not None else t_open
         if job.lost is not None and not timed_out and not killed:
@@ -400,6 +429,12 @@ class WorkerSession:
             )
         end = job.end or {}
         why = end.get("why")
+        if end.get("queued"):  # stopped while it waited in the worker's queue: it never ran
+            return not_run(
+                f"it waited {unmarked_s:.0f} s in the session's queue with no other command ending"
+                if timed_out
+                else "stopped while it waited in the session's queue"
+            )
         if end.get("e"):
             return RawResult(exit_status=None, error=str(end["e"]), started_at=opened_at)
         rc = end.get("rc")
@@ -461,8 +496,6 @@ class SessionTransport(TransportBase):
         self._sessions: dict[str, WorkerSession] = {}
         self._starting: dict[str, asyncio.Task[WorkerSession | None]] = {}
         self._starts: dict[str, int] = {}
-        self._slots: dict[str, RankedSlots] = {}
-        """scope -> its channels, handed out slowest command first (collect/schedule.py)."""
         self.unavailable: dict[str, str] = {}
         """scope -> why it runs one channel per command."""
         self.login_hung: dict[str, str] = {}
@@ -591,14 +624,17 @@ class SessionTransport(TransportBase):
             worker = await self._session(scope, timeout_s)
             if worker is None:
                 break
-            slots = self._slots.setdefault(scope, RankedSlots(self._channels))
-            async with slots.slot(launch_rank(inner_line)):
-                reason = gate() if gate is not None else None
-                if reason:
-                    return not_run(reason)
-                raw = await worker.run(
-                    inner_line, timeout_s=timeout_s, max_bytes=max_bytes, marker=marker
-                )
+            reason = gate() if gate is not None else None
+            if reason:
+                return not_run(reason)
+            raw = await worker.run(
+                inner_line,
+                timeout_s=timeout_s,
+                max_bytes=max_bytes,
+                marker=marker,
+                rank=launch_rank(inner_line),
+                parallel=self._channels,
+            )
             raw.executed = inner_line
             raw.session = worker.line
             if not (raw.error or "").split("not run: ", 1)[-1].startswith(SESSION_ENDED):
