@@ -846,3 +846,114 @@ async def test_a_command_queued_past_every_running_ones_deadline_is_not_run(slee
     assert queued.not_started and "in the session's queue" in (queued.error or ""), queued
     assert hung.timed_out and hung.exit_status is None and left == []
     assert bytes(after.stdout) == b"c\n"
+
+
+# --- a timeout holds the queue until the gates were asked again (issue 30: the hung-tool gate) ----------------
+
+
+def test_a_kill_with_hold_starts_nothing_queued_until_released(sleeps, tmp_path):
+    """The client's hold: the slot the stopped command frees is not taken until `{"u": ID}`."""
+    tag = sleeps(4884)
+    witness = tmp_path / "ran"
+    worker = RawWorker()
+    try:
+        worker.send(
+            w.request(1, tag, 30, 100, rank=0, parallel=1)
+            + w.request(2, f"echo x > {witness}", 30, 100, rank=0, parallel=1)
+        )
+        time.sleep(0.3)
+        worker.send(w.kill_request(1, hold=True))
+        worker.until_ends(1)
+        time.sleep(0.5)
+        held = witness.exists()
+        worker.send(w.release_request(1))
+        frames = worker.until_ends(2)
+    finally:
+        worker.close()
+    assert not held and witness.exists() and processes(tag) == []
+    assert [f.cmd_id for f in frames if f.kind == "X"] == [1, 2]
+
+
+def test_the_workers_own_deadline_holds_its_queue_until_released(sleeps, tmp_path):
+    """A queued-mode command the worker stops at its own deadline (the client stalled) holds the queue the same
+    way: the client asks the gates when it hears of the timeout."""
+    tag = sleeps(4885)
+    witness = tmp_path / "ran"
+    worker = RawWorker()
+    try:
+        worker.send(
+            json.dumps({"i": 1, "c": tag, "t": 0.3, "m": 100, "r": 0, "n": 1}).encode()
+            + b"\n"
+            + w.request(2, f"echo x > {witness}", 30, 100, rank=0, parallel=1)
+        )
+        ends = worker.until_ends(1)
+        time.sleep(0.5)
+        held = witness.exists()
+        worker.send(w.release_request(1))
+        worker.until_ends(2)
+    finally:
+        worker.close()
+    assert w.end_status([f for f in ends if f.kind == "X"][0].data)["why"] == "deadline"
+    assert not held and witness.exists() and processes(tag) == []
+
+
+async def test_a_queued_call_of_a_tool_that_just_hung_is_never_started(sleeps, tmp_path):
+    """The runner's hung-tool gate is asked when a command is sent; queued in the worker, a call of the tool that
+    then hangs would start the moment the hung one is stopped and wait out its own timeout too. The timeout holds
+    the queue, the queued calls' gates are asked again once the runner knows (it notes the hang before its next
+    await, as here), the refused one leaves the queue never started; the others run (fails without the hold)."""
+    tag = sleeps(4886)
+    witness = tmp_path / "ran"
+    marker = "@@gpuaudit-7c7c7c7c7c7c7c7c@@"
+    hung: dict[str, str] = {}
+
+    def gate() -> str | None:
+        return f"nvidia-smi hung in {hung['id']} (not started)" if hung else None
+
+    s = await local_session()
+
+    async def runner_like(line: str, gated: bool) -> object:
+        raw = await s.run(
+            f"printf '%s\\n' {marker}; {line}",
+            timeout_s=0.5,
+            max_bytes=1000,
+            marker=marker,
+            parallel=1,
+            rank=0,
+            gate=gate if gated else None,
+        )
+        if raw.timed_out:
+            hung["id"] = "smi_q"  # what the runner does with a hang-prone tool's timeout
+        return raw
+
+    try:
+        hanging, refused, other = await asyncio.gather(
+            runner_like(tag, True),
+            runner_like(f"echo x > {witness}", True),
+            runner_like("echo y", False),
+        )
+        left = processes(tag)
+    finally:
+        await s.aclose()
+    assert hanging.timed_out and left == []
+    assert refused.not_started and "nvidia-smi hung in smi_q" in (refused.error or ""), refused
+    assert not witness.exists()
+    assert other.exit_status == 0 and bytes(other.stdout) == f"{marker}\ny\n".encode(), other
+
+
+def test_a_chained_tools_call_goes_first_within_its_rank_in_the_workers_queue():
+    """The runner lets a few nvidia-smi calls run at a time: each waits for an earlier one, so in the worker's
+    queue it goes before the burst's commands of its launch rank (a wait there lengthens the audit's chain)."""
+    from gpuaudit.probes.core.collect.schedule import launch_rank, queue_rank
+
+    lines = [
+        "cat /proc/cmdline",
+        "lspci -vvv",
+        "nvidia-smi --query-gpu=name --format=csv",
+        "for d in /proc/[0-9]*; do :; done",
+        "nvidia-smi -q -x",
+    ]
+    ordered = sorted(lines, key=queue_rank)
+    assert ordered == [lines[4], lines[3], lines[2], lines[1], lines[0]]
+    # the launch order across ranks is kept
+    assert [launch_rank(x) for x in ordered] == sorted(launch_rank(x) for x in lines)

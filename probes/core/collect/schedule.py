@@ -32,6 +32,21 @@ def is_process_scan(shell: str) -> bool:
     return "/proc/[0-9]" in shell
 
 
+CHAINED_TOOLS = ("nvidia-smi", "dcgmi")
+"""Tools whose calls the runner lets run only a few at a time per target (its hang-prone tool slots,
+run/runner.py HANG_PRONE_TOOLS): each call waits for an earlier one to end, so they form the audit's longest chain
+(two 0.8 s `-q` dumps and a dozen 0.3 s queries over 4-8 slots)."""
+
+
+def queue_rank(shell: str) -> int:
+    """The order in a worker's own queue (collect/worker.py): the launch rank, a chained tool's call first within
+    it. Such a call reaches the queue late (after its tool slot freed, a round trip later) and, ranked with the
+    burst, waited behind every earlier command of its rank: each wait lengthened the chain and the audit's wall
+    (issue 30: in a 12-host fleet the last nvidia-smi call started ~0.7 s later than with the client's slots)."""
+    rank = launch_rank(shell)
+    return 2 * rank - (1 if any(t in shell for t in CHAINED_TOOLS) else 0)
+
+
 def launch_rank(shell: str) -> int:
     """0: a full `nvidia-smi -q` dump or a scan of every process in /proc (the slowest, ~1 s: the scans fork
     per process, so they grow with the box's process count); 1: other driver/device queries (tenths of a

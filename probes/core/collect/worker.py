@@ -14,7 +14,14 @@ __pycache__ written) reads one JSON request per line on stdin:
   (then in arrival order): the client sends a host's requests in a few writes instead of one per freed slot, and
   the next command starts without a round trip (issue 30);
 * `{"k": ID}` stops that command's whole process group (TERM, KILL 0.3 s later); a command still in the queue
-  leaves it, never started, and its end frame says `"queued": true`.
+  leaves it, never started, and its end frame says `"queued": true`. `{"k": ID, "h": 1}` also holds the queue: no
+  queued command starts until `{"u": ID}` (the client's hung-tool gate acts before the freed slot is taken, see
+  below); the worker holds it the same way when it stops a queued-mode command at its own deadline.
+
+A timed-out command may be a tool that hangs (a wedged driver): the client's runner then refuses that tool's
+other calls, but a call already queued in the worker would start the moment the hung one is stopped and wait out
+its own timeout too. So a timeout holds the queue until the client has asked the queued commands' gates again
+(and stopped those refused), then it releases it (collect/worker_transport.py `WorkerSession.regate`).
 
 Whenever a command ends, however it ends, its process group is KILLed: a background child that closed its pipes, or
 a pipeline stage that ignores TERM, never outlives it (issue 29). A command the worker stopped (deadline, cap, kill)
@@ -55,7 +62,7 @@ from dataclasses import dataclass, field
 WORKER_SOURCE = r"""
 import heapq, json, os, select, signal, subprocess, sys, time
 jobs, fds, poller = {}, {}, select.poll()
-queue, seq = [], [0]
+queue, seq, holds = [], [0], set()
 out = {"parts": [], "size": 0, "since": None, "now": False}
 def put(b):
     while b:
@@ -110,7 +117,7 @@ def start(req):
         return
     job = {"i": i, "p": p, "cap": int(req.get("m", 8 << 20)), "n": {"O": 0, "E": 0}, "open": 2, "trunc": False,
            "why": None, "term": None, "end": time.monotonic() + float(req.get("t", 60)), "exit": None,
-           "t0": t0}
+           "t0": t0, "q": "n" in req}
     jobs[i] = job
     for f, k in ((p.stdout, "O"), (p.stderr, "E")):
         fds[f.fileno()] = (job, k, f)
@@ -145,7 +152,7 @@ def finish(job):
     frame(job["i"], "X", json.dumps({"rc": job["p"].returncode, "trunc": job["trunc"], "why": job["why"],
                                      "run_s": round(run, 4)}).encode())
 def launch():
-    while queue and len(jobs) < int(queue[0][2].get("n") or 1 << 30):
+    while queue and not holds and len(jobs) < int(queue[0][2].get("n") or 1 << 30):
         start(heapq.heappop(queue)[2])
 def unqueue(i):
     for e in queue:
@@ -161,8 +168,10 @@ def tick():
             job["exit"] = now
         if job["term"] is not None and now - job["term"] > 0.3:
             group(job, signal.SIGKILL)
-        elif job["exit"] is None and now > job["end"]:
+        elif job["exit"] is None and now > job["end"] and job["why"] is None:
             stop(job, "deadline")
+            if job["q"]:
+                holds.add(job["i"])
         if job["exit"] is not None and (job["open"] == 0 or now - job["exit"] > 0.5):
             if job["open"]:
                 group(job, signal.SIGKILL)
@@ -198,10 +207,14 @@ def serve():
                     except ValueError:
                         continue
                     if "k" in req:
+                        if req.get("h"):
+                            holds.add(int(req["k"]))
                         if int(req["k"]) in jobs:
                             stop(jobs[int(req["k"])], "kill")
                         else:
                             unqueue(int(req["k"]))
+                    elif "u" in req:
+                        holds.discard(int(req["u"]))
                     elif "i" in req:
                         seq[0] += 1
                         heapq.heappush(queue, (int(req.get("r", 0)), seq[0], req))
@@ -301,8 +314,14 @@ def request(
 KEEPALIVE = b'{"p":1}\n'
 
 
-def kill_request(cmd_id: int) -> bytes:
-    return (json.dumps({"k": cmd_id}) + "\n").encode()
+def kill_request(cmd_id: int, *, hold: bool = False) -> bytes:
+    """Stop a command (or take it out of the queue); `hold`: and start no queued command until `release_request`."""
+    return (json.dumps({"k": cmd_id, "h": 1} if hold else {"k": cmd_id}) + "\n").encode()
+
+
+def release_request(cmd_id: int) -> bytes:
+    """The hold a timed-out command put on the worker's queue ends (its gates were asked again)."""
+    return (json.dumps({"u": cmd_id}) + "\n").encode()
 
 
 class ProtocolError(Exception):

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
-from gpuaudit.probes.core.collect.schedule import launch_rank
+from gpuaudit.probes.core.collect.schedule import queue_rank
 from gpuaudit.probes.core.collect.transport import (
     Gate,
     MarkedCap,
@@ -40,6 +40,7 @@ from gpuaudit.probes.core.collect.worker import (
     login_line,
     new_token,
     ready_line,
+    release_request,
     request,
     start_line,
 )
@@ -124,6 +125,10 @@ class _Job:
     waiter: asyncio.Future[None] | None = None
     ended_at: float | None = None
     """When the end frame arrived (the chunk that carried it was read)."""
+    gate: Gate | None = None
+    """Asked again while the command waits in the worker's queue and another one timed out (`regate`)."""
+    refused: str | None = None
+    """Why the gate refused it after it was sent: stopped in the queue, reported not run for that reason."""
 
     def wake(self) -> None:
         if self.waiter is not None and not self.waiter.done():
@@ -336,21 +341,25 @@ class WorkerSession:
         marker: str | None,
         rank: int = 0,
         parallel: int | None = None,
+        gate: Gate | None = None,
     ) -> RawResult:
         """Run one line; the deadline counts from the line's start marker (the command itself), the duration is
         the worker's own measure of the run (its end frame's `run_s`). `parallel`: the worker runs at most that
         many at once and queues the rest, lowest `rank` first; before its marker a command may wait START_WAIT_S
         (or its timeout + the backstop, if longer) from its request or from the last end of another command of
-        this session (it waits in the queue)."""
+        this session (it waits in the queue). `gate`: asked again while it waits in the queue whenever another
+        command of the session timed out (a hung tool's queued calls are never started, `regate`)."""
         if self.dead:
             return not_run(f"session ended: {self.dead}")
         cmd_id = self._next
         self._next += 1
-        job = _Job(MarkedCap(max_bytes, marker), StreamCap(max_bytes))
+        job = _Job(MarkedCap(max_bytes, marker), StreamCap(max_bytes), gate=gate)
         self._jobs[cmd_id] = job
         opened_at = datetime.now(UTC)
         t_open = time.monotonic()
-        timed_out = killed = False
+        timed_out = killed = hold = False
+        # unstarted: its deadline came before its start marker (it waited in the queue): never a timeout of its own
+        unstarted = False
         # queued in the worker, it waits for a running command to end: each ends within its own timeout and the
         # worker's backstop (a `--timeout 60` audit whose sixteen slots hang waits that long, not START_WAIT_S)
         unmarked_s = (
@@ -371,19 +380,28 @@ class WorkerSession:
                 )
                 if now >= deadline:
                     timed_out = True
+                    unstarted = job.out.seen_at is None
                     break
                 await job.wait(deadline - now)
             if (timed_out or job.overflow) and not job.done:
                 killed = True
-                await self._stop(cmd_id, job)
+                # a command that timed out may be a hung tool: the worker starts nothing from its queue (the
+                # slot this one frees included) until the runner has heard of it and the queued commands' gates
+                # were asked again (`_release`)
+                hold = timed_out and not unstarted and parallel is not None
+                await self._stop(cmd_id, job, hold=hold)
         except asyncio.CancelledError:
-            self._send(
-                kill_request(cmd_id)
-            )  # the worker stops it (TERM, KILL); the audit is going away
+            # the worker stops it (TERM, KILL) and drops any hold on its queue (the client's or the worker's own,
+            # from its deadline): the audit is going away, no gate to ask
+            if parallel is not None:
+                self._send(kill_request(cmd_id), batch=True)
+                self._send(release_request(cmd_id))
+            else:
+                self._send(kill_request(cmd_id))
             raise
         finally:
             self._jobs.pop(cmd_id, None)
-        return self._result(
+        raw = self._result(
             job,
             opened_at,
             t_open,
@@ -391,10 +409,39 @@ class WorkerSession:
             killed=killed,
             timeout_s=timeout_s,
             unmarked_s=unmarked_s,
+            unstarted=unstarted,
         )
+        if hold or (parallel is not None and (job.end or {}).get("why") == "deadline"):
+            # the worker holds its queue: once the caller has this result (the runner notes a hung tool before
+            # its next await), stop the queued commands it now refuses, then let the others start
+            asyncio.get_running_loop().call_soon(self._release, cmd_id)
+        return raw
 
-    async def _stop(self, cmd_id: int, job: _Job) -> None:
-        if not self._send(kill_request(cmd_id)):
+    def regate(self) -> None:
+        """Ask the gates of the commands still waiting for their start again (another command timed out: the
+        runner may now know their tool as hung); a refused one is taken out of the worker's queue, never started,
+        and reported not run for the gate's reason."""
+        for cmd_id, job in self._jobs.items():
+            if job.gate is None or job.done or job.refused or job.out.seen_at is not None:
+                continue
+            try:
+                reason = job.gate()
+            except Exception:  # noqa: BLE001 - a gate that fails refuses nothing
+                reason = None
+            if reason:
+                job.refused = reason
+                self._send(kill_request(cmd_id), batch=True)
+
+    def _release(self, cmd_id: int) -> None:
+        """After a timed-out command's result reached its caller: refused queued commands out, then the hold off
+        (one write, in that order)."""
+        if self.dead:
+            return
+        self.regate()
+        self._send(release_request(cmd_id))
+
+    async def _stop(self, cmd_id: int, job: _Job, *, hold: bool = False) -> None:
+        if not self._send(kill_request(cmd_id, hold=hold)):
             return
         until = time.monotonic() + KILL_WAIT_S
         while not job.done and (left := until - time.monotonic()) > 0:
@@ -413,6 +460,7 @@ class WorkerSession:
         killed: bool,
         timeout_s: float,
         unmarked_s: float = START_WAIT_S,
+        unstarted: bool = False,
     ) -> RawResult:
         t_start = job.out.seen_at if job.out.seen_at is not None else t_open
         if job.lost is not None and not timed_out and not killed:
@@ -429,11 +477,26 @@ class WorkerSession:
             )
         end = job.end or {}
         why = end.get("why")
+        queued_why = (
+            f"it waited {unmarked_s:.0f} s in the session's queue with no other command ending"
+        )
+        # its gate refused it before its start marker came
+        if job.refused and job.out.seen_at is None:
+            return not_run(job.refused)
         if end.get("queued"):  # stopped while it waited in the worker's queue: it never ran
             return not_run(
-                f"it waited {unmarked_s:.0f} s in the session's queue with no other command ending"
-                if timed_out
-                else "stopped while it waited in the session's queue"
+                queued_why if timed_out else "stopped while it waited in the session's queue"
+            )
+        if (job.refused or unstarted) and job.out.seen_at is not None:
+            # stopped as it started (its start was on the way when the stop went out): what it printed is kept,
+            # it has no exit status, and it is not a timeout of the tool (its own time had not begun)
+            return RawResult(
+                exit_status=None,
+                stdout=job.out.value(),
+                stderr=job.err.value(),
+                started_at=opened_at + timedelta(seconds=t_start - t_open),
+                duration_s=time.monotonic() - t_start,
+                error=f"stopped at its start: {job.refused or queued_why}",
             )
         if end.get("e"):
             return RawResult(exit_status=None, error=str(end["e"]), started_at=opened_at)
@@ -632,9 +695,13 @@ class SessionTransport(TransportBase):
                 timeout_s=timeout_s,
                 max_bytes=max_bytes,
                 marker=marker,
-                rank=launch_rank(inner_line),
+                rank=queue_rank(inner_line),
                 parallel=self._channels,
+                gate=gate,
             )
+            # a hung tool: the other scopes' queued calls are asked again too (one driver)
+            if raw.timed_out:
+                asyncio.get_running_loop().call_soon(self._regate, worker)
             raw.executed = inner_line
             raw.session = worker.line
             if not (raw.error or "").split("not run: ", 1)[-1].startswith(SESSION_ENDED):
@@ -663,6 +730,11 @@ class SessionTransport(TransportBase):
         )
         raw.executed = line
         return raw
+
+    def _regate(self, done: WorkerSession) -> None:
+        for session in self._sessions.values():
+            if session is not done and not session.dead:
+                session.regate()
 
     async def aclose(self) -> None:
         self._closed = True
