@@ -81,14 +81,21 @@ def _refs_in_order(probes: list[Any], flat: list[Any]) -> list[list[int]] | None
     return refs
 
 
-def pack(doc: Document) -> Document:
-    """An expanded document (probes with their own records and findings) -> the stored shape."""
+def pack(doc: Document, finding_refs: list[list[int]] | None = None) -> Document:
+    """An expanded document (probes with their own records and findings) -> the stored shape.
+
+    `finding_refs`: each probe's finding_refs when the caller already knows them (Snapshot's serializer: each
+    probe's findings are the very objects at those places of the flat list, so their dicts would be equal); its
+    probes' own `findings` may then be left out of `doc` (serialised once, in the flat list, issue 30)."""
     if is_packed(doc) or not isinstance(doc.get("probes"), list):
         return doc
     records: list[Any] = []
     where: dict[object, int] = {}
     flat = doc.get("findings") if isinstance(doc.get("findings"), list) else None
-    in_order = None if flat is None else _refs_in_order(doc["probes"], flat)
+    if finding_refs is not None and flat is not None and len(finding_refs) == len(doc["probes"]):
+        in_order: list[list[int]] | None = finding_refs
+    else:
+        in_order = None if flat is None else _refs_in_order(doc["probes"], flat)
     slots: dict[object, list[int]] = {}
     flat_keys: list[object] = []
     for i, f in enumerate(flat if in_order is None and flat is not None else []):

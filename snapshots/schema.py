@@ -39,6 +39,33 @@ def roofline_dict(run: AuditRun) -> dict[str, Any] | None:
         return None
 
 
+def _whole(info: SerializationInfo) -> bool:
+    """Every field written as it is: nothing included or excluded by name, default or unset (an emptied list in
+    the serializer's copy could otherwise drop out, or a field be left out on one side only)."""
+    return (
+        info.include is None
+        and info.exclude is None
+        and not info.exclude_unset
+        and not info.exclude_defaults
+    )
+
+
+def _finding_refs(snapshot: Snapshot) -> list[list[int]] | None:
+    """Each probe's finding_refs when its findings are the objects at the next places of the flat list (by
+    identity: the same object serialises to the same dict); None otherwise (compact.pack compares the dicts)."""
+    flat = snapshot.findings
+    refs: list[list[int]] = []
+    j = 0
+    for probe in snapshot.probes:
+        start = j
+        for f in probe.findings:
+            if j >= len(flat) or flat[j] is not f:
+                return None
+            j += 1
+        refs.append(list(range(start, j)))
+    return refs
+
+
 class Snapshot(BaseModel):
     """One audit, complete: enough to re-judge it later with newer parsers and rules."""
 
@@ -68,9 +95,19 @@ class Snapshot(BaseModel):
     def _packed(
         self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
     ) -> dict[str, Any]:
-        """Written out packed: each record once, each finding once (snapshots/compact.py)."""
-        data: dict[str, Any] = handler(self)
-        return pack(data)
+        """Written out packed: each record once, each finding once (snapshots/compact.py).
+
+        When every probe's findings are the very objects of the flat list, in its order (a snapshot made by
+        `from_run`: every --json, --save and fleet host), their places are known without serialising them a
+        second time and comparing the dicts (issue 30); the document is the same."""
+        refs = _finding_refs(self) if _whole(info) else None
+        if refs is None:
+            return pack(handler(self))
+        light = self.model_copy(
+            update={"probes": [p.model_copy(update={"findings": []}) for p in self.probes]}
+        )
+        data: dict[str, Any] = handler(light)
+        return pack(data, finding_refs=refs)
 
     @classmethod
     def from_run(
