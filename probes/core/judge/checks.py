@@ -365,10 +365,20 @@ def render(check: Check, v: Verdict) -> tuple[str, str, str]:
     if msg is None:
         raise KeyError(f"{check.id}: undeclared message variant {v.variant!r}")
     return (
-        _FORMATTER.vformat(msg.title, (), v.params) or check.title,
-        _FORMATTER.vformat(msg.why, (), v.params) or check.why,
-        _FORMATTER.vformat(msg.fix, (), v.params) or check.fix,
+        fill(msg.title, v.params) or check.title,
+        fill(msg.why, v.params) or check.why,
+        fill(msg.fix, v.params) or check.fix,
     )
+
+
+def fill(text: str, params: Mapping[str, Any]) -> str:
+    """`string.Formatter().vformat(text, (), params)`, by str.format_map (the same parser and field rules, in C:
+    ~0.4 us instead of ~2.6 us a text, ~200 texts per host, issue 30); on any error the Formatter runs so the
+    error (a check's "rule error" text) is the one it raises."""
+    try:
+        return text.format_map(params)
+    except Exception:  # noqa: BLE001 - raised again, as the Formatter words it
+        return _FORMATTER.vformat(text, (), params)
 
 
 def _finding(
