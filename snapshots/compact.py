@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 import marshal
-from collections.abc import Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
 from gpuaudit.snapshots.plain import is_packed as is_packed
@@ -61,24 +61,31 @@ def _same(a: Any, b: Any) -> bool:
         return False
 
 
-def _refs_in_order(probes: list[Any], flat: list[Any]) -> list[list[int]] | None:
-    """The finding_refs of every probe when the flat list is the probes' findings in probe order (what
-    Snapshot.from_run writes): position j of the flat list is the probe's j-th finding overall, so it is the first
+def refs_in_order(
+    groups: Iterable[Sequence[Any]], flat: Sequence[Any], same: Callable[[Any, Any], bool]
+) -> list[list[int]] | None:
+    """The finding_refs of every group (a probe's findings) when the flat list is the groups' findings in order
+    (what Snapshot.from_run writes): position j of the flat list is the j-th finding overall, so it is the first
     free slot with its key, what the slot search below would take, without keying each finding twice. None when
-    any finding differs from its place in the flat list (the slot search decides)."""
+    any finding is not `same` as its place in the flat list (the slot search decides)."""
     refs: list[list[int]] = []
     j = 0
-    for probe in probes:
-        findings = probe.get("findings") if isinstance(probe, Mapping) else None
-        taken: list[int] = []
-        if isinstance(findings, list):
-            for f in findings:
-                if j >= len(flat) or not isinstance(f, Mapping) or not _same(f, flat[j]):
-                    return None
-                taken.append(j)
-                j += 1
+    for group in groups:
+        taken = list(range(j, j + len(group)))
+        if len(flat) < j + len(group) or not all(map(same, group, flat[j : j + len(group)])):
+            return None
         refs.append(taken)
+        j += len(group)
     return refs
+
+
+def _findings_of(probe: Any) -> list[Any]:
+    findings = probe.get("findings") if isinstance(probe, Mapping) else None
+    return findings if isinstance(findings, list) else []
+
+
+def _same_finding(f: Any, g: Any) -> bool:
+    return isinstance(f, Mapping) and _same(f, g)
 
 
 def pack(doc: Document, finding_refs: list[list[int]] | None = None) -> Document:
@@ -92,10 +99,14 @@ def pack(doc: Document, finding_refs: list[list[int]] | None = None) -> Document
     records: list[Any] = []
     where: dict[object, int] = {}
     flat = doc.get("findings") if isinstance(doc.get("findings"), list) else None
-    if finding_refs is not None and flat is not None and len(finding_refs) == len(doc["probes"]):
+    if finding_refs is not None:
         in_order: list[list[int]] | None = finding_refs
     else:
-        in_order = None if flat is None else _refs_in_order(doc["probes"], flat)
+        in_order = (
+            None
+            if flat is None
+            else refs_in_order(map(_findings_of, doc["probes"]), flat, _same_finding)
+        )
     slots: dict[object, list[int]] = {}
     flat_keys: list[object] = []
     for i, f in enumerate(flat if in_order is None and flat is not None else []):

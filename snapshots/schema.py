@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import operator
 from datetime import UTC, datetime
 from typing import Any, Literal
 
@@ -15,7 +16,7 @@ from gpuaudit.probes.core.models import (
 )
 from gpuaudit.probes.core.roofline.report import roofline_for_run
 from gpuaudit.probes.core.version import __version__
-from gpuaudit.snapshots.compact import pack, unpack
+from gpuaudit.snapshots.compact import pack, refs_in_order, unpack
 from pydantic import (
     BaseModel,
     Field,
@@ -53,17 +54,7 @@ def _whole(info: SerializationInfo) -> bool:
 def _finding_refs(snapshot: Snapshot) -> list[list[int]] | None:
     """Each probe's finding_refs when its findings are the objects at the next places of the flat list (by
     identity: the same object serialises to the same dict); None otherwise (compact.pack compares the dicts)."""
-    flat = snapshot.findings
-    refs: list[list[int]] = []
-    j = 0
-    for probe in snapshot.probes:
-        start = j
-        for f in probe.findings:
-            if j >= len(flat) or flat[j] is not f:
-                return None
-            j += 1
-        refs.append(list(range(start, j)))
-    return refs
+    return refs_in_order((p.findings for p in snapshot.probes), snapshot.findings, operator.is_)
 
 
 class Snapshot(BaseModel):
