@@ -17,9 +17,12 @@ def test_a_freed_slot_goes_to_the_lowest_rank_then_the_first_come() -> None:
         await slots.acquire(2)  # the one slot is busy
 
         async def job(name: str, rank: int) -> None:
-            async with slots.slot(rank):
+            await slots.acquire(rank)
+            try:
                 started.append(name)
                 await asyncio.sleep(0.01)
+            finally:
+                slots.release()
 
         tasks = [
             asyncio.create_task(job(n, r))

@@ -650,6 +650,22 @@ class RawWorker:
         assert self.proc.wait(timeout=10) == 0
 
 
+def test_a_request_without_a_queue_limit_starts_at_once_beside_a_full_queue():
+    # the protocol: only a request with "n" waits in the worker's queue; one without it starts at once, even
+    # while queued-mode commands fill their limit and others wait
+    worker = RawWorker()
+    try:
+        worker.send(
+            w.request(1, "sleep 0.5", 5, 100, rank=0, parallel=1)
+            + w.request(2, "echo queued", 5, 100, rank=0, parallel=1)
+            + w.request(3, "echo now", 5, 100)
+        )
+        frames = worker.until_ends(3)
+    finally:
+        worker.close()
+    assert [f.cmd_id for f in frames if f.kind == "X"] == [3, 1, 2]
+
+
 def test_queued_requests_start_lowest_rank_first_then_in_arrival_order():
     worker = RawWorker()
     try:

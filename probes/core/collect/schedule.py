@@ -98,18 +98,3 @@ class RankedSlots:
         while self._waiting and self._waiting[0][2].done():  # cancelled waiters leave lazily
             heapq.heappop(self._waiting)
         return bool(self._waiting)
-
-    def slot(self, rank: int) -> _Held:
-        """`async with slots.slot(rank):` holds one slot for the block."""
-        return _Held(self, rank)
-
-
-class _Held:
-    def __init__(self, slots: RankedSlots, rank: int) -> None:
-        self.slots, self.rank = slots, rank
-
-    async def __aenter__(self) -> None:
-        await self.slots.acquire(self.rank)
-
-    async def __aexit__(self, *exc: object) -> None:
-        self.slots.release()

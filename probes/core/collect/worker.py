@@ -152,7 +152,7 @@ def finish(job):
     frame(job["i"], "X", json.dumps({"rc": job["p"].returncode, "trunc": job["trunc"], "why": job["why"],
                                      "run_s": round(run, 4)}).encode())
 def launch():
-    while queue and not holds and len(jobs) < int(queue[0][2].get("n") or 1 << 30):
+    while queue and not holds and len(jobs) < int(queue[0][2]["n"]):
         start(heapq.heappop(queue)[2])
 def unqueue(i):
     for e in queue:
@@ -215,9 +215,11 @@ def serve():
                             unqueue(int(req["k"]))
                     elif "u" in req:
                         holds.discard(int(req["u"]))
-                    elif "i" in req:
+                    elif "i" in req and "n" in req:
                         seq[0] += 1
                         heapq.heappush(queue, (int(req.get("r", 0)), seq[0], req))
+                    elif "i" in req:
+                        start(req)
                     else:
                         frame(0, "P", b"")
                 launch()

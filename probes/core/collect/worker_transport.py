@@ -463,18 +463,23 @@ class WorkerSession:
         unstarted: bool = False,
     ) -> RawResult:
         t_start = job.out.seen_at if job.out.seen_at is not None else t_open
-        if job.lost is not None and not timed_out and not killed:
-            # never reached its end: read-only, so the caller may run it again on another session
-            if job.out.seen_at is None and not job.out.value() and not job.err.value():
-                return not_run(SESSION_ENDED + job.lost)
+
+        def cut_short(error: str) -> RawResult:
+            """What it printed before it was cut short, with no exit status of its own."""
             return RawResult(
                 exit_status=None,
                 stdout=job.out.value(),
                 stderr=job.err.value(),
                 started_at=opened_at + timedelta(seconds=t_start - t_open),
                 duration_s=time.monotonic() - t_start,
-                error=SESSION_ENDED + job.lost,
+                error=error,
             )
+
+        if job.lost is not None and not timed_out and not killed:
+            # never reached its end: read-only, so the caller may run it again on another session
+            if job.out.seen_at is None and not job.out.value() and not job.err.value():
+                return not_run(SESSION_ENDED + job.lost)
+            return cut_short(SESSION_ENDED + job.lost)
         end = job.end or {}
         why = end.get("why")
         queued_why = (
@@ -490,14 +495,7 @@ class WorkerSession:
         if (job.refused or unstarted) and job.out.seen_at is not None:
             # stopped as it started (its start was on the way when the stop went out): what it printed is kept,
             # it has no exit status, and it is not a timeout of the tool (its own time had not begun)
-            return RawResult(
-                exit_status=None,
-                stdout=job.out.value(),
-                stderr=job.err.value(),
-                started_at=opened_at + timedelta(seconds=t_start - t_open),
-                duration_s=time.monotonic() - t_start,
-                error=f"stopped at its start: {job.refused or queued_why}",
-            )
+            return cut_short(f"stopped at its start: {job.refused or queued_why}")
         if end.get("e"):
             return RawResult(exit_status=None, error=str(end["e"]), started_at=opened_at)
         rc = end.get("rc")
