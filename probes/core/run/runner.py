@@ -601,6 +601,8 @@ class Audit:
                 f"output truncated: the audit's output budget ({self.options.output_budget} bytes) ran out "
                 f"({len(raw.stdout)} bytes kept)"
             )
+        # no await between the transport's return and this note: a worker session holds its queue after a timeout
+        # and asks the queued commands' gates again on the next loop turn (worker_transport.WorkerSession._release)
         tool = hang_prone_tool(line)
         if raw.timed_out and tool and gate_role not in self._hung:
             self._hung[gate_role] = (tool, command_id)
