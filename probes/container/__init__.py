@@ -7,30 +7,20 @@ from gpuaudit.probes.container.checks import CHECKS
 from gpuaudit.probes.container.extract import extract
 from gpuaudit.probes.container.facts import ContainerFacts
 from gpuaudit.probes.container.summary import summarize
-from gpuaudit.probes.core.sources import use, with_presence
+from gpuaudit.probes.core.declared import COMMANDS as DECLARED
+from gpuaudit.probes.core.declared import TITLES
+from gpuaudit.probes.core.sources import with_presence
 from gpuaudit.probes.core.spec import Probe
 
 PROBE_ID = "container"
-COMMANDS = (
-    use("virt", "dev_nvidia", "smi_gpu_ids", "df_shm")
-    + use("pve_lxc_confs", "proc_devices")
-    + use(
-        "uname_n",
-        "proc_self_cgroup",
-        "uid_map",
-        "ulimit_a",
-        "cgroup_limits",
-        "dev_infiniband",
-        "libcuda_files",
-    )
-)
+COMMANDS = DECLARED[PROBE_ID]
 
 __all__ = ["CHECKS", "COMMANDS", "ContainerFacts", "PROBE", "PROBE_ID", "extract", "summarize"]
 
 PROBE = with_presence(
     Probe(
         id=PROBE_ID,
-        title="Container",
+        title=TITLES[PROBE_ID],
         commands=COMMANDS,
         extract=extract,
         checks=CHECKS,

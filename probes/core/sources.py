@@ -7,12 +7,9 @@ without an alias (ALIASES) so older snapshots replay.
 
 from __future__ import annotations
 
-from dataclasses import replace
 from typing import TypeAlias
 
-from gpuaudit.probes.core.judge.combiners import PRESENCE_SOURCES
 from gpuaudit.probes.core.models import Role
-from gpuaudit.probes.core.parsers.cpu import SYS_CPPC_CMD, SYS_CPUIDLE_CMD
 from gpuaudit.probes.core.parsers.engine import (
     ENGINE_LOGS_SHELL,
     ENGINE_PROCS_SHELL,
@@ -22,16 +19,22 @@ from gpuaudit.probes.core.parsers.engine_metrics import (
     DECODE_PROBE_SHELL,
     ENGINE_METRICS_SHELL,
 )
+from gpuaudit.probes.core.parsers.lines import (
+    CGROUP_FILES,
+    SMI_GPU_IDS,
+    SYS_CPPC_CMD,
+    SYS_CPUIDLE_CMD,
+)
 from gpuaudit.probes.core.parsers.model_files import MODEL_FILES_SHELL
-from gpuaudit.probes.core.parsers.nvidia_smi import SMI_GPU_IDS
 from gpuaudit.probes.core.parsers.pyenv import PYENV_SHELL
-from gpuaudit.probes.core.parsers.system import CGROUP_FILES
 from gpuaudit.probes.core.spec import Command, Probe
 
 Source: TypeAlias = Command
 HOST: frozenset[Role] = frozenset({"host"})
 CONTAINER: frozenset[Role] = frozenset({"container"})
 BOTH: frozenset[Role] = frozenset({"host", "container"})
+PRESENCE_SOURCES = ("proc_driver_version", "pci_nvidia_sysfs")
+"""Carried by every probe on every role it runs on (the runner runs each line once per target)."""
 
 SOURCES: dict[str, Source] = {
     s.id: s
@@ -550,4 +553,4 @@ def with_presence(probe: Probe) -> Probe:
         for cid in PRESENCE_SOURCES
         if cid not in have and SOURCES[cid].on & roles
     )
-    return replace(probe, commands=probe.commands + extra) if extra else probe
+    return probe.replace(commands=probe.commands + extra) if extra else probe

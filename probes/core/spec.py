@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass, field, replace
+from dataclasses import FrozenInstanceError, dataclass, replace
 from typing import Any
 
 from gpuaudit.probes.core.models import (
@@ -46,25 +46,140 @@ class Command:
         return replace(self, on=roles)
 
 
-@dataclass(frozen=True, slots=True)
+def _no_summary(facts: FactsByTarget) -> str:
+    return ""
+
+
 class Probe:
-    """One of the ten probes: id, title, commands, and the pure functions behind it."""
+    """One of the ten probes: id, title, commands, and the pure functions behind it.
+
+    The judging half (extract, summarize, checks, volatile_facts) is given either directly or as `judged_by`,
+    the module whose `PROBE` holds it, imported on first use: the catalogue's probes name their package
+    (probes/core/declared.py), so an audit launches its commands before any parser, facts model or check loads and
+    imports them while the targets run the slowest commands (issue 30). Immutable, like the dataclass it was.
+    """
+
+    __slots__ = ("id", "title", "commands", "_judge", "_judged_by")
 
     id: str
     title: str
     commands: tuple[Command, ...]
-    extract: Callable[[Outputs, Role], BaseModel]
-    """Raw outputs of one target -> typed facts. Pure; must not raise on odd output."""
-    summarize: Callable[[FactsByTarget], str] = field(default=lambda facts: "")
-    """Facts -> the pane's one-line key facts."""
-    checks: tuple[Any, ...] = ()
-    """The probe's rows of the catalogue (probes.core.judge.checks.Check), judged by probes.core.judge.checks.judge_checks."""
-    volatile_facts: frozenset[str] = frozenset()
-    """Fact names that change on an unchanged machine (counters, pids, uptime): `diff` ignores them by default."""
+    _judge: _Judge | None
+    _judged_by: str | None
+
+    def __init__(
+        self,
+        id: str,
+        title: str,
+        commands: tuple[Command, ...],
+        extract: Callable[[Outputs, Role], BaseModel] | None = None,
+        summarize: Callable[[FactsByTarget], str] = _no_summary,
+        checks: tuple[Any, ...] = (),
+        volatile_facts: frozenset[str] = frozenset(),
+        *,
+        judged_by: str | None = None,
+    ) -> None:
+        if (extract is None) == (judged_by is None):
+            raise TypeError("Probe needs extract or judged_by (one of them)")
+        for name, value in (("id", id), ("title", title), ("commands", tuple(commands))):
+            object.__setattr__(self, name, value)
+        judge = (
+            None
+            if extract is None
+            else _Judge(extract, summarize, tuple(checks), frozenset(volatile_facts))
+        )
+        object.__setattr__(self, "_judge", judge)
+        object.__setattr__(self, "_judged_by", judged_by)
+
+    def _judging(self) -> _Judge:
+        judge = self._judge
+        if judge is None:
+            from importlib import import_module
+
+            source: Probe = import_module(str(self._judged_by)).PROBE
+            judge = _Judge(source.extract, source.summarize, source.checks, source.volatile_facts)
+            object.__setattr__(self, "_judge", judge)
+        return judge
+
+    @property
+    def extract(self) -> Callable[[Outputs, Role], BaseModel]:
+        """Raw outputs of one target -> typed facts. Pure; must not raise on odd output."""
+        return self._judging().extract
+
+    @property
+    def summarize(self) -> Callable[[FactsByTarget], str]:
+        """Facts -> the pane's one-line key facts."""
+        return self._judging().summarize
+
+    @property
+    def checks(self) -> tuple[Any, ...]:
+        """The probe's rows of the catalogue (probes.core.judge.checks.Check), judged by probes.core.judge.checks.judge_checks."""
+        return self._judging().checks
+
+    @property
+    def volatile_facts(self) -> frozenset[str]:
+        """Fact names that change on an unchanged machine (counters, pids, uptime): `diff` ignores them by default."""
+        return self._judging().volatile_facts
+
+    def load(self) -> Probe:
+        """The probe, its judging half imported now (Audit._load_judging: once the first output is in)."""
+        self._judging()
+        return self
+
+    def replace(self, **changes: Any) -> Probe:
+        """A copy with some fields changed (dataclasses.replace's role); a judging half not loaded stays unloaded
+        unless a change names one of its fields."""
+        fields: dict[str, Any] = {"id": self.id, "title": self.title, "commands": self.commands}
+        judged = {"extract", "summarize", "checks", "volatile_facts"}
+        if self._judge is None and not judged & changes.keys():
+            return Probe(**(fields | changes), judged_by=self._judged_by)
+        j = self._judging()
+        fields |= {
+            "extract": j.extract,
+            "summarize": j.summarize,
+            "checks": j.checks,
+            "volatile_facts": j.volatile_facts,
+        }
+        return Probe(**(fields | changes))
 
     def commands_for(self, role: Role) -> tuple[Command, ...]:
         """The commands this probe runs on a target of the given role."""
         return tuple(c for c in self.commands if role in c.on)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        raise FrozenInstanceError(f"cannot assign to field {name!r}")
+
+    def __delattr__(self, name: str) -> None:
+        raise FrozenInstanceError(f"cannot delete field {name!r}")
+
+    def __eq__(self, other: object) -> bool:
+        if not isinstance(other, Probe):
+            return NotImplemented
+        return (self.id, self.title, self.commands, self._judging()) == (
+            other.id,
+            other.title,
+            other.commands,
+            other._judging(),
+        )
+
+    def __hash__(self) -> int:
+        return hash((self.id, self.title, self.commands))
+
+    def __repr__(self) -> str:
+        state = "loaded" if self._judge is not None else f"judged by {self._judged_by}, not loaded"
+        return (
+            f"Probe(id={self.id!r}, title={self.title!r}, {len(self.commands)} commands, {state})"
+        )
+
+
+@dataclass(frozen=True, slots=True)
+class _Judge:
+    """A probe's judging half, as its package declares it."""
+
+    extract: Callable[[Outputs, Role], BaseModel]
+    summarize: Callable[[FactsByTarget], str]
+    checks: tuple[Any, ...]
+    volatile_facts: frozenset[str]
 
 
 def record_absent(record: CommandRecord | None, source: Command | None) -> bool:

@@ -8,22 +8,24 @@ the framework.
 
 from __future__ import annotations
 
-from gpuaudit.probes.core.sources import use
+from gpuaudit.probes.core.declared import COMMANDS as DECLARED
+from gpuaudit.probes.core.declared import TITLES
 from gpuaudit.probes.core.spec import Probe
 from gpuaudit.probes.driver.checks import CHECKS
 from gpuaudit.probes.driver.expected import CHECKS as EXPECTED_CHECKS
-from gpuaudit.probes.driver.extract import COMMANDS, QUERY_FIELDS, SMI_SOURCES, extract
+from gpuaudit.probes.driver.extract import QUERY_FIELDS, SMI_SOURCES, extract
 from gpuaudit.probes.driver.facts import VOLATILE_FACTS, DriverFacts, GpuState, HandleFailure
 from gpuaudit.probes.driver.knowledge import gpu_arch, short_name
 from gpuaudit.probes.driver.lifecycle import CHECKS as LIFECYCLE_CHECKS
 from gpuaudit.probes.driver.summary import summarize
 
 PROBE_ID = "driver"
+COMMANDS = DECLARED[PROBE_ID]
 
 PROBE = Probe(
     id=PROBE_ID,
-    title="NVIDIA driver & CUDA",
-    commands=COMMANDS + use("sys_pci_nvidia", on=frozenset({"host"})),
+    title=TITLES[PROBE_ID],
+    commands=COMMANDS,
     extract=extract,
     checks=CHECKS + LIFECYCLE_CHECKS + EXPECTED_CHECKS,
     summarize=summarize,

@@ -5,20 +5,21 @@ facts (FirmwareFacts) <- extract (one reader per source) -> checks (CHECKS rows 
 
 from __future__ import annotations
 
+from gpuaudit.probes.core.declared import COMMANDS as DECLARED
+from gpuaudit.probes.core.declared import TITLES
 from gpuaudit.probes.core.judge.combiners import parse_iommu_state
-from gpuaudit.probes.core.sources import use
 from gpuaudit.probes.core.spec import Probe
 from gpuaudit.probes.firmware.checks import CHECKS
-from gpuaudit.probes.firmware.extract import TABLE, extract
+from gpuaudit.probes.firmware.extract import extract
 from gpuaudit.probes.firmware.facts import Dimm, FirmwareFacts
 from gpuaudit.probes.firmware.summary import summarize
 
 PROBE_ID = "firmware"
-COMMANDS = use(*(row.source for row in TABLE), "cpu_hypervisor_flag")
+COMMANDS = DECLARED[PROBE_ID]
 
 PROBE = Probe(
     id=PROBE_ID,
-    title="Firmware / UEFI",
+    title=TITLES[PROBE_ID],
     commands=COMMANDS,
     extract=extract,
     checks=CHECKS,

@@ -5,7 +5,8 @@ facts (KernelFacts) <- extract (one reader per source) -> checks (CHECKS rows + 
 
 from __future__ import annotations
 
-from gpuaudit.probes.core.sources import use
+from gpuaudit.probes.core.declared import COMMANDS as DECLARED
+from gpuaudit.probes.core.declared import TITLES
 from gpuaudit.probes.core.spec import Probe
 from gpuaudit.probes.kernel.checks import CHECKS, NOTABLE_CMDLINE
 from gpuaudit.probes.kernel.extract import (
@@ -18,33 +19,11 @@ from gpuaudit.probes.kernel.facts import KernelFacts
 from gpuaudit.probes.kernel.summary import summarize
 
 PROBE_ID = "kernel"
-COMMANDS = (
-    use(
-        "uname_r", "numa_balancing", "engine_proc_status"
-    )  # host and container (kernel.host_knobs_visible)
-    + use(
-        "proc_cmdline",
-        "cpuinfo_id",
-        "node_list",
-        "zone_reclaim",
-        "thp_enabled",
-        "thp_defrag",
-        "clocksource",
-        "proc_swaps",
-        "uvm_disable_hmm",
-        "tuned_active",
-        "cpu_vulnerabilities",
-        "grub_cmdline",
-        "etc_kernel_cmdline",
-        "journal_kernel_faults",
-        "cpu_hypervisor_flag",
-        "machine_id",  # not judged: the machine's identity for --resume (issue 29)
-    )
-)
+COMMANDS = DECLARED[PROBE_ID]
 
 PROBE = Probe(
     id=PROBE_ID,
-    title="Kernel",
+    title=TITLES[PROBE_ID],
     commands=COMMANDS,
     extract=extract,
     checks=CHECKS,

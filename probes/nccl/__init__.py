@@ -6,7 +6,8 @@ Passive by default. The one ACTIVE source (nccl-tests `all_reduce_perf`) generat
 
 from __future__ import annotations
 
-from gpuaudit.probes.core.sources import use
+from gpuaudit.probes.core.declared import COMMANDS as DECLARED
+from gpuaudit.probes.core.declared import TITLES
 from gpuaudit.probes.core.spec import Probe
 from gpuaudit.probes.nccl.checks import CHECKS
 from gpuaudit.probes.nccl.extract import extract
@@ -19,22 +20,11 @@ from gpuaudit.probes.nccl.parsers import (
 from gpuaudit.probes.nccl.summary import summarize
 
 PROBE_ID = "nccl"
-COMMANDS = use(
-    "smi_gpu_ids",
-    "smi_topo_m",
-    "smi_topo_p2p_r",
-    "smi_topo_p2p_w",
-    "engine_procs",
-    "ldconfig_nccl",
-    "pyenv",
-    "engine_logs",
-) + use(
-    "iommu_state", "proc_cmdline", "lspci_vvv", "lspci_tv", "cpuinfo_id", "nccl_all_reduce_perf"
-)
+COMMANDS = DECLARED[PROBE_ID]
 
 PROBE = Probe(
     id=PROBE_ID,
-    title="NCCL / GPU-to-GPU",
+    title=TITLES[PROBE_ID],
     commands=COMMANDS,
     extract=extract,
     checks=CHECKS,

@@ -5,7 +5,8 @@ facts (NumaFacts) <- extract (one reader per source) -> checks (CHECKS rows + ve
 
 from __future__ import annotations
 
-from gpuaudit.probes.core.sources import use
+from gpuaudit.probes.core.declared import COMMANDS as DECLARED
+from gpuaudit.probes.core.declared import TITLES
 from gpuaudit.probes.core.spec import Probe
 from gpuaudit.probes.numa.checks import CHECKS, REMOTE_LIMIT
 from gpuaudit.probes.numa.extract import extract
@@ -14,15 +15,11 @@ from gpuaudit.probes.numa.locality import gpu_nodes, ranges
 from gpuaudit.probes.numa.summary import summarize
 
 PROBE_ID = "numa"
-COMMANDS = (
-    use("numactl_h", "node_cpulists", "pci_nvidia_numa")
-    + use("smi_gpu_ids", "engine_proc_status")
-    + use("cgroup_limits", "status_allowed")
-)
+COMMANDS = DECLARED[PROBE_ID]
 
 PROBE = Probe(
     id=PROBE_ID,
-    title="NUMA",
+    title=TITLES[PROBE_ID],
     commands=COMMANDS,
     extract=extract,
     checks=CHECKS,

@@ -6,8 +6,8 @@ On PCIe-only boards (RTX PRO 6000, L40S, GeForce) and on GPUs in MIG mode the li
 
 from __future__ import annotations
 
-from gpuaudit.probes.core.models import Role
-from gpuaudit.probes.core.sources import use
+from gpuaudit.probes.core.declared import COMMANDS as DECLARED
+from gpuaudit.probes.core.declared import TITLES
 from gpuaudit.probes.core.spec import Probe
 from gpuaudit.probes.nvlink.checks import CHECKS
 from gpuaudit.probes.nvlink.extract import FABRIC_FIELDS, extract, parse_mig_refusal
@@ -16,24 +16,11 @@ from gpuaudit.probes.nvlink.knowledge import expected_links, is_nvswitch_system,
 from gpuaudit.probes.nvlink.summary import summarize
 
 PROBE_ID = "nvlink"
-HOST: frozenset[Role] = frozenset({"host"})
-COMMANDS = use(
-    "nvlink_s",
-    "nvlink_errors",
-    "smi_topo_m",
-    "smi_q_xml",
-    "smi_query_driver",
-    "fabricmanager_status",
-    "fabricmanager_version",
-    "lspci_nvswitch",
-    "ib_umad_loaded",
-    "dmesg_nvrm",
-    on=HOST,
-) + use("smi_query_fabric")
+COMMANDS = DECLARED[PROBE_ID]
 
 PROBE = Probe(
     id=PROBE_ID,
-    title="NVLink / fabric",
+    title=TITLES[PROBE_ID],
     commands=COMMANDS,
     extract=extract,
     checks=CHECKS,

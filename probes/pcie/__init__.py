@@ -9,7 +9,9 @@ else sysfs. Link speed is judged against nvidia-smi's maxima and the GPU's utili
 
 from __future__ import annotations
 
-from gpuaudit.probes.core.sources import use, with_presence
+from gpuaudit.probes.core.declared import COMMANDS as DECLARED
+from gpuaudit.probes.core.declared import TITLES
+from gpuaudit.probes.core.sources import with_presence
 from gpuaudit.probes.core.spec import Probe
 from gpuaudit.probes.pcie.checks import CHECKS
 from gpuaudit.probes.pcie.extract import extract
@@ -18,9 +20,7 @@ from gpuaudit.probes.pcie.parse import SMI_PCIE_FIELDS, parse_smi_pcie, parse_sy
 from gpuaudit.probes.pcie.summary import summarize
 
 PROBE_ID = "pcie"
-COMMANDS = use(
-    "lspci_vvv", "lspci_tv", "sys_pci_nvidia", "smi_query_pcie", "aspm_policy", "proc_cmdline"
-)
+COMMANDS = DECLARED[PROBE_ID]
 
 __all__ = [
     "CHECKS",
@@ -42,7 +42,7 @@ __all__ = [
 PROBE = with_presence(
     Probe(
         id=PROBE_ID,
-        title="PCIe",
+        title=TITLES[PROBE_ID],
         commands=COMMANDS,
         extract=extract,
         checks=CHECKS,

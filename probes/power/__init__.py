@@ -6,7 +6,8 @@ conditional on the CPU vendor/family (from `lscpu -J`) and on GPU utilisation.
 
 from __future__ import annotations
 
-from gpuaudit.probes.core.sources import use
+from gpuaudit.probes.core.declared import COMMANDS as DECLARED
+from gpuaudit.probes.core.declared import TITLES
 from gpuaudit.probes.core.spec import Probe
 from gpuaudit.probes.power.checks import CHECKS
 from gpuaudit.probes.power.extract import SMI_POWER_FIELDS, extract, parse_smi_power, parse_uniq_c
@@ -20,26 +21,11 @@ from gpuaudit.probes.power.facts import (
 from gpuaudit.probes.power.summary import summarize
 
 PROBE_ID = "power"
-COMMANDS = use(
-    "lscpu_json",
-    "cpuinfo_id",
-    "sys_cpufreq",
-    "sys_governors",
-    "sys_epp",
-    "sys_cpuidle",
-    "sys_cppc",
-    "cpupower_freq",
-    "cpupower_idle",
-    "proc_cmdline",
-    "smi_query_power",
-    "smi_q_xml",
-    "nvidia_rtd3",
-    "cpu_hypervisor_flag",
-)
+COMMANDS = DECLARED[PROBE_ID]
 
 PROBE = Probe(
     id=PROBE_ID,
-    title="Power management",
+    title=TITLES[PROBE_ID],
     commands=COMMANDS,
     extract=extract,
     checks=CHECKS,

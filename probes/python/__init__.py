@@ -8,7 +8,8 @@ The facts also carry what a decode roofline needs from the engine's command line
 
 from __future__ import annotations
 
-from gpuaudit.probes.core.sources import use
+from gpuaudit.probes.core.declared import COMMANDS as DECLARED
+from gpuaudit.probes.core.declared import TITLES
 from gpuaudit.probes.core.spec import Probe
 from gpuaudit.probes.python.checks import CHECKS
 from gpuaudit.probes.python.extract import extract
@@ -17,21 +18,11 @@ from gpuaudit.probes.python.parsers import driver_max_cuda, parse_gpu_cc, parse_
 from gpuaudit.probes.python.summary import summarize
 
 PROBE_ID = "python"
-COMMANDS = use(
-    "smi_query_driver",
-    "pyenv",
-    "engine_procs",
-    "engine_proc_status",
-    "engine_logs",
-    "jit_cache_dirs",
-    "engine_model_files",
-    "engine_metrics",
-    "engine_decode_probe",
-)  # engine_model_files, engine_metrics: the roofline (probes/core/roofline)
+COMMANDS = DECLARED[PROBE_ID]
 
 PROBE = Probe(
     id=PROBE_ID,
-    title="Python runtime",
+    title=TITLES[PROBE_ID],
     commands=COMMANDS,
     extract=extract,
     checks=CHECKS,

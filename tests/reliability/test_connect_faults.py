@@ -145,7 +145,9 @@ async def test_sshd_killed_mid_audit_fails_running_commands_keeps_finished_and_o
     a, b = sshd_factory(), sshd_factory()
     probe = fake_probe(
         "mid",
-        Command("rel_fast", "echo fast-done", on=frozenset({"host", "container"})),
+        # rel_fast ends 0.2 s in, so rel_slow (sent with it) is surely running when the kill comes: with an
+        # instant rel_fast a loaded machine could answer it before the worker started rel_slow ("not run")
+        Command("rel_fast", "sleep 0.2; echo fast-done", on=frozenset({"host", "container"})),
         Command("rel_slow", "echo slow-started; sleep 4103.5", on=frozenset({"host"})),
         Command("rel_medium", "sleep 0.3; echo medium-done", on=frozenset({"container"})),
     )

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-from dataclasses import replace
-
 from gpuaudit.probes.catalogue import REGISTRY
 from gpuaudit.snapshots.diff import diff_snapshots, is_noise, registry_volatile_facts
 from gpuaudit.tui.cli.snapshot_commands import main as snapshots_main
@@ -75,8 +73,8 @@ def test_the_registry_declarations_are_used_by_default(monkeypatch):
     """A synthetic registry entry declares its volatile facts; diff's default reads them from Probe.volatile_facts."""
     import gpuaudit.probes.catalogue as probes_pkg
 
-    fake = replace(
-        REGISTRY[0], id="synthetic", volatile_facts=frozenset({"engine_pid", "gpus", "counters"})
+    fake = REGISTRY[0].replace(
+        id="synthetic", volatile_facts=frozenset({"engine_pid", "gpus", "counters"})
     )
     monkeypatch.setattr(probes_pkg, "REGISTRY", [*REGISTRY, fake])
     assert registry_volatile_facts()["synthetic"] == fake.volatile_facts
@@ -88,8 +86,8 @@ def test_cli_exit_0_by_default_and_1_with_all_facts(tmp_path, monkeypatch, capsy
     import gpuaudit.probes.catalogue as probes_pkg
     from gpuaudit.snapshots import store
 
-    fake = replace(
-        REGISTRY[0], id="synthetic", volatile_facts=frozenset({"engine_pid", "gpus", "counters"})
+    fake = REGISTRY[0].replace(
+        id="synthetic", volatile_facts=frozenset({"engine_pid", "gpus", "counters"})
     )
     monkeypatch.setattr(probes_pkg, "REGISTRY", [*REGISTRY, fake])
     d = tmp_path / "s"

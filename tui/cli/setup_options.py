@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from pathlib import Path
 
 from gpuaudit.probes.catalogue import REGISTRY
 from gpuaudit.probes.core.models import CommandRecord
 from gpuaudit.probes.core.run.request import AuditRequest
 from gpuaudit.probes.core.run.runner import Audit, AuditOptions
-from gpuaudit.probes.driver.expected import ID, expected_gpus_check
 from gpuaudit.tui.cli.bmc_setup import bmc_reader
 from gpuaudit.tui.cli.ssh_setup import ssh_options
 
@@ -49,5 +48,11 @@ def selected_probes(request: AuditRequest) -> list:
 
 
 def with_expected_gpus(probe, expect: int):
+    if (
+        probe.id != "driver"
+    ):  # its row is the driver probe's; the others' judging halves stay unloaded (issue 30)
+        return probe
+    from gpuaudit.probes.driver.expected import ID, expected_gpus_check
+
     checks = tuple(expected_gpus_check(expect) if c.id == ID else c for c in probe.checks)
-    return probe if checks == probe.checks else replace(probe, checks=checks)
+    return probe if checks == probe.checks else probe.replace(checks=checks)

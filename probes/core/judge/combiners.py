@@ -31,11 +31,11 @@ from gpuaudit.probes.core.parsers.system import (
     parse_pci_numa,
 )
 from gpuaudit.probes.core.parsing import first_line, parse_once
+from gpuaudit.probes.core.sources import (
+    PRESENCE_SOURCES as PRESENCE_SOURCES,  # declared with the commands
+)
 
 Outputs = Mapping[str, CommandRecord]
-
-PRESENCE_SOURCES = ("proc_driver_version", "pci_nvidia_sysfs")
-"""Carried by every probe on every role it runs on (the runner runs each line once per target)."""
 
 
 def _answered(rec: CommandRecord | None, ok_exits: tuple[int, ...] = (0,)) -> bool:

@@ -20,6 +20,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+# the command lines shared by the power and firmware probes are declared in lines.py (no parser loads to declare them)
+from gpuaudit.probes.core.parsers.lines import CPU_DIR, SYS_CPPC_CMD, SYS_CPUIDLE_CMD
 from gpuaudit.probes.core.parsers.system import parse_grep_h
 from gpuaudit.probes.core.parsing import parse_once
 
@@ -41,20 +43,6 @@ __all__ = [
     "parse_lscpu",
 ]
 
-CPU_DIR = _CPU = "/sys/devices/system/cpu"
-# Command lines shared by the power and firmware probes (identical strings run once per target).
-SYS_CPUIDLE_CMD = (
-    f"grep -s -H . {_CPU}/cpuidle/current_driver {_CPU}/cpuidle/current_governor_ro "
-    f"{_CPU}/cpu0/power/pm_qos_resume_latency_us {_CPU}/cpu0/cpuidle/state*/name {_CPU}/cpu0/cpuidle/state*/latency "
-    f"{_CPU}/cpu0/cpuidle/state*/disable {_CPU}/cpu0/cpuidle/state*/usage; "
-    "for n in /sys/devices/system/node/node[0-9]*; do c=$(ls -d $n/cpu[0-9]* 2>/dev/null | sort -V | tail -n 1); "
-    '[ -n "$c" ] && grep -s -H . $c/cpuidle/state*/name $c/cpuidle/state*/latency $c/cpuidle/state*/disable '
-    "$c/cpuidle/state*/usage; done; true"
-)
-SYS_CPPC_CMD = (
-    f"grep -s -H . {_CPU}/cpu0/acpi_cppc/highest_perf {_CPU}/cpu0/acpi_cppc/nominal_perf "
-    f"{_CPU}/cpu0/acpi_cppc/lowest_nonlinear_perf {_CPU}/cpu0/acpi_cppc/lowest_perf; true"
-)
 LSCPU_CMD = "lscpu -J"
 
 

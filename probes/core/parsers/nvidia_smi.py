@@ -31,6 +31,9 @@ from dataclasses import dataclass, field
 from typing import Any, cast
 
 from gpuaudit.probes.core.errors import ParseError
+from gpuaudit.probes.core.parsers.lines import (
+    SMI_GPU_IDS as SMI_GPU_IDS,  # declared there, read here
+)
 from gpuaudit.probes.core.parsers.system import normalize_bdf
 from gpuaudit.probes.core.parsing import parse_once
 
@@ -1116,7 +1119,6 @@ def parse_nvlink_errors(text: str) -> dict[int, dict[int, dict[str, int]]]:
 
 # --------------------------------------------------------------------------- GPU ids (numa, container)
 
-SMI_GPU_IDS = "nvidia-smi --query-gpu=index,uuid,pci.bus_id,name --format=csv,noheader"
 """The one command line for each GPU's index, UUID and bus id: probes that need them declare this exact string."""
 
 

@@ -13,6 +13,9 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
+from gpuaudit.probes.core.parsers.lines import (
+    CGROUP_FILES as CGROUP_FILES,  # declared there, read here
+)
 from gpuaudit.probes.core.parsing import cpu_list, first_line, kv_lines, parse_once, size_bytes
 
 # --------------------------------------------------------------------------- uname
@@ -390,14 +393,6 @@ def parse_cpu_max(text: str) -> tuple[int | None, int | None]:
     quota = int(parts[0]) if parts[0].isdigit() else None
     period = int(parts[1]) if len(parts) > 1 and parts[1].isdigit() else None
     return quota, period
-
-
-CGROUP_FILES = (
-    "grep -H . /sys/fs/cgroup/cpuset.cpus.effective /sys/fs/cgroup/cpuset.mems.effective "
-    "/sys/fs/cgroup/cpu.max /sys/fs/cgroup/memory.max /sys/fs/cgroup/cpu.stat /sys/fs/cgroup/memory.events"
-)
-"""The one command line reading a container's cgroup v2 limits (numa, container); `parse_cgroup_files` reads it.
-grep exits 2 when a file is absent (no cpuset controller): see `spec.partial_grep_ok`."""
 
 
 @parse_once

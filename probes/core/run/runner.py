@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import shlex
-from collections.abc import AsyncIterator, Iterable, Sequence
+from collections.abc import AsyncIterator, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -27,8 +27,7 @@ from gpuaudit.probes.core.collect.transport import (
 from gpuaudit.probes.core.collect.worker import session_prefix
 from gpuaudit.probes.core.collect.worker_transport import SessionLine
 from gpuaudit.probes.core.errors import TransportError
-from gpuaudit.probes.core.judge.probe import judge_probe
-from gpuaudit.probes.core.models import CommandRecord, Role, Target
+from gpuaudit.probes.core.models import CommandRecord, ProbeResult, Role, Target
 from gpuaudit.probes.core.run.events import (
     AuditFinished,
     CommandFinished,
@@ -170,6 +169,14 @@ def parse_preflight(stdout: str) -> tuple[bool, bool, str | None]:
     return is_root, has_timeout, (rest[0] if rest else None)
 
 
+def judging() -> Callable[..., ProbeResult]:
+    """probes/core/judge/probe.py's judge_probe, imported on first use: with the checks and the parsers it loads
+    while the targets run the first commands (Audit._load_judging), never before them (issue 30)."""
+    from gpuaudit.probes.core.judge.probe import judge_probe
+
+    return judge_probe
+
+
 class Audit:
     """Runs probes over targets; `events()` streams what happens. Connections stay open for re-runs."""
 
@@ -181,6 +188,8 @@ class Audit:
     ) -> None:
         self.bindings = {b.target.role: b for b in bindings}
         self.probes = list(probes)
+        self._first_output = asyncio.Event()
+        """Set at the first command's output of a run (each run makes its own): the judging halves load from then on."""
         self.options = options or AuditOptions()
         self._connect_tasks: dict[Role, asyncio.Task[_TargetInfo]] = {}
         self._closed = False
@@ -226,12 +235,15 @@ class Audit:
 
     async def _run(self, probes: list[Probe], queue: asyncio.Queue[BaseModel | None]) -> None:
         cache: dict[tuple[Role, str], asyncio.Task[tuple[RawResult, str, str]]] = {}
+        self._first_output = asyncio.Event()
+        loading = asyncio.create_task(self._load_judging(probes))
         try:
             for role in self.bindings:
                 self._ensure_connect(role, queue)
             await asyncio.gather(*(self._run_probe(p, cache, queue) for p in probes))
             queue.put_nowait(AuditFinished(at=datetime.now(UTC)))
         finally:
+            loading.cancel()
             pending = [t for t in cache.values() if not t.done()]
             for t in pending:
                 t.cancel()
@@ -320,6 +332,22 @@ class Audit:
             inner_timeout=inner_timeout,
         )
 
+    async def _load_judging(self, probes: list[Probe]) -> None:
+        """Import the probes' judging halves (parsers, facts models, checks: ~0.1 s of CPU) while the targets run
+        the audit's commands: after the first command's output is in (the commands have left by then), a probe
+        at a time, yielding to the loop between two (what is ready to run goes first). Before the first command
+        they delayed every command; at each probe's own end they would follow the slowest command, which every
+        probe waits for (issue 30). A probe whose data comes first loads its own (`_run_probe`)."""
+        await self._first_output.wait()
+        try:
+            judging()  # the framework first: the checks, the parsers
+
+            for probe in probes:
+                await asyncio.sleep(0)
+                probe.load()
+        except Exception:  # noqa: BLE001, S110 - the probe's own judging reports it (judge_probe)
+            pass
+
     async def _run_probe(
         self,
         probe: Probe,
@@ -333,7 +361,7 @@ class Audit:
             *(self._run_commands(probe, r, cache, queue) for r in roles)
         )
         records = [rec for recs in per_role for rec in recs]
-        result = judge_probe(probe, {r: recs for r, recs in zip(roles, per_role)}, started)
+        result = judging()(probe, {r: recs for r, recs in zip(roles, per_role)}, started)
         queue.put_nowait(ProbeFinished(result=result.model_copy(update={"records": records})))
 
     async def _run_commands(
@@ -421,6 +449,7 @@ class Audit:
                 )
                 cache[key] = task
             raw, stdout, stderr = await asyncio.shield(task)
+            self._first_output.set()
             base["executed"] = (
                 line if raw.executed is None else raw.executed
             )  # a replay: as recorded
