@@ -51,6 +51,15 @@ def utc_now() -> datetime:
     return datetime.now(UTC)
 
 
+def _load_judging(setup: AuditSetup) -> None:
+    """Import the audit's probes' judging halves now (issue 30); a failure is the probe's own judging's to report."""
+    try:
+        for probe in setup.audit.probes:
+            probe.load()
+    except Exception:  # noqa: BLE001, S110 - reported in the probe's pane
+        pass
+
+
 class GpuAuditApp(App[int]):
     CSS_PATH = STYLESHEETS  # type: ignore[assignment]
     TITLE = "gpuaudit-tui"
@@ -209,7 +218,15 @@ class GpuAuditApp(App[int]):
         except Exception as exc:  # noqa: BLE001 - run_app raises it again once the terminal is restored
             self.call_from_thread(self._setup_failed, exc)
             return
+        # The probes' judging halves (parsers, facts, checks) load in this thread, off the screen's loop, where the
+        # runner would load them a probe at a time between two frames (Audit._load_judging): for a live audit
+        # once it started (its first commands leave first), for a recorded one before (its outputs are instant)
+        live = setup.mode == "live"
+        if not live:
+            _load_judging(setup)
         self.call_from_thread(self._setup_ready, setup, plan_dir)
+        if live:
+            _load_judging(setup)
 
     def _setup_failed(self, exc: Exception) -> None:
         self.setup_error = exc
