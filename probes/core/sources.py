@@ -10,14 +10,11 @@ from __future__ import annotations
 from typing import TypeAlias
 
 from gpuaudit.probes.core.models import Role
-from gpuaudit.probes.core.parsers.engine import (
+from gpuaudit.probes.core.parsers.engine_lines import (
     ENGINE_LOGS_SHELL,
     ENGINE_PROCS_SHELL,
     ENGINE_STATUS_SHELL,
-)
-from gpuaudit.probes.core.parsers.engine_metrics import (
-    DECODE_PROBE_SHELL,
-    ENGINE_METRICS_SHELL,
+    MODEL_FILES_SHELL,
 )
 from gpuaudit.probes.core.parsers.lines import (
     CGROUP_FILES,
@@ -25,8 +22,11 @@ from gpuaudit.probes.core.parsers.lines import (
     SYS_CPPC_CMD,
     SYS_CPUIDLE_CMD,
 )
-from gpuaudit.probes.core.parsers.model_files import MODEL_FILES_SHELL
-from gpuaudit.probes.core.parsers.pyenv import PYENV_SHELL
+from gpuaudit.probes.core.parsers.reader_lines import (
+    DECODE_PROBE_SHELL,
+    ENGINE_METRICS_SHELL,
+    PYENV_SHELL,
+)
 from gpuaudit.probes.core.spec import Command, Probe
 
 Source: TypeAlias = Command

@@ -17,203 +17,28 @@ from __future__ import annotations
 
 import math
 import re
-import shlex
 from dataclasses import dataclass, field
 
 from gpuaudit.probes.core.errors import ParseError
-from gpuaudit.probes.core.parsers.engine import choice_source
+from gpuaudit.probes.core.parsers.reader_lines import (  # the readers' command lines, declared apart (issue 30)
+    DECODE_PROBE_SHELL as DECODE_PROBE_SHELL,
+)
+from gpuaudit.probes.core.parsers.reader_lines import (
+    DECODE_PROMPT as DECODE_PROMPT,
+)
+from gpuaudit.probes.core.parsers.reader_lines import (
+    DECODE_TOKENS as DECODE_TOKENS,
+)
+from gpuaudit.probes.core.parsers.reader_lines import (
+    ENGINE_METRICS_SHELL as ENGINE_METRICS_SHELL,
+)
+from gpuaudit.probes.core.parsers.reader_lines import (
+    FETCH_DEADLINE_S as FETCH_DEADLINE_S,
+)
+from gpuaudit.probes.core.parsers.reader_lines import (
+    MAX_BYTES as MAX_BYTES,
+)
 from gpuaudit.probes.core.parsing import parse_once
-
-MAX_BYTES = 4_000_000
-FETCH_DEADLINE_S = 5
-"""The whole GET (connect, headers, body), not each socket operation: a page that drips in stays bounded."""
-
-# The engine's API server, chosen the way the python probe's reader chooses (issue 26 review): a process of THIS
-# network namespace (a container's engine seen from its host is skipped: the host's 127.0.0.1 is not the
-# container's) whose command line names an API server; its owner read from /proc. Under a root audit a
-# root-owned engine is preferred over any other user's look-alike (a user can start a process named like an
-# engine, never one owned by root); when candidates of different owners or ports remain, nothing is fetched and
-# `@@ambiguous` names them. Processes of one owner on one port (forked workers) are one engine: the lowest pid
-# speaks for it and `@@pids` lists them all, so the roofline can check it is the engine the python probe judged.
-# Read-only: /proc reads and one GET of the engine's own loopback page; isolated python3 (-I -S -B).
-# The text passes the read-only lint: no greater-than sign, no ampersand, no tool names. The choice itself is
-# `choose_engine` (engine_choice.py, embedded): the same rule as the python probe's (parsers.engine.choose_main),
-# keyed by port too, since one page is fetched. The GET goes straight to the loopback page: no proxy from
-# the login's environment (http_proxy would carry it to the proxy's own 127.0.0.1), no redirect followed.
-_FINDER = (
-    """
-import os, sys, time, signal
-"""
-    + "\n".join(choice_source())
-    + """
-MARKS = ("@@p", "@@gpuaudit-", "export LC_ALL")
-API = ("sglang.launch_server", "sglang.srt.entrypoints", "sglang serve", "vllm.entrypoints",
-       "vllm serve")
-def rd(path):
-    try:
-        with open(path, "rb") as f:
-            return f.read(65536)
-    except OSError:
-        return None
-def link(path):
-    try:
-        return os.readlink(path)
-    except OSError:
-        return None
-def flag(argv, name):
-    for i, a in enumerate(argv):
-        if a == name and i + 1 in range(len(argv)):
-            return argv[i + 1]
-        if a.startswith(name + "="):
-            return a.split("=", 1)[1]
-    return None
-def engine(suffix):
-    net = link("/proc/self/ns/net")
-    found = []
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        raw = rd("/proc/" + d + "/cmdline")
-        if not raw:
-            continue
-        argv = [a.decode("utf-8", "replace") for a in raw.split(b"\\0") if a]
-        c = " ".join(argv)
-        if any(m in c for m in MARKS) or not any(a in c for a in API):
-            continue
-        t = link("/proc/" + d + "/ns/net")
-        if t and net and t != net:
-            continue
-        uid = None
-        for line in (rd("/proc/" + d + "/status") or b"").decode("utf-8", "replace").splitlines():
-            if line.startswith("Uid:") and len(line.split()) == 5:
-                uid = int(line.split()[2])
-        if uid is None:
-            continue
-        port = flag(argv, "--port") or ("30000" if "sglang" in c else "8000")
-        host = flag(argv, "--host") or "127.0.0.1"
-        parts = host.split(".")
-        if len(parts) != 4 or not all(p.isdigit() for p in parts) or host == "0.0.0.0":
-            host = "127.0.0.1"
-        if not port.isdigit():
-            continue
-        found.append((int(d), uid, "http://%s:%s" % (host, port)))
-    if not found:
-        print("@@none")
-        sys.exit(0)
-    found, ambiguous = choose_engine(found, os.geteuid())
-    if ambiguous:
-        print("@@ambiguous " + "; ".join(
-            "pid %d uid %d %s" % f for f in sorted(ambiguous)[:8]))
-        sys.exit(0)
-    pids = sorted(f[0] for f in found)
-    print("@@pid %d %s" % (pids[0], found[0][2] + suffix))
-    print("@@pids " + ",".join(str(p) for p in pids))
-    sys.stdout.flush()
-    return found[0][2]
-import urllib.request as r
-class Here(r.HTTPRedirectHandler):
-    def redirect_request(self, *a):
-        return None
-fetch = r.build_opener(r.ProxyHandler({}), Here).open
-class Late(Exception):
-    pass
-def late(*a):
-    raise Late()
-"""
-)
-
-_METRICS_SCRIPT = (
-    _FINDER
-    + """
-import urllib.request as r
-base = engine("/metrics")
-signal.signal(signal.SIGALRM, late)
-signal.setitimer(signal.ITIMER_REAL, DEADLINE)
-try:
-    try:
-        body = fetch(base + "/metrics", timeout=DEADLINE).read(CAP)
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-    sys.stdout.write(body.decode("utf-8", "replace"))
-except Late:
-    print("@@late no complete page within %g s (the whole GET is bounded)" % DEADLINE)
-except Exception as e:
-    print("%s: %s" % (type(e).__name__, str(e)[:200]))
-print()
-print("@@end")
-""".replace("DEADLINE", str(FETCH_DEADLINE_S)).replace("CAP", str(MAX_BYTES))
-)
-
-ENGINE_METRICS_SHELL = "python3 -I -S -B -c " + shlex.quote(_METRICS_SCRIPT)
-
-# --active only (probes/core/sources.py engine_decode_probe): ONE streamed completion on the engine's
-# OpenAI-compatible endpoint while it is idle — load on a production server, refused when any request runs.
-DECODE_TOKENS = 256
-DECODE_PROMPT = "Count from one to one thousand in words, separated by commas:"
-_DECODE_SCRIPT = (
-    _FINDER
-    + """
-import json, urllib.request as r
-base, n = engine(""), int(sys.argv[1])
-def get(path):
-    signal.signal(signal.SIGALRM, late)
-    signal.setitimer(signal.ITIMER_REAL, 5)
-    try:
-        return fetch(base + path, timeout=5).read(4000000).decode("utf-8", "replace")
-    finally:
-        signal.setitimer(signal.ITIMER_REAL, 0)
-def running_now():
-    running = None
-    try:
-        for line in get("/metrics").splitlines():
-            if line.startswith(("vllm:num_requests_running", "sglang:num_running_reqs")):
-                running = (running or 0) + float(line.rsplit(None, 1)[1])
-    except Exception as e:
-        print("@@metrics-unreadable", type(e).__name__, str(e)[:200])
-    return running
-running = running_now()
-if running is None:
-    print("@@refused engine load unknown (no running-requests gauge on /metrics): nothing sent")
-    sys.exit(0)
-if 0 < running:
-    print("@@refused engine busy: %d running request(s): nothing sent" % running)
-    sys.exit(0)
-model = json.loads(get("/v1/models"))["data"][0]["id"]
-body = json.dumps({"model": model, "prompt": PROMPT, "max_tokens": n, "temperature": 0,
-                   "ignore_eos": True, "stream": True,
-                   "stream_options": {"include_usage": True}}).encode()
-req = r.Request(base + "/v1/completions", data=body, headers={"Content-Type": "application/json"})
-t0, times, usage, during = time.monotonic(), [], None, None
-with fetch(req, timeout=120) as resp:
-    for raw in resp:
-        line = raw.decode("utf-8", "replace").strip()
-        if not line.startswith("data:"):
-            continue
-        data = line[5:].strip()
-        if data == "[DONE]":
-            break
-        obj = json.loads(data)
-        if obj.get("usage"):
-            usage = obj["usage"].get("completion_tokens")
-        ch = obj.get("choices") or []
-        if ch and ch[0].get("text"):
-            times.append(time.monotonic())
-            if len(times) == 8:  # mid-stream: ours should be the only request running
-                during = running_now()
-if len(times) < 2:
-    print("@@failed fewer than two streamed chunks")
-    sys.exit(0)
-print("@@decode model=%s tokens=%d chunks=%d ttft_s=%.6f span_s=%.6f running_during=%s"
-      % (json.dumps(model), usage or len(times), len(times), times[0] - t0, times[-1] - times[0],
-         "?" if during is None else "%d" % during))
-""".replace("PROMPT", repr(DECODE_PROMPT))
-)
-
-DECODE_PROBE_SHELL = (
-    "python3 -I -S -B -c "
-    + shlex.quote(_DECODE_SCRIPT)
-    + f" {DECODE_TOKENS} 2>&1 | head -c 100000; echo; echo '@@end'"
-)
 
 
 @dataclass(frozen=True, slots=True)

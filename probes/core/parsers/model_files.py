@@ -14,39 +14,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from gpuaudit.probes.core.errors import ParseError
-from gpuaudit.probes.core.parsers.engine import (
-    AS_OWNER_SHELL,
-    scan_candidates,
-    skip_unless_candidate,
+from gpuaudit.probes.core.parsers.engine_lines import (  # declared apart (issue 30)
+    MODEL_FILES_SHELL as MODEL_FILES_SHELL,
 )
 from gpuaudit.probes.core.parsing import parse_once
-
-MODEL_FILES_SHELL = (
-    scan_candidates()
-    + "for d in /proc/[0-9]*; do "
-    + skip_unless_candidate(apps=False)
-    + "c=$(tr '\\0' '\\n' 2>/dev/null < $d/cmdline); case \"$c\" in *@@p*|*@@gpuaudit-*|*'export LC_ALL'*) continue;;"
-    " *sglang.launch_server*|*sglang.srt.entrypoints*|*sglang*serve*|*vllm.entrypoints*|*vllm*serve*) ;;"
-    " *) continue;; e"
-    'sac; m=$(printf \'%s\\n\' "$c" | awk \'f && !/^-/ { print; exit } f { f = 0 } $0 == "--model-path" || $0 == "--model" || $0 ='
-    '= "serve" { f = 1 } /^--model(-path)?=/ { sub(/^--model(-path)?=/, ""); print; exit }\'); [ -n "$m" ]'
-    " || continue; "
-    + AS_OWNER_SHELL
-    + 'echo "@@pid ${d#/proc/}"; echo "@@uid $u"; printf \'@@model %s\\n\' "$m"; case "$m" in /*) p=$m;; *) p=$(readlink $d/cwd 2>/dev/null)/$m;; es'
-    "ac; if [ ! -d \"$p\" ]; then h=$(tr '\\0' '\\n' 2>/dev/null < $d/environ | grep -m1 '^HF_HOME=' | cut -d"
-    '= -f2-); r=models--$(printf %s "$m" | sed \'s#/#--#g\'); for hub in "${h:-/nonexistent}/hub" /root/.ca'
-    "che/huggingface/hub /home/*/.cache/huggingface/hub; do "
-    # a hub of another user is not read for a root engine: rd reads as the engine's uid, and as root
-    # it would follow that user's symlinks (config.json -> a root-only file) into the report
-    'ho=$(stat -c %u "$hub" 2>/dev/null); [ "$ho" = 0 ] || [ "$ho" = "$u" ] || continue; '
-    's=$(ls -d "$hub/$r"/snapshots/* 2>/dev/null |'
-    ' head -n1); if [ -n "$s" ]; then p=$s; break; fi; done; fi; printf \'@@path %s\\n\' "$p"; for f in config.json h'
-    'f_quant_config.json; do if [ -f "$p/$f" ] && ! rd test -r "$p/$f"; then echo "unreadable as the engi'
-    'ne\'s user: $p/$f" 1>&2; elif [ -f "$p/$f" ]; then echo "@@file $f"; rd head -c 1048576 "$p/$f"; ech'
-    'o; fi; done; if [ -f "$p/model.safetensors.index.json" ] && rd test -r "$p/model.safetensors.index.js'
-    "on\"; then echo '@@file model.safetensors.index.json (head)'; rd head -c 4096 \"$p/model.safetensors."
-    "index.json\"; echo; fi; echo '@@end'; break; done"
-)
 
 
 @dataclass(frozen=True, slots=True)

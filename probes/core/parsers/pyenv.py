@@ -22,81 +22,17 @@ import json
 import re
 
 from gpuaudit.probes.core.errors import ParseError
-from gpuaudit.probes.core.parsers.engine import choice_source, embedded_lines
+from gpuaudit.probes.core.parsers.reader_lines import (  # the reader's command line, declared apart (issue 30)
+    PACKAGES as PACKAGES,
+)
+from gpuaudit.probes.core.parsers.reader_lines import (
+    PYENV_SHELL as PYENV_SHELL,
+)
+from gpuaudit.probes.core.parsers.reader_lines import (
+    READER as READER,
+)
 from gpuaudit.probes.core.parsing import parse_once
 from pydantic import BaseModel
-
-PACKAGES = (
-    "torch",
-    "triton",
-    "flashinfer-python",
-    "flashinfer-cubin",
-    "flashinfer-jit-cache",
-    "sglang",
-    "sgl-kernel",
-    "sglang-kernel",
-    "vllm",
-    "xformers",
-    "text-generation-server",
-    "nvidia-nccl-cu12",
-    "nvidia-nccl-cu13",
-    "nvidia-cuda-runtime-cu12",
-    "nvidia-cuda-runtime-cu13",
-    "nvidia-cuda-runtime",
-    "nvidia-cublas-cu12",
-    "nvidia-cublas-cu13",
-    "nvidia-cudnn-cu12",
-    "nvidia-cudnn-cu13",
-    "deep-gemm",
-    "flash-attn",
-)
-
-
-def _reader_source() -> str:
-    """pyenv_reader.py as embedded text: comments, one-line docstrings and blank lines dropped, the package
-    list filled in. It sits inside single quotes, so it must hold none (and pass the read-only lint)."""
-    pkgs = "(" + ", ".join(f'"{p}"' for p in PACKAGES) + ",)"
-    lines: list[str] = []
-    for line in embedded_lines("pyenv_reader.py"):
-        if line.startswith("from gpuaudit.probes.core.parsers.engine_choice import "):
-            lines.extend(choice_source())  # the one rule of which process is the engine (issue 29)
-            continue
-        lines.append(pkgs.join(line.split("()", 1)) if line.startswith("PACKAGES = ") else line)
-    text = (
-        "# @@pyenv (marker: the engine discovery skips its own probes)\n" + "\n".join(lines) + "\n"
-    )
-    if "'" in text:
-        raise AssertionError("pyenv_reader.py must not contain a single quote")
-    return text
-
-
-READER = _reader_source()
-
-# The environment is READ AS DATA by a stdlib-only reader (pyenv_reader.py) that the target's own python3
-# runs isolated (-I -S -B: no site-packages, .pth, sitecustomize, PYTHON* variables or bytecode). Nothing the
-# engine process names (argv[0], /proc/PID/exe) is executed: any local user can start a process that looks
-# like an engine (issue 29). As root the reader interpreter must be root-owned and not group/other-writable.
-# `{python}` (--python) names the interpreter whose environment is read; python3 = the running engine's.
-PYENV_SHELL = (
-    # the reader's interpreter: python3 on PATH, else the engine's own binary (/proc/PID/exe, already resolved)
-    'r=$(command -v python3); if [ -z "$r" ]; then for d in /proc/[0-9]*; do '
-    "c=$(tr '\\0' ' ' 2>/dev/null < $d/cmdline); case \"$c\" in *@@p*|*@@gpuaudit-*|*'export LC_ALL'*) continue;; "
-    "*sglang.launch_server*|*vllm.entrypoints*|*'vllm serve'*|*'sglang serve'*|*text-generation-server*) "
-    # only an interpreter: a look-alike's exe may be any root-owned binary (sh, perl) the user exec'd
-    'r=$(readlink $d/exe 2>/dev/null); case "${r##*/}" in python3|python3.[0-9]*) break;; esac; r=;; '
-    "esac; done; fi; "
-    '[ -n "$r" ] || { echo \'python3: command not found (the reader of the engine environment is a '
-    "stdlib-only python3 -I -S)' 1>&2; exit 127; }; "
-    # run the resolved file (a pyvenv.cfg beside a symlink would choose the stdlib); it, its folder and the
-    # folder above (where pyvenv.cfg is looked for) belong to root or to us and nobody else may write them
-    'r=$(readlink -f "$r"); for p in "$r" "${r%/*}" "${r%/*/*}"; do '
-    '[ -n "$(find "$p" -maxdepth 0 \\( -user 0 -o -user "$(id -u)" \\) ! -perm -020 ! -perm -002 '
-    '2>/dev/null)" ] || { echo "refused: ${p:-/} is not owned by root (or the audit user) or is writable by '
-    'others" 1>&2; exit 126; }; done; echo "@@reader $r"; "$r" -I -S -B -c \''
-    + READER
-    + "' {python}"
-)
-"""The command (id `pyenv`): the reader's `@@python` line and one JSON line, as `parse_pyenv_json` reads."""
 
 
 class PyEnv(BaseModel, frozen=True):
