@@ -83,7 +83,7 @@ mark("interpreter started")
 from gpuaudit.tui.cli import entry
 mark("entry imported (argparse)")
 from gpuaudit.tui.cli import commands  # what entry.main imports next; headless.py is left to the CLI itself
-mark("commands imported (targets, models, the request)")
+mark("commands imported (targets, the request: no pydantic)")
 real_early, real_headless = commands._early, commands._headless
 def _early(request):
     early = real_early(request)

@@ -44,6 +44,9 @@ ALLOWED_LAZY = {
     ("probes/core/run/runner.py", "gpuaudit.probes.core.judge.probe"),
     ("probes/catalogue.py", "gpuaudit.probes.core.judge.regression"),
     ("tui/cli/setup_options.py", "gpuaudit.probes.driver.expected"),
+    # parsing --host/--container and the early connect load no pydantic: the SSH handshakes begin ~0.1 s sooner,
+    # while the models load (TargetSpec.to_target builds the pydantic Target once an audit is bound; issue 30)
+    ("probes/core/collect/targets.py", "gpuaudit.probes.core.models"),
     # the one bridge to Textual, opened only when a screen is shown
     ("tui/cli/bridge.py", "gpuaudit.tui"),
     # the dashboard's first frame paints before the catalogue, the engine and the other screens load
@@ -99,7 +102,7 @@ def function_level_imports() -> list[tuple[str, str]]:
 
 def test_function_level_imports_are_few_and_each_has_its_reason():
     lazy = function_level_imports()
-    assert len(lazy) <= 14, lazy
+    assert len(lazy) <= 15, lazy
     assert set(lazy) <= ALLOWED_LAZY, set(lazy) - ALLOWED_LAZY
 
 

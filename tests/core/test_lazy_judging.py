@@ -143,3 +143,24 @@ def test_no_judging_module_loads_before_the_first_commands_leave():
     assert got["events"] == "AuditFinished"
     expected = {f"gpuaudit.probes.{p}.{h}" for p in PROBE_IDS for h in JUDGING_HALF}
     assert expected | {"gpuaudit.probes.core.judge.probe"} <= set(got["after"])
+
+
+EARLY_SCRIPT = r"""
+import json, sys
+from gpuaudit.tui.cli import commands, early_setup, entry  # noqa: F401
+from gpuaudit.probes.core.collect.targets import parse_container_spec, parse_host_spec
+
+host = parse_host_spec("auditor@127.0.0.1:2222")
+parse_container_spec("pct:101", host=host)
+print(json.dumps(sorted(m for m in sys.modules if m.split(".")[0] == "pydantic" or m.endswith("core.models"))))
+"""
+
+
+def test_the_early_connect_needs_no_pydantic():
+    """What runs before the SSH handshakes begin (the CLI's entry, the request, the targets' specs, the early
+    connect's own modules) loads no pydantic: the models (~0.09 s) load while the handshakes run (issue 30)."""
+    proc = subprocess.run(
+        [sys.executable, "-c", EARLY_SCRIPT], capture_output=True, text=True, timeout=60, cwd=ROOT
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    assert json.loads(proc.stdout.splitlines()[-1]) == []

@@ -14,12 +14,15 @@ from __future__ import annotations
 import asyncio
 import threading
 from collections.abc import Mapping
+from typing import TYPE_CHECKING
 
 from gpuaudit.probes.core.collect.links import transport_for
 from gpuaudit.probes.core.collect.ssh_transport import SshOptions, import_asyncssh
 from gpuaudit.probes.core.collect.targets import TargetSpec
 from gpuaudit.probes.core.collect.transport import Transport
-from gpuaudit.probes.core.models import Role
+
+if TYPE_CHECKING:
+    from gpuaudit.probes.core.models import Role
 
 PREFLIGHT_TIMEOUT_S = 15.0
 """The preflight's own timeout (run/runner.py PREFLIGHT): a target's login and worker start share it."""

@@ -6,10 +6,13 @@ import math
 import re
 import shlex
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from gpuaudit.probes.core.errors import UsageError
-from gpuaudit.probes.core.models import Role, Target
 from gpuaudit.probes.core.redact import without_userinfo
+
+if TYPE_CHECKING:
+    from gpuaudit.probes.core.models import Role, Target
 
 _HOSTNAME = r"[A-Za-z0-9_](?:[A-Za-z0-9_.-]{0,252})"
 _SSH_SPEC = re.compile(
@@ -73,7 +76,10 @@ class TargetSpec:
     """Container id/name for pct/lxc/docker (validated, still quoted when used)."""
 
     def to_target(self) -> Target:
-        """The serialisable Target model for snapshots and headers."""
+        """The serialisable Target model for snapshots and headers (pydantic loads here, when an audit is bound:
+        parsing --host/--container and the early connect load none of it, issue 30)."""
+        from gpuaudit.probes.core.models import Target
+
         kind = self.kind
         label = f"{self.role} ({self.raw})"
         return Target(role=self.role, spec=self.raw, kind=kind, label=label)  # type: ignore[arg-type]
