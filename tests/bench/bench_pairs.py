@@ -1,0 +1,70 @@
+"""Trees side by side on the CLI audit alone: wall and client CPU in interleaved pairs (not a test).
+
+    python tests/bench/bench_pairs.py --tree before=REV --tree after=. [--pairs 12] [--rc clean|heavy]
+
+bench_table.py without its floor, OpenSSH loop and xargs (a round there takes ~40 s and its xargs leaves the next
+round's load at 2-6): the same CLI audit (`gpuaudit-tui --json --host S --container S`, bench_table.cli_audit)
+against the same loopback sshd and stand-ins, each pair running the trees in alternating order. Prints each tree's
+medians and the median of the per-pair ratios (later tree / first tree), with the load average.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+from pathlib import Path
+
+BENCH = Path(__file__).resolve().parent
+sys.path.insert(0, str(BENCH.parent))
+sys.path.insert(0, str(BENCH))
+
+from bench_heavy_rc import HEAVY_RC, standin_sshd  # noqa: E402
+from bench_table import cli_audit  # noqa: E402
+from trees import parse_trees  # noqa: E402
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--tree", action="append", help="LABEL=REV_OR_DIR (trees.py); two or more")
+    ap.add_argument("--pairs", type=int, default=12)
+    ap.add_argument("--rc", choices=("clean", "heavy"), default="clean")
+    ap.add_argument("--timeout", type=float, default=8.0)
+    args = ap.parse_args(argv)
+    trees = parse_trees(args.tree)
+    work, home, server = standin_sshd("gpuaudit-pairs-", False, False)
+    (home / ".bashrc").write_text(HEAVY_RC if args.rc == "heavy" else "")
+    client_home = work / "home"
+    client_home.mkdir()
+    got: dict[str, list[tuple[float, float]]] = {label: [] for label in trees}
+    load_before = os.getloadavg()
+    try:
+        for i in range(args.pairs):
+            order = list(trees) if i % 2 == 0 else list(reversed(trees))
+            for label in order:
+                r = cli_audit(
+                    server, client_home, work / f"{i}-{label}.json", args.timeout, trees[label]
+                )
+                got[label].append((r["wall"], r["cpu"]))
+    finally:
+        server.stop()
+    first = next(iter(trees))
+    print(
+        f"{args.rc} rc, {args.pairs} pairs; load {load_before[0]:.1f} -> {os.getloadavg()[0]:.1f}"
+    )
+    for label, runs in got.items():
+        line = (
+            f"{label:>8}: wall {statistics.median(w for w, _ in runs):.3f} s, "
+            f"CPU {statistics.median(c for _, c in runs):.3f} s"
+        )
+        if label != first:
+            wall = statistics.median(b[0] / a[0] for a, b in zip(got[first], runs))
+            cpu = statistics.median(b[1] / a[1] for a, b in zip(got[first], runs))
+            line += f"  (per pair vs {first}: wall {wall:.3f}x, CPU {cpu:.3f}x)"
+        print(line + "  walls " + " ".join(f"{w:.2f}" for w, _ in runs))
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
