@@ -89,19 +89,30 @@ def test_worker_source_is_old_python_compatible_and_touches_nothing_but_its_chil
         if isinstance(n, ast.Attribute) and isinstance(n.value, ast.Name) and n.value.id == "os"
     }
     assert os_calls <= {"write", "read", "killpg", "listdir", "kill"}, os_calls
-    assert (
-        w.INTERPRETER == "python3 -I -B"
-    )  # no __pycache__ written, no user site or PYTHON* variables
+    # no __pycache__ written, no user site or PYTHON* variables, no site-packages or .pth code
+    assert w.INTERPRETER == "python3 -I -S -B"
+
+
+def test_the_worker_interpreter_runs_no_site_code():
+    """The worker's python3 imports no `site`: no site-packages on its path, no .pth file's code run (issue 30)."""
+    import shlex
+    import subprocess
+
+    probe = "import sys; print(sys.flags.no_site, 'site' in sys.modules, any('-packages' in p for p in sys.path))"
+    out = subprocess.run(
+        [*shlex.split(w.INTERPRETER), "-c", probe], capture_output=True, text=True, timeout=30
+    )
+    assert out.stdout.split() == ["1", "False", "False"], out
 
 
 def test_start_line_is_one_exec_and_the_container_scope_passes_stdin():
     line = w.start_line("ab" * 8)
     login = f"printf '%s\\n' @@gpuaudit-login-{'ab' * 8}@@; "  # the rc files are done (issue 29)
-    assert line.startswith(login + "exec python3 -I -B -c '") and line.endswith(
+    assert line.startswith(login + "exec python3 -I -S -B -c '") and line.endswith(
         f" {'ab' * 8} {w.IDLE_EXIT_S}"
     )
     assert w.start_line("t", "sudo -n pct exec 101 --").startswith(
-        "printf '%s\\n' @@gpuaudit-login-t@@; exec sudo -n pct exec 101 -- python3 -I -B -c "
+        "printf '%s\\n' @@gpuaudit-login-t@@; exec sudo -n pct exec 101 -- python3 -I -S -B -c "
     )
     assert w.session_prefix("docker exec sglang", sudo=False) == "docker exec -i sglang"
     assert w.session_prefix("lxc-attach -n ct --", sudo=True) == "sudo -n lxc-attach -n ct --"
@@ -361,7 +372,7 @@ async def test_a_container_scope_runs_its_commands_in_one_wrapper_call(tmp_path)
         await transport.aclose()
     assert [bytes(r.stdout) for r in raws] == [f"{n}\n".encode() for n in range(40)]
     assert calls.read_text() == "x\n" and all(r.executed == f"echo {n}" for n, r in enumerate(raws))
-    assert all(r.session and f"; exec {wrapper} -- python3 -I -B -c " in r.session for r in raws)
+    assert all(r.session and f"; exec {wrapper} -- python3 -I -S -B -c " in r.session for r in raws)
 
 
 async def test_a_session_that_dies_mid_command_is_replaced_and_the_command_runs_again(sleeps):

@@ -171,5 +171,5 @@ async def test_a_login_without_python3_falls_back_to_one_channel_per_command(ssh
         (r.command_id, r.error) for r in recs if r.error or r.stdout != f"n{r.command_id[3:]}\n"
     ] == []
     assert sessions_opened(server, before) >= 12 + 1  # the preflight and each command: the fallback
-    assert not any("python3 -I -B" in line for line in run.target_states["host"].executed)
+    assert not any("python3 -I -S -B" in line for line in run.target_states["host"].executed)
     shutil.rmtree(tmp_path, ignore_errors=True)

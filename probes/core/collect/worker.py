@@ -5,8 +5,8 @@ once per command.
 Pure: the program's source, the line that starts it, and the parser of what it sends back. The asyncio side is
 probes/core/collect/worker_transport.py.
 
-The program (Python 3.4+, standard library only, run as `python3 -I -B`: no user site, no PYTHON* variables, no
-__pycache__ written) reads one JSON request per line on stdin:
+The program (Python 3.4+, standard library only, run as `python3 -I -S -B`: no site-packages or .pth files, no
+user site, no PYTHON* variables, no __pycache__ written) reads one JSON request per line on stdin:
 
 * `{"i": ID, "c": LINE, "t": SECONDS, "m": BYTES}` runs LINE with `/bin/sh -c` in a new session (its own process
   group), stdin /dev/null, with the environment of the login that started the worker; with `"r": RANK, "n": N` it
@@ -249,8 +249,11 @@ finally:
         session(job["p"].pid)
 """
 
-INTERPRETER = "python3 -I -B"
-"""-I: no user site, no PYTHON* variables (the worker is standard library only); -B: no __pycache__ written."""
+INTERPRETER = "python3 -I -S -B"
+"""-I: no user site, no PYTHON* variables; -S: no `site`, so no site-packages on the path and no .pth file's code run
+(the worker is standard library only; a conda or pip-heavy interpreter's .pth files cost its start ~5-50 ms, on
+the path to the audit's first command, and would run code a target user may have installed; issue 30);
+-B: no __pycache__ written."""
 IDLE_EXIT_S = 30
 """A worker that hears nothing from its client for this long stops everything and exits."""
 KEEPALIVE_S = 10.0
