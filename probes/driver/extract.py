@@ -39,29 +39,9 @@ from gpuaudit.probes.core.parsers.nvidia_smi import (
 )
 from gpuaudit.probes.core.parsers.system import normalize_bdf
 from gpuaudit.probes.core.parsing import first_line, one_value
-from gpuaudit.probes.core.sources import use
 from gpuaudit.probes.core.spec import Outputs
 from gpuaudit.probes.driver.facts import DriverFacts, GpuState, HandleFailure
 
-COMMANDS = (
-    use(
-        "proc_driver_version",
-        "smi_table",
-        "smi_query_driver",
-        "uname_r",
-        "nvidia_lib_files",
-        "pci_nvidia_sysfs",
-    )
-    + use(
-        "smi_q_xml",
-        "modinfo_nvidia",
-        "dkms_status",
-        "dmesg_nvrm",
-        "persistenced_active",
-        "nvidia_modprobe_opts",
-    )
-    + use("nvcc_version")
-)
 SMI_SOURCES = ("smi_q_xml", "smi_query_driver", "smi_table")
 """Per-GPU state, machine-readable first."""
 QUERY_FIELDS = (

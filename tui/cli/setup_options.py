@@ -48,9 +48,8 @@ def selected_probes(request: AuditRequest) -> list:
 
 
 def with_expected_gpus(probe, expect: int):
-    if (
-        probe.id != "driver"
-    ):  # its row is the driver probe's; the others' judging halves stay unloaded (issue 30)
+    # the expectation is a row of the driver probe's; the others' judging halves stay unloaded (issue 30)
+    if probe.id != "driver":
         return probe
     from gpuaudit.probes.driver.expected import ID, expected_gpus_check
 

@@ -63,22 +63,31 @@ def skip_unless_candidate(apps: bool) -> str:
     return f'case "$cand" in ALL|*"$d/cmdline"*) ;; *) {other} esac; '
 
 
+def engine_loop(app_pid: str, limit: int) -> str:
+    """Shell: the engine scans' loop head (procs, status): for each process `d` that grep named or nvidia-smi
+    listed, `p` its pid and `c` its command line; our own shells (`@@p` markers) skipped; a process matches by
+    name or by a PID in `$apps` (`app_pid`: how one entry of it reads as a pid); `@@more` after `limit` of them."""
+    return (
+        scan_candidates()
+        + "n=0; for d in /proc/[0-9]*; do "
+        + skip_unless_candidate(apps=True)
+        + "p=${d#/proc/}; "
+        "c=$(tr '\\0' ' ' 2>/dev/null < $d/cmdline); [ -n \"$c\" ] || continue; "
+        "case \"$c\" in *@@p*|*@@gpuaudit-*|*'export LC_ALL'*) continue;; esac; hit=; "
+        f'case "$c" in {_NAME_CASE}) hit=1;; esac; '
+        f'for a in $apps; do [ "{app_pid}" = "$p" ] && hit=1; done; [ -n "$hit" ] || continue; '
+        f"n=$((n+1)); [ $n -le {limit} ] || {{ echo '@@more'; break; }}; "
+    )
+
+
 # Finds engine processes by name (SGLang/vLLM/TGI, including setproctitle'd workers) and by the PIDs
 # nvidia-smi reports (host side; inside a container nvidia-smi lists none). Our own shell, whose
 # command line contains a marker "@@p..." (this one, the pyenv one), is skipped. Read-only: only /proc reads and echo.
 ENGINE_PROCS_SHELL = (
     'echo "@@auditor $(id -u)"; '
     "apps=$(nvidia-smi --query-compute-apps=pid --format=csv,noheader 2>/dev/null | tr -d ' '); "
-    + scan_candidates()
-    + "n=0; for d in /proc/[0-9]*; do "
-    + skip_unless_candidate(apps=True)
-    + "p=${d#/proc/}; "
-    "c=$(tr '\\0' ' ' 2>/dev/null < $d/cmdline); [ -n \"$c\" ] || continue; "
-    "case \"$c\" in *@@p*|*@@gpuaudit-*|*'export LC_ALL'*) continue;; esac; hit=; "
-    f'case "$c" in {_NAME_CASE}) hit=1;; esac; '
-    'for a in $apps; do [ "$a" = "$p" ] && hit=1; done; [ -n "$hit" ] || continue; '
-    "n=$((n+1)); [ $n -le 32 ] || { echo '@@more'; break; }; "
-    'echo "@@pid $p"; echo "@@uid $(awk \'/^Uid:/ {print $3}\' $d/status 2>/dev/null)"; '
+    + engine_loop(app_pid="$a", limit=32)
+    + 'echo "@@pid $p"; echo "@@uid $(awk \'/^Uid:/ {print $3}\' $d/status 2>/dev/null)"; '
     "printf '@@exe %s\\n' \"$(readlink $d/exe 2>/dev/null | tr '\\n' ' ')\"; echo '@@cmdline'; "
     "tr '\\0' '\\n' 2>/dev/null < $d/cmdline; echo; echo '@@environ'; "
     "tr '\\0' '\\n' 2>/dev/null < $d/environ | grep -E '^("
@@ -114,16 +123,8 @@ ENGINE_STATUS_SHELL = (
     'echo "@@auditor $(id -u)"; '
     "apps=$(nvidia-smi --query-compute-apps=pid,gpu_uuid --format=csv,noheader 2>/dev/null | tr -d ' '); "
     'echo \'@@apps\'; for a in $apps; do echo "$a"; done; echo "@@online $(cat /sys/devices/system/cpu/online 2>/dev/null)"; '
-    + scan_candidates()
-    + "n=0; for d in /proc/[0-9]*; do "
-    + skip_unless_candidate(apps=True)
-    + "p=${d#/proc/}; "
-    "c=$(tr '\\0' ' ' 2>/dev/null < $d/cmdline); [ -n \"$c\" ] || continue; "
-    "case \"$c\" in *@@p*|*@@gpuaudit-*|*'export LC_ALL'*) continue;; esac; hit=; "
-    f'case "$c" in {_NAME_CASE}) hit=1;; esac; '
-    'for a in $apps; do [ "${a%%,*}" = "$p" ] && hit=1; done; [ -n "$hit" ] || continue; '
-    "n=$((n+1)); [ $n -le 64 ] || { echo '@@more'; break; }; "
-    "echo \"@@pid $p\"; echo \"@@uid $(awk '/^Uid:/ {print $3}' $d/status 2>/dev/null)\"; printf '@@cmd %s\\n' \"$(printf %s \"$c\" | tr '\\n' ' ' | cut -c1-160)\"; "
+    + engine_loop(app_pid="${a%%,*}", limit=64)
+    + "echo \"@@pid $p\"; echo \"@@uid $(awk '/^Uid:/ {print $3}' $d/status 2>/dev/null)\"; printf '@@cmd %s\\n' \"$(printf %s \"$c\" | tr '\\n' ' ' | cut -c1-160)\"; "
     "grep -E '^(Cpus_allowed_list|Mems_allowed_list|VmRSS|VmSwap|Threads):' $d/status 2>/dev/null; echo '@@numa'; "
     'awk \'{k=4; for(i=2;i<=NF;i++) if ($i ~ /^kernelpagesize_kB=/) {split($i,b,"="); k=b[2]} '
     'for(i=2;i<=NF;i++) if ($i ~ /^N[0-9]+=/) {split($i,a,"="); s[a[1]]+=a[2]*k}} END{for(x in s) print x, s[x]}\' '
