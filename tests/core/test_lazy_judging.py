@@ -18,6 +18,8 @@ from pathlib import Path
 
 import pytest
 from gpuaudit.probes.catalogue import REGISTRY
+from gpuaudit.probes.core.collect.schedule import launch_rank
+from gpuaudit.probes.core.run.runner import hang_prone_tool
 from gpuaudit.probes.core.declared import COMMANDS, TITLES
 from gpuaudit.probes.core.sources import use, with_presence
 from gpuaudit.probes.core.spec import Probe
@@ -164,3 +166,71 @@ def test_the_early_connect_needs_no_pydantic():
     )
     assert proc.returncode == 0, proc.stderr[-3000:]
     assert json.loads(proc.stdout.splitlines()[-1]) == []
+
+
+# A child: a host whose preflight answers late (a slow login) and a container that answers at once. The
+# container's first output must not start the judging imports while the host's answer is on its way: each step of
+# it would wait behind a module's import, and the host's commands (nvidia-smi -q, the slowest) with it.
+LATE_PREFLIGHT_SCRIPT = r"""
+import asyncio, json, sys
+from gpuaudit.tui.cli import commands, early_setup  # noqa: F401
+from gpuaudit.tui.cli import headless  # noqa: F401
+from gpuaudit.probes.catalogue import REGISTRY
+from gpuaudit.probes.core.collect.transport import LocalTransport, RawResult
+from gpuaudit.probes.core.models import Target
+from gpuaudit.probes.core.run.runner import Audit, TargetBinding
+
+def judging_loaded():
+    return "gpuaudit.probes.core.judge.probe" in sys.modules
+
+host_lines = []
+
+class Canned(LocalTransport):
+    def __init__(self, role, preflight_s):
+        super().__init__()
+        self.role, self.preflight_s = role, preflight_s
+
+    async def run(self, line, **kw):
+        preflight = "id -u" in line
+        if self.role == "host" and not preflight:
+            host_lines.append((judging_loaded(), line))
+        await asyncio.sleep(self.preflight_s if preflight else 0.05)
+        mark = (kw["marker"] + "\n").encode() if kw.get("marker") else b""
+        out = b"0\ntimeout=yes\n" + self.role.encode() + b"\n" if preflight else b""
+        return RawResult(exit_status=0, stdout=mark + out, stderr=mark)
+
+async def main():
+    bindings = [
+        TargetBinding(Target(role=role, spec="local", kind="local", label=role), Canned(role, delay))
+        for role, delay in (("host", 0.6), ("container", 0.0))
+    ]
+    audit = Audit(bindings, list(REGISTRY))
+    events = [type(e).__name__ async for e in audit.events()]
+    await audit.aclose()
+    return events
+
+events = asyncio.run(main())
+print(json.dumps({"host_lines": host_lines, "last": events[-1], "after": judging_loaded()}))
+"""
+
+
+def test_the_judging_imports_wait_for_every_targets_preflight():
+    proc = subprocess.run(
+        [sys.executable, "-c", LATE_PREFLIGHT_SCRIPT],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        cwd=ROOT,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    got = json.loads(proc.stdout.splitlines()[-1])
+    host_lines = got["host_lines"]
+    assert len(host_lines) > 20, host_lines
+    late = [line for loaded, line in host_lines if loaded]
+    # the host's commands left before the imports began (on the old tree they began at the container's first
+    # output, 0.55 s before the host's preflight answered, and all 73 host commands left after); the few that
+    # leave later waited by design for a slot of their hang-prone tool (nvidia-smi), freed as others end
+    assert all(hang_prone_tool(line) for line in late), late
+    assert len(late) <= len(host_lines) // 4, f"{len(late)} of {len(host_lines)} left after"
+    assert not any(loaded for loaded, line in host_lines if launch_rank(line) == 0)
+    assert got["last"] == "AuditFinished" and got["after"]

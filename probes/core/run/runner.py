@@ -177,6 +177,12 @@ def judging() -> Callable[..., ProbeResult]:
     return judge_probe
 
 
+DISPATCH_TURNS = 8
+"""Loop turns from a target's preflight answer until its commands are written to the channel: the probes' command
+coroutines resume, wait their launch rank (collect/schedule.py: up to 2 turns), start their fetches, and the
+session writes the burst (worker_transport's outbox); counted with margin."""
+
+
 class Audit:
     """Runs probes over targets; `events()` streams what happens. Connections stay open for re-runs."""
 
@@ -339,6 +345,13 @@ class Audit:
         they delayed every command; at each probe's own end they would follow the slowest command, which every
         probe waits for (issue 30). A probe whose data comes first loads its own (`_run_probe`)."""
         await self._first_output.wait()
+        # ...and every target has answered its preflight (or failed), like the outputs' preload (tui/cli/headless.py):
+        # a preflight answer still on its way takes a loop turn per step, each one behind a module's import here,
+        # and that target's commands, its slowest among them, left ~0.2 s late (issue 30)
+        if self._connect_tasks:
+            await asyncio.wait(list(self._connect_tasks.values()))
+        for _ in range(DISPATCH_TURNS):  # the commands those answers release leave first
+            await asyncio.sleep(0)
         try:
             judging()  # the framework first: the checks, the parsers
 
