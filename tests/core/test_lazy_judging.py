@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 from gpuaudit.probes.catalogue import REGISTRY
 from gpuaudit.probes.core.collect.schedule import launch_rank
-from gpuaudit.probes.core.run.runner import hang_prone_tool
 from gpuaudit.probes.core.declared import COMMANDS, TITLES
+from gpuaudit.probes.core.run.runner import hang_prone_tool
 from gpuaudit.probes.core.sources import use, with_presence
 from gpuaudit.probes.core.spec import Probe
 from gpuaudit.probes.ids import PROBE_IDS
