@@ -1,11 +1,13 @@
 """Trees side by side on the CLI audit alone: wall and client CPU in interleaved pairs (not a test).
 
-    python tests/bench/bench_pairs.py --tree before=REV --tree after=. [--pairs 12] [--rc clean|heavy]
+    python tests/bench/bench_pairs.py --tree before=REV --tree after=. [--pairs 12] [--rc clean|heavy] [--rtt MS]
 
 bench_table.py without its floor, OpenSSH loop and xargs (a round there takes ~40 s and its xargs leaves the next
 round's load at 2-6): the same CLI audit (`gpuaudit-tui --json --host S --container S`, bench_table.cli_audit)
 against the same loopback sshd and stand-ins, each pair running the trees in alternating order. Prints each tree's
-medians and the median of the per-pair ratios (later tree / first tree), with the load average.
+medians and the median of the per-pair ratios (later tree / first tree), with the load average. `--rtt MS`: the
+client reaches sshd through bench_fleet_latency's delay relay (every handshake step, channel request and output
+waits a real round trip; this kernel has no `sch_netem`), as bench_table.py's `--rtt`.
 """
 
 from __future__ import annotations
@@ -20,8 +22,10 @@ BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH.parent))
 sys.path.insert(0, str(BENCH))
 
+from bench_fleet_latency import start_relay  # noqa: E402
 from bench_heavy_rc import HEAVY_RC, standin_sshd  # noqa: E402
-from bench_table import cli_audit  # noqa: E402
+from bench_table import Relayed, cli_audit  # noqa: E402
+from sshd_server import free_port  # noqa: E402
 from trees import parse_trees  # noqa: E402
 
 
@@ -31,12 +35,19 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--pairs", type=int, default=12)
     ap.add_argument("--rc", choices=("clean", "heavy"), default="clean")
     ap.add_argument("--timeout", type=float, default=8.0)
+    ap.add_argument("--rtt", type=float, default=0.0, help="round trip in ms through a delay relay")
     args = ap.parse_args(argv)
     trees = parse_trees(args.tree)
     work, home, server = standin_sshd("gpuaudit-pairs-", False, False)
     (home / ".bashrc").write_text(HEAVY_RC if args.rc == "heavy" else "")
     client_home = work / "home"
     client_home.mkdir()
+    relay = None
+    target = server
+    if args.rtt > 0:
+        port = free_port()
+        relay = start_relay(args.rtt / 2000, [(port, server.port)])
+        target = Relayed(server, port, work)
     got: dict[str, list[tuple[float, float]]] = {label: [] for label in trees}
     load_before = os.getloadavg()
     try:
@@ -44,14 +55,17 @@ def main(argv: list[str] | None = None) -> int:
             order = list(trees) if i % 2 == 0 else list(reversed(trees))
             for label in order:
                 r = cli_audit(
-                    server, client_home, work / f"{i}-{label}.json", args.timeout, trees[label]
+                    target, client_home, work / f"{i}-{label}.json", args.timeout, trees[label]
                 )
                 got[label].append((r["wall"], r["cpu"]))
     finally:
+        if relay is not None:
+            relay.kill()
+            relay.wait()
         server.stop()
     first = next(iter(trees))
     print(
-        f"{args.rc} rc, {args.pairs} pairs; load {load_before[0]:.1f} -> {os.getloadavg()[0]:.1f}"
+        f"{args.rc} rc, RTT {args.rtt:g} ms, {args.pairs} pairs; load {load_before[0]:.1f} -> {os.getloadavg()[0]:.1f}"
     )
     for label, runs in got.items():
         line = (
