@@ -7,6 +7,7 @@ of that host keep running instead of each waiting out the timeout behind hung nv
 from __future__ import annotations
 
 import asyncio
+import time
 
 from gpuaudit.probes.core.collect.pool import PooledTransport
 from gpuaudit.probes.core.collect.ssh_transport import SshOptions, SshTransport
@@ -103,6 +104,48 @@ def test_two_long_scans_leave_every_query_slot_to_the_queries() -> None:
 
     asyncio.run(run())
     assert transport.peak == {"scan": 2, "query": 8}
+
+
+class _Calls(SessionTransport):
+    """A login session on this machine (a local worker, as over SSH), noting when the runner asks for each line."""
+
+    def __init__(self) -> None:
+        super().__init__(LocalTransport(), host_sessions=True)
+        self.asked: dict[str, float] = {}
+
+    async def run(self, line, **kw):
+        self.asked.setdefault(kw["command_id"], time.monotonic())
+        return await super().run(line, **kw)
+
+
+def test_a_login_sessions_worker_keeps_the_tools_cap_and_the_runner_asks_at_once(tmp_path) -> None:
+    """Twelve 0.3 s nvidia-smi queries on a target alone on its login session: the runner hands all twelve over
+    at once and the worker runs eight, the next one as soon as one ends (with the runner's slots the last four were
+    asked for a wave later, each wave a round trip through the client: issue 30)."""
+    log = tmp_path / "log"
+    queries = [
+        Command(
+            f"q{i}", f": nvidia-smi --query {i}; echo start >> {log}; sleep 0.3; echo end >> {log}"
+        )
+        for i in range(12)
+    ]
+    transport = _Calls()
+    target = Target(role="host", spec="local", kind="local", label="host")
+    audit = Audit([TargetBinding(target, transport)], [_probe("p", *queries)], AuditOptions())
+
+    async def run() -> None:
+        async for _ in audit.events():
+            pass
+        await audit.aclose()
+
+    asyncio.run(run())
+    asked = [transport.asked[f"q{i}"] for i in range(12)]
+    assert max(asked) - min(asked) < 0.2, [round(t - min(asked), 2) for t in asked]
+    running = peak = 0
+    for line in log.read_text().split():
+        running += 1 if line == "start" else -1
+        peak = max(peak, running)
+    assert peak == hang_prone_slots(transport) == HANG_PRONE_PARALLEL
 
 
 def _probe(pid: str, *commands: Command) -> Probe:

@@ -707,6 +707,51 @@ def test_queued_requests_start_lowest_rank_first_then_in_arrival_order():
     }
 
 
+def test_a_pool_caps_its_calls_in_the_queue_and_the_others_pass_them(tmp_path):
+    # a hang-prone tool's calls (pool "tool", cap 2): never more than two at once, the next one starts as one
+    # ends (in the worker, not a round trip later), and a command of no pool queued behind them starts meanwhile
+    log = tmp_path / "log"
+    call = f"echo start >> {log}; sleep 0.3; echo end >> {log}"
+    worker = RawWorker()
+    try:
+        worker.send(
+            b"".join(
+                w.request(i, call, 5, 100, rank=0, parallel=8, pool=("tool", 2))
+                for i in range(1, 6)
+            )
+            + w.request(6, "echo other", 5, 100, rank=2, parallel=8)
+        )
+        t0 = time.monotonic()
+        frames = worker.until_ends(6)
+        took = time.monotonic() - t0
+    finally:
+        worker.close()
+    ends = [f.cmd_id for f in frames if f.kind == "X"]
+    assert ends[0] == 6  # not held behind the pool's queue
+    assert sorted(ends[1:]) == [1, 2, 3, 4, 5]
+    running = peak = 0
+    for line in log.read_text().split():
+        running += 1 if line == "start" else -1
+        peak = max(peak, running)
+    assert peak == 2
+    assert 0.85 < took < 2.0, took  # three waves of 0.3 s, each started as the last ended
+
+
+def test_a_request_with_a_pool_still_obeys_the_queues_limit_and_rank():
+    worker = RawWorker()
+    try:
+        worker.send(w.request(1, "sleep 0.3", 5, 100, rank=2, parallel=1))
+        time.sleep(0.1)
+        worker.send(
+            w.request(2, "echo a", 5, 100, rank=2, parallel=1, pool=("tool", 4))
+            + w.request(3, "echo b", 5, 100, rank=0, parallel=1, pool=("tool", 4))
+        )
+        frames = worker.until_ends(3)
+    finally:
+        worker.close()
+    assert [f.cmd_id for f in frames if f.kind == "X"] == [1, 3, 2]
+
+
 def test_a_kill_of_a_queued_command_answers_and_it_never_runs(sleeps, tmp_path):
     tag = sleeps(4879)
     witness = tmp_path / "ran"

@@ -12,7 +12,10 @@ user site, no PYTHON* variables, no __pycache__ written) reads one JSON request 
   group), stdin /dev/null, with the environment of the login that started the worker; with `"r": RANK, "n": N` it
   waits in the worker's queue while N commands run, and the lowest RANK waiting starts first whenever one ends
   (then in arrival order): the client sends a host's requests in a few writes instead of one per freed slot, and
-  the next command starts without a round trip (issue 30);
+  the next command starts without a round trip (issue 30); with `"g": POOL, "gn": CAP` as well it also waits
+  while CAP commands of that pool run (a hang-prone tool's calls: `nvidia-smi`), and the commands behind it in
+  the queue that are not of that pool start meanwhile: the tool's next call starts the moment one ends, not a
+  round trip later when the client hears of it (issue 30: one round trip per wave of calls);
 * `{"k": ID}` stops that command's whole process group (TERM, KILL 0.3 s later); a command still in the queue
   leaves it, never started, and its end frame says `"queued": true`. `{"k": ID, "h": 1}` also holds the queue: no
   queued command starts until `{"u": ID}` (the client's hung-tool gate acts before the freed slot is taken, see
@@ -117,7 +120,7 @@ def start(req):
         return
     job = {"i": i, "p": p, "cap": int(req.get("m", 8 << 20)), "n": {"O": 0, "E": 0}, "open": 2, "trunc": False,
            "why": None, "term": None, "end": time.monotonic() + float(req.get("t", 60)), "exit": None,
-           "t0": t0, "q": "n" in req}
+           "t0": t0, "q": "n" in req, "g": req.get("g")}
     jobs[i] = job
     for f, k in ((p.stdout, "O"), (p.stderr, "E")):
         fds[f.fileno()] = (job, k, f)
@@ -152,8 +155,16 @@ def finish(job):
     frame(job["i"], "X", json.dumps({"rc": job["p"].returncode, "trunc": job["trunc"], "why": job["why"],
                                      "run_s": round(run, 4)}).encode())
 def launch():
+    kept = []
     while queue and not holds and len(jobs) < int(queue[0][2]["n"]):
-        start(heapq.heappop(queue)[2])
+        e = heapq.heappop(queue)
+        g = e[2].get("g")
+        if g is not None and sum(1 for j in jobs.values() if j["g"] == g) >= int(e[2]["gn"]):
+            kept.append(e)
+        else:
+            start(e[2])
+    for e in kept:
+        heapq.heappush(queue, e)
 def unqueue(i):
     for e in queue:
         if int(e[2]["i"]) == i:
@@ -302,9 +313,11 @@ def request(
     *,
     rank: int | None = None,
     parallel: int | None = None,
+    pool: tuple[str, int] | None = None,
 ) -> bytes:
     """A command for the worker; with `parallel`, it waits in the worker's queue while that many run (lowest
-    `rank` first, then in arrival order), else it starts at once."""
+    `rank` first, then in arrival order), else it starts at once; with `pool` (name, cap) too, also while cap
+    commands of that pool run."""
     body: dict[str, object] = {
         "i": cmd_id,
         "c": line,
@@ -313,6 +326,8 @@ def request(
     }
     if parallel is not None:
         body.update(r=rank or 0, n=parallel)
+        if pool is not None:
+            body.update(g=pool[0], gn=pool[1])
     return (json.dumps(body, separators=(",", ":")) + "\n").encode()
 
 

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
 
-from gpuaudit.probes.core.collect.schedule import queue_rank
+from gpuaudit.probes.core.collect.schedule import RankedSlots, launch_rank, queue_rank
 from gpuaudit.probes.core.collect.transport import (
     Gate,
     MarkedCap,
@@ -342,10 +342,11 @@ class WorkerSession:
         rank: int = 0,
         parallel: int | None = None,
         gate: Gate | None = None,
+        pool: tuple[str, int] | None = None,
     ) -> RawResult:
         """Run one line; the deadline counts from the line's start marker (the command itself), the duration is
         the worker's own measure of the run (its end frame's `run_s`). `parallel`: the worker runs at most that
-        many at once and queues the rest, lowest `rank` first; before its marker a command may wait START_WAIT_S
+        many at once and queues the rest, lowest `rank` first (with `pool`, name and cap: at most cap of that pool); before its marker a command may wait START_WAIT_S
         (or its timeout + the backstop, if longer) from its request or from the last end of another command of
         this session (it waits in the queue). `gate`: asked again while it waits in the queue whenever another
         command of the session timed out (a hung tool's queued calls are never started, `regate`)."""
@@ -368,7 +369,9 @@ class WorkerSession:
             else max(START_WAIT_S, timeout_s + BACKSTOP_S + KILL_WAIT_S)
         )
         try:
-            body = request(cmd_id, line, timeout_s, max_bytes, rank=rank, parallel=parallel)
+            body = request(
+                cmd_id, line, timeout_s, max_bytes, rank=rank, parallel=parallel, pool=pool
+            )
             if not self._send(body, batch=True):
                 return not_run(f"session ended: {self.dead}")
             while not job.done and not job.overflow:
@@ -565,6 +568,8 @@ class SessionTransport(TransportBase):
         self._prestarts: set[asyncio.Future[WorkerSession | None]] = set()
         self._begun: asyncio.Future[None] | None = None
         """The connect `begin()` started, until `connect()` takes its outcome."""
+        self._pool_slots: dict[str, RankedSlots] = {}
+        """A hang-prone tool's slots where its calls run one channel each (no worker enforces them there)."""
 
     @property
     def lost(self) -> bool:
@@ -678,7 +683,11 @@ class SessionTransport(TransportBase):
         gate: Gate | None = None,
         marker: str | None = None,
         session: SessionLine | None = None,
+        pool: tuple[str, int] | None = None,
     ) -> RawResult:
+        """`pool` (name, cap): a hang-prone tool's call, at most cap of them at once (run/runner.py tool_slot):
+        the worker enforces it in its queue, so the tool's next call starts as one ends, without a round trip;
+        on one channel per command (no worker here) this transport does, in slots of its own."""
         scope, inner_line = (session.scope, session.line) if session is not None else ("", line)
         interrupted: RawResult | None = None
         for _ in range(MAX_STARTS):
@@ -696,6 +705,7 @@ class SessionTransport(TransportBase):
                 rank=queue_rank(inner_line),
                 parallel=self._channels,
                 gate=gate,
+                pool=pool,
             )
             # a hung tool: the other scopes' queued calls are asked again too (one driver)
             if raw.timed_out:
@@ -718,14 +728,22 @@ class SessionTransport(TransportBase):
                 return not_run(why)
             interrupted.error = why  # it ran partly: what it printed is kept, it has no exit status
             return interrupted
-        raw = await self.inner.run(
-            line,
-            command_id=command_id,
-            timeout_s=timeout_s,
-            max_bytes=max_bytes,
-            gate=gate,
-            marker=marker,
-        )
+        slots = None
+        if pool is not None:
+            slots = self._pool_slots.setdefault(pool[0], RankedSlots(pool[1]))
+            await slots.acquire(launch_rank(line))
+        try:
+            raw = await self.inner.run(
+                line,
+                command_id=command_id,
+                timeout_s=timeout_s,
+                max_bytes=max_bytes,
+                gate=gate,
+                marker=marker,
+            )
+        finally:
+            if slots is not None:
+                slots.release()
         raw.executed = line
         return raw
 

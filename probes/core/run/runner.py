@@ -546,6 +546,19 @@ class Audit:
             return f"{tool} hung in {hung[1]} (not started: it would wait out its timeout too)"
         return None
 
+    def _pools_on_target(self, role: Role) -> bool:
+        """Whether this target's transport keeps a hang-prone tool's cap itself (collect/worker_transport.py: the
+        worker queues the calls beyond it and starts the next as one ends, without the round trip through here).
+        Only for a target alone on its transport: a container entered through its host shares the host's driver,
+        and one cap over two sessions' queues is kept here, in the runner's slots."""
+        binding = self.bindings[role]
+        return (
+            binding.transport.runs_sessions
+            and binding.via is None
+            and binding.wrap_prefix is None
+            and not any(b.via == role for b in self.bindings.values())
+        )
+
     def _marker_for(self, binding: TargetBinding) -> str | None:
         """The start marker for lines that really run somewhere (a resume's live part included); recordings get none,
         so a replayed or rebuilt snapshot keeps the same executed lines."""
@@ -604,9 +617,13 @@ class Audit:
         elif binding.transport.executes_lines:
             tool = hang_prone_tool(line)
             slots = None
+            kw = dict(extra or {})
             if tool:
                 pool, capacity = tool_slot(binding.transport, line, tool)
-                slots = self._tool_slots.setdefault((gate_role, pool), RankedSlots(capacity))
+                if self._pools_on_target(role):  # the worker's queue keeps the cap
+                    kw["pool"] = (pool, capacity)
+                else:
+                    slots = self._tool_slots.setdefault((gate_role, pool), RankedSlots(capacity))
             if slots is not None:  # a freed slot goes to the slowest call waiting (-q dumps first)
                 await slots.acquire(launch_rank(line))
             try:
@@ -617,7 +634,7 @@ class Audit:
                     max_bytes=room,
                     gate=lambda: self._gate(gate_role, line),
                     marker=self._marker_for(binding),
-                    **(extra or {}),
+                    **kw,
                 )
             finally:
                 if slots is not None:
