@@ -346,10 +346,11 @@ class WorkerSession:
     ) -> RawResult:
         """Run one line; the deadline counts from the line's start marker (the command itself), the duration is
         the worker's own measure of the run (its end frame's `run_s`). `parallel`: the worker runs at most that
-        many at once and queues the rest, lowest `rank` first (with `pool`, name and cap: at most cap of that pool); before its marker a command may wait START_WAIT_S
-        (or its timeout + the backstop, if longer) from its request or from the last end of another command of
-        this session (it waits in the queue). `gate`: asked again while it waits in the queue whenever another
-        command of the session timed out (a hung tool's queued calls are never started, `regate`)."""
+        many at once and queues the rest, lowest `rank` first (`pool`, name and cap: and at most cap of that
+        pool); before its marker a command may wait START_WAIT_S (or its timeout + the backstop, if longer) from
+        its request or from the last end of another command of this session (it waits in the queue). `gate`:
+        asked again while it waits in the queue whenever another command of the session timed out (a hung tool's
+        queued calls are never started, `regate`)."""
         if self.dead:
             return not_run(f"session ended: {self.dead}")
         cmd_id = self._next
