@@ -7,7 +7,9 @@ round's load at 2-6): the same CLI audit (`gpuaudit-tui --json --host S --contai
 against the same loopback sshd and stand-ins, each pair running the trees in alternating order. Prints each tree's
 medians and the median of the per-pair ratios (later tree / first tree), with the load average. `--rtt MS`: the
 client reaches sshd through bench_fleet_latency's delay relay (every handshake step, channel request and output
-waits a real round trip; this kernel has no `sch_netem`), as bench_table.py's `--rtt`.
+waits a real round trip; this kernel has no `sch_netem`), as bench_table.py's `--rtt`. `--pct`: the container is
+`pct:101`, entered through the host's login by bench_heavy_rc.py's stand-in `pct` (~0.4 s of CPU a call, like
+Proxmox's Perl program), the case study's layout.
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ sys.path.insert(0, str(BENCH.parent))
 sys.path.insert(0, str(BENCH))
 
 from bench_fleet_latency import start_relay  # noqa: E402
-from bench_heavy_rc import HEAVY_RC, standin_sshd  # noqa: E402
+from bench_heavy_rc import HEAVY_RC, PCT_STANDIN, standin_sshd  # noqa: E402
 from bench_table import Relayed, cli_audit  # noqa: E402
 from sshd_server import free_port  # noqa: E402
 from trees import parse_trees  # noqa: E402
@@ -36,10 +38,15 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rc", choices=("clean", "heavy"), default="clean")
     ap.add_argument("--timeout", type=float, default=8.0)
     ap.add_argument("--rtt", type=float, default=0.0, help="round trip in ms through a delay relay")
+    ap.add_argument("--pct", action="store_true", help="the container as pct:101 (stand-in pct)")
     args = ap.parse_args(argv)
     trees = parse_trees(args.tree)
     work, home, server = standin_sshd("gpuaudit-pairs-", False, False)
     (home / ".bashrc").write_text(HEAVY_RC if args.rc == "heavy" else "")
+    if args.pct:
+        pct = work / "standins" / "pct"
+        pct.write_text(PCT_STANDIN)
+        pct.chmod(0o755)
     client_home = work / "home"
     client_home.mkdir()
     relay = None
@@ -55,7 +62,12 @@ def main(argv: list[str] | None = None) -> int:
             order = list(trees) if i % 2 == 0 else list(reversed(trees))
             for label in order:
                 r = cli_audit(
-                    target, client_home, work / f"{i}-{label}.json", args.timeout, trees[label]
+                    target,
+                    client_home,
+                    work / f"{i}-{label}.json",
+                    args.timeout,
+                    trees[label],
+                    container="pct:101" if args.pct else None,
                 )
                 got[label].append((r["wall"], r["cpu"]))
     finally:
@@ -65,7 +77,7 @@ def main(argv: list[str] | None = None) -> int:
         server.stop()
     first = next(iter(trees))
     print(
-        f"{args.rc} rc, RTT {args.rtt:g} ms, {args.pairs} pairs; load {load_before[0]:.1f} -> {os.getloadavg()[0]:.1f}"
+        f"{args.rc} rc{', pct:101' if args.pct else ''}, RTT {args.rtt:g} ms, {args.pairs} pairs; load {load_before[0]:.1f} -> {os.getloadavg()[0]:.1f}"
     )
     for label, runs in got.items():
         line = (

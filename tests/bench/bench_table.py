@@ -53,7 +53,16 @@ from sshd_server import free_port  # noqa: E402
 from trees import env_for, parse_trees  # noqa: E402
 
 
-def cli_audit(server, home: Path, out: Path, timeout_s: float, tree: Path | None = None) -> dict:
+def cli_audit(
+    server,
+    home: Path,
+    out: Path,
+    timeout_s: float,
+    tree: Path | None = None,
+    container: str | None = None,
+) -> dict:
+    """The CLI audit of `server` as host and, by default, as container too (`container`: another spec, such as
+    `pct:101` through the stand-in pct)."""
     stats = home / "child-stats"
     env = env_for(tree, dict(os.environ, HOME=str(home)))
     env.pop("SSH_AUTH_SOCK", None)
@@ -75,7 +84,7 @@ def cli_audit(server, home: Path, out: Path, timeout_s: float, tree: Path | None
             "--host",
             server.spec,
             "--container",
-            server.spec,
+            container or server.spec,
             *server.cli_args(),
         ],
         cwd=ROOT,
