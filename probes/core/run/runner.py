@@ -458,6 +458,7 @@ class Audit:
                         command.id,
                         timeout_s,
                         self._session_kw(role, shell, timeout_s if info.inner_timeout else None),
+                        shell=shell,
                     )
                 )
                 cache[key] = task
@@ -596,9 +597,15 @@ class Audit:
         command_id: str,
         timeout_s: float,
         extra: dict[str, Any] | None = None,
+        *,
+        shell: str | None = None,
     ) -> tuple[RawResult, str, str]:
-        """Run one line and turn its bytes into redacted text; the bytes are dropped so only the text stays alive."""
+        """Run one line and turn its bytes into redacted text; the bytes are dropped so only the text stays alive.
+        `shell`: the declared command the line runs, which says what it is (a hang-prone tool's call, a process
+        scan, how slow); the line around it may say otherwise: a container wrapper's guard walks /proc/[0-9]*
+        itself, and read as a process scan every call through `pct exec` waited in the scans' two slots."""
         gate_role = binding.via or role
+        what = shell if shell is not None else line
         if self._budget_left <= 0:
             raw = RawResult(
                 exit_status=None,
@@ -615,17 +622,17 @@ class Audit:
         if reason:
             raw = RawResult(exit_status=None, error=f"not run: {reason}", not_started=True)
         elif binding.transport.executes_lines:
-            tool = hang_prone_tool(line)
+            tool = hang_prone_tool(what)
             slots = None
             kw = dict(extra or {})
             if tool:
-                pool, capacity = tool_slot(binding.transport, line, tool)
+                pool, capacity = tool_slot(binding.transport, what, tool)
                 if self._pools_on_target(role):  # the worker's queue keeps the cap
                     kw["pool"] = (pool, capacity)
                 else:
                     slots = self._tool_slots.setdefault((gate_role, pool), RankedSlots(capacity))
             if slots is not None:  # a freed slot goes to the slowest call waiting (-q dumps first)
-                await slots.acquire(launch_rank(line))
+                await slots.acquire(launch_rank(what))
             try:
                 raw = await binding.transport.run(
                     line,
@@ -662,7 +669,7 @@ class Audit:
             )
         # no await between the transport's return and this note: a worker session holds its queue after a timeout
         # and asks the queued commands' gates again on the next loop turn (worker_transport.WorkerSession._release)
-        tool = hang_prone_tool(line)
+        tool = hang_prone_tool(what)
         if raw.timed_out and tool and gate_role not in self._hung:
             self._hung[gate_role] = (tool, command_id)
         if (
