@@ -170,13 +170,13 @@ class _Calls(SessionTransport):
 
 
 def test_a_login_sessions_worker_keeps_the_tools_cap_and_the_runner_asks_at_once(tmp_path) -> None:
-    """Twelve 0.3 s nvidia-smi queries on a target alone on its login session: the runner hands all twelve over
+    """Twelve 0.5 s nvidia-smi queries on a target alone on its login session: the runner hands all twelve over
     at once and the worker runs eight, the next one as soon as one ends (with the runner's slots the last four were
     asked for a wave later, each wave a round trip through the client: issue 30)."""
     log = tmp_path / "log"
     queries = [
         Command(
-            f"q{i}", f": nvidia-smi --query {i}; echo start >> {log}; sleep 0.3; echo end >> {log}"
+            f"q{i}", f": nvidia-smi --query {i}; echo start >> {log}; sleep 0.5; echo end >> {log}"
         )
         for i in range(12)
     ]
@@ -191,7 +191,7 @@ def test_a_login_sessions_worker_keeps_the_tools_cap_and_the_runner_asks_at_once
 
     asyncio.run(run())
     asked = [transport.asked[f"q{i}"] for i in range(12)]
-    assert max(asked) - min(asked) < 0.2, [round(t - min(asked), 2) for t in asked]
+    assert max(asked) - min(asked) < 0.35, [round(t - min(asked), 2) for t in asked]
     running = peak = 0
     for line in log.read_text().split():
         running += 1 if line == "start" else -1

@@ -12,6 +12,8 @@ from __future__ import annotations
 import asyncio
 import heapq
 import itertools
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 
 SLOW_MARKERS = (
     "nvidia-smi",
@@ -93,6 +95,15 @@ class RankedSlots:
                 future.set_result(None)
                 return
         self._free += 1
+
+    @asynccontextmanager
+    async def held(self, rank: int) -> AsyncIterator[None]:
+        """One slot for the body of an `async with`: acquired first (lowest rank first), released however it ends."""
+        await self.acquire(rank)
+        try:
+            yield
+        finally:
+            self.release()
 
     def _pending(self) -> bool:
         while self._waiting and self._waiting[0][2].done():  # cancelled waiters leave lazily

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import time
+from contextlib import nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
 from typing import Any, Protocol
@@ -729,11 +730,12 @@ class SessionTransport(TransportBase):
                 return not_run(why)
             interrupted.error = why  # it ran partly: what it printed is kept, it has no exit status
             return interrupted
-        slots = None
-        if pool is not None:
-            slots = self._pool_slots.setdefault(pool[0], RankedSlots(pool[1]))
-            await slots.acquire(launch_rank(line))
-        try:
+        held = (
+            self._pool_slots.setdefault(pool[0], RankedSlots(pool[1])).held(launch_rank(line))
+            if pool is not None
+            else nullcontext()
+        )
+        async with held:
             raw = await self.inner.run(
                 line,
                 command_id=command_id,
@@ -742,9 +744,6 @@ class SessionTransport(TransportBase):
                 gate=gate,
                 marker=marker,
             )
-        finally:
-            if slots is not None:
-                slots.release()
         raw.executed = line
         return raw
 

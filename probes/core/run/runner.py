@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import shlex
 from collections.abc import AsyncIterator, Callable, Iterable, Sequence
+from contextlib import AbstractAsyncContextManager, nullcontext
 from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
@@ -539,9 +540,10 @@ class Audit:
                 seen.add(text)
                 queue.put_nowait(TargetExecuted(role=role, line=text))
 
-    def _gate(self, role: Role, shell_line: str) -> str | None:
-        """Why not to start a command now (a hang-prone tool already hung on this target), or None."""
-        tool = hang_prone_tool(shell_line)
+    def _gate(self, role: Role, shell: str) -> str | None:
+        """Why not to start a command now (a hang-prone tool already hung on this target), or None. `shell`: the
+        declared command (never the remote line around it)."""
+        tool = hang_prone_tool(shell)
         hung = self._hung.get(role)
         if tool and hung and hung[0] == tool:
             return f"{tool} hung in {hung[1]} (not started: it would wait out its timeout too)"
@@ -598,14 +600,13 @@ class Audit:
         timeout_s: float,
         extra: dict[str, Any] | None = None,
         *,
-        shell: str | None = None,
+        shell: str,
     ) -> tuple[RawResult, str, str]:
         """Run one line and turn its bytes into redacted text; the bytes are dropped so only the text stays alive.
         `shell`: the declared command the line runs, which says what it is (a hang-prone tool's call, a process
         scan, how slow); the line around it may say otherwise: a container wrapper's guard walks /proc/[0-9]*
         itself, and read as a process scan every call through `pct exec` waited in the scans' two slots."""
         gate_role = binding.via or role
-        what = shell if shell is not None else line
         if self._budget_left <= 0:
             raw = RawResult(
                 exit_status=None,
@@ -614,7 +615,7 @@ class Audit:
                 error=f"not run: the audit's output budget ({self.options.output_budget} bytes) is spent",
             )
             return raw, "", ""
-        reason = self._gate(gate_role, line)
+        reason = self._gate(gate_role, shell)
         max_bytes = max(1, min(self.options.max_bytes, self._budget_left))
         room = (
             max_bytes + RC_ROOM
@@ -622,30 +623,26 @@ class Audit:
         if reason:
             raw = RawResult(exit_status=None, error=f"not run: {reason}", not_started=True)
         elif binding.transport.executes_lines:
-            tool = hang_prone_tool(what)
-            slots = None
+            tool = hang_prone_tool(shell)
+            held: AbstractAsyncContextManager[Any] = nullcontext()
             kw = dict(extra or {})
             if tool:
-                pool, capacity = tool_slot(binding.transport, what, tool)
+                pool, capacity = tool_slot(binding.transport, shell, tool)
                 if self._pools_on_target(role):  # the worker's queue keeps the cap
                     kw["pool"] = (pool, capacity)
-                else:
+                else:  # a freed slot goes to the slowest call waiting (-q dumps first)
                     slots = self._tool_slots.setdefault((gate_role, pool), RankedSlots(capacity))
-            if slots is not None:  # a freed slot goes to the slowest call waiting (-q dumps first)
-                await slots.acquire(launch_rank(what))
-            try:
+                    held = slots.held(launch_rank(shell))
+            async with held:
                 raw = await binding.transport.run(
                     line,
                     command_id=command_id,
                     timeout_s=timeout_s,
                     max_bytes=room,
-                    gate=lambda: self._gate(gate_role, line),
+                    gate=lambda: self._gate(gate_role, shell),
                     marker=self._marker_for(binding),
                     **kw,
                 )
-            finally:
-                if slots is not None:
-                    slots.release()
         else:
             raw = await binding.transport.run(
                 line, command_id=command_id, timeout_s=timeout_s, max_bytes=room
@@ -669,7 +666,7 @@ class Audit:
             )
         # no await between the transport's return and this note: a worker session holds its queue after a timeout
         # and asks the queued commands' gates again on the next loop turn (worker_transport.WorkerSession._release)
-        tool = hang_prone_tool(what)
+        tool = hang_prone_tool(shell)
         if raw.timed_out and tool and gate_role not in self._hung:
             self._hung[gate_role] = (tool, command_id)
         if (
