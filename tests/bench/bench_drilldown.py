@@ -102,6 +102,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mb", type=float, default=10.0)
     ap.add_argument("--before", metavar="DIR", help="also this copy of the package (PYTHONPATH)")
     ap.add_argument("--child", metavar="SNAPSHOT", help=argparse.SUPPRESS)
+    ap.add_argument("--json-out", help="also write the medians as JSON (bench_targets.py reads it)")
     args = ap.parse_args(argv)
     if args.child:
         print(json.dumps(asyncio.run(once(Path(args.child)))))
@@ -111,18 +112,24 @@ def main(argv: list[str] | None = None) -> int:
         big = Path(tmp) / "big.json"
         build(big, args.mb)
         rows: dict[tuple[str, str, str | None], list[tuple[float, float]]] = {}
+        load_before = os.getloadavg()[0]
         print(f"load average {os.getloadavg()}")
         for _ in range(args.rounds):
             for tree, pythonpath in trees:
                 for label, path in (("case study", AFTER), ("10 MB", big)):
                     key = (label, tree, pythonpath)
                     rows.setdefault(key, []).append(child(path, pythonpath))
+        out = []
         for (label, tree, _), vals in rows.items():
             o = statistics.median(v[0] for v in vals)
             e = statistics.median(v[1] for v in vals)
             name = f"{label} {tree}".strip()
             print(f"{name:18s}: Enter on pcie {o:5.2f} s, e to the evidence {e:5.2f} s")
+            out.append({"output": label, "tree": tree or "current", "enter_s": o, "e_s": e})
         print(f"load average {os.getloadavg()}; median of {args.rounds} interleaved rounds")
+        if args.json_out:
+            doc = {"rows": out, "mb": args.mb, "loads": [load_before, os.getloadavg()[0]]}
+            Path(args.json_out).write_text(json.dumps(doc, indent=1))
     return 0
 
 

@@ -225,6 +225,7 @@ def main(argv: list[str] | None = None) -> int:
         "--before", metavar="DIR", help="a folder holding gpuaudit/ (old form of --tree)"
     )
     ap.add_argument("--sources", default=",".join(SOURCES), help=f"of {','.join(SOURCES)}")
+    ap.add_argument("--json-out", help="also write the medians as JSON (bench_targets.py reads it)")
     args = ap.parse_args(argv)
     sources = args.sources.split(",")
     if unknown := set(sources) - set(SOURCES):
@@ -251,12 +252,14 @@ def main(argv: list[str] | None = None) -> int:
     start = statistics.median(starts)
     print(f"interpreter start-up (python -c pass): {start:.3f} s")
     first = next(iter(trees))
+    doc: dict = {"interpreter_start_s": start, "frames": {}, "tmux": {}, "size": args.size}
     for source in sources:
         for label in trees:
             rs = rows[source, label]
             paint = statistics.median(r["paint"] for r in rs) + start
             cpu = statistics.median(r["cpu"] for r in rs)
             line = f"first frame {SOURCES[source][0]:27s} {label:>9s}: {paint:5.2f} s, CPU {cpu:4.2f} s"
+            doc["frames"].setdefault(source, {})[label] = {"paint_s": paint, "cpu_s": cpu}
             if "idle" in rs[0]:
                 setup = statistics.median(r["imports_setup"] for r in rs) + start
                 idle = statistics.median(r["idle"] for r in rs) + start
@@ -276,6 +279,11 @@ def main(argv: list[str] | None = None) -> int:
                 line += f"; vs {first}: wall {ratio:.2f}x, CPU {ratio_cpu:.2f}x"
             print(line)
     for label, times in tmux.items():
+        doc["tmux"][label] = {
+            "median_s": statistics.median(times),
+            "min_s": min(times),
+            "max_s": max(times),
+        }
         print(
             f"gpuaudit-tui --demo in tmux {args.size} {label:>9s}: dashboard shown after "
             f"{statistics.median(times):5.2f} s (min {min(times):.2f}, max {max(times):.2f})"
@@ -283,6 +291,9 @@ def main(argv: list[str] | None = None) -> int:
     one = [f"{lo[0]:.2f}" for lo in loads]
     print(f"load average (1 min) at start and after each round: {' '.join(one)}")
     print(f"median of {args.rounds} interleaved rounds")
+    if args.json_out:
+        doc["loads"] = [lo[0] for lo in loads]
+        Path(args.json_out).write_text(json.dumps(doc, indent=1))
     return 0
 
 

@@ -146,6 +146,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--rounds", type=int, default=1)
     ap.add_argument("--tree", action="append", help="LABEL=REV_OR_DIR (trees.py), interleaved")
     ap.add_argument("--fast", action="store_true", help="stand-ins without the tools' durations")
+    ap.add_argument(
+        "--json-out", help="also write the rows and slopes as JSON (bench_targets.py reads it)"
+    )
     args = ap.parse_args(argv)
     trees = parse_trees(args.tree)
     work = Path(tempfile.mkdtemp(prefix="gpuaudit-latency-"))
@@ -202,14 +205,23 @@ def main(argv: list[str] | None = None) -> int:
             f"{r['cpu_per_host_s']} | {r['rss_mb']} | {r['load']} |"
         )
     print_slopes(rows, list(trees))
+    if args.json_out:
+        doc = {
+            "rows": rows,
+            "slopes": [
+                {"rtt_ms": k[0], "tree": k[1], "round": k[2], "n": k[3], "cpu_per_host_s": v}
+                for k, v in slopes_of(rows).items()
+            ],
+        }
+        Path(args.json_out).write_text(json.dumps(doc, indent=1, default=str))
     if leaked:
         print(f"WARNING: processes left running by the test user: {leaked}")
     return 0
 
 
-def print_slopes(rows: list[dict], labels: list[str]) -> None:
-    """Per RTT and N above the smallest: each tree's CPU slope per host (same round and tree) as the median over
-    the rounds with its range, and the median of the same-round ratios to the first tree's slope."""
+def slopes_of(rows: list[dict]) -> dict[tuple[int, str, int, int], float]:
+    """(RTT ms, tree, round, N) -> client CPU per host: the slope from the smallest N of the same RTT, round and
+    tree (what each further host costs, without the CLI's fixed start)."""
     slope: dict[tuple[int, str, int, int], float] = {}
     for r in rows:
         small = min(
@@ -224,6 +236,13 @@ def print_slopes(rows: list[dict], labels: list[str]) -> None:
             slope[(r["rtt_ms"], r["tree"], r["round"], r["n"])] = (
                 r["client_cpu_s"] - small["client_cpu_s"]
             ) / (r["n"] - small["n"])
+    return slope
+
+
+def print_slopes(rows: list[dict], labels: list[str]) -> None:
+    """Per RTT and N above the smallest: each tree's CPU slope per host (same round and tree) as the median over
+    the rounds with its range, and the median of the same-round ratios to the first tree's slope."""
+    slope = slopes_of(rows)
     if not slope:
         return
     med = statistics.median

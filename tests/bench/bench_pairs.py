@@ -1,6 +1,7 @@
 """Trees side by side on the CLI audit alone: wall and client CPU in interleaved pairs (not a test).
 
     python tests/bench/bench_pairs.py --tree before=REV --tree after=. [--pairs 12] [--rc clean|heavy] [--rtt MS]
+    python tests/bench/bench_pairs.py --python py311=VENV/bin/python --python py313=VENV2/bin/python ...
 
 bench_table.py without its floor, OpenSSH loop and xargs (a round there takes ~40 s and its xargs leaves the next
 round's load at 2-6): the same CLI audit (`gpuaudit-tui --json --host S --container S`, bench_table.cli_audit)
@@ -9,7 +10,9 @@ medians and the median of the per-pair ratios (later tree / first tree), with th
 client reaches sshd through bench_fleet_latency's delay relay (every handshake step, channel request and output
 waits a real round trip; this kernel has no `sch_netem`), as bench_table.py's `--rtt`. `--pct`: the container is
 `pct:101`, entered through the host's login by bench_heavy_rc.py's stand-in `pct` (~0.4 s of CPU a call, like
-Proxmox's Perl program), the case study's layout.
+Proxmox's Perl program), the case study's layout. `--python LABEL=EXE` (repeatable, with or instead of `--tree`):
+a side that runs the CLI with the interpreter EXE and the gpuaudit-tui installed beside it (a venv made with that
+Python and `pip install .`, as the README installs it): the same code under another interpreter, side by side.
 """
 
 from __future__ import annotations
@@ -39,8 +42,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--timeout", type=float, default=8.0)
     ap.add_argument("--rtt", type=float, default=0.0, help="round trip in ms through a delay relay")
     ap.add_argument("--pct", action="store_true", help="the container as pct:101 (stand-in pct)")
+    ap.add_argument(
+        "--python", action="append", default=[], help="LABEL=EXE: the CLI under interpreter EXE"
+    )
     args = ap.parse_args(argv)
-    trees = parse_trees(args.tree)
+    sides = sides_of(args.tree, args.python)
+    if len(sides) < 2:
+        ap.error("give two sides or more (--tree and/or --python)")
     work, home, server = standin_sshd("gpuaudit-pairs-", False, False)
     (home / ".bashrc").write_text(HEAVY_RC if args.rc == "heavy" else "")
     if args.pct:
@@ -55,19 +63,21 @@ def main(argv: list[str] | None = None) -> int:
         port = free_port()
         relay = start_relay(args.rtt / 2000, [(port, server.port)])
         target = Relayed(server, port, work)
-    got: dict[str, list[tuple[float, float]]] = {label: [] for label in trees}
+    got: dict[str, list[tuple[float, float]]] = {label: [] for label in sides}
     load_before = os.getloadavg()
     try:
         for i in range(args.pairs):
-            order = list(trees) if i % 2 == 0 else list(reversed(trees))
+            order = list(sides) if i % 2 == 0 else list(reversed(sides))
             for label in order:
+                tree, python = sides[label]
                 r = cli_audit(
                     target,
                     client_home,
                     work / f"{i}-{label}.json",
                     args.timeout,
-                    trees[label],
+                    tree,
                     container="pct:101" if args.pct else None,
+                    python=python,
                 )
                 got[label].append((r["wall"], r["cpu"]))
     finally:
@@ -75,7 +85,7 @@ def main(argv: list[str] | None = None) -> int:
             relay.kill()
             relay.wait()
         server.stop()
-    first = next(iter(trees))
+    first = next(iter(sides))
     print(
         f"{args.rc} rc{', pct:101' if args.pct else ''}, RTT {args.rtt:g} ms, {args.pairs} pairs; load {load_before[0]:.1f} -> {os.getloadavg()[0]:.1f}"
     )
@@ -90,6 +100,21 @@ def main(argv: list[str] | None = None) -> int:
             line += f"  (per pair vs {first}: wall {wall:.3f}x, CPU {cpu:.3f}x)"
         print(line + "  walls " + " ".join(f"{w:.2f}" for w, _ in runs))
     return 0
+
+
+def sides_of(
+    trees: list[str] | None, pythons: list[str]
+) -> dict[str, tuple[Path | None, str | None]]:
+    """label -> (a tree's layout on PYTHONPATH, or None; an interpreter, or None for this one)."""
+    sides: dict[str, tuple[Path | None, str | None]] = {}
+    if trees:
+        sides.update((label, (tree, None)) for label, tree in parse_trees(trees).items())
+    for spec in pythons:
+        label, _, exe = spec.partition("=")
+        if not exe or not os.access(exe, os.X_OK):
+            raise SystemExit(f"bench_pairs: --python {spec}: not an executable interpreter")
+        sides[label] = (None, exe)
+    return sides
 
 
 if __name__ == "__main__":

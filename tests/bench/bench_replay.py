@@ -140,6 +140,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--mb", type=float, default=10.0)
     ap.add_argument("--runs", type=int, default=3)
     ap.add_argument("--profile", action="store_true")
+    ap.add_argument("--json-out", help="also write the medians as JSON (bench_targets.py reads it)")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         big = Path(tmp) / "big.json"
@@ -159,8 +160,19 @@ def main(argv: list[str] | None = None) -> int:
             )
         ratio = statistics.median(b[0] / a[0] for a, b in zip(rows["case study"], rows["big"]))
         print(f"big / case study wall (per round, median): {ratio:.2f}x")
+        doc: dict = {
+            label: {
+                "wall_s": statistics.median(v[0] for v in vals),
+                "cpu_s": statistics.median(v[1] for v in vals),
+            }
+            for label, vals in rows.items()
+        }
+        doc.update(size_mb=size / 1e6, big_vs_case_study=ratio, load=os.getloadavg()[0])
         for label, t in stages(big, args.profile).items():
             print(f"  {label:58s} {t:6.3f} s")
+            doc.setdefault("stages_s", {})[label] = t
+        if args.json_out:
+            Path(args.json_out).write_text(json.dumps(doc, indent=1))
     return 0
 
 

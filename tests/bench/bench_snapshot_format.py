@@ -57,6 +57,7 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--rounds", type=int, default=7)
     ap.add_argument("--mb", type=float, default=10.0)
+    ap.add_argument("--json-out", help="also write the rows as JSON (bench_targets.py reads it)")
     args = ap.parse_args(argv)
     with tempfile.TemporaryDirectory() as tmp:
         work = Path(tmp)
@@ -69,6 +70,7 @@ def main(argv: list[str] | None = None) -> int:
             "| load schema 2 (s) | load current (s) | ratio | json.loads 2 / current (s) |"
         )
         print("|---|---:|---:|---:|---:|---:|---:|---:|")
+        out = []
         for src in sources:
             files = layouts(src, work)
             v2, cur = files["schema 2"], files["current"]
@@ -84,7 +86,18 @@ def main(argv: list[str] | None = None) -> int:
                 f"| {src.name} | {s2:,} | {sc:,} | {sc / s2:.2f} | {m['2']:.3f} | {m['cur']:.3f} "
                 f"| {m['cur'] / m['2']:.2f} | {m['j2']:.3f} / {m['jcur']:.3f} |"
             )
+            out.append(
+                {
+                    "snapshot": src.name,
+                    "schema2_bytes": s2,
+                    "current_bytes": sc,
+                    "load_schema2_s": m["2"],
+                    "load_current_s": m["cur"],
+                }
+            )
         print(f"load average {os.getloadavg()}; median of {args.rounds} interleaved rounds")
+        if args.json_out:
+            Path(args.json_out).write_text(json.dumps({"rows": out}, indent=1))
     return 0
 
 

@@ -60,9 +60,11 @@ def cli_audit(
     timeout_s: float,
     tree: Path | None = None,
     container: str | None = None,
+    python: str | None = None,
 ) -> dict:
     """The CLI audit of `server` as host and, by default, as container too (`container`: another spec, such as
-    `pct:101` through the stand-in pct)."""
+    `pct:101` through the stand-in pct). `python`: the interpreter that runs the CLI (one with gpuaudit-tui
+    installed, such as a venv's; default: this one)."""
     stats = home / "child-stats"
     env = env_for(tree, dict(os.environ, HOME=str(home)))
     env.pop("SSH_AUTH_SOCK", None)
@@ -73,7 +75,7 @@ def cli_audit(
             _LAUNCHER,
             str(stats),
             str(out),
-            sys.executable,
+            python or sys.executable,
             "-m",
             "gpuaudit.tui",
             "--json",

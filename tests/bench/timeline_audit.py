@@ -1,6 +1,6 @@
 """Where the wall time of one host + container audit goes: a timeline of its events (not a test).
 
-    python tests/bench/timeline_audit.py [--heavy-rc] [--no-tool-delays] [--runs 2] [--cli]
+    python tests/bench/timeline_audit.py [--heavy-rc] [--no-tool-delays] [--runs 2] [--cli] [--pct] [--all]
 
 Needs root and /usr/sbin/sshd (bench_heavy_rc.py's bench user, stand-ins and loopback sshd). Runs the audit
 in-process (imports done first, so the timeline is the audit's own) and prints, in seconds from the start:
@@ -8,6 +8,9 @@ each target's connect and preflight, the first and last command start, the slowe
 durations, each probe's end and the audit's end; then the floor measured right after (asyncssh connect + one
 login running `exec true` + the slowest command), so the gap to the floor shows where it is. `--cli`: the same for the CLI (`gpuaudit-tui --json --host S
 --container S`) in a child, from the interpreter's start: imports, each connect, the audit, the JSON, the exit.
+`--pct`: the container is `pct:101`, entered through the host's login by bench_heavy_rc.py's stand-in `pct` (~0.4 s
+of CPU a call), the case study's layout; the in-process timeline then also prints the waves of the hang-prone
+tool's calls (nvidia-smi) on both targets, which share one driver and its slots.
 """
 
 from __future__ import annotations
@@ -24,17 +27,19 @@ ROOT = BENCH.parents[1]
 sys.path.insert(0, str(ROOT / "tests"))
 sys.path.insert(0, str(BENCH))
 
-from bench_heavy_rc import floor_parts, standin_sshd  # noqa: E402
+from bench_heavy_rc import PCT_STANDIN, floor_parts, standin_sshd  # noqa: E402
 
 
-async def timeline(server, timeout_s: float) -> tuple[float, list[tuple[float, str]], list]:
+async def timeline(
+    server, timeout_s: float, container: str | None = None
+) -> tuple[float, list[tuple[float, str]], list]:
     from gpuaudit.probes.catalogue import REGISTRY
     from gpuaudit.probes.core.collect.targets import parse_container_spec, parse_host_spec
     from gpuaudit.probes.core.run.runner import Audit, AuditOptions
     from gpuaudit.probes.core.run.session import live_bindings
 
     hs = parse_host_spec(server.spec)
-    cs = parse_container_spec(server.spec, host=hs)
+    cs = parse_container_spec(container or server.spec, host=hs)
     audit = Audit(
         live_bindings(hs, cs, server.options(connections=2)),
         list(REGISTRY),
@@ -125,13 +130,43 @@ entry.exit_now(code)  # what main() does without argv
 """
 
 
-def cli_timeline(server, home: Path, timeout_s: float) -> list[str]:
+def tool_waves(records: list, tool: str = "nvidia-smi", gap_s: float = 0.05) -> list[str]:
+    """Each target's calls of `tool` grouped by start (a new wave when a start comes `gap_s` after the previous
+    one): when they started, how many, when the wave's last one ended."""
+    lines = []
+    for role in sorted({r.target for _, r in records}):
+        calls = sorted(  # a line two probes declare ran once: one call, a record in each probe
+            {
+                r.command_id: (at - (r.duration_s or 0.0), at)
+                for at, r in records
+                if r.target == role and tool in (r.command or "")
+            }.values()
+        )
+        waves: list[list[tuple[float, float]]] = []
+        for start, end in calls:
+            if waves and start - waves[-1][-1][0] <= gap_s:
+                waves[-1].append((start, end))
+            else:
+                waves.append([(start, end)])
+        text = ", ".join(f"{w[0][0]:.2f}: {len(w)} (to {max(e for _, e in w):.2f})" for w in waves)
+        lines.append(f"  {role:9s} {len(calls)} {tool} calls, waves (start: n (last end)): {text}")
+    return lines
+
+
+def cli_timeline(server, home: Path, timeout_s: float, container: str | None = None) -> list[str]:
     import subprocess
 
     env = dict(os.environ, HOME=str(home))
     env.pop("SSH_AUTH_SOCK", None)
     args = [sys.executable, "-c", CLI_WRAPPER, "--json", "--fail-on", "never"]
-    args += ["--timeout", str(timeout_s), "--host", server.spec, "--container", server.spec]
+    args += [
+        "--timeout",
+        str(timeout_s),
+        "--host",
+        server.spec,
+        "--container",
+        container or server.spec,
+    ]
     t0 = time.monotonic()
     proc = subprocess.run(
         [*args, *server.cli_args()], env=env, cwd=ROOT, capture_output=True, text=True
@@ -148,14 +183,21 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--runs", type=int, default=2)
     ap.add_argument("--cli", action="store_true", help="the CLI in a child, from its start")
     ap.add_argument("--all", action="store_true", help="every command: start, finish, duration")
+    ap.add_argument("--pct", action="store_true", help="the container as pct:101 (stand-in pct)")
     args = ap.parse_args(argv)
     work, home, server = standin_sshd("gpuaudit-timeline-", args.heavy_rc, args.no_tool_delays)
+    container = None
+    if args.pct:
+        pct = work / "standins" / "pct"
+        pct.write_text(PCT_STANDIN)
+        pct.chmod(0o755)
+        container = "pct:101"
     try:
         if args.cli:
             client_home = work / "home"
             client_home.mkdir()
             for i in range(args.runs):
-                marks = cli_timeline(server, client_home, args.timeout)
+                marks = cli_timeline(server, client_home, args.timeout, container)
                 connect, login = asyncio.run(floor_parts(server))
                 print(
                     f"\nCLI run {i + 1} (s from start, CPU s): floor parts connect {connect:.2f} "
@@ -165,7 +207,7 @@ def main(argv: list[str] | None = None) -> int:
                     print("  " + m)
             return 0
         for i in range(args.runs):
-            wall, marks, records = asyncio.run(timeline(server, args.timeout))
+            wall, marks, records = asyncio.run(timeline(server, args.timeout, container))
             connect, login = asyncio.run(floor_parts(server))
             ok = [r for _, r in records if not r.timed_out]
             slowest = max((r.duration_s or 0.0 for r in ok), default=0.0)
@@ -180,6 +222,8 @@ def main(argv: list[str] | None = None) -> int:
             print("  slowest commands (finished at, own duration):")
             for at, r in sorted(records, key=lambda x: -(x[1].duration_s or 0))[:6]:
                 print(f"  {at:6.2f}  {r.duration_s or 0:5.2f}  {r.target:9s} {r.command_id}")
+            if args.pct:
+                print("\n".join(tool_waves(records)))
             last = sorted(records, key=lambda x: x[0])[-6:]
             if args.all:
                 print("  every command (started at, finished at, duration), by start:")
