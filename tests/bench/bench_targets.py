@@ -17,8 +17,9 @@ and a verdict. The parts (`--only` runs some, and the scoreboard shows their row
   fleet_ssh  bench_fleet_latency.py: `--hosts` 1 -> 12 over real loopback sshd's (asyncssh included)
 
 Needs what the parts need (root, /usr/sbin/sshd, tmux for the tmux row). A part that fails, or a figure its JSON
-does not hold, is reported "not measured": never counted as met. `--quick` runs each part once at small sizes (a
-smoke run: its figures carry no weight). Each part prints its own tables too; the load average is in each part's
+does not hold, is reported "not measured": never counted as met. `--quick` runs each part once at small sizes, the
+clean user only and no OpenSSH loop (QUICK_UNMEASURED; ~30 s: a smoke run whose figures carry no weight, what
+tests/bench/test_bench_targets.py runs). Each part prints its own tables too; the load average is in each part's
 JSON and in the scoreboard's header.
 """
 
@@ -252,43 +253,42 @@ def render(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
+QUICK_UNMEASURED = frozenset(
+    {
+        "client CPU per audit, heavy rc",
+        "wall / floor, heavy rc",
+        "wall / OpenSSH loop, clean user",
+    }
+)
+"""What `--quick` leaves out (the heavy rc and the OpenSSH loop: 90 s of a 2-minute smoke run)."""
+
+
 def part_commands(rounds: int, quick: bool) -> dict[str, list[str]]:
     """Each part's command line (its script and options; `--json-out FILE` is added when it runs)."""
-    r = 1 if quick else rounds
+    if quick:  # each part once, small, without the tools' durations where a part has the switch
+        return {
+            "table": ["bench_table.py", "--rounds", "1", "--loop-rounds", "0", "--rc", "clean"]
+            + ["--no-tool-delays"],
+            "paint": ["bench_first_paint.py", "--rounds", "1", "--tmux"],
+            "drilldown": ["bench_drilldown.py", "--rounds", "1", "--mb", "2"],
+            "replay": ["bench_replay.py", "--runs", "1", "--mb", "2"],
+            "snapshots": ["bench_snapshot_format.py", "--rounds", "1", "--mb", "2"],
+            "fleet": ["bench_fleet_scale.py", "--rounds", "1", "--n", "1", "2", "--rtt", "0.02"]
+            + ["--max-connections", "64", "--xargs-n", "2"],
+            "fleet_ssh": ["bench_fleet_latency.py", "--rtt", "0", "--n", "1", "3"]
+            + ["--rounds", "1", "--fast"],
+        }
+    r = str(rounds)
     return {
-        "table": ["bench_table.py", "--rounds", str(r), "--loop-rounds", "1", "--rc", "both"]
-        + (["--no-tool-delays"] if quick else []),
-        "paint": ["bench_first_paint.py", "--rounds", str(r), "--tmux"],
-        "drilldown": ["bench_drilldown.py", "--rounds", str(min(r, 3))]
-        + (["--mb", "2"] if quick else []),
-        "replay": ["bench_replay.py", "--runs", str(r)] + (["--mb", "2"] if quick else []),
-        "snapshots": ["bench_snapshot_format.py", "--rounds", str(r)]
-        + (["--mb", "2"] if quick else []),
-        "fleet": ["bench_fleet_scale.py", "--rounds", "1"]
-        + (
-            ["--n", "1", "10", "--rtt", "0.02", "--max-connections", "64", "--xargs-n"]
-            if quick
-            else [
-                "--n",
-                "1",
-                "10",
-                "100",
-                "1000",
-                "--rtt",
-                "0.02",
-                "0.08",
-                "--max-connections",
-                "256",
-                "--xargs-n",
-                "10",
-            ]
-        ),
-        "fleet_ssh": ["bench_fleet_latency.py", "--rtt", "0"]
-        + (
-            ["--n", "1", "4", "--rounds", "1", "--fast"]
-            if quick
-            else ["--n", "1", "12", "--rounds", str(min(r, 3))]
-        ),
+        "table": ["bench_table.py", "--rounds", r, "--loop-rounds", "1", "--rc", "both"],
+        "paint": ["bench_first_paint.py", "--rounds", r, "--tmux"],
+        "drilldown": ["bench_drilldown.py", "--rounds", str(min(rounds, 3))],
+        "replay": ["bench_replay.py", "--runs", r],
+        "snapshots": ["bench_snapshot_format.py", "--rounds", r],
+        "fleet": ["bench_fleet_scale.py", "--rounds", "1", "--n", "1", "10", "100", "1000"]
+        + ["--rtt", "0.02", "0.08", "--max-connections", "256", "--xargs-n", "10"],
+        "fleet_ssh": ["bench_fleet_latency.py", "--rtt", "0", "--n", "1", "12"]
+        + ["--rounds", str(min(rounds, 3))],
     }
 
 

@@ -2,16 +2,25 @@
 
 from __future__ import annotations
 
+import json
+import shutil
 import subprocess
 import sys
 from pathlib import Path
 
 import pytest
+from sshd_server import sshd_available
 
 BENCH = Path(__file__).resolve().parent
 sys.path.insert(0, str(BENCH))
 
-from bench_targets import TARGETS, part_commands, render, scoreboard  # noqa: E402
+from bench_targets import (  # noqa: E402
+    QUICK_UNMEASURED,
+    TARGETS,
+    part_commands,
+    render,
+    scoreboard,
+)
 
 # The shapes the parts write with --json-out (trimmed to what the scoreboard reads).
 TABLE = {
@@ -124,3 +133,24 @@ def test_every_part_runs_a_script_that_writes_json_out():
         )
         assert helped.returncode == 0, (name, helped.stderr[-1000:])
         assert "--json-out" in helped.stdout, name
+
+
+def test_a_quick_run_of_every_part_fills_every_row_it_can(tmp_path):
+    """The parts' real JSON, end to end: the shapes the scoreboard reads are the ones the scripts write (no timing
+    asserted: a --quick run carries no weight)."""
+    reason = sshd_available() or (None if shutil.which("tmux") else "tmux not installed")
+    if reason:
+        pytest.skip(reason)
+    out = tmp_path / "targets.json"
+    proc = subprocess.run(
+        [sys.executable, str(BENCH / "bench_targets.py"), "--quick", "--json-out", str(out)],
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert proc.returncode == 0, proc.stderr[-3000:]
+    rows = json.loads(out.read_text())["scoreboard"]
+    unmeasured = {r["label"] for r in rows if r["verdict"] == "not measured"}
+    assert unmeasured == set(QUICK_UNMEASURED), proc.stdout[-4000:]
+    assert {r["label"] for r in rows} == {t.label for t in TARGETS}
+    assert "| client CPU per audit, clean user |" in proc.stdout
