@@ -10,14 +10,16 @@ import asyncio
 import time
 
 from gpuaudit.probes.core.collect.pool import PooledTransport
+from gpuaudit.probes.core.collect.schedule import queue_rank
 from gpuaudit.probes.core.collect.ssh_transport import SshOptions, SshTransport
 from gpuaudit.probes.core.collect.targets import parse_host_spec
-from gpuaudit.probes.core.collect.transport import LocalTransport
-from gpuaudit.probes.core.collect.worker_transport import SessionTransport
+from gpuaudit.probes.core.collect.transport import LocalTransport, RawResult
+from gpuaudit.probes.core.collect.worker_transport import SessionLine, SessionTransport
 from gpuaudit.probes.core.judge.checks import BOTH, Check, info
 from gpuaudit.probes.core.models import Target
 from gpuaudit.probes.core.run.runner import (
     HANG_PRONE_PARALLEL,
+    PREFLIGHT,
     Audit,
     AuditOptions,
     TargetBinding,
@@ -197,6 +199,67 @@ def test_a_login_sessions_worker_keeps_the_tools_cap_and_the_runner_asks_at_once
         running += 1 if line == "start" else -1
         peak = max(peak, running)
     assert peak == hang_prone_slots(transport) == HANG_PRONE_PARALLEL
+
+
+class _Ranks:
+    """A worker session that notes the rank each line is queued at."""
+
+    line = "worker"
+    dead = None
+
+    def __init__(self) -> None:
+        self.ranks: dict[str, int] = {}
+
+    async def run(self, line: str, **kw) -> RawResult:
+        self.ranks[line] = kw["rank"]
+        return RawResult(exit_status=0)
+
+
+def test_a_session_transport_queues_a_command_by_what_it_is_not_by_its_line() -> None:
+    """The worker's queue ranks the declared command: a line whose wrapper walks /proc/[0-9]* itself is not a
+    process scan (the class of 8a4598e, one layer down); without a declared command, the line ranks itself."""
+    worker = _Ranks()
+    transport = SessionTransport(LocalTransport(), host_sessions=True)
+
+    async def session(scope: str, budget_s: float = 0.0) -> _Ranks:
+        return worker
+
+    transport._session = session  # type: ignore[method-assign]
+    read = "cat /etc/os-release"
+    guarded = "for d in /proc/[0-9]*; do :; done; " + read  # a wrapper's guard around a quick read
+    kw = dict(command_id="c", timeout_s=5.0, max_bytes=1024)
+    asyncio.run(transport.run(guarded, session=SessionLine("pct", guarded), declared=read, **kw))
+    assert worker.ranks[guarded] == queue_rank(read) > queue_rank(guarded)
+    asyncio.run(transport.run("x", session=SessionLine("pct", guarded + " "), **kw))
+    assert worker.ranks[guarded + " "] == queue_rank(guarded)
+
+
+def test_the_runner_tells_a_session_transport_each_declared_command() -> None:
+    seen: dict[str, str] = {}
+
+    class _Declared(SessionTransport):
+        def __init__(self) -> None:
+            super().__init__(LocalTransport(), host_sessions=True)
+
+        async def run(self, line, **kw):
+            seen[kw["command_id"]] = kw.get("declared")
+            return await super().run(line, **kw)
+
+    commands = [Command("a", "echo a"), Command("b", ": nvidia-smi --query; echo b")]
+    target = Target(role="host", spec="local", kind="local", label="host")
+    audit = Audit([TargetBinding(target, _Declared())], [_probe("p", *commands)], AuditOptions())
+
+    async def run() -> None:
+        async for _ in audit.events():
+            pass
+        await audit.aclose()
+
+    asyncio.run(run())
+    assert seen == {
+        "preflight": PREFLIGHT.shell,
+        "a": "echo a",
+        "b": ": nvidia-smi --query; echo b",
+    }
 
 
 def _probe(pid: str, *commands: Command) -> Probe:

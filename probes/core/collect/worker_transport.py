@@ -686,10 +686,13 @@ class SessionTransport(TransportBase):
         marker: str | None = None,
         session: SessionLine | None = None,
         pool: tuple[str, int] | None = None,
+        declared: str | None = None,
     ) -> RawResult:
         """`pool` (name, cap): a hang-prone tool's call, at most cap of them at once (run/runner.py tool_slot):
         the worker enforces it in its queue, so the tool's next call starts as one ends, without a round trip;
-        on one channel per command (no worker here) this transport does, in slots of its own."""
+        on one channel per command (no worker here) this transport does, in slots of its own. `declared`: the
+        command the line runs (the runner's), which ranks it in the worker's queue and in those slots; the line
+        around it may read otherwise (a wrapper's guard walks /proc itself: issue 30). Without it, the line."""
         scope, inner_line = (session.scope, session.line) if session is not None else ("", line)
         interrupted: RawResult | None = None
         for _ in range(MAX_STARTS):
@@ -704,7 +707,7 @@ class SessionTransport(TransportBase):
                 timeout_s=timeout_s,
                 max_bytes=max_bytes,
                 marker=marker,
-                rank=queue_rank(inner_line),
+                rank=queue_rank(inner_line if declared is None else declared),
                 parallel=self._channels,
                 gate=gate,
                 pool=pool,
@@ -731,7 +734,9 @@ class SessionTransport(TransportBase):
             interrupted.error = why  # it ran partly: what it printed is kept, it has no exit status
             return interrupted
         held = (
-            self._pool_slots.setdefault(pool[0], RankedSlots(pool[1])).held(launch_rank(line))
+            self._pool_slots.setdefault(pool[0], RankedSlots(pool[1])).held(
+                launch_rank(line if declared is None else declared)
+            )
             if pool is not None
             else nullcontext()
         )

@@ -518,16 +518,20 @@ class Audit:
                 prestart(session_prefix(other.wrap_prefix, sudo=False))
 
     def _session_kw(self, role: Role, shell: str, inner_timeout_s: float | None) -> dict[str, Any]:
-        """For a container entered through its host over a session transport: the container's scope and the line
-        its worker runs there (the wrapper is paid once per session); nothing for other targets."""
+        """What a session transport is told beside the line: the declared command (it ranks the command by what it
+        is, not by the line around it) and, for a container entered through its host, the container's scope and
+        the line its worker runs there (the wrapper is paid once per session); nothing for other transports."""
         binding = self.bindings[role]
-        if binding.wrap_prefix is None or not binding.transport.runs_sessions:
+        if not binding.transport.runs_sessions:
             return {}
+        if binding.wrap_prefix is None:
+            return {"declared": shell}
         inner = remote_line(shell, marker=self._marker_for(binding), timeout_s=inner_timeout_s)
         return {
+            "declared": shell,
             "session": SessionLine(
                 session_prefix(binding.wrap_prefix, sudo=self._wrap_needs_sudo(role)), inner
-            )
+            ),
         }
 
     def _note_executed(
