@@ -53,6 +53,30 @@ from sshd_server import free_port  # noqa: E402
 from trees import env_for, parse_trees  # noqa: E402
 
 
+def audit_args(server, timeout_s: float, container: str | None = None) -> list[str]:
+    """The CLI's arguments for the host + container audit of `server` (`container`: another spec, such as
+    `pct:101` through the stand-in pct; default: the server again)."""
+    return [
+        "--json",
+        "--fail-on",
+        "never",
+        "--timeout",
+        str(timeout_s),
+        "--host",
+        server.spec,
+        "--container",
+        container or server.spec,
+        *server.cli_args(),
+    ]
+
+
+def client_env(home: Path, tree: Path | None = None) -> dict[str, str]:
+    """The CLI child's environment: its own HOME, no SSH agent, `tree` on its path (trees.py)."""
+    env = env_for(tree, dict(os.environ, HOME=str(home)))
+    env.pop("SSH_AUTH_SOCK", None)
+    return env
+
+
 def cli_audit(
     server,
     home: Path,
@@ -62,35 +86,15 @@ def cli_audit(
     container: str | None = None,
     python: str | None = None,
 ) -> dict:
-    """The CLI audit of `server` as host and, by default, as container too (`container`: another spec, such as
-    `pct:101` through the stand-in pct). `python`: the interpreter that runs the CLI (one with gpuaudit-tui
-    installed, such as a venv's; default: this one)."""
+    """The CLI audit of `server` (audit_args). `python`: the interpreter that runs the CLI (one with
+    gpuaudit-tui installed, such as a venv's; default: this one)."""
     stats = home / "child-stats"
-    env = env_for(tree, dict(os.environ, HOME=str(home)))
-    env.pop("SSH_AUTH_SOCK", None)
+    launcher = [sys.executable, "-c", _LAUNCHER, str(stats), str(out)]
     subprocess.run(
-        [
-            sys.executable,
-            "-c",
-            _LAUNCHER,
-            str(stats),
-            str(out),
-            python or sys.executable,
-            "-m",
-            "gpuaudit.tui",
-            "--json",
-            "--fail-on",
-            "never",
-            "--timeout",
-            str(timeout_s),
-            "--host",
-            server.spec,
-            "--container",
-            container or server.spec,
-            *server.cli_args(),
-        ],
+        [*launcher, python or sys.executable, "-m", "gpuaudit.tui"]
+        + audit_args(server, timeout_s, container),
         cwd=ROOT,
-        env=env,
+        env=client_env(home, tree),
         check=True,
     )
     wall, rss_kb, code, cpu = stats.read_text().split()

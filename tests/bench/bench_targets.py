@@ -62,15 +62,12 @@ class Row:
     """"met", "not met", "reported" (no limit) or "not measured"."""
 
 
-def _get(doc: object, *path: object) -> object:
+def _get(doc: object, *path: str) -> object:
     """doc[path[0]][path[1]]...; None when any step is missing (a part that did not run, an older JSON)."""
     for key in path:
-        if isinstance(doc, dict) and key in doc:
-            doc = doc[key]
-        elif isinstance(doc, list) and isinstance(key, int) and -len(doc) <= key < len(doc):
-            doc = doc[key]
-        else:
+        if not isinstance(doc, dict) or key not in doc:
             return None
+        doc = doc[key]
     return doc
 
 
@@ -78,68 +75,48 @@ def _num(value: object) -> float | None:
     return float(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
+def _at(doc: object, *path: str) -> float | None:
+    """The number at `path`, or None (missing, or not a number: a bool is no figure)."""
+    return _num(_get(doc, *path))
+
+
+def _dicts(value: object) -> list[dict]:
+    """The rows of a JSON list (anything else: none)."""
+    return [r for r in value if isinstance(r, dict)] if isinstance(value, list) else []
+
+
 def _rounds(doc: object, mode: str, key: str) -> float | None:
     """bench_table: the median of `key` over the rounds of `mode` (clean / heavy), the first tree's."""
-    rounds = _get(doc, mode, "rounds")
-    values = (
-        [_num(r.get(key)) for r in rounds if isinstance(r, dict)]
-        if isinstance(rounds, list)
-        else []
-    )
-    present = [v for v in values if v is not None]
+    present = [v for r in _dicts(_get(doc, mode, "rounds")) if (v := _num(r.get(key))) is not None]
     return statistics.median(present) if present else None
 
 
-def _first_tree(frames: object, source: str) -> float | None:
-    """The first tree's first-frame time of `source` (bench_first_paint's JSON)."""
-    trees = _get(frames, "frames", source)
+def _first_tree(doc: object, group: tuple[str, ...], key: str) -> float | None:
+    """`key` of the first tree under `group` (bench_first_paint: one entry per tree, the first is this one)."""
+    trees = _get(doc, *group)
     if not isinstance(trees, dict) or not trees:
         return None
-    return _num(_get(next(iter(trees.values())), "paint_s"))
+    return _at(next(iter(trees.values())), key)
 
 
-def _tmux(doc: object) -> float | None:
-    trees = _get(doc, "tmux")
-    if not isinstance(trees, dict) or not trees:
-        return None
-    return _num(_get(next(iter(trees.values())), "median_s"))
-
-
-def _drill(doc: object, output: str, key: str) -> float | None:
-    rows = _get(doc, "rows")
-    hits = (
-        [r for r in rows if isinstance(r, dict) and r.get("output") == output]
-        if isinstance(rows, list)
-        else []
-    )
+def _row(doc: object, name_key: str, name: str, key: str) -> float | None:
+    """`key` of the row of `doc["rows"]` whose `name_key` is `name` (bench_drilldown, bench_snapshot_format)."""
+    hits = [r for r in _dicts(_get(doc, "rows")) if r.get(name_key) == name]
     return _num(hits[0].get(key)) if hits else None
 
 
-def _fleet_sim(doc: object) -> float | None:
-    """bench_fleet_scale: the median CPU slope per host at the largest N (every RTT and connection cap)."""
-    rows = [r for r in doc if isinstance(r, dict)] if isinstance(doc, list) else []
-    hosts = [
-        r for r in rows if r.get("kind") == "--hosts" and _num(r.get("per_host_cpu_s")) is not None
-    ]
-    if not hosts:
-        return None
-    most = max(r["n"] for r in hosts)
-    return statistics.median(r["per_host_cpu_s"] for r in hosts if r["n"] == most)
-
-
-def _fleet_ssh(doc: object) -> float | None:
-    """bench_fleet_latency: the median CPU slope per host at the largest N, over the rounds."""
-    slopes = _get(doc, "slopes")
-    rows = [s for s in slopes if isinstance(s, dict)] if isinstance(slopes, list) else []
+def _at_most_n(rows: list[dict], key: str) -> float | None:
+    """The median of `key` over the rows of the largest N (the per-host slope where the fixed start weighs least)."""
+    rows = [r for r in rows if _num(r.get(key)) is not None and _num(r.get("n")) is not None]
     if not rows:
         return None
-    most = max(s["n"] for s in rows)
-    return statistics.median(s["cpu_per_host_s"] for s in rows if s["n"] == most)
+    most = max(r["n"] for r in rows)
+    return statistics.median(r[key] for r in rows if r["n"] == most)
 
 
 def _fleet_xargs(doc: object) -> float | None:
     """bench_fleet_scale: --hosts wall / `xargs -P 8` wall at the same N (the xargs row's N), median."""
-    rows = [r for r in doc if isinstance(r, dict)] if isinstance(doc, list) else []
+    rows = _dicts(doc)
     ratios = []
     for x in (r for r in rows if r.get("kind") not in (None, "--hosts")):
         same = [
@@ -154,75 +131,98 @@ def _fleet_xargs(doc: object) -> float | None:
     return statistics.median(ratios) if ratios else None
 
 
-def _snapshot(doc: object, name: str, key: str) -> float | None:
-    rows = _get(doc, "rows")
-    hits = (
-        [r for r in rows if isinstance(r, dict) and r.get("snapshot") == name]
-        if isinstance(rows, list)
-        else []
-    )
-    return _num(hits[0].get(key)) if hits else None
-
-
-def _ratio(doc: object, name: str) -> float | None:
-    cur, old = _snapshot(doc, name, "current_bytes"), _snapshot(doc, name, "schema2_bytes")
+def _bytes_ratio(doc: object, name: str) -> float | None:
+    """bench_snapshot_format: the current format's bytes over schema 2's, for snapshot `name`."""
+    cur = _row(doc, "snapshot", name, "current_bytes")
+    old = _row(doc, "snapshot", name, "schema2_bytes")
     return cur / old if cur is not None and old else None
 
 
 TARGETS: tuple[Target, ...] = (
     Target("client CPU per audit, clean user", "table", lambda d: _rounds(d, "clean", "cpu"), 0.4),
     Target("client CPU per audit, heavy rc", "table", lambda d: _rounds(d, "heavy", "cpu"), 0.4),
-    Target(
-        "wall / floor, clean user", "table", lambda d: _num(_get(d, "clean", "per_floor")), 1.5, "x"
-    ),
-    Target(
-        "wall / floor, heavy rc", "table", lambda d: _num(_get(d, "heavy", "per_floor")), 1.5, "x"
-    ),
+    Target("wall / floor, clean user", "table", lambda d: _at(d, "clean", "per_floor"), 1.5, "x"),
+    Target("wall / floor, heavy rc", "table", lambda d: _at(d, "heavy", "per_floor"), 1.5, "x"),
     Target(
         "wall / OpenSSH loop, clean user",
         "table",
-        lambda d: _num(_get(d, "clean", "per_loop")),
+        lambda d: _at(d, "clean", "per_loop"),
         None,
         "x",
     ),
     Target(
         "wall / xargs -P 8, clean user",
         "table",
-        lambda d: _num(_get(d, "clean", "per_xargs")),
+        lambda d: _at(d, "clean", "per_xargs"),
         None,
         "x",
     ),
-    Target("first frame, --demo (headless)", "paint", lambda d: _first_tree(d, "demo"), 1.0),
-    Target("first frame, --replay case study", "paint", lambda d: _first_tree(d, "replay"), 1.0),
-    Target("first frame, live (this machine)", "paint", lambda d: _first_tree(d, "live"), 1.0),
-    Target("dashboard shown, gpuaudit-tui --demo in tmux", "paint", _tmux, 1.0),
-    Target("e into a 10 MB output", "drilldown", lambda d: _drill(d, "10 MB", "e_s"), 0.5),
     Target(
-        "Enter on pcie, 10 MB output", "drilldown", lambda d: _drill(d, "10 MB", "enter_s"), None
+        "first frame, --demo (headless)",
+        "paint",
+        lambda d: _first_tree(d, ("frames", "demo"), "paint_s"),
+        1.0,
+    ),
+    Target(
+        "first frame, --replay case study",
+        "paint",
+        lambda d: _first_tree(d, ("frames", "replay"), "paint_s"),
+        1.0,
+    ),
+    Target(
+        "first frame, live (this machine)",
+        "paint",
+        lambda d: _first_tree(d, ("frames", "live"), "paint_s"),
+        1.0,
+    ),
+    Target(
+        "dashboard shown, gpuaudit-tui --demo in tmux",
+        "paint",
+        lambda d: _first_tree(d, ("tmux",), "median_s"),
+        1.0,
+    ),
+    Target("e into a 10 MB output", "drilldown", lambda d: _row(d, "output", "10 MB", "e_s"), 0.5),
+    Target(
+        "Enter on pcie, 10 MB output",
+        "drilldown",
+        lambda d: _row(d, "output", "10 MB", "enter_s"),
+        None,
     ),
     Target(
         "replay of a 10 MB snapshot (--json)",
         "replay",
-        lambda d: _num(_get(d, "big", "wall_s")),
+        lambda d: _at(d, "big", "wall_s"),
         2.0,
     ),
     Target(
         "case study snapshot, current / schema 2 bytes",
         "snapshots",
-        lambda d: _ratio(d, "case-study-before.json"),
+        lambda d: _bytes_ratio(d, "case-study-before.json"),
         None,
         "x",
     ),
     Target(
         "10 MB snapshot, current / schema 2 bytes",
         "snapshots",
-        lambda d: _ratio(d, "big-10mb.json"),
+        lambda d: _bytes_ratio(d, "big-10mb.json"),
         None,
         "x",
     ),
-    Target("fleet: client CPU per host, simulated network", "fleet", _fleet_sim, 0.05),
+    Target(
+        "fleet: client CPU per host, simulated network",
+        "fleet",
+        lambda d: _at_most_n(
+            [r for r in _dicts(d) if r.get("kind") == "--hosts"], "per_host_cpu_s"
+        ),
+        0.05,
+    ),
     Target("fleet: --hosts wall / xargs -P 8 wall", "fleet", _fleet_xargs, None, "x"),
-    Target("fleet: client CPU per host, real SSH", "fleet_ssh", _fleet_ssh, 0.05),
+    Target(
+        "fleet: client CPU per host, real SSH",
+        "fleet_ssh",
+        lambda d: _at_most_n(_dicts(_get(d, "slopes")), "cpu_per_host_s"),
+        0.05,
+    ),
 )
 
 

@@ -156,20 +156,15 @@ def tool_waves(records: list, tool: str = "nvidia-smi", gap_s: float = 0.05) -> 
 def cli_timeline(server, home: Path, timeout_s: float, container: str | None = None) -> list[str]:
     import subprocess
 
-    env = dict(os.environ, HOME=str(home))
-    env.pop("SSH_AUTH_SOCK", None)
-    args = [sys.executable, "-c", CLI_WRAPPER, "--json", "--fail-on", "never"]
-    args += [
-        "--timeout",
-        str(timeout_s),
-        "--host",
-        server.spec,
-        "--container",
-        container or server.spec,
-    ]
+    from bench_table import audit_args, client_env
+
     t0 = time.monotonic()
     proc = subprocess.run(
-        [*args, *server.cli_args()], env=env, cwd=ROOT, capture_output=True, text=True
+        [sys.executable, "-c", CLI_WRAPPER, *audit_args(server, timeout_s, container)],
+        env=client_env(home),
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
     )
     marks = [ln[3:] for ln in proc.stderr.splitlines() if ln.startswith("@@ ")]
     return [*marks, f"{time.monotonic() - t0:.3f} - process exited (wall seen by the parent)"]
