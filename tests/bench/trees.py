@@ -75,8 +75,10 @@ def parse_trees(specs: list[str] | None) -> dict[str, Path | None]:
 
 
 def env_for(tree: Path | None, env: dict[str, str]) -> dict[str, str]:
-    """The child environment that imports `tree` (None: the installed package)."""
-    env = dict(env)
+    """The child environment that imports `tree` (None: the installed package), as a user's shell has it: without
+    this sandbox's PYTHONDONTWRITEBYTECODE, so that the CLI keeps its dataclass code cache as a user's first run
+    does (tui/cli/dataclass_code_cache.py; the .pyc files are compile_bytecode's)."""
+    env = {k: v for k, v in env.items() if k != "PYTHONDONTWRITEBYTECODE"}
     if tree is not None:
         env["PYTHONPATH"] = str(tree)
     return env
