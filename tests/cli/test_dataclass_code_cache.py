@@ -13,7 +13,6 @@ import sys
 from pathlib import Path
 
 import pytest
-
 from gpuaudit.tui.cli import dataclass_code_cache as dcc
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -93,8 +92,13 @@ def test_classes_built_from_the_cache_behave_as_the_compiled_ones(tmp_path: Path
     first = _run(str(cache))
     assert cache.is_file()
     second = _run(str(cache))
-    assert first["cache"]["misses"] == first["cache"]["used"] > 10  # every method compiled once, then written
-    assert second["cache"] == {"misses": 0, "used": first["cache"]["used"]}  # all of them from the file
+    assert (
+        first["cache"]["misses"] == first["cache"]["used"] > 10
+    )  # every method compiled once, then written
+    assert second["cache"] == {
+        "misses": 0,
+        "used": first["cache"]["used"],
+    }  # all of them from the file
     for got in (first, second):
         got.pop("cache")
         assert got == plain
@@ -107,7 +111,9 @@ def test_a_damaged_or_foreign_file_is_ignored_and_replaced(tmp_path: Path) -> No
     codes = dcc.read(cache)
     assert codes and all(isinstance(k, str) for k in codes)
     head = len(dcc.HEADER) + len(dcc.MAGIC_NUMBER) + 8
-    foreign = dcc.HEADER + b"\x00\x00\r\n" + good[len(dcc.HEADER) + 4 :]  # another interpreter's magic
+    foreign = (
+        dcc.HEADER + b"\x00\x00\r\n" + good[len(dcc.HEADER) + 4 :]
+    )  # another interpreter's magic
     flipped = bytearray(good)
     flipped[head + 100] ^= 0xFF
     not_a_dict = dcc.marshal.dumps([1, 2])
@@ -122,7 +128,9 @@ def test_a_damaged_or_foreign_file_is_ignored_and_replaced(tmp_path: Path) -> No
         cache.write_bytes(bad)
         assert dcc.read(cache) == {}
         again = _run(str(cache))
-        assert again["cache"]["misses"] == again["cache"]["used"]  # compiled as if there were no file
+        assert (
+            again["cache"]["misses"] == again["cache"]["used"]
+        )  # compiled as if there were no file
         assert dcc.read(cache).keys() == codes.keys()  # and written back whole
 
 
@@ -147,7 +155,9 @@ def test_an_unwritable_place_costs_nothing_but_the_cache(tmp_path: Path) -> None
 
 def test_the_cache_keeps_this_process_sources_past_its_bound(tmp_path: Path, monkeypatch) -> None:
     cache = dcc.DataclassCodeCache(tmp_path / "dc.bin")
-    cache.codes = {f"x = {i}\n": compile(f"x = {i}\n", "<string>", "exec") for i in range(dcc.MAX_ENTRIES + 1)}
+    cache.codes = {
+        f"x = {i}\n": compile(f"x = {i}\n", "<string>", "exec") for i in range(dcc.MAX_ENTRIES + 1)
+    }
     ns: dict = {}
     cache.exec("y = 1\n", {}, ns)
     assert ns == {"y": 1}
@@ -166,7 +176,9 @@ def test_the_cli_compiles_its_dataclasses_from_the_install_cache(tmp_path: Path)
     demo = ROOT / "snapshots" / "examples" / "case-study-before.json"
     argv = [sys.executable, "-m", "gpuaudit.tui", "--replay", str(demo), "--json"]
     first = subprocess.run(argv, capture_output=True, env=env, timeout=120)
-    assert first.returncode == 1, first.stderr  # the case study has critical findings (--fail-on critical)
+    assert first.returncode == 1, (
+        first.stderr
+    )  # the case study has critical findings (--fail-on critical)
     assert path.is_file()
     stamp = path.stat().st_mtime_ns
     second = subprocess.run(argv, capture_output=True, env=env, timeout=120)
