@@ -547,7 +547,7 @@ def _scan(text: str, depth: int) -> str:
 _TRIGGERS = (
     "tok", "key", "secret", "pass", "pw", "cred", "auth", "bearer", "basic", "pat", "sig", "//", "%", "#",
     "description:", "private key", "hooks.", "discord", "webhook",
-    *{p.lower() for p in _KNOWN_PREFIXES if len(p) >= 3},
+    *sorted({p.lower() for p in _KNOWN_PREFIXES if len(p) >= 3}),  # sorted: the same regex in every process
 )  # fmt: skip
 """Fragments (lowercase) without which no rule can hide anything on a line."""
 _BASE64_LINE = re.compile(r"[A-Za-z0-9+/=]{16,128}\r?")

@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, NoReturn
 from gpuaudit.probes.core.errors import GpuAuditError
 from gpuaudit.probes.core.version import __version__
 from gpuaudit.probes.ids import PROBE_IDS  # not the catalogue: it costs ~0.3-0.5 s to load
-from gpuaudit.tui.cli import dataclass_code_cache
+from gpuaudit.tui.cli import code_cache
 from gpuaudit.tui.cli.args import SUBCOMMANDS, CliError, OneLineParser
 from gpuaudit.tui.cli.bmc_args import add_bmc_arguments
 
@@ -322,7 +322,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """The command line. Without `argv` (the console script, `python -m gpuaudit.tui`) the process ends as soon
     as the work is done (`exit_now`); with `argv` (tests, callers in-process) the exit status is returned."""
     if argv is None:
-        dataclass_code_cache.install()  # the process's dataclasses compile from the install's cache (issue 30)
+        code_cache.install()  # dataclasses and regexes from the installation's compiled cache (issue 30)
         exit_now(_main(sys.argv[1:]))
     return _main(list(argv))
 

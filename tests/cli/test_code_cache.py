@@ -1,4 +1,4 @@
-"""The CLI's cache of the code dataclasses generate (tui/cli/dataclass_code_cache.py, issue 30).
+"""The CLI's cache of what dataclasses and re compile (tui/cli/code_cache.py, issue 30).
 
 Each case runs in a fresh interpreter: installing the cache changes the `dataclasses` module for the rest of a
 process, and what is measured is what a second process finds on disk.
@@ -13,16 +13,16 @@ import sys
 from pathlib import Path
 
 import pytest
-from gpuaudit.tui.cli import dataclass_code_cache as dcc
+from gpuaudit.tui.cli import code_cache as dcc
 
 ROOT = Path(__file__).resolve().parents[2]
 
 # Classes of every shape the generated methods take; the script prints what each does, then the cache's counts.
 SCRIPT = r"""
-import dataclasses, json, sys
+import dataclasses, json, re, sys
 from dataclasses import InitVar, KW_ONLY, dataclass, field
 from pathlib import Path
-from gpuaudit.tui.cli import dataclass_code_cache as dcc
+from gpuaudit.tui.cli import code_cache as dcc
 cache = dcc.install(Path(sys.argv[1])) if sys.argv[1] != "-" else None
 
 @dataclass(frozen=True, slots=True)
@@ -66,8 +66,28 @@ out["post"] = [repr(w), w.total, [x.name for x in dataclasses.fields(w)], repr(d
 n = NoEq(1)
 out["noeq"] = [n == NoEq(1), n == n, repr(n)]
 out["init_sig"] = str(__import__("inspect").signature(WithPost))
+# patterns of every kind: named groups, flags inline and passed, bytes, lookarounds, a verbose one
+PATTERNS = [
+    (r"(?P<bus>[0-9a-f]{4}):(?P<dev>[0-9a-f]{2})\.(\d)", 0),
+    (r"^\s*Link (Status|Capabilities):\s+Speed (?P<gts>[\d.]+)GT/s", re.M | re.I),
+    (r"(?i)persistence mode\s*:\s*(enabled|disabled)", 0),
+    (rb"\x00+(?=end)", 0),
+    (r"(?<![\w-])token=[^\s]+", re.S),
+    ("(?P<key>\\w+)  # a key\n \\s*=\\s* (?P<value>\\S*)  # its value", re.X),
+]
+out["regex"] = []
+for text, flags in PATTERNS:
+    pat = re.compile(text, flags)
+    sample = b"aa\x00\x00end" if isinstance(text, bytes) else "0000:3b:00.0 LnkSta: Link Status: Speed 16GT/s x=1 token=abc Persistence Mode : Enabled"
+    out["regex"].append([pat.pattern if isinstance(text, str) else pat.pattern.decode(), pat.flags, pat.groups,
+                         sorted(pat.groupindex.items()), [repr(m) for m in pat.finditer(sample)]])
+try:
+    re.compile("(unclosed")
+except re.error as exc:
+    out["regex_error"] = str(exc)
 if cache is not None:
-    out["cache"] = {"misses": cache.misses, "used": len(cache.used)}
+    out["cache"] = {"misses": cache.misses, "hits": cache.hits, "codes": len(cache.used_codes),
+                    "regexes": len(cache.used_regexes)}
 print(json.dumps(out))
 """
 
@@ -86,18 +106,19 @@ def _run(path: str, *extra: str, env: dict[str, str] | None = None) -> dict:
     return json.loads(done.stdout)
 
 
-def test_classes_built_from_the_cache_behave_as_the_compiled_ones(tmp_path: Path) -> None:
+def test_classes_and_patterns_from_the_cache_are_the_compiled_ones(tmp_path: Path) -> None:
     cache = tmp_path / "dc.bin"
     plain = _run("-")
     first = _run(str(cache))
     assert cache.is_file()
     second = _run(str(cache))
-    assert (
-        first["cache"]["misses"] == first["cache"]["used"] > 10
-    )  # every method compiled once, then written
+    made = first["cache"]
+    assert made["codes"] > 10 and made["regexes"] >= 6
+    assert made["misses"] == made["codes"] + made["regexes"]  # each compiled once, then written
     assert second["cache"] == {
+        **made,
         "misses": 0,
-        "used": first["cache"]["used"],
+        "hits": made["misses"],
     }  # all of them from the file
     for got in (first, second):
         got.pop("cache")
@@ -108,30 +129,29 @@ def test_a_damaged_or_foreign_file_is_ignored_and_replaced(tmp_path: Path) -> No
     cache = tmp_path / "dc.bin"
     _run(str(cache))
     good = cache.read_bytes()
-    codes = dcc.read(cache)
-    assert codes and all(isinstance(k, str) for k in codes)
-    head = len(dcc.HEADER) + len(dcc.MAGIC_NUMBER) + 8
-    foreign = (
-        dcc.HEADER + b"\x00\x00\r\n" + good[len(dcc.HEADER) + 4 :]
-    )  # another interpreter's magic
+    codes, regexes = dcc.read(cache)
+    assert codes and regexes
+    head = len(dcc.HEADER) + len(dcc.MAGIC) + 8
+    foreign = dcc.HEADER + b"\x00\x00\r\n" + good[len(dcc.HEADER) + 4 :]  # another interpreter's
     flipped = bytearray(good)
     flipped[head + 100] ^= 0xFF
-    not_a_dict = dcc.marshal.dumps([1, 2])
+    not_a_pair = dcc.marshal.dumps([1, 2])
     wrong_type = (
         dcc.HEADER
-        + dcc.MAGIC_NUMBER
-        + dcc.zlib.crc32(not_a_dict).to_bytes(4, "little")
-        + len(not_a_dict).to_bytes(4, "little")
-        + not_a_dict
+        + dcc.MAGIC
+        + dcc.zlib.crc32(not_a_pair).to_bytes(4, "little")
+        + len(not_a_pair).to_bytes(4, "little")
+        + not_a_pair
     )
     for bad in (b"", b"garbage", good[: len(good) // 2], foreign, bytes(flipped), wrong_type):
         cache.write_bytes(bad)
-        assert dcc.read(cache) == {}
+        assert dcc.read(cache) == ({}, {})
         again = _run(str(cache))
-        assert (
-            again["cache"]["misses"] == again["cache"]["used"]
-        )  # compiled as if there were no file
-        assert dcc.read(cache).keys() == codes.keys()  # and written back whole
+        assert again["cache"]["hits"] == 0  # compiled as if there were no file
+        assert [d.keys() for d in dcc.read(cache)] == [
+            codes.keys(),
+            regexes.keys(),
+        ]  # written back whole
 
 
 def test_nothing_is_written_under_dont_write_bytecode(tmp_path: Path) -> None:
@@ -153,22 +173,37 @@ def test_an_unwritable_place_costs_nothing_but_the_cache(tmp_path: Path) -> None
     assert sorted(p.name for p in tmp_path.iterdir()) == ["file"]  # no temporary file left behind
 
 
-def test_the_cache_keeps_this_process_sources_past_its_bound(tmp_path: Path, monkeypatch) -> None:
-    cache = dcc.DataclassCodeCache(tmp_path / "dc.bin")
+def test_the_cache_keeps_this_process_entries_past_its_bound(tmp_path: Path, monkeypatch) -> None:
+    cache = dcc.CodeCache(tmp_path / "dc.bin")
+    cache.loaded = True
     cache.codes = {
         f"x = {i}\n": compile(f"x = {i}\n", "<string>", "exec") for i in range(dcc.MAX_ENTRIES + 1)
     }
     ns: dict = {}
     cache.exec("y = 1\n", {}, ns)
     assert ns == {"y": 1}
+    got = cache.compile_regex(dcc.re_compiler.compile, r"a(?P<n>\d+)", 0)
+    assert got == dcc.re_compiler.compile(r"a(?P<n>\d+)", 0) and got.groupindex == {"n": 1}
     monkeypatch.setattr(dcc.sys, "dont_write_bytecode", False)
     cache.save()
-    assert list(dcc.read(tmp_path / "dc.bin")) == ["y = 1\n"]
+    codes, regexes = dcc.read(tmp_path / "dc.bin")
+    assert list(codes) == ["y = 1\n"] and list(regexes) == [(r"a(?P<n>\d+)", 0)]
+
+
+def test_a_stored_pattern_the_engine_refuses_is_compiled_as_usual() -> None:
+    """An entry whose code the regex engine rejects is never served; the verified arguments replace it."""
+    cache = dcc.CodeCache(None)
+    cache.loaded = True
+    bad = (r"a+b", 0, [1, 2, 3], 0, {}, ())  # not valid matcher code
+    cache.regexes[(r"a+b", 0)] = bad
+    got = cache.compile_regex(dcc.re_compiler.compile, r"a+b", 0)
+    assert got.fullmatch("aab") and not got.fullmatch("b") and cache.hits == 0
+    assert cache.regexes[(r"a+b", 0)] != bad
 
 
 @pytest.mark.slow
 def test_the_cli_compiles_its_dataclasses_from_the_install_cache(tmp_path: Path) -> None:
-    """The console script installs it: a second run finds every method in the file and writes nothing."""
+    """The console script installs it: a second run finds every entry in the file and writes nothing."""
     path = dcc.default_path()
     assert path is not None
     env = dict(os.environ)

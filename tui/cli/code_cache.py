@@ -1,0 +1,267 @@
+"""Compile once per installation what the standard library recompiles in every process (issue 30).
+
+Two compilers run on every start of the CLI, on inputs that never change between runs:
+
+* `@dataclass` writes the source of each class's `__init__`, `__repr__`, `__eq__` (frozen: `__setattr__`,
+  `__delattr__`, `__hash__`) and compiles it with `exec` at import: ~650 compilations for the ~150 dataclasses
+  of a headless audit, ~70 ms of its client CPU (more than any other part of the tool's imports);
+* `re.compile` parses each pattern and generates its matcher code in Python: ~270 patterns, ~25 ms.
+
+The CLI keeps their results the way Python keeps a module's bytecode: beside the package's .pyc files, in
+`__pycache__`, tagged with the interpreter (`cpython-311`) and checked against its bytecode and regex-engine
+magic numbers. Reading the file costs ~3 ms.
+
+* Dataclasses: `install()` gives the `dataclasses` module its own `exec`, a global that shadows the builtin for
+  that module only. It looks the source text up (the whole text is the key: no collision is possible) and runs the
+  cached code object with the globals and namespace the builtin would have been given. A miss compiles exactly
+  what `exec` compiles (filename "<string>", no inherited __future__ flags).
+* Regular expressions: `re`'s compiler step (`re._compiler.compile`) is wrapped. A miss compiles the pattern with
+  the original and also rebuilds the arguments the original hands to `_sre.compile` (the regex engine's
+  constructor: pattern, flags, matcher code, groups); they are kept only when the pattern they build is equal to
+  the original's (`Pattern.__eq__` compares the pattern, flags and code), so a future interpreter whose compiler
+  differs is never served a wrong pattern, only an uncached one. A hit calls `_sre.compile` with them, which
+  checks the code again.
+
+Nothing else changes: the classes, the patterns and their behaviour are the ones the standard library builds.
+Like Python's bytecode cache, the file is written only when `-B` / PYTHONDONTWRITEBYTECODE is not set,
+atomically, and never fails the program: an unwritable directory or a corrupt, truncated or foreign file is
+ignored and everything is compiled as usual. The CLI process installs it (tui/cli/entry.py main); the engine,
+used as a library, does not.
+"""
+
+from __future__ import annotations
+
+import _sre
+import atexit
+import builtins
+import dataclasses
+import marshal
+import os
+import re._compiler as re_compiler
+import re._parser as re_parser
+import sys
+import zlib
+from importlib.util import MAGIC_NUMBER
+from pathlib import Path
+from types import CodeType
+from typing import Any
+
+HEADER = b"GACC1\n"
+"""The file's own format tag; then the interpreter's bytecode magic, the regex engine's, the payload's CRC-32
+and length."""
+MAGIC = MAGIC_NUMBER + int(_sre.MAGIC).to_bytes(4, "little")
+MAX_ENTRIES = 6000
+"""Past this many entries (an editable install whose classes keep changing), only this process's are kept."""
+
+RegexKey = tuple[str | bytes, int]
+RegexArgs = tuple[Any, ...]
+
+
+class CodeCache:
+    """Compiled code for the two compilers, read from `path` on first use and written back at exit if it grew."""
+
+    def __init__(self, path: Path | None) -> None:
+        self.path = path
+        self.loaded = False  # read on the first compilation: --help never pays for it
+        self.codes: dict[str, CodeType] = {}
+        self.regexes: dict[RegexKey, RegexArgs] = {}
+        self.used_codes: dict[str, CodeType] = {}
+        self.used_regexes: dict[RegexKey, RegexArgs] = {}
+        self.misses = 0
+        self.hits = 0
+
+    def _load(self) -> None:
+        self.loaded = True
+        if self.path is not None:
+            self.codes, self.regexes = read(self.path)
+
+    def exec(self, source: object, globals_: dict | None = None, locals_: object = None) -> None:
+        """What `dataclasses` calls instead of the builtin `exec`."""
+        if not isinstance(source, str):
+            return builtins.exec(source, globals_, locals_)  # type: ignore[arg-type]
+        if not self.loaded:
+            self._load()
+        code = self.codes.get(source)
+        if code is None:
+            # what the builtin compiles from a string in `dataclasses`, which has no __future__ import: not this
+            # module's `annotations` (inherited by default, it would turn __init__'s annotations into strings)
+            code = compile(source, "<string>", "exec", dont_inherit=True)
+            self.codes[source] = code
+            self.misses += 1
+        else:
+            self.hits += 1
+        self.used_codes[source] = code
+        return builtins.exec(code, globals_, locals_)  # type: ignore[arg-type]
+
+    def compile_regex(self, original: Any, p: Any, flags: Any = 0) -> Any:
+        """What `re` calls instead of `re._compiler.compile` (`original`)."""
+        if not isinstance(p, (str, bytes)) or flags & re_compiler.SRE_FLAG_DEBUG:
+            return original(p, flags)  # a parsed pattern (re.Scanner), or DEBUG's printout
+        if not self.loaded:
+            self._load()
+        key = (p, int(flags))
+        args = self.regexes.get(key)
+        if args is not None:
+            try:
+                pattern = _sre.compile(*args)
+            except Exception:  # noqa: BLE001 - refused by the engine: compile it as usual
+                pass
+            else:
+                self.hits += 1
+                self.used_regexes[key] = args
+                return pattern
+        pattern = original(p, flags)  # the authority (and its errors for a bad pattern)
+        args = _sre_arguments(p, int(flags))
+        if args is not None and _builds(args, pattern):
+            self.regexes[key] = args
+            self.used_regexes[key] = args
+            self.misses += 1
+        return pattern
+
+    def save(self) -> None:
+        """Write the file when this process compiled something new (never under -B); never raises."""
+        if not self.misses or self.path is None or sys.dont_write_bytecode:
+            return
+        codes, regexes = self.codes, self.regexes
+        if len(codes) + len(regexes) > MAX_ENTRIES:
+            codes, regexes = self.used_codes, self.used_regexes
+        try:
+            write(self.path, codes, regexes)
+        except (
+            OSError,
+            ValueError,
+        ):  # read-only install, full disk, an unmarshallable object: run uncached
+            pass
+
+
+def _sre_arguments(p: str | bytes, flags: int) -> RegexArgs | None:
+    """The arguments `re._compiler.compile` hands `_sre.compile` for `p` (its own steps), or None."""
+    try:
+        parsed = re_parser.parse(p, flags)
+        code = re_compiler._code(parsed, flags)
+        groupindex = dict(parsed.state.groupdict)
+        indexgroup: list[str | None] = [None] * parsed.state.groups
+        for name, index in groupindex.items():
+            indexgroup[index] = name
+        return (
+            p,
+            int(flags | parsed.state.flags),
+            [
+                int(op) for op in code
+            ],  # plain ints: the opcodes are an int subclass marshal cannot store
+            parsed.state.groups - 1,
+            groupindex,
+            tuple(indexgroup),
+        )
+    except Exception:  # noqa: BLE001 - another interpreter's compiler: leave this pattern uncached
+        return None
+
+
+def _builds(args: RegexArgs, pattern: Any) -> bool:
+    """Whether `args` build a pattern equal to the original's (same pattern, flags and matcher code)."""
+    try:
+        return bool(_sre.compile(*args) == pattern) and marshal.dumps(args) is not None
+    except Exception:  # noqa: BLE001 - refused, or not storable: not cached
+        return False
+
+
+def read(path: Path) -> tuple[dict[str, CodeType], dict[RegexKey, RegexArgs]]:
+    """The cached entries at `path`; empty when the file is missing, corrupt, truncated or another interpreter's."""
+    empty: tuple[dict[str, CodeType], dict[RegexKey, RegexArgs]] = ({}, {})
+    try:
+        data = path.read_bytes()
+    except OSError:
+        return empty
+    head = len(HEADER) + len(MAGIC) + 8
+    if len(data) < head or not data.startswith(HEADER):
+        return empty
+    magic = data[len(HEADER) : len(HEADER) + len(MAGIC)]
+    crc = int.from_bytes(data[head - 8 : head - 4], "little")
+    size = int.from_bytes(data[head - 4 : head], "little")
+    payload = data[head:]
+    if magic != MAGIC or size != len(payload) or zlib.crc32(payload) != crc:
+        return empty
+    try:
+        loaded = marshal.loads(payload)
+    except (EOFError, ValueError, TypeError):
+        return empty
+    if not (
+        isinstance(loaded, tuple) and len(loaded) == 2 and all(isinstance(d, dict) for d in loaded)
+    ):
+        return empty
+    codes = {k: v for k, v in loaded[0].items() if isinstance(k, str) and isinstance(v, CodeType)}
+    regexes = {
+        k: v
+        for k, v in loaded[1].items()
+        if isinstance(k, tuple)
+        and len(k) == 2
+        and isinstance(v, tuple)
+        and len(v) == 6
+        and v[0] == k[0]
+    }
+    return codes, regexes
+
+
+def write(path: Path, codes: dict[str, CodeType], regexes: dict[RegexKey, RegexArgs]) -> None:
+    """Write the entries to `path` atomically (a reader sees the old file or the new one, never half of one)."""
+    payload = marshal.dumps((codes, regexes))
+    head = (
+        HEADER
+        + MAGIC
+        + zlib.crc32(payload).to_bytes(4, "little")
+        + len(payload).to_bytes(4, "little")
+    )
+    path.parent.mkdir(parents=True, exist_ok=True)
+    tmp = path.with_name(f"{path.name}.{os.getpid()}.tmp")
+    try:
+        tmp.write_bytes(head + payload)
+        os.replace(tmp, path)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def default_path() -> Path | None:
+    """This package's `__pycache__`, tagged with the interpreter (None where Python keeps no bytecode cache)."""
+    tag = sys.implementation.cache_tag
+    if tag is None:
+        return None
+    return Path(__file__).resolve().parent / "__pycache__" / f"compiled-stdlib.{tag}.bin"
+
+
+def install(path: Path | None = None) -> CodeCache | None:
+    """Serve `dataclasses` and `re` from the cache for the rest of this process, saved at exit; None if already
+    installed."""
+    if isinstance(getattr(dataclasses, "exec", None), _Exec):
+        return None
+    cache = CodeCache(path if path is not None else default_path())
+    dataclasses.exec = _Exec(cache)  # type: ignore[attr-defined]
+    re_compiler.compile = _Compile(cache, re_compiler.compile)  # type: ignore[assignment]
+    atexit.register(cache.save)
+    return cache
+
+
+class _Exec:
+    """The `exec` placed in `dataclasses` (a class, so that install() recognises its own)."""
+
+    __slots__ = ("cache",)
+
+    def __init__(self, cache: CodeCache) -> None:
+        self.cache = cache
+
+    def __call__(
+        self, source: object, globals_: dict | None = None, locals_: object = None
+    ) -> None:
+        return self.cache.exec(source, globals_, locals_)
+
+
+class _Compile:
+    """The compiler step placed in `re._compiler`."""
+
+    __slots__ = ("cache", "original")
+
+    def __init__(self, cache: CodeCache, original: Any) -> None:
+        self.cache = cache
+        self.original = original
+
+    def __call__(self, p: Any, flags: Any = 0) -> Any:
+        return self.cache.compile_regex(self.original, p, flags)
