@@ -222,3 +222,17 @@ def test_the_cli_compiles_its_dataclasses_from_the_install_cache(tmp_path: Path)
     a, b = json.loads(first.stdout), json.loads(second.stdout)
     assert a["findings"] == b["findings"]
     assert [p["facts"] for p in a["probes"]] == [p["facts"] for p in b["probes"]]
+
+
+def test_the_file_lies_where_python_keeps_the_package_bytecode(tmp_path: Path) -> None:
+    here = Path(dcc.__file__).resolve().parent
+    tag = sys.implementation.cache_tag
+    assert dcc.default_path() == here / "__pycache__" / f"compiled-stdlib.{tag}.bin"
+    done = subprocess.run(
+        [sys.executable, "-X", f"pycache_prefix={tmp_path}", "-c",
+         "from gpuaudit.tui.cli import code_cache; print(code_cache.default_path())"],
+        capture_output=True, text=True, check=True, timeout=60,
+    )  # fmt: skip
+    assert (
+        Path(done.stdout.strip()) == tmp_path / here.relative_to("/") / f"compiled-stdlib.{tag}.bin"
+    )

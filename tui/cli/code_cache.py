@@ -8,7 +8,7 @@ Two compilers run on every start of the CLI, on inputs that never change between
 * `re.compile` parses each pattern and generates its matcher code in Python: ~270 patterns, ~25 ms.
 
 The CLI keeps their results the way Python keeps a module's bytecode: beside the package's .pyc files, in
-`__pycache__`, tagged with the interpreter (`cpython-311`) and checked against its bytecode and regex-engine
+`__pycache__` (or under `-X pycache_prefix`), tagged with the interpreter (`cpython-311`) and checked against its bytecode and regex-engine
 magic numbers. Reading the file costs ~3 ms.
 
 * Dataclasses: `install()` gives the `dataclasses` module its own `exec`, a global that shadows the builtin for
@@ -221,11 +221,17 @@ def write(path: Path, codes: dict[str, CodeType], regexes: dict[RegexKey, RegexA
 
 
 def default_path() -> Path | None:
-    """This package's `__pycache__`, tagged with the interpreter (None where Python keeps no bytecode cache)."""
+    """Where this package's .pyc files are: its `__pycache__`, or the mirror of its folder under
+    `-X pycache_prefix` / PYTHONPYCACHEPREFIX; tagged with the interpreter (None where Python keeps no bytecode
+    cache)."""
     tag = sys.implementation.cache_tag
     if tag is None:
         return None
-    return Path(__file__).resolve().parent / "__pycache__" / f"compiled-stdlib.{tag}.bin"
+    name = f"compiled-stdlib.{tag}.bin"
+    here = Path(__file__).resolve().parent
+    if sys.pycache_prefix:
+        return Path(sys.pycache_prefix) / here.relative_to(here.anchor) / name
+    return here / "__pycache__" / name
 
 
 def install(path: Path | None = None) -> CodeCache | None:
