@@ -85,6 +85,11 @@ out = sys.stderr
 def mark(what):
     out.write(f"@@ {time.monotonic() - T0:.3f} {time.process_time():.3f} {what}\\n")
 mark("interpreter started")
+try:
+    from gpuaudit.tui.cli import code_cache
+    code_cache.install()  # what entry.main() does without argv
+except ImportError:  # a tree from before the cache
+    pass
 from gpuaudit.tui.cli import entry
 mark("entry imported (argparse)")
 from gpuaudit.tui.cli import commands  # what entry.main imports next; headless.py is left to the CLI itself
