@@ -14,6 +14,7 @@ from gpuaudit.probes.core.run.events import initial_run
 from gpuaudit.probes.core.run.request import AuditRequest
 from gpuaudit.probes.core.text import neutralise
 from gpuaudit.themes import DEFAULT_THEME, STATUS_DEFAULTS, STYLESHEETS, THEMES
+from gpuaudit.tui.cli import code_cache
 from gpuaudit.tui.first_frame import skeleton_run
 from gpuaudit.tui.screens.confirm import ConfirmScreen
 from gpuaudit.tui.screens.dashboard import DashboardScreen
@@ -45,6 +46,12 @@ def later() -> ModuleType:
     from gpuaudit.tui import deferred
 
     return deferred
+
+
+def _start_up_loads() -> None:
+    """tui/deferred.py, then the code cache written: the next start finds the start-up's code compiled."""
+    later()
+    code_cache.checkpoint()
 
 
 def utc_now() -> datetime:
@@ -205,7 +212,7 @@ class GpuAuditApp(App[int]):
 
     def _preload(self) -> None:
         """Load tui/deferred.py in a thread now that the first frame is out, so the first key finds it loaded."""
-        self.run_worker(later, thread=True, group="preload", exit_on_error=False)
+        self.run_worker(_start_up_loads, thread=True, group="preload", exit_on_error=False)
 
     @work(thread=True, exclusive=True, group="setup", exit_on_error=False)
     def _set_up(self) -> None:
@@ -227,6 +234,7 @@ class GpuAuditApp(App[int]):
         self.call_from_thread(self._setup_ready, setup, plan_dir)
         if live:
             _load_judging(setup)
+        code_cache.checkpoint()  # the start-up's code is compiled: kept for the next start (tui/cli/code_cache.py)
 
     def _setup_failed(self, exc: Exception) -> None:
         self.setup_error = exc

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -87,7 +88,7 @@ except re.error as exc:
     out["regex_error"] = str(exc)
 if cache is not None:
     out["cache"] = {"misses": cache.misses, "hits": cache.hits, "codes": len(cache.used_codes),
-                    "regexes": len(cache.used_regexes)}
+                    "regexes": len(cache.used_regexes) + len(cache.pending)}
 print(json.dumps(out))
 """
 
@@ -190,15 +191,38 @@ def test_the_cache_keeps_this_process_entries_past_its_bound(tmp_path: Path, mon
     assert list(codes) == ["y = 1\n"] and list(regexes) == [(r"a(?P<n>\d+)", 0)]
 
 
-def test_a_stored_pattern_the_engine_refuses_is_compiled_as_usual() -> None:
+def test_a_stored_pattern_the_engine_refuses_is_compiled_as_usual(
+    tmp_path: Path, monkeypatch
+) -> None:
     """An entry whose code the regex engine rejects is never served; the verified arguments replace it."""
-    cache = dcc.CodeCache(None)
+    cache = dcc.CodeCache(tmp_path / "dc.bin")
     cache.loaded = True
     bad = (r"a+b", 0, [1, 2, 3], 0, {}, ())  # not valid matcher code
     cache.regexes[(r"a+b", 0)] = bad
     got = cache.compile_regex(dcc.re_compiler.compile, r"a+b", 0)
     assert got.fullmatch("aab") and not got.fullmatch("b") and cache.hits == 0
-    assert cache.regexes[(r"a+b", 0)] != bad
+    monkeypatch.setattr(dcc.sys, "dont_write_bytecode", False)
+    cache.save()
+    stored = dcc.read(tmp_path / "dc.bin")[1][(r"a+b", 0)]
+    assert stored != bad and dcc._sre.compile(*stored) == got
+
+
+def test_a_pattern_rebuilt_differently_is_never_stored(tmp_path: Path, monkeypatch) -> None:
+    """The arguments are kept only when they build the pattern `re` built (a compiler that changed)."""
+    cache = dcc.CodeCache(tmp_path / "dc.bin")
+    cache.loaded = True
+    real = dcc._sre_arguments
+
+    def drifted(p, flags):  # another interpreter's steps: a flag lost on the way
+        args = real(p, flags)
+        return (args[0], args[1] & ~int(re.IGNORECASE), *args[2:])
+
+    monkeypatch.setattr(dcc, "_sre_arguments", drifted)
+    monkeypatch.setattr(dcc.sys, "dont_write_bytecode", False)
+    cache.compile_regex(dcc.re_compiler.compile, r"gpu", re.IGNORECASE)
+    cache.compile_regex(dcc.re_compiler.compile, r"cpu", 0)
+    cache.save()
+    assert list(dcc.read(tmp_path / "dc.bin")[1]) == [(r"cpu", 0)]
 
 
 @pytest.mark.slow

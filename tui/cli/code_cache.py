@@ -15,12 +15,12 @@ magic numbers. Reading the file costs ~3 ms.
   that module only. It looks the source text up (the whole text is the key: no collision is possible) and runs the
   cached code object with the globals and namespace the builtin would have been given. A miss compiles exactly
   what `exec` compiles (filename "<string>", no inherited __future__ flags).
-* Regular expressions: `re`'s compiler step (`re._compiler.compile`) is wrapped. A miss compiles the pattern with
-  the original and also rebuilds the arguments the original hands to `_sre.compile` (the regex engine's
-  constructor: pattern, flags, matcher code, groups); they are kept only when the pattern they build is equal to
-  the original's (`Pattern.__eq__` compares the pattern, flags and code), so a future interpreter whose compiler
-  differs is never served a wrong pattern, only an uncached one. A hit calls `_sre.compile` with them, which
-  checks the code again.
+* Regular expressions: `re`'s compiler step (`re._compiler.compile`) is wrapped. A miss is compiled by the
+  original; when the file is written (at exit, or once the TUI's start-up is over: `checkpoint`), the arguments
+  the original hands `_sre.compile` (the regex engine's constructor: pattern, flags, matcher code, groups) are
+  rebuilt and kept only when the pattern they build is equal to the original's (`Pattern.__eq__` compares the
+  pattern, flags and code), so a future interpreter whose compiler differs is never served a wrong pattern, only
+  an uncached one. A hit calls `_sre.compile` with them, which checks the code again.
 
 Nothing else changes: the classes, the patterns and their behaviour are the ones the standard library builds.
 Like Python's bytecode cache, the file is written only when `-B` / PYTHONDONTWRITEBYTECODE is not set,
@@ -58,7 +58,7 @@ RegexArgs = tuple[Any, ...]
 
 
 class CodeCache:
-    """Compiled code for the two compilers, read from `path` on first use and written back at exit if it grew."""
+    """Compiled code for the two compilers, read from `path` on first use, written back (`save`) when it grew."""
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
@@ -67,8 +67,11 @@ class CodeCache:
         self.regexes: dict[RegexKey, RegexArgs] = {}
         self.used_codes: dict[str, CodeType] = {}
         self.used_regexes: dict[RegexKey, RegexArgs] = {}
+        self.pending: dict[RegexKey, Any] = {}
+        """Patterns compiled by `re` in this process, checked and stored by `save` (off the start-up's path)."""
         self.misses = 0
         self.hits = 0
+        self.unsaved = 0  # entries added since the file was last written
 
     def _load(self) -> None:
         self.loaded = True
@@ -88,6 +91,7 @@ class CodeCache:
             code = compile(source, "<string>", "exec", dont_inherit=True)
             self.codes[source] = code
             self.misses += 1
+            self.unsaved += 1
         else:
             self.hits += 1
         self.used_codes[source] = code
@@ -104,33 +108,42 @@ class CodeCache:
         if args is not None:
             try:
                 pattern = _sre.compile(*args)
-            except Exception:  # noqa: BLE001 - refused by the engine: compile it as usual
-                pass
+            except Exception:  # noqa: BLE001 - refused by the engine: compiled as usual below, and replaced
+                self.regexes.pop(key, None)
             else:
                 self.hits += 1
                 self.used_regexes[key] = args
                 return pattern
         pattern = original(p, flags)  # the authority (and its errors for a bad pattern)
-        args = _sre_arguments(p, int(flags))
-        if args is not None and _builds(args, pattern):
-            self.regexes[key] = args
-            self.used_regexes[key] = args
-            self.misses += 1
+        self.pending[key] = pattern
+        self.misses += 1
         return pattern
 
+    def _settle(self) -> None:
+        """Store the pending patterns whose rebuilt arguments make the same pattern as `re` made."""
+        for key in list(self.pending):
+            pattern = self.pending.pop(key)
+            args = _sre_arguments(*key)
+            if args is not None and _builds(args, pattern):
+                self.regexes[key] = self.used_regexes[key] = args
+                self.unsaved += 1
+
     def save(self) -> None:
-        """Write the file when this process compiled something new (never under -B); never raises."""
-        if not self.misses or self.path is None or sys.dont_write_bytecode:
+        """Write the file when entries were added since it was last written (never under -B); never raises.
+        At exit, and where a front end's start-up is over (checkpoint())."""
+        if self.path is None or sys.dont_write_bytecode:
             return
-        codes, regexes = self.codes, self.regexes
-        if len(codes) + len(regexes) > MAX_ENTRIES:
-            codes, regexes = self.used_codes, self.used_regexes
         try:
+            self._settle()
+            if not self.unsaved:
+                return
+            # copies: another thread (a Textual worker) may be compiling while this one writes
+            codes, regexes = dict(self.codes), dict(self.regexes)
+            if len(codes) + len(regexes) > MAX_ENTRIES:
+                codes, regexes = dict(self.used_codes), dict(self.used_regexes)
             write(self.path, codes, regexes)
-        except (
-            OSError,
-            ValueError,
-        ):  # read-only install, full disk, an unmarshallable object: run uncached
+            self.unsaved = 0
+        except (OSError, ValueError, RuntimeError):  # read-only install, full disk: run uncached
             pass
 
 
@@ -234,16 +247,28 @@ def default_path() -> Path | None:
     return here / "__pycache__" / name
 
 
+_installed: list[CodeCache] = []
+
+
 def install(path: Path | None = None) -> CodeCache | None:
     """Serve `dataclasses` and `re` from the cache for the rest of this process, saved at exit; None if already
     installed."""
-    if isinstance(getattr(dataclasses, "exec", None), _Exec):
+    if _installed:
         return None
     cache = CodeCache(path if path is not None else default_path())
     dataclasses.exec = _Exec(cache)  # type: ignore[attr-defined]
     re_compiler.compile = _Compile(cache, re_compiler.compile)  # type: ignore[assignment]
     atexit.register(cache.save)
+    _installed.append(cache)
     return cache
+
+
+def checkpoint() -> None:
+    """Write what this process added so far, if the CLI installed the cache: the TUI calls it once its start-up
+    loading is done, so that the next start finds Textual's and the screens' code even when this process is
+    killed rather than quit."""
+    for cache in _installed:
+        cache.save()
 
 
 class _Exec:
