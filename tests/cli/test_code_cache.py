@@ -86,6 +86,18 @@ try:
     re.compile("(unclosed")
 except re.error as exc:
     out["regex_error"] = str(exc)
+# string annotations, as pydantic evaluates them (typing.ForwardRef compiles each)
+import typing
+class Annotated_:
+    a: "dict[str, int] | None"
+    b: "list[Frozen]"
+out["hints"] = {k: str(v) for k, v in typing.get_type_hints(Annotated_).items()}
+ref = typing.ForwardRef("tuple[int, ...]")
+out["ref"] = [repr(ref), str(ref.__forward_code__.co_filename), ref.__forward_code__.co_flags]
+try:
+    typing.ForwardRef("not an expression(")
+except SyntaxError as exc:
+    out["ref_error"] = str(exc)
 if cache is not None:
     out["cache"] = {"misses": cache.misses, "hits": cache.hits, "codes": len(cache.used_codes),
                     "regexes": len(cache.used_regexes) + len(cache.pending)}
@@ -178,7 +190,8 @@ def test_the_cache_keeps_this_process_entries_past_its_bound(tmp_path: Path, mon
     cache = dcc.CodeCache(tmp_path / "dc.bin")
     cache.loaded = True
     cache.codes = {
-        f"x = {i}\n": compile(f"x = {i}\n", "<string>", "exec") for i in range(dcc.MAX_ENTRIES + 1)
+        (f"x = {i}\n", "<string>", "exec"): compile(f"x = {i}\n", "<string>", "exec")
+        for i in range(dcc.MAX_ENTRIES + 1)
     }
     ns: dict = {}
     cache.exec("y = 1\n", {}, ns)
@@ -188,7 +201,8 @@ def test_the_cache_keeps_this_process_entries_past_its_bound(tmp_path: Path, mon
     monkeypatch.setattr(dcc.sys, "dont_write_bytecode", False)
     cache.save()
     codes, regexes = dcc.read(tmp_path / "dc.bin")
-    assert list(codes) == ["y = 1\n"] and list(regexes) == [(r"a(?P<n>\d+)", 0)]
+    assert list(codes) == [("y = 1\n", "<string>", "exec")]
+    assert list(regexes) == [(r"a(?P<n>\d+)", 0)]
 
 
 def test_a_stored_pattern_the_engine_refuses_is_compiled_as_usual(

@@ -1,20 +1,23 @@
 """Compile once per installation what the standard library recompiles in every process (issue 30).
 
-Two compilers run on every start of the CLI, on inputs that never change between runs:
+Three compilers run on every start of the CLI, on inputs that never change between runs:
 
 * `@dataclass` writes the source of each class's `__init__`, `__repr__`, `__eq__` (frozen: `__setattr__`,
   `__delattr__`, `__hash__`) and compiles it with `exec` at import: ~650 compilations for the ~150 dataclasses
   of a headless audit, ~70 ms of its client CPU (more than any other part of the tool's imports);
-* `re.compile` parses each pattern and generates its matcher code in Python: ~270 patterns, ~25 ms.
+* `re.compile` parses each pattern and generates its matcher code in Python: ~270 patterns, ~25 ms;
+* `typing.ForwardRef` compiles each string annotation pydantic evaluates (`from __future__ import annotations`
+  makes every annotation one): ~1,300 small compilations, ~12 ms.
 
 The CLI keeps their results the way Python keeps a module's bytecode: beside the package's .pyc files, in
-`__pycache__` (or under `-X pycache_prefix`), tagged with the interpreter (`cpython-311`) and checked against its bytecode and regex-engine
-magic numbers. Reading the file costs ~3 ms.
+`__pycache__` (or under `-X pycache_prefix`), tagged with the interpreter (`cpython-311`) and checked against its
+bytecode and regex-engine magic numbers. Reading the file costs ~3 ms.
 
-* Dataclasses: `install()` gives the `dataclasses` module its own `exec`, a global that shadows the builtin for
-  that module only. It looks the source text up (the whole text is the key: no collision is possible) and runs the
-  cached code object with the globals and namespace the builtin would have been given. A miss compiles exactly
-  what `exec` compiles (filename "<string>", no inherited __future__ flags).
+* Dataclasses and annotations: `install()` gives the `dataclasses` module its own `exec` and the `typing` module
+  its own `compile`, globals that shadow the builtins for those modules only. They look the source text up (the
+  whole text, filename and mode are the key: no collision is possible) and use the cached code object with the
+  globals and namespace the builtin would have been given. A miss compiles exactly what the builtin compiles
+  there (same filename and mode, no inherited __future__ flags).
 * Regular expressions: `re`'s compiler step (`re._compiler.compile`) is wrapped. A miss is compiled by the
   original; when the file is written (at exit, or once the TUI's start-up is over: `checkpoint`), the arguments
   the original hands `_sre.compile` (the regex engine's constructor: pattern, flags, matcher code, groups) are
@@ -40,19 +43,22 @@ import os
 import re._compiler as re_compiler
 import re._parser as re_parser
 import sys
+import typing
 import zlib
 from importlib.util import MAGIC_NUMBER
 from pathlib import Path
 from types import CodeType
 from typing import Any
 
-HEADER = b"GACC1\n"
+HEADER = b"GACC2\n"
 """The file's own format tag; then the interpreter's bytecode magic, the regex engine's, the payload's CRC-32
 and length."""
 MAGIC = MAGIC_NUMBER + int(_sre.MAGIC).to_bytes(4, "little")
 MAX_ENTRIES = 6000
 """Past this many entries (an editable install whose classes keep changing), only this process's are kept."""
 
+CodeKey = tuple[str, str, str]
+"""(source, filename, mode): what `compile` is given."""
 RegexKey = tuple[str | bytes, int]
 RegexArgs = tuple[Any, ...]
 
@@ -63,9 +69,9 @@ class CodeCache:
     def __init__(self, path: Path | None) -> None:
         self.path = path
         self.loaded = False  # read on the first compilation: --help never pays for it
-        self.codes: dict[str, CodeType] = {}
+        self.codes: dict[CodeKey, CodeType] = {}
         self.regexes: dict[RegexKey, RegexArgs] = {}
-        self.used_codes: dict[str, CodeType] = {}
+        self.used_codes: dict[CodeKey, CodeType] = {}
         self.used_regexes: dict[RegexKey, RegexArgs] = {}
         self.pending: dict[RegexKey, Any] = {}
         """Patterns compiled by `re` in this process, checked and stored by `save` (off the start-up's path)."""
@@ -78,24 +84,40 @@ class CodeCache:
         if self.path is not None:
             self.codes, self.regexes = read(self.path)
 
-    def exec(self, source: object, globals_: dict | None = None, locals_: object = None) -> None:
-        """What `dataclasses` calls instead of the builtin `exec`."""
-        if not isinstance(source, str):
-            return builtins.exec(source, globals_, locals_)  # type: ignore[arg-type]
+    def code(self, source: str, filename: str, mode: str) -> CodeType:
+        """The code `compile(source, filename, mode)` makes in a module without __future__ imports (dataclasses,
+        typing): not this module's `annotations` (inherited by default, it would turn annotations into strings)."""
         if not self.loaded:
             self._load()
-        code = self.codes.get(source)
+        key = (source, filename, mode)
+        code = self.codes.get(key)
         if code is None:
-            # what the builtin compiles from a string in `dataclasses`, which has no __future__ import: not this
-            # module's `annotations` (inherited by default, it would turn __init__'s annotations into strings)
-            code = compile(source, "<string>", "exec", dont_inherit=True)
-            self.codes[source] = code
+            # a SyntaxError propagates as the caller's own compile would raise it
+            code = compile(source, filename, mode, dont_inherit=True)
+            self.codes[key] = code
             self.misses += 1
             self.unsaved += 1
         else:
             self.hits += 1
-        self.used_codes[source] = code
-        return builtins.exec(code, globals_, locals_)  # type: ignore[arg-type]
+        self.used_codes[key] = code
+        return code
+
+    def exec(self, source: object, globals_: dict | None = None, locals_: object = None) -> None:
+        """What `dataclasses` calls instead of the builtin `exec`."""
+        if isinstance(source, str):
+            source = self.code(source, "<string>", "exec")  # what exec compiles a string to
+        return builtins.exec(source, globals_, locals_)  # type: ignore[arg-type]
+
+    def compile(self, source: Any, filename: Any, mode: Any, *args: Any, **kwargs: Any) -> Any:
+        """What `typing` calls instead of the builtin `compile` (each string annotation pydantic evaluates is a
+        ForwardRef, compiled in __init__: ~1,300 of them, ~12 ms a process). Only the plain form is cached."""
+        if (
+            args
+            or kwargs
+            or not (isinstance(source, str) and isinstance(filename, str) and isinstance(mode, str))
+        ):
+            return builtins.compile(source, filename, mode, *args, **kwargs)
+        return self.code(source, filename, mode)
 
     def compile_regex(self, original: Any, p: Any, flags: Any = 0) -> Any:
         """What `re` calls instead of `re._compiler.compile` (`original`)."""
@@ -178,9 +200,9 @@ def _builds(args: RegexArgs, pattern: Any) -> bool:
         return False
 
 
-def read(path: Path) -> tuple[dict[str, CodeType], dict[RegexKey, RegexArgs]]:
+def read(path: Path) -> tuple[dict[CodeKey, CodeType], dict[RegexKey, RegexArgs]]:
     """The cached entries at `path`; empty when the file is missing, corrupt, truncated or another interpreter's."""
-    empty: tuple[dict[str, CodeType], dict[RegexKey, RegexArgs]] = ({}, {})
+    empty: tuple[dict[CodeKey, CodeType], dict[RegexKey, RegexArgs]] = ({}, {})
     try:
         data = path.read_bytes()
     except OSError:
@@ -202,7 +224,14 @@ def read(path: Path) -> tuple[dict[str, CodeType], dict[RegexKey, RegexArgs]]:
         isinstance(loaded, tuple) and len(loaded) == 2 and all(isinstance(d, dict) for d in loaded)
     ):
         return empty
-    codes = {k: v for k, v in loaded[0].items() if isinstance(k, str) and isinstance(v, CodeType)}
+    codes = {
+        k: v
+        for k, v in loaded[0].items()
+        if isinstance(k, tuple)
+        and len(k) == 3
+        and all(isinstance(x, str) for x in k)
+        and isinstance(v, CodeType)
+    }
     regexes = {
         k: v
         for k, v in loaded[1].items()
@@ -215,7 +244,7 @@ def read(path: Path) -> tuple[dict[str, CodeType], dict[RegexKey, RegexArgs]]:
     return codes, regexes
 
 
-def write(path: Path, codes: dict[str, CodeType], regexes: dict[RegexKey, RegexArgs]) -> None:
+def write(path: Path, codes: dict[CodeKey, CodeType], regexes: dict[RegexKey, RegexArgs]) -> None:
     """Write the entries to `path` atomically (a reader sees the old file or the new one, never half of one)."""
     payload = marshal.dumps((codes, regexes))
     head = (
@@ -257,6 +286,7 @@ def install(path: Path | None = None) -> CodeCache | None:
         return None
     cache = CodeCache(path if path is not None else default_path())
     dataclasses.exec = _Exec(cache)  # type: ignore[attr-defined]
+    typing.compile = _CompileSource(cache)  # type: ignore[attr-defined]
     re_compiler.compile = _Compile(cache, re_compiler.compile)  # type: ignore[assignment]
     atexit.register(cache.save)
     _installed.append(cache)
@@ -283,6 +313,18 @@ class _Exec:
         self, source: object, globals_: dict | None = None, locals_: object = None
     ) -> None:
         return self.cache.exec(source, globals_, locals_)
+
+
+class _CompileSource:
+    """The `compile` placed in `typing` (a global that shadows the builtin for that module only)."""
+
+    __slots__ = ("cache",)
+
+    def __init__(self, cache: CodeCache) -> None:
+        self.cache = cache
+
+    def __call__(self, source: Any, filename: Any, mode: Any, *args: Any, **kwargs: Any) -> Any:
+        return self.cache.compile(source, filename, mode, *args, **kwargs)
 
 
 class _Compile:
