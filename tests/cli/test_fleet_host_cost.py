@@ -19,7 +19,7 @@ from gpuaudit.tui.cli.session_setup import ssh_options
 pytestmark = pytest.mark.fast
 
 CASE = store.EXAMPLES_DIR / "case-study-after.json"
-VARYING = ("created_at", "started_at", "duration_s")
+VARYING = ("created_at", "started_at", "finished_at", "duration_s")
 """What differs between two runs of the same recording (clock readings)."""
 
 
@@ -54,7 +54,7 @@ def _audit(monkeypatch: pytest.MonkeyPatch, *, events_read: bool) -> tuple[dict,
         real_collect = fleet_hosts.collect
 
         async def reading(setup, *args, **kwargs):  # type: ignore[no-untyped-def]
-            return await real_collect(setup, *args, modules=("json",), **kwargs)
+            return await real_collect(setup, *args, modules=("json",), saves_partial=True, **kwargs)
 
         monkeypatch.setattr(fleet_hosts, "collect", reading)
     request = AuditRequest(hosts="unused")
@@ -78,3 +78,35 @@ def test_a_fleet_host_builds_no_command_events_and_its_snapshot_is_unchanged(
     assert quiet_events == 0  # 132 before issue 30's sixth pass: collect always passed a reader
     assert len(quiet["records"]) > 50 and len(quiet["findings"]) > 50
     assert _without_clock(quiet) == _without_clock(read)
+
+
+def _headless(monkeypatch: pytest.MonkeyPatch, **kwargs: object) -> tuple[dict, int]:
+    """A headless audit of the case study's recording through tui/cli/headless.py `collect`, as main() runs it
+    (preloading modules, so a reader is set), and how many CommandStarted events were built."""
+    from gpuaudit.tui.cli import headless
+    from gpuaudit.tui.cli.session_setup import build_setup
+
+    built = [0]
+    real_init = run_events.CommandStarted.__init__
+
+    def counting(self, **data):  # type: ignore[no-untyped-def]
+        built[0] += 1
+        real_init(self, **data)
+
+    monkeypatch.setattr(run_events.CommandStarted, "__init__", counting)
+    setup = build_setup(AuditRequest(replay=str(CASE)))
+    run = asyncio.run(headless.collect(setup, modules=("json",), **kwargs))  # type: ignore[arg-type]
+    return json.loads(run.model_dump_json()), built[0]
+
+
+def test_a_headless_audit_builds_command_events_only_when_they_are_read(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """No progress line and no --save: nothing reads a command's events; with --save an interrupted run keeps
+    each record as it comes. The run is the same either way."""
+    quiet, quiet_events = _headless(monkeypatch)
+    monkeypatch.undo()
+    saving, saving_events = _headless(monkeypatch, partial=[], saves_partial=True)
+    assert quiet_events == 0
+    assert saving_events > 50
+    assert _without_clock(quiet) == _without_clock(saving)

@@ -37,13 +37,19 @@ async def collect(
     progress: bool = False,
     partial: list[AuditRun] | None = None,
     modules: tuple[str, ...] = (),
+    saves_partial: bool = False,
 ) -> AuditRun:
     """Run the audit to completion and fold its events (`partial` holds the run so far, for an interrupted --save).
 
     A thin wrapper kept for its callers: the engine's `run_to_end` (probes/core/run/session.py) does the work; this adds
     the Rich progress line on stderr and stamps the run with the setup's mode and note. `modules`: what the outputs
-    will import, loaded on this loop while the audit waits on its commands (output_modules.preload)."""
+    will import, loaded on this loop while the audit waits on its commands (output_modules.preload).
+    `saves_partial`: an interrupted run is saved (--save), so `partial` keeps each command's record as it comes."""
     reporter = _Progress(len(setup.audit.probes)) if progress else None
+    if reporter is None and not saves_partial:
+        # nothing reads a command's events then (the preload waits on the targets' events only): the runner makes
+        # none and each probe's records come whole with its ProbeFinished, as for a fleet host (issue 30)
+        setup.audit.command_events = False
     # the imports start once every target is connected (or failed): a login's steps would otherwise wait behind
     # a module's import each, and the audit's first commands are out by then
     waiting = {t.role for t in setup.audit.targets}
@@ -123,7 +129,13 @@ def main(request: AuditRequest, early: EarlyStart | None = None) -> int:
     modules = outputs_of(request)
     try:
         run = run_sync(
-            collect(setup, progress=sys.stderr.isatty(), partial=partial, modules=modules),
+            collect(
+                setup,
+                progress=sys.stderr.isatty(),
+                partial=partial,
+                modules=modules,
+                saves_partial=request.save is not None and setup.mode != "resume",
+            ),
             early.hand_over() if early is not None else None,
         )
     except (
