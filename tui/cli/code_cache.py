@@ -43,6 +43,7 @@ import os
 import re._compiler as re_compiler
 import re._parser as re_parser
 import sys
+import threading
 import typing
 import zlib
 from importlib.util import MAGIC_NUMBER
@@ -78,6 +79,7 @@ class CodeCache:
         self.misses = 0
         self.hits = 0
         self.unsaved = 0  # entries added since the file was last written
+        self._saving = threading.Lock()
 
     def _load(self) -> None:
         self.loaded = True
@@ -144,7 +146,9 @@ class CodeCache:
     def _settle(self) -> None:
         """Store the pending patterns whose rebuilt arguments make the same pattern as `re` made."""
         for key in list(self.pending):
-            pattern = self.pending.pop(key)
+            pattern = self.pending.pop(key, None)
+            if pattern is None:
+                continue
             args = _sre_arguments(*key)
             if args is not None and _builds(args, pattern):
                 self.regexes[key] = self.used_regexes[key] = args
@@ -155,6 +159,10 @@ class CodeCache:
         At exit, and where a front end's start-up is over (checkpoint())."""
         if self.path is None or sys.dont_write_bytecode:
             return
+        with self._saving:  # a TUI worker's checkpoint and the exit's save, one at a time
+            self._save()
+
+    def _save(self) -> None:
         try:
             self._settle()
             if not self.unsaved:
