@@ -31,7 +31,7 @@ from bench_fleet_latency import start_relay  # noqa: E402
 from bench_heavy_rc import HEAVY_RC, PCT_STANDIN, standin_sshd  # noqa: E402
 from bench_table import Relayed, cli_audit  # noqa: E402
 from sshd_server import free_port  # noqa: E402
-from trees import parse_trees  # noqa: E402
+from trees import sides_of  # noqa: E402
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -46,7 +46,7 @@ def main(argv: list[str] | None = None) -> int:
         "--python", action="append", default=[], help="LABEL=EXE: the CLI under interpreter EXE"
     )
     args = ap.parse_args(argv)
-    sides = sides_of(args.tree, args.python)
+    sides = sides_of(args.tree, args.python, "bench_pairs")
     if len(sides) < 2:
         ap.error("give two sides or more (--tree and/or --python)")
     work, home, server = standin_sshd("gpuaudit-pairs-", False, False)
@@ -100,21 +100,6 @@ def main(argv: list[str] | None = None) -> int:
             line += f"  (per pair vs {first}: wall {wall:.3f}x, CPU {cpu:.3f}x)"
         print(line + "  walls " + " ".join(f"{w:.2f}" for w, _ in runs))
     return 0
-
-
-def sides_of(
-    trees: list[str] | None, pythons: list[str]
-) -> dict[str, tuple[Path | None, str | None]]:
-    """label -> (a tree's layout on PYTHONPATH, or None; an interpreter, or None for this one)."""
-    sides: dict[str, tuple[Path | None, str | None]] = {}
-    if trees:
-        sides.update((label, (tree, None)) for label, tree in parse_trees(trees).items())
-    for spec in pythons:
-        label, _, exe = spec.partition("=")
-        if not exe or not os.access(exe, os.X_OK):
-            raise SystemExit(f"bench_pairs: --python {spec}: not an executable interpreter")
-        sides[label] = (None, exe)
-    return sides
 
 
 if __name__ == "__main__":

@@ -21,7 +21,9 @@ With `--tree LABEL=REV_OR_DIR` (repeatable; trees.py) each round runs the CLI au
 order alternating from round to round, so before and after are measured under the same load; each tree's floor
 is the round's connect plus one login running that tree's own slowest command (a tree that runs a faster slowest
 command lowers its own floor: comparing it with another tree's floor would flatter it); the loop and xargs use the
-first tree's executed lines. Medians over the rounds (the loop: over --loop-rounds, it takes a minute with the heavy rc); the load average is
+first tree's executed lines. `--python LABEL=EXE` (repeatable, with or instead of `--tree`) is a side that runs
+the CLI under interpreter EXE with gpuaudit-tui installed beside it, a venv made as the README installs it: what a
+user runs, without this sandbox's site hooks (an editable install's finder, a CA bundle's .pth). Medians over the rounds (the loop: over --loop-rounds, it takes a minute with the heavy rc); the load average is
 printed before and after. Ratios are computed per round (same load) and then the median taken.
 
 `--rtt MS`: every client (the CLI, the floor's asyncssh, ssh in the loop and xargs) reaches sshd through a
@@ -50,7 +52,7 @@ from bench_audit import _LAUNCHER  # noqa: E402
 from bench_fleet_latency import relay_known_hosts, start_relay  # noqa: E402
 from bench_heavy_rc import HEAVY_RC, floor_parts, standin_sshd  # noqa: E402
 from sshd_server import free_port  # noqa: E402
-from trees import env_for, parse_trees  # noqa: E402
+from trees import env_for, sides_of  # noqa: E402
 
 
 def audit_args(server, timeout_s: float, container: str | None = None) -> list[str]:
@@ -193,9 +195,17 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument(
         "--tree", action="append", help="LABEL=REV_OR_DIR: audit with this tree too (trees.py)"
     )
+    ap.add_argument(
+        "--python",
+        action="append",
+        default=[],
+        help="LABEL=EXE: the CLI under interpreter EXE with gpuaudit-tui installed beside it (a venv made as "
+        "the README installs it); alone, that side is the table's first row",
+    )
     args = ap.parse_args(argv)
-    trees = parse_trees(args.tree)
-    first = next(iter(trees))
+    sides = sides_of(args.tree, args.python, "bench_table")
+    trees = list(sides)  # the sides' labels, first = the row the others compare to
+    first = trees[0]
     work, home, server = standin_sshd("gpuaudit-table-", False, args.no_tool_delays)
     client_home = work / "home"
     client_home.mkdir()
@@ -218,7 +228,8 @@ def main(argv: list[str] | None = None) -> int:
                 row: dict = {}
                 for label in order:
                     out = work / f"audit-{mode}-{i}-{label}.json"
-                    got = cli_audit(target, client_home, out, args.timeout, trees[label])
+                    tree, python = sides[label]
+                    got = cli_audit(target, client_home, out, args.timeout, tree, python=python)
                     if label == first:
                         row.update(got)
                         lines, slowest, nrec = lines_of(out)

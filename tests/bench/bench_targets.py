@@ -1,6 +1,7 @@
 """Issue 30's targets in one run: every figure its closing note must show, against its target (not a test).
 
     python tests/bench/bench_targets.py [--rounds 5] [--quick] [--only table,paint,...] [--json-out FILE]
+                                        [--python VENV/bin/python]
 
 Runs the repository's benchmarks one after another, each in a child that writes its medians as JSON
 (`--json-out`), then prints one scoreboard: each target of the issue, the figure measured in this run, the limit,
@@ -263,12 +264,14 @@ QUICK_UNMEASURED = frozenset(
 """What `--quick` leaves out (the heavy rc and the OpenSSH loop: 90 s of a 2-minute smoke run)."""
 
 
-def part_commands(rounds: int, quick: bool) -> dict[str, list[str]]:
-    """Each part's command line (its script and options; `--json-out FILE` is added when it runs)."""
+def part_commands(rounds: int, quick: bool, python: str | None = None) -> dict[str, list[str]]:
+    """Each part's command line (its script and options; `--json-out FILE` is added when it runs). `python`: the
+    table's CLI runs under that interpreter (a venv with gpuaudit-tui installed, as the README installs it)."""
+    side = ["--python", f"venv={python}"] if python else []
     if quick:  # each part once, small, without the tools' durations where a part has the switch
         return {
             "table": ["bench_table.py", "--rounds", "1", "--loop-rounds", "0", "--rc", "clean"]
-            + ["--no-tool-delays"],
+            + ["--no-tool-delays", *side],
             "paint": ["bench_first_paint.py", "--rounds", "1", "--tmux"],
             "drilldown": ["bench_drilldown.py", "--rounds", "1", "--mb", "2"],
             "replay": ["bench_replay.py", "--runs", "1", "--mb", "2"],
@@ -280,7 +283,7 @@ def part_commands(rounds: int, quick: bool) -> dict[str, list[str]]:
         }
     r = str(rounds)
     return {
-        "table": ["bench_table.py", "--rounds", r, "--loop-rounds", "1", "--rc", "both"],
+        "table": ["bench_table.py", "--rounds", r, "--loop-rounds", "1", "--rc", "both", *side],
         "paint": ["bench_first_paint.py", "--rounds", r, "--tmux"],
         "drilldown": ["bench_drilldown.py", "--rounds", str(min(rounds, 3))],
         "replay": ["bench_replay.py", "--runs", r],
@@ -317,8 +320,14 @@ def main(argv: list[str] | None = None) -> int:
     )
     ap.add_argument("--only", help="comma-separated parts (default: all)")
     ap.add_argument("--json-out", help="also write every part's JSON and the scoreboard")
+    ap.add_argument(
+        "--python",
+        metavar="EXE",
+        help="the table's CLI under this interpreter, with gpuaudit-tui installed beside it (a venv made as the "
+        "README installs it: what a user runs); default: this interpreter and the installed package",
+    )
     args = ap.parse_args(argv)
-    commands = part_commands(args.rounds, args.quick)
+    commands = part_commands(args.rounds, args.quick, args.python)
     parts = args.only.split(",") if args.only else list(commands)
     if unknown := [p for p in parts if p not in commands]:
         ap.error(f"--only: unknown part(s) {unknown}; known: {','.join(commands)}")

@@ -135,6 +135,24 @@ def test_every_part_runs_a_script_that_writes_json_out():
         assert "--json-out" in helped.stdout, name
 
 
+def test_a_venv_interpreter_runs_the_table_only():
+    """--python: the table's CLI audits under that interpreter (what a user installs); the other parts as before."""
+    for quick in (False, True):
+        plain, venv = part_commands(5, quick), part_commands(5, quick, "/venv/bin/python")
+        assert venv["table"][-2:] == ["--python", "venv=/venv/bin/python"]
+        assert venv["table"][:-2] == plain["table"]
+        assert {k: v for k, v in venv.items() if k != "table"} == {
+            k: v for k, v in plain.items() if k != "table"
+        }
+    helped = subprocess.run(
+        [sys.executable, str(BENCH / "bench_table.py"), "--help"],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    assert "--python" in helped.stdout
+
+
 def test_a_quick_run_of_every_part_fills_every_row_it_can(tmp_path):
     """The parts' real JSON, end to end: the shapes the scoreboard reads are the ones the scripts write (no timing
     asserted: a --quick run carries no weight)."""

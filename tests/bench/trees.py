@@ -82,3 +82,20 @@ def env_for(tree: Path | None, env: dict[str, str]) -> dict[str, str]:
     if tree is not None:
         env["PYTHONPATH"] = str(tree)
     return env
+
+
+def sides_of(
+    trees: list[str] | None, pythons: list[str], tool: str = "bench"
+) -> dict[str, tuple[Path | None, str | None]]:
+    """`--tree LABEL=REV_OR_DIR` and `--python LABEL=EXE` options -> label: (a tree's layout on PYTHONPATH, or
+    None; an interpreter with gpuaudit-tui installed beside it, such as a venv's, or None for this one). Neither
+    given: the installed package under this interpreter."""
+    sides: dict[str, tuple[Path | None, str | None]] = {}
+    if trees or not pythons:
+        sides.update((label, (tree, None)) for label, tree in parse_trees(trees).items())
+    for spec in pythons:
+        label, _, exe = spec.partition("=")
+        if not exe or not os.access(exe, os.X_OK):
+            raise SystemExit(f"{tool}: --python {spec}: not an executable interpreter")
+        sides[label] = (None, exe)
+    return sides
