@@ -38,6 +38,7 @@ import _sre
 import atexit
 import builtins
 import dataclasses
+import functools
 import marshal
 import os
 import re._compiler as re_compiler
@@ -288,14 +289,14 @@ _installed: list[CodeCache] = []
 
 
 def install(path: Path | None = None) -> CodeCache | None:
-    """Serve `dataclasses` and `re` from the cache for the rest of this process, saved at exit; None if already
-    installed."""
+    """Serve `dataclasses`, `typing` and `re` from the cache for the rest of this process, saved at exit; None if
+    already installed."""
     if _installed:
         return None
     cache = CodeCache(path if path is not None else default_path())
-    dataclasses.exec = _Exec(cache)  # type: ignore[attr-defined]
-    typing.compile = _CompileSource(cache)  # type: ignore[attr-defined]
-    re_compiler.compile = _Compile(cache, re_compiler.compile)  # type: ignore[assignment]
+    dataclasses.exec = cache.exec  # type: ignore[attr-defined]
+    typing.compile = cache.compile  # type: ignore[attr-defined]
+    re_compiler.compile = functools.partial(cache.compile_regex, re_compiler.compile)
     atexit.register(cache.save)
     _installed.append(cache)
     return cache
@@ -307,42 +308,3 @@ def checkpoint() -> None:
     killed rather than quit."""
     for cache in _installed:
         cache.save()
-
-
-class _Exec:
-    """The `exec` placed in `dataclasses` (a class, so that install() recognises its own)."""
-
-    __slots__ = ("cache",)
-
-    def __init__(self, cache: CodeCache) -> None:
-        self.cache = cache
-
-    def __call__(
-        self, source: object, globals_: dict | None = None, locals_: object = None
-    ) -> None:
-        return self.cache.exec(source, globals_, locals_)
-
-
-class _CompileSource:
-    """The `compile` placed in `typing` (a global that shadows the builtin for that module only)."""
-
-    __slots__ = ("cache",)
-
-    def __init__(self, cache: CodeCache) -> None:
-        self.cache = cache
-
-    def __call__(self, source: Any, filename: Any, mode: Any, *args: Any, **kwargs: Any) -> Any:
-        return self.cache.compile(source, filename, mode, *args, **kwargs)
-
-
-class _Compile:
-    """The compiler step placed in `re._compiler`."""
-
-    __slots__ = ("cache", "original")
-
-    def __init__(self, cache: CodeCache, original: Any) -> None:
-        self.cache = cache
-        self.original = original
-
-    def __call__(self, p: Any, flags: Any = 0) -> Any:
-        return self.cache.compile_regex(self.original, p, flags)
