@@ -322,7 +322,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """The command line. Without `argv` (the console script, `python -m gpuaudit.tui`) the process ends as soon
     as the work is done (`exit_now`); with `argv` (tests, callers in-process) the exit status is returned."""
     if argv is None:
-        code_cache.install()  # dataclasses and regexes from the installation's compiled cache (issue 30)
+        code_cache.install()  # what dataclasses, typing and re compile: from the installation's cache (issue 30)
         exit_now(_main(sys.argv[1:]))
     return _main(list(argv))
 
