@@ -66,7 +66,7 @@ RegexArgs = tuple[Any, ...]
 
 
 class CodeCache:
-    """Compiled code for the two compilers, read from `path` on first use, written back (`save`) when it grew."""
+    """Compiled code for the three compilers, read from `path` on first use, written back (`save`) when it grew."""
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
@@ -187,12 +187,13 @@ def _sre_arguments(p: str | bytes, flags: int) -> RegexArgs | None:
         indexgroup: list[str | None] = [None] * parsed.state.groups
         for name, index in groupindex.items():
             indexgroup[index] = name
+        ops = [
+            int(op) for op in code
+        ]  # plain ints: the opcodes are an int subclass marshal cannot store
         return (
             p,
             int(flags | parsed.state.flags),
-            [
-                int(op) for op in code
-            ],  # plain ints: the opcodes are an int subclass marshal cannot store
+            ops,
             parsed.state.groups - 1,
             groupindex,
             tuple(indexgroup),
