@@ -161,9 +161,9 @@ class CodeCache:
         if self.path is None or sys.dont_write_bytecode:
             return
         with self._saving:  # a TUI worker's checkpoint and the exit's save, one at a time
-            self._save()
+            self._save(self.path)
 
-    def _save(self) -> None:
+    def _save(self, path: Path) -> None:
         try:
             self._settle()
             if not self.unsaved:
@@ -172,7 +172,7 @@ class CodeCache:
             codes, regexes = dict(self.codes), dict(self.regexes)
             if len(codes) + len(regexes) > MAX_ENTRIES:
                 codes, regexes = dict(self.used_codes), dict(self.used_regexes)
-            write(self.path, codes, regexes)
+            write(path, codes, regexes)
             self.unsaved = 0
         except (OSError, ValueError, RuntimeError):  # read-only install, full disk: run uncached
             pass
