@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import shutil
 import subprocess
 import sys
 from pathlib import Path
@@ -105,11 +106,13 @@ print(json.dumps(out))
 """
 
 
-def _run(path: str, *extra: str, env: dict[str, str] | None = None) -> dict:
+def _run(
+    path: str, *extra: str, env: dict[str, str] | None = None, exe: str = sys.executable
+) -> dict:
     base = dict(os.environ) if env is None else env
     base.pop("PYTHONDONTWRITEBYTECODE", None)
     done = subprocess.run(
-        [sys.executable, *extra, "-c", SCRIPT, path],
+        [exe, *extra, "-c", SCRIPT, path],
         capture_output=True,
         text=True,
         env=base,
@@ -274,3 +277,52 @@ def test_the_file_lies_where_python_keeps_the_package_bytecode(tmp_path: Path) -
     assert (
         Path(done.stdout.strip()) == tmp_path / here.relative_to("/") / f"compiled-stdlib.{tag}.bin"
     )
+
+
+def _other_interpreters() -> list[str]:
+    """CPython 3.12 and later installed on this machine (pyenv's versions, or on PATH), which really run."""
+    found: dict[str, str] = {}
+    candidates = sorted(Path("/root/.pyenv/versions").glob("3.1[2-9]*/bin/python3"))
+    candidates += [
+        Path(p) for name in ("python3.12", "python3.13", "python3.14") if (p := shutil.which(name))
+    ]
+    for exe in candidates:
+        probe = subprocess.run(
+            [str(exe), "-c", "import sys; print(sys.implementation.cache_tag)"],
+            capture_output=True, text=True, timeout=30,
+        )  # fmt: skip
+        tag = probe.stdout.strip()
+        if (
+            probe.returncode == 0
+            and tag.startswith("cpython-3")
+            and tag != sys.implementation.cache_tag
+        ):
+            found.setdefault(tag, str(exe))
+    return list(found.values())
+
+
+def test_the_cache_serves_the_same_code_under_newer_interpreters(tmp_path: Path) -> None:
+    """3.12 and 3.13 build dataclasses, patterns and annotations differently (3.13: one exec per class); from the
+    cache a second process gets exactly what it compiles without it. Runs every newer CPython found here."""
+    interpreters = _other_interpreters()
+    if not interpreters:
+        pytest.skip("no CPython 3.12+ on this machine besides the one running the tests")
+    package = (
+        tmp_path / "lay" / "gpuaudit"
+    )  # the code_cache module alone needs nothing but the standard library
+    package.mkdir(parents=True)
+    (package / "tui").symlink_to(ROOT / "tui")
+    env = dict(os.environ, PYTHONPATH=str(package.parent))
+    for exe in interpreters:
+        cache = tmp_path / f"{Path(exe).parent.parent.name}.bin"
+        bytecode = [
+            "-X",
+            f"pycache_prefix={tmp_path / 'pyc'}",
+        ]  # its .pyc files out of the checkout
+        plain = _run("-", *bytecode, env=dict(env), exe=exe)
+        first = _run(str(cache), *bytecode, env=dict(env), exe=exe)
+        second = _run(str(cache), *bytecode, env=dict(env), exe=exe)
+        made = first.pop("cache")
+        assert made["codes"] > 3 and made["regexes"] >= 6, exe
+        assert second.pop("cache") == {**made, "misses": 0, "hits": made["misses"]}, exe
+        assert first == plain and second == plain, exe
