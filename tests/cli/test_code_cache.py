@@ -326,3 +326,60 @@ def test_the_cache_serves_the_same_code_under_newer_interpreters(tmp_path: Path)
         assert made["codes"] > 3 and made["regexes"] >= 6, exe
         assert second.pop("cache") == {**made, "misses": 0, "hits": made["misses"]}, exe
         assert first == plain and second == plain, exe
+
+
+DATA_SCRIPT = """
+import re, sys
+from pathlib import Path
+from gpuaudit.tui.cli import code_cache
+code_cache.install(Path(sys.argv[1]))
+serial = sys.argv[2]  # what an audit read: a pattern built from it is data, never stored
+re.compile(re.escape(serial) + "|(?i:" + re.escape(serial.lower()) + ")")
+re.sub("[" + re.escape(serial[:3]) + "]+", "", serial)
+re.search(r"kept-(\\d+)", "kept-1")  # a literal of this code: stored
+"""
+
+
+def test_a_pattern_built_from_data_never_reaches_the_file(tmp_path: Path) -> None:
+    """--share builds its regex from the host names and serials it hides, the TUI from a search typed in: the
+    file (world-readable, beside the install) must hold only the program's own patterns."""
+    cache = tmp_path / "dc.bin"
+    env = dict(os.environ)
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    subprocess.run(
+        [sys.executable, "-c", DATA_SCRIPT, str(cache), "S512539X3109946"],
+        env=env, check=True, timeout=60,
+    )  # fmt: skip
+    assert b"S512539X3109946" not in cache.read_bytes() and b"s512539x" not in cache.read_bytes()
+    assert (r"kept-(\d+)", 0) in dcc.read(cache)[1]
+
+
+@pytest.mark.slow
+def test_share_leaves_no_serial_or_host_name_in_the_cli_cache(tmp_path: Path) -> None:
+    """The real --share of the case study: its 36 identifiers are in its mapping, none in the code cache."""
+    path = dcc.default_path()
+    assert path is not None
+    env = dict(os.environ, HOME=str(tmp_path))
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    demo = ROOT / "snapshots" / "examples" / "case-study-before.json"
+    mapping = tmp_path / "map.json"
+    argv = [
+        sys.executable,
+        "-m",
+        "gpuaudit.tui",
+        "--replay",
+        str(demo),
+        "--json",
+        "--share",
+        str(mapping),
+    ]
+    done = subprocess.run(argv, capture_output=True, env=env, timeout=120)
+    assert done.returncode == 1, done.stderr  # the case study has critical findings
+    doc = json.loads(mapping.read_text())
+    # every original of at least 9 characters (short ones such as `sglang` are words of the program too)
+    originals = [
+        o for group in doc.values() if isinstance(group, dict) for o in group if len(o) >= 9
+    ]
+    assert originals, mapping.read_text()[:500]
+    stored = path.read_bytes()
+    assert [o for o in originals if o.encode() in stored] == []

@@ -49,7 +49,7 @@ import typing
 import zlib
 from importlib.util import MAGIC_NUMBER
 from pathlib import Path
-from types import CodeType
+from types import CodeType, FrameType
 from typing import Any
 
 HEADER = b"GACC2\n"
@@ -140,7 +140,8 @@ class CodeCache:
                 self.used_regexes[key] = args
                 return pattern
         pattern = original(p, flags)  # the authority (and its errors for a bad pattern)
-        self.pending[key] = pattern
+        if _program_text(p):
+            self.pending[key] = pattern
         self.misses += 1
         return pattern
 
@@ -176,6 +177,34 @@ class CodeCache:
             self.unsaved = 0
         except (OSError, ValueError, RuntimeError):  # read-only install, full disk: run uncached
             pass
+
+
+def _program_text(p: str | bytes) -> bool:
+    """Whether pattern `p` is the program's own text rather than built from data: a literal of the code that
+    compiles it (or in a literal table of that code), or compiled while a module is imported. Only those are kept: a pattern built at run time may
+    hold what the audit read (--share's map of host names and serials, a search typed in the TUI) and must not
+    land in a world-readable file; nor would it repeat in the next process."""
+    frame: FrameType | None = sys._getframe(1)
+    while frame is not None and _in_re_or_here(frame.f_globals.get("__name__", "")):
+        frame = frame.f_back  # re's own layers (compile, search, sub, ...) and this module's
+    if frame is not None and _holds(frame.f_code.co_consts, p):
+        return True
+    while frame is not None:
+        if frame.f_code.co_filename.startswith("<frozen importlib._bootstrap"):
+            return True  # a module's top level (or what it calls) while it is imported
+        frame = frame.f_back
+    return False
+
+
+def _holds(consts: tuple[object, ...], p: str | bytes) -> bool:
+    """Whether `p` is one of a code object's constants, or inside one of its constant tuples (a literal table)."""
+    return any(
+        c == p or (isinstance(c, (tuple, frozenset)) and _holds(tuple(c), p)) for c in consts
+    )
+
+
+def _in_re_or_here(module: str) -> bool:
+    return module == "re" or module.startswith("re.") or module == __name__
 
 
 def _sre_arguments(p: str | bytes, flags: int) -> RegexArgs | None:
