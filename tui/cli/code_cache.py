@@ -29,7 +29,7 @@ Nothing else changes: the classes, the patterns and their behaviour are the ones
 Like Python's bytecode cache, the file is written only when `-B` / PYTHONDONTWRITEBYTECODE is not set,
 atomically, and never fails the program: an unwritable directory or a corrupt, truncated or foreign file is
 ignored and everything is compiled as usual. The CLI process installs it (tui/cli/entry.py main); the engine,
-used as a library, does not.
+used as a library, does not; nor do --help and --version, which end before it is installed.
 """
 
 from __future__ import annotations
@@ -70,7 +70,7 @@ class CodeCache:
 
     def __init__(self, path: Path | None) -> None:
         self.path = path
-        self.loaded = False  # read on the first compilation: --help never pays for it
+        self.loaded = False  # read on the first compilation
         self.codes: dict[CodeKey, CodeType] = {}
         self.regexes: dict[RegexKey, RegexArgs] = {}
         self.used_codes: dict[CodeKey, CodeType] = {}

@@ -322,8 +322,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     """The command line. Without `argv` (the console script, `python -m gpuaudit.tui`) the process ends as soon
     as the work is done (`exit_now`); with `argv` (tests, callers in-process) the exit status is returned."""
     if argv is None:
-        code_cache.install()  # what dataclasses, typing and re compile: from the installation's cache (issue 30)
-        exit_now(_main(sys.argv[1:]))
+        exit_now(_main(sys.argv[1:], own_process=True))
     return _main(list(argv))
 
 
@@ -364,9 +363,14 @@ def without_pydantic_plugins() -> None:
     os.environ.setdefault(PYDANTIC_PLUGINS_VAR, "__all__")
 
 
-def _main(argv: list[str]) -> int:
+def _main(argv: list[str], own_process: bool = False) -> int:
+    """`own_process`: the console script's process, which serves what dataclasses, typing and re compile from the
+    installation's cache (tui/cli/code_cache.py), once past --help and --version (reading the file would cost them
+    ~6 ms for a few argparse patterns)."""
     try:
         if argv and argv[0] == "fleet":
+            if own_process:
+                code_cache.install()
             # `fleet DIR` reads saved snapshots only: without the catalogue, the engine or SSH (issue 25: ~0.7 s
             # of a 1,000-snapshot run); lazy like the line below, for start-up time
             from gpuaudit.tui.cli import fleet_compare
@@ -385,6 +389,8 @@ def _main(argv: list[str]) -> int:
         if first:
             gc.disable()
             without_pydantic_plugins()
+            if own_process:
+                code_cache.install()
         try:
             from gpuaudit.tui.cli import commands
         finally:
