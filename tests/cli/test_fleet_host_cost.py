@@ -31,6 +31,19 @@ def _without_clock(value: object) -> object:
     return value
 
 
+def _count_command_started(monkeypatch: pytest.MonkeyPatch) -> list[int]:
+    """A counter ([n]) of the CommandStarted events built from now on."""
+    built = [0]
+    real_init = run_events.CommandStarted.__init__
+
+    def counting(self, **data):  # type: ignore[no-untyped-def]
+        built[0] += 1
+        real_init(self, **data)
+
+    monkeypatch.setattr(run_events.CommandStarted, "__init__", counting)
+    return built
+
+
 def _audit(monkeypatch: pytest.MonkeyPatch, *, events_read: bool) -> tuple[dict, int]:
     """One fleet host's snapshot (as its JSON document) over the case study's host records, and how many
     CommandStarted events were built meanwhile. `events_read`: a reader sees every event (the old fleet path)."""
@@ -42,14 +55,7 @@ def _audit(monkeypatch: pytest.MonkeyPatch, *, events_read: bool) -> tuple[dict,
         return replay_bindings([host_target], records, states=snap.target_states)
 
     monkeypatch.setattr(fleet_hosts, "live_bindings", bindings)
-    built = [0]
-    real_init = run_events.CommandStarted.__init__
-
-    def counting(self, **data):  # type: ignore[no-untyped-def]
-        built[0] += 1
-        real_init(self, **data)
-
-    monkeypatch.setattr(run_events.CommandStarted, "__init__", counting)
+    built = _count_command_started(monkeypatch)
     if events_read:
         real_collect = fleet_hosts.collect
 
@@ -86,14 +92,7 @@ def _headless(monkeypatch: pytest.MonkeyPatch, **kwargs: object) -> tuple[dict, 
     from gpuaudit.tui.cli import headless
     from gpuaudit.tui.cli.session_setup import build_setup
 
-    built = [0]
-    real_init = run_events.CommandStarted.__init__
-
-    def counting(self, **data):  # type: ignore[no-untyped-def]
-        built[0] += 1
-        real_init(self, **data)
-
-    monkeypatch.setattr(run_events.CommandStarted, "__init__", counting)
+    built = _count_command_started(monkeypatch)
     setup = build_setup(AuditRequest(replay=str(CASE)))
     run = asyncio.run(headless.collect(setup, modules=("json",), **kwargs))  # type: ignore[arg-type]
     return json.loads(run.model_dump_json()), built[0]

@@ -23,7 +23,9 @@ bytecode and regex-engine magic numbers. Reading the file costs ~3 ms.
   the original hands `_sre.compile` (the regex engine's constructor: pattern, flags, matcher code, groups) are
   rebuilt and kept only when the pattern they build is equal to the original's (`Pattern.__eq__` compares the
   pattern, flags and code), so a future interpreter whose compiler differs is never served a wrong pattern, only
-  an uncached one. A hit calls `_sre.compile` with them, which checks the code again.
+  an uncached one. A hit calls `_sre.compile` with them, which checks the code again. Only the program's own
+  patterns are kept (`_program_text`): one built at run time from what the audit read (--share's map of serials
+  and host names, a search typed in the TUI) is compiled as usual and never written to the file.
 
 Nothing else changes: the classes, the patterns and their behaviour are the ones the standard library builds.
 Like Python's bytecode cache, the file is written only when `-B` / PYTHONDONTWRITEBYTECODE is not set,
@@ -111,7 +113,9 @@ class CodeCache:
             source = self.code(source, "<string>", "exec")  # what exec compiles a string to
         return builtins.exec(source, globals_, locals_)  # type: ignore[arg-type]
 
-    def compile(self, source: Any, filename: Any, mode: Any, *args: Any, **kwargs: Any) -> Any:
+    def compile_source(
+        self, source: Any, filename: Any, mode: Any, *args: Any, **kwargs: Any
+    ) -> Any:
         """What `typing` calls instead of the builtin `compile` (each string annotation pydantic evaluates is a
         ForwardRef, compiled in __init__: ~1,300 of them, ~12 ms a process). Only the plain form is cached."""
         if (
@@ -232,9 +236,11 @@ def _sre_arguments(p: str | bytes, flags: int) -> RegexArgs | None:
 
 
 def _builds(args: RegexArgs, pattern: Any) -> bool:
-    """Whether `args` build a pattern equal to the original's (same pattern, flags and matcher code)."""
+    """Whether `args` build a pattern equal to the original's (same pattern, flags and matcher code) and can be
+    stored (marshal takes them)."""
     try:
-        return bool(_sre.compile(*args) == pattern) and marshal.dumps(args) is not None
+        marshal.dumps(args)
+        return bool(_sre.compile(*args) == pattern)
     except Exception:  # noqa: BLE001 - refused, or not storable: not cached
         return False
 
@@ -325,7 +331,7 @@ def install(path: Path | None = None) -> CodeCache | None:
         return None
     cache = CodeCache(path if path is not None else default_path())
     dataclasses.exec = cache.exec  # type: ignore[attr-defined]
-    typing.compile = cache.compile  # type: ignore[attr-defined]
+    typing.compile = cache.compile_source  # type: ignore[attr-defined]
     re_compiler.compile = functools.partial(cache.compile_regex, re_compiler.compile)
     atexit.register(cache.save)
     _installed.append(cache)

@@ -126,6 +126,9 @@ def main(request: AuditRequest, early: EarlyStart | None = None) -> int:
     the audit runs on that loop with those transports."""
     setup = build_setup(request, early.transports if early is not None else None)
     partial: list[AuditRun] = []
+    saves_partial = (
+        request.save is not None and setup.mode != "resume"
+    )  # an interrupted run is saved
     modules = outputs_of(request)
     try:
         run = run_sync(
@@ -134,7 +137,7 @@ def main(request: AuditRequest, early: EarlyStart | None = None) -> int:
                 progress=sys.stderr.isatty(),
                 partial=partial,
                 modules=modules,
-                saves_partial=request.save is not None and setup.mode != "resume",
+                saves_partial=saves_partial,
             ),
             early.hand_over() if early is not None else None,
         )
@@ -142,7 +145,7 @@ def main(request: AuditRequest, early: EarlyStart | None = None) -> int:
         KeyboardInterrupt,
         asyncio.CancelledError,
     ) as exc:  # Ctrl-C, or SIGTERM (run_to_end's handler)
-        if request.save is not None and partial and setup.mode != "resume":
+        if saves_partial and partial:
             outputs().save_incomplete(partial[0], setup, request)
         if isinstance(exc, asyncio.CancelledError):  # only SIGTERM cancels the audit's task
             print("gpuaudit-tui: terminated", file=sys.stderr)
