@@ -21,8 +21,9 @@ from gpuaudit.tui.screens.dashboard import DashboardScreen
 from gpuaudit.tui.theme_store import ThemeStore
 from gpuaudit.tui.views.filtering import ALL, FindingFilter
 from gpuaudit.tui.views.render import palette_from, sev_label
+from rich.console import RenderableType
 from rich.markup import escape
-from textual import work
+from textual import events, work
 from textual.app import App, SystemCommand
 from textual.binding import Binding
 from textual.notifications import SeverityLevel
@@ -160,6 +161,8 @@ class GpuAuditApp(App[int]):
             autostart,
         )
         self.saved_name: str | None = None
+        self.quitting = False
+        """Set once the app is leaving: no input is read any more (on_event)."""
         """The name of the last snapshot saved from this run (a diff's B side shows it)."""
         self.recorded: tuple[CommandRecord, ...] = ()
         """A replay's recorded records: those no probe asked for are put back when it ends (`keep_unasked`)."""
@@ -303,8 +306,30 @@ class GpuAuditApp(App[int]):
     def rerun(self, probe_ids: list[str] | None) -> bool:
         return self.dashboard().rerun(probe_ids)
 
+    async def on_event(self, event: events.Event) -> None:
+        """Once the app is quitting, no key or mouse input is read: a key typed right after `q` (`v`, `a`,
+        Enter) opened a screen while the app closed, whose on_mount found no children (a traceback on the
+        terminal)."""
+        if self.quitting and isinstance(event, events.InputEvent):
+            event.stop()
+            return
+        await super().on_event(event)
+
+    def exit(
+        self, result: int | None = None, return_code: int = 0, message: RenderableType | None = None
+    ) -> None:
+        self.quitting = True
+        super().exit(result, return_code, message)
+
+    def _quit(self) -> None:
+        """Quit now: no input is read from here on (the keys already typed included), the audit closes, the app
+        exits."""
+        self.quitting = True
+        self.run_worker(self.action_quit_app(), exclusive=True, group="quit")
+
     # --- actions -------------------------------------------------------------------------------------
     async def action_quit_app(self) -> None:
+        self.quitting = True  # before the audit's close: keys are read while it closes
         if self.audit is not None:
             await self.audit.aclose()
         self.exit(0)
@@ -342,12 +367,12 @@ class GpuAuditApp(App[int]):
 
     def quit_asking(self) -> None:
         if not self.auditing:
-            self.run_worker(self.action_quit_app(), exclusive=True, group="quit")
+            self._quit()
             return
 
         def answered(yes: bool | None) -> None:
             if yes:
-                self.run_worker(self.action_quit_app(), exclusive=True, group="quit")
+                self._quit()
 
         if self.screen.id != "confirm":
             self.push_screen(

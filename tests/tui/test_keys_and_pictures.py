@@ -17,6 +17,7 @@ from gpuaudit.tui.screens.dashboard import DashboardScreen
 from gpuaudit.tui.screens.drilldown import DrilldownScreen
 from gpuaudit.tui.views import pictures as P
 from gpuaudit.tui.widgets.target_header import TargetHeader
+from textual import events
 from tui_support import FixedClock, case_study_run, synthetic_run
 
 SIZES = pytest.mark.parametrize("size", [(80, 24), (120, 40)], ids=["80x24", "120x40"])
@@ -240,6 +241,29 @@ async def test_colon_opens_the_command_line() -> None:
         await pilot.press("colon")
         await pilot.pause()
         assert isinstance(app.screen, CommandPalette)
+
+
+@pytest.mark.parametrize("after", ["v", "a", "enter"])
+async def test_a_key_typed_right_after_q_opens_nothing_while_the_app_quits(after: str) -> None:
+    """`q` then `v` (or `a`, Enter) typed together: the second key was read while the app closed and mounted a
+    screen whose on_mount found no children (NoMatches, a traceback on the terminal)."""
+    app = app_for(synthetic_run())
+    pushed: list[object] = []
+    real_push = app.push_screen
+
+    def push(screen, *args, **kwargs):  # type: ignore[no-untyped-def]
+        pushed.append(screen)
+        return real_push(screen, *args, **kwargs)
+
+    async with app.run_test(size=(100, 30)) as pilot:  # an exception in the app is raised here
+        await pilot.pause()
+        app.push_screen = push  # type: ignore[method-assign]
+        app.post_message(events.Key("q", "q"))  # one read of the terminal: both keys queued at once
+        app.post_message(events.Key(after, None if after == "enter" else after))
+        await pilot.pause()
+        await pilot.pause()
+    assert app.return_code == 0
+    assert pushed == []
 
 
 async def test_z_shows_the_raw_output_full_screen_at_80x24() -> None:
