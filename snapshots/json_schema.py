@@ -15,16 +15,19 @@ removed, renamed or retyped field raises the snapshot's `schema_version` (snapsh
 from __future__ import annotations
 
 import ast
+import dataclasses
 import inspect
 import json
 import sys
 import textwrap
+import typing
 from collections.abc import Callable
 from functools import cache, partial
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from gpuaudit.probes.core.models import CommandRecord, Finding, ProbeResult, empty_list
+from gpuaudit.probes.core.record import Record
 from gpuaudit.probes.core.roofline.report import Roofline
 from gpuaudit.snapshots.diff import SnapshotDiff
 from gpuaudit.snapshots.schema import SCHEMA_VERSION, Snapshot
@@ -39,8 +42,38 @@ ID_PREFIX = "urn:gpuaudit-tui:schema:"
 # Schema: built here, not on an audit's path, issue 30)
 
 
-def _fields(model: type[BaseModel], drop: set[str]) -> dict[str, Any]:
-    return {n: (f.annotation, f) for n, f in model.model_fields.items() if n not in drop}
+def _is_model(t: Any) -> bool:
+    """A pydantic model or one of the engine's records (probes/core/record.py): both describe a JSON object."""
+    return (
+        isinstance(t, type) and issubclass(t, BaseModel | Record) and t not in (BaseModel, Record)
+    )
+
+
+def _field_types(model: Any) -> dict[str, Any]:
+    """Field name -> its resolved annotation, for either kind of model."""
+    if issubclass(model, Record):
+        hints = typing.get_type_hints(model)
+        return {f.name: hints[f.name] for f in dataclasses.fields(model)}
+    return {n: f.annotation for n, f in model.model_fields.items()}
+
+
+def _fields(model: Any, drop: set[str]) -> dict[str, Any]:
+    """`model`'s fields as create_model takes them: (annotation, FieldInfo)."""
+    if not issubclass(model, Record):
+        return {n: (f.annotation, f) for n, f in model.model_fields.items() if n not in drop}
+    hints = typing.get_type_hints(model)
+    out: dict[str, Any] = {}
+    for f in dataclasses.fields(model):
+        if f.name in drop:
+            continue
+        if f.default_factory is not dataclasses.MISSING:
+            info = Field(default_factory=f.default_factory)
+        elif f.default is not dataclasses.MISSING:
+            info = Field(default=f.default)
+        else:
+            info = Field()
+        out[f.name] = (hints[f.name], info)
+    return out
 
 
 REF_FIELDS: dict[str, Any] = {
@@ -79,14 +112,14 @@ StoredProbe: Any = create_model(
 )
 
 
-DOCS_FROM: dict[str, tuple[type[BaseModel], ...]] = {
+DOCS_FROM: dict[str, tuple[type, ...]] = {
     "StoredRecord": (CommandRecord,),
     "StoredProbe": (ProbeResult,),
 }
 """Where the generated models' field docs live (the JSON Schema reads attribute docstrings from the source)."""
 
 
-def stored_document(snapshot: type[BaseModel], name: str, doc: str, **override: Any) -> Any:
+def stored_document(snapshot: type, name: str, doc: str, **override: Any) -> Any:
     """A model of the stored document (for its JSON Schema): `snapshot`'s fields, probes as StoredProbe, and
     the top-level `records`. Built from the models, so a field added there appears here."""
     fields = _fields(snapshot, {"probes", *override})
@@ -249,7 +282,7 @@ EXTRA_FIELDS: dict[str, dict[str, dict[str, Any]]] = {
     }
 }
 """Fields a document carries beyond its model (tui/cli/snapshot_commands.py adds `identical`)."""
-DOCUMENTS: dict[str, tuple[type[BaseModel], str]] = {
+DOCUMENTS: dict[str, tuple[Any, str]] = {
     "snapshot": (
         SnapshotDocument,
         "gpuaudit-tui --json (also --replay FILE --json, saved snapshots)",
@@ -319,13 +352,18 @@ NOTES: dict[str, str] = {
 """Descriptions for fields whose model has no docstring for them ("Model.field" -> text)."""
 
 
-def _describe(node: dict[str, Any], model: type[BaseModel]) -> None:
+def _describe(node: dict[str, Any], model: Any) -> None:
     """Descriptions from docstrings, and every property required: the serializer always writes every field."""
     if model.__doc__ and "description" not in node:
         node["description"] = inspect.cleandoc(model.__doc__)
     docs = _attribute_docs(model)
     for key, prop in node.get("properties", {}).items():
-        field = next((n for n, f in model.model_fields.items() if (f.alias or n) == key), key)
+        aliases = (
+            {}
+            if issubclass(model, Record)
+            else {(f.alias or n): n for n, f in model.model_fields.items()}
+        )
+        field = aliases.get(key, key)
         sources = [model.__name__, *(m.__name__ for m in DOCS_FROM.get(model.__name__, ()))]
         text = docs.get(field) or next(
             (NOTES[f"{m}.{field}"] for m in sources if f"{m}.{field}" in NOTES), None
@@ -340,7 +378,7 @@ def _attribute_docs(model: type) -> dict[str, str]:
     """`field: T` followed by a string literal, over the class and its bases (the codebase's field-doc habit)."""
     out: dict[str, str] = {}
     for cls in [*DOCS_FROM.get(model.__name__, ()), *reversed(model.__mro__)]:
-        if not (isinstance(cls, type) and issubclass(cls, BaseModel)) or cls is BaseModel:
+        if not _is_model(cls):
             continue
         try:
             tree = ast.parse(textwrap.dedent(inspect.getsource(cls)))
@@ -360,16 +398,16 @@ def _attribute_docs(model: type) -> dict[str, str]:
 
 
 @cache
-def _models() -> dict[str, type[BaseModel]]:
+def _models() -> dict[str, Any]:
     """Every model reachable from the documents, by the title pydantic gives its $defs entry."""
-    seen: dict[str, type[BaseModel]] = {}
+    seen: dict[str, Any] = {}
 
-    def walk(model: type[BaseModel]) -> None:
+    def walk(model: Any) -> None:
         if model.__name__ in seen:
             return
         seen[model.__name__] = model
-        for f in model.model_fields.values():
-            for t in _types(f.annotation):
+        for annotation in _field_types(model).values():
+            for t in _types(annotation):
                 walk(t)
 
     for model, _ in DOCUMENTS.values():
@@ -377,8 +415,8 @@ def _models() -> dict[str, type[BaseModel]]:
     return seen
 
 
-def _types(annotation: Any) -> list[type[BaseModel]]:
-    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+def _types(annotation: Any) -> list[Any]:
+    if _is_model(annotation):
         return [annotation]
     return [t for arg in getattr(annotation, "__args__", ()) for t in _types(arg)]
 

@@ -14,17 +14,10 @@ from gpuaudit.probes.core.models import (
     TargetState,
     empty_list,
 )
+from gpuaudit.probes.core.record import Record, field
 from gpuaudit.probes.core.roofline.report import roofline_for_run
 from gpuaudit.probes.core.version import __version__
 from gpuaudit.snapshots.compact import pack, refs_in_order, unpack
-from pydantic import (
-    BaseModel,
-    Field,
-    SerializationInfo,
-    SerializerFunctionWrapHandler,
-    model_serializer,
-    model_validator,
-)
 
 SCHEMA_VERSION = 3
 """1: 0.1.0-0.2.x. 2: "not applicable" is its own severity `n/a` (schema 1 wrote ok + "not applicable: ").
@@ -40,65 +33,50 @@ def roofline_dict(run: AuditRun) -> dict[str, Any] | None:
         return None
 
 
-def _whole(info: SerializationInfo) -> bool:
-    """Every field written as it is: nothing included or excluded by name, default or unset (an emptied list in
-    the serializer's copy could otherwise drop out, or a field be left out on one side only)."""
-    return (
-        info.include is None
-        and info.exclude is None
-        and not info.exclude_unset
-        and not info.exclude_defaults
-    )
-
-
 def _finding_refs(snapshot: Snapshot) -> list[list[int]] | None:
     """Each probe's finding_refs when its findings are the objects at the next places of the flat list (by
     identity: the same object serialises to the same dict); None otherwise (compact.pack compares the dicts)."""
     return refs_in_order((p.findings for p in snapshot.probes), snapshot.findings, operator.is_)
 
 
-class Snapshot(BaseModel):
+class Snapshot(Record):
     """One audit, complete: enough to re-judge it later with newer parsers and rules."""
 
     schema_version: int = SCHEMA_VERSION
     tool_version: str = __version__
-    created_at: datetime = Field(default_factory=lambda: datetime.now(UTC))
+    created_at: datetime = field(default_factory=lambda: datetime.now(UTC))
     name: str | None = None
     mode: Literal["live", "replay", "demo", "resume"] = "live"
     note: str | None = None
     """Shown wherever the snapshot is shown, e.g. "illustrative example, not a capture"."""
-    targets: list[Target] = Field(default_factory=empty_list)
-    target_states: dict[str, TargetState] = Field(default_factory=dict)
-    probes: list[ProbeResult] = Field(default_factory=empty_list)
-    findings: list[Finding] = Field(default_factory=empty_list)
+    targets: list[Target] = field(default_factory=empty_list)
+    target_states: dict[str, TargetState] = field(default_factory=dict)
+    probes: list[ProbeResult] = field(default_factory=empty_list)
+    findings: list[Finding] = field(default_factory=empty_list)
     """Flat list of every probe's findings, in probe order."""
     roofline: dict[str, Any] | None = None
     """The decode roofline (probes.core.roofline.report.Roofline as a dict): derived from the records, so a replay
     recomputes it; absent in snapshots written before 0.2.0."""
 
-    @model_validator(mode="before")
     @classmethod
-    def _expanded(cls, data: Any) -> Any:
-        """A stored (packed) document -> each probe with its own records and findings."""
+    def _before_validate(cls, data: Any) -> Any:
+        """A stored (packed) document -> each probe with its own records and findings (pydantic runs this
+        before it validates the fields: probes/core/record.py)."""
         return unpack(data) if isinstance(data, dict) else data
 
-    @model_serializer(mode="wrap")
-    def _packed(
-        self, handler: SerializerFunctionWrapHandler, info: SerializationInfo
-    ) -> dict[str, Any]:
+    def _plain(self, json: bool) -> dict[str, Any]:
         """Written out packed: each record once, each finding once (snapshots/compact.py).
 
         When every probe's findings are the very objects of the flat list, in its order (a snapshot made by
-        `from_run`: every --json, --save and fleet host), their places are known without serialising them a
-        second time and comparing the dicts (issue 30); the document is the same."""
-        refs = _finding_refs(self) if _whole(info) else None
+        `from_run`: every --json, --save and fleet host), their places are known without turning them into
+        plain data a second time and comparing the dicts (issue 30); the document is the same."""
+        refs = _finding_refs(self)
         if refs is None:
-            return pack(handler(self))
+            return pack(super()._plain(json))
         light = self.model_copy(
             update={"probes": [p.model_copy(update={"findings": []}) for p in self.probes]}
         )
-        data: dict[str, Any] = handler(light)
-        return pack(data, finding_refs=refs)
+        return pack(Record._plain(light, json), finding_refs=refs)
 
     @classmethod
     def from_run(

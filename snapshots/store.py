@@ -15,7 +15,6 @@ from gpuaudit.snapshots.plain import ENV_DIR as ENV_DIR
 from gpuaudit.snapshots.plain import default_dir as default_dir
 from gpuaudit.snapshots.plain import store_problem as store_problem
 from gpuaudit.snapshots.schema import SCHEMA_VERSION, Snapshot
-from pydantic import ValidationError
 
 MAX_SNAPSHOT_BYTES = 512 * 1024 * 1024
 EXAMPLES_DIR = Path(__file__).resolve().parent / "examples"
@@ -116,7 +115,7 @@ def load(path: Path) -> Snapshot:
     ):  # current schema: pydantic's parser, no intermediate dicts
         try:
             return Snapshot.model_validate_json(raw)
-        except (ValidationError, ValueError, RecursionError):
+        except (ValueError, RecursionError):  # pydantic's ValidationError is a ValueError
             pass  # fall through for a precise message
     return parse_document(raw, path)
 
@@ -141,6 +140,10 @@ def parse_document(raw: bytes, path: Path) -> Snapshot:
         raise SnapshotError(f"{path}: {exc}") from None
     if "probes" not in doc:
         raise SnapshotError(f"{path}: JSON but not a gpuaudit-tui snapshot (no probes)")
+    from pydantic import (
+        ValidationError,  # reading a snapshot validates it: pydantic loads here, not at import
+    )
+
     try:
         return Snapshot.model_validate(doc)
     except RecursionError:

@@ -11,7 +11,12 @@ import pytest
 TESTS = Path(__file__).resolve().parent
 sys.path.insert(0, str(TESTS))  # tests/sshd_server.py etc. importable as plain modules
 
+from gpuaudit.probes.core.record import check_records  # noqa: E402
 from sshd_server import SshdServer, sshd_available, start_sshd  # noqa: E402
+
+check_records(
+    True
+)  # every record a test builds is checked against its declared types (probes/core/record.py)
 
 FIXTURES = TESTS / "fixtures"
 

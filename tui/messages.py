@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pydantic import BaseModel
+from gpuaudit.probes.core.record import Record
 from textual.message import Message
 
 
@@ -17,7 +17,7 @@ class AuditEventReceived(Message):
 
     bubble = False  # for the dashboard only
 
-    def __init__(self, event: BaseModel) -> None:
+    def __init__(self, event: Record) -> None:
         super().__init__()
         self.event = event
 

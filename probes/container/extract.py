@@ -236,7 +236,7 @@ def extract(outputs: Outputs, role: Role) -> ContainerFacts:
     if banner := smi_banner(outputs.get("smi_gpu_ids")):
         data["smi_error"] = banner
         problems.setdefault("smi_gpu_ids", f"nvidia-smi error: {banner}")
-    return ContainerFacts(problems=problems, **data)
+    return ContainerFacts.of(data, problems=problems)
 
 
 FIELD_SOURCES: dict[str, tuple[str, ...]] = {

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import re
 
-from pydantic import BaseModel
+from gpuaudit.probes.core.record import Record
 
 
-class Rule(BaseModel, frozen=True):
+class Rule(Record, frozen=True):
     """One cgroup device allow-list entry: `c 195:* rwm`; None = `*`."""
 
     type: str
@@ -29,7 +29,7 @@ class Rule(BaseModel, frozen=True):
         return f"{self.type} {'*' if self.major is None else self.major}:{'*' if self.minor is None else self.minor}"
 
 
-class CtConfig(BaseModel, frozen=True):
+class CtConfig(Record, frozen=True):
     vmid: str
     hostname: str | None = None
     unprivileged: bool = False
@@ -63,7 +63,7 @@ class CtConfig(BaseModel, frozen=True):
         return bool(self.nvidia_paths) or any(r.major == 195 for r in self.rules)
 
 
-class Node(BaseModel, frozen=True):
+class Node(Record, frozen=True):
     path: str
     kind: str
     """First letter of the mode: "c" a character device; "-" a regular file (a placeholder, not a device)."""
@@ -72,13 +72,13 @@ class Node(BaseModel, frozen=True):
     mode: str = ""
 
 
-class Gpu(BaseModel, frozen=True):
+class Gpu(Record, frozen=True):
     index: int | None = None
     uuid: str | None = None
     bus_id: str = ""
 
 
-class ContainerFacts(BaseModel, frozen=True):
+class ContainerFacts(Record, frozen=True):
     virt: str | None = None
     """systemd-detect-virt -c: "lxc", "docker", "none", ..."""
     wrapper_kind: str | None = None

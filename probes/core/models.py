@@ -1,4 +1,4 @@
-"""Pydantic models shared by the runner, snapshots, --json and the TUI. No I/O here."""
+"""Records (probes/core/record.py) shared by the runner, snapshots, --json and the TUI. No I/O here."""
 
 from __future__ import annotations
 
@@ -6,13 +6,13 @@ from datetime import datetime
 from enum import Enum
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from gpuaudit.probes.core.record import Record, field
 
 Role = Literal["host", "container"]
 
 
 def empty_list() -> list[Any]:
-    """A list field's default: `Field(default_factory=empty_list)`, not `default_factory=list`. pydantic reads each
+    """A list field's default: `field(default_factory=empty_list)`, not `default_factory=list`. pydantic reads each
     default factory's signature when it builds a model, and a builtin's is parsed from its text signature
     (tokenize's patterns compiled on the first: ~3 ms, then ~0.3 ms a field; issue 30). A Python function's is
     read directly (tests/core/test_audit_path_models.py)."""
@@ -48,10 +48,8 @@ SEVERITY_ORDER: tuple[Severity, ...] = tuple(sorted(Severity, key=lambda s: -s.r
 """Worst first: critical, warning, unknown, info, ok, n/a (derived from `rank`)."""
 
 
-class Target(BaseModel):
+class Target(Record, frozen=True):
     """One machine (or container) the audit runs commands on."""
-
-    model_config = ConfigDict(frozen=True)
 
     role: Role
     spec: str
@@ -61,7 +59,7 @@ class Target(BaseModel):
     """Short human name for headers: "host (local)", "container (pct:101)"."""
 
 
-class TargetState(BaseModel):
+class TargetState(Record):
     """Connection state of a target, as the header shows it."""
 
     role: Role
@@ -69,15 +67,13 @@ class TargetState(BaseModel):
     reason: str | None = None
     is_root: bool | None = None
     hostname: str | None = None
-    executed: list[str] = Field(default_factory=empty_list)
+    executed: list[str] = field(default_factory=empty_list)
     """Lines run on this target outside the probes' records: the preflight and the start line of each
     long-lived session (probes/core/collect/worker.py). Empty in snapshots written before 0.2.0."""
 
 
-class CommandRecord(BaseModel):
+class CommandRecord(Record, frozen=True):
     """The raw truth: one command run on one target, exactly as it happened."""
-
-    model_config = ConfigDict(frozen=True)
 
     target: Role
     probe_id: str
@@ -109,10 +105,8 @@ class CommandRecord(BaseModel):
         return self.exit_status == 127 or "command not found" in self.stderr.lower()
 
 
-class EvidenceRef(BaseModel):
+class EvidenceRef(Record, frozen=True):
     """Points at the command record behind a finding, so drill-down can jump to it."""
-
-    model_config = ConfigDict(frozen=True)
 
     target: Role
     command_id: str
@@ -121,10 +115,8 @@ class EvidenceRef(BaseModel):
     the ACSCtl: line); None: the output as a whole."""
 
 
-class Finding(BaseModel):
+class Finding(Record, frozen=True):
     """A judged check: stable id, severity, what was seen vs expected, why and how to fix."""
-
-    model_config = ConfigDict(frozen=True)
 
     id: str
     """`<probe>.<slug>` exactly as PROBES.md spells it; never changes once released."""
@@ -132,28 +124,28 @@ class Finding(BaseModel):
     probe: str
     owner: str | None = None
     """Who can fix it: bios, host, container, engine or hardware (None in snapshots older than the catalogue)."""
-    targets: list[Role] = Field(default_factory=empty_list)
+    targets: list[Role] = field(default_factory=empty_list)
     title: str
     observed: str = ""
     expected: str = ""
     why: str = ""
     fix: str = ""
-    evidence: list[EvidenceRef] = Field(default_factory=empty_list)
+    evidence: list[EvidenceRef] = field(default_factory=empty_list)
 
 
 ProbeStatus = Literal["pending", "running", "done", "failed", "cancelled", "skipped"]
 
 
-class ProbeResult(BaseModel):
+class ProbeResult(Record):
     """Everything one probe produced over all targets: records, facts, findings."""
 
     probe_id: str
     title: str
     status: ProbeStatus = "pending"
-    records: list[CommandRecord] = Field(default_factory=empty_list)
-    facts: dict[str, dict[str, Any]] = Field(default_factory=dict)
+    records: list[CommandRecord] = field(default_factory=empty_list)
+    facts: dict[str, dict[str, Any]] = field(default_factory=dict)
     """Role -> the probe's facts model dumped to a dict."""
-    findings: list[Finding] = Field(default_factory=empty_list)
+    findings: list[Finding] = field(default_factory=empty_list)
     summary: str = ""
     """The pane's key-facts line, e.g. "590.48.01 open · CUDA 13.1 · 8× RTX PRO 6000"."""
     error: str | None = None
@@ -168,12 +160,12 @@ class ProbeResult(BaseModel):
         return max((f.severity for f in self.findings), key=lambda s: s.rank)
 
 
-class AuditRun(BaseModel):
+class AuditRun(Record):
     """The folded state of an audit: targets, their states and ten probe results."""
 
-    targets: list[Target] = Field(default_factory=empty_list)
-    target_states: dict[str, TargetState] = Field(default_factory=dict)
-    probes: list[ProbeResult] = Field(default_factory=empty_list)
+    targets: list[Target] = field(default_factory=empty_list)
+    target_states: dict[str, TargetState] = field(default_factory=dict)
+    probes: list[ProbeResult] = field(default_factory=empty_list)
     started_at: datetime | None = None
     finished_at: datetime | None = None
     mode: Literal["live", "replay", "demo", "resume"] = "live"

@@ -10,7 +10,7 @@ from gpuaudit.probes.core.models import (
     CommandRecord,
     Role,
 )
-from pydantic import BaseModel
+from gpuaudit.probes.core.record import Record
 
 Outputs = Mapping[str, CommandRecord]
 """command_id -> record, for one target. A command that was not run is absent."""
@@ -72,7 +72,7 @@ class Probe:
         id: str,
         title: str,
         commands: tuple[Command, ...],
-        extract: Callable[[Outputs, Role], BaseModel] | None = None,
+        extract: Callable[[Outputs, Role], Record] | None = None,
         summarize: Callable[[FactsByTarget], str] = _no_summary,
         checks: tuple[Any, ...] = (),
         volatile_facts: frozenset[str] = frozenset(),
@@ -102,7 +102,7 @@ class Probe:
         return judge
 
     @property
-    def extract(self) -> Callable[[Outputs, Role], BaseModel]:
+    def extract(self) -> Callable[[Outputs, Role], Record]:
         """Raw outputs of one target -> typed facts. Pure; must not raise on odd output."""
         return self._judging().extract
 
@@ -176,7 +176,7 @@ class Probe:
 class _Judge:
     """A probe's judging half, as its package declares it."""
 
-    extract: Callable[[Outputs, Role], BaseModel]
+    extract: Callable[[Outputs, Role], Record]
     summarize: Callable[[FactsByTarget], str]
     checks: tuple[Any, ...]
     volatile_facts: frozenset[str]

@@ -389,7 +389,7 @@ def extract(outputs: Outputs, role: Role) -> DriverFacts:
         if always and rec.error is not None:
             continue
         reader(rec, f, problems)
-    return DriverFacts(**f, problems=problems)
+    return DriverFacts.of(f, problems=problems)
 
 
 FIELD_SOURCES: dict[str, tuple[str, ...]] = {

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+from gpuaudit.probes.core.record import Record
 
 
-class GpuState(BaseModel, frozen=True):
+class GpuState(Record, frozen=True):
     """One GPU as the best available source printed it (`nvidia-smi -q -x`, else the csv query, else the table)."""
 
     index: int
@@ -38,7 +38,7 @@ class GpuState(BaseModel, frozen=True):
     """Table cells printed as "ERR!" (fan, temperature, power, ...): a sensor the driver could not read."""
 
 
-class HandleFailure(BaseModel, frozen=True):
+class HandleFailure(Record, frozen=True):
     """A GPU nvidia-smi could not open: bus id, the reason it printed, and which command said so."""
 
     bus_id: str
@@ -47,7 +47,7 @@ class HandleFailure(BaseModel, frozen=True):
     command_id: str
 
 
-class DriverFacts(BaseModel, frozen=True):
+class DriverFacts(Record, frozen=True):
     module_version: str | None = None
     """From /proc/driver/nvidia/version: the LOADED kernel module (the host's, also inside a container)."""
     module_open: bool | None = None

@@ -12,6 +12,7 @@ from collections.abc import Callable, Mapping
 from typing import Any
 
 from gpuaudit.probes.core.parsers.lspci import parse_lspci_vvv
+from gpuaudit.probes.core.record import Record
 from gpuaudit.probes.firmware.bios_map import (
     GENERIC_VENDORS,
     ROWS,
@@ -19,12 +20,11 @@ from gpuaudit.probes.firmware.bios_map import (
     VENDOR_OF_MANUFACTURER,
     MapRow,
 )
-from pydantic import BaseModel
 
 SUPERMICRO_SUFFIX = re.compile(r"_[0-9A-F]{4}$")
 
 
-class BiosSetting(BaseModel, frozen=True):
+class BiosSetting(Record, frozen=True):
     """One normalised setting, beside the raw name and value it was read from."""
 
     value: str | None

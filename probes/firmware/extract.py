@@ -253,7 +253,7 @@ an unusable record or odd output makes its source a problem, never the probe fai
 
 def extract(outputs: Outputs, role: Role) -> FirmwareFacts:
     read = read_table(outputs, TABLE, why=str, usability=record_problem)
-    return FirmwareFacts(**read.fields, problems=read.problems)
+    return FirmwareFacts.of(read.fields, problems=read.problems)
 
 
 FIELD_SOURCES: dict[str, tuple[str, ...]] = {

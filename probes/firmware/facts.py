@@ -2,11 +2,11 @@
 
 from __future__ import annotations
 
+from gpuaudit.probes.core.record import Record
 from gpuaudit.probes.firmware.bios import BiosSetting
-from pydantic import BaseModel
 
 
-class Dimm(BaseModel, frozen=True):
+class Dimm(Record, frozen=True):
     locator: str
     size_mb: int | None = None
     """None: an empty slot ("No Module Installed")."""
@@ -19,7 +19,7 @@ class Dimm(BaseModel, frozen=True):
     """Channel label within the socket ("A"); None when the strings don't say."""
 
 
-class FirmwareFacts(BaseModel, frozen=True):
+class FirmwareFacts(Record, frozen=True):
     bios: dict[str, str] = {}
     microcode: str | None = None
     cpu_vendor: str | None = None

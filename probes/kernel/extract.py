@@ -153,7 +153,7 @@ def extract(outputs: Outputs, role: Role) -> KernelFacts:
     read = read_table(
         {cid: r for cid, r in outputs.items() if cid not in problems}, TABLE, usability=_usability
     )
-    return KernelFacts(problems={**problems, **read.problems}, **read.fields)
+    return KernelFacts.of(read.fields, problems={**problems, **read.problems})
 
 
 FIELD_SOURCES: dict[str, tuple[str, ...]] = {

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+from gpuaudit.probes.core.record import Record
 
 
-class KernelFacts(BaseModel, frozen=True):
+class KernelFacts(Record, frozen=True):
     release: str | None = None
     """`uname -r`, e.g. "6.8.12-9-pve"."""
     cmdline: list[tuple[str, str | None]] | None = None

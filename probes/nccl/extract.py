@@ -150,7 +150,7 @@ def derived(outputs: Outputs) -> dict[str, Any]:
 
 def extract(outputs: Outputs, role: Role) -> NcclFacts:
     read = read_table(outputs, TABLE)
-    return NcclFacts(**read.fields, **derived(outputs), problems=read.problems)
+    return NcclFacts.of({**read.fields, **derived(outputs)}, problems=read.problems)
 
 
 FIELD_SOURCES: dict[str, tuple[str, ...]] = {

@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+from gpuaudit.probes.core.record import Record
 
 
-class NcclFacts(BaseModel, frozen=True):
+class NcclFacts(Record, frozen=True):
     gpu_names: list[str] = []
     topo: dict[str, str] | None = None
     """"0-1" -> "SYS" / "NODE" / "PHB" / "PXB" / "PIX" / "NV18" (GPU pairs, i < j); None = not read."""

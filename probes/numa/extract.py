@@ -134,7 +134,7 @@ def extract(outputs: Outputs, role: Role) -> NumaFacts:
             f"nvidia-smi error: {err}"  # the banner says more than the exit status
         )
     data.pop("_pci", None)
-    return NumaFacts(problems=problems, **data)
+    return NumaFacts.of(data, problems=problems)
 
 
 FIELD_SOURCES: dict[str, tuple[str, ...]] = {

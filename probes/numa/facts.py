@@ -2,16 +2,16 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+from gpuaudit.probes.core.record import Record
 
 
-class NodeInfo(BaseModel, frozen=True):
+class NodeInfo(Record, frozen=True):
     id: int
     cpus: list[int] = []
     size_mb: int | None = None
 
 
-class GpuInfo(BaseModel, frozen=True):
+class GpuInfo(Record, frozen=True):
     index: int | None = None
     uuid: str | None = None
     bus_id: str
@@ -20,7 +20,7 @@ class GpuInfo(BaseModel, frozen=True):
     local_cpus: list[int] = []
 
 
-class EngineWorker(BaseModel, frozen=True):
+class EngineWorker(Record, frozen=True):
     """One engine process from `engine_proc_status`: where it may run and where its memory lives."""
 
     pid: int
@@ -32,7 +32,7 @@ class EngineWorker(BaseModel, frozen=True):
     numa_kb: dict[int, int] | None = None
 
 
-class NumaFacts(BaseModel, frozen=True):
+class NumaFacts(Record, frozen=True):
     nodes: list[NodeInfo] | None = None
     node_free_mb: dict[int, int] | None = None
     """node id -> free MB from numactl -H (volatile: changes on an unchanged machine)."""

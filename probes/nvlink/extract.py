@@ -188,7 +188,7 @@ def extract(outputs: Outputs, role: Role) -> NvlinkFacts:
     f.update(read.fields)
     problems.update(read.problems)
     _fabric_manager(outputs, f, problems)
-    return NvlinkFacts(**f, problems=problems)
+    return NvlinkFacts.of(f, problems=problems)
 
 
 FIELD_SOURCES: dict[str, tuple[str, ...]] = {

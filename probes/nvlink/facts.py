@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+from gpuaudit.probes.core.record import Record
 
 VOLATILE_FACTS = frozenset({"error_counters", "fm_messages"})
 """Counters and the service's last log lines change on an unchanged machine."""
 
 
-class NvlinkFacts(BaseModel, frozen=True):
+class NvlinkFacts(Record, frozen=True):
     gpu_names: list[str] = []
     links: dict[int, list[tuple[int, bool, float | None]]] = {}
     """GPU index -> (link, active, GB/s) from `nvlink -s`."""

@@ -119,7 +119,7 @@ def split_live(
         p.model_copy(update={"values": {k: v for k, v in p.values.items() if k not in LIVE_SYSFS}})
         for p in sysfs
     ]
-    return stable_smi, stable_sys, {bdf: LinkNow(**v) for bdf, v in now.items()}
+    return stable_smi, stable_sys, {bdf: LinkNow.of(v) for bdf, v in now.items()}
 
 
 def extract(outputs: Outputs, role: Role) -> PcieFacts:

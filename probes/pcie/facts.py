@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+from gpuaudit.probes.core.record import Record
 
 
-class PciDev(BaseModel, frozen=True):
+class PciDev(Record, frozen=True):
     bdf: str
     description: str = ""
     port_type: str | None = None
@@ -28,7 +28,7 @@ class PciDev(BaseModel, frozen=True):
     """Field -> the 0-based line of lspci_vvv's output it was read from (the evidence jump lands there)."""
 
 
-class SmiLink(BaseModel, frozen=True):
+class SmiLink(Record, frozen=True):
     """nvidia-smi's PCIe row of one GPU; the current (volatile) values are in `PcieFacts.link_now`."""
 
     index: str
@@ -41,7 +41,7 @@ class SmiLink(BaseModel, frozen=True):
     width_max: int | None = None
 
 
-class LinkNow(BaseModel, frozen=True):
+class LinkNow(Record, frozen=True):
     """What a link does right now (changes with load and power state on an unchanged machine: a volatile fact)."""
 
     util: float | None = None
@@ -55,14 +55,14 @@ class LinkNow(BaseModel, frozen=True):
     """current_link_speed / current_link_width from sysfs."""
 
 
-class SysPci(BaseModel, frozen=True):
+class SysPci(Record, frozen=True):
     bdf: str
     upstream: str | None = None
     values: dict[str, str] = {}
     upstream_values: dict[str, str] = {}
 
 
-class PcieFacts(BaseModel, frozen=True):
+class PcieFacts(Record, frozen=True):
     devices: list[PciDev] = []
     gpu_bdfs: list[str] = []
     """GPU functions (display/3D class) from lspci, sysfs or nvidia-smi, normalised BDFs."""

@@ -64,7 +64,7 @@ def parse_sys_pci(text: str) -> list[SysPci]:
                 below = sharing[bdf] = [d for d in devs.values() if d.get("upstream") == bdf]
             for d in below:
                 d["upstream_values"][key] = val
-    return [SysPci(**d) for d in devs.values()]
+    return [SysPci.of(d) for d in devs.values()]
 
 
 def to_int(v: str | None) -> int | None:

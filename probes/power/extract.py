@@ -334,7 +334,7 @@ def extract(outputs: Outputs, role: Role) -> PowerFacts:
     read = read_table(outputs, TABLE, why=_unparsable, usability=record_problem)
     f = read.fields
     _identity(outputs, f)
-    return PowerFacts(**f, problems=read.problems)
+    return PowerFacts.of(f, problems=read.problems)
 
 
 FIELD_SOURCES: dict[str, tuple[str, ...]] = {

@@ -6,12 +6,12 @@ current clocks, active clock-event reasons) live in their own fields, listed in 
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+from gpuaudit.probes.core.record import Record
 
 VOLATILE_FACTS = frozenset({"idle_usage", "gpu_readings"})
 
 
-class IdleStateFact(BaseModel, frozen=True):
+class IdleStateFact(Record, frozen=True):
     cpu: int
     name: str
     latency_us: int | None = None
@@ -23,7 +23,7 @@ class IdleStateFact(BaseModel, frozen=True):
         return f"cpu{self.cpu}/{self.name}"
 
 
-class GpuPower(BaseModel, frozen=True):
+class GpuPower(Record, frozen=True):
     """What an unchanged GPU keeps: limits, maximum and application clocks."""
 
     index: str
@@ -38,7 +38,7 @@ class GpuPower(BaseModel, frozen=True):
     """The GPU's own slowdown temperature (`nvidia-smi -q -x`), when reported."""
 
 
-class GpuReading(BaseModel, frozen=True):
+class GpuReading(Record, frozen=True):
     """What a GPU reports at this instant (volatile)."""
 
     index: str
@@ -54,7 +54,7 @@ class GpuReading(BaseModel, frozen=True):
     """Clock-event reasons nvidia-smi answered [N/A] or with an error token."""
 
 
-class PowerFacts(BaseModel, frozen=True):
+class PowerFacts(Record, frozen=True):
     cpu_vendor: str | None = None
     cpu_family: int | None = None
     cpu_model: int | None = None

@@ -133,7 +133,7 @@ output does not parse, is in `problems`."""
 
 def extract(outputs: Outputs, role: Role) -> PythonFacts:
     read = read_table(outputs, TABLE)
-    return PythonFacts(**read.fields, problems=read.problems)
+    return PythonFacts.of(read.fields, problems=read.problems)
 
 
 FIELD_SOURCES: dict[str, tuple[str, ...]] = {

@@ -2,17 +2,17 @@
 
 from __future__ import annotations
 
-from pydantic import BaseModel
+from gpuaudit.probes.core.record import Record
 
 
-class JitDir(BaseModel, frozen=True):
+class JitDir(Record, frozen=True):
     path: str
     fs: str | None = None
     writable: bool = False
     entries: list[str] = []
 
 
-class PythonFacts(BaseModel, frozen=True):
+class PythonFacts(Record, frozen=True):
     gpus: list[str] = []
     compute_caps: list[str] = []
     driver: str | None = None

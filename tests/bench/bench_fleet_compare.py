@@ -33,7 +33,7 @@ def documents() -> dict[str, dict]:
     from gpuaudit.snapshots.store import load
 
     snap = load(AFTER)
-    current = json.loads(snap.__pydantic_serializer__.to_json(snap))
+    current = json.loads(snap.to_json())
     expanded = unpack(current)
     return {"schema 2 (expanded)": {**expanded, "schema_version": 2}, "current": current}
 

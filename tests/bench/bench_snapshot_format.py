@@ -34,7 +34,7 @@ def layouts(path: Path, work: Path) -> dict[str, Path]:
     from gpuaudit.snapshots.store import load
 
     snap = load(path)
-    current = snap.__pydantic_serializer__.to_json(snap, indent=2)
+    current = snap.to_json(indent=2)
     expanded = unpack(json.loads(current))
     expanded["schema_version"] = 2
     out = {"schema 2": work / f"{path.stem}.v2.json", "current": work / f"{path.stem}.cur.json"}

@@ -5,7 +5,7 @@
 Needs root and /usr/sbin/sshd, like bench_heavy_rc.py (same bench user, stand-ins and loopback sshd). Runs one
 warm-up audit, then one audit under cProfile as `--json` runs it (collect, fold, Snapshot, JSON bytes), and
 prints the client CPU (process_time) with and without the profiler's overhead, the top functions by own time,
-and the cumulative time of the stages the issue names (redaction, parsing/extract, judging, pydantic,
+and the cumulative time of the stages the issue names (redaction, parsing/extract, judging, records,
 serialisation). The profiler inflates small calls: compare stages within one run, not against other runs.
 """
 
@@ -36,13 +36,10 @@ STAGES = {
     "fold_events": ("events.py", "fold_events"),
     "Snapshot.from_run": ("schema.py", "from_run"),
     "roofline_for_run": ("report.py", "roofline_for_run"),
-    "JSON bytes (to_json)": (
-        "~",
-        "<method 'to_json' of 'pydantic_core._pydantic_core.SchemaSerializer' objects>",
-    ),
-    "pydantic validation (__init__)": ("main.py", "__init__"),
-    "model_copy": ("main.py", "model_copy"),
-    "model_dump": ("main.py", "model_dump"),
+    "JSON bytes (to_json)": ("record.py", "to_json"),
+    "records: conversions (__post_init__)": ("record.py", "__post_init__"),
+    "model_copy": ("record.py", "model_copy"),
+    "model_dump": ("record.py", "model_dump"),
 }
 
 
@@ -65,7 +62,7 @@ async def audit_once(server, timeout_s: float) -> float:
     )
     run = await collect(AuditSetup(audit, "live"))
     snap = Snapshot.from_run(run)
-    snap.__pydantic_serializer__.to_json(snap, indent=2)
+    snap.to_json(indent=2)
     return time.perf_counter() - t0
 
 
@@ -112,8 +109,8 @@ def group_of(file: str, name: str) -> str:
         return "redaction (regexes over every output)"
     if "/parsers/" in file or "extract" in file or "xml" in file or "ElementTree" in name:
         return "parsing / extract"
-    if "pydantic" in file or "pydantic" in name or "models.py" in file or "copy.py" in file:
-        return "pydantic (models, copies)"
+    if "pydantic" in file or "pydantic" in name or "record.py" in file or "dataclasses" in file:
+        return "records (dataclasses, copies, JSON)"
     if "worker_transport" in file or "session_channels" in file or "worker.py" in file:
         return "worker session protocol (JSON frames)"
     if "/json/" in file:

@@ -20,7 +20,7 @@ CASE = Path(__file__).resolve().parents[2] / "snapshots" / "examples" / "case-st
 def test_bytes_are_model_dump_json_and_the_document_is_unchanged() -> None:
     snap = Snapshot.from_run(store.load(CASE).to_run())
     text = snap.model_dump_json()
-    data = Snapshot.__pydantic_serializer__.to_json(snap)
+    data = snap.to_json()
     assert data == text.encode("utf-8")
     hosts = [FleetHost(spec=f"root@10.0.0.{i}", name=f"gpu{i}") for i in (1, 2, 3)]
     as_text = [HostResult(hosts[0], 0, 1.0, text), HostResult(hosts[1], 3, 2.0, None, error="x")]

@@ -23,7 +23,7 @@ FIXTURES = sorted((ROOT / "tests" / "fixtures" / "snapshots").glob("v*/*.json"))
 
 
 def dumped(snap: Snapshot) -> dict:
-    return json.loads(snap.__pydantic_serializer__.to_json(snap))
+    return json.loads(snap.to_json())
 
 
 @pytest.mark.parametrize("path", DEMO + FIXTURES, ids=lambda p: str(p.relative_to(ROOT)))

@@ -89,7 +89,7 @@ def reference_pack(doc: dict[str, Any]) -> dict[str, Any]:
 
 def expanded(path: Path) -> dict[str, Any]:
     snap = store.load(path)
-    return unpack(json.loads(snap.__pydantic_serializer__.to_json(snap)))
+    return unpack(json.loads(snap.to_json()))
 
 
 def plain(

@@ -115,7 +115,7 @@ async def _audit_host(
         host,
         exit_code(run, request.fail_on),
         duration,
-        Snapshot.__pydantic_serializer__.to_json(snapshot),  # model_dump_json's bytes, not decoded
+        snapshot.to_json(),  # model_dump_json's bytes, not decoded
         error=failed[0] if failed else None,
         counts=severity_counts(snapshot),
     )

@@ -28,8 +28,8 @@ from gpuaudit.tui.cli.share_outputs import share_snapshot, write_html
 
 
 def write_json(snapshot: Snapshot) -> None:
-    """The document as UTF-8 bytes straight from pydantic's serializer: no str copy, no re-encoding copy."""
-    data = snapshot.__pydantic_serializer__.to_json(snapshot, indent=2)
+    """The document as UTF-8 bytes straight from pydantic_core's encoder: no str copy, no re-encoding copy."""
+    data = snapshot.to_json(indent=2)
     sys.stdout.flush()
     sys.stdout.buffer.write(data)
     del data

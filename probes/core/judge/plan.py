@@ -18,10 +18,10 @@ from gpuaudit.probes.core.models import (
     Severity,
     empty_list,
 )
+from gpuaudit.probes.core.record import Record, field
 from gpuaudit.probes.core.roofline.bounds import BOUND_LABELS
 from gpuaudit.probes.core.roofline.report import roofline_for_run
 from gpuaudit.probes.core.text import neutralise
-from pydantic import BaseModel, Field
 
 PLAN_SEVERITIES = (Severity.CRITICAL, Severity.WARNING)
 
@@ -118,7 +118,7 @@ PROBE_IMPACT: dict[str, int] = {
 }
 
 
-class PlanStep(BaseModel):
+class PlanStep(Record):
     """One thing to change, with every finding it resolves and the evidence behind them."""
 
     rank: int
@@ -126,8 +126,8 @@ class PlanStep(BaseModel):
     title: str
     fix: str
     impact: int
-    findings: list[Finding] = Field(default_factory=empty_list)
-    evidence: list[EvidenceRef] = Field(default_factory=empty_list)
+    findings: list[Finding] = field(default_factory=empty_list)
+    evidence: list[EvidenceRef] = field(default_factory=empty_list)
     relation: str | None = None
     """Why these findings share a step (a RELATIONS note, or "same fix")."""
 

@@ -12,8 +12,8 @@ from typing import Any
 from gpuaudit.probes.core.errors import ParseError
 from gpuaudit.probes.core.judge.checks import judge_checks, source_problem
 from gpuaudit.probes.core.models import CommandRecord, ProbeResult, Role
+from gpuaudit.probes.core.record import Record
 from gpuaudit.probes.core.spec import Outputs, Probe, partial_grep_ok
-from pydantic import BaseModel
 
 Fields = dict[str, Any]
 
@@ -150,7 +150,7 @@ def judge_probe(
     )
 
 
-def extract_facts(probe: Probe, outputs: Outputs, role: Role) -> BaseModel:
+def extract_facts(probe: Probe, outputs: Outputs, role: Role) -> Record:
     """The probe's extract over one target's records; when a parser raises on one source's output (a bug on odd
     output), that source becomes a problem of the facts ("unparsable output: ..."), judged unknown by the gate like
     any unusable source, and the rest is extracted without it: a parser error never fails the whole probe.

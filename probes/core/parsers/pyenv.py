@@ -32,10 +32,10 @@ from gpuaudit.probes.core.parsers.reader_lines import (
     READER as READER,
 )
 from gpuaudit.probes.core.parsing import parse_once
-from pydantic import BaseModel
+from gpuaudit.probes.core.record import Record
 
 
-class PyEnv(BaseModel, frozen=True):
+class PyEnv(Record, frozen=True):
     """What a Python environment carries (from the snippet or a collect-env report)."""
 
     interpreter: str | None = None

@@ -18,9 +18,9 @@ import math
 from dataclasses import dataclass
 
 from gpuaudit.probes.core.models import empty_list
+from gpuaudit.probes.core.record import Record, field
 from gpuaudit.probes.core.roofline.gpus import GpuSpec
 from gpuaudit.probes.core.roofline.model import ModelSpec
-from pydantic import BaseModel, Field
 
 ETA_DEFAULT = 0.8
 ALLREDUCE_US = {
@@ -47,13 +47,13 @@ CUSTOM_ALLREDUCE_US = {
 }
 
 
-class Step(BaseModel):
+class Step(Record):
     label: str
     value: str
     how: str = ""
 
 
-class Bounds(BaseModel):
+class Bounds(Record):
     """tok/s figures; None when an input is missing (never a guessed number)."""
 
     naive: float | None = None
@@ -69,8 +69,8 @@ class Bounds(BaseModel):
     allreduce_us: float | None = None
     bytes_per_gpu: float | None = None
     unique_active_bytes: float | None = None
-    steps: list[Step] = Field(default_factory=empty_list)
-    missing: list[str] = Field(default_factory=empty_list)
+    steps: list[Step] = field(default_factory=empty_list)
+    missing: list[str] = field(default_factory=empty_list)
 
 
 @dataclass(frozen=True, slots=True)

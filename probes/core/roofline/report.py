@@ -27,6 +27,7 @@ from gpuaudit.probes.core.parsers.engine_metrics import (
 from gpuaudit.probes.core.parsers.model_files import ModelFiles, parse_model_files
 from gpuaudit.probes.core.parsers.nccl_tests import parse_all_reduce_perf
 from gpuaudit.probes.core.parsers.nvidia_smi import gpu_model, parse_topo_m
+from gpuaudit.probes.core.record import Record, field
 from gpuaudit.probes.core.roofline.bounds import (
     CUSTOM_ALLREDUCE_US,
     ETA_DEFAULT,
@@ -39,26 +40,25 @@ from gpuaudit.probes.core.roofline.gpus import gpu_spec
 from gpuaudit.probes.core.roofline.model import ModelConfigError, model_spec
 from gpuaudit.probes.core.roofline.references import matching
 from gpuaudit.probes.core.spec import record_problem
-from pydantic import BaseModel, Field
 
 
-class Roofline(BaseModel):
+class Roofline(Record):
     status: Literal["ok", "partial", "unknown"] = "unknown"
-    missing: list[str] = Field(default_factory=empty_list)
-    inputs: dict[str, str] = Field(default_factory=dict)
-    steps: list[Step] = Field(default_factory=empty_list)
-    bounds: dict[str, float] = Field(default_factory=dict)
+    missing: list[str] = field(default_factory=empty_list)
+    inputs: dict[str, str] = field(default_factory=dict)
+    steps: list[Step] = field(default_factory=empty_list)
+    bounds: dict[str, float] = field(default_factory=dict)
     """naive / tp_aware / tp_aware_eta / comm_aware, tok/s."""
     measured_tok_s: float | None = None
     measured_source: str | None = None
     speculative_accept_len: float | None = None
-    ratios: dict[str, float] = Field(default_factory=dict)
+    ratios: dict[str, float] = field(default_factory=dict)
     """measured ÷ each bound."""
     unexplained_ms_per_token: float | None = None
-    explanations: list[dict[str, str]] = Field(default_factory=empty_list)
+    explanations: list[dict[str, str]] = field(default_factory=empty_list)
     reference: dict[str, object] | None = None
     """The first published figure for the same setup (references below)."""
-    references: list[dict[str, object]] = Field(default_factory=empty_list)
+    references: list[dict[str, object]] = field(default_factory=empty_list)
     """Published single-stream figures for the same GPU model and count, model family, TP and MTP on/off."""
     published_eta: float | None = None
     """The published measured bandwidth fraction behind bounds["published_eta"], and its source."""

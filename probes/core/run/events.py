@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable
 from datetime import datetime
-from typing import Annotated, Literal
+from typing import Literal
 
 from gpuaudit.probes.core.models import (
     AuditRun,
@@ -14,28 +14,28 @@ from gpuaudit.probes.core.models import (
     Target,
     TargetState,
 )
-from pydantic import BaseModel, Field
+from gpuaudit.probes.core.record import Record
 
 
-class TargetConnecting(BaseModel):
+class TargetConnecting(Record):
     kind: Literal["target_connecting"] = "target_connecting"
     role: Role
 
 
-class TargetConnected(BaseModel):
+class TargetConnected(Record):
     kind: Literal["target_connected"] = "target_connected"
     role: Role
     is_root: bool | None = None
     hostname: str | None = None
 
 
-class TargetFailed(BaseModel):
+class TargetFailed(Record):
     kind: Literal["target_failed"] = "target_failed"
     role: Role
     reason: str
 
 
-class TargetExecuted(BaseModel):
+class TargetExecuted(Record):
     """A line run on the target outside the probes' records (the preflight, a session's start line)."""
 
     kind: Literal["target_executed"] = "target_executed"
@@ -43,35 +43,35 @@ class TargetExecuted(BaseModel):
     line: str
 
 
-class ProbeStarted(BaseModel):
+class ProbeStarted(Record):
     kind: Literal["probe_started"] = "probe_started"
     probe_id: str
     at: datetime
 
 
-class CommandStarted(BaseModel):
+class CommandStarted(Record):
     kind: Literal["command_started"] = "command_started"
     probe_id: str
     role: Role
     command_id: str
 
 
-class CommandFinished(BaseModel):
+class CommandFinished(Record):
     kind: Literal["command_finished"] = "command_finished"
     record: CommandRecord
 
 
-class ProbeFinished(BaseModel):
+class ProbeFinished(Record):
     kind: Literal["probe_finished"] = "probe_finished"
     result: ProbeResult
 
 
-class AuditFinished(BaseModel):
+class AuditFinished(Record):
     kind: Literal["audit_finished"] = "audit_finished"
     at: datetime
 
 
-AuditEvent = Annotated[
+AuditEvent = (
     TargetConnecting
     | TargetConnected
     | TargetFailed
@@ -80,9 +80,8 @@ AuditEvent = Annotated[
     | CommandStarted
     | CommandFinished
     | ProbeFinished
-    | AuditFinished,
-    Field(discriminator="kind"),
-]
+    | AuditFinished
+)
 
 
 def initial_run(targets: Iterable[Target], probes: Iterable[tuple[str, str]]) -> AuditRun:
@@ -107,7 +106,7 @@ _FOLDED = (
 )
 
 
-def apply_event(run: AuditRun, event: BaseModel) -> AuditRun:
+def apply_event(run: AuditRun, event: Record) -> AuditRun:
     """Fold one event into the run (returns a new AuditRun; the input is not changed).
 
     An event that changes nothing here (CommandStarted: only the dashboard's in-flight list reads it) returns
@@ -158,7 +157,7 @@ def apply_event(run: AuditRun, event: BaseModel) -> AuditRun:
     return run
 
 
-def fold_events(run: AuditRun, events: Iterable[BaseModel]) -> AuditRun:
+def fold_events(run: AuditRun, events: Iterable[Record]) -> AuditRun:
     """Apply a sequence of events; the same final state the TUI and --json see."""
     for event in events:
         run = apply_event(run, event)

@@ -29,6 +29,7 @@ from gpuaudit.probes.core.collect.worker import session_prefix
 from gpuaudit.probes.core.collect.worker_transport import SessionLine
 from gpuaudit.probes.core.errors import TransportError
 from gpuaudit.probes.core.models import CommandRecord, ProbeResult, Role, Target
+from gpuaudit.probes.core.record import Record
 from gpuaudit.probes.core.run.events import (
     AuditFinished,
     CommandFinished,
@@ -47,7 +48,6 @@ from gpuaudit.probes.core.run.records import (
     text_of,
 )
 from gpuaudit.probes.core.spec import Command, Probe
-from pydantic import BaseModel
 
 DEFAULT_TIMEOUT_S = 20.0
 RC_ROOM = 64 * 1024
@@ -217,11 +217,11 @@ class Audit:
     def targets(self) -> list[Target]:
         return [b.target for b in self.bindings.values()]
 
-    async def events(self, probe_ids: Iterable[str] | None = None) -> AsyncIterator[BaseModel]:
+    async def events(self, probe_ids: Iterable[str] | None = None) -> AsyncIterator[Record]:
         """Run the chosen probes (all by default) and yield events until AuditFinished."""
         wanted = set(probe_ids) if probe_ids is not None else None
         probes = [p for p in self.probes if wanted is None or p.id in wanted]
-        queue: asyncio.Queue[BaseModel | None] = asyncio.Queue()
+        queue: asyncio.Queue[Record | None] = asyncio.Queue()
         task = asyncio.create_task(self._run(probes, queue))
         self._runs.add(task)
         task.add_done_callback(self._runs.discard)
@@ -240,7 +240,7 @@ class Audit:
                 except (asyncio.CancelledError, Exception):
                     pass
 
-    async def _run(self, probes: list[Probe], queue: asyncio.Queue[BaseModel | None]) -> None:
+    async def _run(self, probes: list[Probe], queue: asyncio.Queue[Record | None]) -> None:
         cache: dict[tuple[Role, str], asyncio.Task[tuple[RawResult, str, str]]] = {}
         self._first_output = asyncio.Event()
         loading = asyncio.create_task(self._load_judging(probes))
@@ -259,7 +259,7 @@ class Audit:
             queue.put_nowait(None)
 
     def _ensure_connect(
-        self, role: Role, queue: asyncio.Queue[BaseModel | None]
+        self, role: Role, queue: asyncio.Queue[Record | None]
     ) -> asyncio.Task[_TargetInfo]:
         task = self._connect_tasks.get(role)
         if task is None or (task.done() and not task.cancelled() and not task.result().ok):
@@ -267,7 +267,7 @@ class Audit:
             self._connect_tasks[role] = task
         return task
 
-    async def _connect(self, role: Role, queue: asyncio.Queue[BaseModel | None]) -> _TargetInfo:
+    async def _connect(self, role: Role, queue: asyncio.Queue[Record | None]) -> _TargetInfo:
         binding = self.bindings[role]
         queue.put_nowait(TargetConnecting(role=role))
         try:
@@ -366,7 +366,7 @@ class Audit:
         self,
         probe: Probe,
         cache: dict[tuple[Role, str], asyncio.Task[tuple[RawResult, str, str]]],
-        queue: asyncio.Queue[BaseModel | None],
+        queue: asyncio.Queue[Record | None],
     ) -> None:
         started = datetime.now(UTC)
         queue.put_nowait(ProbeStarted(probe_id=probe.id, at=started))
@@ -383,7 +383,7 @@ class Audit:
         probe: Probe,
         role: Role,
         cache: dict[tuple[Role, str], asyncio.Task[tuple[RawResult, str, str]]],
-        queue: asyncio.Queue[BaseModel | None],
+        queue: asyncio.Queue[Record | None],
     ) -> list[CommandRecord]:
         info = await self._connect_tasks[role]
         commands = [c for c in probe.commands_for(role) if self.options.active or not c.active]
@@ -402,7 +402,7 @@ class Audit:
         role: Role,
         info: _TargetInfo,
         cache: dict[tuple[Role, str], asyncio.Task[tuple[RawResult, str, str]]],
-        queue: asyncio.Queue[BaseModel | None],
+        queue: asyncio.Queue[Record | None],
     ) -> CommandRecord:
         binding = self.bindings[role]
         shell = render_shell(command, self.options)
@@ -489,7 +489,7 @@ class Audit:
             return True
         return any(self.bindings[role].transport.has_recorded(cid) for cid in BMC_SOURCE_IDS)
 
-    def _note_lost(self, role: Role, queue: asyncio.Queue[BaseModel | None]) -> None:
+    def _note_lost(self, role: Role, queue: asyncio.Queue[Record | None]) -> None:
         """Once every connection to a target died, its state says so (and that of a container entered through it)."""
         binding = self.bindings[role]
         transport_role = binding.via or role
@@ -535,7 +535,7 @@ class Audit:
         }
 
     def _note_executed(
-        self, role: Role, raw: RawResult, line: str | None, queue: asyncio.Queue[BaseModel | None]
+        self, role: Role, raw: RawResult, line: str | None, queue: asyncio.Queue[Record | None]
     ) -> None:
         """Record the lines run outside the probes' records: a new session's start line, the preflight."""
         seen = self._executed.setdefault(role, set())

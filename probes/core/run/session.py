@@ -19,9 +19,9 @@ from gpuaudit.probes.core.collect.ssh_transport import SshOptions
 from gpuaudit.probes.core.collect.targets import TargetSpec
 from gpuaudit.probes.core.collect.transport import Transport
 from gpuaudit.probes.core.models import AuditRun, CommandRecord, Role, Target, TargetState
+from gpuaudit.probes.core.record import Record
 from gpuaudit.probes.core.run.events import CommandFinished, apply_event, initial_run
 from gpuaudit.probes.core.run.runner import Audit, TargetBinding
-from pydantic import BaseModel
 
 T = TypeVar("T")
 
@@ -117,7 +117,7 @@ def directory_bindings(
 
 async def run_to_end(
     audit: Audit,
-    on_event: Callable[[BaseModel], None] | None = None,
+    on_event: Callable[[Record], None] | None = None,
     partial: list[AuditRun] | None = None,
 ) -> AuditRun:
     """Run `audit` to completion and fold its events into one AuditRun (not yet stamped with a mode or note).

@@ -1,0 +1,166 @@
+"""probes/core/record.py: the engine's records behave as the pydantic models they replace did (issue 30).
+
+Construction converts what pydantic converted for the shapes the records declare; the plain data and the JSON
+bytes are pydantic's; reading untrusted data still goes through pydantic; the suite's check catches a value
+pydantic would have changed and the record did not.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import UTC, datetime, timedelta, timezone
+from enum import Enum
+from typing import Any, Literal
+
+import pytest
+from gpuaudit.probes.core import record
+from gpuaudit.probes.core.models import EvidenceRef, Finding, ProbeResult, Severity
+from gpuaudit.probes.core.record import Record, field
+from gpuaudit.snapshots import store
+from pydantic import TypeAdapter, ValidationError
+
+pytestmark = pytest.mark.fast
+
+
+class Colour(str, Enum):
+    RED = "red"
+    BLUE = "blue"
+
+
+class Leaf(Record, frozen=True):
+    """A nested record."""
+
+    name: str
+    weight: float = 0.0
+
+
+class Tree(Record):
+    """Every shape the engine's records declare."""
+
+    kind: Literal["a", "b"] = "a"
+    colour: Colour = Colour.RED
+    ratio: float | None = None
+    leaves: list[Leaf] = []
+    by_name: dict[str, Leaf] = field(default_factory=dict)
+    pair: tuple[int, float] | None = None
+    links: list[tuple[int, bool, float | None]] = []
+    top: Leaf | None = None
+    when: datetime | None = None
+    extra: dict[str, Any] = {}
+
+
+def test_keyword_only_frozen_and_own_defaults():
+    with pytest.raises(TypeError):
+        Leaf("x")  # type: ignore[misc]
+    leaf = Leaf(name="x")
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        leaf.name = "y"  # type: ignore[misc]
+    a, b = Tree(), Tree()
+    a.leaves.append(leaf)
+    assert (
+        b.leaves == [] and a.extra is not b.extra
+    )  # `= []` / `= {}`: each record its own, as in pydantic
+    assert hash(Leaf(name="x")) == hash(Leaf(name="x"))
+    assert Tree.__doc__ == "Every shape the engine's records declare."
+    assert EvidenceRef.__doc__ and "(*" not in EvidenceRef.__doc__
+
+
+def test_construction_converts_what_pydantic_converted():
+    t = Tree(
+        colour="blue",  # type: ignore[arg-type]
+        ratio=2,
+        leaves=[{"name": "a", "weight": 1}],  # type: ignore[list-item]
+        by_name={"b": {"name": "b"}},  # type: ignore[dict-item]
+        pair=[1, 2],  # type: ignore[arg-type]
+        links=[[0, True, 3]],  # type: ignore[list-item]
+        top={"name": "t", "unknown": 1},  # type: ignore[arg-type]
+    )
+    assert t.colour is Colour.BLUE and type(t.ratio) is float
+    assert t.leaves == [Leaf(name="a", weight=1.0)] and type(t.leaves[0].weight) is float
+    assert t.by_name == {"b": Leaf(name="b")}
+    assert t.pair == (1, 2.0) and type(t.pair[1]) is float
+    assert t.links == [(0, True, 3.0)]
+    assert t.top == Leaf(name="t")  # an unknown key is left out, as pydantic ignored it
+    reference = TypeAdapter(Tree).validate_python(
+        {"colour": "blue", "ratio": 2, "leaves": [{"name": "a", "weight": 1}], "by_name": {"b": {"name": "b"}},
+         "pair": [1, 2], "links": [[0, True, 3]], "top": {"name": "t"}}
+    )  # fmt: skip
+    assert t == reference
+
+
+def test_values_of_the_declared_types_are_kept_as_they_are():
+    leaves = [Leaf(name="a")]
+    findings = [Finding(id="x.y", severity=Severity.OK, probe="x", title="t")]
+    t = Tree(leaves=leaves)
+    p = ProbeResult(probe_id="x", title="X", findings=findings)
+    assert (
+        t.leaves is leaves and p.findings is findings
+    )  # the snapshot finds its findings by identity
+    assert p.model_copy(update={"summary": "s"}).findings is findings
+
+
+def test_of_leaves_out_what_is_not_a_field():
+    assert Leaf.of({"name": "n", "_scratch": {1: 2}}, weight=2.0) == Leaf(name="n", weight=2.0)
+
+
+def test_plain_data_and_json_bytes_are_pydantics():
+    when = datetime(2026, 12, 4, 20, 1, 2, 345, tzinfo=UTC)
+    t = Tree(
+        colour=Colour.BLUE, ratio=float("inf"), leaves=[Leaf(name="é", weight=1e-5)], pair=(1, 2.5),
+        when=when, by_name={"k": Leaf(name="k")}, extra={"d": [1, "x"], "t": when},
+    )  # fmt: skip
+    adapter = TypeAdapter(Tree)
+    assert t.model_dump(mode="json") == adapter.dump_python(t, mode="json")
+    assert t.model_dump() == adapter.dump_python(t)
+    for indent in (None, 1, 2):
+        assert t.to_json(indent=indent) == adapter.dump_json(t, indent=indent)
+    dumped = t.model_dump(mode="json")
+    assert dumped["when"] == "2026-12-04T20:01:02.000345Z" and dumped["colour"] == "blue"
+    assert dumped["pair"] == [1, 2.5] and dumped["ratio"] == float("inf")
+    assert b'"ratio":null' in t.to_json()  # JSON has no infinity: null, as pydantic wrote it
+    assert t.model_dump(include={"kind", "top"}, exclude_none=True) == {"kind": "a"}
+    keys = Tree(
+        extra={"k": {0: 1, 1.5: 2, True: 3, None: 4, Colour.RED: 5, datetime(2026, 1, 1): 6}}
+    )
+    assert keys.model_dump(mode="json") == adapter.dump_python(keys, mode="json")
+    other = Tree(when=datetime(2026, 1, 1, tzinfo=timezone(timedelta(hours=2))))
+    assert other.model_dump(mode="json")["when"] == adapter.dump_python(other, mode="json")["when"]
+
+
+def test_the_case_study_writes_the_bytes_pydantic_wrote():
+    for name in ("case-study-before", "case-study-after"):
+        path = store.resolve(name)
+        snapshot = store.load(path)
+        assert snapshot.to_json(indent=1) + b"\n" == path.read_bytes()
+
+
+def test_reading_validates_with_pydantic():
+    assert Leaf.model_validate({"name": "a", "weight": "2"}) == Leaf(name="a", weight=2.0)
+    assert Tree.model_validate_json(b'{"colour": "blue"}').colour is Colour.BLUE
+    with pytest.raises(ValidationError) as caught:
+        Tree.model_validate({"colour": "green"})
+    assert isinstance(caught.value, ValueError)  # store.load's fast path catches ValueError
+    assert Tree.model_json_schema()["properties"]["colour"] == {
+        "$ref": "#/$defs/Colour",
+        "default": "red",
+    }
+
+
+class Loose(Record):
+    """A shape no converter handles: a set declared, a list given."""
+
+    ids: set[int] = field(default_factory=set)
+
+
+def test_the_check_fails_on_a_value_pydantic_would_have_changed():
+    assert record._checking, "tests/conftest.py turns the check on"
+    with pytest.raises(TypeError, match=r"Loose\.ids: list .* makes set"):
+        Loose(ids=[1, 2])  # type: ignore[arg-type]
+    Loose(ids={1, 2})
+
+
+def test_plain_fields_cost_no_eval():
+    assert record._resolved("list[str]", Finding) is None
+    assert record._resolved("dict[str, Any] | None", Finding) is None
+    assert record._resolved("Literal['pending', 'running']", ProbeResult) is None
+    assert record._resolved("list[EvidenceRef]", Finding) == list[EvidenceRef]
