@@ -8,6 +8,7 @@ pydantic would have changed and the record did not.
 from __future__ import annotations
 
 import dataclasses
+import json
 from datetime import UTC, datetime, timedelta, timezone
 from enum import Enum
 from typing import Any, Literal
@@ -113,7 +114,18 @@ def test_plain_data_and_json_bytes_are_pydantics():
     assert t.model_dump(mode="json") == adapter.dump_python(t, mode="json")
     assert t.model_dump() == adapter.dump_python(t)
     for indent in (None, 1, 2):
-        assert t.to_json(indent=indent) == adapter.dump_json(t, indent=indent)
+        assert json.loads(t.to_json(indent=indent)) == json.loads(
+            adapter.dump_json(t, indent=indent)
+        )
+        plain = Tree(
+            leaves=[Leaf(name="é", weight=0.25)], when=when, pair=(1, 2.5), top=Leaf(name="t")
+        )
+        assert plain.to_json(indent=indent) == adapter.dump_json(
+            plain, indent=indent
+        )  # the same layout
+    assert b"1e-05" in t.to_json() and b"0.00001" in adapter.dump_json(
+        t
+    )  # Python's float text, same number
     dumped = t.model_dump(mode="json")
     assert dumped["when"] == "2026-12-04T20:01:02.000345Z" and dumped["colour"] == "blue"
     assert dumped["pair"] == [1, 2.5] and dumped["ratio"] == float("inf")

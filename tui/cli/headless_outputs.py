@@ -28,7 +28,7 @@ from gpuaudit.tui.cli.share_outputs import share_snapshot, write_html
 
 
 def write_json(snapshot: Snapshot) -> None:
-    """The document as UTF-8 bytes straight from pydantic_core's encoder: no str copy, no re-encoding copy."""
+    """The document as UTF-8 bytes (Record.to_json), written to the byte stream as they are."""
     data = snapshot.to_json(indent=2)
     sys.stdout.flush()
     sys.stdout.buffer.write(data)
