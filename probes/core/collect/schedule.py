@@ -10,6 +10,7 @@ each command's rank with it and its worker queues them the same way (collect/wor
 from __future__ import annotations
 
 import asyncio
+import functools
 import heapq
 import itertools
 from collections.abc import AsyncIterator
@@ -49,6 +50,8 @@ def queue_rank(shell: str) -> int:
     return 2 * rank - (1 if any(t in shell for t in CHAINED_TOOLS) else 0)
 
 
+# asked once per probe and command (~600 calls an audit) for ~250 distinct lines
+@functools.lru_cache(maxsize=1024)
 def launch_rank(shell: str) -> int:
     """0: a full `nvidia-smi -q` dump or a scan of every process in /proc (the slowest, ~1 s: the scans fork
     per process, so they grow with the box's process count); 1: other driver/device queries (tenths of a
