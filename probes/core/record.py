@@ -317,7 +317,10 @@ def _resolved(annotation: Any, cls: type) -> Any:
     import sys
 
     module = sys.modules.get(cls.__module__)
-    return eval(annotation, vars(module) if module else {}, {})  # noqa: S307 - the class's own annotation
+    code = compile(
+        annotation, "<annotation>", "eval"
+    )  # the CLI's code cache serves this name (tui/cli/code_cache.py)
+    return eval(code, vars(module) if module else {}, {})  # noqa: S307 - the class's own annotation
 
 
 def _unquoted(text: str) -> str:

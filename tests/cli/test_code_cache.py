@@ -99,6 +99,13 @@ try:
     typing.ForwardRef("not an expression(")
 except SyntaxError as exc:
     out["ref_error"] = str(exc)
+# the records' field types (probes/core/record.py evaluates a string annotation once per class)
+from gpuaudit.probes.core.record import Record
+class Rec(Record, frozen=True):
+    ratio: float = 0.0
+    items: "list[Frozen] | None" = None
+r = Rec(ratio=2, items=[Frozen(1)])
+out["record"] = [repr(r), type(r.ratio).__name__]
 if cache is not None:
     out["cache"] = {"misses": cache.misses, "hits": cache.hits, "codes": len(cache.used_codes),
                     "regexes": len(cache.used_regexes) + len(cache.pending)}
@@ -307,11 +314,11 @@ def test_the_cache_serves_the_same_code_under_newer_interpreters(tmp_path: Path)
     interpreters = _other_interpreters()
     if not interpreters:
         pytest.skip("no CPython 3.12+ on this machine besides the one running the tests")
-    package = (
-        tmp_path / "lay" / "gpuaudit"
-    )  # the code_cache module alone needs nothing but the standard library
+    # the code_cache module and the records need nothing but the standard library
+    package = tmp_path / "lay" / "gpuaudit"
     package.mkdir(parents=True)
     (package / "tui").symlink_to(ROOT / "tui")
+    (package / "probes").symlink_to(ROOT / "probes")
     env = dict(os.environ, PYTHONPATH=str(package.parent))
     for exe in interpreters:
         cache = tmp_path / f"{Path(exe).parent.parent.name}.bin"

@@ -54,6 +54,8 @@ from pathlib import Path
 from types import CodeType, FrameType
 from typing import Any
 
+from gpuaudit.probes.core import record
+
 HEADER = b"GACC2\n"
 """The file's own format tag; then the interpreter's bytecode magic, the regex engine's, the payload's CRC-32
 and length."""
@@ -332,6 +334,7 @@ def install(path: Path | None = None) -> CodeCache | None:
     cache = CodeCache(path if path is not None else default_path())
     dataclasses.exec = cache.exec  # type: ignore[attr-defined]
     typing.compile = cache.compile_source  # type: ignore[attr-defined]
+    record.compile = cache.compile_source  # type: ignore[attr-defined]  # the records' field types
     re_compiler.compile = functools.partial(cache.compile_regex, re_compiler.compile)
     atexit.register(cache.save)
     _installed.append(cache)
