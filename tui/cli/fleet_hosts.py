@@ -129,6 +129,10 @@ async def run_fleet(
     on_done: Callable[[HostResult], None] | None = None,
 ) -> list[HostResult]:
     """Every host's audit, at most --max-connections at once; `on_done(result)` as each one ends."""
+    if (
+        len(hosts) > 1
+    ):  # each host's snapshot JSON through pydantic_core's encoder (probes/core/record.py)
+        import pydantic_core  # noqa: F401
     limit = asyncio.Semaphore(request.max_connections)
 
     async def one(host: FleetHost) -> HostResult:
