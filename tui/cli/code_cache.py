@@ -6,8 +6,9 @@ Three compilers run on every start of the CLI, on inputs that never change betwe
   `__delattr__`, `__hash__`) and compiles it with `exec` at import: ~650 compilations for the ~150 dataclasses
   of a headless audit, ~70 ms of its client CPU (more than any other part of the tool's imports);
 * `re.compile` parses each pattern and generates its matcher code in Python: ~270 patterns, ~25 ms;
-* `typing.ForwardRef` compiles each string annotation pydantic evaluates (`from __future__ import annotations`
-  makes every annotation one): ~1,300 small compilations, ~12 ms.
+* string annotations are compiled where they are evaluated (`from __future__ import annotations` makes every
+  annotation one): `typing.ForwardRef` for pydantic where a document is read (~1,300 small compilations,
+  ~12 ms), and the engine's records for the field types their converters need (probes/core/record.py, ~100).
 
 The CLI keeps their results the way Python keeps a module's bytecode: beside the package's .pyc files, in
 `__pycache__` (or under `-X pycache_prefix`), tagged with the interpreter (`cpython-311`) and checked against its
@@ -118,8 +119,9 @@ class CodeCache:
     def compile_source(
         self, source: Any, filename: Any, mode: Any, *args: Any, **kwargs: Any
     ) -> Any:
-        """What `typing` calls instead of the builtin `compile` (each string annotation pydantic evaluates is a
-        ForwardRef, compiled in __init__: ~1,300 of them, ~12 ms a process). Only the plain form is cached."""
+        """What `typing` and the records call instead of the builtin `compile` (each string annotation pydantic
+        evaluates is a ForwardRef, compiled in __init__; a record's field type, once per class). Only the plain
+        form is cached."""
         if (
             args
             or kwargs
