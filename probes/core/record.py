@@ -11,18 +11,21 @@ The methods keep pydantic's names and meaning for what the program uses: `model_
 library's encoder), `model_copy(update=...)` (no validation, as in pydantic) and `model_fields`.
 
 Construction makes the conversions pydantic made for the shapes the records declare (a dict where a record is
-declared, an enum's value, an int for a float, a list for a tuple), from converters built once per class; a
-value of the declared type is kept as it is. `check_records(True)` (the test suite turns it on) validates each
+declared, an enum's value, an int for a float, text for a number, a list for a tuple), from converters built
+once per class, and refuses what pydantic refused with one ValueError naming the field; a value of the
+declared type is kept as it is. `check_records(True)` (the test suite turns it on) validates each
 record built against its declared types with pydantic (once per shape of its values) and fails on any value
 pydantic would have changed that the record did not.
 """
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import math
-import re
+import os
 import sys
+from collections.abc import Iterator
 from datetime import date, datetime, time, timedelta
 from enum import Enum
 from typing import Any, ClassVar, TypeVar, dataclass_transform
@@ -98,7 +101,13 @@ class Record:
     def __post_init__(self) -> None:
         for name, convert in _converters(type(self)):
             value = getattr(self, name)
-            converted = convert(value)
+            try:
+                converted = convert(value)
+            except (
+                TypeError,
+                ValueError,
+            ) as exc:  # what pydantic refused: one line naming the field
+                raise ValueError(f"{type(self).__name__}.{name}: {exc}") from None
             if converted is not value:
                 object.__setattr__(self, name, converted)
         if _checking:
@@ -132,7 +141,8 @@ class Record:
         exclude_none: bool = False,
     ) -> dict[str, Any]:
         """The record as plain data: nested records as dicts; `json` mode also turns enums into their values,
-        datetimes into ISO 8601 text (`Z` for UTC) and tuples into lists, as pydantic's model_dump did."""
+        datetimes into ISO 8601 text (`Z` for UTC) and tuples into lists, as pydantic's model_dump did.
+        `include` / `exclude` / `exclude_none` apply to this record's own fields (the program's one use)."""
         data = self._plain(mode == "json")
         if include is not None or exclude is not None or exclude_none:
             data = {
@@ -192,30 +202,60 @@ class Record:
         return core_schema.no_info_before_validator_function(before.__get__(None, cls), schema)
 
 
-def json_bytes(data: Any, indent: int | None = None) -> bytes:
-    """Plain data (a record's json-mode dump) as UTF-8 JSON bytes; see Record.to_json.
+_fast_encoder: list[Any] = []
+"""pydantic_core's `to_json` while a fleet runs (fast_json)."""
 
-    Where pydantic_core is loaded already (a fleet loads it once for all its hosts: tui/cli/fleet_hosts.py; a
-    replay validated with pydantic), its encoder writes them, ~4x faster than the standard library's on a
-    snapshot; the document is the same but for a float below 1e-4, written `0.00001` there (the same number)."""
+
+@contextlib.contextmanager
+def fast_json() -> Iterator[None]:
+    """Within it, records' JSON is written by pydantic_core's encoder (~4x the standard library's on a snapshot):
+    a fleet imports it once for all its hosts (tui/cli/fleet_hosts.py). The document is the same but for a float
+    below 1e-4, written `0.00001` there and `1e-05` by the standard library (the same number)."""
+    from pydantic_core import to_json
+
+    _fast_encoder.append(to_json)
+    try:
+        yield
+    finally:
+        _fast_encoder.pop()
+
+
+def json_bytes(data: Any, indent: int | None = None) -> bytes:
+    """Plain data (a record's json-mode dump) as UTF-8 JSON bytes; see Record.to_json and fast_json. A value
+    JSON has no type for (a path, bytes, a set: what a reader might leave in an `Any` field) is written as
+    pydantic wrote it, never a traceback."""
     import json
 
-    encoder = sys.modules.get("pydantic_core")
-    if encoder is not None:
+    if _fast_encoder:
         try:
-            return encoder.to_json(data, indent=indent, inf_nan_mode="null")  # type: ignore[no-any-return]
+            return _fast_encoder[-1](data, indent=indent, inf_nan_mode="null")  # type: ignore[no-any-return]
         except Exception:  # noqa: BLE001 - a lone surrogate: the standard library's path below replaces it
             pass
     separators = (",", ":") if indent is None else (",", ": ")
+    options: dict[str, Any] = dict(
+        indent=indent, separators=separators, ensure_ascii=False, default=_json_default
+    )
     try:
-        text = json.dumps(
-            data, indent=indent, separators=separators, ensure_ascii=False, allow_nan=False
-        )
+        text = json.dumps(data, allow_nan=False, **options)
     except ValueError:  # an infinity or a NaN: JSON has none (pydantic wrote null)
-        text = json.dumps(_finite(data), indent=indent, separators=separators, ensure_ascii=False)
-    return text.encode(
-        "utf-8", "replace"
-    )  # a lone surrogate (an undecodable file name) becomes "?"
+        text = json.dumps(_finite(data), **options)
+    # a lone surrogate (an undecodable file name) becomes "?"
+    return text.encode("utf-8", "replace")
+
+
+def _json_default(value: Any) -> Any:
+    """What the standard library's encoder has no type for, as pydantic's serializer wrote it."""
+    if isinstance(value, Record | Enum | datetime | date | time | timedelta):
+        return _plain(value, True)
+    if isinstance(value, bytes | bytearray):
+        return bytes(value).decode("utf-8", "replace")
+    if isinstance(value, os.PathLike):
+        return os.fspath(value)
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return dataclasses.asdict(value)
+    if isinstance(value, set | frozenset) or hasattr(value, "__iter__"):
+        return list(value)
+    return str(value)
 
 
 def _finite(value: Any) -> Any:
@@ -308,40 +348,69 @@ def _converters(cls: type) -> tuple[tuple[str, Any], ...]:
     if got is None:
         out = []
         for f in dataclasses.fields(cls):
-            tp = _resolved(f.type, cls)
-            convert = None if tp is None else _converter(tp)
+            convert = _from_text(f.type) if isinstance(f.type, str) else _EVAL
+            if convert is _EVAL:
+                convert = _converter(_evaluated(f.type, cls))
             if convert is not None:
                 out.append((f.name, convert))
         got = _CONVERTERS[cls] = tuple(out)
     return got
 
 
-_NO_CONVERSION = frozenset(
-    {"str", "int", "bool", "None", "Any", "Literal", "Role", "ProbeStatus", "object"}
-)
-_NAME = re.compile(r"[A-Za-z_]\w*")
+_EVAL = object()
+"""_from_text's answer for an annotation it leaves to eval (one naming a record, an enum, a datetime, a tuple)."""
 
 
-def _resolved(annotation: Any, cls: type) -> Any:
-    """The field's type, evaluated only when its text names something that may need converting (a record, an
-    enum, float, tuple): most fields are `str`, `int | None`, `list[str]`, ... and cost no eval at all."""
+def _evaluated(annotation: Any, cls: type) -> Any:
     if not isinstance(annotation, str):
         return annotation
-    if all(
-        name in _NO_CONVERSION or name in ("list", "dict")
-        for name in _NAME.findall(_unquoted(annotation))
-    ):
-        return None
     module = sys.modules.get(cls.__module__)
-    code = compile(
-        annotation, "<annotation>", "eval"
-    )  # the CLI's code cache serves this name (tui/cli/code_cache.py)
+    # the CLI's code cache serves this name (tui/cli/code_cache.py)
+    code = compile(annotation, "<annotation>", "eval")
     return eval(code, vars(module) if module else {}, {})  # noqa: S307 - the class's own annotation
 
 
-def _unquoted(text: str) -> str:
-    """The annotation without its string literals (a Literal's values are not names)."""
-    return re.sub(r"'[^']*'|\"[^\"]*\"", "", text)
+def _from_text(text: str) -> Any:  # noqa: PLR0911 - one case per shape
+    """The converter of a plain annotation read from its text, without eval (most fields: `str`, `int | None`,
+    `list[str]`, `dict[str, str]`, a Literal of strings), or _EVAL."""
+    text = text.strip()
+    parts = _split(text, "|")
+    if len(parts) > 1:
+        inner = [p for p in parts if p != "None"]
+        if len(inner) != 1 or len(parts) != 2:
+            return _EVAL
+        convert = _from_text(inner[0])
+        return convert if convert is None or convert is _EVAL else _optional(convert)
+    if text.startswith("Literal[") and text.endswith("]"):
+        values = _split(text[8:-1], ",")
+        return _to_str if all(v[:1] in "'\"" and v[-1:] == v[:1] for v in values) else _EVAL
+    if text.startswith("list[") and text.endswith("]"):
+        convert = _from_text(text[5:-1])
+        return convert if convert is _EVAL else _list_of(convert)
+    if text.startswith("dict[") and text.endswith("]"):
+        kv = _split(text[5:-1], ",")
+        convert = _from_text(kv[1]) if len(kv) == 2 else _EVAL
+        return convert if convert is _EVAL else _dict_of(convert)
+    return _SCALAR_TEXT.get(text, _EVAL)
+
+
+def _split(text: str, sep: str) -> list[str]:
+    """`text` split at `sep` outside brackets and quotes, each part stripped."""
+    parts, depth, quote, start = [], 0, "", 0
+    for i, ch in enumerate(text):
+        if quote:
+            quote = "" if ch == quote else quote
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth -= 1
+        elif ch == sep and depth == 0:
+            parts.append(text[start:i].strip())
+            start = i + 1
+    parts.append(text[start:].strip())
+    return parts
 
 
 def _converter(tp: Any) -> Any:  # noqa: PLR0911 - one case per shape
@@ -350,8 +419,10 @@ def _converter(tp: Any) -> Any:  # noqa: PLR0911 - one case per shape
 
     origin = typing.get_origin(tp)
     args = typing.get_args(tp)
-    if tp is float:
-        return _to_float
+    if tp in _SCALAR_TYPES:
+        return _SCALAR_TYPES[tp]
+    if tp is datetime:
+        return _to_datetime
     if isinstance(tp, type) and issubclass(tp, Enum):
         return lambda v, e=tp: v if type(v) is e else e(v)
     if isinstance(tp, type) and issubclass(tp, Record):
@@ -361,29 +432,148 @@ def _converter(tp: Any) -> Any:  # noqa: PLR0911 - one case per shape
         if len(inner) != 1:
             return None
         convert = _converter(inner[0])
-        return None if convert is None else (lambda v, c=convert: v if v is None else c(v))
-    if origin is list and args:
-        convert = _converter(args[0])
-        return None if convert is None else (lambda v, c=convert: _each(v, c))
-    if origin is dict and len(args) == 2:
-        convert = _converter(args[1])
-        return None if convert is None else (lambda v, c=convert: _values(v, c))
+        return None if convert is None else _optional(convert)
+    if origin is list or tp is list:
+        return _list_of(_converter(args[0]) if args else None)
+    if origin is dict or tp is dict:
+        return _dict_of(_converter(args[1]) if len(args) == 2 else None)
     if origin is tuple:
         if len(args) == 2 and args[1] is Ellipsis:
-            return lambda v, c=_converter(args[0]): _tuple(v, [c] * len(v))
-        return lambda v, cs=[_converter(a) for a in args]: _tuple(v, cs)
+            return lambda v, c=_converter(args[0]): _tuple(v, None, c)
+        return lambda v, cs=[_converter(a) for a in args]: _tuple(v, cs, None)
     return None
 
 
-def _tuple(v: Any, converters: list[Any]) -> Any:
-    items = tuple(c(x) if c is not None else x for c, x in zip(converters, v, strict=False))
+def _optional(convert: Any) -> Any:
+    return lambda v: v if v is None else convert(v)
+
+
+def _list_of(convert: Any) -> Any:
+    if convert is None:
+        return lambda v: v if type(v) is list else _as_list(v)
+    return lambda v: _each(v if type(v) is list else _as_list(v), convert)
+
+
+def _dict_of(convert: Any) -> Any:
+    if convert is None:
+        return lambda v: v if type(v) is dict else _as_dict(v)
+    return lambda v: _values(v if type(v) is dict else _as_dict(v), convert)
+
+
+def _as_list(v: Any) -> list[Any]:
+    """pydantic's lax list: a tuple, set or generator becomes a list; text, bytes or a mapping is refused."""
+    if isinstance(v, str | bytes | bytearray | dict) or not hasattr(v, "__iter__"):
+        raise ValueError(f"a list expected, got {type(v).__name__}")
+    return list(v)
+
+
+def _as_dict(v: Any) -> dict[Any, Any]:
+    from collections.abc import Mapping
+
+    if not isinstance(v, Mapping):
+        raise ValueError(f"a mapping expected, got {type(v).__name__}")
+    return dict(v)
+
+
+def _tuple(v: Any, converters: list[Any] | None, each: Any) -> Any:
+    if isinstance(v, str | bytes | bytearray | dict) or not hasattr(v, "__iter__"):
+        raise ValueError(f"a tuple expected, got {type(v).__name__}")
+    items = tuple(v)
+    if converters is not None:
+        if len(converters) != len(items):  # pydantic refused a fixed tuple of another length
+            raise ValueError(f"{len(converters)} items expected, got {len(items)}")
+        items = tuple(c(x) if c is not None else x for c, x in zip(converters, items, strict=True))
+    elif each is not None:
+        items = tuple(each(x) for x in items)
     if type(v) is tuple and all(a is b for a, b in zip(items, v, strict=True)):
         return v
     return items
 
 
+def _text_of(v: Any) -> str:
+    if isinstance(v, bytes | bytearray):
+        return bytes(v).decode("utf-8")
+    if isinstance(v, str):
+        return v
+    raise ValueError(f"a number expected, got {type(v).__name__}")
+
+
+def _to_str(v: Any) -> Any:
+    if type(v) is str:
+        return v
+    if isinstance(v, str):  # a str subclass (an enum of text): kept, as pydantic kept it
+        return v
+    if isinstance(v, bytes | bytearray):
+        return bytes(v).decode("utf-8")
+    raise ValueError(f"text expected, got {type(v).__name__}")
+
+
+def _to_int(v: Any) -> Any:
+    kind = type(v)
+    if kind is int:
+        return v
+    if kind is bool:
+        return int(v)
+    if kind is float:
+        if v.is_integer():
+            return int(v)
+        raise ValueError(f"a whole number expected, got {v!r}")
+    text = _text_of(v).strip()
+    try:
+        return int(text)
+    except ValueError:
+        number = float(text)
+        if number.is_integer():
+            return int(number)
+        raise ValueError(f"a whole number expected, got {text!r}") from None
+
+
 def _to_float(v: Any) -> Any:
-    return float(v) if type(v) is int else v
+    kind = type(v)
+    if kind is float:
+        return v
+    if kind is int or kind is bool:
+        return float(v)
+    return float(_text_of(v).strip())
+
+
+_TRUE = frozenset({"1", "t", "true", "y", "yes", "on"})
+_FALSE = frozenset({"0", "f", "false", "n", "no", "off"})
+
+
+def _to_bool(v: Any) -> Any:
+    if type(v) is bool:
+        return v
+    if type(v) in (int, float) and v in (0, 1):
+        return bool(v)
+    if isinstance(v, str | bytes | bytearray):
+        text = _text_of(v).strip().lower()
+        if text in _TRUE or text in _FALSE:
+            return text in _TRUE
+    raise ValueError(f"true or false expected, got {v!r:.40}")
+
+
+def _to_datetime(v: Any) -> Any:
+    if isinstance(v, datetime):
+        return v
+    if type(v) in (int, float):  # a Unix time, in milliseconds past 2e10, as pydantic read one
+        from datetime import UTC
+
+        return datetime.fromtimestamp(v / 1000 if abs(v) > 2e10 else v, UTC)
+    return datetime.fromisoformat(_text_of(v).strip())
+
+
+_SCALAR_TYPES: dict[Any, Any] = {str: _to_str, int: _to_int, float: _to_float, bool: _to_bool}
+_SCALAR_TEXT: dict[str, Any] = {
+    "str": _to_str,
+    "int": _to_int,
+    "float": _to_float,
+    "bool": _to_bool,
+    "Role": _to_str,
+    "ProbeStatus": _to_str,
+    "Any": None,
+    "object": None,
+}
 
 
 def _each(items: Any, convert: Any) -> Any:

@@ -7,11 +7,12 @@ pydantic would have changed and the record did not.
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
-import sys
 from datetime import UTC, datetime, timedelta, timezone
 from enum import Enum
+from pathlib import Path
 from typing import Any, Literal
 
 import pytest
@@ -106,17 +107,18 @@ def test_of_leaves_out_what_is_not_a_field():
 
 
 @pytest.mark.parametrize("encoder", ["standard library", "pydantic_core"])
-def test_plain_data_and_json_bytes_are_pydantics(encoder, monkeypatch):
-    if encoder == "standard library":  # what an audit uses: pydantic_core is not loaded there
-        monkeypatch.setitem(sys.modules, "pydantic_core", None)
+def test_plain_data_and_json_bytes_are_pydantics(encoder):
+    fast = (
+        record.fast_json() if encoder == "pydantic_core" else contextlib.nullcontext()
+    )  # a fleet's
     when = datetime(2026, 12, 4, 20, 1, 2, 345, tzinfo=UTC)
     t = Tree(
         colour=Colour.BLUE, ratio=float("inf"), leaves=[Leaf(name="é", weight=1e-5)], pair=(1, 2.5),
         when=when, by_name={"k": Leaf(name="k")}, extra={"d": [1, "x"], "t": when},
     )  # fmt: skip
     plain = Tree(leaves=[Leaf(name="é", weight=0.25)], when=when, pair=(1, 2.5), top=Leaf(name="t"))
-    encoded = {i: (t.to_json(indent=i), plain.to_json(indent=i)) for i in (None, 1, 2)}
-    monkeypatch.undo()
+    with fast:
+        encoded = {i: (t.to_json(indent=i), plain.to_json(indent=i)) for i in (None, 1, 2)}
     adapter = TypeAdapter(Tree)
     assert t.model_dump(mode="json") == adapter.dump_python(t, mode="json")
     assert t.model_dump() == adapter.dump_python(t)
@@ -174,15 +176,80 @@ def test_the_check_fails_on_a_value_pydantic_would_have_changed():
 
 
 def test_plain_fields_cost_no_eval():
-    assert record._resolved("list[str]", Finding) is None
-    assert record._resolved("dict[str, Any] | None", Finding) is None
-    assert record._resolved("Literal['pending', 'running']", ProbeResult) is None
-    assert record._resolved("list[EvidenceRef]", Finding) == list[EvidenceRef]
+    assert record._from_text("list[str]") is not record._EVAL
+    assert record._from_text("dict[str, Any] | None") is not record._EVAL
+    assert record._from_text("Literal['pending', 'running']") is record._to_str
+    assert record._from_text("str | None") is not record._EVAL
+    assert record._from_text("list[EvidenceRef]") is record._EVAL  # a record: evaluated
+    assert record._from_text("datetime | None") is record._EVAL
 
 
 @pytest.mark.parametrize("encoder", ["standard library", "pydantic_core"])
-def test_an_undecodable_name_never_fails_the_json(encoder, monkeypatch):
+def test_an_undecodable_name_never_fails_the_json(encoder):
     """A lone surrogate (a file name read with surrogateescape) becomes "?": the document is still UTF-8."""
-    if encoder == "standard library":
-        monkeypatch.setitem(sys.modules, "pydantic_core", None)
-    assert record.json_bytes({"path": "/x/\udcff"}) == b'{"path":"/x/?"}'
+    with record.fast_json() if encoder == "pydantic_core" else contextlib.nullcontext():
+        assert record.json_bytes({"path": "/x/\udcff"}) == b'{"path":"/x/?"}'
+
+
+def test_a_value_json_has_no_type_for_is_written_as_pydantic_wrote_it():
+    """What a reader might leave in an `Any` field (a path, bytes, a set, a plain dataclass) never fails --json."""
+    t = Tree(
+        extra={
+            "p": Path("/dev/nvidia0"),
+            "b": b"ok",
+            "s": {3},
+            "d": Leaf(name="x"),
+            "e": Colour.RED,
+        }
+    )
+    assert json.loads(t.to_json()) == json.loads(TypeAdapter(Tree).dump_json(t))
+
+
+class Scalars(Record):
+    """Every plain field shape, for the conversions and refusals pydantic made."""
+
+    i: int = 0
+    f: float = 0.0
+    b: bool = False
+    s: str = ""
+    o: int | None = None
+    names: list[str] = []
+    counts: dict[str, int] = {}
+    pair: tuple[int, float] | None = None
+    when: datetime | None = None
+    state: Literal["a", "b"] = "a"
+
+
+LAX = [
+    *(("i", v) for v in (True, "3", " 3 ", 3.0, 3.5, "3.0", b"3", None, "x", [1])),
+    *(("f", v) for v in (True, "8.0", " 8 ", 3, "x", None)),
+    *(("b", v) for v in (1, 0, 2, "yes", "off", "t", 1.0, None, "maybe")),
+    *(("s", v) for v in (1, True, b"x", 1.5, None)),
+    *(("o", v) for v in (None, "4", "four")),
+    *(("names", v) for v in (("a",), {"a"}, "ab", {"a": 1}, [1])),
+    *(("counts", v) for v in ({"a": "1"}, [("a", 1)], {"a": "x"})),
+    *(("pair", v) for v in ([1, 2], (1, "2.5"), [1, 2, 3], [1], "12")),
+    *(("when", v) for v in ("2026-01-01T00:00:00Z", "2026-01-01T02:00:00+02:00", "soon", 5)),
+    *(("state", v) for v in ("b", 1)),
+]
+
+
+@pytest.mark.parametrize(("name", "value"), LAX, ids=[f"{n}={v!r}" for n, v in LAX])
+def test_construction_accepts_and_refuses_what_pydantic_did(name, value, monkeypatch):
+    """A reader's value of another type (a target's JSON, a regex group): converted where pydantic converted it,
+    refused (one ValueError naming the field) where pydantic refused it."""
+    monkeypatch.setattr(record, "_checking", False)  # compared with pydantic here, value by value
+    try:
+        expected: Scalars | None = TypeAdapter(Scalars).validate_python({name: value})
+    except ValidationError:
+        expected = None
+    if expected is None:
+        with pytest.raises(ValueError, match=rf"Scalars\.{name}: "):
+            Scalars(**{name: value})
+    else:
+        got = Scalars(**{name: value})
+        assert record._differs(got, expected, "Scalars") is None
+
+
+def test_a_generator_becomes_a_list():
+    assert Scalars(names=(n for n in "ab")).names == ["a", "b"]  # type: ignore[arg-type]

@@ -26,6 +26,7 @@ before every host finished exits 3.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import json
 import sys
@@ -40,6 +41,7 @@ from gpuaudit.probes.core.fleet.ansible_inventory import load_any_inventory
 from gpuaudit.probes.core.fleet.inventory import FleetHost, load_inventory, parse_inventory  # noqa: F401 - re-exported
 from gpuaudit.probes.core.fleet.prometheus import NodeAudit, from_snapshot, write_prom_file
 from gpuaudit.probes.core.parsing import parse_scope
+from gpuaudit.probes.core.record import fast_json
 from gpuaudit.probes.core.run.request import AuditRequest
 from gpuaudit.probes.core.run.runner import Audit
 from gpuaudit.probes.core.run.session import live_bindings, run_sync
@@ -129,10 +131,6 @@ async def run_fleet(
     on_done: Callable[[HostResult], None] | None = None,
 ) -> list[HostResult]:
     """Every host's audit, at most --max-connections at once; `on_done(result)` as each one ends."""
-    if (
-        len(hosts) > 1
-    ):  # each host's snapshot JSON through pydantic_core's encoder (probes/core/record.py)
-        import pydantic_core  # noqa: F401
     limit = asyncio.Semaphore(request.max_connections)
 
     async def one(host: FleetHost) -> HostResult:
@@ -141,7 +139,9 @@ async def run_fleet(
             on_done(result)
         return result
 
-    return list(await asyncio.gather(*(one(h) for h in hosts)))
+    # each host's snapshot JSON through pydantic_core's encoder, loaded once for the whole fleet
+    with fast_json() if len(hosts) > 1 else contextlib.nullcontext():
+        return list(await asyncio.gather(*(one(h) for h in hosts)))
 
 
 class Spool:
