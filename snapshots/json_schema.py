@@ -61,19 +61,21 @@ def _fields(model: Any, drop: set[str]) -> dict[str, Any]:
     """`model`'s fields as create_model takes them: (annotation, FieldInfo)."""
     if not issubclass(model, Record):
         return {n: (f.annotation, f) for n, f in model.model_fields.items() if n not in drop}
-    hints = typing.get_type_hints(model)
-    out: dict[str, Any] = {}
-    for f in dataclasses.fields(model):
-        if f.name in drop:
-            continue
-        if f.default_factory is not dataclasses.MISSING:
-            info = Field(default_factory=f.default_factory)
-        elif f.default is not dataclasses.MISSING:
-            info = Field(default=f.default)
-        else:
-            info = Field()
-        out[f.name] = (hints[f.name], info)
-    return out
+    types = _field_types(model)
+    return {
+        f.name: (types[f.name], _field_info(f))
+        for f in dataclasses.fields(model)
+        if f.name not in drop
+    }
+
+
+def _field_info(f: dataclasses.Field[Any]) -> Any:
+    """A record field's default as pydantic's FieldInfo."""
+    if f.default_factory is not dataclasses.MISSING:
+        return Field(default_factory=f.default_factory)
+    if f.default is not dataclasses.MISSING:
+        return Field(default=f.default)
+    return Field()
 
 
 REF_FIELDS: dict[str, Any] = {
